@@ -1,0 +1,37 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test unit service e2e lint install clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Start the whole system, apply the example HyperJob, watch it to completion, stop.
+run: $(STAMP)
+	$(BIN)/hyperjob demo examples/hyperjob-llm.yaml
+
+## The whole test suite: unit, contract, service (real NATS + Redis) and end-to-end.
+test: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/pytest -q
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+service: $(STAMP)
+	$(BIN)/pytest -q -m service
+
+e2e: $(STAMP)
+	$(BIN)/pytest -q -m e2e
+
+clean:
+	rm -rf $(VENV) .hyperjob build *.egg-info

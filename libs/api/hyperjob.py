@@ -1,0 +1,128 @@
+"""HyperJob in both manifest forms, normalized to one model.
+
+* Upstream form, ``training.volcano.sh/v1alpha1``: ``replicatedJobs[]`` each with a Volcano
+  ``templateSpec``, ``replicas``, ``clusterNames`` and ``splitPolicy``.
+* Conceptual form, ``batch.volcano.sh/v1alpha1``: one whole Job manifest in ``template`` plus
+  ``splitPolicy: {strategy: ByCluster, clusters: [{name, replicas}]}``; it becomes one replicated
+  job named ``job``.
+
+Project extensions (upstream leaves these "reserved" or lacks them), all optional:
+``splitPolicy.clusters`` (explicit per-cluster replicas, in the upstream form too),
+``splitPolicy.weights`` (static weights per cluster), ``splitPolicy.granularity`` (replicas are
+divided in multiples of this), and ``spec.childFailurePolicy`` (what a child failing beyond its own
+retries does to the HyperJob).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .base import NonNegative, ObjectMeta, Positive, Spec
+from .job import JobSpec
+from .pod import PodTemplateMeta
+
+TRAINING_API_VERSION = "training.volcano.sh/v1alpha1"
+CONCEPT_API_VERSION = "batch.volcano.sh/v1alpha1"
+CONCEPT_REPLICATED_JOB = "job"
+
+ChildFailurePolicy = Literal["FailHyperJob", "RestartHyperJob", "RePlaceChild"]
+
+
+class ClusterReplicas(Spec, frozen=True, kw_only=True):
+    name: str
+    replicas: NonNegative
+
+
+class SplitPolicy(Spec, frozen=True, kw_only=True):
+    mode: Literal["static", "auto"] | None = None
+    strategy: Literal["ByCluster"] | None = None
+    accelerators: NonNegative | None = None
+    accelerator_type: str = ""
+    clusters: list[ClusterReplicas] = []
+    weights: dict[str, NonNegative] = {}
+    granularity: Positive = 1
+
+
+class ReplicatedJob(Spec, frozen=True, kw_only=True):
+    name: str
+    template_spec: JobSpec
+    replicas: NonNegative = 1
+    cluster_names: list[str] = []
+    split_policy: SplitPolicy | None = None
+
+
+class HyperJobSpec(Spec, frozen=True, kw_only=True):
+    replicated_jobs: list[ReplicatedJob]
+    min_available: NonNegative | None = None
+    max_domains: Positive | None = None
+    plugins: dict[str, list[str]] = {}
+    child_failure_policy: ChildFailurePolicy = "FailHyperJob"
+
+
+class HyperJob(Spec, frozen=True, kw_only=True):
+    """Upstream form."""
+
+    api_version: Literal["training.volcano.sh/v1alpha1"] = TRAINING_API_VERSION
+    kind: Literal["HyperJob"] = "HyperJob"
+    metadata: ObjectMeta
+    spec: HyperJobSpec
+
+
+class JobTemplate(Spec, frozen=True, kw_only=True):
+    api_version: Literal["batch.volcano.sh/v1alpha1"] = CONCEPT_API_VERSION
+    kind: Literal["Job"] = "Job"
+    metadata: PodTemplateMeta = PodTemplateMeta()
+    spec: JobSpec
+
+
+class TemplatedHyperJobSpec(Spec, frozen=True, kw_only=True):
+    template: JobTemplate
+    split_policy: SplitPolicy | None = None
+    cluster_names: list[str] = []
+    min_available: NonNegative | None = None
+    max_domains: Positive | None = None
+    plugins: dict[str, list[str]] = {}
+    child_failure_policy: ChildFailurePolicy = "FailHyperJob"
+
+
+class TemplatedHyperJob(Spec, frozen=True, kw_only=True):
+    """Conceptual form."""
+
+    api_version: Literal["batch.volcano.sh/v1alpha1"] = CONCEPT_API_VERSION
+    kind: Literal["HyperJob"] = "HyperJob"
+    metadata: ObjectMeta
+    spec: TemplatedHyperJobSpec
+
+
+def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
+    """Return the upstream form; the conceptual form becomes one replicated job named ``job``.
+
+    ``strategy: ByCluster`` is explicit per-cluster counts; its clusters become the eligible set.
+    """
+    if isinstance(hyperjob, HyperJob):
+        return hyperjob
+    spec = hyperjob.spec
+    split = spec.split_policy
+    cluster_names = list(spec.cluster_names) or [c.name for c in (split.clusters if split else [])]
+    replicated = ReplicatedJob(
+        name=CONCEPT_REPLICATED_JOB,
+        template_spec=spec.template.spec,
+        replicas=1,
+        cluster_names=cluster_names,
+        split_policy=split,
+    )
+    return HyperJob(
+        metadata=hyperjob.metadata,
+        spec=HyperJobSpec(
+            replicated_jobs=[replicated],
+            min_available=spec.min_available,
+            max_domains=spec.max_domains,
+            plugins=spec.plugins,
+            child_failure_policy=spec.child_failure_policy,
+        ),
+    )
+
+
+def template_replicas(spec: JobSpec) -> int:
+    """Total pod replicas of a job template (all tasks)."""
+    return sum(task.replicas for task in spec.tasks)

@@ -1,0 +1,125 @@
+"""The part of the Kubernetes Pod API that batch jobs use.
+
+Fields the scheduler and node agents read are typed; other common Pod fields (volumes, security
+context, ...) are accepted as opaque maps so real manifests load, and passed through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .base import NonNegative, Opaque, QuantityMap, Spec
+
+
+class ResourceRequirements(Spec, frozen=True, kw_only=True):
+    requests: QuantityMap = {}
+    limits: QuantityMap = {}
+
+
+class EnvVar(Spec, frozen=True, kw_only=True):
+    name: str
+    value: str = ""
+    value_from: Opaque | None = None
+
+
+class ContainerPort(Spec, frozen=True, kw_only=True):
+    container_port: int
+    name: str = ""
+    protocol: str = "TCP"
+    host_port: int | None = None
+
+
+class Container(Spec, frozen=True, kw_only=True):
+    name: str
+    image: str = ""
+    command: list[str] = []
+    args: list[str] = []
+    env: list[EnvVar] = []
+    env_from: list[Opaque] = []
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: list[ContainerPort] = []
+    working_dir: str = ""
+    volume_mounts: list[Opaque] = []
+    image_pull_policy: str = ""
+    security_context: Opaque | None = None
+    liveness_probe: Opaque | None = None
+    readiness_probe: Opaque | None = None
+    startup_probe: Opaque | None = None
+    lifecycle: Opaque | None = None
+    stdin: bool = False
+    tty: bool = False
+
+
+class NodeSelectorRequirement(Spec, frozen=True, kw_only=True):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+class NodeSelectorTerm(Spec, frozen=True, kw_only=True):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(Spec, frozen=True, kw_only=True):
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class NodeAffinity(Spec, frozen=True, kw_only=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[Opaque] = []
+
+
+class Affinity(Spec, frozen=True, kw_only=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: Opaque | None = None
+    pod_anti_affinity: Opaque | None = None
+
+
+class Toleration(Spec, frozen=True, kw_only=True):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(Spec, frozen=True, kw_only=True):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class PodSpec(Spec, frozen=True, kw_only=True):
+    containers: list[Container]
+    init_containers: list[Container] = []
+    restart_policy: Literal["Always", "OnFailure", "Never"] = "Always"
+    node_selector: dict[str, str] = {}
+    node_name: str = ""
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+    hostname: str = ""
+    subdomain: str = ""
+    scheduler_name: str = ""
+    service_account_name: str = ""
+    termination_grace_period_seconds: NonNegative | None = None
+    volumes: list[Opaque] = []
+    security_context: Opaque | None = None
+    image_pull_secrets: list[Opaque] = []
+    host_network: bool = False
+    dns_policy: str = ""
+    scheduling_gates: list[Opaque] = []
+
+
+class PodTemplateMeta(Spec, frozen=True, kw_only=True):
+    name: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class PodTemplateSpec(Spec, frozen=True, kw_only=True):
+    metadata: PodTemplateMeta = PodTemplateMeta()
+    spec: PodSpec

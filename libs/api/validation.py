@@ -1,0 +1,177 @@
+"""Semantic checks a schema cannot express, each failing with the field path.
+
+``check_*`` functions look at one object alone (what any client can check before submitting);
+``check_references`` looks at what the object names in the running system (clusters, queues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from .errors import ManifestError
+from .hyperjob import HyperJob, ReplicatedJob, template_replicas
+from .job import JobSpec
+from .quantity import QuantityError, parse_quantity, parse_resource_list
+from .queue import Queue
+
+KNOWN_JOB_PLUGINS = frozenset({"env", "svc", "ssh", "pytorch", "mpi", "tensorflow", "ray"})
+KNOWN_HYPERJOB_PLUGINS = frozenset({"pytorch", "env", "svc"})
+
+
+def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
+    """Volcano's admission checks on a Job spec (before defaults are applied)."""
+    if not spec.tasks:
+        raise ManifestError(f"{path}.tasks", "a job needs at least one task")
+    seen: set[str] = set()
+    for i, task in enumerate(spec.tasks):
+        task_path = f"{path}.tasks[{i}]"
+        name = task.name or f"default{i}"
+        if name in seen:
+            raise ManifestError(f"{task_path}.name", f"duplicate task name {name!r}")
+        seen.add(name)
+        if task.min_available is not None and task.min_available > task.replicas:
+            raise ManifestError(f"{task_path}.minAvailable",
+                                f"{task.min_available} is more than the task's replicas ({task.replicas})")
+        if not task.template.spec.containers:
+            raise ManifestError(f"{task_path}.template.spec.containers", "a task needs at least one container")
+        for c, container in enumerate(task.template.spec.containers):
+            _check_quantities(container.resources.requests, f"{task_path}.template.spec.containers[{c}].resources.requests")
+            _check_quantities(container.resources.limits, f"{task_path}.template.spec.containers[{c}].resources.limits")
+        for p, policy in enumerate(task.policies):
+            _check_policy(policy, f"{task_path}.policies[{p}]")
+    total = template_replicas(spec)
+    if spec.min_available > total:
+        raise ManifestError(f"{path}.minAvailable", f"{spec.min_available} is more than the job's total replicas ({total})")
+    if spec.min_success is not None and spec.min_success > total:
+        raise ManifestError(f"{path}.minSuccess", f"{spec.min_success} is more than the job's total replicas ({total})")
+    for p, policy in enumerate(spec.policies):
+        _check_policy(policy, f"{path}.policies[{p}]")
+    for plugin in spec.plugins:
+        if plugin not in KNOWN_JOB_PLUGINS:
+            raise ManifestError(f"{path}.plugins.{plugin}", f"unknown job plugin (known: {', '.join(sorted(KNOWN_JOB_PLUGINS))})")
+
+
+def _check_policy(policy: object, path: str) -> None:
+    from .job import LifecyclePolicy
+
+    assert isinstance(policy, LifecyclePolicy)
+    if policy.event is None and not policy.events and policy.exit_code is None:
+        raise ManifestError(path, "a policy needs event, events or exitCode")
+    if policy.exit_code is not None and (policy.event is not None or policy.events):
+        raise ManifestError(f"{path}.exitCode", "exitCode and event(s) are mutually exclusive")
+    if policy.exit_code == 0:
+        raise ManifestError(f"{path}.exitCode", "0 is not a failure exit code")
+    if policy.timeout is not None:
+        from .duration import DurationError, parse_duration
+
+        try:
+            parse_duration(policy.timeout)
+        except DurationError as exc:
+            raise ManifestError(f"{path}.timeout", str(exc)) from None
+
+
+def _check_quantities(raw: Mapping[str, object], path: str) -> None:
+    for name, value in raw.items():
+        try:
+            amount = parse_quantity(value)  # type: ignore[arg-type]
+        except QuantityError as exc:
+            raise ManifestError(f"{path}.{name}", str(exc)) from None
+        if amount < 0:
+            raise ManifestError(f"{path}.{name}", f"{value!r} is negative")
+
+
+def check_queue(queue: Queue) -> None:
+    for field, raw in (("capability", queue.spec.capability), ("deserved", queue.spec.deserved),
+                       ("guarantee.resource", queue.spec.guarantee.resource)):
+        _check_quantities(raw, f"$.spec.{field}")
+    if queue.metadata.name == "root" and queue.spec.parent:
+        raise ManifestError("$.spec.parent", "the root queue has no parent")
+    if queue.spec.parent == queue.metadata.name:
+        raise ManifestError("$.spec.parent", "a queue cannot be its own parent")
+
+
+def check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
+    """Structural checks on the normalized (upstream) form."""
+    spec = hyperjob.spec
+    if not spec.replicated_jobs:
+        raise ManifestError(f"{path_prefix}.replicatedJobs", "a HyperJob needs at least one replicated job")
+    names: set[str] = set()
+    for i, rj in enumerate(spec.replicated_jobs):
+        path = f"{path_prefix}.replicatedJobs[{i}]"
+        if rj.name in names:
+            raise ManifestError(f"{path}.name", f"duplicate replicated job name {rj.name!r}")
+        names.add(rj.name)
+        check_job_spec(rj.template_spec, f"{path}.templateSpec")
+        _check_split(rj, path)
+    for plugin in spec.plugins:
+        if plugin not in KNOWN_HYPERJOB_PLUGINS:
+            raise ManifestError(f"{path_prefix}.plugins.{plugin}",
+                                f"unknown HyperJob plugin (known: {', '.join(sorted(KNOWN_HYPERJOB_PLUGINS))})")
+
+
+def _check_split(rj: ReplicatedJob, path: str) -> None:
+    split = rj.split_policy
+    if split is None:
+        return
+    if rj.replicas > 1:
+        raise ManifestError(f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)")
+    total = template_replicas(rj.template_spec)
+    if split.clusters:
+        names = [c.name for c in split.clusters]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ManifestError(f"{path}.splitPolicy.clusters", f"cluster {duplicates[0]!r} is listed twice")
+        counted = sum(c.replicas for c in split.clusters)
+        if counted != total:
+            raise ManifestError(f"{path}.splitPolicy.clusters",
+                                f"replicas add up to {counted}, but the template has {total}")
+        if split.mode == "auto":
+            raise ManifestError(f"{path}.splitPolicy.mode", "explicit clusters and mode auto are mutually exclusive")
+    if split.accelerators is not None:
+        if not split.accelerator_type:
+            raise ManifestError(f"{path}.splitPolicy.acceleratorType", "required when accelerators is set")
+        requested = accelerator_request(rj.template_spec, split.accelerator_type)
+        if requested != split.accelerators:
+            raise ManifestError(f"{path}.splitPolicy.accelerators",
+                                f"{split.accelerators} does not match the template's total {split.accelerator_type} request ({requested:g})")
+    if total % split.granularity:
+        raise ManifestError(f"{path}.splitPolicy.granularity",
+                            f"{total} replicas cannot be divided in units of {split.granularity}")
+
+
+def accelerator_request(spec: JobSpec, resource: str) -> float:
+    """The whole job's request of one resource (all replicas of all tasks)."""
+    amount = 0.0
+    for task in spec.tasks:
+        per_pod = sum(parse_resource_list(c.resources.requests).get(resource, 0.0) for c in task.template.spec.containers)
+        amount += per_pod * task.replicas
+    return amount
+
+
+def check_references(hyperjob: HyperJob, clusters: Collection[str], queues: Mapping[str, str],
+                     path_prefix: str = "$.spec") -> None:
+    """Check what the HyperJob names against the system: clusters exist, queues exist and are Open.
+
+    ``queues`` maps a queue name to its state.
+    """
+    for i, rj in enumerate(hyperjob.spec.replicated_jobs):
+        path = f"{path_prefix}.replicatedJobs[{i}]"
+        for j, name in enumerate(rj.cluster_names):
+            if name not in clusters:
+                raise ManifestError(f"{path}.clusterNames[{j}]", f"cluster {name!r} does not exist")
+        split = rj.split_policy
+        for j, entry in enumerate(split.clusters if split else []):
+            if entry.name not in clusters:
+                raise ManifestError(f"{path}.splitPolicy.clusters[{j}].name", f"cluster {entry.name!r} does not exist")
+        for name in (split.weights if split else {}):
+            if name not in clusters:
+                raise ManifestError(f"{path}.splitPolicy.weights.{name}", f"cluster {name!r} does not exist")
+        check_queue_reference(rj.template_spec.queue, queues, f"{path}.templateSpec.queue")
+
+
+def check_queue_reference(queue: str, queues: Mapping[str, str], path: str) -> None:
+    name = queue or "default"
+    if name not in queues:
+        raise ManifestError(path, f"queue {name!r} does not exist")
+    if queues[name] != "Open":
+        raise ManifestError(path, f"queue {name!r} is {queues[name]}, not Open")
