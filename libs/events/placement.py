@@ -1,0 +1,52 @@
+"""Child jobs between the splitter, the global-scheduler and each cluster's job-controller.
+
+Lifecycle of a child: ``PlaceChild`` (splitter → global-scheduler) → ``DispatchChild`` (global-scheduler
+→ the chosen cluster's job-controller) → the child runs → ``RemoveChild`` when no longer desired.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Message
+
+
+class PlaceChild(Message, frozen=True, kw_only=True, tag="sched.child.place.v1"):
+    """Find a cluster for a child job (a plain Job is a HyperJob of one child, ``hyperjob`` empty).
+
+    ``clusters`` are the eligible clusters in order of preference; a planned split names exactly one.
+    ``job`` is the child's Volcano Job manifest; ``env`` the HyperJob-level environment for its pods.
+    """
+
+    child: str
+    hyperjob: str = ""
+    replicated_job: str = ""
+    clusters: list[str]
+    job: dict[str, Any]
+    env_by_pod: dict[str, dict[str, str]] = {}
+
+
+class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatch.v1"):
+    """Run this child job in ``cluster`` (one consumer: that cluster's job-controller)."""
+
+    child: str
+    cluster: str
+    hyperjob: str = ""
+    replicated_job: str = ""
+    job: dict[str, Any]
+    env_by_pod: dict[str, dict[str, str]] = {}
+
+
+class RemoveChild(Message, frozen=True, kw_only=True, tag="sched.child.remove.v1"):
+    """Delete a child job and all its pods from ``cluster``."""
+
+    child: str
+    cluster: str
+
+
+class ChildPlacementWaiting(Message, frozen=True, kw_only=True, tag="sched.child.waiting.v1"):
+    """A child cannot be placed yet; ``reason`` says which queue limit or which cluster lacks what."""
+
+    child: str
+    hyperjob: str = ""
+    reason: str
