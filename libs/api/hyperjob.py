@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from .base import NonNegative, ObjectMeta, Positive, Spec
 from .job import JobSpec
 from .pod import PodTemplateMeta
@@ -24,6 +26,9 @@ from .pod import PodTemplateMeta
 TRAINING_API_VERSION = "training.volcano.sh/v1alpha1"
 CONCEPT_API_VERSION = "batch.volcano.sh/v1alpha1"
 CONCEPT_REPLICATED_JOB = "job"
+# Set by ``normalize`` on a HyperJob written in the conceptual form, so errors can name the fields
+# the user actually wrote (``$.spec.splitPolicy`` rather than ``$.spec.replicatedJobs[0].splitPolicy``).
+FORM_ANNOTATION = "hyperjob.io/form"
 
 ChildFailurePolicy = Literal["FailHyperJob", "RestartHyperJob", "RePlaceChild"]
 
@@ -111,8 +116,10 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
         cluster_names=cluster_names,
         split_policy=split,
     )
+    metadata = msgspec.structs.replace(
+        hyperjob.metadata, annotations={**hyperjob.metadata.annotations, FORM_ANNOTATION: "conceptual"})
     return HyperJob(
-        metadata=hyperjob.metadata,
+        metadata=metadata,
         spec=HyperJobSpec(
             replicated_jobs=[replicated],
             min_available=spec.min_available,
@@ -121,6 +128,18 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
             child_failure_policy=spec.child_failure_policy,
         ),
     )
+
+
+def is_conceptual(hyperjob: HyperJob) -> bool:
+    return hyperjob.metadata.annotations.get(FORM_ANNOTATION) == "conceptual"
+
+
+def user_path(hyperjob: HyperJob, path: str) -> str:
+    """Map a field path in the normalized form back to the form the user wrote."""
+    if not is_conceptual(hyperjob):
+        return path
+    path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
+    return path.replace("$.spec.replicatedJobs[0].", "$.spec.")
 
 
 def template_replicas(spec: JobSpec) -> int:

@@ -64,10 +64,7 @@ def decode(document: Any) -> Manifest:
 def _validated(obj: Any) -> Manifest:
     if isinstance(obj, TemplatedHyperJob):
         hyperjob = normalize(obj)
-        try:
-            check_hyperjob(hyperjob)
-        except ManifestError as exc:
-            raise ManifestError(_conceptual_path(exc.path), exc.message) from None
+        check_hyperjob(hyperjob)
         return hyperjob
     if isinstance(obj, HyperJob):
         check_hyperjob(obj)
@@ -94,14 +91,12 @@ def load(text: str) -> list[Manifest]:
 
 
 def encode(obj: Manifest) -> dict[str, Any]:
-    """The manifest as plain data (camelCase), e.g. to print as YAML or JSON."""
-    return msgspec.to_builtins(obj)  # type: ignore[no-any-return]
+    """The manifest as plain data (camelCase), e.g. to print as YAML or JSON; ``decode`` reads it back.
 
-
-def _conceptual_path(path: str) -> str:
-    """Map a path in the normalized form back to the conceptual form the user wrote."""
-    path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
-    return path.replace("$.spec.replicatedJobs[0].", "$.spec.")
+    Defaults are omitted, except ``apiVersion`` and ``kind``, which say what the data is.
+    """
+    data: dict[str, Any] = msgspec.to_builtins(obj)
+    return {"apiVersion": obj.api_version, "kind": obj.kind, **data}
 
 
 def _from_validation_error(exc: msgspec.ValidationError) -> ManifestError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from .errors import ManifestError
-from .hyperjob import HyperJob, ReplicatedJob, template_replicas
+from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
@@ -90,8 +90,15 @@ def check_queue(queue: Queue) -> None:
         raise ManifestError("$.spec.parent", "a queue cannot be its own parent")
 
 
-def check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
-    """Structural checks on the normalized (upstream) form."""
+def check_hyperjob(hyperjob: HyperJob) -> None:
+    """Structural checks on the normalized (upstream) form; paths name the form the user wrote."""
+    try:
+        _check_hyperjob(hyperjob)
+    except ManifestError as exc:
+        raise ManifestError(user_path(hyperjob, exc.path), exc.message) from None
+
+
+def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
     spec = hyperjob.spec
     if not spec.replicated_jobs:
         raise ManifestError(f"{path_prefix}.replicatedJobs", "a HyperJob needs at least one replicated job")
@@ -148,21 +155,28 @@ def accelerator_request(spec: JobSpec, resource: str) -> float:
     return amount
 
 
-def check_references(hyperjob: HyperJob, clusters: Collection[str], queues: Mapping[str, str],
-                     path_prefix: str = "$.spec") -> None:
+def check_references(hyperjob: HyperJob, clusters: Collection[str], queues: Mapping[str, str]) -> None:
     """Check what the HyperJob names against the system: clusters exist, queues exist and are Open.
 
     ``queues`` maps a queue name to its state.
     """
+    try:
+        _check_references(hyperjob, clusters, queues)
+    except ManifestError as exc:
+        raise ManifestError(user_path(hyperjob, exc.path), exc.message) from None
+
+
+def _check_references(hyperjob: HyperJob, clusters: Collection[str], queues: Mapping[str, str]) -> None:
     for i, rj in enumerate(hyperjob.spec.replicated_jobs):
-        path = f"{path_prefix}.replicatedJobs[{i}]"
-        for j, name in enumerate(rj.cluster_names):
-            if name not in clusters:
-                raise ManifestError(f"{path}.clusterNames[{j}]", f"cluster {name!r} does not exist")
+        path = f"$.spec.replicatedJobs[{i}]"
         split = rj.split_policy
+        # The split's own entries first: for the conceptual form they are what the user wrote.
         for j, entry in enumerate(split.clusters if split else []):
             if entry.name not in clusters:
                 raise ManifestError(f"{path}.splitPolicy.clusters[{j}].name", f"cluster {entry.name!r} does not exist")
+        for j, name in enumerate(rj.cluster_names):
+            if name not in clusters:
+                raise ManifestError(f"{path}.clusterNames[{j}]", f"cluster {name!r} does not exist")
         for name in (split.weights if split else {}):
             if name not in clusters:
                 raise ManifestError(f"{path}.splitPolicy.weights.{name}", f"cluster {name!r} does not exist")
