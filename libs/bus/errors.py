@@ -1,0 +1,69 @@
+"""The bus's exceptions: what a handler raises to steer redelivery, and what the bus raises itself.
+
+A handler returns normally to ack, raises ``RetryableError`` to be redelivered after a backoff and
+``TerminalError`` to be dead-lettered at once; any other exception counts as retryable (and is
+logged with its traceback, since it is probably a bug). ``BusError`` and its subclasses are what
+callers of the bus catch; nats-py's exceptions never leave this package.
+"""
+
+from __future__ import annotations
+
+
+class HandlerError(Exception):
+    """Base of the two exceptions a handler raises on purpose."""
+
+
+class RetryableError(HandlerError):
+    """A transient failure (Redis down, version conflict, dependency not ready): nak and redeliver
+    after the consumer's backoff for this delivery number, or after ``delay`` seconds if given.
+    After ``max_deliver`` deliveries the message goes to the dead-letter subject."""
+
+    def __init__(self, message: str = "", *, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class TerminalError(HandlerError):
+    """The message can never be processed (undecodable, invalid): ``term()`` it and publish the
+    original to ``dlq.<durable>`` with the error in headers."""
+
+
+class BusError(Exception):
+    """Base of every error the bus raises to its callers."""
+
+
+class StreamConfigError(BusError):
+    """A stream could not be declared or updated; ``stream`` names it."""
+
+    def __init__(self, stream: str, message: str) -> None:
+        super().__init__(f"stream {stream}: {message}")
+        self.stream = stream
+
+
+class NoStreamError(BusError):
+    """No declared stream captures ``subject`` (publish or consume on an undeclared subject)."""
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(f"no stream captures subject {subject!r}")
+        self.subject = subject
+
+
+class PublishError(BusError):
+    """A publish was not acknowledged by the stream; safe to retry with the same ``msg_id``."""
+
+    def __init__(self, subject: str, msg_id: str, message: str) -> None:
+        super().__init__(f"publish {subject} ({msg_id}): {message}")
+        self.subject = subject
+        self.msg_id = msg_id
+
+
+class ConsumerError(BusError):
+    """A durable consumer could not be created or bound; ``durable`` names it."""
+
+    def __init__(self, durable: str, message: str) -> None:
+        super().__init__(f"consumer {durable}: {message}")
+        self.durable = durable
+
+
+class BusClosedError(BusError):
+    """The bus was closed or its connection is gone."""

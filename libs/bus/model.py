@@ -1,0 +1,171 @@
+"""Values shared by both buses: stream specs, deliveries, outgoing messages, consumer policy."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "ConsumerPolicy", "Delivery", "Handler", "Outgoing",
+           "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec", "encode_payload",
+           "subject_covers"]
+
+MSG_ID = "Nats-Msg-Id"
+DEFAULT_BACKOFF: tuple[float, ...] = (1.0, 5.0, 30.0)
+_DAY = 24 * 3600.0
+
+
+class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A stream as the bus declares it (idempotently, at connect).
+
+    ``storage="file"`` keeps the log across restarts (flushed periodically, not fsynced per
+    message unless the server runs with ``sync_interval: always``). ``duplicate_window`` is how
+    long a ``Nats-Msg-Id`` is remembered to drop republished copies. ``max_msgs_per_subject=1``
+    makes a latest-value stream (heartbeats, capacity summaries).
+    """
+
+    name: str
+    subjects: list[str]
+    storage: Literal["file", "memory"] = "file"
+    max_age: float = 7 * _DAY
+    duplicate_window: float = 120.0
+    max_msgs_per_subject: int = -1
+    max_msgs: int = -1
+    max_bytes: int = -1
+
+
+DLQ_STREAM = StreamSpec(name="DLQ", subjects=["dlq.>"], max_age=30 * _DAY)
+
+
+def as_stream_spec(decl: Any) -> StreamSpec:
+    """A ``StreamSpec`` from itself or a duck-typed declaration such as ``events.subjects.StreamDecl``
+    (``name``, ``subjects``, optional ``latest_only`` and ``max_age_seconds``)."""
+    if isinstance(decl, StreamSpec):
+        return decl
+    latest = bool(getattr(decl, "latest_only", False))
+    return StreamSpec(name=decl.name, subjects=list(decl.subjects),
+                      max_age=float(getattr(decl, "max_age_seconds", 7 * _DAY)),
+                      max_msgs_per_subject=1 if latest else -1)
+
+
+class Delivery(msgspec.Struct, frozen=True, kw_only=True):
+    """One delivery of one message to a handler. ``subject`` is the logical subject (without a test
+    namespace); ``num_delivered`` starts at 1; ``msg_id`` is the publisher's ``Nats-Msg-Id``."""
+
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+    num_delivered: int = 1
+    msg_id: str | None = None
+    stream: str = ""
+    seq: int = 0
+
+
+class PublishAck(msgspec.Struct, frozen=True, kw_only=True):
+    """The stream's answer: where the message landed, and whether it was a dropped duplicate."""
+
+    stream: str
+    seq: int
+    duplicate: bool = False
+
+
+class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
+    """A message to publish; ``store.Output`` has the same fields and is accepted as is."""
+
+    subject: str
+    msg_id: str
+    payload: bytes
+    headers: dict[str, str] | None = None
+
+
+Handler = Callable[[Delivery], Awaitable[None]]
+
+
+class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """How a durable consumer delivers. ``max_ack_pending`` defaults to a multiple of ``batch``
+    (the server default is too low for batch consumption); ``ack_wait`` bounds one handler call
+    before the server redelivers to another member of the group."""
+
+    batch: int = 100
+    max_deliver: int = 5
+    backoff: tuple[float, ...] = DEFAULT_BACKOFF
+    max_ack_pending: int | None = None
+    ack_wait: float = 30.0
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if self.batch < 1 or self.max_deliver < 1 or self.concurrency < 1 or self.ack_wait <= 0:
+            raise ValueError("batch, max_deliver, concurrency and ack_wait must be positive")
+        if any(b < 0 for b in self.backoff):
+            raise ValueError("backoff delays must be >= 0")
+
+    @property
+    def ack_pending(self) -> int:
+        return self.max_ack_pending if self.max_ack_pending is not None else max(1000, 4 * self.batch)
+
+    def delay(self, num_delivered: int) -> float:
+        """Seconds before redelivering a message that failed on delivery ``num_delivered``."""
+        if not self.backoff:
+            return 0.0
+        return self.backoff[min(num_delivered, len(self.backoff)) - 1]
+
+
+class Subscription(Protocol):
+    """A running consumer loop. ``stop()`` finishes the batch in hand and returns; idempotent."""
+
+    durable: str
+
+    async def stop(self) -> None: ...
+
+    @property
+    def running(self) -> bool: ...
+
+
+def encode_payload(event: bytes | bytearray | memoryview | msgspec.Struct | Any) -> bytes:
+    """Bytes as they are; anything else (a msgspec Struct, a dict) as msgspec JSON."""
+    if isinstance(event, bytes):
+        return event
+    if isinstance(event, bytearray | memoryview):
+        return bytes(event)
+    return msgspec.json.encode(event)
+
+
+def as_outgoing(item: Any) -> Outgoing:
+    """Accept ``Outgoing``, anything with ``subject``/``msg_id``/``payload`` (``store.Output``), or a
+    ``(subject, msg_id, payload)`` tuple."""
+    if isinstance(item, Outgoing):
+        return item
+    if isinstance(item, tuple):
+        subject, msg_id, payload = item
+        return Outgoing(subject=subject, msg_id=msg_id, payload=encode_payload(payload))
+    return Outgoing(subject=item.subject, msg_id=item.msg_id, payload=encode_payload(item.payload),
+                    headers=getattr(item, "headers", None))
+
+
+def subject_covers(pattern: str, subject: str) -> bool:
+    """True when every subject matched by ``subject`` (itself possibly with wildcards) is matched by
+    ``pattern`` — e.g. ``sched.>`` covers ``sched.child.*``."""
+    p, s = pattern.split("."), subject.split(".")
+    for i, tok in enumerate(p):
+        if tok == ">":
+            return len(s) > i
+        if i >= len(s) or s[i] == ">":
+            return False
+        if tok != "*" and tok != s[i]:
+            return False
+    return len(p) == len(s)
+
+
+def find_stream(streams: Iterable[StreamSpec], subjects: Sequence[str]) -> StreamSpec | None:
+    """The declared stream whose subjects cover all of ``subjects``, if any."""
+    for spec in streams:
+        if all(any(subject_covers(p, s) for p in spec.subjects) for s in subjects):
+            return spec
+    return None
+
+
+def merged_headers(headers: Mapping[str, str] | None, msg_id: str) -> dict[str, str]:
+    out = dict(headers) if headers else {}
+    out[MSG_ID] = msg_id
+    return out

@@ -1,0 +1,349 @@
+"""``NatsBus``: JetStream streams, publish with ``Nats-Msg-Id``, durable pull consumers, DLQ.
+
+Streams are declared once, at ``connect``, from the caller's list (plus ``DLQ`` for ``dlq.>``).
+A consumer is a durable PULL consumer: every process that calls ``consume`` with the same durable
+name shares its messages (scale-out). The bus acks after the handler returns; see ``dispatch`` for
+the retry and dead-letter rules. ``namespace`` prefixes every subject (``<ns>.``) and stream name
+(``<ns>_``) on the wire and strips them again on delivery, so tests share one server in isolation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import nats
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+
+from telemetry import inject
+
+from .dispatch import Verdict, dead_letter, run_handler
+from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
+from .model import (DLQ_STREAM, MSG_ID, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck, StreamSpec,
+                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers)
+
+__all__ = ["NatsBus"]
+
+_log = structlog.get_logger("bus")
+_STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
+_NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
+
+
+class NatsBus:
+    """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
+
+    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "") -> None:
+        self._nc = nc
+        self._js = js
+        self._ns = namespace
+        self._streams: list[StreamSpec] = []
+        self._subs: list[_PullLoop] = []
+
+    @classmethod
+    async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
+                      max_pending_publishes: int = 4000) -> NatsBus:
+        """Connect and declare ``streams`` (``StreamSpec`` or ``events.subjects.StreamDecl``). A stream
+        for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
+        or a stream conflicts."""
+        try:
+            nc = await nats.connect(url, name=name, connect_timeout=5, max_reconnect_attempts=-1,
+                                    allow_reconnect=True)
+        except (*_NATS_ERRORS, OSError) as exc:
+            raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
+        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes), namespace)
+        try:
+            await bus.declare(streams)
+        except BaseException:
+            await nc.close()
+            raise
+        return bus
+
+    # -- naming -----------------------------------------------------------------------------
+
+    def _wire(self, subject: str) -> str:
+        return f"{self._ns}.{subject}" if self._ns else subject
+
+    def _logical(self, subject: str) -> str:
+        return subject[len(self._ns) + 1:] if self._ns else subject
+
+    def _stream_name(self, name: str) -> str:
+        return f"{self._ns}_{name}" if self._ns else name
+
+    # -- streams ----------------------------------------------------------------------------
+
+    async def declare(self, streams: Iterable[Any]) -> None:
+        """Create or update each stream so its config matches the spec. Idempotent."""
+        specs = [as_stream_spec(s) for s in streams]
+        if not any(find_stream([s], ["dlq.x"]) for s in specs):
+            specs.append(DLQ_STREAM)
+        for spec in specs:
+            await self._declare_one(spec)
+            self._streams = [s for s in self._streams if s.name != spec.name] + [spec]
+
+    async def _declare_one(self, spec: StreamSpec) -> None:
+        config = api.StreamConfig(
+            name=self._stream_name(spec.name), subjects=[self._wire(s) for s in spec.subjects],
+            storage=api.StorageType.FILE if spec.storage == "file" else api.StorageType.MEMORY,
+            max_age=spec.max_age, duplicate_window=spec.duplicate_window,
+            max_msgs_per_subject=spec.max_msgs_per_subject, max_msgs=spec.max_msgs, max_bytes=spec.max_bytes,
+            allow_direct=True)
+        try:
+            try:
+                await self._js.add_stream(config)
+            except nats.js.errors.BadRequestError as exc:
+                if exc.err_code != _STREAM_IN_USE:
+                    raise
+                await self._js.update_stream(config)
+        except _NATS_ERRORS as exc:
+            raise StreamConfigError(spec.name, str(exc)) from exc
+
+    def _stream_for(self, subjects: Sequence[str], stream: str | None) -> str:
+        if stream is not None:
+            return stream
+        spec = find_stream(self._streams, subjects)
+        if spec is None:
+            raise NoStreamError(", ".join(subjects))
+        return spec.name
+
+    # -- publish ----------------------------------------------------------------------------
+
+    def _headers(self, headers: Mapping[str, str] | None, msg_id: str) -> dict[str, str]:
+        out = merged_headers(headers, msg_id)
+        if "traceparent" not in out:
+            inject(out)
+        return out
+
+    async def publish(self, subject: str, event: Any, *, msg_id: str,
+                      headers: Mapping[str, str] | None = None) -> PublishAck:
+        """Publish one message and wait for the stream's ack. ``event`` is bytes or a msgspec Struct
+        (JSON). ``msg_id`` becomes ``Nats-Msg-Id``: a republish within the stream's duplicate
+        window is acked with ``duplicate=True`` and not stored again. The current trace context is
+        added as ``traceparent`` unless ``headers`` carry one. Raises ``PublishError``."""
+        try:
+            ack = await self._js.publish(self._wire(subject), encode_payload(event),
+                                         headers=self._headers(headers, msg_id))
+        except _NATS_ERRORS as exc:
+            raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
+        return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _logical_stream(self, name: str) -> str:
+        return name[len(self._ns) + 1:] if self._ns and name.startswith(f"{self._ns}_") else name
+
+    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
+        """Publish many messages with up to ``max_pending_publishes`` acks in flight; returns the acks
+        in order. Items are ``Outgoing``, ``store.Output`` or ``(subject, msg_id, payload)``. If any
+        publish fails, the others still complete and one ``PublishError`` (the first) is raised;
+        retrying the whole batch is safe (duplicates are dropped by ``Nats-Msg-Id``)."""
+        items = [as_outgoing(m) for m in messages]
+        futures: list[asyncio.Future[api.PubAck]] = []
+        try:
+            for item in items:
+                futures.append(await self._js.publish_async(
+                    self._wire(item.subject), item.payload, headers=self._headers(item.headers, item.msg_id),
+                    wait_stall=timeout))
+            results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+        except _NATS_ERRORS as exc:
+            for fut in futures:
+                fut.cancel()
+            first = items[len(futures)] if len(futures) < len(items) else items[-1]
+            raise PublishError(first.subject, first.msg_id, str(exc) or type(exc).__name__) from exc
+        acks: list[PublishAck] = []
+        for item, res in zip(items, results, strict=True):
+            if isinstance(res, BaseException):
+                raise PublishError(item.subject, item.msg_id, str(res) or type(res).__name__) from res
+            acks.append(PublishAck(stream=self._logical_stream(res.stream), seq=res.seq,
+                                   duplicate=bool(res.duplicate)))
+        return acks
+
+    # -- consume ----------------------------------------------------------------------------
+
+    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
+                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                      ack_wait: float = 30.0, concurrency: int = 1) -> _PullLoop:
+        """Create (or update) the durable pull consumer ``durable`` on the stream capturing
+        ``subjects`` and start a loop feeding ``handler`` one ``Delivery`` at a time (``concurrency``
+        at once; 1 keeps stream order). Every process consuming the same ``durable`` shares the
+        messages. Returns the running subscription; ``stop()`` it or ``close()`` the bus."""
+        filters = [subjects] if isinstance(subjects, str) else list(subjects)
+        policy = ConsumerPolicy(batch=batch, max_deliver=max_deliver, ack_wait=ack_wait, concurrency=concurrency,
+                                max_ack_pending=max_ack_pending,
+                                **({"backoff": tuple(backoff)} if backoff is not None else {}))
+        wire_stream = self._stream_name(self._stream_for(filters, stream))
+        wire_filters = [self._wire(f) for f in filters]
+        config = api.ConsumerConfig(
+            name=durable, durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL, ack_wait=ack_wait,
+            max_deliver=max_deliver + 1,  # the extra delivery dead-letters a message that timed out
+            max_ack_pending=policy.ack_pending, max_waiting=512,
+            filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
+            filter_subjects=wire_filters if len(wire_filters) > 1 else None)
+        try:
+            await self._js.add_consumer(wire_stream, config)
+            psub = await self._js.pull_subscribe_bind(durable=durable, stream=wire_stream)
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc)) from exc
+        loop = _PullLoop(self, psub, durable, handler, policy)
+        self._subs.append(loop)
+        loop.start()
+        return loop
+
+    def _delivery(self, msg: Msg) -> Delivery:
+        meta = msg.metadata
+        headers = dict(msg.headers) if msg.headers else {}
+        return Delivery(subject=self._logical(msg.subject), data=msg.data, headers=headers,
+                        num_delivered=meta.num_delivered, msg_id=headers.get(MSG_ID),
+                        stream=self._logical_stream(meta.stream), seq=meta.sequence.stream)
+
+    # -- latest values ----------------------------------------------------------------------
+
+    async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None:
+        """The last message stored on exactly ``subject`` (a latest-value read), or ``None``."""
+        name = self._stream_name(self._stream_for([subject], stream))
+        try:
+            raw = await self._js.get_last_msg(name, self._wire(subject))
+        except nats.js.errors.NotFoundError:
+            return None
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"last({subject}): {exc}") from exc
+        headers = dict(raw.headers) if raw.headers else {}
+        return Delivery(subject=self._logical(raw.subject or self._wire(subject)), data=raw.data or b"",
+                        headers=headers, msg_id=headers.get(MSG_ID), stream=self._logical_stream(name),
+                        seq=raw.seq or 0)
+
+    async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
+        """The last message of every subject matching ``subject_filter`` (e.g. all node heartbeats
+        of a cluster: ``heartbeat.node.c1.*``), keyed by logical subject. One ephemeral consumer."""
+        name = self._stream_name(self._stream_for([subject_filter], stream))
+        config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE, deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+                                    filter_subject=self._wire(subject_filter), inactive_threshold=30.0,
+                                    mem_storage=True)
+        out: dict[str, Delivery] = {}
+        try:
+            info = await self._js.add_consumer(name, config)
+            psub = await self._js.pull_subscribe_bind(durable=None, stream=name, name=info.name)
+            try:
+                remaining = info.num_pending or 0
+                while remaining > 0:
+                    msgs = await psub.fetch(min(remaining, 1000), timeout=5)
+                    remaining -= len(msgs)
+                    for msg in msgs:
+                        d = self._delivery(msg)
+                        out[d.subject] = d
+            finally:
+                await psub.unsubscribe()
+                with contextlib.suppress(*_NATS_ERRORS):
+                    await self._js.delete_consumer(name, info.name)
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
+        return out
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every consumer loop (finishing the batch in hand), flush, and disconnect. Idempotent."""
+        subs, self._subs = self._subs, []
+        for sub in subs:
+            await sub.stop()
+        if not self._nc.is_closed:
+            with contextlib.suppress(*_NATS_ERRORS):
+                await self._nc.drain()
+            with contextlib.suppress(*_NATS_ERRORS):
+                await self._nc.close()
+
+    async def _settle(self, msg: Msg, delivery: Delivery, durable: str, verdict: Verdict) -> None:
+        if verdict.action == "ack":
+            await msg.ack()
+        elif verdict.action == "nak":
+            await msg.nak(delay=verdict.delay)
+        else:
+            await self.publish_dead_letter(durable, delivery, verdict)
+            await msg.term()
+
+    async def publish_dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
+        out: Outgoing = dead_letter(durable, delivery, verdict)
+        _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
+                     reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
+        await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
+
+
+class _PullLoop:
+    """One consume loop: fetch a batch, run the handler on each message, settle each. Survives
+    connection hiccups (logs, waits, fetches again)."""
+
+    def __init__(self, bus: NatsBus, psub: JetStreamContext.PullSubscription, durable: str, handler: Handler,
+                 policy: ConsumerPolicy) -> None:
+        self.durable = durable
+        self._bus = bus
+        self._psub = psub
+        self._handler = handler
+        self._policy = policy
+        self._stopping = asyncio.Event()
+        self._fetching = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        """Finish the batch in hand, then stop; unacked messages are redelivered elsewhere."""
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._fetching:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        with contextlib.suppress(*_NATS_ERRORS):
+            await self._psub.unsubscribe()
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._fetching = True
+                msgs = await self._psub.fetch(self._policy.batch, timeout=1.0)
+            except nats.errors.TimeoutError:
+                continue
+            except nats.errors.ConnectionClosedError:
+                return
+            except _NATS_ERRORS as exc:
+                _log.warning("fetch_failed", durable=self.durable, error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(0.5)
+                continue
+            finally:
+                self._fetching = False
+            await self._process(msgs)
+
+    async def _process(self, msgs: list[Msg]) -> None:
+        if self._policy.concurrency == 1:
+            for msg in msgs:
+                await self._one(msg)
+        else:
+            sem = asyncio.Semaphore(self._policy.concurrency)
+
+            async def guarded(m: Msg) -> None:
+                async with sem:
+                    await self._one(m)
+            await asyncio.gather(*(guarded(m) for m in msgs))
+        _log.debug("batch_consumed", durable=self.durable, size=len(msgs))
+
+    async def _one(self, msg: Msg) -> None:
+        delivery = self._bus._delivery(msg)  # noqa: SLF001 - the loop is part of the bus
+        verdict = await run_handler(self._handler, delivery, self.durable, self._policy)
+        try:
+            await self._bus._settle(msg, delivery, self.durable, verdict)  # noqa: SLF001
+        except (*_NATS_ERRORS, PublishError) as exc:
+            # Unsettled: the server redelivers after ack_wait; dead-lettering is retried then.
+            _log.warning("settle_failed", durable=self.durable, subject=delivery.subject, error=str(exc))

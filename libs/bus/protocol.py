@@ -1,0 +1,28 @@
+"""The ``Bus`` protocol both ``NatsBus`` and ``InMemoryBus`` implement; services depend on this."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from .model import Delivery, Handler, PublishAck, Subscription
+
+
+class Bus(Protocol):
+    """Publish/consume over durable streams. See ``NatsBus`` for each method's contract."""
+
+    async def publish(self, subject: str, event: Any, *, msg_id: str,
+                      headers: Mapping[str, str] | None = None) -> PublishAck: ...
+
+    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]: ...
+
+    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
+                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                      ack_wait: float = 30.0, concurrency: int = 1) -> Subscription: ...
+
+    async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None: ...
+
+    async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""placeholder: RedisStore and InMemoryStore land next."""

