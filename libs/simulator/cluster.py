@@ -1,0 +1,193 @@
+"""The cluster-scheduler's part, driven through schedcore: one Volcano session per cluster and round.
+
+Session open is ``snapshot()``: the cluster's nodes, every queue (queues exist in every cluster),
+and every job whose podgroup lives here with its pods as tasks. ``Scheduler(conf).cycle`` decides;
+session close is ``_apply``: binds start pods, evictions delete them (the job's policies decide
+what follows), podgroup phase changes are announced and an admitted podgroup lets the job
+controller create its pods. Queue usage of the last session is kept for the output.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import api
+import schedcore
+from api.quantity import parse_resource_list
+
+from . import output
+from .world import Job, Pod
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+TASK_STATUS = {"Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded", "Failed": "Failed"}
+ADMITTED = ("Inqueue", "Running", "Unknown", "Completed")
+
+
+class BarePodGroup:
+    """A PodGroup created on its own (no job): it is admitted and scheduled like any other, with no pods."""
+
+    def __init__(self, manifest: api.PodGroup, cluster: str, created: float) -> None:
+        self.manifest = manifest
+        self.cluster = cluster
+        self.created = created
+        self.phase = "Pending"
+
+
+class ClusterDriver:
+    def __init__(self, engine: Engine, conf: Any) -> None:
+        self.engine = engine
+        self.scheduler = schedcore.Scheduler(conf)
+        self.bare: dict[str, BarePodGroup] = {}
+        self.usage: dict[str, dict[str, Any]] = {}  # cluster -> queue -> QueueUsage
+
+    @property
+    def world(self) -> Any:
+        return self.engine.world
+
+    # -- one session --------------------------------------------------------------------------
+
+    def cycle(self, cluster: str) -> None:
+        decision = self.scheduler.cycle(self.snapshot(cluster))
+        self._apply(cluster, decision)
+
+    def snapshot(self, cluster: str) -> schedcore.Snapshot:
+        w = self.world
+        nodes = [schedcore.NodeInfo(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
+                                    taints=list(n.taints), ready=n.ready)
+                 for n in w.clusters[cluster].nodes.values()]
+        queues = [self._queue(q) for q in sorted(w.queues.values(), key=lambda q: (q.created, q.name))]
+        jobs = [self._job(j) for j in self._jobs_here(cluster)]
+        jobs += [self._bare(name, pg) for name, pg in sorted(self.bare.items()) if pg.cluster == cluster]
+        return schedcore.Snapshot(nodes=nodes, queues=queues, jobs=jobs, now=w.now)
+
+    def _jobs_here(self, cluster: str) -> list[Job]:
+        jobs = [j for j in self.world.jobs.values() if j.cluster == cluster and j.podgroup is not None]
+        return sorted(jobs, key=lambda j: (j.created, j.name))
+
+    @staticmethod
+    def _queue(q: Any) -> schedcore.QueueInfo:
+        spec = q.manifest.spec
+        return schedcore.QueueInfo(
+            name=q.name, weight=float(spec.weight), capability=parse_resource_list(spec.capability),
+            deserved=parse_resource_list(spec.deserved), guarantee=parse_resource_list(spec.guarantee.resource),
+            reclaimable=spec.reclaimable is not False, priority=spec.priority, parent=spec.parent,
+            state=q.state, created=q.created)
+
+    def _job(self, job: Job) -> schedcore.JobInfo:
+        pg = job.podgroup
+        tasks = [self._task(p) for p in self.world.pods_of(job.name)]
+        return schedcore.JobInfo(
+            name=job.name, queue=pg.queue, priority=pg.priority, min_member=pg.min_member,
+            min_task_member=dict(pg.min_task_member), min_resources=dict(pg.min_resources), phase=job.pg_phase,
+            created=job.created, network_topology=pg.network_topology, tasks=tasks, namespace=pg.namespace)
+
+    @staticmethod
+    def _task(pod: Pod) -> schedcore.TaskInfo:
+        s = pod.record.scheduling
+        return schedcore.TaskInfo(
+            name=pod.name, job=pod.job, role=pod.task, index=pod.index,
+            request={k: v for k, v in s.request.items() if k != "pods"}, status=TASK_STATUS[pod.phase],
+            node=pod.node, priority=s.priority, preemptable=s.preemptable, node_selector=dict(s.node_selector),
+            affinity=s.affinity, tolerations=list(s.tolerations), preemption_policy=s.preemption_policy,
+            namespace=pod.record.namespace, priority_class=s.priority_class_name, created=pod.created,
+            nominated_node=pod.nominated or "")
+
+    def _bare(self, name: str, pg: BarePodGroup) -> schedcore.JobInfo:
+        spec = pg.manifest.spec
+        return schedcore.JobInfo(
+            name=name, queue=spec.queue, priority=self.world.priority_value(spec.priority_class_name),
+            min_member=spec.min_member, min_task_member=dict(spec.min_task_member),
+            min_resources=parse_resource_list(spec.min_resources) if spec.min_resources is not None else None,
+            phase=pg.phase, created=pg.created, network_topology=spec.network_topology)
+
+    # -- session close ------------------------------------------------------------------------
+
+    def _apply(self, cluster: str, decision: schedcore.Decision) -> None:
+        w, e = self.world, self.engine
+        for bind in decision.binds:
+            pod = w.pods.get(bind.task)
+            if pod is not None and pod.phase == "Pending" and pod.cluster == cluster:
+                pod.nominated = None
+                e.kubelet.start(pod, bind.node)
+                e.jobs.pod_bound(pod)
+                e.changed = True
+        for evict in decision.evictions:
+            pod = w.pods.get(evict.task)
+            if pod is not None and pod.phase == "Running" and pod.cluster == cluster:
+                e.kubelet.evict(pod, evict.reason)
+                e.changed = True
+        for pipelined in decision.pipelined:
+            pod = w.pods.get(pipelined.task)
+            if pod is not None and pod.phase == "Pending":
+                pod.nominated = pipelined.node
+        for name, phase in sorted(decision.podgroup_phases.items()):
+            self._podgroup_phase(cluster, name, phase)
+        for name, reason in decision.unschedulable.items():
+            if name in w.jobs:
+                w.jobs[name].unschedulable = reason
+        self.usage[cluster] = dict(decision.queues)
+
+    def _podgroup_phase(self, cluster: str, name: str, phase: str) -> None:
+        w, e = self.world, self.engine
+        if name in self.bare:
+            if self.bare[name].phase != phase:
+                self.bare[name].phase = phase
+                w.emit("PodGroupPhaseChanged", name, cluster=cluster, phase=phase)
+                e.changed = True
+            return
+        job = w.jobs.get(name)
+        if job is None or job.podgroup is None or job.cluster != cluster or job.pg_phase == phase:
+            return
+        job.pg_phase = phase
+        e.changed = True
+        w.emit("PodGroupPhaseChanged", name, cluster=cluster, phase=phase)
+        if phase in ADMITTED and not job.record.podgroup_admitted:
+            e.jobs.podgroup_admitted(job)
+        if phase == "Unknown":
+            e.jobs.podgroup_unknown(job)
+
+    # -- bare podgroups -----------------------------------------------------------------------
+
+    def add_bare_podgroup(self, manifest: api.PodGroup) -> None:
+        name = manifest.metadata.name
+        if name in self.bare or name in self.world.jobs:
+            raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
+        cluster = next(iter(sorted(c for c, s in self.world.clusters.items() if s.up)), None)
+        if cluster is None:
+            raise api.ManifestError("$", "no cluster is reachable")
+        self.bare[name] = BarePodGroup(manifest, cluster, self.world.now)
+
+    def delete_bare_podgroup(self, name: str) -> None:
+        self.bare.pop(name, None)
+
+    # -- output -------------------------------------------------------------------------------
+
+    def podgroups_output(self) -> list[dict[str, Any]]:
+        items = []
+        for job in self.world.jobs.values():
+            pg = job.podgroup
+            if pg is None or job.cluster is None:
+                continue
+            items.append({"name": job.name, "cluster": job.cluster, "queue": pg.queue, "phase": job.pg_phase,
+                          "minMember": pg.min_member,
+                          "minResources": output.resources(pg.min_resources, ("cpu", "memory"))})
+        for name, bare in self.bare.items():
+            spec = bare.manifest.spec
+            items.append({"name": name, "cluster": bare.cluster, "queue": spec.queue, "phase": bare.phase,
+                          "minMember": spec.min_member,
+                          "minResources": output.resources(parse_resource_list(spec.min_resources or {}),
+                                                           ("cpu", "memory"))})
+        return items
+
+    def queues_output(self) -> list[dict[str, Any]]:
+        items = []
+        for cluster in self.world.clusters:
+            usage = self.usage.get(cluster, {})
+            for name, queue in self.world.queues.items():
+                u = usage.get(name)
+                items.append({"name": name, "cluster": cluster, "state": queue.state,
+                              "allocated": output.resources(u.allocated if u else {}),
+                              "deserved": output.resources(u.deserved if u else {})})
+        return items

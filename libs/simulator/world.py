@@ -1,0 +1,165 @@
+"""The simulated world: clusters, nodes, queues, priority classes, jobs, pods and the timeline.
+
+This is the driver's own bookkeeping (what the live system keeps in Redis), mutable because one
+engine owns it for one run. Every decision about it is taken by a core; the world only records
+the outcome and the facts of the timeline. Maps are insertion-ordered and iterated in sorted or
+creation order only, so nothing depends on hashing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+import api
+
+from . import output
+from .scenario import Scenario
+
+ROOT_QUEUE = "root"
+
+
+class Node(msgspec.Struct, kw_only=True):
+    name: str
+    cluster: str
+    allocatable: api.ResourceList
+    labels: dict[str, str]
+    taints: list[api.Taint]
+    ready: bool = True
+
+
+class Cluster(msgspec.Struct, kw_only=True):
+    name: str
+    labels: dict[str, str]
+    nodes: dict[str, Node]
+    up: bool = True
+    silent_since: float | None = None  # when it stopped reporting (clusterDown)
+
+
+class Queue(msgspec.Struct, kw_only=True):
+    name: str
+    manifest: api.Queue
+    state: str
+    created: float
+    declared: bool = True  # False for the implicit default and root queues
+
+
+class Pod(msgspec.Struct, kw_only=True):
+    """One pod, in its latest incarnation; ``restarts`` counts the earlier ones."""
+
+    name: str
+    job: str
+    task: str
+    index: int
+    cluster: str
+    record: Any  # the job core's PodRecord: request, restart policy, sim duration/exit code
+    node: str | None = None
+    phase: str = "Pending"
+    started_at: float | None = None
+    finished_at: float | None = None
+    restarts: int = 0
+    nominated: str | None = None  # node an earlier preempt/reclaim pipelined this pod onto
+    incarnation: int = 0  # bumps on every recreation and in-place restart; stale completions are ignored
+    created: float = 0.0
+
+
+class Job(msgspec.Struct, kw_only=True):
+    """One Volcano Job: a plain one, or a child of a HyperJob."""
+
+    name: str
+    manifest: api.Job
+    created: float
+    hyperjob: str | None = None
+    cluster: str | None = None
+    record: Any = None  # jobcore.JobRecord once dispatched to a cluster
+    podgroup: Any = None  # jobcore PodGroupInfo, None once deleted
+    pg_phase: str = "Pending"
+    unschedulable: str = ""
+    placement: Any = None  # fleet-level bookkeeping of this job (a ChildJob for children)
+
+
+class HyperJob(msgspec.Struct, kw_only=True):
+    name: str
+    manifest: api.HyperJob
+    created: float
+    state: Any = None  # fleetcore's record of it
+    phase: str = "Pending"
+    children: list[str] = []
+    conditions: list[dict[str, str]] = []
+    placement: dict[str, int] = {}
+
+
+class World:
+    """Everything the run knows at the current virtual time."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.name = scenario.name
+        self.now = 0.0
+        self.clusters: dict[str, Cluster] = {}
+        for spec in scenario.clusters:
+            nodes = {n.name: Node(name=n.name, cluster=spec.name, allocatable=dict(n.allocatable),
+                                  labels=dict(n.labels), taints=list(n.taints)) for n in spec.nodes}
+            self.clusters[spec.name] = Cluster(name=spec.name, labels=dict(spec.labels), nodes=nodes)
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, api.PriorityClass] = {p.metadata.name: p for p in scenario.priority_classes}
+        self.jobs: dict[str, Job] = {}
+        self.hyperjobs: dict[str, HyperJob] = {}
+        self.pods: dict[str, Pod] = {}
+        self.timeline: list[dict[str, Any]] = []
+        self.queue_usage: dict[tuple[str, str], tuple[api.ResourceList, api.ResourceList]] = {}
+        self.add_queue(_implicit_queue(api.DEFAULT_QUEUE), declared=False)
+        for queue in scenario.queues:
+            self.add_queue(queue)
+
+    # -- queues -------------------------------------------------------------------------------
+
+    def add_queue(self, manifest: api.Queue, declared: bool = True) -> None:
+        """Create or replace a queue; a parent that does not exist yet is the implicit root."""
+        name = manifest.metadata.name
+        state = (manifest.status.state if manifest.status else None) or manifest.spec.state or "Open"
+        created = self.queues[name].created if name in self.queues else self.now
+        self.queues[name] = Queue(name=name, manifest=manifest, state=state, created=created, declared=declared)
+        if manifest.spec.parent and manifest.spec.parent not in self.queues:
+            self.queues[manifest.spec.parent] = Queue(name=manifest.spec.parent,
+                                                      manifest=_implicit_queue(manifest.spec.parent),
+                                                      state="Open", created=self.now, declared=False)
+
+    def queue_states(self) -> dict[str, str]:
+        return {name: q.state for name, q in self.queues.items()}
+
+    def is_leaf(self, queue: str) -> bool:
+        """A queue is a leaf unless another queue names it as parent (root always has children)."""
+        if queue == ROOT_QUEUE and any(q.manifest.spec.parent for q in self.queues.values()):
+            return False
+        return not any(q.manifest.spec.parent == queue for q in self.queues.values())
+
+    def hierarchical(self) -> bool:
+        return any(q.manifest.spec.parent for q in self.queues.values())
+
+    # -- priorities ----------------------------------------------------------------------------
+
+    def priority_value(self, class_name: str) -> int:
+        """A PriorityClass's value; no class means the global default class, else 0."""
+        if class_name and class_name in self.priority_classes:
+            return self.priority_classes[class_name].value
+        for pc in sorted(self.priority_classes.values(), key=lambda p: p.metadata.name):
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    # -- timeline ------------------------------------------------------------------------------
+
+    def emit(self, type_: str, obj: str, *, cluster: str | None = None, node: str | None = None,
+             reason: str = "", phase: str = "") -> None:
+        self.timeline.append(output.event(self.now, type_, obj, cluster=cluster, node=node, reason=reason, phase=phase))
+
+    def ready_nodes(self, cluster: str) -> list[Node]:
+        return [n for n in self.clusters[cluster].nodes.values() if n.ready]
+
+    def pods_of(self, job: str) -> list[Pod]:
+        return sorted((p for p in self.pods.values() if p.job == job), key=lambda p: (p.task, p.index))
+
+
+def _implicit_queue(name: str) -> api.Queue:
+    return api.Queue(metadata=api.ObjectMeta(name=name), spec=api.QueueSpec(weight=1))
