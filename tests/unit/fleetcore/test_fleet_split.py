@@ -1,0 +1,169 @@
+"""plan_split: every split policy, rounding, granularity, maxDomains, eligibility, fan-out."""
+
+from __future__ import annotations
+
+import pytest
+from fleet_builders import GPU, cluster, conceptual, fleet, job_spec, rjob, task, upstream
+
+from fleetcore import SplitPlan, Waiting, apportion, plan_split
+
+
+def layout(plan: SplitPlan | Waiting) -> list[tuple[str, str, int]]:
+    assert isinstance(plan, SplitPlan), plan
+    return [(c.name, c.cluster, c.replicas) for c in plan.children]
+
+
+ABC = fleet(cluster("a"), cluster("b"), cluster("c"))  # 32 GPUs each
+
+
+def split_job(split: dict, replicas: int = 64, clusters: list[str] | None = None, **spec: object):
+    return upstream("hj", rjob("w", job_spec(task("w", replicas)), clusters=clusters, split=split), **spec)
+
+
+def test_conceptual_64_replicas_by_cluster_32_32() -> None:
+    hj = conceptual("llm", job_spec(task("trainer", 64), min_available=64),
+                    {"strategy": "ByCluster", "clusters": [{"name": "cluster-a", "replicas": 32},
+                                                           {"name": "cluster-b", "replicas": 32}]})
+    plan = plan_split(hj, fleet(cluster("cluster-a"), cluster("cluster-b")))
+    assert layout(plan) == [("llm-job-0", "cluster-a", 32), ("llm-job-1", "cluster-b", 32)]
+    assert isinstance(plan, SplitPlan)
+    assert [c.min_available for c in plan.children] == [32, 32]
+    assert [c.rank_offset for c in plan.children] == [0, 32]
+    assert plan.world_size == 64 and plan.placement == {"cluster-a": 32, "cluster-b": 32}
+
+
+CASES = [
+    pytest.param({"clusters": [{"name": "b", "replicas": 40}, {"name": "a", "replicas": 24}]}, ABC | fleet(cluster("b", nodes=5)),
+                 [("hj-w-0", "b", 40), ("hj-w-1", "a", 24)], id="explicit-counts-keep-manifest-order"),
+    pytest.param({"mode": "static", "accelerators": 64, "acceleratorType": GPU}, ABC,
+                 [("hj-w-0", "a", 22), ("hj-w-1", "b", 21), ("hj-w-2", "c", 21)], id="static-accelerators-evenly-rounded"),
+    pytest.param({"mode": "static", "granularity": 8}, ABC,
+                 [("hj-w-0", "a", 24), ("hj-w-1", "b", 24), ("hj-w-2", "c", 16)], id="static-granularity-8"),
+    pytest.param({"mode": "static", "weights": {"b": 3, "a": 1}}, fleet(cluster("a"), cluster("b", nodes=6)),
+                 [("hj-w-0", "b", 48), ("hj-w-1", "a", 16)], id="static-weights-3-to-1"),
+    pytest.param({"mode": "static", "weights": {"a": 1, "b": 1, "c": 0}}, ABC,
+                 [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)], id="static-weight-zero-excluded"),
+    pytest.param({"mode": "auto"}, fleet(cluster("a"), cluster("big", nodes=10)),
+                 [("hj-w-0", "big", 64)], id="auto-one-cluster-holds-all"),
+    pytest.param({"mode": "auto"}, fleet(cluster("small", nodes=3), cluster("big", nodes=6)),
+                 [("hj-w-0", "big", 43), ("hj-w-1", "small", 21)], id="auto-spills-in-proportion-to-room"),
+    pytest.param({"mode": "auto", "granularity": 8}, fleet(cluster("a", nodes=5), cluster("b", nodes=4)),
+                 [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)], id="auto-granularity-8"),
+    pytest.param({"mode": "auto"}, fleet(cluster("a", used_gpus=24), cluster("b"), cluster("c")),
+                 [("hj-w-0", "b", 32), ("hj-w-1", "c", 32)], id="auto-skips-busy-cluster"),
+]
+
+
+@pytest.mark.parametrize(("split", "clusters", "expected"), CASES)
+def test_split_policies(split: dict, clusters: dict, expected: list) -> None:
+    assert layout(plan_split(split_job(split), clusters)) == expected
+
+
+def test_static_max_domains_caps_clusters() -> None:
+    plan = plan_split(split_job({"mode": "static"}, maxDomains=2), ABC)
+    assert layout(plan) == [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)]
+
+
+def test_auto_max_domains_1_waits_when_no_single_cluster_fits() -> None:
+    plan = plan_split(split_job({"mode": "auto"}, maxDomains=1), ABC)
+    assert isinstance(plan, Waiting)
+    assert "at most 1 cluster" in plan.reason and plan.replicated_job == "w"
+
+
+def test_static_max_domains_1_waits_when_the_cluster_lacks_gpus() -> None:
+    plan = plan_split(split_job({"mode": "static"}, maxDomains=1), ABC)
+    assert isinstance(plan, Waiting)
+    assert "cluster a lacks nvidia.com/gpu: needs 64, free 32" in plan.reason
+
+
+def test_explicit_counts_wait_for_a_cluster_that_lacks_room() -> None:
+    hj = split_job({"clusters": [{"name": "a", "replicas": 32}, {"name": "b", "replicas": 32}]})
+    plan = plan_split(hj, fleet(cluster("a"), cluster("b", used_gpus=8)))
+    assert isinstance(plan, Waiting) and "cluster b lacks nvidia.com/gpu" in plan.reason
+    assert layout(plan_split(hj, fleet(cluster("a"), cluster("b", used_gpus=8)), check_fit=False)) == [
+        ("hj-w-0", "a", 32), ("hj-w-1", "b", 32)]
+
+
+def test_explicit_counts_wait_for_a_cluster_that_stopped_reporting() -> None:
+    hj = split_job({"clusters": [{"name": "a", "replicas": 32}, {"name": "b", "replicas": 32}]})
+    plan = plan_split(hj, fleet(cluster("a", last_report=100.0), cluster("b", last_report=60.0)), now=100.0)
+    assert isinstance(plan, Waiting) and "cluster b is not reporting" in plan.reason
+
+
+def test_cluster_names_are_the_eligible_set() -> None:
+    plan = plan_split(split_job({"mode": "static"}, clusters=["c", "a"]), ABC)
+    assert layout(plan) == [("hj-w-0", "c", 32), ("hj-w-1", "a", 32)]
+
+
+def test_gpu_model_from_node_selector_decides_eligibility() -> None:
+    template = job_spec(task("w", 16, node_selector={"nvidia.com/gpu.product": "H100"}))
+    hj = upstream("hj", rjob("w", template, split={"mode": "auto"}))
+    clusters = fleet(cluster("a", nodes=8, node_labels={"nvidia.com/gpu.product": "A100"}),
+                     cluster("b", node_labels={"nvidia.com/gpu.product": "H100"}))
+    assert layout(plan_split(hj, clusters)) == [("hj-w-0", "b", 16)]
+
+
+def test_cluster_selector_annotation_filters_by_cluster_labels() -> None:
+    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), split={"mode": "auto"}),
+                  annotations={"hyperjob.io/cluster-selector": "region=eu"})
+    clusters = fleet(cluster("a", nodes=8, labels={"region": "us"}), cluster("b", labels={"region": "eu"}))
+    assert layout(plan_split(hj, clusters)) == [("hj-w-0", "b", 8)]
+
+
+def test_multi_task_template_is_cut_in_task_order() -> None:
+    template = job_spec(task("master", 1, gpus=0), task("worker", 63), min_available=64)
+    hj = upstream("hj", rjob("w", template, split={"clusters": [{"name": "a", "replicas": 32},
+                                                               {"name": "b", "replicas": 32}]}))
+    plan = plan_split(hj, ABC)
+    assert isinstance(plan, SplitPlan)
+    assert [c.tasks for c in plan.children] == [{"master": 1, "worker": 31}, {"worker": 32}]
+
+
+def test_child_min_available_is_its_ceiled_share() -> None:
+    hj = upstream("hj", rjob("w", job_spec(task("w", 64), min_available=48), split={"mode": "static"}))
+    plan = plan_split(hj, ABC)
+    assert isinstance(plan, SplitPlan)
+    assert [(c.replicas, c.min_available) for c in plan.children] == [(22, 17), (21, 16), (21, 16)]
+
+
+FAN_OUT = [
+    pytest.param(3, ABC, [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "a", 8)], id="packs-one-cluster"),
+    pytest.param(5, ABC, [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "a", 8), ("hj-w-3", "a", 8),
+                          ("hj-w-4", "b", 8)], id="spills-when-full"),
+    pytest.param(2, fleet(cluster("a", used_gpus=28), cluster("b")), [("hj-w-0", "b", 8), ("hj-w-1", "b", 8)],
+                 id="most-room-first"),
+]
+
+
+@pytest.mark.parametrize(("replicas", "clusters", "expected"), FAN_OUT)
+def test_fan_out_without_split_policy(replicas: int, clusters: dict, expected: list) -> None:
+    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=replicas))
+    assert layout(plan_split(hj, clusters)) == expected
+
+
+def test_fan_out_waits_when_max_domains_is_reached() -> None:
+    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=5), maxDomains=1)
+    plan = plan_split(hj, ABC)
+    assert isinstance(plan, Waiting) and "child 4" in plan.reason
+
+
+def test_a_child_never_lands_where_its_gang_does_not_fit_whole() -> None:
+    # 4 GPUs free on each of two nodes: 8 free in sum, but an 8-GPU pod fits nowhere.
+    hj = upstream("hj", rjob("w", job_spec(task("w", 1, gpus=8)), replicas=1))
+    fragmented = cluster("a", nodes=2, gpus=8, used_gpus=0)
+    fragmented = fragmented.__class__(name="a", nodes=tuple(
+        n.__class__(name=n.name, free={**n.free, GPU: 4.0}, allocatable=n.allocatable) for n in fragmented.nodes),
+        free={GPU: 8.0})
+    plan = plan_split(hj, fleet(fragmented))
+    assert isinstance(plan, Waiting) and "lacks nvidia.com/gpu" not in plan.reason
+
+
+@pytest.mark.parametrize(("total", "weights", "caps", "expected"), [
+    pytest.param(64, [1, 1, 1], None, [22, 21, 21], id="even-remainder-to-first"),
+    pytest.param(10, [3, 1], None, [8, 2], id="largest-remainder"),
+    pytest.param(64, [48, 24], [48, 24], [43, 21], id="proportional-with-caps"),
+    pytest.param(7, [5, 2], [5, 2], [5, 2], id="caps-exactly-met"),
+    pytest.param(0, [1, 1], None, [0, 0], id="nothing-to-split"),
+])
+def test_apportion(total: int, weights: list, caps: list | None, expected: list) -> None:
+    assert apportion(total, weights, caps) == expected

@@ -1,0 +1,66 @@
+"""aggregate_status: upstream's shape, conditions only when every child is terminal, sticky, phases."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from fleet_builders import job_spec, rjob, task, upstream
+
+from fleetcore import ChildStatus, aggregate_status
+
+HJ = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), generation=3)
+HJ_MIN1 = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), minAvailable=1)
+HJ_REPLACE = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), childFailurePolicy="RePlaceChild")
+
+
+def kids(*phases: str) -> list[ChildStatus]:
+    return [ChildStatus(name=f"hj-w-{i}", replicated_job="w", cluster="a" if i == 0 else "b", phase=p, replicas=8,
+                        running=8 if p == "Running" else 0, succeeded=8 if p == "Completed" else 0,
+                        failed=1 if p == "Failed" else 0, pending=8 if p == "Pending" else 0)
+            for i, p in enumerate(phases)]
+
+
+@pytest.mark.parametrize(("hj", "phases", "kwargs", "phase", "condition"), [
+    pytest.param(HJ, ("Pending", "Pending"), {"admitted": False}, "Pending", None, id="not-admitted"),
+    pytest.param(HJ, ("Pending", "Pending"), {}, "Admitted", None, id="admitted-placing"),
+    pytest.param(HJ, ("Running", "Pending"), {}, "Admitted", None, id="below-min-available"),
+    pytest.param(HJ_MIN1, ("Running", "Pending"), {}, "Running", None, id="min-available-1-running"),
+    pytest.param(HJ, ("Running", "Running"), {}, "Running", None, id="all-running"),
+    pytest.param(HJ, ("Completed", "Running"), {}, "Running", None, id="one-done-no-condition-yet"),
+    pytest.param(HJ, ("Completed", "Completed"), {}, "Completed", ("Completed", "AllChildVCJobsCompleted"),
+                 id="all-completed"),
+    pytest.param(HJ, ("Failed", "Running"), {}, "Failed", None, id="failed-child-others-still-aborting"),
+    pytest.param(HJ, ("Failed", "Aborted"), {}, "Failed", ("Failed", "SomeChildVCJobsUnsuccessful"),
+                 id="failed-all-terminal"),
+    pytest.param(HJ_REPLACE, ("Failed", "Running"), {}, "Admitted", None, id="replace-policy-not-failed"),
+    pytest.param(HJ, ("Aborted", "Aborted"), {"lifecycle": "Suspended"}, "Suspended", None,
+                 id="suspended-no-condition"),
+    pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Restarting"}, "Restarting", None, id="restarting"),
+    pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Terminating"}, "Terminating", None, id="terminating"),
+])
+def test_phase_and_conditions(hj, phases: tuple, kwargs: dict, phase: str, condition: tuple | None) -> None:
+    status = aggregate_status(hj, kids(*phases), **kwargs)
+    assert status.phase == phase
+    assert [(c.type, c.reason) for c in status.conditions] == ([condition] if condition else [])
+
+
+def test_conditions_are_sticky() -> None:
+    done = aggregate_status(HJ, kids("Completed", "Completed"), now=10.0)
+    later = aggregate_status(HJ, kids("Completed", "Failed"), previous=done, now=20.0)
+    assert later.phase == "Completed" and later.conditions == done.conditions
+    assert later.conditions[0].last_transition_time == 10.0
+
+
+def test_upstream_shape_with_counts_placement_and_generation() -> None:
+    status = aggregate_status(HJ, kids("Running", "Pending"), waiting_reason="cluster b lacks nvidia.com/gpu")
+    encoded = msgspec.to_builtins(status)
+    assert encoded["splitCount"] == 2 and encoded["observedGeneration"] == 3
+    assert encoded["placement"] == {"a": 8, "b": 8}
+    assert encoded["waitingReason"] == "cluster b lacks nvidia.com/gpu"
+    (rj,) = encoded["replicatedJobsStatus"]
+    assert rj["name"] == "w" and rj["running"] == 8 and rj["pending"] == 8
+    assert rj["jobStates"]["hj-w-0"]["phase"] == "Running"
+
+
+def test_waiting_reason_is_dropped_once_running() -> None:
+    assert aggregate_status(HJ, kids("Running", "Running"), waiting_reason="x").waiting_reason == ""
