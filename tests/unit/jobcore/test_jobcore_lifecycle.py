@@ -1,0 +1,106 @@
+"""The main path: podgroup admission, pod creation, Running, Completed/Failed, evictions."""
+
+from __future__ import annotations
+
+import jobcore as jc
+from jobcore_builders import Driver, admitted, of_type, task
+
+
+def test_no_pods_before_the_podgroup_is_admitted():
+    d = Driver(admitted(task("worker", 2)))
+    assert d.record.pods == {}
+    effects = d.start()
+    (create,) = of_type(effects, jc.CreatePods)
+    assert [p.name for p in create.pods] == ["job1-worker-0", "job1-worker-1"]
+    assert all(p.phase == "Pending" and p.node is None for p in create.pods)
+
+
+def test_pod_records_carry_annotations_request_and_run_info():
+    t = task("worker", 1, cpu="500m", memory="1Gi", template_restartPolicy="Never",
+             annotations={"hyperjob.io/sim-duration": "30s", "hyperjob.io/sim-exit-code": "2"})
+    t["template"]["spec"]["containers"][0].update(command=["python"], args=["train.py"],
+                                                  env=[{"name": "A", "value": "1"}])
+    d = Driver(admitted(t, queue="weight"))
+    d.start()
+    pod = d.pod("job1-worker-0")
+    assert pod.annotations == {
+        "hyperjob.io/sim-duration": "30s", "hyperjob.io/sim-exit-code": "2",
+        "volcano.sh/task-spec": "worker", "volcano.sh/task-index": "0", "volcano.sh/job-name": "job1",
+        "volcano.sh/queue-name": "weight", "volcano.sh/job-version": "0", "volcano.sh/job-retry-count": "0",
+        "scheduling.k8s.io/group-name": "job1"}
+    assert pod.request == {"cpu": 0.5, "memory": 2.0**30, "pods": 1.0}
+    assert (pod.run.sim_duration, pod.run.sim_exit_code, pod.run.restart_policy) == (30.0, 2, "Never")
+    assert (pod.run.command, pod.run.args, pod.run.env["A"]) == (["python"], ["train.py"], "1")
+    assert pod.scheduling.priority == 1  # Volcano's default task priority
+
+
+def test_job_sim_annotations_apply_to_every_pod():
+    d = Driver(admitted(task("worker", 1), annotations={"hyperjob.io/sim-duration": "1m"}))
+    d.start()
+    assert d.pod("job1-worker-0").run.sim_duration == 60.0
+
+
+def test_pending_running_completed():
+    d = Driver(admitted(task("worker", 2, template_restartPolicy="Never")))
+    d.start()
+    d.run("job1-worker-0")
+    assert d.record.phase == "Pending"
+    d.run("job1-worker-1")
+    assert d.record.phase == "Running"
+    d.succeed("job1-worker-0")
+    assert d.record.phase == "Running"
+    effects = d.succeed("job1-worker-1")
+    assert d.record.phase == "Completed"
+    assert jc.JobPhaseChanged(old="Running", new="Completed", reason="all pods finished") in effects
+    # A finished job lets go of its podgroup (KillJob soft keeps the succeeded pods).
+    assert of_type(effects, jc.DeletePodGroup) == [jc.DeletePodGroup(name="job1")]
+    assert of_type(effects, jc.DeletePods) == []
+    assert d.phases() == ["Running", "Completed"]
+
+
+def test_pod_failed_without_policy_syncs_and_the_job_fails_when_all_finished():
+    d = Driver(admitted(task("worker", 2, template_restartPolicy="Never")))
+    d.start()
+    d.run_all()
+    effects = d.fail("job1-worker-0", exit_code=3)
+    assert d.record.phase == "Running"
+    assert of_type(effects, jc.DeletePods) == [] and of_type(effects, jc.CreatePods) == []
+    assert d.pod("job1-worker-0").status.exit_code == 3
+    d.succeed("job1-worker-1")
+    assert d.record.phase == "Failed"
+
+
+def test_min_available_below_replicas_completes_with_some_failures():
+    d = Driver(admitted(task("worker", 3, minAvailable=1, template_restartPolicy="Never"), minAvailable=1))
+    d.start()
+    d.run_all()
+    d.fail("job1-worker-0")
+    d.fail("job1-worker-1")
+    d.succeed("job1-worker-2")
+    assert d.record.phase == "Completed"
+
+
+def test_eviction_recreates_the_pod_pending_by_default():
+    d = Driver(admitted(task("worker", 2)))
+    d.start()
+    d.run_all()
+    old_uid = d.pod("job1-worker-1").uid
+    effects = d.evict("job1-worker-1")
+    (create,) = of_type(effects, jc.CreatePods)
+    (pod,) = create.pods
+    assert (pod.name, pod.phase, pod.node, pod.restarts, pod.version) == ("job1-worker-1", "Pending", None, 1, 0)
+    assert pod.uid != old_uid
+    # minAvailable 2 of 2: one pending pod is more than replicas - minAvailable = 0, so Pending again.
+    assert d.record.phase == "Pending"
+    d.run("job1-worker-1")
+    assert d.record.phase == "Running"
+    assert d.pod("job1-worker-1").restarts == 1
+
+
+def test_counts_follow_the_pods():
+    d = Driver(admitted(task("worker", 3)))
+    d.start()
+    d.run("job1-worker-0")
+    d.send(jc.PodBound(pod="job1-worker-1", node="n2"))
+    assert jc.counts(d.record) == jc.Counts(pending=2, running=1)
+    assert jc.task_counts(d.record)["worker"].pending == 2
