@@ -1,0 +1,188 @@
+"""The bus contract, run against the real ``NatsBus`` (JetStream) and ``InMemoryBus``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from opentelemetry import context, trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NatsBus,
+                 NoStreamError, PublishError, RetryableError, StreamSpec, TerminalError)
+from store import Output
+from testkit import eventually
+from testkit.isolation import new_namespace, open_nats_bus
+
+pytestmark = pytest.mark.service
+
+STREAMS = [
+    StreamSpec(name="WORK", subjects=["work.>"]),
+    StreamSpec(name="LATEST", subjects=["latest.>"], max_msgs_per_subject=1),
+]
+
+
+@pytest.fixture(params=["memory", "nats"])
+async def any_bus(request: pytest.FixtureRequest) -> AsyncIterator[InMemoryBus | NatsBus]:
+    if request.param == "memory":
+        mem = InMemoryBus(STREAMS)
+        yield mem
+        await mem.close()
+    else:
+        url: str = request.getfixturevalue("nats_url")
+        async with open_nats_bus(url, new_namespace(), STREAMS) as nats_bus:
+            yield nats_bus
+
+
+class Recorder:
+    """A handler that records deliveries and fails as told."""
+
+    def __init__(self, fail: dict[bytes, Exception] | None = None, fail_times: int = 10**9) -> None:
+        self.seen: list[Delivery] = []
+        self.fail = fail or {}
+        self.fail_times = fail_times
+
+    async def __call__(self, d: Delivery) -> None:
+        self.seen.append(d)
+        exc = self.fail.get(d.data)
+        if exc is not None and d.num_delivered <= self.fail_times:
+            raise exc
+
+    def datas(self) -> list[bytes]:
+        return [d.data for d in self.seen]
+
+
+async def test_published_message_is_delivered_with_subject_data_headers_and_msg_id(any_bus) -> None:
+    rec = Recorder()
+    await any_bus.consume("c", "work.>", rec)
+    ack = await any_bus.publish("work.a.b", b"hello", msg_id="m-1", headers={"x-k": "v"})
+    assert ack.stream == "WORK" and not ack.duplicate
+    await eventually(lambda: len(rec.seen) == 1)
+    d = rec.seen[0]
+    assert (d.subject, d.data, d.msg_id, d.num_delivered, d.stream) == ("work.a.b", b"hello", "m-1", 1, "WORK")
+    assert d.headers["x-k"] == "v" and d.seq == ack.seq
+
+
+async def test_republish_with_same_msg_id_is_dropped(any_bus) -> None:
+    rec = Recorder()
+    await any_bus.consume("c", "work.>", rec)
+    first = await any_bus.publish("work.x", b"one", msg_id="same")
+    again = await any_bus.publish("work.x", b"one", msg_id="same")
+    await any_bus.publish("work.x", b"two", msg_id="other")
+    assert again.duplicate and again.seq == first.seq
+    await eventually(lambda: len(rec.seen) == 2)
+    assert rec.datas() == [b"one", b"two"]
+
+
+async def test_retryable_error_redelivers_with_growing_num_delivered(any_bus) -> None:
+    rec = Recorder(fail={b"flaky": RetryableError("not yet")}, fail_times=2)
+    await any_bus.consume("c", "work.>", rec, backoff=[0.05, 0.1], max_deliver=5)
+    await any_bus.publish("work.x", b"flaky", msg_id="f")
+    await eventually(lambda: len(rec.seen) == 3)
+    assert [d.num_delivered for d in rec.seen] == [1, 2, 3]
+
+
+async def test_terminal_error_dead_letters_once_with_error_headers(any_bus) -> None:
+    rec = Recorder(fail={b"poison": TerminalError("cannot decode")})
+    dlq = Recorder()
+    await any_bus.consume("handler", "work.>", rec, backoff=[0.05])
+    await any_bus.consume("dlq-reader", "dlq.>", dlq)
+    await any_bus.publish("work.x", b"poison", msg_id="p", headers={"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
+    await eventually(lambda: len(dlq.seen) == 1)
+    d = dlq.seen[0]
+    assert d.subject == "dlq.handler" and d.data == b"poison"
+    assert d.headers[H_DLQ_REASON] == "terminal" and d.headers[H_ERROR_TYPE] == "TerminalError"
+    assert d.headers[H_ERROR] == "cannot decode" and d.headers[H_ORIGINAL_SUBJECT] == "work.x"
+    assert d.headers["traceparent"].startswith("00-" + "1" * 32)
+    assert len(rec.seen) == 1
+
+
+async def test_exhausting_max_deliver_dead_letters_unknown_errors(any_bus) -> None:
+    rec = Recorder(fail={b"bug": KeyError("boom")})
+    dlq = Recorder()
+    await any_bus.consume("h", "work.>", rec, backoff=[0.02], max_deliver=3)
+    await any_bus.consume("dlq-reader", "dlq.h", dlq)
+    await any_bus.publish("work.x", b"bug", msg_id="b")
+    await eventually(lambda: len(dlq.seen) == 1)
+    assert [d.num_delivered for d in rec.seen] == [1, 2, 3]
+    assert dlq.seen[0].headers[H_DLQ_REASON] == "max_deliver"
+    assert dlq.seen[0].headers[H_ERROR_TYPE] == "KeyError"
+
+
+async def test_consumers_sharing_a_durable_split_the_messages(any_bus) -> None:
+    a, b = Recorder(), Recorder()
+    await any_bus.consume("group", "work.>", a, batch=5)
+    await any_bus.consume("group", "work.>", b, batch=5)
+    await any_bus.publish_many([(f"work.{i}", f"id-{i}", str(i).encode()) for i in range(200)])
+    await eventually(lambda: len(a.seen) + len(b.seen) >= 200)
+    assert sorted(a.datas() + b.datas(), key=int) == [str(i).encode() for i in range(200)]
+
+
+async def test_filters_select_subjects(any_bus) -> None:
+    only_a, both = Recorder(), Recorder()
+    await any_bus.consume("only-a", "work.a.*", only_a)
+    await any_bus.consume("both", ["work.a.*", "work.b.*"], both)
+    for subject in ["work.a.1", "work.b.1", "work.c.1"]:
+        await any_bus.publish(subject, subject.encode(), msg_id=subject)
+    await eventually(lambda: len(both.seen) == 2 and len(only_a.seen) == 1)
+    assert only_a.datas() == [b"work.a.1"] and both.datas() == [b"work.a.1", b"work.b.1"]
+
+
+async def test_durable_resumes_after_the_last_ack(any_bus) -> None:
+    first = Recorder()
+    sub = await any_bus.consume("resume", "work.>", first)
+    await any_bus.publish("work.x", b"1", msg_id="1")
+    await eventually(lambda: len(first.seen) == 1)
+    await sub.stop()
+    assert not sub.running
+    await any_bus.publish("work.x", b"2", msg_id="2")
+    second = Recorder()
+    await any_bus.consume("resume", "work.>", second)
+    await eventually(lambda: len(second.seen) == 1)
+    assert second.datas() == [b"2"]
+
+
+async def test_trace_context_travels_from_publisher_to_handler(any_bus) -> None:
+    trace_id, span_id = 0x0AF7651916CD43DD8448EB211C80319C, 0x00F067AA0BA902B7
+    parent = NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(1)))
+    seen: list[int] = []
+
+    async def handler(_: Delivery) -> None:
+        seen.append(trace.get_current_span().get_span_context().trace_id)
+
+    await any_bus.consume("traced", "work.>", handler)
+    token = context.attach(trace.set_span_in_context(parent))
+    try:
+        await any_bus.publish("work.t", b"x", msg_id="t")
+    finally:
+        context.detach(token)
+    await eventually(lambda: len(seen) == 1)
+    assert seen == [trace_id]
+
+
+async def test_publish_many_accepts_store_outputs_and_keeps_order(any_bus) -> None:
+    outs = [Output(subject="work.o", msg_id=f"o{i}", payload=str(i).encode()) for i in range(50)]
+    acks = await any_bus.publish_many(outs)
+    assert [a.seq for a in acks] == sorted(a.seq for a in acks) and len({a.seq for a in acks}) == 50
+    again = await any_bus.publish_many(outs)
+    assert all(a.duplicate for a in again)
+
+
+async def test_latest_value_stream_keeps_one_message_per_subject(any_bus) -> None:
+    for i in range(3):
+        await any_bus.publish("latest.node.c1.n1", f"n1-{i}".encode(), msg_id=f"n1-{i}")
+    await any_bus.publish("latest.node.c1.n2", b"n2-0", msg_id="n2-0")
+    await any_bus.publish("latest.node.c2.n9", b"n9-0", msg_id="n9-0")
+    last = await any_bus.last("latest.node.c1.n1")
+    assert last is not None and last.data == b"n1-2"
+    assert await any_bus.last("latest.node.c1.nx") is None
+    per = await any_bus.last_per_subject("latest.node.c1.*")
+    assert {s: d.data for s, d in per.items()} == {"latest.node.c1.n1": b"n1-2", "latest.node.c1.n2": b"n2-0"}
+    assert await any_bus.last_per_subject("latest.node.c3.*") == {}
+
+
+async def test_undeclared_subjects_are_rejected(any_bus) -> None:
+    with pytest.raises(PublishError):
+        await any_bus.publish("nowhere.x", b"", msg_id="n")
+    with pytest.raises(NoStreamError):
+        await any_bus.consume("c", "nowhere.>", Recorder())
