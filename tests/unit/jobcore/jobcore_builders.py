@@ -100,3 +100,28 @@ class Driver:
 
 def of_type(effects: list[Any], kind: type) -> list[Any]:
     return [e for e in effects if isinstance(e, kind)]
+
+
+def record_in(phase: str, pods: dict[int, str] | None = None, replicas: int = 4, retry: int = 0,
+              **spec: Any) -> jc.JobRecord:
+    """A job of one task ``worker`` in ``phase``, its pods (index → pod phase) as given; podgroup admitted."""
+    import msgspec
+
+    pods = {i: "Running" for i in range(replicas)} if pods is None else pods
+    d = Driver(admitted(task("worker", replicas, template_restartPolicy="Never"), **spec))
+    d.start()
+    new_pods = {}
+    for name, pod in d.record.pods.items():
+        if pod.index in pods:
+            status = msgspec.structs.replace(pod.status, phase=pods[pod.index],
+                                             node=None if pods[pod.index] == "Pending" else "n1")
+            new_pods[name] = msgspec.structs.replace(pod, status=status)
+    return msgspec.structs.replace(d.record, phase=phase, pods=new_pods, retry_count=retry)
+
+
+def phase_changes(effects: list[Any]) -> list[str]:
+    return [e.new for e in effects if isinstance(e, jc.JobPhaseChanged)]
+
+
+def deleted(effects: list[Any]) -> list[str]:
+    return sorted(name for e in effects if isinstance(e, jc.DeletePods) for name in e.names)
