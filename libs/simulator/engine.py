@@ -19,7 +19,7 @@ from . import output
 from .agenda import SCENARIO, Agenda
 from .cluster import ClusterDriver
 from .controller import JobDriver
-from .events import EventHandler
+from .events import EventHandler, Wake
 from .fleet import FleetDriver
 from .kubelet import Kubelet
 from .scenario import Scenario
@@ -78,8 +78,13 @@ class Engine:
 
     def _apply_due(self, now: float) -> None:
         while (item := self.agenda.pop_one(now)) is not None:
-            self.changed = True
+            if not isinstance(item, Wake):
+                self.changed = True
             self.handler.apply(item)
+
+    def wake_after(self, t: float) -> None:
+        """Make sure a round runs at the first schedule instant strictly after ``t``."""
+        self.agenda.push(_grid(t + 1e-6, self.scenario.period), Wake())
 
     def _round(self) -> None:
         self.fleet.step()

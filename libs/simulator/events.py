@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import api
+from fleetcore import CLUSTER_SILENCE_TIMEOUT
 
 from .kubelet import PodFinish
 from .scenario import TimedEvent
@@ -30,6 +31,11 @@ class Timer:
         self.key = key
 
 
+class Wake:
+    """Agenda entry that only ends an idle stretch: something time-driven may change then
+    (a silent cluster becomes lost), though no event happens."""
+
+
 class EventHandler:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -39,6 +45,8 @@ class EventHandler:
             self.engine.kubelet.finish(item)
         elif isinstance(item, Timer):
             item.owner.timer_fired(item.key)
+        elif isinstance(item, Wake):
+            pass
         elif isinstance(item, TimedEvent):
             getattr(self, "_" + item.kind)(item.body)
         else:  # pragma: no cover - the agenda only holds the three kinds above
@@ -116,6 +124,8 @@ class EventHandler:
             cluster.up = False
             cluster.silent_since = self.engine.world.now
             self.engine.world.emit("ClusterDown", ref.cluster, cluster=ref.cluster)
+            # Lost once silent for longer than the timeout: the first instant after it.
+            self.engine.wake_after(cluster.silent_since + CLUSTER_SILENCE_TIMEOUT)
 
     def _clusterUp(self, ref: Any) -> None:  # noqa: N802
         cluster = self.engine.world.clusters[ref.cluster]

@@ -62,8 +62,10 @@ class FleetDriver:
             result[name] = ClusterCapacity(
                 name=name, labels=dict(cluster.labels), nodes=nodes,
                 free=_sum(n.free for n in ready), allocatable=_sum(n.allocatable for n in ready),
+                # A cluster that stopped reporting keeps its last summary; fleetcore decides when
+                # the silence means lost. One with no Ready node reports ready=False.
                 last_report=w.now if cluster.up else (cluster.silent_since or 0.0),
-                ready=cluster.up and bool(ready))
+                ready=bool(ready))
         return result
 
     # -- plain jobs -----------------------------------------------------------------------------

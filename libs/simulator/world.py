@@ -158,7 +158,11 @@ class World:
         return [n for n in self.clusters[cluster].nodes.values() if n.ready]
 
     def pods_of(self, job: str) -> list[Pod]:
-        return sorted((p for p in self.pods.values() if p.job == job), key=lambda p: (p.task, p.index))
+        """A job's pods in the job's task order, then by index (Volcano's creation order)."""
+        owner = self.jobs.get(job)
+        order = {t.name: i for i, t in enumerate(owner.record.job.spec.tasks)} if owner and owner.record else {}
+        return sorted((p for p in self.pods.values() if p.job == job),
+                      key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
 
 
 def _implicit_queue(name: str) -> api.Queue:
