@@ -35,6 +35,45 @@ Splitting (splitter; the simulator)
 ``diff_children(existing, desired) -> ChildChanges(create, update, delete, unchanged)``: an update
   that changes nothing is empty; scale-down deletes; a changed task set or cluster recreates.
 
+Plain jobs (global-scheduler)
+-----------------------------
+``place_job(spec, clusters, now=None, *, cluster_names=(), cluster_labels=None, wait_for_fit=False)
+  -> str | Waiting``: where the whole gang fits now; else the live cluster with most room that could
+  ever host it (its own Volcano preemption/reclaim decide), unless ``wait_for_fit``.
+
+Global admission (global-scheduler; the simulator)
+--------------------------------------------------
+``fleet_queue(api.Queue, created) -> FleetQueue``; ``fleet_capacity(live clusters) -> ResourceList``;
+``admit(queues, allocated, pending: [Candidate], capacity) -> Admission(admitted, waiting, queues)``.
+  Queue order: priority, lowest fair-share first (proportion water-filling over the fleet,
+  ``deserved_shares``), creation, name; job order: priority, creation, name; one admission per queue
+  per round, first up to each queue's deserved share, then beyond it while the fleet has room; a
+  candidate that does not fit is skipped (no head-of-line blocking) unless the queue carries
+  ``hyperjob.io/queue-ordering: strict-fifo``. Checks: queue Open, fleet-wide ``capability``,
+  fleet room not yet promised to admitted work. ``Candidate.request`` = ``hyperjob_request(hj)``.
+
+Cross-cluster gang (global-scheduler; the simulator)
+----------------------------------------------------
+``start_gang(hyperjob, {child: cluster}, required, now, *, attempt=1, timeout=60)`` and
+``gang_step(gang, ReservationHeld | ReservationLost | GangTimer, now, retry_delay=0)`` →
+``(HyperJobGang, [Reserve | Bind | Release | StartTimer | Retry])``; ``release_gang(gang)`` on
+suspend/delete. Bind only once ``required`` (HyperJob minAvailable; default all) reservations
+hold; at the deadline every reservation is released and ``Retry(at)`` asks for a new plan.
+
+Failover, child failure, commands (global-scheduler / splitter; the simulator)
+------------------------------------------------------------------------------
+``failover(hj, plan, clusters, now, *, finished=()) -> (plan, [ChildMove | ChildUnplaced])``;
+``child_failed(hj, plan, child, clusters, now, phases) -> (plan, [ChildMove | ChildUnplaced |
+ChildCommand | SetLifecycle])`` under ``childFailurePolicy``;
+``hyperjob_command(action, phases, lifecycle) -> (lifecycle, [SetLifecycle | ChildCommand])`` and
+``settle_lifecycle(lifecycle, phases)``.
+
+Training env (job-controller, when a Job carries ``volcano.sh/hyperjob-name``)
+------------------------------------------------------------------------------
+``training_env(hj, plan, child, task, index) -> dict[str, str]``: HYPERJOB_NAME,
+HYPERJOB_CHILD_INDEX, HYPERJOB_CLUSTER, HYPERJOB_RANK, HYPERJOB_WORLD_SIZE; with the HyperJob
+``pytorch`` plugin also MASTER_ADDR (first child's master pod), MASTER_PORT, WORLD_SIZE, RANK.
+
 Status (status-aggregator; the simulator)
 -----------------------------------------
 ``aggregate_status(hyperjob, children: [ChildStatus], *, previous, admitted, lifecycle,
@@ -43,24 +82,40 @@ Status (status-aggregator; the simulator)
   ``phase``, ``placement`` and ``waitingReason``. Encodes camelCase.
 """
 
-from .capacity import PodShape, gang_pods, hyperjob_request, max_replicas, place_gang, spec_request, task_shape
+from .admission import (STRICT_FIFO, STRICT_FIFO_ANNOTATION, Admission, Candidate, FleetQueue, QueueShare, admit,
+                        deserved_shares, fleet_capacity, fleet_queue, share)
+from .capacity import (PodShape, could_ever_host, gang_pods, hyperjob_request, max_replicas, place_gang, spec_request,
+                       task_shape)
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
+from .env import local_rank, master_addr, training_env
+from .failover import (ChildCommand, ChildMove, ChildUnplaced, FleetDecision, SetLifecycle, child_failed, failover,
+                       hyperjob_command, settle_lifecycle)
+from .gang import (GANG_TIMEOUT, Bind, GangDecision, GangEvent, GangTimer, HyperJobGang, Release, Reserve,
+                   ReservationHeld, ReservationLost, Retry, StartTimer, gang_step, release_gang, start_gang)
 from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION,
                     CLUSTER_SILENCE_TIMEOUT, HYPERJOB_NAME_LABEL, RANK_OFFSET_ANNOTATION, REPLICATED_JOB_LABEL,
                     TEMPLATE_HASH_LABEL, WORLD_SIZE_ANNOTATION, ChildJob, ChildPlan, ClusterCapacity,
                     NodeCapacity, SplitPlan, Waiting, cluster_lost, live_clusters)
-from .split import apportion, child_name, choose_cluster, eligible_clusters, plan_split
-from .status import (COMPLETED_REASON, FAILED_REASON, ChildStatus, Condition, HyperJobPhase, HyperJobStatus,
-                     JobState, Lifecycle, ReplicatedJobStatus, aggregate_status, placement)
+from .placement import place_job
+from .split import apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .status import (COMPLETED_REASON, FAILED_REASON, TERMINAL_CHILD_PHASES, ChildStatus, Condition,
+                     HyperJobPhase, HyperJobStatus, JobState, Lifecycle, ReplicatedJobStatus, aggregate_status,
+                     placement)
 
 __all__ = [
     "CHILD_INDEX_ANNOTATION", "CLUSTER_ANNOTATION", "CLUSTER_SELECTOR_ANNOTATION", "CLUSTER_SILENCE_TIMEOUT",
-    "COMPLETED_REASON", "FAILED_REASON", "HYPERJOB_NAME_LABEL", "RANK_OFFSET_ANNOTATION", "REPLICATED_JOB_LABEL",
-    "TEMPLATE_HASH_LABEL", "WORLD_SIZE_ANNOTATION",
-    "ChildChanges", "ChildJob", "ChildPlan", "ChildStatus", "ClusterCapacity", "Condition", "HyperJobPhase",
-    "HyperJobStatus", "JobState", "Lifecycle", "NodeCapacity", "PodShape", "ReplicatedJobStatus", "SplitPlan",
-    "Waiting",
-    "aggregate_status", "apportion", "child_jobs", "child_name", "child_spec", "choose_cluster", "cluster_lost",
-    "diff_children", "eligible_clusters", "gang_pods", "hyperjob_request", "live_clusters", "max_replicas",
-    "place_gang", "placement", "plan_split", "spec_request", "task_shape", "template_hash",
+    "COMPLETED_REASON", "FAILED_REASON", "GANG_TIMEOUT", "HYPERJOB_NAME_LABEL", "RANK_OFFSET_ANNOTATION",
+    "REPLICATED_JOB_LABEL", "STRICT_FIFO", "STRICT_FIFO_ANNOTATION", "TEMPLATE_HASH_LABEL",
+    "TERMINAL_CHILD_PHASES", "WORLD_SIZE_ANNOTATION",
+    "Admission", "Bind", "Candidate", "ChildChanges", "ChildCommand", "ChildJob", "ChildMove", "ChildPlan",
+    "ChildStatus", "ChildUnplaced", "ClusterCapacity", "Condition", "FleetDecision", "FleetQueue", "GangDecision",
+    "GangEvent", "GangTimer", "HyperJobGang", "HyperJobPhase", "HyperJobStatus", "JobState", "Lifecycle",
+    "NodeCapacity", "PodShape", "QueueShare", "Release", "ReplicatedJobStatus", "Reserve", "ReservationHeld",
+    "ReservationLost", "Retry", "SetLifecycle", "SplitPlan", "StartTimer", "Waiting",
+    "admit", "aggregate_status", "apportion", "child_failed", "child_jobs", "child_name", "child_spec",
+    "choose_cluster", "cluster_lost", "could_ever_host", "deserved_shares", "diff_children", "eligible_clusters",
+    "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_command", "hyperjob_request",
+    "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
+    "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
+    "task_shape", "template_hash", "training_env",
 ]

@@ -85,14 +85,16 @@ def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working
     return parts
 
 
-def eligible_clusters(hyperjob: api.HyperJob, rj: api.ReplicatedJob,
-                      clusters: Mapping[str, ClusterCapacity]) -> list[str]:
+def eligible_clusters(hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity],
+                      now: float | None = None) -> list[str]:
     """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
 
     Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
     ``hyperjob.io/cluster-selector`` annotation, and with some node that could ever hold a pod of
     the main task (its node selector, e.g. the GPU model, and its per-pod request).
+    With ``now`` a cluster silent for 30 s is not live; without it only ``ready`` counts.
     """
+    clusters = live_clusters(clusters, now)
     names = list(rj.cluster_names) or sorted(clusters)
     selector = _cluster_selector(hyperjob)
     shape = main_shape(rj.template_spec)

@@ -1,0 +1,102 @@
+"""Global admission: queue priority, fair share over the fleet, job order, no head-of-line blocking."""
+
+from __future__ import annotations
+
+import pytest
+
+import api
+from fleetcore import Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_request
+from fleet_builders import GPU, cluster, job_spec, rjob, task, upstream
+
+FLEET_8 = {"cpu": 800.0, GPU: 8.0}
+
+
+def q(name: str, **kw: object) -> FleetQueue:
+    return FleetQueue(name=name, **kw)  # type: ignore[arg-type]
+
+
+def jobs(queue: str, count: int, gpus: float = 1.0, start: int = 0, priority: int = 0) -> list[Candidate]:
+    return [Candidate(name=f"{queue}{i}", queue=queue, request={GPU: gpus, "cpu": 1.0, "pods": 1.0},
+                      created=float(i), priority=priority) for i in range(start, start + count)]
+
+
+def test_round_robin_takes_one_job_per_queue_per_round() -> None:
+    result = admit({"a": q("a"), "b": q("b")}, {}, jobs("a", 3) + jobs("b", 3), FLEET_8)
+    assert result.admitted == ("a0", "b0", "a1", "b1", "a2", "b2")
+
+
+def test_weighted_fair_share_across_the_fleet() -> None:
+    result = admit({"a": q("a", weight=3), "b": q("b", weight=1)}, {}, jobs("a", 8) + jobs("b", 8), FLEET_8)
+    admitted = list(result.admitted)
+    assert sum(n.startswith("a") for n in admitted) == 6 and sum(n.startswith("b") for n in admitted) == 2
+    assert result.queues["a"].deserved[GPU] == pytest.approx(6.0)
+    assert result.waiting["a6"].startswith("fleet nvidia.com/gpu")
+
+
+def test_higher_priority_queue_goes_first() -> None:
+    result = admit({"low": q("low", created=0.0), "high": q("high", priority=10, created=1.0)}, {},
+                   jobs("low", 1, gpus=8) + jobs("high", 1, gpus=8), FLEET_8)
+    assert result.admitted == ("high0",) and "low0" in result.waiting
+
+
+def test_job_priority_then_creation_within_a_queue() -> None:
+    pending = jobs("a", 2, gpus=4) + jobs("a", 1, gpus=4, start=5, priority=100)
+    assert admit({"a": q("a")}, {}, pending, FLEET_8).admitted == ("a5", "a0")
+
+
+def test_a_big_job_does_not_block_smaller_ones_behind_it() -> None:
+    pending = jobs("a", 1, gpus=16) + jobs("a", 2, gpus=2, start=1)
+    result = admit({"a": q("a")}, {}, pending, FLEET_8)
+    assert result.admitted == ("a1", "a2")
+    assert result.waiting == {"a0": "fleet nvidia.com/gpu: 16 requested, 4 not yet promised"}
+
+
+def test_strict_fifo_queue_blocks_behind_its_head() -> None:
+    pending = jobs("a", 1, gpus=16) + jobs("a", 2, gpus=2, start=1)
+    result = admit({"a": q("a", strict_fifo=True)}, {}, pending, FLEET_8)
+    assert result.admitted == ()
+    assert result.waiting["a1"] == "queue a is strict FIFO: waiting behind a0"
+
+
+def test_capability_applies_to_the_whole_fleet() -> None:
+    result = admit({"a": q("a", capability={GPU: 4.0})}, {"a": {GPU: 3.0}}, jobs("a", 1, gpus=2), FLEET_8)
+    assert result.waiting == {"a0": "queue a capability nvidia.com/gpu: 3 used + 2 requested > 4"}
+
+
+def test_closed_and_unknown_queues_wait() -> None:
+    pending = jobs("a", 1) + [Candidate(name="x", queue="nope", request={GPU: 1.0})]
+    result = admit({"a": q("a", state="Closed")}, {}, pending, FLEET_8)
+    assert result.waiting == {"a0": "queue a is Closed", "x": "queue nope does not exist"}
+
+
+@pytest.mark.parametrize(("weights", "demand", "expected"), [
+    pytest.param((1, 1), (100.0, 20.0), (80.0, 20.0), id="unused-share-flows-to-the-other"),
+    pytest.param((3, 1), (100.0, 100.0), (75.0, 25.0), id="weights-3-to-1"),
+    pytest.param((1, 1), (10.0, 10.0), (10.0, 10.0), id="never-above-request"),
+])
+def test_deserved_water_filling(weights: tuple, demand: tuple, expected: tuple) -> None:
+    queues = {"a": q("a", weight=weights[0]), "b": q("b", weight=weights[1])}
+    deserved = deserved_shares(queues, {"a": {"cpu": demand[0]}, "b": {"cpu": demand[1]}}, {"cpu": 100.0})
+    assert (deserved["a"]["cpu"], deserved["b"]["cpu"]) == pytest.approx(expected)
+
+
+def test_guarantee_and_capability_bound_deserved() -> None:
+    queues = {"a": q("a", capability={"cpu": 30.0}), "b": q("b", guarantee={"cpu": 60.0})}
+    deserved = deserved_shares(queues, {"a": {"cpu": 100.0}, "b": {"cpu": 10.0}}, {"cpu": 100.0})
+    assert deserved["a"]["cpu"] == pytest.approx(30.0) and deserved["b"]["cpu"] == pytest.approx(60.0)
+
+
+def test_queue_manifest_and_strict_fifo_annotation() -> None:
+    queue = api.decode({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                        "metadata": {"name": "gold", "annotations": {"hyperjob.io/queue-ordering": "strict-fifo"}},
+                        "spec": {"weight": 4, "capability": {"nvidia.com/gpu": "64"}, "priority": 2}})
+    assert isinstance(queue, api.Queue)
+    fq = fleet_queue(queue, created=5.0)
+    assert (fq.weight, fq.capability, fq.priority, fq.strict_fifo, fq.state) == (4, {GPU: 64.0}, 2, True, "Open")
+
+
+def test_hyperjob_request_counts_every_task_and_fan_out() -> None:
+    hj = upstream("hj", rjob("a", job_spec(task("m", 1, gpus=0, cpu="2"), task("w", 4)), replicas=2))
+    request = hyperjob_request(hj)
+    assert request[GPU] == 8.0 and request["cpu"] == 2 * (2 + 4 * 8) and request["pods"] == 10.0
+    assert fleet_capacity([cluster("a"), cluster("b")])[GPU] == 64.0
