@@ -26,6 +26,7 @@ from telemetry import inject
 
 from .dispatch import Verdict, dead_letter, run_handler
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
+from .pull import PullLoop
 from .model import (DLQ_STREAM, MSG_ID, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck, StreamSpec,
                     as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers)
 
@@ -44,7 +45,7 @@ class NatsBus:
         self._js = js
         self._ns = namespace
         self._streams: list[StreamSpec] = []
-        self._subs: list[_PullLoop] = []
+        self._subs: list[PullLoop] = []
 
     @classmethod
     async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
@@ -147,7 +148,7 @@ class NatsBus:
             for item in items:
                 futures.append(await self._js.publish_async(
                     self._wire(item.subject), item.payload, headers=self._headers(item.headers, item.msg_id),
-                    wait_stall=timeout))
+                    wait_stall=None))
             results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
         except _NATS_ERRORS as exc:
             for fut in futures:
@@ -167,7 +168,7 @@ class NatsBus:
     async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
                       stream: str | None = None, batch: int = 100, max_deliver: int = 5,
                       backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                      ack_wait: float = 30.0, concurrency: int = 1) -> _PullLoop:
+                      ack_wait: float = 30.0, concurrency: int = 1) -> PullLoop:
         """Create (or update) the durable pull consumer ``durable`` on the stream capturing
         ``subjects`` and start a loop feeding ``handler`` one ``Delivery`` at a time (``concurrency``
         at once; 1 keeps stream order). Every process consuming the same ``durable`` shares the
@@ -185,17 +186,17 @@ class NatsBus:
             max_ack_pending=policy.ack_pending, max_waiting=512,
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
             filter_subjects=wire_filters if len(wire_filters) > 1 else None)
+        loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy)
         try:
             await self._js.add_consumer(wire_stream, config)
-            psub = await self._js.pull_subscribe_bind(durable=durable, stream=wire_stream)
+            await loop.start()
         except _NATS_ERRORS as exc:
             raise ConsumerError(durable, str(exc)) from exc
-        loop = _PullLoop(self, psub, durable, handler, policy)
         self._subs.append(loop)
-        loop.start()
         return loop
 
-    def _delivery(self, msg: Msg) -> Delivery:
+    def delivery(self, msg: Msg) -> Delivery:
+        """The ``Delivery`` of a JetStream message (namespace stripped)."""
         meta = msg.metadata
         headers = dict(msg.headers) if msg.headers else {}
         return Delivery(subject=self._logical(msg.subject), data=msg.data, headers=headers,
@@ -235,7 +236,7 @@ class NatsBus:
                     msgs = await psub.fetch(min(remaining, 1000), timeout=5)
                     remaining -= len(msgs)
                     for msg in msgs:
-                        d = self._delivery(msg)
+                        d = self.delivery(msg)
                         out[d.subject] = d
             finally:
                 await psub.unsubscribe()
@@ -258,7 +259,8 @@ class NatsBus:
             with contextlib.suppress(*_NATS_ERRORS):
                 await self._nc.close()
 
-    async def _settle(self, msg: Msg, delivery: Delivery, durable: str, verdict: Verdict) -> None:
+    async def settle(self, msg: Msg, delivery: Delivery, durable: str, verdict: Verdict) -> None:
+        """Ack, nak with delay, or dead-letter then term, as ``verdict`` says."""
         if verdict.action == "ack":
             await msg.ack()
         elif verdict.action == "nak":
@@ -272,78 +274,3 @@ class NatsBus:
         _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
                      reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
         await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
-
-
-class _PullLoop:
-    """One consume loop: fetch a batch, run the handler on each message, settle each. Survives
-    connection hiccups (logs, waits, fetches again)."""
-
-    def __init__(self, bus: NatsBus, psub: JetStreamContext.PullSubscription, durable: str, handler: Handler,
-                 policy: ConsumerPolicy) -> None:
-        self.durable = durable
-        self._bus = bus
-        self._psub = psub
-        self._handler = handler
-        self._policy = policy
-        self._stopping = asyncio.Event()
-        self._fetching = False
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    async def stop(self) -> None:
-        """Finish the batch in hand, then stop; unacked messages are redelivered elsewhere."""
-        self._stopping.set()
-        task, self._task = self._task, None
-        if task is None:
-            return
-        if self._fetching:
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        with contextlib.suppress(*_NATS_ERRORS):
-            await self._psub.unsubscribe()
-
-    async def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self._fetching = True
-                msgs = await self._psub.fetch(self._policy.batch, timeout=1.0)
-            except nats.errors.TimeoutError:
-                continue
-            except nats.errors.ConnectionClosedError:
-                return
-            except _NATS_ERRORS as exc:
-                _log.warning("fetch_failed", durable=self.durable, error=str(exc) or type(exc).__name__)
-                await asyncio.sleep(0.5)
-                continue
-            finally:
-                self._fetching = False
-            await self._process(msgs)
-
-    async def _process(self, msgs: list[Msg]) -> None:
-        if self._policy.concurrency == 1:
-            for msg in msgs:
-                await self._one(msg)
-        else:
-            sem = asyncio.Semaphore(self._policy.concurrency)
-
-            async def guarded(m: Msg) -> None:
-                async with sem:
-                    await self._one(m)
-            await asyncio.gather(*(guarded(m) for m in msgs))
-        _log.debug("batch_consumed", durable=self.durable, size=len(msgs))
-
-    async def _one(self, msg: Msg) -> None:
-        delivery = self._bus._delivery(msg)  # noqa: SLF001 - the loop is part of the bus
-        verdict = await run_handler(self._handler, delivery, self.durable, self._policy)
-        try:
-            await self._bus._settle(msg, delivery, self.durable, verdict)  # noqa: SLF001
-        except (*_NATS_ERRORS, PublishError) as exc:
-            # Unsettled: the server redelivers after ack_wait; dead-lettering is retried then.
-            _log.warning("settle_failed", durable=self.durable, subject=delivery.subject, error=str(exc))
