@@ -42,8 +42,7 @@ def decide(record: JobRecord, event: Any, now: float) -> Result:
             return _UNCHANGED(record)
         return react(record, "Unknown", Target(reason="Unknown"), now)
     if isinstance(event, CommandIssued):
-        action = COMMAND_VERBS.get(event.action.lower(), event.action)
-        return run_action(record, action, Target(task=event.task, pod=event.pod, reason=f"Command {action}"), now)
+        return _on_command(record, event, now)
     if isinstance(event, TimerFired):
         return _on_timer(record, event, now)
     raise TypeError(f"jobcore.decide: unknown event {type(event).__name__}")
@@ -70,6 +69,15 @@ def run_action(record: JobRecord, action: str, target: Target, now: float) -> Re
         record, cancelled = cancel_all(record)
         effects = effects + cancelled
     return record, effects
+
+
+def _on_command(record: JobRecord, event: CommandIssued, now: float) -> Result:
+    if event.id:
+        if event.id in record.commands:
+            return _UNCHANGED(record)
+        record = msgspec.structs.replace(record, commands=[*record.commands, event.id])
+    action = COMMAND_VERBS.get(event.action.lower(), event.action)
+    return run_action(record, action, Target(task=event.task, pod=event.pod, reason=f"Command {action}"), now)
 
 
 def _on_timer(record: JobRecord, event: TimerFired, now: float) -> Result:

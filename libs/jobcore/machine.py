@@ -47,7 +47,7 @@ def settle(record: JobRecord, effects: list[Effect], before: str, now: float) ->
         if record.phase == before:
             break
         before = record.phase
-        record, more = execute(record, "SyncJob", Target(reason="SyncJob"), now)
+        record, more = execute(record, "SyncJob", Target(reason=record.phase), now)
         effects = effects + more
     return record, effects
 

@@ -159,6 +159,7 @@ class JobRecord(_Frozen, frozen=True, kw_only=True):
     incarnations: dict[str, int] = {}
     delayed: dict[str, DelayedAction] = {}
     timer_seq: int = 0
+    commands: list[str] = []
     ssh: SshKeyPair | None = None
     rank: RankOverride = RankOverride()
     extra_env: dict[str, str] = {}
@@ -244,11 +245,16 @@ class PodDeleted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodDeleted")
 
 
 class CommandIssued(_Frozen, frozen=True, kw_only=True, tag="jobcore.CommandIssued"):
-    """A Volcano Command: ``action`` is an action name (``AbortJob``) or a verb (``abort``)."""
+    """A Volcano Command: ``action`` is an action name (``AbortJob``) or a verb (``abort``).
+
+    ``id`` (the Command object's name or uid) makes a redelivered command a no-op; without one,
+    the driver must not deliver the same command twice (Volcano's Command CRs are one-shot).
+    """
 
     action: str
     task: str = ""
     pod: str = ""
+    id: str = ""
 
 
 class TimerFired(_Frozen, frozen=True, kw_only=True, tag="jobcore.TimerFired"):

@@ -107,3 +107,13 @@ def test_records_and_effects_round_trip_through_msgspec():
     assert decoded == effects
     event = jc.PodFailed(pod="p", exit_code=2)
     assert msgspec.json.decode(msgspec.json.encode(event), type=jc.JobEvent) == event
+
+
+def test_redelivered_command_with_an_id_is_applied_once():
+    d = _running()
+    first = d.send(jc.CommandIssued(action="restart", id="cmd-1"))
+    assert first
+    before = d.record
+    assert d.send(jc.CommandIssued(action="restart", id="cmd-1")) == []
+    assert d.record == before
+    assert d.send(jc.CommandIssued(action="abort", id="cmd-2")) != []
