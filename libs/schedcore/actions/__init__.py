@@ -1,0 +1,1 @@
+"""Actions, run in the conf's order: enqueue, allocate, preempt, reclaim, backfill."""

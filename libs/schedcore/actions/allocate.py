@@ -1,0 +1,124 @@
+"""allocate: place pending tasks job by job under gang's commit rule (spec 1d "allocate").
+
+Per turn: pop the best queue (QueueOrder; an overused queue is dropped for the cycle), pop its
+best job (JobOrder), place its tasks in TaskOrder into one Statement until the job is ready,
+then commit if JobReady, keep if JobPipelined, discard otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..state import READY, JobState, QueueState, TaskState
+from ..statement import Statement
+from .topology import allocate_in_topology, wants_topology
+from .util import PriorityQueue
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+def candidate_jobs(ssn: Session, promote_pending: bool) -> dict[str, PriorityQueue[JobState]]:
+    """Jobs allocate may work on, by queue: admitted, valid, with pending non-best-effort tasks."""
+    per_queue: dict[str, PriorityQueue[JobState]] = {}
+    for job in ssn.jobs.values():
+        if job.phase == "Pending":
+            if not promote_pending:
+                continue
+            job.phase = "Inqueue"
+        q = ssn.queue_of(job)
+        if q is None or not any(t.status == "Pending" and not t.best_effort and not t.info.gated for t in job.tasks):
+            continue
+        reason = ssn.job_valid(job)
+        if reason is not None:
+            job.fit_errors["job"] = reason
+            continue
+        per_queue.setdefault(q.name, PriorityQueue(ssn.job_before)).push(job)
+    return per_queue
+
+
+def pending_queue(ssn: Session, job: JobState) -> PriorityQueue[TaskState]:
+    tasks = [t for t in job.tasks if t.status == "Pending" and not t.best_effort and not t.info.gated]
+    return PriorityQueue(ssn.task_before, tasks)
+
+
+def allocate(ssn: Session) -> None:
+    per_queue = candidate_jobs(ssn, promote_pending="enqueue" not in ssn.conf.actions)
+    queues: PriorityQueue[QueueState] = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in per_queue])
+    pending: dict[str, PriorityQueue[TaskState]] = {}
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = per_queue[queue.name]
+        if jobs.empty():
+            continue
+        job = jobs.pop()
+        if not queue.is_open:
+            job.fit_errors["queue"] = f"queue {queue.name} is {queue.info.state}"
+            queues.push(queue)
+            continue
+        tasks = pending.get(job.name)
+        if tasks is None:
+            tasks = pending[job.name] = pending_queue(ssn, job)
+        stmt = Statement(ssn)
+        if wants_topology(ssn, job):
+            allocate_in_topology(ssn, stmt, job, queue, tasks)
+        else:
+            allocate_tasks(ssn, stmt, job, queue, tasks, jobs)
+        commit_rule(ssn, stmt, job)
+        queues.push(queue)
+
+
+def commit_rule(ssn: Session, stmt: Statement, job: JobState) -> None:
+    """Gang's rule: commit when ready, keep (unbound) when pipelined, else roll back."""
+    if ssn.job_ready(job):
+        stmt.commit()
+    elif not ssn.job_pipelined(job):
+        stmt.discard()
+
+
+def allocate_tasks(ssn: Session, stmt: Statement, job: JobState, queue: QueueState, tasks: PriorityQueue[TaskState],
+                   jobs: PriorityQueue[JobState] | None, restrict: np.ndarray | None = None, key: object = None) -> None:
+    """Volcano's allocateResourcesForTasks; with ``jobs`` None the turn does not stop at ready."""
+    placement = ssn.placement
+    while not tasks.empty():
+        t = tasks.pop()
+        if not ssn.allocatable(queue, t):
+            job.fit_errors.setdefault("queue", f"queue {queue.name} quota does not admit {t.name}")
+            continue
+        if t.role and t.role in job.failed_roles:
+            continue
+        choice = placement.best(t, restrict, key)
+        if choice is None:
+            job.fit_errors[t.role or t.name] = "no node fits the pod (resources, selectors, taints)"
+            if t.role:
+                job.failed_roles.add(t.role)
+            if need_continue(job):
+                continue
+            break
+        row, on_idle = choice
+        if on_idle:
+            stmt.allocate(t, row)
+        else:
+            stmt.pipeline(t, row)
+        if jobs is not None and ssn.job_ready(job) and not tasks.empty():
+            jobs.push(job)
+            break
+
+
+def need_continue(job: JobState) -> bool:
+    """Volcano's NeedContinueAllocating after a task found no node."""
+    if job.min_member == len(job.tasks):
+        return False
+    if job.min_member < job.task_min_total:
+        alive = sum(1 for t in job.tasks if t.status == "Pending" and t.role not in job.failed_roles)
+        return job.ready_num() + alive >= job.min_member
+    for role in job.failed_roles:
+        need = job.task_min.get(role, 0)
+        rc = job.role_counts.get(role, {})
+        if need > 0 and sum(rc.get(s, 0) for s in READY) < need:
+            return False
+    return True

@@ -1,0 +1,74 @@
+"""preempt: within one queue, starving jobs evict lower-priority work (spec 1d "preempt").
+
+Phase 1 (between jobs) uses one statement per preemptor job, committed iff JobPipelined;
+phase 2 lets a job's pending tasks evict its own lower-priority tasks. Jobs with a network
+topology request never preempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..state import TaskState
+from ..statement import Statement
+from .evict import enough, evict_until, pending_tasks, starving_jobs
+from .util import PriorityQueue
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+_PREEMPTABLE = ("Running", "Bound")
+
+
+def preempt(ssn: Session) -> None:
+    by_queue = starving_jobs(ssn)
+    queues = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in by_queue])
+    while not queues.empty():
+        queue = queues.pop()
+        jobs = PriorityQueue(ssn.job_before, [j for j in by_queue[queue.name] if not j.has_topology])
+        under_request = []
+        while not jobs.empty():
+            job = jobs.pop()
+            under_request.append(job)
+            stmt = Statement(ssn)
+            tasks = pending_tasks(ssn, job)
+            while ssn.job_starving(job) and not tasks.empty():
+                t = tasks.pop()
+                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job)
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+        for job in under_request:
+            tasks = pending_tasks(ssn, job)
+            while not tasks.empty():
+                t = tasks.pop()
+                stmt = Statement(ssn)
+                assigned = preempt_task(ssn, stmt, t, lambda v, job=job: v.job is job)
+                stmt.commit()
+                if not assigned:
+                    break
+
+
+def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[[TaskState], bool]) -> bool:
+    """Try nodes best-scored first; evict victims until ``t`` fits, then pipeline it there."""
+    if t.info.preemption_policy == "Never" or t.status != "Pending":
+        return False
+    assert t.job is not None
+    queue = ssn.queues[t.job.queue]
+    for row in ssn.placement.ranked(t):
+        candidates = [v for v in ssn.nodes.tasks[row] if v.status in _PREEMPTABLE and v.info.preemptable
+                      and (v.best_effort or not t.best_effort) and allowed(v)]  # type: ignore[union-attr]
+        if not candidates:
+            continue
+        victims = ssn.preemptable(t, candidates)
+        if not enough(ssn, t, row, victims):
+            continue
+
+        def fits(row: int = row) -> bool:
+            return ssn.allocatable(queue, t) and ssn.placement.fits_future(t, row)
+
+        if evict_until(ssn, stmt, t, row, victims, fits, "preempt"):
+            return True
+    return False

@@ -1,0 +1,88 @@
+"""Network-topology-aware placement over ``topology.hyperjob.io/tierN`` node labels.
+
+A job's ``networkTopology`` asks for its gang inside one HyperNode (a label value of one tier):
+``hard`` tries tiers 1..highestTierAllowed and otherwise leaves the job pending; ``soft`` tries
+the same and then falls back to any nodes. Without a request, a job of more than one task
+behaves as soft over every tier, so gangs land in as few tier1 domains as possible.
+Within a tier, domains are tried tightest first (least free capacity that still holds the
+gang's aggregate request), then by name; each try is a statement rolled back on failure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..nodes import TIER_LABEL
+from ..state import JobState, QueueState, TaskState
+from .util import PriorityQueue
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..statement import Statement
+
+
+def wants_topology(ssn: Session, job: JobState) -> bool:
+    if job.info.network_topology is not None:
+        return True
+    return job.min_member > 1 and _max_tier(ssn) > 0
+
+
+def _max_tier(ssn: Session) -> int:
+    top = getattr(ssn, "_max_tier", None)
+    if top is None:
+        top = ssn.nodes.tiers()
+        ssn._max_tier = top  # type: ignore[attr-defined]
+    return int(top)
+
+
+def domains(ssn: Session, tier: int) -> list[tuple[str, np.ndarray]]:
+    col = ssn.nodes.column(f"{TIER_LABEL}{tier}")
+    names = sorted({v for v in col if v is not None})
+    return [(n, np.array([v == n for v in col], dtype=bool)) for n in names]
+
+
+def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: QueueState,
+                         tasks: PriorityQueue[TaskState]) -> None:
+    from .allocate import allocate_tasks
+
+    todo: list[TaskState] = []
+    while not tasks.empty():
+        todo.append(tasks.pop())
+    nt = job.info.network_topology
+    hard = nt is not None and nt.mode == "hard"
+    top = _max_tier(ssn)
+    highest = min(nt.highest_tier_allowed or top, top) if nt is not None else top
+    placed = [t.node for t in job.tasks if t.node >= 0 and t.status in ("Running", "Bound", "Releasing")]
+    need = _needed(job, todo)
+    for tier in range(1, highest + 1):
+        for name, mask in _ordered(ssn, tier, need, placed):
+            mark = stmt.mark()
+            allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"]),
+                           None, mask, ("topology", tier, name))
+            if ssn.job_ready(job) or ssn.job_pipelined(job):
+                return
+            stmt.rollback_to(mark)
+    if hard:
+        job.fit_errors["topology"] = f"no HyperNode of tier <= {highest} holds the gang"
+        return
+    allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, todo), None)
+
+
+def _needed(job: JobState, todo: list[TaskState]) -> np.ndarray:
+    k = max(job.min_member - job.ready_num() - job.waiting_num(), 1)
+    return sum((t.req for t in todo[:k]), np.zeros_like(job.allocated))
+
+
+def _ordered(ssn: Session, tier: int, need: np.ndarray, placed: list[int]) -> list[tuple[str, np.ndarray]]:
+    out = []
+    for name, mask in domains(ssn, tier):
+        if placed and not all(mask[r] for r in placed):
+            continue
+        free = ssn.nodes.fidle[mask].sum(axis=0)
+        if not np.all(free + ssn.space.eps >= need):
+            continue
+        out.append((float(free[0]), float(free[1]), name, mask))
+    out.sort(key=lambda x: (x[0], x[1], x[2]))
+    return [(name, mask) for _, _, name, mask in out]

@@ -1,0 +1,141 @@
+"""``volcano-scheduler.conf``: actions, tiers of plugins, per-plugin hook switches and arguments.
+
+``parse_conf`` validates everything up front: an unknown action, plugin, switch or argument is a
+``ConfError`` whose message names it, so a bad conf never reaches a cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import yaml
+
+from .errors import ConfError
+from .framework import HOOKS
+
+ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
+# Every switch of Volcano's PluginOption, with its exact spelling. Those without a hook here
+# (best node, target job, sub-jobs, hypernode gradients...) are accepted and have no effect.
+SWITCHES = frozenset({
+    "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
+    "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
+    "EnabledClusterOrder", "enablePredicate", "enableBestNode", "enableNodeOrder", "enableTargetJob",
+    "enableReservedNodes", "enableJobEnqueued", "enabledVictim", "enableJobStarving", "enabledOverused",
+    "enabledAllocatable", "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined",
+    "enabledSubJobOrder", "enabledHyperNodeGradient",
+})
+
+
+class PluginConf(msgspec.Struct, frozen=True, kw_only=True):
+    """One plugin line of a tier: explicit switches only (absent means enabled) and decoded args."""
+
+    name: str
+    switches: dict[str, bool] = {}
+    arguments: dict[str, Any] = {}
+    args: Any = None
+
+    def enabled(self, switch: str | None) -> bool:
+        return switch is None or self.switches.get(switch, True)
+
+    def hook_enabled(self, hook: str) -> bool:
+        return self.enabled(HOOKS[hook][1])
+
+
+class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
+    actions: tuple[str, ...]
+    tiers: tuple[tuple[PluginConf, ...], ...]
+
+    def plugin(self, name: str) -> PluginConf | None:
+        for tier in self.tiers:
+            for p in tier:
+                if p.name == name:
+                    return p
+        return None
+
+
+DEFAULT_CONF_TEXT = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def parse_conf(text: str) -> SchedulerConf:
+    """Parse and validate Volcano's scheduler conf YAML; raise ``ConfError`` naming the bad key."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfError(f"scheduler conf is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfError("scheduler conf must be a mapping with 'actions' and 'tiers'")
+    unknown = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics"})
+    if unknown:
+        raise ConfError(f"unknown scheduler conf key {unknown[0]!r}")
+    actions = _actions(raw.get("actions", ""))
+    tiers_raw = raw.get("tiers") or []
+    if not isinstance(tiers_raw, list):
+        raise ConfError("tiers: must be a list")
+    tiers = tuple(_tier(i, t) for i, t in enumerate(tiers_raw))
+    _configurations(raw.get("configurations"))
+    return SchedulerConf(actions=actions, tiers=tiers)
+
+
+def _actions(text: Any) -> tuple[str, ...]:
+    if not isinstance(text, str):
+        raise ConfError("actions: must be a comma-separated string")
+    names = tuple(a.strip() for a in text.split(",") if a.strip())
+    for name in names:
+        if name not in ACTIONS:
+            raise ConfError(f"actions: unknown action {name!r} (known: {', '.join(ACTIONS)})")
+    return names
+
+
+def _configurations(raw: Any) -> None:
+    for i, entry in enumerate(raw or []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if name not in ACTIONS:
+            raise ConfError(f"configurations[{i}].name: unknown action {name!r}")
+
+
+def _tier(i: int, raw: Any) -> tuple[PluginConf, ...]:
+    if not isinstance(raw, dict) or set(raw) - {"plugins"}:
+        raise ConfError(f"tiers[{i}]: a tier is a mapping with only 'plugins'")
+    return tuple(_plugin(f"tiers[{i}].plugins[{j}]", p) for j, p in enumerate(raw.get("plugins") or []))
+
+
+def _plugin(path: str, raw: Any) -> PluginConf:
+    from .registry import build_registry
+
+    if not isinstance(raw, dict) or "name" not in raw:
+        raise ConfError(f"{path}: a plugin needs a 'name'")
+    name = raw["name"]
+    registry = build_registry()
+    if name not in registry:
+        raise ConfError(f"{path}.name: unknown plugin {name!r} (known: {', '.join(sorted(registry))})")
+    switches: dict[str, bool] = {}
+    for key, value in raw.items():
+        if key in ("name", "arguments"):
+            continue
+        if key not in SWITCHES:
+            raise ConfError(f"{path}: unknown plugin option {key!r} for plugin {name!r}")
+        if not isinstance(value, bool):
+            raise ConfError(f"{path}.{key}: must be true or false")
+        switches[key] = value
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise ConfError(f"{path}.arguments: must be a mapping")
+    args = registry[name].decode_args(arguments, f"{path}.arguments")
+    return PluginConf(name=name, switches=switches, arguments=arguments, args=args)
+
+
+DEFAULT_CONF = parse_conf(DEFAULT_CONF_TEXT)

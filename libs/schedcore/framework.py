@@ -1,0 +1,203 @@
+"""Extension points: one small runtime-checkable Protocol per Volcano hook, and how they combine.
+
+A plugin implements only the hooks it needs; the session finds them with ``isinstance`` at open
+and consults a hook only when the conf leaves it enabled (every hook defaults to on). The tier
+combination rules are Volcano's (``framework/session_plugins.go``), documented per dispatcher.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import msgspec
+import numpy as np
+
+from .errors import ConfError
+
+if TYPE_CHECKING:
+    from .session import Session
+    from .state import JobState, QueueState, TaskState
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+
+class NoArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Arguments of a plugin that takes none."""
+
+
+class Plugin:
+    """Base class: ``NAME``, a strict ``Args`` struct, and optional session open/close hooks.
+
+    A plugin instance lives for one session; ``on_session_open`` runs in tier order before any
+    action, ``on_session_close`` after the last one.
+    """
+
+    NAME: ClassVar[str] = ""
+    Args: ClassVar[type[msgspec.Struct]] = NoArgs
+
+    def __init__(self, args: Any) -> None:
+        self.args = args
+        self.ssn: Session
+
+    @classmethod
+    def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
+        """Decode the conf's ``arguments`` strictly; unknown keys and bad values name the argument."""
+        try:
+            return msgspec.convert(arguments, cls.Args, strict=False)
+        except msgspec.ValidationError as exc:
+            msg = str(exc)
+            if "unknown field" in msg:
+                field = msg.split("`")[1] if "`" in msg else msg
+                raise ConfError(f"{path}: unknown argument {field!r} for plugin {cls.NAME!r}") from None
+            raise ConfError(f"{path}: bad argument for plugin {cls.NAME!r}: {msg}") from None
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Default: nothing to write back."""
+
+
+@runtime_checkable
+class JobOrder(Protocol):
+    """<0 when ``a`` goes first, >0 when ``b`` does, 0 to let the next plugin decide."""
+
+    def job_order(self, a: JobState, b: JobState) -> int: ...
+
+
+@runtime_checkable
+class QueueOrder(Protocol):
+    """<0 when queue ``a`` is served first; 0 defers to the next plugin, then creation, name."""
+
+    def queue_order(self, a: QueueState, b: QueueState) -> int: ...
+
+
+@runtime_checkable
+class VictimQueueOrder(Protocol):
+    """<0 when victims of queue ``a`` are evicted before those of ``b`` for ``preemptor``'s queue."""
+
+    def victim_queue_order(self, a: QueueState, b: QueueState, preemptor: QueueState) -> int: ...
+
+
+@runtime_checkable
+class TaskOrder(Protocol):
+    """<0 when task ``a`` is placed first."""
+
+    def task_order(self, a: TaskState, b: TaskState) -> int: ...
+
+
+@runtime_checkable
+class Preemptable(Protocol):
+    """Victims among ``candidates`` (same queue) for ``preemptor``; None abstains."""
+
+    def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
+
+
+@runtime_checkable
+class Reclaimable(Protocol):
+    """Victims among ``candidates`` (other queues) for ``reclaimer``; None abstains."""
+
+    def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
+
+
+@runtime_checkable
+class Preemptive(Protocol):
+    """Reclaimer side of reclaim: may ``queue`` take ``tasks`` from other queues."""
+
+    def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool: ...
+
+
+@runtime_checkable
+class Overused(Protocol):
+    """True drops the queue from allocate and reclaim for the rest of the cycle."""
+
+    def overused(self, queue: QueueState) -> bool: ...
+
+
+@runtime_checkable
+class Allocatable(Protocol):
+    """May ``task`` be placed given its queue's quota right now."""
+
+    def allocatable(self, queue: QueueState, task: TaskState) -> bool: ...
+
+
+@runtime_checkable
+class JobReady(Protocol):
+    def job_ready(self, job: JobState) -> bool: ...
+
+
+@runtime_checkable
+class JobPipelined(Protocol):
+    """A vote: PERMIT, ABSTAIN or REJECT."""
+
+    def job_pipelined(self, job: JobState) -> int: ...
+
+
+@runtime_checkable
+class JobStarving(Protocol):
+    def job_starving(self, job: JobState) -> bool: ...
+
+
+@runtime_checkable
+class JobValid(Protocol):
+    """None when valid, else the reason; runs whatever the conf's switches say."""
+
+    def job_valid(self, job: JobState) -> str | None: ...
+
+
+@runtime_checkable
+class JobEnqueueable(Protocol):
+    """A vote on admitting a Pending podgroup; ``job_enqueued`` is told once all plugins admit."""
+
+    def job_enqueueable(self, job: JobState) -> int: ...
+
+    def job_enqueued(self, job: JobState) -> None: ...
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """Static node filter for a task: a boolean mask over the session's node rows.
+
+    Must depend only on the task's selector fields and on node attributes (labels, taints,
+    unschedulable), never on node usage: the session caches it per distinct selector.
+    """
+
+    def node_mask(self, task: TaskState) -> np.ndarray | None: ...
+
+
+@runtime_checkable
+class NodeScore(Protocol):
+    """Scores of ``task`` on node ``rows`` (higher is better); depends only on those rows' state."""
+
+    def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    """Told of every allocate/pipeline (``on_allocate``) and evict/undo (``on_deallocate``)."""
+
+    def on_allocate(self, task: TaskState) -> None: ...
+
+    def on_deallocate(self, task: TaskState) -> None: ...
+
+
+# hook -> (protocol, conf switch); a switch absent from the conf means enabled.
+HOOKS: dict[str, tuple[type, str | None]] = {
+    "job_order": (JobOrder, "enableJobOrder"),
+    "queue_order": (QueueOrder, "enableQueueOrder"),
+    "victim_queue_order": (VictimQueueOrder, "enableQueueOrder"),
+    "task_order": (TaskOrder, "enableTaskOrder"),
+    "preemptable": (Preemptable, "enablePreemptable"),
+    "reclaimable": (Reclaimable, "enableReclaimable"),
+    "preemptive": (Preemptive, "enablePreemptive"),
+    "overused": (Overused, "enabledOverused"),
+    "allocatable": (Allocatable, "enabledAllocatable"),
+    "job_ready": (JobReady, "enableJobReady"),
+    "job_pipelined": (JobPipelined, "enableJobPipelined"),
+    "job_starving": (JobStarving, "enableJobStarving"),
+    "job_valid": (JobValid, None),
+    "job_enqueueable": (JobEnqueueable, "enableJobEnqueued"),
+    "predicate": (Predicate, "enablePredicate"),
+    "node_score": (NodeScore, "enableNodeOrder"),
+    "event": (EventHandler, None),
+}

@@ -1,0 +1,101 @@
+"""The nodes of one session as numpy matrices (node x resource), sorted by name.
+
+``idle = allocatable - used``; ``fidle`` (FutureIdle) ``= idle + releasing - pipelined``. Every
+mutation appends the node's row to ``dirty`` so cached per-pod-shape fit/score vectors can
+refresh just the rows that changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .model import NodeInfo
+from .resources import DEFAULT_PODS, GPU, PODS, ResourceSpace
+
+TIER_LABEL = "topology.hyperjob.io/tier"
+DEVICE_CORES = 100.0
+
+
+class NodeTable:
+    """Dense node state; row order is node-name order, which is also the tie-break order."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], space: ResourceSpace) -> None:
+        ready = sorted((n for n in nodes if n.ready), key=lambda n: n.name)
+        self.infos = ready
+        self.names = [n.name for n in ready]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.size = len(ready)
+        self.space = space
+        rows = [[n.allocatable.get(r, 0.0) for r in space.names] for n in ready]
+        self.alloc = np.array(rows, dtype=float).reshape(self.size, space.size)
+        for i, n in enumerate(ready):
+            if PODS not in n.allocatable:
+                self.alloc[i, space.pods] = DEFAULT_PODS
+        self.idle = self.alloc.copy()
+        self.releasing = np.zeros_like(self.alloc)
+        self.pipelined = np.zeros_like(self.alloc)
+        self.fidle = self.alloc.copy()
+        self.unschedulable = np.array([n.unschedulable for n in ready], dtype=bool)
+        self.dirty: list[int] = []
+        self.tasks: list[list[object]] = [[] for _ in ready]
+        self._columns: dict[str, np.ndarray] = {}
+        gpus = [int(n.allocatable.get(GPU, 0)) for n in ready]
+        self.max_devices = max(gpus, default=0)
+        self.device_free = np.full((self.size, max(self.max_devices, 1)), -1.0)
+        for i, g in enumerate(gpus):
+            self.device_free[i, :g] = DEVICE_CORES
+        self.total = self.alloc.sum(axis=0) if self.size else np.zeros(space.size)
+
+    def column(self, key: str) -> np.ndarray:
+        """Label values of every node for ``key`` (None where absent), computed once."""
+        col = self._columns.get(key)
+        if col is None:
+            col = np.array([n.labels.get(key) for n in self.infos], dtype=object)
+            self._columns[key] = col
+        return col
+
+    def used(self) -> np.ndarray:
+        return self.alloc - self.idle
+
+    def change(self, row: int, idle: np.ndarray | None = None, releasing: np.ndarray | None = None,
+               pipelined: np.ndarray | None = None) -> None:
+        """Add the given deltas to one node's row and keep FutureIdle consistent."""
+        if idle is not None:
+            self.idle[row] += idle
+            self.fidle[row] += idle
+        if releasing is not None:
+            self.releasing[row] += releasing
+            self.fidle[row] += releasing
+        if pipelined is not None:
+            self.pipelined[row] += pipelined
+            self.fidle[row] -= pipelined
+        self.dirty.append(row)
+
+    def tiers(self) -> int:
+        """The highest ``topology.hyperjob.io/tierN`` label any node carries (0: no topology)."""
+        top = 0
+        keys = {k for n in self.infos for k in n.labels if k.startswith(TIER_LABEL)}
+        for k in keys:
+            suffix = k[len(TIER_LABEL):]
+            if suffix.isdigit():
+                top = max(top, int(suffix))
+        return top
+
+    def vgpu_fit(self, number: int, cores: float) -> np.ndarray:
+        """Nodes with at least ``number`` GPU devices that each have ``cores`` free."""
+        return (self.device_free >= cores - 1e-9).sum(axis=1) >= number
+
+    def take_devices(self, row: int, number: int, cores: float) -> tuple[int, ...]:
+        # Best fit: the devices with the least free cores that still hold the request, by index.
+        free = self.device_free[row]
+        order = sorted((float(free[d]), d) for d in range(len(free)) if free[d] >= cores - 1e-9)
+        chosen = tuple(d for _, d in order[:number])
+        for d in chosen:
+            free[d] -= cores
+        return chosen
+
+    def give_devices(self, row: int, devices: tuple[int, ...], cores: float) -> None:
+        for d in devices:
+            self.device_free[row, d] += cores

@@ -1,0 +1,188 @@
+"""capacity: explicit per-queue ``deserved``, borrowing up to capability (spec 1b).
+
+Flat mode builds attributes for queues with jobs; with ``enableHierarchy`` every queue gets one,
+``parent`` "" means ``root``, ancestors accumulate their descendants, and quota checks walk the
+whole path to root. A job in a non-leaf queue makes every hook reject for the session (Volcano's
+quirk, kept). capacity registers no Overused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..framework import PERMIT, REJECT, Plugin
+from ..state import JobState, QueueState, TaskState
+from .capacity_tree import build_flat, build_tree
+from .quota import QueueAttr
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+ROOT = "root"
+
+
+class CapacityPlugin(Plugin):
+    NAME = "capacity"
+
+    def on_session_open(self, ssn: Session) -> None:
+        super().on_session_open(ssn)
+        pconf = ssn.plugin_conf.get(self.NAME)
+        self.hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))
+        self.attrs: dict[str, QueueAttr] = {}
+        self.parent: dict[str, str] = {}
+        self.defined: dict[str, np.ndarray] = {}
+        self.broken = False
+        if self.hierarchy:
+            build_tree(self, ssn)
+        else:
+            build_flat(self, ssn)
+        for name, attr in self.attrs.items():
+            attr.share = self._share(name)
+            if name in ssn.queues:
+                ssn.deserved[name] = attr.deserved
+
+    # ---- helpers ------------------------------------------------------------------------
+    def path(self, name: str) -> list[QueueAttr]:
+        """The queue's attribute and every ancestor's, leaf first (flat: just the queue)."""
+        out = []
+        while name in self.attrs:
+            out.append(self.attrs[name])
+            if not self.hierarchy or name == ROOT:
+                break
+            name = self.parent.get(name, ROOT)
+        return out
+
+    def is_leaf(self, name: str) -> bool:
+        return not self.hierarchy or not any(p == name for p in self.parent.values())
+
+    def _share(self, name: str) -> float:
+        attr, dims = self.attrs[name], self.defined.get(name)
+        if dims is None or not dims.any():
+            return 1.0  # best-effort queue: no deserved at all
+        d, a = attr.deserved[dims], attr.allocated[dims]
+        return float(max((x / y if y else (0.0 if x == 0 else 1.0)) for x, y in zip(a, d, strict=True)))
+
+    def _usable(self, queue: QueueState) -> bool:
+        return not self.broken and queue.is_open and queue.name in self.attrs and self.is_leaf(queue.name)
+
+    # ---- hooks --------------------------------------------------------------------------
+    def queue_order(self, a: QueueState, b: QueueState) -> int:
+        if a.info.priority != b.info.priority:
+            return -1 if a.info.priority > b.info.priority else 1
+        if self.hierarchy:
+            la, lb = self.is_leaf(a.name), self.is_leaf(b.name)
+            if la != lb:
+                return -1 if la else 1
+            a_name, b_name = self._below_common(a.name, b.name)
+        else:
+            a_name, b_name = a.name, b.name
+        sa = self.attrs[a_name].share if a_name in self.attrs else 1.0
+        sb = self.attrs[b_name].share if b_name in self.attrs else 1.0
+        if sa != sb:
+            return -1 if sa < sb else 1
+        ea, eb = self._best_effort(a_name), self._best_effort(b_name)
+        return 0 if ea == eb else (1 if ea else -1)
+
+    def _best_effort(self, name: str) -> bool:
+        dims = self.defined.get(name)
+        return dims is None or not dims.any()
+
+    def _ancestors(self, name: str) -> list[str]:
+        out = [name]
+        while name != ROOT and name in self.parent:
+            name = self.parent[name]
+            out.append(name)
+        return out
+
+    def _below_common(self, a: str, b: str) -> tuple[str, str]:
+        pa, pb = self._ancestors(a)[::-1], self._ancestors(b)[::-1]
+        i = 0
+        while i < min(len(pa), len(pb)) - 1 and pa[i + 1] == pb[i + 1]:
+            i += 1
+        return pa[min(i + 1, len(pa) - 1)], pb[min(i + 1, len(pb) - 1)]
+
+    def victim_queue_order(self, a: QueueState, b: QueueState, preemptor: QueueState) -> int:
+        if not self.hierarchy:
+            return 0
+        anc = self._ancestors(preemptor.name)
+        depth = {n: len(anc) - i for i, n in enumerate(anc)}
+        da = max((depth.get(n, 0) for n in self._ancestors(a.name)), default=0)
+        db = max((depth.get(n, 0) for n in self._ancestors(b.name)), default=0)
+        return 0 if da == db else (-1 if da > db else 1)
+
+    def allocatable(self, queue: QueueState, task: TaskState) -> bool:
+        return self._usable(queue) and self._within_capability(queue.name, task.req)
+
+    def _within_capability(self, name: str, req: np.ndarray) -> bool:
+        space = self.ssn.space
+        dims = space.req_dims(req)
+        return all(space.le_on(a.allocated + req, a.real_cap, dims) for a in self.path(name))
+
+    def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool:
+        if not self._usable(queue):
+            return False
+        space = self.ssn.space
+        req = sum((t.req for t in tasks), np.zeros(space.size))
+        if not self._within_capability(queue.name, req):
+            return False
+        attr = self.attrs[queue.name]
+        after = attr.allocated + req
+        dims = space.req_dims(req) & ~((after < space.eps) & (attr.deserved < space.eps))
+        return bool(np.any(after[dims] <= attr.deserved[dims] + 1e-9))
+
+    def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
+        if self.broken:
+            return []
+        space = self.ssn.space
+        rdims = space.req_dims(reclaimer.req)
+        left: dict[str, np.ndarray] = {}
+        victims = []
+        for c in candidates:
+            assert c.job is not None
+            attr = self.attrs.get(c.job.queue)
+            if attr is None:
+                continue
+            cdims = space.req_dims(c.req)
+            if not (cdims & rdims).any():
+                continue
+            alloc = left.setdefault(attr.name, attr.allocated.copy())
+            if not bool(np.all(attr.guarantee <= alloc - c.req + 1e-9)):
+                continue
+            defined = self.defined.get(attr.name, np.zeros(space.size, dtype=bool)) & (attr.deserved >= space.eps)
+            common = cdims & defined
+            if not common.any() or bool(np.any(alloc[common] > attr.deserved[common] + 1e-9)):
+                alloc -= c.req
+                victims.append(c)
+        return victims
+
+    def job_enqueueable(self, job: JobState) -> int:
+        queue = self.ssn.queues[job.queue]
+        if not self._usable(queue):
+            return REJECT
+        if job.min_req is None:
+            return PERMIT
+        space = self.ssn.space
+        dims = space.req_dims(job.min_req)
+        for a in self.path(job.queue):
+            if not space.le_on(job.min_req + a.allocated + a.inqueue - a.elastic, a.real_cap, dims):
+                return REJECT
+        return PERMIT
+
+    def job_enqueued(self, job: JobState) -> None:
+        if job.min_req is not None:
+            for a in self.path(job.queue):
+                a.inqueue += job.min_req
+
+    def _update(self, task: TaskState, sign: float) -> None:
+        assert task.job is not None
+        for a in self.path(task.job.queue):
+            a.allocated += sign * task.req
+            a.share = self._share(a.name)
+
+    def on_allocate(self, task: TaskState) -> None:
+        self._update(task, 1.0)
+
+    def on_deallocate(self, task: TaskState) -> None:
+        self._update(task, -1.0)

@@ -1,0 +1,92 @@
+"""Building capacity's queue attributes: flat (queues with jobs) or the whole hierarchy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .quota import QueueAttr, add_job, capability_vec
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+ROOT = "root"
+
+
+def _defined(ssn: Session, deserved: dict[str, float]) -> np.ndarray:
+    mask = np.zeros(ssn.space.size, dtype=bool)
+    for name in deserved:
+        if name in ssn.space.index:
+            mask[ssn.space.index[name]] = True
+    return mask
+
+
+def build_flat(plugin: Any, ssn: Session) -> None:
+    space = ssn.space
+    total_guarantee = sum((space.vec(q.info.guarantee) for q in ssn.queues.values()), np.zeros(space.size))
+    for job in ssn.jobs.values():
+        q = ssn.queues.get(job.queue)
+        if q is None:
+            continue
+        attr = plugin.attrs.get(q.name)
+        if attr is None:
+            attr = plugin.attrs[q.name] = QueueAttr(q.name, space)
+            attr.guarantee = space.vec(q.info.guarantee)
+            attr.capability = capability_vec(space, q.info.capability)
+            attr.real_cap = np.minimum(np.maximum(ssn.total - total_guarantee, 0.0) + attr.guarantee, attr.capability)
+            attr.deserved = np.maximum(np.minimum(space.vec(q.info.deserved), attr.real_cap), attr.guarantee)
+            plugin.defined[q.name] = _defined(ssn, q.info.deserved)
+        add_job(attr, job)
+
+
+def build_tree(plugin: Any, ssn: Session) -> None:
+    space = ssn.space
+    for q in ssn.queues.values():
+        attr = plugin.attrs[q.name] = QueueAttr(q.name, space)
+        attr.guarantee = space.vec(q.info.guarantee)
+        attr.capability = capability_vec(space, q.info.capability)
+        attr.deserved = space.vec(q.info.deserved)
+        plugin.defined[q.name] = _defined(ssn, q.info.deserved)
+        if q.name != ROOT:
+            plugin.parent[q.name] = q.info.parent or ROOT
+    if ROOT not in plugin.attrs:
+        plugin.attrs[ROOT] = QueueAttr(ROOT, space)
+        plugin.defined[ROOT] = np.zeros(space.size, dtype=bool)
+    children: dict[str, list[str]] = {}
+    for child, parent in sorted(plugin.parent.items()):
+        children.setdefault(parent, []).append(child)
+    for job in ssn.jobs.values():
+        if job.queue not in plugin.attrs:
+            continue
+        if children.get(job.queue):
+            plugin.broken = True  # a job in a non-leaf queue: Volcano refuses the whole session
+        for name in _chain(plugin, job.queue):
+            add_job(plugin.attrs[name], job)
+    root = plugin.attrs[ROOT]
+    kids = [plugin.attrs[c] for c in children.get(ROOT, [])]
+    root.deserved = sum((k.deserved for k in kids), np.zeros(space.size)) if kids else root.deserved
+    root.guarantee = sum((k.guarantee for k in kids), np.zeros(space.size)) if kids else root.guarantee
+    root.real_cap = np.minimum(root.capability, ssn.total)
+    plugin.defined[ROOT] = plugin.defined[ROOT] | np.any([plugin.defined[c] for c in children.get(ROOT, [])] or [plugin.defined[ROOT]], axis=0)
+    _top_down(plugin, ROOT, children)
+
+
+def _chain(plugin: Any, name: str) -> list[str]:
+    out = [name]
+    while name != ROOT:
+        name = plugin.parent.get(name, ROOT)
+        out.append(name)
+    return out
+
+
+def _top_down(plugin: Any, parent: str, children: dict[str, list[str]]) -> None:
+    p = plugin.attrs[parent]
+    kids = children.get(parent, [])
+    siblings_guarantee = sum((plugin.attrs[c].guarantee for c in kids), np.zeros_like(p.guarantee))
+    for name in kids:
+        c = plugin.attrs[name]
+        c.deserved = np.maximum(c.deserved, c.guarantee)
+        c.capability = np.where(np.isinf(c.capability), p.capability, c.capability)
+        c.real_cap = np.minimum(c.capability, np.maximum(p.real_cap - siblings_guarantee, 0.0) + c.guarantee)
+        _top_down(plugin, name, children)

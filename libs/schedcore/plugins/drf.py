@@ -1,0 +1,65 @@
+"""drf: dominant-resource-fairness job order and preemption guard.
+
+Hierarchical DRF (queue annotations) is not implemented: ``enableHierarchy`` is accepted and
+ignored, so drf never provides QueueOrder or Reclaimable here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..framework import Plugin
+from ..state import JobState, TaskState
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+_DELTA = 1e-6
+
+
+class DrfPlugin(Plugin):
+    NAME = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        super().on_session_open(ssn)
+        self.total = ssn.total
+        self.dims = ssn.total > 0
+        self.dims[:2] = True
+        self.allocated = {id(j): j.allocated.copy() for j in ssn.jobs.values()}
+        self.shares = {k: self._share(v) for k, v in self.allocated.items()}
+
+    def _share(self, alloc: np.ndarray) -> float:
+        a, t = alloc[self.dims], self.total[self.dims]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(t == 0, np.where(a == 0, 0.0, 1.0), a / np.where(t == 0, 1.0, t))
+        return float(s.max()) if len(s) else 0.0
+
+    def job_order(self, a: JobState, b: JobState) -> int:
+        sa, sb = self.shares[id(a)], self.shares[id(b)]
+        return 0 if sa == sb else (-1 if sa < sb else 1)
+
+    def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
+        pj = preemptor.job
+        ls = self._share(self.allocated[id(pj)] + preemptor.req)
+        left: dict[int, np.ndarray] = {}
+        victims = []
+        for c in candidates:
+            key = id(c.job)
+            alloc = left.setdefault(key, self.allocated[key].copy())
+            alloc -= c.req
+            if ls < self._share(alloc) or abs(ls - self._share(alloc)) <= _DELTA:
+                victims.append(c)
+        return victims
+
+    def _update(self, task: TaskState, sign: float) -> None:
+        key = id(task.job)
+        self.allocated[key] += sign * task.req
+        self.shares[key] = self._share(self.allocated[key])
+
+    def on_allocate(self, task: TaskState) -> None:
+        self._update(task, 1.0)
+
+    def on_deallocate(self, task: TaskState) -> None:
+        self._update(task, -1.0)

@@ -1,0 +1,72 @@
+"""gang: all-or-nothing by minMember (and per-role minTaskMember), never breaks a gang by eviction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..framework import PERMIT, REJECT, Plugin
+from ..state import READY, VALID, JobState, TaskState
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+_PIPELINED = READY | {"Pipelined"}
+
+
+class GangPlugin(Plugin):
+    NAME = "gang"
+
+    def job_valid(self, job: JobState) -> str | None:
+        if not job.role_check(VALID, with_be=False):
+            return "NotEnoughPodsOfTask: not enough valid pods of each task for gang-scheduling"
+        valid = job.valid_num()
+        if valid < job.min_member:
+            return f"NotEnoughPods: not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
+        return None
+
+    def job_ready(self, job: JobState) -> bool:
+        return job.role_check(READY, with_be=True) and job.is_ready()
+
+    def job_pipelined(self, job: JobState) -> int:
+        ok = job.role_check(_PIPELINED, with_be=True) and (
+            job.waiting_num() + job.ready_num() + job.pending_be >= job.min_member)
+        return PERMIT if ok else REJECT
+
+    def job_starving(self, job: JobState) -> bool:
+        return job.waiting_num() + job.ready_num() < job.min_member
+
+    def job_order(self, a: JobState, b: JobState) -> int:
+        ra, rb = a.is_ready(), b.is_ready()
+        if ra == rb:
+            return 0
+        return 1 if ra else -1
+
+    def _victims(self, candidates: list[TaskState]) -> list[TaskState]:
+        occupied: dict[int, int] = {}
+        victims = []
+        for c in candidates:
+            job = c.job
+            assert job is not None
+            left = occupied.get(id(job), job.ready_num())
+            if left > job.min_member:
+                occupied[id(job)] = left - 1
+                victims.append(c)
+            else:
+                occupied[id(job)] = left
+        return victims
+
+    def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
+        return self._victims(candidates)
+
+    def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
+        return self._victims(candidates)
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if job.is_ready():
+                continue
+            schedulable = job.ready_num() + job.n("Allocated")
+            unready = max(job.min_member - schedulable, 0)
+            detail = "; ".join(f"{k}: {v}" for k, v in sorted(job.fit_errors.items()))
+            reason = job.enqueue_reason or detail or "not enough resources"
+            ssn.unschedulable[job.name] = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reason}"

@@ -1,0 +1,50 @@
+"""overcommit: admit a podgroup only while reserved minResources fit ``total x factor - used``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+import numpy as np
+
+from ..framework import PERMIT, REJECT, Plugin
+from ..state import JobState
+from .quota import inqueue_part
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+class OvercommitArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    factor: float = msgspec.field(default=1.2, name="overcommit-factor")
+
+
+class OvercommitPlugin(Plugin):
+    NAME = "overcommit"
+    Args = OvercommitArgs
+
+    def on_session_open(self, ssn: Session) -> None:
+        super().on_session_open(ssn)
+        factor = self.args.factor if self.args.factor >= 1 else 1.2
+        self.idle = ssn.total * factor - ssn.nodes.used().sum(axis=0)
+        self.inqueue = np.zeros(ssn.space.size)
+        for job in ssn.jobs.values():
+            if job.min_req is None:
+                continue
+            if job.phase == "Inqueue":
+                self.inqueue += job.min_req
+            else:
+                part = inqueue_part(job)
+                if part is not None:
+                    self.inqueue += part
+
+    def job_enqueueable(self, job: JobState) -> int:
+        if job.min_req is None:
+            return PERMIT
+        space = self.ssn.space
+        ok = space.le_on(self.inqueue + job.min_req, self.idle, space.req_dims(job.min_req))
+        return PERMIT if ok else REJECT
+
+    def job_enqueued(self, job: JobState) -> None:
+        if job.min_req is not None:
+            self.inqueue += job.min_req

@@ -1,0 +1,30 @@
+"""The plugin registry, built in one explicit function (nothing registers itself on import)."""
+
+from __future__ import annotations
+
+from .framework import Plugin
+from .plugins.binpack import BinpackPlugin
+from .plugins.capacity import CapacityPlugin
+from .plugins.conformance import ConformancePlugin
+from .plugins.drf import DrfPlugin
+from .plugins.gang import GangPlugin
+from .plugins.nodeorder import NodeOrderPlugin
+from .plugins.overcommit import OvercommitPlugin
+from .plugins.predicates import PredicatesPlugin
+from .plugins.priority import PriorityPlugin
+from .plugins.proportion import ProportionPlugin
+
+_BUILTIN: tuple[type[Plugin], ...] = (
+    PriorityPlugin, GangPlugin, ConformancePlugin, OvercommitPlugin, DrfPlugin, PredicatesPlugin,
+    ProportionPlugin, CapacityPlugin, NodeOrderPlugin, BinpackPlugin,
+)
+
+
+def build_registry() -> dict[str, type[Plugin]]:
+    """Plugin name -> factory (the plugin class; ``cls(args)`` makes a per-session instance)."""
+    registry: dict[str, type[Plugin]] = {}
+    for cls in _BUILTIN:
+        if cls.NAME in registry:
+            raise ValueError(f"duplicate plugin name {cls.NAME!r}")
+        registry[cls.NAME] = cls
+    return registry

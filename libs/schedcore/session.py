@@ -1,0 +1,177 @@
+"""One scheduling cycle's mutable world over an immutable snapshot (Volcano's Session).
+
+Open: build resource vectors, node matrices, task/job/queue states, then open plugins in tier
+order. Actions change the world only through a ``Statement`` (or the primitives it calls).
+Close: plugins write back, podgroup phases are recomputed, and the ``Decision`` is assembled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .conf import SchedulerConf
+from .hooks import Dispatch
+from .model import Bind, Decision, Evict, QueueUsage, Snapshot
+from .nodes import NodeTable
+from .placement import Placement
+from .resources import ResourceSpace
+from .state import ALLOCATED, JobState, QueueState, TaskState
+
+
+def _space(snapshot: Snapshot) -> ResourceSpace:
+    names: set[str] = set()
+    for n in snapshot.nodes:
+        names.update(n.allocatable)
+    for q in snapshot.queues:
+        names.update(q.capability, q.deserved, q.guarantee)
+    for j in snapshot.jobs:
+        names.update(j.min_resources or {})
+        for t in j.tasks:
+            names.update(t.request)
+    return ResourceSpace(names)
+
+
+class Session(Dispatch):
+    """Holds nodes, queues, jobs and plugins for one cycle; see the module docstring."""
+
+    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, registry: dict[str, Any]) -> None:
+        self.conf = conf
+        self.snapshot = snapshot
+        self.now = snapshot.now
+        self.space = space = _space(snapshot)
+        self.nodes = NodeTable(snapshot.nodes, space)
+        self.total = self.nodes.total
+        self.queues: dict[str, QueueState] = {q.name: QueueState(q, space) for q in snapshot.queues}
+        for q in self.queues.values():
+            parent = q.info.parent
+            if parent and parent in self.queues:
+                self.queues[parent].children.append(q.name)
+        self.jobs: dict[str, JobState] = {}
+        for seq, j in enumerate(snapshot.jobs):
+            tasks = [TaskState(t, space, self.nodes.index) for t in j.tasks]
+            self.jobs[j.name] = JobState(j, tasks, space, seq)
+            for t in tasks:
+                self._place_existing(t)
+        self.binds: list[Bind] = []
+        self.evictions: list[Evict] = []
+        self.pipelined: list[Bind] = []
+        self.unschedulable: dict[str, str] = {}
+        self.deserved: dict[str, np.ndarray] = {}
+        self.placement = Placement(self)
+        plugins = [(ti, registry[pc.name](pc.args), pc) for ti, tier in enumerate(conf.tiers) for pc in tier]
+        self.plugin_conf = {pc.name: pc for _, _, pc in plugins}
+        self.plugin_by_name = {p.NAME: p for _, p, _ in plugins}
+        self._bind_hooks(plugins)
+        for _, p, _ in plugins:
+            p.on_session_open(self)
+
+    def _place_existing(self, t: TaskState) -> None:
+        if t.node < 0:
+            return
+        if t.status in ("Bound", "Running", "Releasing"):
+            self.nodes.idle[t.node] -= t.req
+            self.nodes.fidle[t.node] -= t.req
+            if t.status == "Releasing":
+                self.nodes.releasing[t.node] += t.req
+                self.nodes.fidle[t.node] += t.req
+            self.nodes.tasks[t.node].append(t)
+            if t.vgpu[0]:
+                t.devices = self.nodes.take_devices(t.node, *t.vgpu)
+            q = self.queues.get(t.job.queue) if t.job else None
+            if q is not None and t.status in ALLOCATED:
+                q.allocated += t.req
+
+    def queue_of(self, job: JobState) -> QueueState | None:
+        return self.queues.get(job.queue)
+
+    # ---- primitives (Statement calls these and records how to undo them) ------------------
+    def do_allocate(self, t: TaskState, row: int) -> None:
+        job = t.job
+        assert job is not None
+        job.move(t, "Allocated")
+        t.node = row
+        self.nodes.change(row, idle=-t.req)
+        self.nodes.tasks[row].append(t)
+        if t.vgpu[0]:
+            t.devices = self.nodes.take_devices(row, *t.vgpu)
+        self._queue_add(job, t.req)
+        self.fire_allocate(t)
+
+    def undo_allocate(self, t: TaskState) -> None:
+        job = t.job
+        assert job is not None
+        row = t.node
+        job.move(t, "Pending")
+        self.nodes.change(row, idle=t.req)
+        self.nodes.tasks[row].remove(t)
+        if t.devices:
+            self.nodes.give_devices(row, t.devices, t.vgpu[1])
+            t.devices = ()
+        t.node = -1
+        self._queue_add(job, -t.req)
+        self.fire_deallocate(t)
+
+    def do_pipeline(self, t: TaskState, row: int) -> None:
+        assert t.job is not None
+        t.job.move(t, "Pipelined")
+        t.node = row
+        self.nodes.change(row, pipelined=t.req)
+        self.fire_allocate(t)
+
+    def undo_pipeline(self, t: TaskState) -> None:
+        assert t.job is not None
+        t.job.move(t, "Pending")
+        self.nodes.change(t.node, pipelined=-t.req)
+        t.node = -1
+        self.fire_deallocate(t)
+
+    def do_evict(self, t: TaskState) -> str:
+        assert t.job is not None
+        prev = t.status
+        t.job.move(t, "Releasing")
+        self.nodes.change(t.node, releasing=t.req)
+        if prev in ALLOCATED:
+            self._queue_add(t.job, -t.req)
+        self.fire_deallocate(t)
+        return prev
+
+    def undo_evict(self, t: TaskState, prev: str) -> None:
+        assert t.job is not None
+        t.job.move(t, prev)
+        self.nodes.change(t.node, releasing=-t.req)
+        if prev in ALLOCATED:
+            self._queue_add(t.job, t.req)
+        self.fire_allocate(t)
+
+    def _queue_add(self, job: JobState, delta: np.ndarray) -> None:
+        q = self.queues.get(job.queue)
+        if q is not None:
+            q.allocated += delta
+
+    # ---- close ---------------------------------------------------------------------------
+    def close(self) -> Decision:
+        for _, p in reversed(self.loaded):
+            p.on_session_close(self)
+        phases = {name: self._phase(job) for name, job in self.jobs.items()}
+        queues = {
+            name: QueueUsage(allocated=self.space.to_dict(q.allocated),
+                             deserved=self.space.to_dict(self.deserved[name]) if name in self.deserved else {})
+            for name, q in self.queues.items()
+        }
+        return Decision(binds=self.binds, evictions=self.evictions, podgroup_phases=phases,
+                        unschedulable=dict(sorted(self.unschedulable.items())), queues=queues,
+                        pipelined=self.pipelined)
+
+    def _phase(self, job: JobState) -> str:
+        scheduled = job.n("Running", "Bound", "Failed", "Succeeded")
+        scheduled += sum(1 for t in job.tasks if t.status == "Releasing" and t.node >= 0)
+        if job.n("Running") and job.name in self.unschedulable:
+            return "Unknown"
+        if scheduled >= job.min_member and scheduled > 0:
+            # Volcano also calls a minMember-0 job with nothing scheduled Completed; we do not.
+            return "Completed" if job.n("Succeeded", "Failed") == scheduled else "Running"
+        if job.phase != "Inqueue":
+            return "Pending"
+        return "Inqueue"

@@ -1,0 +1,151 @@
+"""Mutable per-session views of tasks, jobs and queues (Volcano's TaskInfo/JobInfo/QueueInfo).
+
+Only the session changes them, through ``JobState.move``, so the status counters stay exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from .model import JobInfo, QueueInfo, TaskInfo
+from .resources import VGPU_CORES, VGPU_NUMBER, ResourceSpace
+
+ALLOCATED = frozenset({"Allocated", "Binding", "Bound", "Running"})
+READY = frozenset({"Allocated", "Binding", "Bound", "Running", "Succeeded"})
+VALID = frozenset({"Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Succeeded"})
+SCHEDULED = frozenset({"Running", "Bound", "Failed", "Succeeded"})
+_INDEX = re.compile(r"-(\d+)$")
+
+
+class TaskState:
+    """One pod inside a session: its request vector, status and node index (-1: none)."""
+
+    __slots__ = ("info", "name", "job", "role", "req", "status", "node", "best_effort", "sel_key",
+                 "order_index", "priority", "vgpu", "devices", "class_key")
+
+    def __init__(self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int]) -> None:
+        self.info = info
+        self.name = info.name
+        self.job: JobState | None = None
+        self.role = info.role
+        self.req = space.request(info.request)
+        self.status: str = info.status
+        self.node = node_index.get(info.node, -1) if info.node else -1
+        self.best_effort = space.is_empty(self.req)
+        self.priority = info.priority
+        self.vgpu = (int(info.request.get(VGPU_NUMBER, 0)), float(info.request.get(VGPU_CORES, 100.0) or 100.0))
+        self.devices: tuple[int, ...] = ()
+        self.order_index = _name_index(info.name)
+        self.sel_key = _selector_key(info)
+        self.class_key = (self.req.tobytes(), self.sel_key, self.vgpu)
+
+
+def _name_index(name: str) -> int:
+    # Volcano's task-order fallback uses the pod-name suffix only for names of >= 3 dash parts.
+    if name.count("-") >= 2:
+        m = _INDEX.search(name)
+        if m:
+            return int(m.group(1))
+    return -1
+
+
+def _selector_key(info: TaskInfo) -> bytes:
+    if not (info.node_selector or info.affinity or info.tolerations or info.node_name):
+        return b""
+    return msgspec.json.encode((sorted(info.node_selector.items()), info.affinity, info.tolerations, info.node_name))
+
+
+class JobState:
+    """One job: task lists plus the counters Volcano's JobInfo derives (ready, waiting, valid...)."""
+
+    def __init__(self, info: JobInfo, tasks: list[TaskState], space: ResourceSpace, seq: int) -> None:
+        self.info = info
+        self.name = info.name
+        self.queue = info.queue
+        self.seq = seq
+        self.priority = info.priority
+        self.phase: str = info.phase
+        self.min_member = info.min_member
+        self.task_min = dict(info.min_task_member)
+        self.task_min_total = sum(self.task_min.values())
+        self.min_req = space.vec(info.min_resources) if info.min_resources is not None else None
+        self.tasks = tasks
+        self.counts: dict[str, int] = {}
+        self.role_counts: dict[str, dict[str, int]] = {}
+        self.pending_be = 0
+        self.role_pending_be: dict[str, int] = {}
+        self.allocated = np.zeros(space.size)
+        self.failed_roles: set[str] = set()
+        self.fit_errors: dict[str, str] = {}
+        self.enqueue_reason = ""
+        for t in tasks:
+            t.job = self
+            self._count(t, t.status, +1)
+
+    def _count(self, t: TaskState, status: str, d: int) -> None:
+        self.counts[status] = self.counts.get(status, 0) + d
+        rc = self.role_counts.setdefault(t.role, {})
+        rc[status] = rc.get(status, 0) + d
+        if status == "Pending" and t.best_effort:
+            self.pending_be += d
+            self.role_pending_be[t.role] = self.role_pending_be.get(t.role, 0) + d
+        if status in ALLOCATED:
+            self.allocated += d * t.req
+
+    def move(self, t: TaskState, status: str) -> None:
+        self._count(t, t.status, -1)
+        t.status = status
+        self._count(t, status, +1)
+
+    def n(self, *statuses: str) -> int:
+        c = self.counts
+        return sum(c.get(s, 0) for s in statuses)
+
+    def ready_num(self) -> int:
+        return self.n(*READY)
+
+    def waiting_num(self) -> int:
+        return self.n("Pipelined")
+
+    def valid_num(self) -> int:
+        return self.n(*VALID)
+
+    def pending_tasks(self) -> list[TaskState]:
+        return [t for t in self.tasks if t.status == "Pending"]
+
+    def role_check(self, statuses: frozenset[str] | set[str], with_be: bool) -> bool:
+        """Volcano's CheckTask{Valid,Ready,Pipelined}: per-role minimums, only when minMember covers them."""
+        if self.min_member < self.task_min_total:
+            return True
+        for role, need in self.task_min.items():
+            if need <= 0:
+                continue
+            rc = self.role_counts.get(role, {})
+            have = sum(rc.get(s, 0) for s in statuses) + (self.role_pending_be.get(role, 0) if with_be else 0)
+            if have < need:
+                return False
+        return True
+
+    def is_ready(self) -> bool:
+        return self.ready_num() + self.pending_be >= self.min_member
+
+    @property
+    def has_topology(self) -> bool:
+        return self.info.network_topology is not None
+
+
+class QueueState:
+    """One queue; ``allocated`` follows every allocate/evict of the session."""
+
+    def __init__(self, info: QueueInfo, space: ResourceSpace) -> None:
+        self.info = info
+        self.name = info.name
+        self.allocated = np.zeros(space.size)
+        self.children: list[str] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self.info.state == "Open"
