@@ -74,7 +74,7 @@ from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
 from .plugins import parse_pod_name, pod_environment, svc_data
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
-from .status import counts, task_counts, total_replicas
+from .status import JobStatus, counts, job_status, task_counts, total_replicas
 
 
 def initial_effects(record: JobRecord) -> list[Effect]:
@@ -85,11 +85,11 @@ def initial_effects(record: JobRecord) -> list[Effect]:
 
 __all__ = [
     "COMMAND_VERBS", "DEFAULT_MAX_RETRY", "PHASES", "SIM_DURATION", "SIM_EXIT_CODE", "CancelTimer", "CommandIssued",
-    "Counts", "CreatePodGroup", "CreatePods", "DelayedAction", "DeletePodGroup", "DeletePods", "Effect", "JobEvent",
+    "Counts", "CreatePodGroup", "JobStatus", "CreatePods", "DelayedAction", "DeletePodGroup", "DeletePods", "Effect", "JobEvent",
     "JobPhaseChanged", "JobRecord", "KeyGen", "PodBound", "PodDeleted", "PodEvicted", "PodFailed", "PodGroupAdmitted",
     "PodGroupInfo", "PodGroupUnknown", "PodRecord", "PodRestarted", "PodRun", "PodRunning", "PodScheduling",
     "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
-    "apply_defaults", "build_pod", "counts", "decide", "derive_podgroup", "deterministic_keygen",
+    "apply_defaults", "build_pod", "counts", "decide", "derive_podgroup", "deterministic_keygen", "job_status",
     "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_request",
     "resolve", "svc_data", "task_counts", "total_replicas",
 ]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import msgspec
+
 from .model import Counts, JobRecord, PodRecord
 
 _FIELD = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed",
@@ -25,8 +29,25 @@ def total_replicas(record: JobRecord) -> int:
     return sum(task.replicas for task in record.spec.tasks)
 
 
-def _count(pods: object) -> Counts:
+def _count(pods: Iterable[PodRecord]) -> Counts:
     tally = dict.fromkeys(_FIELD.values(), 0)
-    for pod in pods:  # type: ignore[attr-defined]
+    for pod in pods:
         tally[_FIELD[pod.status.phase]] += 1
     return Counts(**tally)
+
+
+class JobStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """Volcano's ``job.status`` in snake_case: what a status reporter publishes about a job."""
+
+    phase: str
+    version: int
+    retry_count: int
+    min_available: int
+    counts: Counts
+    task_status_count: dict[str, Counts]
+
+
+def job_status(record: JobRecord) -> JobStatus:
+    return JobStatus(phase=record.phase, version=record.version, retry_count=record.retry_count,
+                     min_available=record.spec.min_available, counts=counts(record),
+                     task_status_count=task_counts(record))
