@@ -58,6 +58,20 @@ PodRestarted → TaskFailed when the task's live pods restarted ≥ task maxRetr
 PodBound, PodDeleted, PodGroupAdmitted → internal (SyncJob); PodGroupUnknown → Unknown. A pod
 created Pending arms a ``PodPending`` policy only if it has a timeout. The default reaction to an
 eviction (SyncJob) recreates the pod Pending under the same name with ``incarnation + 1``.
+
+Driver contract (simulator and job-controller service alike):
+
+* Feed ``PodGroupAdmitted(job_version=podgroup.job_version)`` when the podgroup reaches Inqueue,
+  ``PodBound``/``PodRunning``/``PodSucceeded``/``PodFailed`` as the pod goes, ``PodRestarted``
+  (total in-place restarts) for OnFailure/Always containers, ``PodEvicted`` when the system removed
+  a pod (preempt, reclaim, nodeDown), ``PodDeleted`` once a pod named in ``DeletePods`` is gone,
+  ``CommandIssued`` for commands, ``TimerFired`` when a ``StartTimer`` comes due. Pod events carry
+  the pod record's ``version`` as ``job_version`` and, ideally, its ``uid``.
+* Carry out effects in order: ``CreatePodGroup``/``DeletePodGroup`` (the podgroup of the job's
+  name; a new one starts Pending), ``CreatePods`` (each ``PodRecord`` has what the scheduler and
+  node need), ``DeletePods`` (stop the pods, then report each ``PodDeleted``), ``StartTimer`` /
+  ``CancelTimer`` (keys are unique per arming; firing a cancelled key is harmless),
+  ``JobPhaseChanged`` (publish / put on the timeline).
 """
 
 from __future__ import annotations

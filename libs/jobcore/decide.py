@@ -8,13 +8,12 @@ event, the policy resolved, and the action executed in the current phase (or del
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from .machine import Result, Target, execute, settle
-from .model import (CommandIssued, JobRecord, PodBound, PodDeleted, PodEvicted, PodFailed, PodGroupAdmitted,
+from .model import (CommandIssued, JobEvent, JobRecord, PodBound, PodDeleted, PodEvicted, PodFailed, PodGroupAdmitted,
                     PodGroupUnknown, PodRecord, PodRestarted, PodRunning, PodStatus, PodSucceeded, TimerFired,
                     _PodEvent)
 from .policy import INTERNAL_ACTIONS, arm, cancel_all, cancel_for_pod_event, resolve, take_fired
@@ -22,10 +21,14 @@ from .status import task_counts
 
 COMMAND_VERBS = {"abort": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "terminate": "TerminateJob",
                  "complete": "CompleteJob"}
-_UNCHANGED: Callable[[JobRecord], Result] = lambda record: (record, [])  # noqa: E731
 
 
-def decide(record: JobRecord, event: Any, now: float) -> Result:
+def _unchanged(record: JobRecord) -> Result:
+    """The answer to an event that says nothing new: same record, no effects."""
+    return record, []
+
+
+def decide(record: JobRecord, event: JobEvent, now: float) -> Result:
     """React to one event. Pure; idempotent for duplicate and stale events (they change nothing).
 
     Called by the job-controller service and the simulator for every event about this job, in the
@@ -35,11 +38,11 @@ def decide(record: JobRecord, event: Any, now: float) -> Result:
         return _on_pod_event(record, event, now)
     if isinstance(event, PodGroupAdmitted):
         if event.job_version != record.version or not record.podgroup_exists or record.podgroup_admitted:
-            return _UNCHANGED(record)
+            return _unchanged(record)
         return react(msgspec.structs.replace(record, podgroup_admitted=True), "OutOfSync", Target(), now)
     if isinstance(event, PodGroupUnknown):
         if event.job_version != record.version or not record.podgroup_exists:
-            return _UNCHANGED(record)
+            return _unchanged(record)
         return react(record, "Unknown", Target(reason="Unknown"), now)
     if isinstance(event, CommandIssued):
         return _on_command(record, event, now)
@@ -74,7 +77,7 @@ def run_action(record: JobRecord, action: str, target: Target, now: float) -> Re
 def _on_command(record: JobRecord, event: CommandIssued, now: float) -> Result:
     if event.id:
         if event.id in record.commands:
-            return _UNCHANGED(record)
+            return _unchanged(record)
         record = msgspec.structs.replace(record, commands=[*record.commands, event.id])
     action = COMMAND_VERBS.get(event.action.lower(), event.action)
     return run_action(record, action, Target(task=event.task, pod=event.pod, reason=f"Command {action}"), now)
@@ -83,7 +86,7 @@ def _on_command(record: JobRecord, event: CommandIssued, now: float) -> Result:
 def _on_timer(record: JobRecord, event: TimerFired, now: float) -> Result:
     record, delayed = take_fired(record, event.key)
     if delayed is None:
-        return _UNCHANGED(record)
+        return _unchanged(record)
     target = Target(task=delayed.task, pod=delayed.pod, reason=f"{delayed.event}: {delayed.action} (timeout)")
     return run_action(record, delayed.action, target, now)
 
@@ -92,10 +95,10 @@ def _on_timer(record: JobRecord, event: TimerFired, now: float) -> Result:
 def _on_pod_event(record: JobRecord, event: _PodEvent, now: float) -> Result:
     pod = record.pods.get(event.pod)
     if pod is None or pod.version != event.job_version or (event.uid and event.uid != pod.uid):
-        return _UNCHANGED(record)
+        return _unchanged(record)
     observed = _observe(record, pod, event, now)
     if observed is None:
-        return _UNCHANGED(record)
+        return _unchanged(record)
     record, policy_event = observed
     record, cancelled = cancel_for_pod_event(record, pod.name, policy_event)
     exit_code = event.exit_code if isinstance(event, PodFailed) else None
