@@ -147,20 +147,41 @@ def gang_pods(spec: api.JobSpec, tasks: Mapping[str, int]) -> list[PodShape]:
 
 
 def place_gang(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCapacity | str:
-    """Put every pod at once (first-fit decreasing); the capacity left, or why it does not fit."""
+    """Put every pod at once (first-fit decreasing); the capacity left, or why it does not fit.
+
+    Identical pods are placed in bulk (each node takes as many as fit before the next is tried),
+    which is what pod-by-pod first fit does, in O(shapes × nodes).
+    """
     if not cluster.nodes:
         return _place_by_sums(cluster, pods)
     frees = {n.name: _free(n) for n in cluster.nodes}
-    order = sorted(range(len(pods)), key=lambda i: _size_key(pods[i].request))
-    for i in order:
-        pod = pods[i]
-        node = next((n for n in cluster.nodes if n.ready and node_matches(pod, n.labels, n.taints)
-                     and _units(pod.request, frees[n.name]) >= 1), None)
-        if node is None:
+    for shape, count in sorted(_group(pods), key=lambda sc: _size_key(sc[0].request)):
+        for node in _usable_nodes(cluster, shape):
+            take = min(count, _units(shape.request, frees[node.name]))
+            if take:
+                frees[node.name] = _minus(frees[node.name], scale(shape.request, take))
+                count -= take
+            if count == 0:
+                break
+        if count:
             return _shortfall(cluster, pods)
-        frees[node.name] = _minus(frees[node.name], pod.request)
     nodes = tuple(msgspec.structs.replace(n, free=frees[n.name]) for n in cluster.nodes)
     return msgspec.structs.replace(cluster, nodes=nodes, free=_minus(cluster.free, _total(pods)))
+
+
+def _group(pods: Sequence[PodShape]) -> list[tuple[PodShape, int]]:
+    """(shape, count) in first-seen order; shapes hold dicts, so they are compared, not hashed."""
+    shapes: list[PodShape] = []
+    counts: list[int] = []
+    for pod in pods:
+        for i, shape in enumerate(shapes):
+            if shape is pod or shape == pod:
+                counts[i] += 1
+                break
+        else:
+            shapes.append(pod)
+            counts.append(1)
+    return list(zip(shapes, counts, strict=True))
 
 
 def _place_by_sums(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCapacity | str:

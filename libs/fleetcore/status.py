@@ -136,7 +136,7 @@ def _phase(hyperjob: api.HyperJob, children: Sequence[ChildStatus], conditions: 
         return "Pending"
     wanted = hyperjob.spec.min_available if hyperjob.spec.min_available is not None else len(children)
     running = sum(1 for c in children if c.phase in RUNNING_CHILD_PHASES)
-    return "Running" if children and running >= max(wanted, 1) else "Admitted"
+    return "Running" if children and running >= max(min(wanted, len(children)), 1) else "Admitted"
 
 
 def _replicated(name: str, children: Sequence[ChildStatus]) -> ReplicatedJobStatus:

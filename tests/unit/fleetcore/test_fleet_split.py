@@ -167,3 +167,43 @@ def test_a_child_never_lands_where_its_gang_does_not_fit_whole() -> None:
 ])
 def test_apportion(total: int, weights: list, caps: list | None, expected: list) -> None:
     assert apportion(total, weights, caps) == expected
+
+
+def test_auto_rescale_keeps_room_held_by_the_current_children() -> None:
+    hj = split_job({"mode": "auto"}, replicas=48)
+    plan = plan_split(hj, fleet(cluster("a", nodes=6), cluster("b", nodes=2)))
+    assert layout(plan) == [("hj-w-0", "a", 48)]
+    assert isinstance(plan, SplitPlan)
+    # a is now full of this very HyperJob: its 48 replicas count as room for the new split.
+    grown = plan_split(split_job({"mode": "auto"}, replicas=56), fleet(cluster("a", nodes=6, used_gpus=48),
+                                                                     cluster("b", nodes=2)), current=plan)
+    assert layout(grown) == [("hj-w-0", "a", 42), ("hj-w-1", "b", 14)]
+
+
+def test_explicit_scale_up_only_needs_room_for_the_added_replicas() -> None:
+    small = split_job({"clusters": [{"name": "a", "replicas": 24}, {"name": "b", "replicas": 24}]}, replicas=48)
+    plan = plan_split(small, ABC)
+    assert isinstance(plan, SplitPlan)
+    busy = fleet(cluster("a", used_gpus=24), cluster("b", used_gpus=24), cluster("c"))
+    big = split_job({"clusters": [{"name": "a", "replicas": 32}, {"name": "b", "replicas": 32}]})
+    assert layout(plan_split(big, busy, current=plan)) == [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)]
+    assert isinstance(plan_split(big, busy), Waiting)
+
+
+def test_fan_out_children_keep_their_cluster_on_update() -> None:
+    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2))
+    plan = plan_split(hj, ABC)
+    assert isinstance(plan, SplitPlan)
+    full = fleet(cluster("a", used_gpus=32), cluster("b"), cluster("c"))
+    grown = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=3))
+    assert layout(plan_split(grown, full, current=plan)) == [("hj-w-0", "a", 8), ("hj-w-1", "a", 8),
+                                                             ("hj-w-2", "b", 8)]
+
+
+def test_two_replicated_jobs_share_the_capacity_and_ranks_continue() -> None:
+    hj = upstream("hj", rjob("ps", job_spec(task("ps", 2, gpus=0)), replicas=1),
+                  rjob("w", job_spec(task("w", 40)), split={"mode": "auto"}))
+    plan = plan_split(hj, fleet(cluster("a", nodes=4), cluster("b", nodes=2)))
+    assert layout(plan) == [("hj-ps-0", "a", 2), ("hj-w-0", "a", 27), ("hj-w-1", "b", 13)]
+    assert isinstance(plan, SplitPlan)
+    assert [c.rank_offset for c in plan.children] == [0, 2, 29] and plan.world_size == 42
