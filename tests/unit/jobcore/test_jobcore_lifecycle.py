@@ -114,3 +114,41 @@ def test_job_status_reports_phase_retries_and_counts():
     assert (status.phase, status.version, status.retry_count, status.min_available) == ("Pending", 0, 0, 3)
     assert status.counts == jc.Counts(pending=2, running=1)
     assert status.task_status_count["ps"] == jc.Counts(running=1)
+
+
+def _first_pod(*tasks, classes=None, **spec) -> jc.PodRecord:
+    from jobcore_builders import QUEUES, job
+
+    record = jc.admit(job(*tasks, **spec), QUEUES, 0.0, classes or {})
+    record, _ = jc.decide(record, jc.PodGroupAdmitted(), 0.0)
+    return next(iter(record.pods.values()))
+
+
+def test_task_priority_defaults_to_one():
+    assert _first_pod(task("w")).scheduling.priority == 1
+
+
+def test_task_priority_from_template_class_then_job_class():
+    classes = {"high": 1000, "low": 10}
+    assert _first_pod(task("w", template_priorityClassName="low"), classes=classes,
+                      priorityClassName="high").scheduling.priority == 10
+    pod = _first_pod(task("w"), classes=classes, priorityClassName="high")
+    assert (pod.scheduling.priority, pod.scheduling.priority_class_name) == (1000, "high")
+
+
+def test_task_priority_annotation_overrides_pod_priority():
+    pod = _first_pod(task("w", template_priority=5, annotations={"volcano.sh/task-priority": "7"}))
+    assert pod.scheduling.priority == 7
+    assert _first_pod(task("w", template_priority=5)).scheduling.priority == 5
+
+
+def test_preemptable_opt_out():
+    assert _first_pod(task("w")).scheduling.preemptable
+    assert not _first_pod(task("w", annotations={"volcano.sh/preemptable": "false"})).scheduling.preemptable
+
+
+def test_limits_stand_in_for_missing_requests():
+    t = task("w")
+    t["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8", "cpu": "4"},
+                                                           "requests": {"cpu": "2"}}
+    assert _first_pod(t).request == {"cpu": 2.0, "nvidia.com/gpu": 8.0, "pods": 1.0}
