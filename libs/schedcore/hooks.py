@@ -22,14 +22,15 @@ class Dispatch:
             for name, (proto, _switch) in HOOKS.items():
                 if isinstance(plugin, proto) and (name == "job_valid" or pconf.hook_enabled(name)):
                     self.hooks[name].append((tier, plugin))
+        self._job_order = [p.job_order for _, p in self.hooks["job_order"]]
 
     # ---- orders: first non-zero comparison wins, then the fallback -------------------------
     def job_before(self, a: JobState, b: JobState) -> bool:
-        for _, p in self.hooks["job_order"]:
-            c = p.job_order(a, b)
+        for fn in self._job_order:
+            c = fn(a, b)
             if c:
                 return c < 0
-        return (a.info.created, a.info.namespace, a.name) < (b.info.created, b.info.namespace, b.name)
+        return a.key < b.key
 
     def queue_before(self, a: QueueState, b: QueueState) -> bool:
         for _, p in self.hooks["queue_order"]:
@@ -53,7 +54,7 @@ class Dispatch:
                 return c < 0
         if a.order_index >= 0 and b.order_index >= 0 and a.order_index != b.order_index:
             return a.order_index < b.order_index
-        return (a.info.created, a.info.namespace, a.name) < (b.info.created, b.info.namespace, b.name)
+        return a.key < b.key
 
     # ---- victims: intersection within a tier, first non-empty tier decides ---------------
     def _victims(self, hook: str, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState]:

@@ -21,7 +21,7 @@ NEG = -np.inf
 
 
 class _Class:
-    __slots__ = ("base", "dims", "req", "vgpu", "score", "eff_idle", "eff_fut", "pos")
+    __slots__ = ("base", "dims", "need", "req", "vgpu", "score", "eff_idle", "eff_fut", "pos")
 
 
 class Placement:
@@ -53,8 +53,7 @@ class Placement:
         return total
 
     def _fits(self, c: _Class, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
-        eps = self.ssn.space.eps[c.dims]
-        ok = np.all(table[rows][:, c.dims] >= c.req[c.dims] - eps, axis=1)
+        ok = (table[rows[:, None], c.dims] >= c.need).all(axis=1)
         if c.vgpu[0]:
             ok &= (self.nodes.device_free[rows] >= c.vgpu[1] - 1e-9).sum(axis=1) >= c.vgpu[0]
         return ok
@@ -75,6 +74,7 @@ class Placement:
             c.base = self.static_mask(t) if restrict is None else self.static_mask(t) & restrict
             c.req, c.vgpu = t.req, t.vgpu
             c.dims = np.flatnonzero(t.req > 0)
+            c.need = t.req[c.dims] - self.ssn.space.eps[c.dims]
             c.eff_idle = np.full(self.nodes.size, NEG)
             c.eff_fut = np.full(self.nodes.size, NEG)
             self._refresh(c, t, np.flatnonzero(c.base))

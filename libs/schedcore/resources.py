@@ -36,6 +36,7 @@ class ResourceSpace:
         self.pods = 2
         self.quota_mask = np.ones(self.size, dtype=bool)  # dimensions quota checks consider
         self.quota_mask[2] = False
+        self._requests: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
 
     def vec(self, resources: Mapping[str, float] | None, missing: float = 0.0) -> np.ndarray:
         out = np.full(self.size, missing)
@@ -46,9 +47,14 @@ class ResourceSpace:
         return out
 
     def request(self, resources: Mapping[str, float]) -> np.ndarray:
-        """A pod's request: its resources plus the implicit ``pods: 1`` slot."""
-        out = self.vec(resources)
-        out[self.pods] = 1.0
+        """A pod's request: its resources plus the implicit ``pods: 1`` slot (shared, read-only)."""
+        key = tuple(resources.items())
+        out = self._requests.get(key)
+        if out is None:
+            out = self.vec(resources)
+            out[self.pods] = 1.0
+            out.flags.writeable = False
+            self._requests[key] = out
         return out
 
     def to_dict(self, v: np.ndarray, skip_pods: bool = True) -> dict[str, float]:
@@ -64,8 +70,15 @@ class ResourceSpace:
         return bool(np.all(a <= b + self.eps))
 
     def le_on(self, a: np.ndarray, b: np.ndarray, dims: np.ndarray) -> bool:
-        """Volcano's LessEqualWithDimension: only ``dims`` (request > 0, pods excluded), exact."""
-        return bool(np.all(a[dims] <= b[dims] + _EXACT * np.maximum(1.0, np.abs(b[dims]))))
+        """Volcano's LessEqualWithDimension: only ``dims`` (request > 0, pods excluded), exact.
+
+        ``dims`` is a boolean mask; the loop is in Python because it is usually 1-3 dimensions.
+        """
+        for i in np.flatnonzero(dims).tolist():
+            x, y = float(a[i]), float(b[i])
+            if x > y + _EXACT * max(1.0, abs(y)):
+                return False
+        return True
 
     def req_dims(self, req: np.ndarray) -> np.ndarray:
         """The dimensions a quota check looks at for this request: > 0, ``pods`` skipped."""

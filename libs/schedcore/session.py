@@ -43,6 +43,7 @@ class Session(Dispatch):
         self.space = space = _space(snapshot)
         self.nodes = NodeTable(snapshot.nodes, space)
         self.total = self.nodes.total
+        self.share_dims = (self.total > 0) | (np.arange(space.size) < 2)
         self.queues: dict[str, QueueState] = {q.name: QueueState(q, space) for q in snapshot.queues}
         for q in self.queues.values():
             parent = q.info.parent

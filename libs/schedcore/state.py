@@ -24,7 +24,7 @@ class TaskState:
     """One pod inside a session: its request vector, status and node index (-1: none)."""
 
     __slots__ = ("info", "name", "job", "role", "req", "status", "node", "best_effort", "sel_key",
-                 "order_index", "priority", "vgpu", "devices", "class_key")
+                 "order_index", "priority", "vgpu", "devices", "class_key", "key")
 
     def __init__(self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int]) -> None:
         self.info = info
@@ -40,7 +40,8 @@ class TaskState:
         self.devices: tuple[int, ...] = ()
         self.order_index = _name_index(info.name)
         self.sel_key = _selector_key(info)
-        self.class_key = (self.req.tobytes(), self.sel_key, self.vgpu)
+        self.class_key = (id(self.req), self.sel_key, self.vgpu)  # requests are interned per session
+        self.key = (info.created, info.namespace, info.name)
 
 
 def _name_index(name: str) -> int:
@@ -66,6 +67,7 @@ class JobState:
         self.name = info.name
         self.queue = info.queue
         self.seq = seq
+        self.key = (info.created, info.namespace, info.name)
         self.priority = info.priority
         self.phase: str = info.phase
         self.min_member = info.min_member
@@ -81,12 +83,18 @@ class JobState:
         self.failed_roles: set[str] = set()
         self.fit_errors: dict[str, str] = {}
         self.enqueue_reason = ""
+        self.ready = 0
+        self.valid = 0
         for t in tasks:
             t.job = self
             self._count(t, t.status, +1)
 
     def _count(self, t: TaskState, status: str, d: int) -> None:
         self.counts[status] = self.counts.get(status, 0) + d
+        if status in READY:
+            self.ready += d
+        if status in VALID:
+            self.valid += d
         rc = self.role_counts.setdefault(t.role, {})
         rc[status] = rc.get(status, 0) + d
         if status == "Pending" and t.best_effort:
@@ -105,13 +113,13 @@ class JobState:
         return sum(c.get(s, 0) for s in statuses)
 
     def ready_num(self) -> int:
-        return self.n(*READY)
+        return self.ready
 
     def waiting_num(self) -> int:
-        return self.n("Pipelined")
+        return self.counts.get("Pipelined", 0)
 
     def valid_num(self) -> int:
-        return self.n(*VALID)
+        return self.valid
 
     def pending_tasks(self) -> list[TaskState]:
         return [t for t in self.tasks if t.status == "Pending"]
@@ -130,7 +138,7 @@ class JobState:
         return True
 
     def is_ready(self) -> bool:
-        return self.ready_num() + self.pending_be >= self.min_member
+        return self.ready + self.pending_be >= self.min_member
 
     @property
     def has_topology(self) -> bool:

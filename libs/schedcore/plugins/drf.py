@@ -25,16 +25,13 @@ class DrfPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         super().on_session_open(ssn)
         self.total = ssn.total
-        self.dims = ssn.total > 0
-        self.dims[:2] = True
+        # Share is taken over the cluster's resources; a resource the cluster lacks counts 0.
+        self.inv = np.where(ssn.total > 0, 1.0 / np.where(ssn.total > 0, ssn.total, 1.0), 0.0)
         self.allocated = {id(j): j.allocated.copy() for j in ssn.jobs.values()}
         self.shares = {k: self._share(v) for k, v in self.allocated.items()}
 
     def _share(self, alloc: np.ndarray) -> float:
-        a, t = alloc[self.dims], self.total[self.dims]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(t == 0, np.where(a == 0, 0.0, 1.0), a / np.where(t == 0, 1.0, t))
-        return float(s.max()) if len(s) else 0.0
+        return float((alloc * self.inv).max()) if len(alloc) else 0.0
 
     def job_order(self, a: JobState, b: JobState) -> int:
         sa, sb = self.shares[id(a)], self.shares[id(b)]

@@ -36,12 +36,6 @@ class NodeOrderArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     selectorspread: float = msgspec.field(default=0, name="selectorspread.weight")
 
 
-def _pct_free(cap: np.ndarray, requested: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.floor((cap - requested) * 100.0 / cap)
-    return np.where((cap <= 0) | (requested > cap), 0.0, s)
-
-
 class NodeOrderPlugin(Plugin):
     NAME = "nodeorder"
     Args = NodeOrderArgs
@@ -51,44 +45,42 @@ class NodeOrderPlugin(Plugin):
         self.gpu = ssn.space.index.get(GPU, -1)
         self._taint_cache: dict[bytes, np.ndarray] = {}
 
-    def _requested(self, t: TaskState, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        nodes = self.ssn.nodes
-        used = nodes.alloc[rows] - nodes.idle[rows]
-        req = t.req.copy()
-        if req[0] == 0:
-            req[0] = NONZERO_CPU
-        if req[1] == 0:
-            req[1] = NONZERO_MEM
-        return nodes.alloc[rows], used + req
-
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         a = self.args
-        cap, requested = self._requested(task, rows)
+        nodes = self.ssn.nodes
+        dims = self._dims(task)
+        cap = nodes.alloc[rows[:, None], dims]
+        req = task.req[dims]
+        if req[0] == 0 or req[1] == 0:
+            req = req.copy()
+            req[0] = req[0] or NONZERO_CPU
+            req[1] = req[1] or NONZERO_MEM
+        requested = cap - nodes.idle[rows[:, None], dims] + req
+        valid = cap > 0
+        safe = np.where(valid, cap, 1.0)
         total = np.zeros(len(rows))
-        if a.least:
-            total += a.least * np.floor((_pct_free(cap[:, 0], requested[:, 0]) + _pct_free(cap[:, 1], requested[:, 1])) / 2)
-        if a.most:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                most = [np.where((cap[:, d] <= 0) | (requested[:, d] > cap[:, d]), 0.0,
-                                 np.floor(requested[:, d] * 100.0 / cap[:, d])) for d in (0, 1)]
-            total += a.most * np.floor((most[0] + most[1]) / 2)
+        if a.least or a.most:
+            ok = valid[:, :2] & (requested[:, :2] <= cap[:, :2])
+            if a.least:
+                free = np.where(ok, np.floor((cap[:, :2] - requested[:, :2]) * 100.0 / safe[:, :2]), 0.0)
+                total += a.least * np.floor(free.sum(axis=1) / 2)
+            if a.most:
+                used = np.where(ok, np.floor(requested[:, :2] * 100.0 / safe[:, :2]), 0.0)
+                total += a.most * np.floor(used.sum(axis=1) / 2)
         if a.balanced:
-            total += a.balanced * self._balanced(task, cap, requested)
+            frac = np.where(valid, np.minimum(requested / safe, 1.0), 0.0)
+            n = np.maximum(valid.sum(axis=1), 1)
+            mean = frac.sum(axis=1) / n
+            var = np.where(valid, (frac - mean[:, None]) ** 2, 0.0).sum(axis=1) / n
+            total += a.balanced * np.floor((1.0 - np.sqrt(var)) * 100.0)
         if a.taint:
             total += a.taint * self._taint_score(task)[rows]
         return total
 
-    def _balanced(self, task: TaskState, cap: np.ndarray, requested: np.ndarray) -> np.ndarray:
-        dims = [0, 1]
-        if self.gpu >= 0 and task.req[self.gpu] > 0:
-            dims.append(self.gpu)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.minimum(requested[:, dims] / cap[:, dims], 1.0)
-        valid = cap[:, dims] > 0
-        frac = np.where(valid, frac, np.nan)
-        with np.errstate(invalid="ignore"):
-            std = np.nanstd(frac, axis=1) if valid.any() else np.zeros(len(cap))
-        return np.floor((1.0 - np.nan_to_num(std)) * 100.0)
+    def _dims(self, task: TaskState) -> list[int]:
+        # cpu, memory, and the GPU only when the pod asks for one (Kubernetes skips scalar
+        # resources a pod does not request in balanced allocation).
+        return [0, 1, self.gpu] if self.gpu >= 0 and task.req[self.gpu] > 0 else [0, 1]
 
     def _taint_score(self, task: TaskState) -> np.ndarray:
         # Fewer intolerable PreferNoSchedule taints is better; normalised over all nodes.

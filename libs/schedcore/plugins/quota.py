@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..resources import ResourceSpace, share
+from ..resources import ResourceSpace
 from ..state import ALLOCATED, JobState
 
 if TYPE_CHECKING:
@@ -73,11 +73,11 @@ def add_job(attr: QueueAttr, job: JobState) -> None:
 
 def share_of(ssn: Session, allocated: np.ndarray, deserved: np.ndarray) -> float:
     """max over the cluster's dimensions of allocated/deserved (0/0 = 0, x/0 = 1)."""
-    dims = (ssn.total > 0) | (np.arange(len(deserved)) < 2)
-    best = 0.0
-    for i in np.flatnonzero(dims):
-        best = max(best, share(float(allocated[i]), float(deserved[i])))
-    return best
+    dims = ssn.share_dims
+    d, a = deserved[dims], allocated[dims]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(d > 0, a / np.where(d > 0, d, 1.0), (a != 0).astype(float))
+    return float(s.max()) if len(s) else 0.0
 
 
 def real_capability(ssn: Session, guarantee: np.ndarray, total_guarantee: np.ndarray,
