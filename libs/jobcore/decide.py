@@ -144,8 +144,10 @@ def _observe_gone(record: JobRecord, pod: PodRecord, event: _PodEvent) -> tuple[
             return None
         return _remove(record, pod), "OutOfSync" if phase == "Terminating" else "PodEvicted"
     if isinstance(event, PodDeleted):
-        # A deletion jobcore asked for; unlike Volcano it does not fire PodEvicted policies.
-        return _remove(record, pod), "OutOfSync"
+        # Only a pod jobcore deleted (Terminating) can be reported deleted: a redelivered PodDeleted
+        # must not remove the pod recreated under the same name. Unlike Volcano, this deletion does
+        # not fire PodEvicted policies (a removal jobcore did not ask for is a PodEvicted).
+        return (_remove(record, pod), "OutOfSync") if phase == "Terminating" else None
     raise TypeError(f"jobcore.decide: unknown pod event {type(event).__name__}")
 
 

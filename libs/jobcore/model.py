@@ -241,7 +241,7 @@ class PodRestarted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodRestart
 
 
 class PodDeleted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodDeleted"):
-    """A pod that jobcore deleted (``DeletePods``) is gone."""
+    """A pod that jobcore deleted (``DeletePods``, so Terminating) is gone; ignored for other pods."""
 
 
 class CommandIssued(_Frozen, frozen=True, kw_only=True, tag="jobcore.CommandIssued"):
