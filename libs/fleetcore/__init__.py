@@ -50,7 +50,8 @@ Global admission (global-scheduler; the simulator)
   per round, first up to each queue's deserved share, then beyond it while the fleet has room; a
   candidate that does not fit is skipped (no head-of-line blocking) unless the queue carries
   ``hyperjob.io/queue-ordering: strict-fifo``. Checks: queue Open, fleet-wide ``capability``,
-  fleet room not yet promised to admitted work. ``Candidate.request`` = ``hyperjob_request(hj)``.
+  fleet room not yet promised to admitted work. Build candidates with ``hyperjob_candidate(hj,
+  created, priority_classes)`` / ``job_candidate(job, ...)`` (every task counted).
 
 Cross-cluster gang (global-scheduler; the simulator)
 ----------------------------------------------------
@@ -80,10 +81,43 @@ Status (status-aggregator; the simulator)
   waiting_reason, now) -> HyperJobStatus`` — upstream's conditions (only when every child is
   terminal; sticky), ``replicatedJobsStatus``, ``splitCount``, ``observedGeneration``, plus
   ``phase``, ``placement`` and ``waitingReason``. Encodes camelCase.
+
+How a driver calls it (global-scheduler, splitter, status-aggregator; the simulator does all)
+------------------------------------------------------------------------------------------
+Keep per HyperJob: the manifest, ``created``, ``lifecycle`` (Active/Suspended/Restarting/
+Terminating), ``admitted`` flag, the ``SplitPlan`` in force, the children (``ChildJob``), the
+``HyperJobGang`` of the open attempt, the last ``HyperJobStatus``; per cluster its latest
+``ClusterCapacity``; per queue its ``FleetQueue`` and what its admitted work requests.
+
+1. Admission, whenever a candidate arrives or work finishes or capacity changes:
+   ``admit(queues, allocated, [hyperjob_candidate(...), job_candidate(...)], fleet_capacity(live))``.
+   Admitted → ``admitted=True``; add its request to its queue's ``allocated`` until it finishes.
+   ``waiting[name]`` is the HyperJob's waitingReason while Pending.
+2. Split, for an admitted HyperJob without a plan (or on a spec update, with ``current=plan``):
+   ``plan_split(hj, capacities, current=plan, now=now)``. ``Waiting`` → waitingReason, try again on
+   the next capacity summary. ``SplitPlan`` → ``child_jobs(hj, plan)`` → ``diff_children(existing,
+   desired)``: delete, then create/update (unchanged children are left alone).
+3. Gang, for the children just created: ``start_gang(hj name, {child: cluster}, hj.spec.min_available,
+   now)``. ``Reserve`` → ask the cluster to hold the child's gang; ``StartTimer`` → deliver
+   ``GangTimer(attempt)`` at ``at``; feed ``ReservationHeld``/``ReservationLost`` from clusters to
+   ``gang_step``; ``Bind`` → the child's pods start; ``Release`` → drop that hold; ``Retry`` → drop
+   the plan and go back to step 2 at ``at`` with ``attempt``. A cluster without reservations may
+   treat ``Reserve`` as "enqueue" and report ``ReservationHeld`` once the podgroup is Inqueue.
+4. Failover, on every capacity summary and a periodic tick: ``failover(hj, plan, capacities, now,
+   finished=terminal children)``. ``ChildMove`` → delete the child on ``from_cluster`` (when it
+   answers again) and create the same child (``child_jobs(hj, new plan)``) on ``to_cluster``;
+   ``ChildUnplaced`` → withdraw it; it stays Pending and ``failover`` places it later.
+5. A child's Volcano Job reached Failed: ``child_failed(hj, plan, child, capacities, now, phases)``;
+   apply ``ChildCommand``s, ``ChildMove``/``ChildUnplaced`` as in 4, ``SetLifecycle``.
+6. Commands: ``hyperjob_command(action, phases, lifecycle)``; on suspend also ``release_gang``.
+   Each round ``settle_lifecycle(lifecycle, phases)``.
+7. Pods of a child: the job-controller merges ``training_env(hj, plan, child, task, index)`` last.
+8. Status, whenever a child's phase or pod counts change: ``aggregate_status(hj, [ChildStatus per
+   planned child], previous=last, admitted=..., lifecycle=..., waiting_reason=..., now=now)``.
 """
 
 from .admission import (STRICT_FIFO, STRICT_FIFO_ANNOTATION, Admission, Candidate, FleetQueue, QueueShare, admit,
-                        deserved_shares, fleet_capacity, fleet_queue, share)
+                        deserved_shares, fleet_capacity, fleet_queue, hyperjob_candidate, job_candidate, share)
 from .capacity import (PodShape, could_ever_host, gang_pods, hyperjob_request, max_replicas, place_gang, spec_request,
                        task_shape)
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
@@ -114,7 +148,8 @@ __all__ = [
     "ReservationLost", "Retry", "SetLifecycle", "SplitPlan", "StartTimer", "Waiting",
     "admit", "aggregate_status", "apportion", "child_failed", "child_jobs", "child_name", "child_spec",
     "choose_cluster", "cluster_lost", "could_ever_host", "deserved_shares", "diff_children", "eligible_clusters",
-    "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_command", "hyperjob_request",
+    "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_candidate", "hyperjob_command",
+    "hyperjob_request", "job_candidate",
     "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
     "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
     "task_shape", "template_hash", "training_env",

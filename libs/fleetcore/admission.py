@@ -17,6 +17,7 @@ import msgspec
 import api
 from api.quantity import ResourceList, add, format_quantity, parse_resource_list
 
+from .capacity import hyperjob_request, spec_request
 from .model import ClusterCapacity
 
 STRICT_FIFO_ANNOTATION = "hyperjob.io/queue-ordering"
@@ -70,6 +71,25 @@ def fleet_queue(queue: api.Queue, created: float = 0.0) -> FleetQueue:
                       guarantee=parse_resource_list(spec.guarantee.resource), priority=spec.priority,
                       created=created, state=state,
                       strict_fifo=queue.metadata.annotations.get(STRICT_FIFO_ANNOTATION) == STRICT_FIFO)
+
+
+def hyperjob_candidate(hyperjob: api.HyperJob, created: float,
+                       priority_classes: Mapping[str, int] | None = None) -> Candidate:
+    """A HyperJob as an admission candidate: every task of every child counted; its queue is the
+    first replicated job's (``default`` when empty); its priority the highest PriorityClass value
+    among its templates (unknown or empty names count 0)."""
+    values = priority_classes or {}
+    templates = [rj.template_spec for rj in hyperjob.spec.replicated_jobs]
+    queue = (templates[0].queue if templates else "") or api.DEFAULT_QUEUE
+    return Candidate(name=hyperjob.metadata.name, queue=queue, request=hyperjob_request(hyperjob), created=created,
+                     priority=max((values.get(t.priority_class_name, 0) for t in templates), default=0))
+
+
+def job_candidate(job: api.Job, created: float, priority_classes: Mapping[str, int] | None = None) -> Candidate:
+    """A plain Volcano Job as an admission candidate (same rules as ``hyperjob_candidate``)."""
+    return Candidate(name=job.metadata.name, queue=job.spec.queue or api.DEFAULT_QUEUE,
+                     request=spec_request(job.spec), created=created,
+                     priority=(priority_classes or {}).get(job.spec.priority_class_name, 0))
 
 
 def fleet_capacity(clusters: Iterable[ClusterCapacity]) -> ResourceList:

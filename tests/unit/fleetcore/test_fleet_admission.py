@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 import api
-from fleetcore import Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_request
 from fleet_builders import GPU, cluster, job_spec, rjob, task, upstream
+
+from fleetcore import (Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_candidate,
+                       hyperjob_request, job_candidate)
 
 FLEET_8 = {"cpu": 800.0, GPU: 8.0}
 
@@ -100,3 +102,15 @@ def test_hyperjob_request_counts_every_task_and_fan_out() -> None:
     request = hyperjob_request(hj)
     assert request[GPU] == 8.0 and request["cpu"] == 2 * (2 + 4 * 8) and request["pods"] == 10.0
     assert fleet_capacity([cluster("a"), cluster("b")])[GPU] == 64.0
+
+
+def test_candidates_from_manifests() -> None:
+    template = job_spec(task("w", 4), queue="gold")
+    template["priorityClassName"] = "high"
+    cand = hyperjob_candidate(upstream("hj", rjob("w", template, replicas=2)), 7.0, {"high": 1000})
+    assert (cand.name, cand.queue, cand.priority, cand.created, cand.request[GPU]) == ("hj", "gold", 1000, 7.0, 8.0)
+    job = api.decode({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+                      "spec": job_spec(task("w", 2), queue="")})
+    assert isinstance(job, api.Job)
+    plain = job_candidate(job, 1.0)
+    assert (plain.queue, plain.priority, plain.request[GPU]) == ("default", 0, 2.0)
