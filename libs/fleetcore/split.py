@@ -78,8 +78,8 @@ def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working
         return counts
     parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
-        for index, (cluster, tasks) in enumerate(parts):
-            fitted = _fit(hyperjob, rj, index, cluster, tasks, working, current)
+        for cluster, tasks in parts:
+            fitted = _fit(hyperjob, rj, cluster, tasks, working, current)
             if isinstance(fitted, Waiting):
                 return fitted
     return parts
@@ -168,13 +168,20 @@ def _auto(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]
     units = _units(rj)
     for k in range(1, min(limit, len(ranked)) + 1):
         if sum(room[n] for n in ranked[:k]) >= units:
-            chosen = ranked[:k]
+            chosen = _keep_order(ranked[:k], current, rj.name)
             caps = [room[n] for n in chosen]
             return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
     top = ranked[:limit]
     fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
     return _waiting(hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); "
                                   f"room now: {fits}")
+
+
+def _keep_order(chosen: list[str], current: SplitPlan | None, replicated_job: str) -> list[str]:
+    """On a re-plan, clusters that hold current children keep their child's index (so the child
+    keeps its name and is updated in place, not recreated elsewhere); new clusters follow."""
+    index = {c.cluster: c.index for c in (current.children if current else ()) if c.replicated_job == replicated_job}
+    return sorted(chosen, key=lambda n: (index.get(n, len(chosen) + chosen.index(n)), chosen.index(n)))
 
 
 def _current_replicas(current: SplitPlan | None, replicated_job: str) -> dict[str, int]:
@@ -236,14 +243,17 @@ def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
     return parts
 
 
-def _fit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, index: int, cluster: str, tasks: Mapping[str, int],
+def _fit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, cluster: str, tasks: Mapping[str, int],
          working: dict[str, ClusterCapacity], current: SplitPlan | None) -> None | Waiting:
-    """Check the child's gang (only what it adds to its current self) and take it from ``working``."""
-    previous = current.child(child_name(hyperjob.metadata.name, rj.name, index)) if current else None
-    added = dict(tasks)
-    if previous is not None and previous.cluster == cluster:
-        added = {name: n - previous.tasks.get(name, 0) for name, n in tasks.items()
-                 if n > previous.tasks.get(name, 0)}
+    """Check the child's gang and take it from ``working``. Only what it adds to what this
+    replicated job's current children already run on that cluster must fit (those pods are
+    already in the cluster's summary)."""
+    running: dict[str, int] = {}
+    for child in current.children if current else ():
+        if child.replicated_job == rj.name and child.cluster == cluster:
+            for name, n in child.tasks.items():
+                running[name] = running.get(name, 0) + n
+    added = {name: n - running.get(name, 0) for name, n in tasks.items() if n > running.get(name, 0)}
     placed = place_gang(working[cluster], gang_pods(rj.template_spec, added))
     if isinstance(placed, str):
         return _waiting(hyperjob, rj, placed)

@@ -207,3 +207,20 @@ def test_two_replicated_jobs_share_the_capacity_and_ranks_continue() -> None:
     assert layout(plan) == [("hj-ps-0", "a", 2), ("hj-w-0", "a", 27), ("hj-w-1", "b", 13)]
     assert isinstance(plan, SplitPlan)
     assert [c.rank_offset for c in plan.children] == [0, 2, 29] and plan.world_size == 42
+
+
+def test_auto_replan_keeps_child_names_on_their_clusters() -> None:
+    first = plan_split(split_job({"mode": "auto"}), fleet(cluster("a", nodes=5), cluster("b", nodes=3)))
+    assert layout(first) == [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)]
+    assert isinstance(first, SplitPlan)
+    # b gained nodes and now has the most room; hj-w-0 still stays on a, only the added replicas must fit.
+    later = fleet(cluster("a", nodes=5, used_gpus=40), cluster("b", nodes=6, used_gpus=24))
+    again = plan_split(split_job({"mode": "auto"}, replicas=80), later, current=first)
+    assert layout(again) == [("hj-w-0", "a", 36), ("hj-w-1", "b", 44)]
+
+
+def test_auto_replan_onto_one_cluster_credits_what_runs_there() -> None:
+    first = plan_split(split_job({"mode": "auto"}), fleet(cluster("a", nodes=5), cluster("b", nodes=3)))
+    assert isinstance(first, SplitPlan)
+    later = fleet(cluster("a", nodes=5, used_gpus=40), cluster("b", nodes=9, used_gpus=24))
+    assert layout(plan_split(split_job({"mode": "auto"}, replicas=72), later, current=first)) == [("hj-w-0", "b", 72)]
