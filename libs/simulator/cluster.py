@@ -15,7 +15,7 @@ import api
 import schedcore
 from api.quantity import parse_resource_list
 
-from . import output
+from . import gang, output
 from .world import Job, Pod
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ class ClusterDriver:
         s = pod.record.scheduling
         return schedcore.TaskInfo(
             name=pod.name, job=pod.job, role=pod.task, index=pod.index,
-            request={k: v for k, v in s.request.items() if k != "pods"}, status=TASK_STATUS[pod.phase],
+            request={k: v for k, v in s.request.items() if k != "pods"},
+            status="Bound" if pod.reserved else TASK_STATUS[pod.phase],
             node=pod.node, priority=s.priority, preemptable=s.preemptable, node_selector=dict(s.node_selector),
             affinity=s.affinity, tolerations=list(s.tolerations), preemption_policy=s.preemption_policy,
             namespace=pod.record.namespace, priority_class=s.priority_class_name, created=pod.created,
@@ -108,14 +109,21 @@ class ClusterDriver:
         w, e = self.world, self.engine
         for bind in decision.binds:
             pod = w.pods.get(bind.task)
-            if pod is not None and pod.phase == "Pending" and pod.cluster == cluster:
-                pod.nominated = None
+            if pod is None or pod.phase != "Pending" or pod.reserved or pod.cluster != cluster:
+                continue
+            pod.nominated = None
+            e.changed = True
+            if w.jobs[pod.job].reserving:
+                gang.hold(e.fleet, w.jobs[pod.job], pod, bind.node)
+            else:
                 e.kubelet.start(pod, bind.node)
                 e.jobs.pod_bound(pod)
-                e.changed = True
         for evict in decision.evictions:
             pod = w.pods.get(evict.task)
-            if pod is not None and pod.phase == "Running" and pod.cluster == cluster:
+            if pod is not None and pod.reserved:
+                gang.lost(e.fleet, w.jobs[pod.job], pod)
+                e.changed = True
+            elif pod is not None and pod.phase == "Running" and pod.cluster == cluster:
                 e.kubelet.evict(pod, evict.reason)
                 e.changed = True
         for pipelined in decision.pipelined:

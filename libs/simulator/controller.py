@@ -51,7 +51,7 @@ class JobDriver:
         """The job leaves its cluster (deleted, or re-placed by failover): pods and podgroup go."""
         for pod in self.world.pods_of(job.name):
             pod.incarnation += 1
-            del self.world.pods[pod.name]
+            self.world.remove_pod(pod.name)
         job.podgroup = None
         job.cluster = None
         job.pg_phase = "Pending"
@@ -92,7 +92,7 @@ class JobDriver:
 
     def pod_evicted(self, pod: Pod, reason: str) -> None:
         """The pod is gone from its node; jobcore's policies decide whether it comes back."""
-        self.world.pods.pop(pod.name, None)
+        self.world.remove_pod(pod.name)
         self._pod_event(pod, jm.PodEvicted, reason=reason)
 
     def podgroup_admitted(self, job: Job) -> None:
@@ -119,7 +119,7 @@ class JobDriver:
         elif isinstance(effect, jm.DeletePods):
             gone = []
             for name in effect.names:
-                pod = w.pods.pop(name, None)
+                pod = w.remove_pod(name)
                 if pod is not None:
                     pod.incarnation += 1
                     gone.append((job, jm.PodDeleted(pod=name, job_version=pod.record.version, uid=pod.record.uid)))
@@ -141,9 +141,9 @@ class JobDriver:
         return []
 
     def _create_pod(self, job: Job, record: jm.PodRecord) -> None:
-        self.world.pods[record.name] = Pod(
+        self.world.add_pod(Pod(
             name=record.name, job=job.name, task=record.task, index=record.index, cluster=job.cluster or "",
-            record=record, restarts=record.incarnation, created=self.world.now)
+            record=record, restarts=record.incarnation, created=self.world.now))
 
     # -- what the kubelet and the output need ------------------------------------------------
 

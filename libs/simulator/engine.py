@@ -109,7 +109,7 @@ class Engine:
     @staticmethod
     def _pod(p: Any) -> dict[str, Any]:
         return {"name": p.name, "job": p.job, "task": p.task, "index": p.index, "cluster": p.cluster,
-                "node": p.node, "phase": p.phase, "startedAt": output.seconds(p.started_at),
+                "node": None if p.reserved else p.node, "phase": p.phase, "startedAt": output.seconds(p.started_at),
                 "finishedAt": output.seconds(p.finished_at), "restarts": p.restarts}
 
 

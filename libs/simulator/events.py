@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import api
 from fleetcore import CLUSTER_SILENCE_TIMEOUT
 
-from .kubelet import PodFinish
+from .kubelet import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, PodFinish
 from .scenario import TimedEvent
 
 if TYPE_CHECKING:
@@ -58,7 +58,13 @@ class EventHandler:
         name = _name_of(document)
         try:
             manifest = api.decode(document)
-            self._admit(manifest)
+            try:
+                self._admit(manifest)
+            except api.ManifestError as exc:
+                # api.decode maps its own paths back to the form the user wrote; do the same here.
+                if _conceptual(document):
+                    raise api.ManifestError(_conceptual_path(exc.path), exc.message) from None
+                raise
         except api.ManifestError as exc:
             self.engine.world.emit("Rejected", name, reason=str(exc))
 
@@ -69,6 +75,7 @@ class EventHandler:
         elif isinstance(manifest, api.PriorityClass):
             w.priority_classes[manifest.metadata.name] = manifest
         elif isinstance(manifest, api.Job):
+            _check_sim_annotations(manifest.metadata.annotations, "$.metadata")
             self._check_job_references(manifest.spec, "$.spec")
             if manifest.metadata.name in w.jobs:
                 raise api.ManifestError("$.metadata.name", f"job {manifest.metadata.name!r} already exists")
@@ -86,6 +93,8 @@ class EventHandler:
 
     def _check_job_references(self, spec: api.JobSpec, path: str) -> None:
         self._check_queue(spec.queue, f"{path}.queue")
+        for i, task in enumerate(spec.tasks):
+            _check_sim_annotations(task.template.metadata.annotations, f"{path}.tasks[{i}].template.metadata")
         w = self.engine.world
         if spec.priority_class_name and spec.priority_class_name not in w.priority_classes:
             raise api.ManifestError(f"{path}.priorityClassName",
@@ -152,3 +161,25 @@ def _name_of(document: Any) -> str:
     metadata = document.get("metadata") if isinstance(document, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return name if isinstance(name, str) and name else "?"
+
+
+def _check_sim_annotations(annotations: dict[str, str], path: str) -> None:
+    """The simulator's own annotations must parse, or the run could not honour them."""
+    if DURATION_ANNOTATION in annotations:
+        try:
+            api.parse_duration(annotations[DURATION_ANNOTATION])
+        except api.DurationError as exc:
+            raise api.ManifestError(f"{path}.annotations.{DURATION_ANNOTATION}", str(exc)) from None
+    code = annotations.get(EXIT_CODE_ANNOTATION, "0")
+    if not code.lstrip("-").isdigit():
+        raise api.ManifestError(f"{path}.annotations.{EXIT_CODE_ANNOTATION}", f"{code!r} is not an exit code")
+
+
+def _conceptual(document: Any) -> bool:
+    return document.get("kind") == "HyperJob" and document.get("apiVersion") == "batch.volcano.sh/v1alpha1"
+
+
+def _conceptual_path(path: str) -> str:
+    """A path in the normalized HyperJob, as the user wrote it in the conceptual form."""
+    path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
+    return path.replace("$.spec.replicatedJobs[0].", "$.spec.")

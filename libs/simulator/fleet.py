@@ -1,21 +1,23 @@
 """The splitter, global-scheduler and status-aggregator's part, driven through fleetcore.
 
-Each round, before the clusters schedule: plain jobs waiting for a cluster are placed, HyperJobs
-waiting for a plan are split (``fleetcore.plan_split`` against capacity summaries built from the
-world), their children are admitted by jobcore and dispatched, and children on a lost cluster
-are re-placed. After the clusters schedule, every HyperJob's status is folded by
-``fleetcore.aggregate_status`` and phase changes go on the timeline.
+Each round, before the clusters schedule: plain jobs waiting for a cluster are placed
+(``fleetcore.place_job``), lost clusters' children are re-placed (``fleetcore.failover``),
+HyperJobs are admitted by their global queues (``fleetcore.admit``) and split
+(``fleetcore.plan_split``) against capacity summaries built from the world; their children are
+admitted by jobcore, dispatched, and reserve before they bind (``gang``). After the clusters
+schedule, every HyperJob's status is folded by ``fleetcore.aggregate_status``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 import api
 import fleetcore
-from fleetcore import capacity as fcap
+from api.quantity import add
 from fleetcore.model import ClusterCapacity, NodeCapacity
-from fleetcore.status import ChildStatus
 from jobcore.model import RankOverride
 
 from . import gang
@@ -24,7 +26,7 @@ from .world import HyperJob, Job
 if TYPE_CHECKING:
     from .engine import Engine
 
-CHILD_TERMINAL = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
+TERMINAL = frozenset(fleetcore.TERMINAL_CHILD_PHASES)
 
 
 class FleetDriver:
@@ -33,9 +35,11 @@ class FleetDriver:
         self.unplaced: list[str] = []  # plain jobs waiting for a cluster, in submission order
         self.statuses: dict[str, Any] = {}  # hyperjob -> latest HyperJobStatus
         self.plans: dict[str, Any] = {}  # hyperjob -> SplitPlan in force
-        self.waiting: dict[str, str] = {}  # hyperjob -> why it has no plan
+        self.waiting: dict[str, str] = {}  # hyperjob -> why it is not placed
         self.lifecycle: dict[str, str] = {}  # hyperjob -> Active | Suspended | Restarting | Terminating
-        self.displaced: set[str] = set()  # children withdrawn from a lost cluster, waiting for another
+        self.admitted: set[str] = set()  # HyperJobs their global queue admitted
+        self.gangs: dict[str, Any] = {}  # hyperjob -> HyperJobGang of the current attempt
+        self.retry_at: dict[str, float] = {}  # hyperjob -> earliest re-plan after a released gang
 
     @property
     def world(self) -> Any:
@@ -44,12 +48,12 @@ class FleetDriver:
     # -- capacity summaries ---------------------------------------------------------------------
 
     def capacities(self) -> dict[str, ClusterCapacity]:
-        """What each cluster-scheduler would report now: free = allocatable − bound pods' requests."""
+        """What each cluster-scheduler would report: free = allocatable − requests of pods holding a node."""
         w = self.world
         used: dict[tuple[str, str], dict[str, float]] = {}
         for pod in w.pods.values():
-            if pod.node is not None and pod.phase == "Running":
-                slot = used.setdefault((pod.cluster, pod.node), {})
+            if pod.node is not None and pod.phase == "Running" or pod.reserved:
+                slot = used.setdefault((pod.cluster, pod.node or ""), {})
                 for name, amount in pod.record.scheduling.request.items():
                     slot[name] = slot.get(name, 0.0) + amount
         result = {}
@@ -61,7 +65,7 @@ class FleetDriver:
             ready = [n for n in nodes if n.ready]
             result[name] = ClusterCapacity(
                 name=name, labels=dict(cluster.labels), nodes=nodes,
-                free=_sum(n.free for n in ready), allocatable=_sum(n.allocatable for n in ready),
+                free=add(*(n.free for n in ready)), allocatable=add(*(n.allocatable for n in ready)),
                 # A cluster that stopped reporting keeps its last summary; fleetcore decides when
                 # the silence means lost. One with no Ready node reports ready=False.
                 last_report=w.now if cluster.up else (cluster.silent_since or 0.0),
@@ -85,8 +89,14 @@ class FleetDriver:
     def _place_jobs(self, working: dict[str, ClusterCapacity]) -> None:
         for name in list(self.unplaced):
             job = self.world.jobs[name]
-            cluster = gang.choose_cluster_for_job(job.record.job.spec, working, self.world.now)
-            if cluster is not None:
+            cluster = fleetcore.place_job(job.record.job.spec, working, self.world.now)
+            live = list(fleetcore.live_clusters(working, self.world.now))
+            if not isinstance(cluster, str) and len(live) == 1:
+                # GAP (fleetcore.place_job waits when no cluster could ever host a pod): the
+                # contract says a plain job lands on the only cluster, where Volcano keeps its
+                # pods Pending (and its PodPending policies apply), so do that.
+                cluster = live[0]
+            if isinstance(cluster, str):
                 self.unplaced.remove(name)
                 self.engine.jobs.dispatch(job, cluster)
 
@@ -99,19 +109,52 @@ class FleetDriver:
         self.engine.changed = True
 
     def step(self) -> None:
-        """The fleet's half of a round: failover, placement of plain jobs, splits and dispatch."""
+        """The fleet's half of a round: placement of plain jobs, failover, admission, splits."""
         working = self.capacities()
-        gang.failover(self, working)
         self._place_jobs(working)
-        for hj in sorted(self.world.hyperjobs.values(), key=lambda h: (h.created, h.name)):
-            if hj.name not in self.plans and self.lifecycle[hj.name] == "Active":
+        gang.failover(self, working)
+        self._admit(working)
+        for hj in self._by_creation():
+            if hj.name in self.admitted and hj.name not in self.plans and self.lifecycle[hj.name] == "Active" \
+                    and self.retry_at.get(hj.name, 0.0) <= self.world.now:
                 self._plan(hj, working)
 
-    def _plan(self, hj: HyperJob, working: dict[str, ClusterCapacity]) -> None:
-        reason = gang.admission_blocker(self, hj)
-        if reason:
-            self.waiting[hj.name] = reason
+    def _by_creation(self) -> list[HyperJob]:
+        return sorted(self.world.hyperjobs.values(), key=lambda h: (h.created, h.name))
+
+    def _admit(self, working: dict[str, ClusterCapacity]) -> None:
+        w = self.world
+        pending = [fleetcore.Candidate(name=hj.name, queue=_queue_of(hj), request=fleetcore.hyperjob_request(hj.manifest),
+                                       priority=_priority(w, hj), created=hj.created)
+                   for hj in self._by_creation() if hj.name not in self.admitted and self.lifecycle[hj.name] == "Active"]
+        if not pending:
             return
+        queues = {name: msgspec.structs.replace(fleetcore.fleet_queue(q.manifest, q.created), state=q.state)
+                  for name, q in w.queues.items()}
+        capacity = fleetcore.fleet_capacity(fleetcore.live_clusters(working, w.now).values())
+        admission = fleetcore.admit(queues, self._allocated(), pending, capacity)
+        for name in admission.admitted:
+            self.admitted.add(name)
+            self.waiting.pop(name, None)
+            self.engine.changed = True
+        self.waiting.update(admission.waiting)
+
+    def _allocated(self) -> dict[str, dict[str, float]]:
+        """Per global queue: what admitted, unfinished HyperJobs hold, plus plain jobs' bound pods."""
+        w = self.world
+        usage: dict[str, dict[str, float]] = {}
+        for hj in self._by_creation():
+            if hj.name in self.admitted and hj.phase not in ("Completed", "Failed"):
+                queue = _queue_of(hj)
+                usage[queue] = add(usage.get(queue, {}), fleetcore.hyperjob_request(hj.manifest))
+        for pod in w.pods.values():
+            job = w.jobs.get(pod.job)
+            if job is not None and job.hyperjob is None and pod.phase == "Running":
+                queue = job.record.job.spec.queue
+                usage[queue] = add(usage.get(queue, {}), pod.record.scheduling.request)
+        return usage
+
+    def _plan(self, hj: HyperJob, working: dict[str, ClusterCapacity]) -> None:
         plan = fleetcore.plan_split(hj.manifest, working, now=self.world.now)
         if isinstance(plan, fleetcore.Waiting):
             self.waiting[hj.name] = plan.reason
@@ -121,6 +164,11 @@ class FleetDriver:
         hj.children = [c.name for c in plan.children]
         for child in fleetcore.child_jobs(hj.manifest, plan):
             self._create_child(hj, child)
+            placed = fleetcore.place_gang(working[child.cluster], fleetcore.gang_pods(
+                child.job.spec, {t.name: t.replicas for t in child.job.spec.tasks}))
+            if not isinstance(placed, str):
+                working[child.cluster] = placed  # the next HyperJob of this round sees the room taken
+        gang.start(self, hj, plan)
         self.engine.changed = True
 
     def _create_child(self, hj: HyperJob, child: Any) -> None:
@@ -131,73 +179,88 @@ class FleetDriver:
         self.world.jobs[child.name] = job
         jobs.dispatch(job, child.cluster)
 
+    def drop_children(self, hj: HyperJob) -> None:
+        """Delete every child everywhere and forget the plan (delete, or a re-plan after a retry)."""
+        for name in hj.children:
+            job = self.world.jobs.pop(name, None)
+            if job is not None:
+                self.engine.jobs.withdraw(job)
+        self.plans.pop(hj.name, None)
+        self.gangs.pop(hj.name, None)
+
     def delete_hyperjob(self, name: str) -> None:
-        for child in self.world.hyperjobs[name].children:
-            if child in self.world.jobs:
-                self.engine.jobs.withdraw(self.world.jobs.pop(child))
+        self.drop_children(self.world.hyperjobs[name])
         del self.world.hyperjobs[name]
-        for table in (self.statuses, self.plans, self.waiting, self.lifecycle):
+        for table in (self.statuses, self.waiting, self.lifecycle, self.retry_at):
             table.pop(name, None)
+        self.admitted.discard(name)
 
     def command(self, name: str, action: str) -> None:
         gang.command(self, self.world.hyperjobs[name], action)
 
     def job_phase_changed(self, job: Job) -> None:
-        """A child's phase moved: a child failed beyond its retries fails the HyperJob (policy)."""
         if job.hyperjob is not None and job.hyperjob in self.world.hyperjobs:
             gang.child_phase_changed(self, self.world.hyperjobs[job.hyperjob], job)
 
+    def timer_fired(self, key: tuple[str, int]) -> None:
+        gang.timer_fired(self, key)
+
     # -- status ---------------------------------------------------------------------------------
 
-    def children_status(self, hj: HyperJob) -> list[ChildStatus]:
+    def child_phases(self, hj: HyperJob) -> dict[str, str]:
+        plan = self.plans.get(hj.name)
+        return {c.name: self.engine.jobs.phase(self.world.jobs[c.name]) if c.name in self.world.jobs else "Pending"
+                for c in (plan.children if plan else ())}
+
+    def children_status(self, hj: HyperJob) -> list[fleetcore.ChildStatus]:
         result = []
         plan = self.plans.get(hj.name)
         for child in plan.children if plan else ():
             job = self.world.jobs.get(child.name)
-            phase = self.engine.jobs.phase(job) if job is not None else "Pending"
-            pods = self.world.pods_of(child.name)
+            pods = self.world.pods_of(child.name) if job is not None else []
             count = {p: sum(1 for pod in pods if pod.phase == p) for p in ("Pending", "Running", "Succeeded", "Failed")}
-            result.append(ChildStatus(name=child.name, replicated_job=child.replicated_job,
-                                      cluster=(job.cluster or "") if job is not None else "", phase=phase,
-                                      replicas=child.replicas, pending=count["Pending"], running=count["Running"],
-                                      succeeded=count["Succeeded"], failed=count["Failed"]))
+            result.append(fleetcore.ChildStatus(
+                name=child.name, replicated_job=child.replicated_job, cluster=child.cluster,
+                phase=self.engine.jobs.phase(job) if job is not None else "Pending", replicas=child.replicas,
+                pending=count["Pending"], running=count["Running"], succeeded=count["Succeeded"],
+                failed=count["Failed"]))
         return result
 
     def status(self) -> None:
         """The status-aggregator's pass, after the clusters' sessions of the round."""
         w = self.world
-        for hj in sorted(w.hyperjobs.values(), key=lambda h: (h.created, h.name)):
-            previous = self.statuses.get(hj.name)
+        for hj in self._by_creation():
+            self.lifecycle[hj.name] = fleetcore.settle_lifecycle(self.lifecycle[hj.name],  # type: ignore[arg-type]
+                                                                 self.child_phases(hj))
             status = fleetcore.aggregate_status(
-                hj.manifest, self.children_status(hj), previous=previous,
-                admitted=hj.name in self.plans, lifecycle=self.lifecycle[hj.name],  # type: ignore[arg-type]
+                hj.manifest, self.children_status(hj), previous=self.statuses.get(hj.name),
+                admitted=hj.name in self.admitted, lifecycle=self.lifecycle[hj.name],  # type: ignore[arg-type]
                 waiting_reason=self.waiting.get(hj.name, ""), now=w.now)
             self.statuses[hj.name] = status
+            hj.placement = dict(status.placement)
             if status.phase != hj.phase:
                 hj.phase = status.phase
                 w.emit("HyperJobPhaseChanged", hj.name, reason=status.waiting_reason, phase=status.phase)
                 self.engine.changed = True
-                gang.hyperjob_phase_changed(self, hj)
 
     def output(self) -> list[dict[str, Any]]:
         items = []
         for hj in self.world.hyperjobs.values():
             status = self.statuses.get(hj.name)
-            plan = self.plans.get(hj.name)
             conditions = [{"type": c.type, "status": c.status, "reason": c.reason} for c in status.conditions] \
                 if status else []
-            items.append({"name": hj.name, "phase": hj.phase, "splitCount": len(plan.children) if plan else 0,
-                          "placement": dict(status.placement) if status else {}, "conditions": conditions})
+            items.append({"name": hj.name, "phase": hj.phase, "splitCount": status.split_count if status else 0,
+                          "placement": dict(hj.placement), "conditions": conditions})
         return items
+
+
+def _queue_of(hj: HyperJob) -> str:
+    return hj.manifest.spec.replicated_jobs[0].template_spec.queue or api.DEFAULT_QUEUE
+
+
+def _priority(world: Any, hj: HyperJob) -> int:
+    return int(world.priority_value(hj.manifest.spec.replicated_jobs[0].template_spec.priority_class_name))
 
 
 def _minus(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     return {k: v - b.get(k, 0.0) for k, v in a.items()}
-
-
-def _sum(items: Any) -> dict[str, float]:
-    total: dict[str, float] = {}
-    for item in items:
-        for k, v in item.items():
-            total[k] = total.get(k, 0.0) + v
-    return total

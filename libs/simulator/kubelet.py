@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import gang
 from .world import Pod
 
 if TYPE_CHECKING:
@@ -105,9 +106,12 @@ class Kubelet:
             return
         n.ready = False
         w.emit("NodeDown", node, cluster=cluster, node=node)
-        victims = [p for p in w.pods.values() if p.cluster == cluster and p.node == node and p.phase == "Running"]
-        for pod in sorted(victims, key=lambda p: p.name):
-            self.evict(pod, "nodeDown")
+        here = sorted((p for p in w.pods.values() if p.cluster == cluster and p.node == node), key=lambda p: p.name)
+        for pod in here:
+            if pod.reserved:
+                gang.lost(self.engine.fleet, w.jobs[pod.job], pod)
+            elif pod.phase == "Running":
+                self.evict(pod, "nodeDown")
 
     def node_up(self, cluster: str, node: str) -> None:
         w = self.world

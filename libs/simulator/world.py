@@ -59,6 +59,7 @@ class Pod(msgspec.Struct, kw_only=True):
     started_at: float | None = None
     finished_at: float | None = None
     restarts: int = 0
+    reserved: bool = False  # holds ``node`` for a cross-cluster gang's reservation, not started
     nominated: str | None = None  # node an earlier preempt/reclaim pipelined this pod onto
     incarnation: int = 0  # bumps on every recreation and in-place restart; stale completions are ignored
     created: float = 0.0
@@ -77,6 +78,7 @@ class Job(msgspec.Struct, kw_only=True):
     pg_phase: str = "Pending"
     unschedulable: str = ""
     placement: Any = None  # fleet-level bookkeeping of this job (a ChildJob for children)
+    reserving: bool = False  # its binds are held for a cross-cluster gang (fleetcore Reserve)
 
 
 class HyperJob(msgspec.Struct, kw_only=True):
@@ -106,6 +108,7 @@ class World:
         self.jobs: dict[str, Job] = {}
         self.hyperjobs: dict[str, HyperJob] = {}
         self.pods: dict[str, Pod] = {}
+        self._job_pods: dict[str, dict[str, Pod]] = {}  # index of ``pods`` by job, kept by add/remove_pod
         self.timeline: list[dict[str, Any]] = []
         self.queue_usage: dict[tuple[str, str], tuple[api.ResourceList, api.ResourceList]] = {}
         self.add_queue(_implicit_queue(api.DEFAULT_QUEUE), declared=False)
@@ -120,10 +123,11 @@ class World:
         state = (manifest.status.state if manifest.status else None) or manifest.spec.state or "Open"
         created = self.queues[name].created if name in self.queues else self.now
         self.queues[name] = Queue(name=name, manifest=manifest, state=state, created=created, declared=declared)
-        if manifest.spec.parent and manifest.spec.parent not in self.queues:
-            self.queues[manifest.spec.parent] = Queue(name=manifest.spec.parent,
-                                                      manifest=_implicit_queue(manifest.spec.parent),
-                                                      state="Open", created=self.now, declared=False)
+        # With a hierarchy, root exists implicitly, and so does a parent not declared (yet).
+        for parent in (manifest.spec.parent, ROOT_QUEUE) if manifest.spec.parent else ():
+            if parent not in self.queues:
+                self.queues[parent] = Queue(name=parent, manifest=_implicit_queue(parent), state="Open",
+                                            created=self.now, declared=False)
 
     def queue_states(self) -> dict[str, str]:
         return {name: q.state for name, q in self.queues.items()}
@@ -161,8 +165,19 @@ class World:
         """A job's pods in the job's task order, then by index (Volcano's creation order)."""
         owner = self.jobs.get(job)
         order = {t.name: i for i, t in enumerate(owner.record.job.spec.tasks)} if owner and owner.record else {}
-        return sorted((p for p in self.pods.values() if p.job == job),
+        return sorted(self._job_pods.get(job, {}).values(),
                       key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
+
+    def add_pod(self, pod: Pod) -> None:
+        self.remove_pod(pod.name)
+        self.pods[pod.name] = pod
+        self._job_pods.setdefault(pod.job, {})[pod.name] = pod
+
+    def remove_pod(self, name: str) -> Pod | None:
+        pod = self.pods.pop(name, None)
+        if pod is not None:
+            self._job_pods.get(pod.job, {}).pop(name, None)
+        return pod
 
 
 def _implicit_queue(name: str) -> api.Queue:
