@@ -17,7 +17,7 @@ import msgspec
 import api
 
 from .capacity import gang_pods
-from .model import ClusterCapacity, SplitPlan, cluster_lost
+from .model import ClusterCapacity, SplitPlan, cluster_lost, live_clusters
 from .split import choose_cluster, eligible_clusters
 from .status import TERMINAL_CHILD_PHASES, Lifecycle
 
@@ -54,16 +54,18 @@ FleetDecision = ChildMove | ChildUnplaced | ChildCommand | SetLifecycle
 
 def failover(hyperjob: api.HyperJob, plan: SplitPlan, clusters: Mapping[str, ClusterCapacity], now: float, *,
              finished: Collection[str] = ()) -> tuple[SplitPlan, list[FleetDecision]]:
-    """Re-place every unfinished child whose cluster is lost (silent 30 s, not ready, unknown) or
-    that has no cluster (``""``), keeping its name; a child no cluster can hold becomes unplaced.
+    """Re-place every unfinished child whose cluster is lost (no report with a Ready node for 30 s,
+    or unknown) or that has no cluster (``""``), keeping its name, on a live eligible cluster where
+    its whole gang fits; a child no cluster can hold becomes unplaced.
 
     Call on every capacity summary / timer tick; with nothing lost it returns the plan unchanged
     and no decision (idempotent). ``finished`` names children already terminal (never moved).
     """
-    working = {n: c for n, c in sorted(clusters.items()) if not cluster_lost(c, now)}
+    working = live_clusters(clusters, now)
     decisions: list[FleetDecision] = []
     for child in plan.children:
-        if child.name in finished or child.cluster in working:
+        home = clusters.get(child.cluster)
+        if child.name in finished or (home is not None and not cluster_lost(home, now)):
             continue
         reason = f"cluster {child.cluster} lost" if child.cluster else "no cluster yet"
         plan, decision = _replace(hyperjob, plan, child.name, working, exclude=(), reason=reason)
@@ -88,7 +90,7 @@ def child_failed(hyperjob: api.HyperJob, plan: SplitPlan, child: str, clusters: 
     if current is None:
         return plan, []  # not a child of the plan in force: stale
     if policy == "RePlaceChild":
-        working = {n: c for n, c in sorted(clusters.items()) if not cluster_lost(c, now)}
+        working = live_clusters(clusters, now)
         new_plan, decision = _replace(hyperjob, plan, child, working, exclude=(current.cluster,), reason=reason)
         return new_plan, [decision]
     if policy == "RestartHyperJob":

@@ -42,8 +42,10 @@ class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
     ``free`` and ``allocatable`` are sums over the cluster's Ready nodes. ``nodes`` is optional:
     with it, fit checks place every pod of a gang on a node (no fragmentation surprises); without
     it, fit checks compare sums and match node selectors against the cluster ``labels``.
-    ``last_report`` is the driver's time of the latest summary; ``ready`` is False when the
-    cluster has no Ready node or its control plane is known to be down.
+    ``last_report`` is the driver's time of the latest summary that showed at least one Ready
+    node: the cluster is *lost* (its children fail over) once that is more than 30 s ago.
+    ``ready`` is False as soon as the cluster is known to be down or has no Ready node: it then
+    gets no new work, but its children only move once it is lost.
     """
 
     name: str
@@ -115,8 +117,8 @@ class ChildJob(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def cluster_lost(cluster: ClusterCapacity, now: float, timeout: float = CLUSTER_SILENCE_TIMEOUT) -> bool:
-    """True when the cluster is not ready or has been silent for more than ``timeout`` seconds."""
-    return not cluster.ready or now - cluster.last_report > timeout
+    """True when the cluster has not reported (with a Ready node) for more than ``timeout`` seconds."""
+    return now - cluster.last_report > timeout
 
 
 def live_clusters(clusters: Mapping[str, ClusterCapacity], now: float | None,

@@ -90,3 +90,10 @@ def test_a_changed_task_set_recreates_the_child() -> None:
     new = children(upstream("hj", rjob("w", template, replicas=1)))
     changes = diff_children(old, new)
     assert changes.delete == ("hj-w-0",) and [c.name for c in changes.create] == ["hj-w-0"]
+
+
+def test_template_hash_ignores_map_key_order() -> None:
+    def with_plugins(plugins: dict) -> str:
+        return children(upstream("hj", rjob("w", job_spec(task("w", 8), plugins=plugins), replicas=1)))[0].template_hash
+
+    assert with_plugins({"svc": [], "env": []}) == with_plugins({"env": [], "svc": []})

@@ -6,8 +6,13 @@ import msgspec
 import pytest
 from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
-from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, SetLifecycle, SplitPlan, Waiting, child_failed,
+from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting, child_failed,
                        failover, hyperjob_command, place_job, plan_split, settle_lifecycle)
+
+
+def lost(name: str) -> ClusterCapacity:
+    """A cluster that went down more than 30 s ago (no Ready node reported since -31 s)."""
+    return cluster(name, ready=False, last_report=-31.0)
 
 
 def hyperjob(policy: str = "FailHyperJob", clusters: list[str] | None = None):
@@ -36,6 +41,13 @@ def test_children_of_a_silent_cluster_move_keeping_their_names() -> None:
     assert decisions[0] == ChildMove(child="hj-w-0", from_cluster="a", to_cluster="b", reason="cluster a lost")
 
 
+def test_a_cluster_down_for_less_than_30s_keeps_its_children() -> None:
+    hj = hyperjob()
+    plan = placed(hj, fleet(cluster("a"), cluster("b")))
+    assert failover(hj, plan, fleet(cluster("a", ready=False, last_report=0.0), cluster("b", last_report=29.0)),
+                    now=29.0) == (plan, [])
+
+
 def test_nothing_lost_nothing_moves() -> None:
     hj = hyperjob()
     clusters = fleet(cluster("a", last_report=20.0), cluster("b", last_report=20.0))
@@ -46,26 +58,26 @@ def test_nothing_lost_nothing_moves() -> None:
 def test_no_room_elsewhere_leaves_the_child_unplaced_then_placed_when_room_appears() -> None:
     hj = hyperjob()
     plan = placed(hj, fleet(cluster("a"), cluster("b")))
-    busy = fleet(cluster("a", ready=False), cluster("b", used_gpus=24))
+    busy = fleet(lost("a"), cluster("b", used_gpus=24))
     waiting, decisions = failover(hj, plan, busy, now=0.0)
     assert where(waiting) == {"hj-w-0": "", "hj-w-1": ""}
     assert all(isinstance(d, ChildUnplaced) for d in decisions)
     assert failover(hj, waiting, busy, now=1.0) == (waiting, [])  # still no room: nothing new
-    again, decisions = failover(hj, waiting, fleet(cluster("a", ready=False), cluster("b")), now=2.0)
+    again, decisions = failover(hj, waiting, fleet(lost("a"), cluster("b")), now=2.0)
     assert where(again) == {"hj-w-0": "b", "hj-w-1": "b"} and len(decisions) == 2
 
 
 def test_finished_children_are_not_moved() -> None:
     hj = hyperjob()
     plan = placed(hj, fleet(cluster("a"), cluster("b")))
-    moved, _ = failover(hj, plan, fleet(cluster("a", ready=False), cluster("b")), now=0.0, finished={"hj-w-0"})
+    moved, _ = failover(hj, plan, fleet(lost("a"), cluster("b")), now=0.0, finished={"hj-w-0"})
     assert where(moved) == {"hj-w-0": "a", "hj-w-1": "b"}
 
 
 def test_failover_respects_cluster_names() -> None:
     hj = hyperjob(clusters=["a", "b"])
     plan = placed(hj, fleet(cluster("a"), cluster("b"), cluster("c")))
-    moved, decisions = failover(hj, plan, fleet(cluster("a", ready=False), cluster("b", used_gpus=32), cluster("c")),
+    moved, decisions = failover(hj, plan, fleet(lost("a"), cluster("b", used_gpus=32), cluster("c")),
                                 now=0.0)
     assert where(moved)["hj-w-0"] == "" and isinstance(decisions[0], ChildUnplaced)
 

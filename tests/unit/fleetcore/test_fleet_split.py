@@ -224,3 +224,10 @@ def test_auto_replan_onto_one_cluster_credits_what_runs_there() -> None:
     assert isinstance(first, SplitPlan)
     later = fleet(cluster("a", nodes=5, used_gpus=40), cluster("b", nodes=9, used_gpus=24))
     assert layout(plan_split(split_job({"mode": "auto"}, replicas=72), later, current=first)) == [("hj-w-0", "b", 72)]
+
+
+def test_the_order_clusters_are_given_in_does_not_matter() -> None:
+    clusters = [cluster("c", nodes=3), cluster("a", nodes=5), cluster("b", nodes=5)]
+    forward = plan_split(split_job({"mode": "auto"}, replicas=72), fleet(*clusters))
+    backward = plan_split(split_job({"mode": "auto"}, replicas=72), fleet(*reversed(clusters)))
+    assert forward == backward and layout(forward) == [("hj-w-0", "a", 36), ("hj-w-1", "b", 36)]
