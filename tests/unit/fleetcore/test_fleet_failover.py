@@ -6,8 +6,9 @@ import msgspec
 import pytest
 from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
-from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting, child_failed,
-                       failover, hyperjob_command, place_job, plan_split, settle_lifecycle)
+import api
+from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting,
+                       child_failed, failover, hyperjob_command, place_job, plan_split, settle_lifecycle)
 
 
 def lost(name: str) -> ClusterCapacity:
@@ -129,7 +130,7 @@ def test_restarting_settles_when_no_child_is_restarting() -> None:
 
 
 def test_plain_job_goes_where_it_fits_else_where_it_could_reclaim() -> None:
-    spec = msgspec.convert(job_spec(task("w", 2, gpus=8)), type=__import__("api").JobSpec)
+    spec = msgspec.convert(job_spec(task("w", 2, gpus=8)), type=api.JobSpec)
     assert place_job(spec, fleet(cluster("a", used_gpus=24), cluster("b"))) == "b"
     full = fleet(cluster("a", used_gpus=32), cluster("b", used_gpus=30))
     assert place_job(spec, full) == "a"  # most room for one pod, then name: both 0 → a

@@ -33,10 +33,12 @@ def test_conceptual_64_replicas_by_cluster_32_32() -> None:
 
 
 CASES = [
-    pytest.param({"clusters": [{"name": "b", "replicas": 40}, {"name": "a", "replicas": 24}]}, ABC | fleet(cluster("b", nodes=5)),
+    pytest.param({"clusters": [{"name": "b", "replicas": 40}, {"name": "a", "replicas": 24}]},
+                 ABC | fleet(cluster("b", nodes=5)),
                  [("hj-w-0", "b", 40), ("hj-w-1", "a", 24)], id="explicit-counts-keep-manifest-order"),
     pytest.param({"mode": "static", "accelerators": 64, "acceleratorType": GPU}, ABC,
-                 [("hj-w-0", "a", 22), ("hj-w-1", "b", 21), ("hj-w-2", "c", 21)], id="static-accelerators-evenly-rounded"),
+                 [("hj-w-0", "a", 22), ("hj-w-1", "b", 21), ("hj-w-2", "c", 21)],
+                 id="static-accelerators-evenly-rounded"),
     pytest.param({"mode": "static", "granularity": 8}, ABC,
                  [("hj-w-0", "a", 24), ("hj-w-1", "b", 24), ("hj-w-2", "c", 16)], id="static-granularity-8"),
     pytest.param({"mode": "static", "weights": {"b": 3, "a": 1}}, fleet(cluster("a"), cluster("b", nodes=6)),
