@@ -233,3 +233,11 @@ def test_the_order_clusters_are_given_in_does_not_matter() -> None:
     forward = plan_split(split_job({"mode": "auto"}, replicas=72), fleet(*clusters))
     backward = plan_split(split_job({"mode": "auto"}, replicas=72), fleet(*reversed(clusters)))
     assert forward == backward and layout(forward) == [("hj-w-0", "a", 36), ("hj-w-1", "b", 36)]
+
+
+def test_static_accelerators_divide_in_whole_replicas_and_skip_clusters_without_them() -> None:
+    template = job_spec(task("w", 16, gpus=4))
+    split = {"mode": "static", "accelerators": 64, "acceleratorType": GPU}
+    hj = upstream("hj", rjob("w", template, split=split))
+    plan = plan_split(hj, ABC | fleet(cluster("cpu-only", gpus=0)))
+    assert layout(plan) == [("hj-w-0", "a", 6), ("hj-w-1", "b", 5), ("hj-w-2", "c", 5)]
