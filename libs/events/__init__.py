@@ -23,7 +23,7 @@ import msgspec
 from .base import Message, derive_id, new_request_id
 from .cluster import ClusterCapacityReported, PodBound, PodEvicted, PodGroupPhaseChanged
 from .hyperjob import HyperJobDeleted, HyperJobStatusChanged
-from .job import JobPhaseChanged, PodsReady, StartPod, StopPod
+from .job import JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod
 from .manifest import ApplyManifest, CommandHyperJob, DeleteObject, RequestAccepted, RequestRejected
 from .node import NodeHeartbeat, PodPhaseReported
 from .placement import ChildPlacementWaiting, DispatchChild, PlaceChild, RemoveChild
@@ -33,7 +33,7 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     HyperJobStatusChanged, HyperJobDeleted,
     PlaceChild, DispatchChild, RemoveChild, ChildPlacementWaiting,
     PodGroupPhaseChanged, PodBound, PodEvicted, ClusterCapacityReported,
-    JobPhaseChanged, PodsReady, StartPod, StopPod,
+    JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod,
     PodPhaseReported, NodeHeartbeat,
 )
 
@@ -54,7 +54,7 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 
 __all__ = [
     "ALL_MESSAGES", "ApplyManifest", "ChildPlacementWaiting", "ClusterCapacityReported", "CommandHyperJob",
-    "DeleteObject", "DispatchChild", "HyperJobDeleted", "HyperJobStatusChanged", "JobPhaseChanged", "Message",
+    "DeleteObject", "DispatchChild", "HyperJobDeleted", "HyperJobStatusChanged", "JobPhaseChanged", "JobRemoved", "Message",
     "NodeHeartbeat", "PlaceChild", "PodBound", "PodEvicted", "PodGroupPhaseChanged", "PodPhaseReported",
     "PodsReady", "RemoveChild", "RequestAccepted", "RequestRejected", "StartPod", "StopPod", "decoder",
     "derive_id", "encode", "new_request_id",

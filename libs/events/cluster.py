@@ -18,6 +18,7 @@ class PodBound(Message, frozen=True, kw_only=True, tag="sched.pod.bound.v1"):
     pod: str
     node: str
     job_version: int
+    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
 
 
 class PodEvicted(Message, frozen=True, kw_only=True, tag="sched.pod.evicted.v1"):
@@ -29,6 +30,7 @@ class PodEvicted(Message, frozen=True, kw_only=True, tag="sched.pod.evicted.v1")
     node: str
     reason: str
     job_version: int
+    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
 
 
 class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.cluster.capacity.v1"):

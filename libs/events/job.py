@@ -50,6 +50,7 @@ class StartPod(Message, frozen=True, kw_only=True, tag="job.pod.start.v1"):
     restart_policy: str = "Always"
     sim_duration: float | None = None
     sim_exit_code: int = 0
+    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
 
 
 class StopPod(Message, frozen=True, kw_only=True, tag="job.pod.stop.v1"):
@@ -57,3 +58,11 @@ class StopPod(Message, frozen=True, kw_only=True, tag="job.pod.stop.v1"):
     node: str
     pod: str
     reason: str = ""
+
+
+class JobRemoved(Message, frozen=True, kw_only=True, tag="job.removed.v1"):
+    """A child job and every pod of it are gone from ``cluster`` (after ``RemoveChild``)."""
+
+    cluster: str
+    job: str
+    hyperjob: str = ""

@@ -15,6 +15,7 @@ class PodPhaseReported(Message, frozen=True, kw_only=True, tag="node.pod.phase.v
     exit_code: int | None = None
     restarts: int = 0
     message: str = ""
+    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
 
 
 class NodeHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v1"):

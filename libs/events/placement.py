@@ -15,7 +15,9 @@ class PlaceChild(Message, frozen=True, kw_only=True, tag="sched.child.place.v1")
     """Find a cluster for a child job (a plain Job is a HyperJob of one child, ``hyperjob`` empty).
 
     ``clusters`` are the eligible clusters in order of preference; a planned split names exactly one.
-    ``job`` is the child's Volcano Job manifest; ``env`` the HyperJob-level environment for its pods.
+    ``job`` is the child's Volcano Job manifest; ``env`` the HyperJob-level environment for every
+    pod, ``env_by_pod`` the cross-cluster training environment of each pod (global RANK, one
+    MASTER_ADDR), and ``rank_offset``/``world_size`` place the child's ranks in the HyperJob's world.
     """
 
     child: str
@@ -23,7 +25,10 @@ class PlaceChild(Message, frozen=True, kw_only=True, tag="sched.child.place.v1")
     replicated_job: str = ""
     clusters: list[str]
     job: dict[str, Any]
+    env: dict[str, str] = {}
     env_by_pod: dict[str, dict[str, str]] = {}
+    rank_offset: int = 0
+    world_size: int | None = None
 
 
 class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatch.v1"):
@@ -34,7 +39,10 @@ class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatc
     hyperjob: str = ""
     replicated_job: str = ""
     job: dict[str, Any]
+    env: dict[str, str] = {}
     env_by_pod: dict[str, dict[str, str]] = {}
+    rank_offset: int = 0
+    world_size: int | None = None
 
 
 class RemoveChild(Message, frozen=True, kw_only=True, tag="sched.child.remove.v1"):

@@ -24,6 +24,7 @@ APPLY = "hj.manifest.apply"
 DELETE = "hj.object.delete"
 HYPERJOB_COMMAND = "hj.hyperjob.command"
 HYPERJOB_STATUS = "hj.hyperjob.status"
+HYPERJOB_DELETED = "hj.hyperjob.deleted"
 
 
 def result(request_id: str) -> str:
@@ -33,6 +34,7 @@ def result(request_id: str) -> str:
 
 # Placement (global-scheduler) and per-cluster work.
 PLACE_CHILD = "sched.child.place"
+UNPLACE_CHILD = "sched.child.unplace"
 CHILD_WAITING = "sched.child.waiting"
 
 
@@ -62,6 +64,10 @@ def capacity(cluster: str) -> str:
 
 def job_phase(cluster: str) -> str:
     return f"job.phase.{cluster}"
+
+
+def job_removed(cluster: str) -> str:
+    return f"job.removed.{cluster}"
 
 
 def pods_ready(cluster: str) -> str:

@@ -1,0 +1,3 @@
+from hyperjob.cli import main
+
+main()

@@ -1,0 +1,72 @@
+"""What ``hyperjob up`` starts: the clusters of the simulated fleet, and where state lives.
+
+Default: ``cluster-a`` and ``cluster-b``, 4 nodes × 8 GPUs each. A config file (YAML) may say
+otherwise; unknown fields are rejected with the field path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+import yaml
+
+DEFAULT_HOME = ".hyperjob"
+
+
+class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    name: str
+    labels: dict[str, str] = {}
+    nodes: int = 4
+    allocatable: dict[str, str | int | float] = msgspec.field(
+        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
+    node_labels: dict[str, str] = msgspec.field(default_factory=lambda: {"nvidia.com/gpu.product": "H100"})
+    # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
+    pod_duration: str = "30s"
+
+
+class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    clusters: list[ClusterConfig] = msgspec.field(
+        default_factory=lambda: [ClusterConfig(name="cluster-a"), ClusterConfig(name="cluster-b")])
+    schedule_period: str = "1s"
+
+
+def load_config(path: str | None) -> UpConfig:
+    if path is None:
+        return UpConfig()
+    with open(path, encoding="utf-8") as handle:
+        raw = yaml.safe_load(handle) or {}
+    try:
+        return msgspec.convert(raw, UpConfig)
+    except msgspec.ValidationError as exc:
+        raise SystemExit(f"{path}: {exc}") from None
+
+
+class Endpoints(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a running system answers; ``hyperjob up`` writes it, the other commands read it."""
+
+    nats_url: str
+    redis_url: str
+    pid: int = 0
+
+
+def home() -> Path:
+    return Path(os.environ.get("HYPERJOB_HOME", DEFAULT_HOME)).resolve()
+
+
+def endpoints_file() -> Path:
+    return home() / "endpoints.json"
+
+
+def resolve_endpoints() -> Endpoints:
+    """NATS_URL / REDIS_URL when set, else what ``hyperjob up`` recorded, else a clear error."""
+    nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")
+    if nats_url and redis_url:
+        return Endpoints(nats_url=nats_url, redis_url=redis_url)
+    path = endpoints_file()
+    if not path.is_file():
+        raise SystemExit(f"no running system: start one with `hyperjob up` (looked for {path}), "
+                         "or set NATS_URL and REDIS_URL")
+    recorded = msgspec.json.decode(path.read_bytes(), type=Endpoints)
+    return Endpoints(nats_url=nats_url or recorded.nats_url, redis_url=redis_url or recorded.redis_url, pid=recorded.pid)

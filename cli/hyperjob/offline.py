@@ -1,0 +1,51 @@
+"""Commands that need no running system: ``simulate`` and ``bench``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
+def simulate(file: str, output: str) -> None:
+    """Run a scenario file through the scheduling cores in virtual time (no NATS, no Redis)."""
+    import simulator
+
+    with open(file, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        result = simulator.run(text)
+    except simulator.ScenarioError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(simulator.to_json(result) if output == "json" else simulator.render_table(result))
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks (figures, never assertions)."""
+
+
+@bench.command("scheduler")
+@click.option("--nodes", type=click.IntRange(min=1), default=10_000, show_default=True)
+@click.option("--pods", type=click.IntRange(min=1), default=20_000, show_default=True)
+@click.option("--gang", type=click.IntRange(min=1), default=1, show_default=True,
+              help="pods per job; each job has minAvailable = gang")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
+def bench_scheduler(nodes: int, pods: int, gang: int, seed: int, output: str) -> None:
+    """The scheduling core alone on a synthetic cluster shaped like scheduler_perf's SchedulingBasic."""
+    from schedcore import bench as schedbench
+    import msgspec
+
+    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed)
+    data = msgspec.to_builtins(result)
+    if output == "json":
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    for key, value in data.items():
+        click.echo(f"{key:>22}: {value:.1f}" if isinstance(value, float) else f"{key:>22}: {value}")

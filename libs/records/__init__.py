@@ -1,0 +1,156 @@
+"""The documents the services keep in the store, and who writes each (one writer per kind).
+
+| kind                 | writer             | readers                                  |
+|----------------------|--------------------|------------------------------------------|
+| ``queue``            | splitter           | every scheduler, the CLI                 |
+| ``priorityclass``    | splitter           | job-controller                           |
+| ``hyperjob``         | splitter           | global-scheduler, status-aggregator, CLI |
+| ``placement``        | global-scheduler   | splitter (deletes), status-aggregator, CLI |
+| ``job@<cluster>``    | job-controller     | cluster-scheduler, CLI                   |
+| ``podgroup@<cluster>`` | job-controller   | cluster-scheduler                        |
+| ``podenv@<cluster>`` | job-controller     | job-controller (the HyperJob env per pod) |
+| ``pgphase@<cluster>``  | cluster-scheduler | CLI                                     |
+| ``node@<cluster>``   | cluster-scheduler  | CLI                                      |
+| ``cluster``          | cluster-scheduler  | splitter, global-scheduler, CLI          |
+| ``hjstatus``         | status-aggregator  | CLI                                      |
+
+Documents are msgspec structs stored as JSON; manifests inside them are kept as the plain data
+the user applied (``api.encode``), decoded again with ``api.decode`` by whoever needs the types.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+QUEUE = "queue"
+PRIORITY_CLASS = "priorityclass"
+HYPERJOB = "hyperjob"
+PLACEMENT = "placement"
+CLUSTER = "cluster"
+HYPERJOB_STATUS = "hjstatus"
+
+
+def job_kind(cluster: str) -> str:
+    return f"job@{cluster}"
+
+
+def podgroup_kind(cluster: str) -> str:
+    return f"podgroup@{cluster}"
+
+
+def pgphase_kind(cluster: str) -> str:
+    return f"pgphase@{cluster}"
+
+
+def podenv_kind(cluster: str) -> str:
+    return f"podenv@{cluster}"
+
+
+def node_kind(cluster: str) -> str:
+    return f"node@{cluster}"
+
+
+class QueueDoc(msgspec.Struct, frozen=True, kw_only=True):
+    manifest: dict[str, Any]
+    state: str = "Open"
+    created: float = 0.0
+
+
+class PriorityClassDoc(msgspec.Struct, frozen=True, kw_only=True):
+    manifest: dict[str, Any]
+    value: int
+
+
+class ChildRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One child job of a HyperJob as the split planned it (the cluster is the plan's, if any)."""
+
+    name: str
+    replicated_job: str
+    index: int
+    replicas: int
+    cluster: str = ""
+    template_hash: str = ""
+
+
+class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A submitted HyperJob (or a plain Job: ``plain`` true, one child of the same name)."""
+
+    name: str
+    manifest: dict[str, Any]
+    generation: int = 1
+    created: float = 0.0
+    plain: bool = False
+    children: list[ChildRef] = []
+    deleting: bool = False
+    waiting_reason: str = ""
+
+
+class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a child job runs (``cluster``), or why it waits (``reason``)."""
+
+    child: str
+    hyperjob: str = ""
+    replicated_job: str = ""
+    cluster: str = ""
+    state: str = "Waiting"  # Waiting | Dispatched | Removing | Removed
+    reason: str = ""
+    job: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    env_by_pod: dict[str, dict[str, str]] = {}
+    rank_offset: int = 0
+    world_size: int | None = None
+    clusters: list[str] = []
+    requested_at: float = 0.0
+
+
+class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):
+    phase: str
+    reason: str = ""
+
+
+class NodeDoc(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    allocatable: dict[str, float]
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+    unschedulable: bool = False
+    ready: bool = True
+    last_heartbeat: float = 0.0
+
+
+class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A cluster as its scheduler last summarized it."""
+
+    name: str
+    labels: dict[str, str] = {}
+    allocatable: dict[str, float] = {}
+    free: dict[str, float] = {}
+    nodes: int = 0
+    ready_nodes: int = 0
+    largest_node_free: dict[str, float] = {}
+    reported_at: float = 0.0
+
+
+class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    phase: str
+    status: dict[str, Any]
+    updated_at: float = 0.0
+
+
+class PodEnvDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """The HyperJob-level environment of a child's pods, as dispatched (pod name -> env)."""
+
+    env_by_pod: dict[str, dict[str, str]] = {}
+
+
+def cluster_capacity(doc: ClusterDoc) -> Any:
+    """A cluster summary as fleetcore's ``ClusterCapacity`` (splitter and global-scheduler place by it)."""
+    import fleetcore
+
+    return fleetcore.ClusterCapacity(name=doc.name, labels=dict(doc.labels), free=dict(doc.free),
+                                     allocatable=dict(doc.allocatable), last_report=doc.reported_at,
+                                     ready=doc.ready_nodes > 0)

@@ -1,0 +1,15 @@
+import msgspec
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    cluster: str
+    nats_url: str = "nats://127.0.0.1:4222"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    log_level: str = "INFO"
+    schedule_period: str = "1s"
+    # Volcano volcano-scheduler.conf text; empty means Volcano's default conf.
+    scheduler_conf: str = ""
+    labels: dict[str, str] = {}
+    # A node whose last heartbeat is older than this is NotReady: nothing new lands on it and its
+    # pods are evicted with reason nodeDown.
+    node_timeout: float = 10.0

@@ -1,0 +1,21 @@
+"""Wiring: the global-scheduler's consumers and its retry loop."""
+
+from __future__ import annotations
+
+import events
+from events import subjects
+from servicekit import Runtime
+
+from .config import Settings
+from .handlers import GlobalScheduler
+
+
+async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
+    scheduler = GlobalScheduler(runtime)
+    await runtime.subscribe("global-scheduler", [subjects.PLACE_CHILD, subjects.UNPLACE_CHILD], {
+        events.PlaceChild: scheduler.on_place,
+        events.RemoveChild: scheduler.on_unplace,
+    })
+    await runtime.subscribe("global-scheduler-removed", "job.removed.*", {events.JobRemoved: scheduler.on_removed})
+    runtime.every(settings.retry_period, scheduler.retry_waiting, "retry-waiting")
+    return scheduler

@@ -1,0 +1,21 @@
+"""Wiring: the splitter's consumers and its re-planning loop."""
+
+from __future__ import annotations
+
+import events
+from events import subjects
+from servicekit import Runtime
+
+from .config import Settings
+from .handlers import Splitter
+
+
+async def build(settings: Settings, runtime: Runtime) -> Splitter:
+    splitter = Splitter(runtime)
+    await runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE], {
+        events.ApplyManifest: splitter.on_apply,
+        events.DeleteObject: splitter.on_delete,
+    })
+    await runtime.subscribe("splitter-children", "job.removed.*", {events.JobRemoved: splitter.on_job_removed})
+    runtime.every(settings.replan_period, splitter.replan_waiting, "replan-waiting")
+    return splitter
