@@ -63,3 +63,9 @@ def test_scenario_expectations_hold(scenario: pathlib.Path, expect: pathlib.Path
     failures = [(check, seen) for check in expectation["checks"]
                 if (seen := checker.apply_check(check, result)) is not None]
     assert not failures, f"{scenario.name}: {failures[0][0]} -> saw {failures[0][1]}"
+
+
+@pytest.mark.parametrize(("scenario", "expect"), SCENARIOS, ids=[s.stem for s, _ in SCENARIOS])
+def test_scenario_output_is_byte_identical_across_runs(scenario: pathlib.Path, expect: pathlib.Path) -> None:
+    text = scenario.read_text()
+    assert simulator.to_json(simulator.run(text)) == simulator.to_json(simulator.run(text))
