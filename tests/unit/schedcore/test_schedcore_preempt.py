@@ -1,0 +1,70 @@
+"""preempt: within a queue, by job priority, never breaking a gang below minMember."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedcore import Scheduler, parse_conf
+from schedcore.testing import job, node, queue, snapshot
+from schedcore_helpers import PREEMPT_CONF, cycles, placement
+
+
+def full_node():
+    return node("n1").cpu(4).mem("16Gi").pods(10)
+
+
+def low(min_member=1, q="default", **kw):
+    return job("low", q).priority(1).min(min_member).phase("Running").running(["n1"] * 4, cpu=1, **kw)
+
+
+def high(q="default", prio=10, **kw):
+    return job("high", q).priority(prio).min(1).created(5).tasks(1, cpu=2, **kw)
+
+
+def evicted(conf, jobs, queues=("default",)):
+    snap = snapshot([full_node()], [queue(q) for q in queues], jobs)
+    return sorted(e.task for e in Scheduler(parse_conf(conf)).cycle(snap).evictions)
+
+
+@pytest.mark.parametrize(("jobs", "queues", "expected"), [
+    # gang offers the first 3 of 4 (keeping minMember 1); they go in reverse task order.
+    ([low(), high()], ("default",), ["low-task-1", "low-task-2"]),
+    ([low(q="other"), high()], ("default", "other"), []),
+    # priority offers nothing, so tier 2 decides: drf lets the smaller share preempt (Volcano).
+    ([low(), high(prio=1)], ("default",), ["low-task-0", "low-task-1"]),
+    ([low(min_member=4), high()], ("default",), []),
+    ([low(min_member=3), high()], ("default",), []),
+    ([low(min_member=2), high()], ("default",), ["low-task-0", "low-task-1"]),
+    ([low(), high(preemption_policy="Never")], ("default",), []),
+    ([low(preemptable=False), high()], ("default",), []),
+    ([low(priority_class="system-node-critical"), high()], ("default",), []),
+], ids=["lower-priority-job-evicted-just-enough", "never-across-queues", "equal-priority-drf-decides",
+        "gang-at-min-member-protected", "gang-would-break-so-nothing", "gang-keeps-min-member",
+        "preemption-policy-never", "non-preemptable-pod", "conformance-protects-critical"])
+def test_preempt_victims(jobs, queues, expected):
+    assert evicted(PREEMPT_CONF, jobs, queues) == expected
+
+
+def test_equal_priority_without_drf_preemptable_evicts_nothing():
+    conf = PREEMPT_CONF.replace("{name: drf}", "{name: drf, enablePreemptable: false}")
+    assert evicted(conf, [low(), high(prio=1)]) == []
+
+
+def test_preemptor_runs_after_victims_are_gone():
+    snap = snapshot([full_node()], [queue("default")], [low(), high()])
+    decisions, last = cycles(PREEMPT_CONF, snap, 2)
+    assert [p.task for p in decisions[0].pipelined] == ["high-task-0"]
+    assert [b.task for b in decisions[1].binds] == ["high-task-0"]
+    assert placement(last)["high-task-0"] == "n1"
+
+
+def test_within_job_higher_priority_task_evicts_lower_one():
+    conf = PREEMPT_CONF.replace("{name: gang}", "{name: gang, enablePreemptable: false}")
+    j = (job("j").min(2).phase("Running").tasks(1, role="a", status="Running", nodes=["n1"], cpu=4, priority=1)
+         .tasks(1, role="b", cpu=4, priority=5))
+    d = Scheduler(parse_conf(conf)).cycle(snapshot([full_node()], [queue("default")], [j]))
+    assert [(e.task, e.reason) for e in d.evictions] == [("j-a-0", "preempt")]
+
+
+def test_jobs_with_network_topology_do_not_preempt():
+    assert evicted(PREEMPT_CONF, [low(), high().topology("hard", 1)]) == []

@@ -1,0 +1,67 @@
+"""reclaim: across queues, only from reclaimable queues over their share, only as much as needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedcore import Scheduler, parse_conf
+from schedcore.testing import job, node, queue, snapshot
+from schedcore_helpers import RECLAIM_CONF
+
+
+def reclaim(jobs, queues, nodes=None, conf=RECLAIM_CONF):
+    snap = snapshot(nodes or [node("n1").cpu(4).mem("16Gi").pods(10)], queues, jobs)
+    return Scheduler(parse_conf(conf)).cycle(snap)
+
+
+def hog(q="a", n=4, status="Running", **kw):
+    return job("hog", q).min(1).phase("Running").tasks(n, status=status, nodes=["n1"] * n, cpu=1, **kw)
+
+
+def want(cpu=2, q="b"):
+    return job("want", q).min(1).created(5).tasks(1, cpu=cpu)
+
+
+@pytest.mark.parametrize(("jobs", "queues", "expected"), [
+    # gang (tier 1) offers the first three of hog's four pods; reverse task order evicts.
+    ([hog(), want()], [queue("a"), queue("b")], ["hog-task-2", "hog-task-1"]),
+    ([hog(), want(cpu=1)], [queue("a"), queue("b")], ["hog-task-2"]),
+    ([hog(), want()], [queue("a").reclaimable(False), queue("b")], []),
+    ([hog(status="Bound"), want()], [queue("a"), queue("b")], []),
+    ([hog(preemptable=False), want()], [queue("a"), queue("b")], []),
+    ([hog(), want(cpu=3)], [queue("a"), queue("b")], []),
+    ([hog(), want()], [queue("a").weight(3), queue("b")], []),
+], ids=["stops-as-soon-as-it-fits", "one-victim-for-one-cpu", "reclaimable-false-protects", "bound-is-not-running",
+        "non-preemptable", "reclaimer-above-deserved", "victim-queue-within-deserved"])
+def test_reclaim(jobs, queues, expected):
+    d = reclaim(jobs, queues)
+    assert [e.task for e in d.evictions] == expected
+    assert all(e.reason == "reclaim" for e in d.evictions)
+    if expected:
+        assert [p.task for p in d.pipelined] == ["want-task-0"]
+
+
+def test_reclaim_takes_from_one_node_only_when_that_is_enough():
+    nodes = [node("n1").cpu(2).mem("8Gi"), node("n2").cpu(2).mem("8Gi")]
+    jobs = [job("hog", "a").min(1).phase("Running").running(["n1", "n1", "n2", "n2"], cpu=1),
+            job("want", "b").min(1).created(5).tasks(1, cpu=2)]
+    d = reclaim(jobs, [queue("a"), queue("b")], nodes)
+    assert sorted(e.node for e in d.evictions) == ["n1", "n1"]
+
+
+def test_gang_offers_nothing_at_min_member_so_proportion_decides():
+    # hog needs all 4 (minMember 4): gang offers nothing in tier 1, so tier 2 (proportion)
+    # decides, exactly as in seed-02; proportion offers pods only until queue a is back within
+    # its deserved 2 cpu, i.e. the first two on the node, evicted in reverse task order.
+    jobs = [job("hog", "a").min(4).phase("Running").running(["n1"] * 4, cpu=1), want()]
+    d = reclaim(jobs, [queue("a"), queue("b")])
+    assert [e.task for e in d.evictions] == ["hog-task-1", "hog-task-0"]
+
+
+def test_gang_protection_holds_when_tier_one_already_answered():
+    # priority registers no Reclaimable; with conformance first in tier 1 the tier has answered,
+    # and gang's empty answer then leaves no victims at all (Volcano keeps the intersection).
+    conf = RECLAIM_CONF.replace("[{name: priority}, {name: gang}, {name: conformance}]",
+                                "[{name: priority}, {name: conformance}, {name: gang}]")
+    jobs = [job("hog", "a").min(4).phase("Running").running(["n1"] * 4, cpu=1), want()]
+    assert reclaim(jobs, [queue("a"), queue("b")], conf=conf).evictions == []
