@@ -125,10 +125,12 @@ class CapacityPlugin(Plugin):
             return False
         space = self.ssn.space
         req = sum((t.req for t in tasks), np.zeros(space.size))
-        if not self._within_capability(queue.name, req):
-            return False
         attr = self.attrs[queue.name]
         after = attr.allocated + req
+        # The reclaimer's own capability only: its ancestors are full by definition when
+        # there is something to reclaim.
+        if not space.le_on(after, attr.real_cap, space.req_dims(req)):
+            return False
         dims = space.req_dims(req) & ~((after < space.eps) & (attr.deserved < space.eps))
         return bool(np.any(after[dims] <= attr.deserved[dims] + 1e-9))
 
