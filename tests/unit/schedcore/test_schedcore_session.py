@@ -1,0 +1,57 @@
+"""Session close (podgroup phases), Statement rollback, and the bench function's shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
+from schedcore.bench import BenchResult, run
+from schedcore.statement import Statement
+from schedcore.testing import job, node, queue, snapshot
+
+
+def phase_of(j, nodes=None):
+    snap = snapshot(nodes or [node("n1").cpu(4).mem("16Gi")], [queue("default")], [j])
+    return Scheduler(parse_conf(DEFAULT_CONF_TEXT)).cycle(snap).podgroup_phases[j.kw["name"]]
+
+
+@pytest.mark.parametrize(("builder", "expected"), [
+    (job("j").min(2).phase("Running").running(["n1"], cpu=1).tasks(1, cpu=8), "Unknown"),
+    (job("j").min(2).phase("Running").tasks(2, status="Succeeded", nodes=["n1", "n1"], cpu=1), "Completed"),
+    (job("j").min(2).phase("Inqueue").running(["n1"], cpu=1).tasks(1, cpu=8), "Unknown"),
+    (job("j").min(2).phase("Inqueue").tasks(2, cpu=8), "Inqueue"),
+    (job("j").min(2).phase("Running").tasks(2, cpu=8), "Pending"),
+    (job("j").min(1).phase("Running").running(["n1"], cpu=1), "Running"),
+    (job("j").min(1).phase("Inqueue").tasks(1, cpu=1), "Inqueue"),
+], ids=["running-below-min-and-unschedulable-is-unknown", "all-finished-is-completed", "inqueue-partial-unknown",
+        "inqueue-stays-inqueue", "running-with-nothing-scheduled-falls-back-to-pending", "running",
+        "bound-this-cycle-is-running-next-cycle"])
+def test_podgroup_phase_at_close(builder, expected):
+    assert phase_of(builder) == expected
+
+
+def test_statement_discard_restores_every_node_row():
+    snap = snapshot([node("n1").cpu(4).mem("16Gi"), node("n2").cpu(4).mem("16Gi")], [queue("default")],
+                    [job("run").min(1).phase("Running").running(["n1"], cpu=2), job("p").min(1).tasks(2, cpu=1)])
+    ssn = Scheduler(parse_conf(DEFAULT_CONF_TEXT)).open(snap)
+    before = (ssn.nodes.idle.copy(), ssn.nodes.fidle.copy(), ssn.nodes.releasing.copy(), ssn.nodes.pipelined.copy())
+    running = ssn.jobs["run"].tasks[0]
+    a, b = ssn.jobs["p"].tasks
+    stmt = Statement(ssn)
+    stmt.evict(running, "preempt")
+    stmt.allocate(a, 1)
+    stmt.pipeline(b, 0)
+    assert ssn.jobs["p"].ready_num() == 1 and running.status == "Releasing"
+    stmt.discard()
+    after = (ssn.nodes.idle, ssn.nodes.fidle, ssn.nodes.releasing, ssn.nodes.pipelined)
+    assert all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
+    assert running.status == "Running" and a.status == "Pending" and b.status == "Pending"
+    assert ssn.jobs["p"].ready_num() == 0
+
+
+@pytest.mark.parametrize("gang", [1, 8], ids=["single-pod-jobs", "gangs-of-8"])
+def test_bench_binds_every_pod(gang):
+    result = run(nodes=50, pods=64, gang=gang, seed=1)
+    assert isinstance(result, BenchResult)
+    assert result.bound == result.pods == 64 and result.cycles >= 1 and result.pods_per_second > 0

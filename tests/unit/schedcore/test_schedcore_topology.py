@@ -1,0 +1,57 @@
+"""Network-topology-aware placement over topology.hyperjob.io/tierN labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
+from schedcore.testing import job, node, queue, snapshot
+
+
+def fabric():
+    # Two leaf switches, interleaved by name so name order alone would mix them; one spine.
+    return [node(f"n{i}").cpu(4).mem("16Gi").tier(1, "s1" if i % 2 else "s2").tier(2, "spine") for i in range(1, 5)]
+
+
+def placed(jobs, nodes=None):
+    d = Scheduler(parse_conf(DEFAULT_CONF_TEXT)).cycle(snapshot(nodes or fabric(), [queue("default")], jobs))
+    return {b.task: b.node for b in d.binds}, d
+
+
+def leaf(name):
+    return "s1" if int(name[1:]) % 2 else "s2"
+
+
+@pytest.mark.parametrize("mode", ["hard", "soft", None], ids=["hard", "soft", "no-request-prefers-one-leaf"])
+def test_gang_lands_in_one_tier1_domain(mode):
+    g = job("g").min(2).tasks(2, cpu=4)
+    if mode:
+        g.topology(mode, 1)
+    got, _ = placed([g])
+    assert len(got) == 2 and len({leaf(n) for n in got.values()}) == 1
+
+
+def test_without_topology_labels_gang_spreads_by_score():
+    nodes = [node(f"n{i}").cpu(4).mem("16Gi") for i in range(1, 5)]
+    got, _ = placed([job("g").min(2).tasks(2, cpu=2)], nodes)
+    assert sorted(got.values()) == ["n1", "n2"]
+
+
+def test_hard_picks_the_domain_that_fits():
+    busy = job("busy").min(1).phase("Running").running(["n1"], cpu=4)  # s1 has one free node left
+    got, _ = placed([busy, job("g").min(2).topology("hard", 1).tasks(2, cpu=4)])
+    assert {leaf(n) for n in got.values()} == {"s2"}
+
+
+@pytest.mark.parametrize(("tier", "expected_binds"), [(1, 0), (2, 3)], ids=["tier1-too-small", "tier2-allowed"])
+def test_hard_gang_larger_than_a_leaf(tier, expected_binds):
+    got, d = placed([job("g").min(3).topology("hard", tier).tasks(3, cpu=4)])
+    assert len(got) == expected_binds
+    if not expected_binds:
+        assert "HyperNode" in d.unschedulable["g"]
+
+
+def test_soft_falls_back_across_domains():
+    got, _ = placed([job("g").min(3).topology("soft", 1).tasks(3, cpu=4)],
+                    [node(f"n{i}").cpu(4).mem("16Gi").tier(1, "s1" if i % 2 else "s2") for i in range(1, 5)])
+    assert len(got) == 3
