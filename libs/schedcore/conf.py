@@ -86,6 +86,12 @@ def parse_conf(text: str) -> SchedulerConf:
     if not isinstance(tiers_raw, list):
         raise ConfError("tiers: must be a list")
     tiers = tuple(_tier(i, t) for i, t in enumerate(tiers_raw))
+    seen: set[str] = set()
+    for i, tier in enumerate(tiers):
+        for p in tier:
+            if p.name in seen:
+                raise ConfError(f"tiers[{i}]: plugin {p.name!r} is listed more than once")
+            seen.add(p.name)
     _configurations(raw.get("configurations"))
     return SchedulerConf(actions=actions, tiers=tiers)
 

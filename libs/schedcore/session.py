@@ -55,6 +55,9 @@ class Session(Dispatch):
             self.jobs[j.name] = JobState(j, tasks, space, seq)
             for t in tasks:
                 self._place_existing(t)
+            q = self.queues.get(j.queue)
+            if q is not None:
+                q.allocated += self.jobs[j.name].allocated
         self.binds: list[Bind] = []
         self.evictions: list[Evict] = []
         self.pipelined: list[Bind] = []
@@ -80,9 +83,15 @@ class Session(Dispatch):
             self.nodes.tasks[t.node].append(t)
             if t.vgpu[0]:
                 t.devices = self.nodes.take_devices(t.node, *t.vgpu)
-            q = self.queues.get(t.job.queue) if t.job else None
-            if q is not None and t.status in ALLOCATED:
-                q.allocated += t.req
+
+    def releasable(self) -> np.ndarray:
+        """Per node, what Running/Bound preemptable pods hold: an upper bound on what evictions free."""
+        out = np.zeros_like(self.nodes.idle)
+        for row, tasks in enumerate(self.nodes.tasks):
+            for t in tasks:
+                if t.status in ("Running", "Bound") and t.info.preemptable:  # type: ignore[attr-defined]
+                    out[row] += t.req  # type: ignore[attr-defined]
+        return out
 
     def queue_of(self, job: JobState) -> QueueState | None:
         return self.queues.get(job.queue)

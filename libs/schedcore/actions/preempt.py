@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..state import TaskState
 from ..statement import Statement
-from .evict import enough, evict_until, pending_tasks, starving_jobs
+from .evict import enough, evict_until, hopeful, pending_tasks, starving_jobs
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -23,6 +25,9 @@ _PREEMPTABLE = ("Running", "Bound")
 
 def preempt(ssn: Session) -> None:
     by_queue = starving_jobs(ssn)
+    if not by_queue:
+        return
+    releasable = ssn.releasable()
     queues = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in by_queue])
     while not queues.empty():
         queue = queues.pop()
@@ -35,7 +40,8 @@ def preempt(ssn: Session) -> None:
             tasks = pending_tasks(ssn, job)
             while ssn.job_starving(job) and not tasks.empty():
                 t = tasks.pop()
-                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job)
+                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job,
+                             releasable)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -45,19 +51,20 @@ def preempt(ssn: Session) -> None:
             while not tasks.empty():
                 t = tasks.pop()
                 stmt = Statement(ssn)
-                assigned = preempt_task(ssn, stmt, t, lambda v, job=job: v.job is job)
+                assigned = preempt_task(ssn, stmt, t, lambda v, job=job: v.job is job, releasable)
                 stmt.commit()
                 if not assigned:
                     break
 
 
-def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[[TaskState], bool]) -> bool:
+def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[[TaskState], bool],
+                 releasable: np.ndarray) -> bool:
     """Try nodes best-scored first; evict victims until ``t`` fits, then pipeline it there."""
     if t.info.preemption_policy == "Never" or t.status != "Pending":
         return False
     assert t.job is not None
     queue = ssn.queues[t.job.queue]
-    for row in ssn.placement.ranked(t):
+    for row in hopeful(ssn, t, ssn.placement.ranked(t), releasable):
         candidates = [v for v in ssn.nodes.tasks[row] if v.status in _PREEMPTABLE and v.info.preemptable
                       and (v.best_effort or not t.best_effort) and allowed(v)]  # type: ignore[union-attr]
         if not candidates:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..state import QueueState, TaskState
 from ..statement import Statement
-from .evict import enough, evict_until, pending_tasks, starving_jobs
+from .evict import enough, evict_until, hopeful, pending_tasks, starving_jobs
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def reclaim(ssn: Session) -> None:
     by_queue = {name: PriorityQueue(ssn.job_before, jobs) for name, jobs in starving_jobs(ssn).items()}
     queues = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in by_queue])
+    releasable = ssn.releasable() if by_queue else None
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -37,7 +38,7 @@ def reclaim(ssn: Session) -> None:
             t = tasks.pop()
             if t.info.preemption_policy == "Never" or not ssn.preemptive(queue, [t]):
                 continue
-            reclaim_task(ssn, stmt, t, queue)
+            reclaim_task(ssn, stmt, t, queue, releasable)
         if ssn.job_pipelined(job):
             stmt.commit()
         else:
@@ -45,9 +46,8 @@ def reclaim(ssn: Session) -> None:
         queues.push(queue)
 
 
-def reclaim_task(ssn: Session, stmt: Statement, t: TaskState, queue: QueueState) -> bool:
-    for row in np.flatnonzero(ssn.placement.static_mask(t)):
-        row = int(row)
+def reclaim_task(ssn: Session, stmt: Statement, t: TaskState, queue: QueueState, releasable: np.ndarray) -> bool:
+    for row in hopeful(ssn, t, np.flatnonzero(ssn.placement.static_mask(t)), releasable):
         reclaimees = [v for v in ssn.nodes.tasks[row] if v.status == "Running" and v.info.preemptable  # type: ignore[union-attr]
                       and _other_reclaimable(ssn, v, queue)]
         if not reclaimees:
