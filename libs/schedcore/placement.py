@@ -111,11 +111,18 @@ class Placement:
         c = self.klass(t)
         return bool(c.base[row]) and bool(self._fits(c, np.array([row]), self.nodes.fidle)[0])
 
-    def ranked(self, t: TaskState) -> list[int]:
-        """Predicate-passing nodes (resources not checked), best score first, then by name."""
-        rows = np.flatnonzero(self.static_mask(t))
+    def ranked(self, t: TaskState, room: np.ndarray | None = None) -> list[int]:
+        """Predicate-passing nodes (resources not checked), best score first, then by name.
+
+        ``room`` (optional, per node and resource) drops nodes where even that much free space
+        would not hold the pod, before any scoring.
+        """
+        mask = self.static_mask(t)
+        if room is not None:
+            dims = np.flatnonzero(t.req > 0)
+            mask = mask & (room[:, dims] >= t.req[dims] - self.ssn.space.eps[dims]).all(axis=1)
+        rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return []
         s = self.scores(t, rows)
-        order = np.lexsort((rows, -s))
-        return [int(r) for r in rows[order]]
+        return rows[np.lexsort((rows, -s))].tolist()

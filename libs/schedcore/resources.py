@@ -37,6 +37,7 @@ class ResourceSpace:
         self.quota_mask = np.ones(self.size, dtype=bool)  # dimensions quota checks consider
         self.quota_mask[2] = False
         self._requests: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
+        self._best_effort: dict[int, bool] = {}
 
     def vec(self, resources: Mapping[str, float] | None, missing: float = 0.0) -> np.ndarray:
         out = np.full(self.size, missing)
@@ -55,7 +56,12 @@ class ResourceSpace:
             out[self.pods] = 1.0
             out.flags.writeable = False
             self._requests[key] = out
+            self._best_effort[id(out)] = self.is_empty(out)
         return out
+
+    def request_is_best_effort(self, req: np.ndarray) -> bool:
+        """Cached ``is_empty`` of an interned request."""
+        return self._best_effort[id(req)]
 
     def to_dict(self, v: np.ndarray, skip_pods: bool = True) -> dict[str, float]:
         return {n: float(v[i]) for i, n in enumerate(self.names)

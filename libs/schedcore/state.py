@@ -34,7 +34,7 @@ class TaskState:
         self.req = space.request(info.request)
         self.status: str = info.status
         self.node = node_index.get(info.node, -1) if info.node else -1
-        self.best_effort = space.is_empty(self.req)
+        self.best_effort = space.request_is_best_effort(self.req)
         self.priority = info.priority
         self.vgpu = (int(info.request.get(VGPU_NUMBER, 0)), float(info.request.get(VGPU_CORES, 100.0) or 100.0))
         self.devices: tuple[int, ...] = ()

@@ -32,18 +32,6 @@ def victim_queue(ssn: Session, victims: list[TaskState], preemptor: TaskState) -
     return PriorityQueue(first, victims)
 
 
-def hopeful(ssn: Session, t: TaskState, rows: list[int] | np.ndarray, releasable: np.ndarray) -> list[int]:
-    """Rows where FutureIdle plus every evictable pod could cover ``t``; the rest are skipped
-    without building victim lists (``releasable`` may be stale: it only over-estimates)."""
-    rows = np.asarray(rows, dtype=int)
-    if len(rows) == 0:
-        return []
-    dims = np.flatnonzero(t.req > 0)
-    room = ssn.nodes.fidle[rows[:, None], dims] + releasable[rows[:, None], dims]
-    ok = (room >= t.req[dims] - ssn.space.eps[dims]).all(axis=1)
-    return [int(r) for r in rows[ok]]
-
-
 def enough(ssn: Session, t: TaskState, row: int, victims: list[TaskState]) -> bool:
     """ValidateVictims: FutureIdle plus everything the victims hold covers the request."""
     if not victims:

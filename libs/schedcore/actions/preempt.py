@@ -14,7 +14,7 @@ import numpy as np
 
 from ..state import TaskState
 from ..statement import Statement
-from .evict import enough, evict_until, hopeful, pending_tasks, starving_jobs
+from .evict import enough, evict_until, pending_tasks, starving_jobs
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[
         return False
     assert t.job is not None
     queue = ssn.queues[t.job.queue]
-    for row in hopeful(ssn, t, ssn.placement.ranked(t), releasable):
+    # ``releasable`` is taken once per action: stale, it only over-estimates, so no node is lost.
+    for row in ssn.placement.ranked(t, ssn.nodes.fidle + releasable):
         candidates = [v for v in ssn.nodes.tasks[row] if v.status in _PREEMPTABLE and v.info.preemptable
                       and (v.best_effort or not t.best_effort) and allowed(v)]  # type: ignore[union-attr]
         if not candidates:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..state import QueueState, TaskState
 from ..statement import Statement
-from .evict import enough, evict_until, hopeful, pending_tasks, starving_jobs
+from .evict import enough, evict_until, pending_tasks, starving_jobs
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -47,7 +47,10 @@ def reclaim(ssn: Session) -> None:
 
 
 def reclaim_task(ssn: Session, stmt: Statement, t: TaskState, queue: QueueState, releasable: np.ndarray) -> bool:
-    for row in hopeful(ssn, t, np.flatnonzero(ssn.placement.static_mask(t)), releasable):
+    room = ssn.nodes.fidle + releasable  # stale releasable only over-estimates: no node is lost
+    dims = np.flatnonzero(t.req > 0)
+    fits = (room[:, dims] >= t.req[dims] - ssn.space.eps[dims]).all(axis=1)
+    for row in np.flatnonzero(ssn.placement.static_mask(t) & fits).tolist():
         reclaimees = [v for v in ssn.nodes.tasks[row] if v.status == "Running" and v.info.preemptable  # type: ignore[union-attr]
                       and _other_reclaimable(ssn, v, queue)]
         if not reclaimees:
