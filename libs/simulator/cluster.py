@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 import api
 import schedcore
 from api.quantity import parse_resource_list
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 TASK_STATUS = {"Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded", "Failed": "Failed"}
 ADMITTED = ("Inqueue", "Running", "Unknown", "Completed")
+FINISHED = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 
 
 class BarePodGroup:
@@ -41,6 +44,7 @@ class ClusterDriver:
         self.scheduler = schedcore.Scheduler(conf)
         self.bare: dict[str, BarePodGroup] = {}
         self.usage: dict[str, dict[str, Any]] = {}  # cluster -> queue -> QueueUsage
+        self.previous: dict[str, schedcore.Snapshot] = {}  # cluster -> last session's input (now=0)
 
     @property
     def world(self) -> Any:
@@ -49,8 +53,14 @@ class ClusterDriver:
     # -- one session --------------------------------------------------------------------------
 
     def cycle(self, cluster: str) -> None:
-        decision = self.scheduler.cycle(self.snapshot(cluster))
-        self._apply(cluster, decision)
+        snapshot = self.snapshot(cluster)
+        # The core is a pure function of the snapshot and ignores ``now``: an input equal to the
+        # previous session's means that session's decision changed nothing, and so would this one.
+        key = msgspec.structs.replace(snapshot, now=0.0)
+        if self.previous.get(cluster) == key:
+            return
+        self.previous[cluster] = key
+        self._apply(cluster, self.scheduler.cycle(snapshot))
 
     def snapshot(self, cluster: str) -> schedcore.Snapshot:
         w = self.world
@@ -63,8 +73,15 @@ class ClusterDriver:
         return schedcore.Snapshot(nodes=nodes, queues=queues, jobs=jobs, now=w.now)
 
     def _jobs_here(self, cluster: str) -> list[Job]:
-        jobs = [j for j in self.world.jobs.values() if j.cluster == cluster and j.podgroup is not None]
+        jobs = [j for j in self.world.jobs.values()
+                if j.cluster == cluster and j.podgroup is not None and not self._settled(j)]
         return sorted(jobs, key=lambda j: (j.created, j.name))
+
+    def _settled(self, job: Job) -> bool:
+        """A finished job whose podgroup is Completed and whose pods hold nothing: no session can
+        change it, so leaving it out keeps sessions small (long traces finish thousands of jobs)."""
+        return job.pg_phase == "Completed" and job.record is not None and job.record.phase in FINISHED and \
+            all(p.phase in ("Succeeded", "Failed") for p in self.world.pods_of(job.name))
 
     @staticmethod
     def _queue(q: Any) -> schedcore.QueueInfo:

@@ -110,6 +110,8 @@ class FleetDriver:
 
     def step(self) -> None:
         """The fleet's half of a round: placement of plain jobs, failover, admission, splits."""
+        if not self._has_work():
+            return
         working = self.capacities()
         self._place_jobs(working)
         gang.failover(self, working)
@@ -118,6 +120,15 @@ class FleetDriver:
             if hj.name in self.admitted and hj.name not in self.plans and self.lifecycle[hj.name] == "Active" \
                     and self.retry_at.get(hj.name, 0.0) <= self.world.now:
                 self._plan(hj, working)
+
+    def _has_work(self) -> bool:
+        """Whether this round could place, admit, split or fail over anything (summaries cost)."""
+        w = self.world
+        if self.unplaced or any(not c.up or not any(n.ready for n in c.nodes.values()) for c in w.clusters.values()):
+            return True
+        if any(hj.name not in self.plans and self.lifecycle[hj.name] == "Active" for hj in w.hyperjobs.values()):
+            return True
+        return any(not c.cluster for plan in self.plans.values() for c in plan.children)
 
     def _by_creation(self) -> list[HyperJob]:
         return sorted(self.world.hyperjobs.values(), key=lambda h: (h.created, h.name))

@@ -91,7 +91,9 @@ def load(text: str) -> Scenario:
 
 def _yaml(text: str) -> Any:
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        # libyaml's loader when present: same safe subset, ten times faster on trace-sized files.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        documents = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
