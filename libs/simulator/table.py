@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from api.quantity import format_quantity
+
 
 def render_table(result: Mapping[str, Any]) -> str:
     """Render a result of ``simulator.run`` as text tables."""
@@ -63,7 +65,8 @@ def _event_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
 
 
 def _resources(values: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()) or "-"
+    # Kubernetes notation (256Gi, 500m) reads better than base units for a person.
+    return ", ".join(f"{k}={format_quantity(k, float(v))}" for k, v in values.items()) or "-"
 
 
 def _time(value: float | None) -> str:
