@@ -68,3 +68,13 @@ def test_within_job_higher_priority_task_evicts_lower_one():
 
 def test_jobs_with_network_topology_do_not_preempt():
     assert evicted(PREEMPT_CONF, [low(), high().topology("hard", 1)]) == []
+
+
+def test_tier_one_without_victims_hands_over_to_drf():
+    """Volcano's tier rule: priority (first in tier 1) offers no higher-priority victim, so the
+    tier yields nothing and tier 2 decides; drf alone then evicts, even below minMember. This is
+    why production confs set ``enablePreemptable: false`` on drf."""
+    victim = job("big").priority(5).min(4).phase("Running").running(["n1"] * 4, cpu=1)
+    assert evicted(PREEMPT_CONF, [victim, high(prio=1)]) == ["big-task-0", "big-task-1"]
+    conf = PREEMPT_CONF.replace("{name: drf}", "{name: drf, enablePreemptable: false}")
+    assert evicted(conf, [victim, high(prio=1)]) == []
