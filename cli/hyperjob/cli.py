@@ -14,10 +14,11 @@ import yaml
 
 import api
 import events
+import telemetry
 
 from . import views
 from .client import Client
-from .config import load_config, resolve_endpoints
+from .config import home, load_config, resolve_endpoints
 from .offline import bench, simulate
 from .up import System, run_forever
 
@@ -32,6 +33,8 @@ ALIASES = {"hyperjob": "hyperjobs", "hj": "hyperjobs", "job": "jobs", "vcjob": "
 @click.group()
 def main() -> None:
     """HyperJob: one job across many clusters, scheduled with Volcano's semantics."""
+    # stdout carries command output (often JSON for scripts); library logs go to stderr, errors only.
+    telemetry.setup_logging("hyperjob-cli", "ERROR", file=sys.stderr.buffer)
 
 
 main.add_command(simulate)
@@ -60,7 +63,7 @@ def up(config_path: str | None) -> None:
     system = System(load_config(config_path))
     endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
     click.echo(f"hyperjob is up: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
-               f"{len(system.services)} service processes (logs in .hyperjob/logs). Ctrl-C to stop.")
+               f"{len(system.services)} service processes (logs in {home() / 'logs'}). Ctrl-C to stop.")
     run_forever(system, click.echo)
 
 

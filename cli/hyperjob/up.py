@@ -139,14 +139,14 @@ def run_forever(system: System, echo: Callable[[str], None]) -> None:
         nonlocal stopping
         stopping = True
 
+    # Both explicitly: a shell starts background jobs with SIGINT ignored, and Ctrl-C must still work.
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         while not stopping:
             for note in system.supervise_once():
                 echo(note)
             time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
     finally:
         echo("stopping ...")
         system.stop()

@@ -92,5 +92,6 @@ def due_timers(record: jm.JobRecord, now: float) -> list[jm.TimerFired]:
 
 
 def removable(record: jm.JobRecord) -> bool:
-    """A job being removed may be forgotten once no pod of it is left anywhere."""
-    return not record.pods
+    """A job being removed may be forgotten once no pod of it runs anywhere: finished pods hold
+    nothing on their nodes, the others must be stopped (and reported gone) first."""
+    return all(pod.phase in ("Succeeded", "Failed") for pod in record.pods.values())

@@ -1,0 +1,68 @@
+"""The whole system as separate processes: ``hyperjob up`` in the background, driven through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HYPERJOB = str(Path(sys.executable).parent / "hyperjob")
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Cli:
+    """Runs ``hyperjob`` commands against one running system."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([HYPERJOB, *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"hyperjob {' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}")
+        return done
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+    def wait_for(self, what: str, probe: Any, timeout: float = 120) -> Any:
+        """Poll ``probe()`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+        deadline, last = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            last = probe()
+            if last:
+                return last
+            time.sleep(0.5)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {last!r}")
+
+
+@pytest.fixture(scope="session")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    home = tmp_path_factory.mktemp("hyperjob-home")
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    env["HYPERJOB_HOME"] = str(home)
+    log = open(home / "up.log", "w")  # noqa: SIM115 - closed after the system stops
+    up = subprocess.Popen([HYPERJOB, "up"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    cli = Cli(env)
+    try:
+        cli.wait_for("the system to answer", lambda: (home / "endpoints.json").exists(), timeout=60)
+        cli.wait_for("both clusters to report", lambda: len(cli.json("get", "clusters")) == 2, timeout=60)
+        yield cli
+    finally:
+        up.send_signal(signal.SIGINT)
+        try:
+            up.wait(60)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            up.wait()
+        log.close()
+        if up.returncode not in (0, -signal.SIGINT):
+            print((home / "up.log").read_text())
