@@ -3,8 +3,11 @@
 ``run(nodes, pods, gang)`` builds ``nodes`` identical nodes (32 cpu, 128Gi, 8 GPUs, 110 pods)
 and ``pods / gang`` pending jobs of ``gang`` identical pods each (minAvailable = gang; 1 cpu,
 4Gi), then runs cycles of the default conf, applying each decision like a driver, until every
-pod is bound or a cycle binds nothing. Only ``Scheduler.cycle`` is timed. This module is a
-measuring tool: it is the one place in the package that reads a clock, and nothing imports it.
+pod is bound or a cycle binds nothing. ``initial`` pods already run (spread round-robin), as in
+SchedulingBasic's init phase; ``per_cycle`` > 0 releases that many pods per cycle instead of
+all at once, so cycle percentiles mean something. Only ``Scheduler.cycle`` is timed. This
+module is a measuring tool: the one place in the package that reads a clock; the core never
+imports it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ class BenchResult(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float
 
 
-def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0) -> Snapshot:
+def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0, initial: int = 0) -> Snapshot:
     """The benchmark's first snapshot; ``seed`` shuffles the jobs' submission order."""
     alloc = {"cpu": 32.0, "memory": 128 * 2.0**30, "nvidia.com/gpu": 8.0, "pods": 110.0}
     node_list = [NodeInfo(name=f"node-{i:05d}", allocatable=dict(alloc)) for i in range(nodes)]
@@ -46,23 +49,33 @@ def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0) -> Snaps
                  for i in range(gang)]
         jobs.append(JobInfo(name=name, queue="default", min_member=gang, phase="Pending", created=float(order[k]),
                             min_resources={r: v * gang for r, v in request.items()}, tasks=tasks))
+    for k in range(initial):
+        name = f"init-{k:06d}"
+        task = TaskInfo(name=f"{name}-worker-0", job=name, role="worker", request=request, status="Running",
+                        node=node_list[k % max(nodes, 1)].name)
+        jobs.append(JobInfo(name=name, queue="default", min_member=1, phase="Running", created=-1.0, tasks=[task]))
     return Snapshot(nodes=node_list, queues=[QueueInfo(name="default")], jobs=jobs)
 
 
-def run(nodes: int, pods: int, gang: int = 1, seed: int = 0, conf: SchedulerConf = DEFAULT_CONF) -> BenchResult:
+def run(nodes: int, pods: int, gang: int = 1, seed: int = 0, conf: SchedulerConf = DEFAULT_CONF,
+        initial: int = 0, per_cycle: int = 0) -> BenchResult:
     """Schedule every pod; report pods bound per second of cycle time and cycle latencies."""
     scheduler = Scheduler(conf)
-    snap = build_snapshot(nodes, pods, gang, seed)
-    total = sum(len(j.tasks) for j in snap.jobs)
+    full = build_snapshot(nodes, pods, gang, seed, initial)
+    waiting = sorted((j for j in full.jobs if j.phase == "Pending"), key=lambda j: (j.created, j.name))
+    snap = msgspec.structs.replace(full, jobs=[j for j in full.jobs if j.phase != "Pending"])
+    total = sum(len(j.tasks) for j in waiting)
+    step = max(per_cycle // max(gang, 1), 1) if per_cycle else len(waiting)
     times: list[float] = []
-    bound = 0
-    while bound < total:
+    bound = idle = 0
+    while bound < total and idle < 3:
+        arriving, waiting = waiting[:step], waiting[step:]
+        snap = msgspec.structs.replace(snap, jobs=[*snap.jobs, *arriving])
         start = time.perf_counter()
         decision = scheduler.cycle(snap)
         times.append(time.perf_counter() - start)
         bound += len(decision.binds)
-        if not decision.binds and len(times) > 2:
-            break
+        idle = 0 if decision.binds or arriving else idle + 1
         snap = advance(snap, decision)
     seconds = sum(times)
     ms = np.array(times) * 1000.0

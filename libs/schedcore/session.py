@@ -176,7 +176,8 @@ class Session(Dispatch):
 
     def _phase(self, job: JobState) -> str:
         scheduled = job.n("Running", "Bound", "Failed", "Succeeded")
-        scheduled += sum(1 for t in job.tasks if t.status == "Releasing" and t.node >= 0)
+        if job.counts.get("Releasing"):
+            scheduled += sum(1 for t in job.tasks if t.status == "Releasing" and t.node >= 0)
         if job.n("Running") and job.name in self.unschedulable:
             return "Unknown"
         if scheduled >= job.min_member and scheduled > 0:

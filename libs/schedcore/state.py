@@ -5,8 +5,6 @@ Only the session changes them, through ``JobState.move``, so the status counters
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 import numpy as np
 
@@ -17,7 +15,6 @@ ALLOCATED = frozenset({"Allocated", "Binding", "Bound", "Running"})
 READY = frozenset({"Allocated", "Binding", "Bound", "Running", "Succeeded"})
 VALID = frozenset({"Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Succeeded"})
 SCHEDULED = frozenset({"Running", "Bound", "Failed", "Succeeded"})
-_INDEX = re.compile(r"-(\d+)$")
 
 
 class TaskState:
@@ -46,10 +43,9 @@ class TaskState:
 
 def _name_index(name: str) -> int:
     # Volcano's task-order fallback uses the pod-name suffix only for names of >= 3 dash parts.
-    if name.count("-") >= 2:
-        m = _INDEX.search(name)
-        if m:
-            return int(m.group(1))
+    head, _, tail = name.rpartition("-")
+    if tail.isdigit() and head.count("-") >= 1:
+        return int(tail)
     return -1
 
 
@@ -101,7 +97,10 @@ class JobState:
             self.pending_be += d
             self.role_pending_be[t.role] = self.role_pending_be.get(t.role, 0) + d
         if status in ALLOCATED:
-            self.allocated += d * t.req
+            if d > 0:
+                np.add(self.allocated, t.req, out=self.allocated)
+            else:
+                np.subtract(self.allocated, t.req, out=self.allocated)
 
     def move(self, t: TaskState, status: str) -> None:
         self._count(t, t.status, -1)
