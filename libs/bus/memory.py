@@ -246,13 +246,17 @@ class _MemLoop:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 10.0) -> None:
         self._stopping = True
         task, self._task = self._task, None
         if task is None:
             return
         if self._idle:
             task.cancel()
+        else:
+            done, _ = await asyncio.wait({task}, timeout=grace)
+            if not done:
+                task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 

@@ -112,11 +112,12 @@ class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Subscription(Protocol):
-    """A running consumer loop. ``stop()`` finishes the batch in hand and returns; idempotent."""
+    """A running consumer loop. ``stop()`` finishes the batch in hand (cancelling it after ``grace``
+    seconds) and returns; unsettled messages are redelivered. Idempotent."""
 
     durable: str
 
-    async def stop(self) -> None: ...
+    async def stop(self, grace: float = 10.0) -> None: ...
 
     @property
     def running(self) -> bool: ...

@@ -37,6 +37,18 @@ _STREAM_IN_USE = 10058  # "stream name already in use with a different configura
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 
 
+async def _on_error(exc: Exception) -> None:
+    _log.warning("nats_error", error=str(exc) or type(exc).__name__)
+
+
+async def _on_disconnect() -> None:
+    _log.warning("nats_disconnected")
+
+
+async def _on_reconnect() -> None:
+    _log.info("nats_reconnected")
+
+
 class NatsBus:
     """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
 
@@ -49,16 +61,22 @@ class NatsBus:
 
     @classmethod
     async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
-                      max_pending_publishes: int = 4000) -> NatsBus:
+                      max_pending_publishes: int = 4000, timeout: float = 5.0,
+                      connect_timeout: float = 10.0) -> NatsBus:
         """Connect and declare ``streams`` (``StreamSpec`` or ``events.subjects.StreamDecl``). A stream
         for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
-        or a stream conflicts."""
+        or a stream conflicts. ``timeout`` bounds each JetStream request (publish ack, API call);
+        ``connect_timeout`` the first connection (later disconnects reconnect forever)."""
         try:
-            nc = await nats.connect(url, name=name, connect_timeout=5, max_reconnect_attempts=-1,
-                                    allow_reconnect=True)
+            # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
+            nc = await asyncio.wait_for(
+                nats.connect(url, name=name, connect_timeout=2, max_reconnect_attempts=-1, reconnect_time_wait=0.5,
+                             allow_reconnect=True, error_cb=_on_error, disconnected_cb=_on_disconnect,
+                             reconnected_cb=_on_reconnect),
+                connect_timeout)
         except (*_NATS_ERRORS, OSError) as exc:
             raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
-        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes), namespace)
+        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace)
         try:
             await bus.declare(streams)
         except BaseException:

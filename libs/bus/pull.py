@@ -73,13 +73,16 @@ class PullLoop:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def stop(self) -> None:
-        """Finish the batch in hand, then stop. Buffered but unhandled messages are not acked:
-        the server redelivers them (to another member) after ``ack_wait``."""
+    async def stop(self, grace: float = 10.0) -> None:
+        """Finish the batch in hand (cancel it after ``grace`` seconds), then stop. Unsettled
+        messages are redelivered (to another member) after ``ack_wait``. Idempotent."""
         self._stopping = True
         self._arrived.set()
         task, self._task = self._task, None
         if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=grace)
+            if not done:
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self._sub is not None:

@@ -1,0 +1,151 @@
+"""What only the real JetStream bus can show: server-side config, crashes, restarts, isolation."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import nats
+import pytest
+
+from bus import (H_DLQ_REASON, BusClosedError, Delivery, NatsBus, PublishError, StreamSpec)
+from events.subjects import STREAMS
+from testkit import eventually
+from testkit.isolation import new_namespace, open_nats_bus
+from testkit.servers import NatsServer
+
+pytestmark = pytest.mark.service
+
+WORK = [StreamSpec(name="WORK", subjects=["work.>"])]
+
+
+async def _js_info(url: str, stream: str, consumer: str | None = None):  # noqa: ANN202 - nats-py types
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        if consumer is None:
+            return await js.stream_info(stream)
+        return await js.consumer_info(stream, consumer)
+    finally:
+        await nc.close()
+
+
+async def test_consumer_is_created_with_explicit_ack_pending_and_one_spare_delivery(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        async def noop(_: Delivery) -> None: ...
+        await bus.consume("svc", "work.>", noop, batch=250, max_deliver=4, max_ack_pending=3000, ack_wait=12)
+        info = await _js_info(nats_url, f"{namespace}_WORK", "svc")
+    assert info.config.max_ack_pending == 3000 and info.config.max_deliver == 5
+    assert info.config.ack_wait == 12 and info.config.filter_subject == f"{namespace}.work.>"
+
+
+async def test_catalogue_streams_are_declared_with_latest_value_limits(bus: NatsBus, nats_url, namespace) -> None:
+    by_name = {s.name: s for s in STREAMS}
+    for name in ("HEARTBEAT", "SCHED", "DLQ"):
+        info = await _js_info(nats_url, f"{namespace}_{name}")
+        assert info.config.max_msgs_per_subject == (1 if by_name[name].latest_only else -1)
+        assert info.config.subjects == [f"{namespace}.{s}" for s in by_name[name].subjects]
+
+
+async def test_redeclaring_a_stream_updates_its_config(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        await bus.publish("work.a", b"kept", msg_id="1")
+        await bus.declare([StreamSpec(name="WORK", subjects=["work.>"], max_age=3600.0)])
+        info = await _js_info(nats_url, f"{namespace}_WORK")
+    assert info.config.max_age == 3600.0 and info.state.messages == 1
+
+
+async def test_message_of_a_crashed_consumer_is_dead_lettered_after_max_deliver(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        hung = asyncio.Event()
+        calls: list[int] = []
+        dlq: list[Delivery] = []
+
+        async def hang(d: Delivery) -> None:
+            calls.append(d.num_delivered)
+            hung.set()
+            await asyncio.Event().wait()
+
+        async def collect(d: Delivery) -> None:
+            dlq.append(d)
+
+        crashed = await bus.consume("svc", "work.>", hang, max_deliver=1, ack_wait=0.5)
+        await bus.consume("reader", "dlq.svc", collect)
+        await bus.publish("work.a", b"stuck", msg_id="s")
+        await asyncio.wait_for(hung.wait(), 5)
+        await crashed.stop(grace=0.05)
+        assert not crashed.running
+
+        async def never(_: Delivery) -> None:
+            raise AssertionError("a message past max_deliver must not reach the handler")
+
+        await bus.consume("svc", "work.>", never, max_deliver=1, ack_wait=0.5)
+        await eventually(lambda: len(dlq) == 1)
+    assert calls == [1] and dlq[0].data == b"stuck" and dlq[0].headers[H_DLQ_REASON] == "max_deliver"
+
+
+async def test_namespaces_isolate_buses_on_one_server(nats_url) -> None:
+    got_a: list[bytes] = []
+    got_b: list[bytes] = []
+
+    async def into(target: list[bytes]):  # noqa: ANN202
+        async def handler(d: Delivery) -> None:
+            target.append(d.data)
+        return handler
+
+    async with open_nats_bus(nats_url, new_namespace(), WORK) as a, open_nats_bus(nats_url, new_namespace(), WORK) as b:
+        await a.consume("c", "work.>", await into(got_a))
+        await b.consume("c", "work.>", await into(got_b))
+        await a.publish("work.x", b"for-a", msg_id="1")
+        await b.publish("work.x", b"for-b", msg_id="1")
+        await eventually(lambda: got_a and got_b)
+    assert got_a == [b"for-a"] and got_b == [b"for-b"]
+
+
+async def test_stream_and_durable_position_survive_a_server_restart(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    port = server.port
+    try:
+        seen: list[bytes] = []
+
+        async def handler(d: Delivery) -> None:
+            seen.append(d.data)
+
+        bus = await NatsBus.connect(server.url, WORK)
+        sub = await bus.consume("svc", "work.>", handler)
+        await bus.publish("work.a", b"before", msg_id="1")
+        await eventually(lambda: seen == [b"before"])
+        await sub.stop()
+        await bus.publish("work.a", b"while-away", msg_id="2")
+        await bus.close()
+        server.stop()
+
+        server = NatsServer(tmp_path / "nats", port=port)
+        server.start()
+        bus = await NatsBus.connect(server.url, WORK)
+        await bus.consume("svc", "work.>", handler)
+        await eventually(lambda: len(seen) == 2)
+        dup = await bus.publish("work.a", b"before", msg_id="1")
+        await bus.close()
+    finally:
+        server.stop()
+    assert seen == [b"before", b"while-away"] and dup.duplicate
+
+
+async def test_publish_fails_with_publish_error_when_the_server_is_gone(tmp_path: Path) -> None:
+    with NatsServer(tmp_path / "nats") as server:
+        bus = await NatsBus.connect(server.url, WORK, timeout=0.5)
+    try:
+        with pytest.raises(PublishError) as err:
+            await bus.publish("work.a", b"x", msg_id="lost")
+        assert err.value.msg_id == "lost"
+    finally:
+        await bus.close()
+
+
+async def test_connect_to_nothing_raises_bus_closed_error(tmp_path: Path) -> None:
+    with NatsServer(tmp_path / "nats") as server:
+        url = server.url
+    with pytest.raises(BusClosedError):
+        await NatsBus.connect(url, WORK, connect_timeout=1.0)
