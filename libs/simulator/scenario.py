@@ -119,6 +119,9 @@ def _from_msgspec(exc: msgspec.ValidationError) -> ScenarioError:
     if message.startswith("Object missing required field"):
         field = message.split("`")[1]
         return ScenarioError(_plain(f"{path}.{field}"), "required")
+    if message.startswith("Invalid enum value") and path in ("$.kind", "$.apiVersion"):
+        want = "Scenario" if path == "$.kind" else "hyperjob.io/v1alpha1"
+        return ScenarioError(_plain(path), f"must be {want}, not {message.split(' ', 3)[-1]}")
     if path.endswith(".at") or path.endswith(".until") or path.endswith(".schedulePeriod"):
         return ScenarioError(_plain(path), "not a duration")
     return ScenarioError(_plain(path), message)
