@@ -20,8 +20,8 @@ SCHEDULED = frozenset({"Running", "Bound", "Failed", "Succeeded"})
 class TaskState:
     """One pod inside a session: its request vector, status and node index (-1: none)."""
 
-    __slots__ = ("info", "name", "job", "role", "req", "status", "node", "best_effort", "sel_key",
-                 "order_index", "priority", "vgpu", "devices", "class_key", "key")
+    __slots__ = ("info", "name", "job", "role", "req", "status", "node", "best_effort", "priority", "vgpu",
+                 "devices", "_sel", "_order", "_key")
 
     def __init__(self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int]) -> None:
         self.info = info
@@ -33,12 +33,44 @@ class TaskState:
         self.node = node_index.get(info.node, -1) if info.node else -1
         self.best_effort = space.request_is_best_effort(self.req)
         self.priority = info.priority
-        self.vgpu = (int(info.request.get(VGPU_NUMBER, 0)), float(info.request.get(VGPU_CORES, 100.0) or 100.0))
+        self.vgpu = _vgpu(info.request)
         self.devices: tuple[int, ...] = ()
-        self.order_index = _name_index(info.name)
-        self.sel_key = _selector_key(info)
-        self.class_key = (id(self.req), self.sel_key, self.vgpu)  # requests are interned per session
-        self.key = (info.created, info.namespace, info.name)
+        # Ordering and placement keys are computed on first use: most tasks of a big cluster
+        # are running and never placed or ordered in a cycle.
+        self._sel: bytes | None = None
+        self._order: int | None = None
+        self._key: tuple[float, str, str] | None = None
+
+    @property
+    def sel_key(self) -> bytes:
+        if self._sel is None:
+            self._sel = _selector_key(self.info)
+        return self._sel
+
+    @property
+    def class_key(self) -> tuple[int, bytes, tuple[int, float]]:
+        return (id(self.req), self.sel_key, self.vgpu)  # requests are interned per session
+
+    @property
+    def order_index(self) -> int:
+        if self._order is None:
+            self._order = _name_index(self.name)
+        return self._order
+
+    @property
+    def key(self) -> tuple[float, str, str]:
+        if self._key is None:
+            self._key = (self.info.created, self.info.namespace, self.name)
+        return self._key
+
+
+_NO_VGPU = (0, 100.0)
+
+
+def _vgpu(request: dict[str, float]) -> tuple[int, float]:
+    if VGPU_NUMBER not in request:
+        return _NO_VGPU
+    return int(request[VGPU_NUMBER]), float(request.get(VGPU_CORES, 100.0) or 100.0)
 
 
 def _name_index(name: str) -> int:
