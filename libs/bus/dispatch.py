@@ -83,7 +83,9 @@ async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy
 
 
 def _retry_verdict(exc: Exception, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
-    known = isinstance(exc, RetryableError)
+    # Expected transient failures (ours, or any exception marked ``transient = True`` such as
+    # ``store.StoreUnavailableError``) are logged without a traceback; anything else is a bug.
+    known = isinstance(exc, RetryableError) or getattr(exc, "transient", False) is True
     fields = {"durable": durable, "subject": delivery.subject, "msg_id": delivery.msg_id,
               "num_delivered": delivery.num_delivered, "error": str(exc), "error_type": type(exc).__name__}
     if known:

@@ -1,8 +1,9 @@
 """The bus's exceptions: what a handler raises to steer redelivery, and what the bus raises itself.
 
 A handler returns normally to ack, raises ``RetryableError`` to be redelivered after a backoff and
-``TerminalError`` to be dead-lettered at once; any other exception counts as retryable (and is
-logged with its traceback, since it is probably a bug). ``BusError`` and its subclasses are what
+``TerminalError`` to be dead-lettered at once; any other exception counts as retryable. Exceptions
+whose class sets ``transient = True`` (``PublishError``, ``store.StoreUnavailableError``, ...) are
+logged as expected retries; others with a traceback, since they are probably bugs. ``BusError`` and its subclasses are what
 callers of the bus catch; nats-py's exceptions never leave this package.
 """
 
@@ -51,6 +52,8 @@ class NoStreamError(BusError):
 class PublishError(BusError):
     """A publish was not acknowledged by the stream; safe to retry with the same ``msg_id``."""
 
+    transient = True
+
     def __init__(self, subject: str, msg_id: str, message: str) -> None:
         super().__init__(f"publish {subject} ({msg_id}): {message}")
         self.subject = subject
@@ -67,3 +70,5 @@ class ConsumerError(BusError):
 
 class BusClosedError(BusError):
     """The bus was closed or its connection is gone."""
+
+    transient = True

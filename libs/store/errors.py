@@ -10,10 +10,14 @@ class StoreError(Exception):
 class StoreUnavailableError(StoreError):
     """Redis could not be reached or timed out. Transient: a handler should retry (nak)."""
 
+    transient = True
+
 
 class VersionConflictError(StoreError):
     """``put_if_version``/``delete`` found ``actual`` where the caller expected ``expected``
     (0 = absent). The caller reloads and decides again, or drops a stale event."""
+
+    transient = True
 
     def __init__(self, kind: str, name: str, expected: int, actual: int) -> None:
         super().__init__(f"{kind}/{name}: expected version {expected}, found {actual}")
