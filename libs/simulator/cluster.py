@@ -64,9 +64,7 @@ class ClusterDriver:
 
     def snapshot(self, cluster: str) -> schedcore.Snapshot:
         w = self.world
-        nodes = [schedcore.NodeInfo(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
-                                    taints=list(n.taints), ready=n.ready)
-                 for n in w.clusters[cluster].nodes.values()]
+        nodes = [self._node(n) for n in w.clusters[cluster].nodes.values()]
         queues = [self._queue(q) for q in sorted(w.queues.values(), key=lambda q: (q.created, q.name))]
         jobs = [self._job(j) for j in self._jobs_here(cluster)]
         jobs += [self._bare(name, pg) for name, pg in sorted(self.bare.items()) if pg.cluster == cluster]
@@ -82,6 +80,14 @@ class ClusterDriver:
         change it, so leaving it out keeps sessions small (long traces finish thousands of jobs)."""
         return job.pg_phase == "Completed" and job.record is not None and job.record.phase in FINISHED and \
             all(p.phase in ("Succeeded", "Failed") for p in self.world.pods_of(job.name))
+
+    @staticmethod
+    def _node(node: Any) -> schedcore.NodeInfo:
+        # Only readiness changes during a run; the frozen NodeInfo is reused until it does.
+        if node.info is None or node.info.ready != node.ready:
+            node.info = schedcore.NodeInfo(name=node.name, allocatable=dict(node.allocatable), labels=dict(node.labels),
+                                           taints=list(node.taints), ready=node.ready)
+        return node.info
 
     @staticmethod
     def _queue(q: Any) -> schedcore.QueueInfo:
@@ -102,6 +108,14 @@ class ClusterDriver:
 
     @staticmethod
     def _task(pod: Pod) -> schedcore.TaskInfo:
+        # What can change of a pod between sessions; the frozen TaskInfo is reused otherwise.
+        key = (pod.phase, pod.node, pod.nominated, pod.reserved)
+        if pod.info is None or pod.info[0] != key:
+            pod.info = (key, ClusterDriver._build_task(pod))
+        return pod.info[1]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _build_task(pod: Pod) -> schedcore.TaskInfo:
         s = pod.record.scheduling
         return schedcore.TaskInfo(
             name=pod.name, job=pod.job, role=pod.task, index=pod.index,

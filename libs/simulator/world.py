@@ -27,6 +27,7 @@ class Node(msgspec.Struct, kw_only=True):
     labels: dict[str, str]
     taints: list[api.Taint]
     ready: bool = True
+    info: Any = None  # the schedcore NodeInfo last built for it (see ClusterDriver.snapshot)
 
 
 class Cluster(msgspec.Struct, kw_only=True):
@@ -63,6 +64,7 @@ class Pod(msgspec.Struct, kw_only=True):
     nominated: str | None = None  # node an earlier preempt/reclaim pipelined this pod onto
     incarnation: int = 0  # bumps on every recreation and in-place restart; stale completions are ignored
     created: float = 0.0
+    info: Any = None  # (key, TaskInfo) last built for it; rebuilt when the key changes
 
 
 class Job(msgspec.Struct, kw_only=True):
