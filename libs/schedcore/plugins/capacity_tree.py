@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .quota import QueueAttr, add_job, capability_vec
+from .quota import QueueAttr, assign, capability_vec, queue_sums
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -25,19 +25,16 @@ def _defined(ssn: Session, deserved: dict[str, float]) -> np.ndarray:
 def build_flat(plugin: Any, ssn: Session) -> None:
     space = ssn.space
     total_guarantee = sum((space.vec(q.info.guarantee) for q in ssn.queues.values()), np.zeros(space.size))
-    for job in ssn.jobs.values():
-        q = ssn.queues.get(job.queue)
-        if q is None:
-            continue
-        attr = plugin.attrs.get(q.name)
-        if attr is None:
-            attr = plugin.attrs[q.name] = QueueAttr(q.name, space)
-            attr.guarantee = space.vec(q.info.guarantee)
-            attr.capability = capability_vec(space, q.info.capability)
-            attr.real_cap = np.minimum(np.maximum(ssn.total - total_guarantee, 0.0) + attr.guarantee, attr.capability)
-            attr.deserved = np.maximum(np.minimum(space.vec(q.info.deserved), attr.real_cap), attr.guarantee)
-            plugin.defined[q.name] = _defined(ssn, q.info.deserved)
-        add_job(attr, job)
+    jobs = [j for j in ssn.jobs.values() if j.queue in ssn.queues]
+    for name, sums in queue_sums(ssn, jobs).items():
+        q = ssn.queues[name]
+        attr = plugin.attrs[name] = QueueAttr(name, space)
+        attr.guarantee = space.vec(q.info.guarantee)
+        attr.capability = capability_vec(space, q.info.capability)
+        attr.real_cap = np.minimum(np.maximum(ssn.total - total_guarantee, 0.0) + attr.guarantee, attr.capability)
+        attr.deserved = np.maximum(np.minimum(space.vec(q.info.deserved), attr.real_cap), attr.guarantee)
+        plugin.defined[name] = _defined(ssn, q.info.deserved)
+        assign(attr, sums)
 
 
 def build_tree(plugin: Any, ssn: Session) -> None:
@@ -56,13 +53,12 @@ def build_tree(plugin: Any, ssn: Session) -> None:
     children: dict[str, list[str]] = {}
     for child, parent in sorted(plugin.parent.items()):
         children.setdefault(parent, []).append(child)
-    for job in ssn.jobs.values():
-        if job.queue not in plugin.attrs:
-            continue
-        if children.get(job.queue):
+    jobs = [j for j in ssn.jobs.values() if j.queue in plugin.attrs]
+    for leaf, sums in queue_sums(ssn, jobs).items():
+        if children.get(leaf):
             plugin.broken = True  # a job in a non-leaf queue: Volcano refuses the whole session
-        for name in _chain(plugin, job.queue):
-            add_job(plugin.attrs[name], job)
+        for name in _chain(plugin, leaf):
+            assign(plugin.attrs[name], sums)
     root = plugin.attrs[ROOT]
     kids = [plugin.attrs[c] for c in children.get(ROOT, [])]
     root.deserved = sum((k.deserved for k in kids), np.zeros(space.size)) if kids else root.deserved

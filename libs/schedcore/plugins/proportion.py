@@ -8,7 +8,7 @@ import numpy as np
 
 from ..framework import PERMIT, REJECT, Plugin
 from ..state import JobState, QueueState, TaskState
-from .quota import QueueAttr, add_job, capability_vec, real_capability, share_of
+from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, share_of
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -24,18 +24,15 @@ class ProportionPlugin(Plugin):
         total_guarantee = np.zeros(space.size)
         for q in ssn.queues.values():
             total_guarantee += space.vec(q.info.guarantee)
-        for job in ssn.jobs.values():
-            q = ssn.queues.get(job.queue)
-            if q is None:
-                continue
-            attr = self.attrs.get(q.name)
-            if attr is None:
-                attr = self.attrs[q.name] = QueueAttr(q.name, space)
-                attr.weight = float(q.info.weight)
-                attr.guarantee = space.vec(q.info.guarantee)
-                attr.capability = capability_vec(space, q.info.capability)
-                attr.real_cap = real_capability(ssn, attr.guarantee, total_guarantee, attr.capability)
-            add_job(attr, job)
+        jobs = [j for j in ssn.jobs.values() if j.queue in ssn.queues]
+        for name, sums in queue_sums(ssn, jobs).items():
+            q = ssn.queues[name]
+            attr = self.attrs[name] = QueueAttr(name, space)
+            attr.weight = float(q.info.weight)
+            attr.guarantee = space.vec(q.info.guarantee)
+            attr.capability = capability_vec(space, q.info.capability)
+            attr.real_cap = real_capability(ssn, attr.guarantee, total_guarantee, attr.capability)
+            assign(attr, sums)
         self._water_fill()
         for attr in self.attrs.values():
             attr.share = share_of(ssn, attr.allocated, attr.deserved)
