@@ -62,12 +62,14 @@ class PullLoop:
         self._inbox = ""
         self._sub: NatsSubscription | None = None
         self._task: asyncio.Task[None] | None = None
+        self._keeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._inbox = self._nc.new_inbox()
         self._sub = await self._nc.subscribe(self._inbox, cb=self._on_msg, pending_msgs_limit=-1,
                                              pending_bytes_limit=-1)
         self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
+        self._keeper = asyncio.create_task(self._keepalive(), name=f"keepalive-{self.durable}")
 
     @property
     def running(self) -> bool:
@@ -85,6 +87,11 @@ class PullLoop:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         if self._sub is not None:
             with contextlib.suppress(*_NATS_ERRORS):
                 await self._sub.unsubscribe()
@@ -136,21 +143,33 @@ class PullLoop:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._arrived.wait(), EXPIRES)
                 continue
-            n = min(len(self._buffer), self._policy.batch)
-            await self._process([self._buffer.popleft() for _ in range(n)])
+            await self._process(min(len(self._buffer), self._policy.batch))
 
-    async def _process(self, msgs: list[Msg]) -> None:
+    async def _process(self, n: int) -> None:
+        # Messages leave the buffer only when their handler starts, so ``_keepalive`` covers
+        # every message still waiting for its turn.
         if self._policy.concurrency == 1:
-            for msg in msgs:
-                await self._one(msg)
+            for _ in range(n):
+                await self._one(self._buffer.popleft())
         else:
             sem = asyncio.Semaphore(self._policy.concurrency)
 
-            async def guarded(m: Msg) -> None:
+            async def guarded() -> None:
                 async with sem:
-                    await self._one(m)
-            await asyncio.gather(*(guarded(m) for m in msgs))
-        _log.debug("batch_consumed", durable=self.durable, size=len(msgs))
+                    await self._one(self._buffer.popleft())
+            await asyncio.gather(*(guarded() for _ in range(n)))
+        _log.debug("batch_consumed", durable=self.durable, size=n)
+
+    async def _keepalive(self) -> None:
+        """Tell the server that buffered messages are being worked on (``+WPI``) every third of
+        ``ack_wait``, so a slow batch does not get its queued tail redelivered elsewhere. A message
+        whose handler has started gets no extension: a handler hung past ``ack_wait`` is redelivered."""
+        period = self._policy.ack_wait / 3
+        while True:
+            await asyncio.sleep(period)
+            for msg in list(self._buffer):
+                with contextlib.suppress(*_NATS_ERRORS, nats.errors.MsgAlreadyAckdError):
+                    await msg.in_progress()
 
     async def _one(self, msg: Msg) -> None:
         delivery = self._bus.delivery(msg)

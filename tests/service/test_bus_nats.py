@@ -149,3 +149,19 @@ async def test_connect_to_nothing_raises_bus_closed_error(tmp_path: Path) -> Non
         url = server.url
     with pytest.raises(BusClosedError):
         await NatsBus.connect(url, WORK, connect_timeout=1.0)
+
+
+async def test_queued_messages_of_a_slow_batch_are_not_redelivered(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        seen: list[Delivery] = []
+
+        async def slow(d: Delivery) -> None:
+            seen.append(d)
+            await asyncio.sleep(0.2)
+
+        await bus.publish_many([("work.a", str(i), str(i).encode()) for i in range(6)])
+        await bus.consume("svc", "work.>", slow, batch=6, ack_wait=0.6)
+        await eventually(lambda: len(seen) >= 6)
+        await asyncio.sleep(0.7)
+    assert [d.data for d in seen] == [str(i).encode() for i in range(6)]
+    assert all(d.num_delivered == 1 for d in seen)
