@@ -113,6 +113,8 @@ class JobState:
         self.enqueue_reason = ""
         self.ready = 0
         self.valid = 0
+        # Pods held back by scheduling gates do not reserve queue room while they wait.
+        self.gated_req = sum((t.req for t in tasks if t.info.gated and t.status == "Pending"), np.zeros(space.size))
         for t in tasks:
             t.job = self
             self._count(t, t.status, +1)

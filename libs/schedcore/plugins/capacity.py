@@ -175,7 +175,7 @@ class CapacityPlugin(Plugin):
     def job_enqueued(self, job: JobState) -> None:
         if job.min_req is not None:
             for a in self.path(job.queue):
-                a.inqueue += job.min_req
+                a.inqueue += np.maximum(job.min_req - job.gated_req, 0.0)
 
     def _update(self, task: TaskState, sign: float) -> None:
         assert task.job is not None

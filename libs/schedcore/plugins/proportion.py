@@ -117,7 +117,7 @@ class ProportionPlugin(Plugin):
     def job_enqueued(self, job: JobState) -> None:
         attr = self.attrs.get(job.queue)
         if attr is not None and job.min_req is not None:
-            attr.inqueue += job.min_req
+            attr.inqueue += np.maximum(job.min_req - job.gated_req, 0.0)
 
     def _update(self, task: TaskState, sign: float) -> None:
         assert task.job is not None

@@ -49,7 +49,8 @@ def inqueue_part(job: JobState) -> np.ndarray | None:
     if job.min_req is None:
         return None
     if job.phase == "Inqueue" or (job.phase == "Running" and job.n(*ALLOCATED) >= job.min_member):
-        return np.where(job.min_req > 0, np.maximum(job.min_req - job.allocated, 0.0), 0.0)
+        part = np.where(job.min_req > 0, np.maximum(job.min_req - job.allocated, 0.0), 0.0)
+        return np.maximum(part - job.gated_req, 0.0)
     return None
 
 
@@ -71,7 +72,8 @@ def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray
     mins = np.array([j.min_req if j.min_req is not None else np.zeros(size) for j in jobs]).reshape(len(jobs), size)
     admitted = np.array([j.phase == "Inqueue" or (j.phase == "Running" and j.n(*ALLOCATED) >= j.min_member)
                          for j in jobs]) & has_min
-    inqueue = np.where(admitted[:, None] & (mins > 0), np.maximum(mins - alloc, 0.0), 0.0)
+    gated = np.array([j.gated_req for j in jobs]).reshape(len(jobs), size)
+    inqueue = np.where(admitted[:, None] & (mins > 0), np.maximum(mins - alloc - gated, 0.0), 0.0)
     elastic = np.maximum(alloc - mins, 0.0)
     pending = np.zeros_like(alloc)
     for k, j in enumerate(jobs):
