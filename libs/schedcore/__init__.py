@@ -13,10 +13,18 @@ Invariants:
 - Expected rejections are values (``Decision.unschedulable``); only a bad conf raises
   (``ConfError``).
 
-Driver contract: after an eviction, delete the pod and, per the job's policy, recreate it
-Pending (same name is fine); pass podgroup phases from ``Decision.podgroup_phases`` back in
-the next snapshot's ``JobInfo.phase``; pass ``Decision.pipelined`` nodes back as
-``TaskInfo.nominated_node`` while the pod stays Pending.
+Driver contract (what a caller of ``cycle`` must do):
+- Snapshot: every queue the jobs use (the core invents none, not even ``default``); jobs with
+  their pods as tasks (a job may have no tasks before its podgroup is admitted); NotReady nodes
+  may be listed (they are ignored, and so are the resources of pods on them).
+- ``TaskInfo.request`` is the pod's summed container requests in base units; ``pods: 1`` is
+  added by the core. ``JobInfo.min_resources`` None means "not declared" (always admitted).
+- Apply ``Decision.binds`` (pods start; report them ``Bound``/``Running`` next time);
+  ``Decision.evictions``: delete the pod and, per the job's policies, recreate it ``Pending``
+  with no node (the same name is fine); only ``Running`` pods are reclaim victims, ``Bound``
+  ones can be preempted. ``Decision.pipelined``: keep the pod Pending and pass the node back as
+  ``TaskInfo.nominated_node`` until it is bound. ``Decision.podgroup_phases`` (every job) goes
+  back as ``JobInfo.phase``; create a job's pods once its phase is Inqueue or later.
 """
 
 from .conf import DEFAULT_CONF, DEFAULT_CONF_TEXT, PluginConf, SchedulerConf, parse_conf
