@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import nats
@@ -37,16 +37,26 @@ _STREAM_IN_USE = 10058  # "stream name already in use with a different configura
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 
 
-async def _on_error(exc: Exception) -> None:
-    _log.warning("nats_error", error=str(exc) or type(exc).__name__)
+class _ConnectionEvents:
+    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose."""
 
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.closing = False
+        self.on_reconnect: list[Callable[[], None]] = []
 
-async def _on_disconnect() -> None:
-    _log.warning("nats_disconnected")
+    async def error(self, exc: Exception) -> None:
+        if not self.closing:
+            _log.warning("nats_error", url=self.url, error=str(exc) or type(exc).__name__)
 
+    async def disconnected(self) -> None:
+        if not self.closing:
+            _log.warning("nats_disconnected", url=self.url)
 
-async def _on_reconnect() -> None:
-    _log.info("nats_reconnected")
+    async def reconnected(self) -> None:
+        _log.info("nats_reconnected", url=self.url)
+        for callback in self.on_reconnect:
+            callback()
 
 
 class NatsBus:
@@ -58,6 +68,7 @@ class NatsBus:
         self._ns = namespace
         self._streams: list[StreamSpec] = []
         self._subs: list[PullLoop] = []
+        self._events: _ConnectionEvents | None = None
 
     @classmethod
     async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
@@ -67,16 +78,18 @@ class NatsBus:
         for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
         or a stream conflicts. ``timeout`` bounds each JetStream request (publish ack, API call);
         ``connect_timeout`` the first connection (later disconnects reconnect forever)."""
+        events = _ConnectionEvents(url)
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
             nc = await asyncio.wait_for(
                 nats.connect(url, name=name, connect_timeout=2, max_reconnect_attempts=-1, reconnect_time_wait=0.5,
-                             allow_reconnect=True, error_cb=_on_error, disconnected_cb=_on_disconnect,
-                             reconnected_cb=_on_reconnect),
+                             allow_reconnect=True, error_cb=events.error, disconnected_cb=events.disconnected,
+                             reconnected_cb=events.reconnected),
                 connect_timeout)
         except (*_NATS_ERRORS, OSError) as exc:
             raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
         bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace)
+        bus._events = events
         try:
             await bus.declare(streams)
         except BaseException:
@@ -211,6 +224,8 @@ class NatsBus:
         except _NATS_ERRORS as exc:
             raise ConsumerError(durable, str(exc)) from exc
         self._subs.append(loop)
+        if self._events is not None:
+            self._events.on_reconnect.append(loop.reconnected)
         return loop
 
     def delivery(self, msg: Msg) -> Delivery:
@@ -271,6 +286,8 @@ class NatsBus:
         subs, self._subs = self._subs, []
         for sub in subs:
             await sub.stop()
+        if self._events is not None:
+            self._events.closing = True
         if not self._nc.is_closed:
             with contextlib.suppress(*_NATS_ERRORS):
                 await self._nc.drain()

@@ -97,6 +97,11 @@ class PullLoop:
                 await self._sub.unsubscribe()
             self._sub = None
 
+    def reconnected(self) -> None:
+        """Pull requests die with the connection: forget their credit and ask again at once."""
+        self._requests.clear()
+        self._arrived.set()
+
     async def _on_msg(self, msg: Msg) -> None:
         status = msg.headers.get("Status") if msg.headers else None
         if status is None:

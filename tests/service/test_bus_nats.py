@@ -165,3 +165,30 @@ async def test_queued_messages_of_a_slow_batch_are_not_redelivered(nats_url, nam
         await asyncio.sleep(0.7)
     assert [d.data for d in seen] == [str(i).encode() for i in range(6)]
     assert all(d.num_delivered == 1 for d in seen)
+
+
+async def test_consumer_carries_on_after_the_server_restarts(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    port = server.port
+    seen: list[bytes] = []
+
+    async def handler(d: Delivery) -> None:
+        seen.append(d.data)
+
+    try:
+        bus = await NatsBus.connect(server.url, WORK)
+        try:
+            await bus.consume("svc", "work.>", handler)
+            await bus.publish("work.a", b"before", msg_id="1")
+            await eventually(lambda: seen == [b"before"])
+            await asyncio.to_thread(server.stop)
+            server = NatsServer(tmp_path / "nats", port=port)
+            await asyncio.to_thread(server.start)
+            await eventually(lambda: bus._nc.stats["reconnects"] >= 1, timeout=10)  # noqa: SLF001
+            await bus.publish("work.a", b"after", msg_id="2")
+            await eventually(lambda: seen == [b"before", b"after"], timeout=3)
+        finally:
+            await bus.close()
+    finally:
+        server.stop()
