@@ -153,3 +153,23 @@ def test_vgpu_sharing_fills_device_cores():
     nodes = [node("a").cpu(16).mem("64Gi").gpus(1)]
     jobs = [job(f"j{i}").min(1).created(i).tasks(1, cpu=1, vgpu=1, vgpu_cores=40) for i in range(3)]
     assert len(run(DEFAULT_CONF_TEXT, nodes, jobs).binds) == 2
+
+
+@pytest.mark.parametrize(("min_member", "expected"), [
+    (2, ["j-small-0", "j-small-1"]),  # a task finds no node: continue, the others still fit
+    (3, []),                         # minMember = #tasks: stop at the first failure, discard
+], ids=["continue-after-misfit", "stop-when-min-is-all"])
+def test_need_continue_allocating(min_member, expected):
+    j = job("j").min(min_member).tasks(1, role="big", cpu=8).tasks(2, role="small", cpu=1)
+    d = run(DEFAULT_CONF_TEXT, [small("a", 4), small("b", 4)], [j])
+    assert sorted(b.task for b in d.binds) == expected
+
+
+@pytest.mark.parametrize(("vip_priority", "order"), [
+    (0, ["p-task-0", "v-task-0"]), (10, ["v-task-0", "p-task-0"]),
+], ids=["equal-priority-older-queue-first", "queue-priority-first"])
+def test_queue_priority_orders_queues(vip_priority, order):
+    queues = [queue("vip").priority(vip_priority).created(5), queue("plain")]
+    jobs = [job("p", "plain").min(1).tasks(1, cpu=4), job("v", "vip").min(1).created(3).tasks(1, cpu=4)]
+    d = run(DEFAULT_CONF_TEXT, [small("a", 8)], jobs, queues)
+    assert [b.task for b in d.binds] == order
