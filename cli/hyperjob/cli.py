@@ -15,6 +15,7 @@ import yaml
 import api
 import events
 import telemetry
+from events import subjects
 
 from . import views
 from .client import Client
@@ -260,3 +261,23 @@ def _status_line(item: dict[str, Any]) -> str:
     waiting = f" waiting: {item['waitingReason']}" if item["waitingReason"] else ""
     return (f"{item['name']} {item['phase']} pods pending={counts['pending']} running={counts['running']} "
             f"succeeded={counts['succeeded']} failed={counts['failed']} placement: {where or '-'}{waiting}")
+
+
+def _hyperjob_command(action: str) -> click.Command:
+    @click.command(name=action, help=f"{action.capitalize()} a HyperJob: act on every child job in every cluster.")
+    @click.argument("name")
+    def command(name: str) -> None:
+        async def work(client: Client) -> bool:
+            answer = await client.request(subjects.HYPERJOB_COMMAND, events.CommandHyperJob(
+                event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", name=name,
+                action=action))  # type: ignore[arg-type]
+            _print_answer(answer)
+            return isinstance(answer, events.RequestAccepted)
+
+        sys.exit(0 if with_client(work) else 1)
+
+    return command
+
+
+for _action in ("suspend", "resume", "restart", "abort"):
+    main.add_command(_hyperjob_command(_action))

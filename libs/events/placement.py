@@ -58,3 +58,12 @@ class ChildPlacementWaiting(Message, frozen=True, kw_only=True, tag="sched.child
     child: str
     hyperjob: str = ""
     reason: str
+
+
+class CommandChild(Message, frozen=True, kw_only=True, tag="sched.child.command.v1"):
+    """Run a Volcano Job command (AbortJob, ResumeJob, RestartJob, ...) on a child in ``cluster``."""
+
+    child: str
+    cluster: str
+    action: str
+    reason: str = ""

@@ -42,6 +42,10 @@ def dispatch(cluster: str) -> str:
     return f"sched.child.dispatch.{cluster}"
 
 
+def command_child(cluster: str) -> str:
+    return f"sched.child.command.{cluster}"
+
+
 def remove_child(cluster: str) -> str:
     return f"sched.child.remove.{cluster}"
 
@@ -90,6 +94,23 @@ def heartbeat(cluster: str, node: str) -> str:
     return f"heartbeat.node.{cluster}.{node}"
 
 
+def gpu_telemetry(cluster: str, node: str) -> str:
+    return f"telemetry.gpu.{cluster}.{node}"
+
+
+def fabric_telemetry(cluster: str, node: str) -> str:
+    return f"telemetry.fabric.{cluster}.{node}"
+
+
+def telemetry_of(cluster: str) -> str:
+    """Every telemetry subject of one cluster's nodes (a filter for ``last_per_subject``)."""
+    return f"telemetry.*.{cluster}.>"
+
+
+def node_fault(cluster: str) -> str:
+    return f"node.fault.{cluster}"
+
+
 def dlq(durable: str) -> str:
     return f"dlq.{durable}"
 
@@ -101,5 +122,6 @@ STREAMS: list[StreamDecl] = [
     StreamDecl(name="NODE", subjects=["node.>"]),
     StreamDecl(name="CAPACITY", subjects=["capacity.>"], latest_only=True),
     StreamDecl(name="HEARTBEAT", subjects=["heartbeat.>"], latest_only=True),
+    StreamDecl(name="TELEMETRY", subjects=["telemetry.>"], latest_only=True, max_age_seconds=24 * 3600.0),
     StreamDecl(name="DLQ", subjects=["dlq.>"]),
 ]

@@ -86,6 +86,10 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
     children: list[ChildRef] = []
     deleting: bool = False
     waiting_reason: str = ""
+    # What the owner is doing with the HyperJob as a whole (fleetcore.Lifecycle): Active,
+    # Suspended or Restarting; ``restarts`` counts restart commands, so the status starts over.
+    lifecycle: str = "Active"
+    restarts: int = 0
 
 
 class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,10 +139,17 @@ class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """The aggregated status; ``children`` is the latest news of each child (its ``phase`` at least)."""
+
     name: str
     phase: str
     status: dict[str, Any]
     updated_at: float = 0.0
+    children: dict[str, dict[str, Any]] = {}
+
+    def child_phases(self, names: list[str]) -> dict[str, str]:
+        """Each named child's Volcano Job phase; a child nobody heard of yet is Pending."""
+        return {name: str(self.children.get(name, {}).get("phase", "Pending")) for name in names}
 
 
 class PodEnvDoc(msgspec.Struct, frozen=True, kw_only=True):

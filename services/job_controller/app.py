@@ -14,10 +14,11 @@ async def build(settings: Settings, runtime: Runtime) -> JobController:
     controller = JobController(runtime, settings.cluster)
     c = settings.cluster
     await runtime.subscribe(f"job-controller-{c}-sched", [subjects.dispatch(c), subjects.remove_child(c),
-                                                         subjects.podgroup_phase(c), subjects.pod_bound(c),
-                                                         subjects.pod_evicted(c)], {
+                                                         subjects.command_child(c), subjects.podgroup_phase(c),
+                                                         subjects.pod_bound(c), subjects.pod_evicted(c)], {
         events.DispatchChild: controller.on_dispatch,
         events.RemoveChild: controller.on_remove,
+        events.CommandChild: controller.on_command,
         events.PodGroupPhaseChanged: controller.on_podgroup_phase,
         events.PodBound: controller.on_bound,
         events.PodEvicted: controller.on_evicted,

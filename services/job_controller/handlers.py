@@ -86,6 +86,9 @@ class JobController:
         return await self._feed(msg, msg.job, lambda r: domain.pod_event(r, msg.pod, msg.pod_uid, msg.phase,
                                                                          msg.exit_code, msg.restarts))
 
+    async def on_command(self, msg: events.CommandChild) -> Reaction:
+        return await self._feed(msg, msg.child, lambda r: jm.CommandIssued(action=msg.action, id=msg.event_id))
+
     async def on_remove(self, msg: events.RemoveChild) -> Reaction:
         return await self._feed(msg, msg.child, lambda r: jm.CommandIssued(action="TerminateJob", id=msg.event_id),
                                 removing=True)

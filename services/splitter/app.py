@@ -12,9 +12,10 @@ from .handlers import Splitter
 
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime)
-    await runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE], {
+    await runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND], {
         events.ApplyManifest: splitter.on_apply,
         events.DeleteObject: splitter.on_delete,
+        events.CommandHyperJob: splitter.on_command,
     })
     await runtime.subscribe("splitter-children", "job.removed.*", {events.JobRemoved: splitter.on_job_removed})
     runtime.every(settings.replan_period, splitter.replan_waiting, "replan-waiting")

@@ -179,6 +179,33 @@ class Splitter:
         reaction.writes.append(Write.delete(records.QUEUE, msg.name))
         return reaction
 
+    # -- commands on the whole HyperJob ----------------------------------------------------------------
+
+    async def on_command(self, msg: events.CommandHyperJob) -> Reaction:
+        """suspend / resume / restart / abort act on every child, through its cluster's job-controller."""
+        stored = await self.rt.store.get(records.HYPERJOB, msg.name)
+        doc = stored.decode(records.HyperJobDoc) if stored else None
+        if doc is None or doc.plain or doc.deleting:
+            reason = f"HyperJob {msg.name!r} not found" if doc is None or doc.plain else f"HyperJob {msg.name!r} is being deleted"
+            return _answer(msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+        status = await self.rt.store.get(records.HYPERJOB_STATUS, msg.name)
+        names = [ref.name for ref in doc.children]
+        phases = status.decode(records.HyperJobStatusDoc).child_phases(names) if status else dict.fromkeys(names, "Pending")
+        lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)  # type: ignore[arg-type]
+        lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
+        clusters = {ref.name: ref.cluster for ref in doc.children}
+        reaction = _answer(msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
+        for decision in decisions:
+            if isinstance(decision, fleetcore.ChildCommand) and clusters.get(decision.child):
+                cluster = clusters[decision.child]
+                reaction.publish(subjects.command_child(cluster), emit(
+                    events.CommandChild, msg, f"command/{decision.child}", PRODUCER, child=decision.child,
+                    cluster=cluster, action=decision.action, reason=decision.reason))
+        restarts = doc.restarts + (1 if msg.action == "restart" else 0)
+        reaction.writes.append(Write.put(records.HYPERJOB, msg.name, replace(doc, lifecycle=lifecycle, restarts=restarts),
+                                         stored.version if stored else 0))
+        return reaction
+
     async def on_job_removed(self, msg: events.JobRemoved) -> Reaction:
         """A child is gone from its cluster; the last one gone ends a deletion."""
         owner = msg.hyperjob or msg.job

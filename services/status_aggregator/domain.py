@@ -19,6 +19,7 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: float = 0.0
     children: dict[str, fleetcore.ChildStatus] = {}
     waiting_reason: str = ""
+    restarts: int = 0  # the owner's restart count this status reflects
 
 
 def child_changed(doc: AggregateDoc, news: fleetcore.ChildStatus) -> AggregateDoc:
@@ -34,8 +35,11 @@ def recompute(doc: AggregateDoc, owner: records.HyperJobDoc, now: float) -> Aggr
                 else fleetcore.ChildStatus(name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster,
                                            replicas=ref.replicas)
                 for ref in owner.children]
-    previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status else None
-    status = fleetcore.aggregate_status(hyperjob, children, previous=previous,
-                                        lifecycle="Terminating" if owner.deleting else "Active",
+    # After a restart the old conditions no longer hold: the status starts over.
+    restarted = owner.restarts != doc.restarts
+    previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
+    phases = {child.name: child.phase for child in children}
+    lifecycle = "Terminating" if owner.deleting else fleetcore.settle_lifecycle(owner.lifecycle, phases)  # type: ignore[arg-type]
+    status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle,
                                         waiting_reason=owner.waiting_reason or doc.waiting_reason, now=now)
-    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now)
+    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=owner.restarts)
