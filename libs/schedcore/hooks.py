@@ -23,6 +23,8 @@ class Dispatch:
                 if isinstance(plugin, proto) and (name == "job_valid" or pconf.hook_enabled(name)):
                     self.hooks[name].append((tier, plugin))
         self._job_order = [p.job_order for _, p in self.hooks["job_order"]]
+        keyed = all(hasattr(p, "job_order_key") for _, p in self.hooks["job_order"])
+        self._job_keys = [p.job_order_key for _, p in self.hooks["job_order"]] if keyed else None
 
     # ---- orders: first non-zero comparison wins, then the fallback -------------------------
     def job_before(self, a: JobState, b: JobState) -> bool:
@@ -31,6 +33,17 @@ class Dispatch:
             if c:
                 return c < 0
         return a.key < b.key
+
+    def job_key(self) -> Callable[[JobState], tuple[Any, ...]] | None:
+        """A sort key equivalent to ``job_before`` when every job-order plugin offers one.
+
+        Only valid while the jobs it is taken for do not change, which holds for a heap whose
+        popped job is the only one allocated to before it is pushed back.
+        """
+        fns = self._job_keys
+        if fns is None:
+            return None
+        return lambda job: (*(fn(job) for fn in fns), job.key)
 
     def queue_before(self, a: QueueState, b: QueueState) -> bool:
         for _, p in self.hooks["queue_order"]:

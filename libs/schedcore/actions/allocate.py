@@ -35,7 +35,7 @@ def candidate_jobs(ssn: Session, promote_pending: bool) -> dict[str, PriorityQue
         if reason is not None:
             job.fit_errors["job"] = reason
             continue
-        per_queue.setdefault(q.name, PriorityQueue(ssn.job_before)).push(job)
+        per_queue.setdefault(q.name, PriorityQueue(ssn.job_before, key=ssn.job_key())).push(job)
     return per_queue
 
 

@@ -18,7 +18,7 @@ def enqueue(ssn: Session) -> None:
         q = ssn.queue_of(job)
         if q is None or job.phase != "Pending":
             continue
-        per_queue.setdefault(q.name, PriorityQueue(ssn.job_before)).push(job)
+        per_queue.setdefault(q.name, PriorityQueue(ssn.job_before, key=ssn.job_key())).push(job)
     queues: PriorityQueue[QueueState] = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in per_queue])
     while not queues.empty():
         queue = queues.pop()

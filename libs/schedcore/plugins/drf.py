@@ -37,6 +37,10 @@ class DrfPlugin(Plugin):
         sa, sb = self.shares[id(a)], self.shares[id(b)]
         return 0 if sa == sb else (-1 if sa < sb else 1)
 
+    def job_order_key(self, job: JobState) -> float:
+        """Sort key agreeing with ``job_order``."""
+        return self.shares[id(job)]
+
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         pj = preemptor.job
         ls = self._share(self.allocated[id(pj)] + preemptor.req)

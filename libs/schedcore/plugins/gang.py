@@ -41,6 +41,10 @@ class GangPlugin(Plugin):
             return 0
         return 1 if ra else -1
 
+    def job_order_key(self, job: JobState) -> bool:
+        """Sort key agreeing with ``job_order``: not-ready (False) first."""
+        return job.is_ready()
+
     def _victims(self, candidates: list[TaskState]) -> list[TaskState]:
         occupied: dict[int, int] = {}
         victims = []

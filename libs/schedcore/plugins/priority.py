@@ -19,6 +19,10 @@ class PriorityPlugin(Plugin):
     def job_order(self, a: JobState, b: JobState) -> int:
         return _cmp(a.priority, b.priority)
 
+    def job_order_key(self, job: JobState) -> int:
+        """Sort key agreeing with ``job_order``."""
+        return -job.priority
+
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         pj = preemptor.job
         assert pj is not None

@@ -68,3 +68,16 @@ def test_random_cycles_keep_invariants_and_are_deterministic(seed):
         assert decision == sched.cycle(snap)
         check_decision(snap, decision)
         snap = advance(snap, decision)
+
+
+@pytest.mark.parametrize("seed", range(5), ids=lambda s: f"seed-{s}")
+def test_job_sort_key_orders_exactly_like_the_plugin_chain(seed):
+    import functools
+
+    snap = advance(random_snapshot(seed), Scheduler(parse_conf(CONF)).cycle(random_snapshot(seed)))
+    ssn = Scheduler(parse_conf(CONF)).open(snap)
+    jobs = list(ssn.jobs.values())
+    key = ssn.job_key()
+    assert key is not None
+    by_cmp = sorted(jobs, key=functools.cmp_to_key(lambda a, b: -1 if ssn.job_before(a, b) else 1))
+    assert [j.name for j in sorted(jobs, key=key)] == [j.name for j in by_cmp]
