@@ -55,3 +55,16 @@ def test_bench_binds_every_pod(gang):
     result = run(nodes=50, pods=64, gang=gang, seed=1)
     assert isinstance(result, BenchResult)
     assert result.bound == result.pods == 64 and result.cycles >= 1 and result.pods_per_second > 0
+
+
+@pytest.mark.parametrize("case", ["empty", "no-nodes", "pod-on-unknown-node", "only-not-ready-nodes",
+                                  "zero-allocatable"])
+def test_odd_snapshots_give_a_decision_not_an_exception(case):
+    nodes = {"empty": [], "no-nodes": [], "pod-on-unknown-node": [node("n1").cpu(4).mem("8Gi")],
+             "only-not-ready-nodes": [node("n1").cpu(4).mem("8Gi").not_ready()],
+             "zero-allocatable": [node("n1")]}[case]
+    jobs = [] if case == "empty" else [
+        job("run").min(1).phase("Running").running(["ghost"], cpu=1), job("new").min(1).tasks(2, cpu=1)]
+    conf = DEFAULT_CONF_TEXT.replace('"enqueue, allocate, backfill"', '"enqueue, allocate, preempt, reclaim, backfill"')
+    d = Scheduler(parse_conf(conf)).cycle(snapshot(nodes, [queue("default")], jobs))
+    assert len(d.binds) == (2 if case == "pod-on-unknown-node" else 0) and d.evictions == []
