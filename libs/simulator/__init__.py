@@ -41,14 +41,6 @@ def run(text: str) -> dict[str, Any]:
     Raises ``ScenarioError`` (exit 2) when the file itself is wrong; everything that happens to
     the objects it creates (including rejected manifests) is part of the result.
     """
-    import schedcore
+    from .engine import prepare
 
-    from .engine import Engine
-    from .scenario import load
-
-    scenario = load(text)
-    try:
-        conf = schedcore.parse_conf(scenario.scheduler_conf) if scenario.scheduler_conf else schedcore.DEFAULT_CONF
-    except schedcore.ConfError as exc:
-        raise ScenarioError("spec.schedulerConf", str(exc)) from None
-    return Engine(scenario, conf).run()
+    return prepare(text).run()

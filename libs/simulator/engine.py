@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import schedcore
+
 from . import output
 from .agenda import SCENARIO, Agenda
 from .cluster import ClusterDriver
@@ -22,7 +24,8 @@ from .controller import JobDriver
 from .events import EventHandler, Wake
 from .fleet import FleetDriver
 from .kubelet import Kubelet
-from .scenario import Scenario
+from .errors import ScenarioError
+from .scenario import Scenario, load
 from .world import World
 
 # Without `until`, a run whose state keeps changing (a pod that restarts for ever) still ends:
@@ -111,6 +114,16 @@ class Engine:
         return {"name": p.name, "job": p.job, "task": p.task, "index": p.index, "cluster": p.cluster,
                 "node": None if p.reserved else p.node, "phase": p.phase, "startedAt": output.seconds(p.started_at),
                 "finishedAt": output.seconds(p.finished_at), "restarts": p.restarts}
+
+
+def prepare(text: str) -> Engine:
+    """Validate a scenario text (``ScenarioError`` naming the place) and build its engine."""
+    scenario = load(text)
+    try:
+        conf = schedcore.parse_conf(scenario.scheduler_conf) if scenario.scheduler_conf else schedcore.DEFAULT_CONF
+    except schedcore.ConfError as exc:
+        raise ScenarioError("spec.schedulerConf", str(exc)) from None
+    return Engine(scenario, conf)
 
 
 def _grid(t: float, period: float) -> float:
