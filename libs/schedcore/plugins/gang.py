@@ -72,5 +72,5 @@ class GangPlugin(Plugin):
             schedulable = job.ready_num() + job.n("Allocated")
             unready = max(job.min_member - schedulable, 0)
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(job.fit_errors.items()))
-            reason = job.enqueue_reason or detail or "not enough resources"
+            reason = job.enqueue_reason or detail or ("no pods yet" if not job.tasks else "not enough resources")
             ssn.unschedulable[job.name] = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reason}"
