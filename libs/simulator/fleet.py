@@ -135,9 +135,10 @@ class FleetDriver:
 
     def _admit(self, working: dict[str, ClusterCapacity]) -> None:
         w = self.world
-        pending = [fleetcore.Candidate(name=hj.name, queue=_queue_of(hj), request=fleetcore.hyperjob_request(hj.manifest),
-                                       priority=_priority(w, hj), created=hj.created)
-                   for hj in self._by_creation() if hj.name not in self.admitted and self.lifecycle[hj.name] == "Active"]
+        pending = [fleetcore.Candidate(name=hj.name, queue=_queue_of(hj), priority=_priority(w, hj),
+                                       request=fleetcore.hyperjob_request(hj.manifest), created=hj.created)
+                   for hj in self._by_creation()
+                   if hj.name not in self.admitted and self.lifecycle[hj.name] == "Active"]
         if not pending:
             return
         queues = {name: msgspec.structs.replace(fleetcore.fleet_queue(q.manifest, q.created), state=q.state)
@@ -260,7 +261,8 @@ class FleetDriver:
             status = self.statuses.get(hj.name)
             conditions = [{"type": c.type, "status": c.status, "reason": c.reason} for c in status.conditions] \
                 if status else []
-            items.append({"name": hj.name, "phase": hj.phase, "splitCount": status.split_count if status else 0,
+            items.append({"name": hj.name, "phase": hj.phase or "Pending",
+                          "splitCount": status.split_count if status else 0,
                           "placement": dict(hj.placement), "conditions": conditions})
         return items
 

@@ -181,7 +181,8 @@ def _event(entry: EventEntry, index: int, nodes: dict[str, set[str]]) -> TimedEv
     present = [f for f in EVENT_FIELDS if getattr(entry, f) is not None]
     if len(present) != 1:
         found = ", ".join(_camel(f) for f in present) or "none"
-        raise ScenarioError(path, f"an event needs exactly one of {', '.join(map(_camel, EVENT_FIELDS))} (found {found})")
+        kinds = ", ".join(map(_camel, EVENT_FIELDS))
+        raise ScenarioError(path, f"an event needs exactly one of {kinds} (found {found})")
     field = present[0]
     body = getattr(entry, field)
     _check_event(field, body, f"{path}.{_camel(field)}", nodes)

@@ -87,8 +87,7 @@ class HyperJob(msgspec.Struct, kw_only=True):
     name: str
     manifest: api.HyperJob
     created: float
-    state: Any = None  # fleetcore's record of it
-    phase: str = "Pending"
+    phase: str = ""  # "" until the first status pass, which announces Pending with the reason
     children: list[str] = []
     conditions: list[dict[str, str]] = []
     placement: dict[str, int] = {}
