@@ -30,17 +30,26 @@ def wants_topology(ssn: Session, job: JobState) -> bool:
 
 
 def _max_tier(ssn: Session) -> int:
-    top = getattr(ssn, "_max_tier", None)
-    if top is None:
-        top = ssn.nodes.tiers()
-        ssn._max_tier = top  # type: ignore[attr-defined]
-    return int(top)
+    if "_max_tier" not in ssn.__dict__:
+        ssn.__dict__["_max_tier"] = ssn.nodes.tiers()
+    return int(ssn.__dict__["_max_tier"])
 
 
 def domains(ssn: Session, tier: int) -> list[tuple[str, np.ndarray]]:
-    col = ssn.nodes.column(f"{TIER_LABEL}{tier}")
-    names = sorted({v for v in col if v is not None})
-    return [(n, np.array([v == n for v in col], dtype=bool)) for n in names]
+    """The HyperNodes of one tier as (name, node mask), by name; built once per session."""
+    cache: dict[int, list[tuple[str, np.ndarray]]] = ssn.__dict__.setdefault("_domains", {})
+    if tier not in cache:
+        rows: dict[str, list[int]] = {}
+        for i, v in enumerate(ssn.nodes.column(f"{TIER_LABEL}{tier}")):
+            if v is not None:
+                rows.setdefault(v, []).append(i)
+        out = []
+        for name in sorted(rows):
+            mask = np.zeros(ssn.nodes.size, dtype=bool)
+            mask[rows[name]] = True
+            out.append((name, mask))
+        cache[tier] = out
+    return cache[tier]
 
 
 def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: QueueState,
@@ -59,6 +68,7 @@ def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: Qu
     for tier in range(1, highest + 1):
         for name, mask in _ordered(ssn, tier, need, placed):
             mark = stmt.mark()
+            job.failed_roles.clear()  # a misfit in one domain says nothing about the next
             allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"]),
                            None, mask, ("topology", tier, name))
             if ssn.job_ready(job) or ssn.job_pipelined(job):
@@ -67,6 +77,7 @@ def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: Qu
     if hard:
         job.fit_errors["topology"] = f"no HyperNode of tier <= {highest} holds the gang"
         return
+    job.failed_roles.clear()
     allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, todo), None)
 
 
