@@ -87,13 +87,28 @@ def _needed(job: JobState, todo: list[TaskState]) -> np.ndarray:
 
 
 def _ordered(ssn: Session, tier: int, need: np.ndarray, placed: list[int]) -> list[tuple[str, np.ndarray]]:
-    out = []
-    for name, mask in domains(ssn, tier):
-        if placed and not all(mask[r] for r in placed):
-            continue
-        free = ssn.nodes.fidle[mask].sum(axis=0)
-        if not np.all(free + ssn.space.eps >= need):
-            continue
-        out.append((float(free[0]), float(free[1]), name, mask))
-    out.sort(key=lambda x: (x[0], x[1], x[2]))
-    return [(name, mask) for _, _, name, mask in out]
+    doms = domains(ssn, tier)
+    if not doms:
+        return []
+    index = _domain_index(ssn, tier, doms)
+    valid = index >= 0
+    free = np.zeros((len(doms), ssn.space.size))
+    np.add.at(free, index[valid], ssn.nodes.fidle[valid])  # every domain's FutureIdle in one pass
+    ok = np.all(free + ssn.space.eps >= need, axis=1)
+    if placed:
+        # Pods already running pin the job to the one domain holding all of them (if any).
+        same = index[placed]
+        only = int(same[0]) if bool(np.all(same == same[0])) else -1
+        ok &= np.arange(len(doms)) == only
+    order = sorted(np.flatnonzero(ok).tolist(), key=lambda d: (free[d, 0], free[d, 1], doms[d][0]))
+    return [doms[d] for d in order]
+
+
+def _domain_index(ssn: Session, tier: int, doms: list[tuple[str, np.ndarray]]) -> np.ndarray:
+    cache: dict[int, np.ndarray] = ssn.__dict__.setdefault("_domain_index", {})
+    if tier not in cache:
+        index = np.full(ssn.nodes.size, -1)
+        for d, (_, mask) in enumerate(doms):
+            index[mask] = d
+        cache[tier] = index
+    return cache[tier]
