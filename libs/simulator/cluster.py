@@ -191,6 +191,10 @@ class ClusterDriver:
 
     def add_bare_podgroup(self, manifest: api.PodGroup) -> None:
         name = manifest.metadata.name
+        try:
+            parse_resource_list(manifest.spec.min_resources)
+        except api.QuantityError as exc:
+            raise api.ManifestError("$.spec.minResources", str(exc)) from None
         if name in self.bare or name in self.world.jobs:
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         cluster = next(iter(sorted(c for c, s in self.world.clusters.items() if s.up)), None)

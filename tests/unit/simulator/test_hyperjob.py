@@ -1,0 +1,111 @@
+"""HyperJob driving end to end: the gang, failover timing, commands and deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simulator
+
+HEAD = """\
+apiVersion: hyperjob.io/v1alpha1
+kind: Scenario
+metadata: {name: hyperjob}
+spec:
+  clusters:
+  - name: cluster-a
+    nodes: [{name: a, allocatable: {cpu: "16", nvidia.com/gpu: "4"}}]
+  - name: cluster-b
+    nodes: [{name: b, allocatable: {cpu: "16", nvidia.com/gpu: "4"}}]
+  - name: cluster-c
+    nodes: [{name: c, allocatable: {cpu: "16", nvidia.com/gpu: "4"}}]
+  events:
+  - at: 0s
+    create:
+      apiVersion: batch.volcano.sh/v1alpha1
+      kind: HyperJob
+      metadata: {name: hj}
+      spec:
+        clusterNames: [cluster-a, cluster-b, cluster-c]
+        template:
+          apiVersion: batch.volcano.sh/v1alpha1
+          kind: Job
+          spec:
+            tasks:
+            - name: t
+              replicas: 8
+              template:
+                spec:
+                  containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "1"}}}]
+        splitPolicy:
+          strategy: ByCluster
+          clusters: [{name: cluster-a, replicas: 4}, {name: cluster-b, replicas: 4}]
+"""
+
+
+def run(events: str = "", until: str = "120s") -> dict[str, Any]:
+    return simulator.run(HEAD + events + f"  until: {until}\n")
+
+
+def jobs(result: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+    return {j["name"]: (j["phase"], j["cluster"]) for j in result["jobs"]}
+
+
+def hyperjob(result: dict[str, Any]) -> dict[str, Any]:
+    return next(h for h in result["hyperJobs"] if h["name"] == "hj")
+
+
+def test_children_bind_together_in_both_clusters() -> None:
+    result = run()
+    assert jobs(result) == {"hj-job-0": ("Running", "cluster-a"), "hj-job-1": ("Running", "cluster-b")}
+    bound = {e["time"] for e in result["events"] if e["type"] == "PodBound"}
+    assert len(bound) == 1
+    assert hyperjob(result)["placement"] == {"cluster-a": 4, "cluster-b": 4}
+    assert hyperjob(result)["splitCount"] == 2
+
+
+def test_cluster_back_within_the_timeout_keeps_its_child() -> None:
+    result = run("  - {at: 10s, clusterDown: {cluster: cluster-b}}\n  - {at: 30s, clusterUp: {cluster: cluster-b}}\n")
+    assert jobs(result)["hj-job-1"] == ("Running", "cluster-b")
+    assert [e["type"] for e in result["events"] if e["object"].startswith("cluster")] == ["ClusterDown", "ClusterUp"]
+
+
+def test_lost_cluster_child_moves_after_thirty_seconds() -> None:
+    result = run("  - {at: 10s, clusterDown: {cluster: cluster-b}}\n")
+    assert jobs(result)["hj-job-1"] == ("Running", "cluster-c")
+    moved = [e for e in result["events"] if e["object"] == "hj-job-1" and e["type"] == "PodGroupPhaseChanged"
+             and e["cluster"] == "cluster-c"]
+    assert moved[0]["time"] == 41.0
+    assert hyperjob(result)["placement"] == {"cluster-a": 4, "cluster-c": 4}
+
+
+def test_abort_fails_the_hyperjob_once_every_child_is_terminal() -> None:
+    result = run("  - {at: 10s, command: {kind: HyperJob, name: hj, action: abort}}\n")
+    assert {p for p, _ in jobs(result).values()} == {"Aborted"}
+    assert hyperjob(result)["phase"] == "Failed"
+    assert hyperjob(result)["conditions"] == [{"type": "Failed", "status": "True",
+                                               "reason": "SomeChildVCJobsUnsuccessful"}]
+    assert result["pods"] == []
+
+
+def test_restart_brings_every_child_back() -> None:
+    result = run("  - {at: 10s, command: {kind: HyperJob, name: hj, action: restart}}\n")
+    assert {p for p, _ in jobs(result).values()} == {"Running"}
+    assert hyperjob(result)["phase"] == "Running"
+    # Pods go at once in virtual time, so the children pass Restarting -> Pending within the instant
+    # and the HyperJob is seen re-admitted, then Running again.
+    phases = [(e["time"], e["phase"]) for e in result["events"] if e["type"] == "HyperJobPhaseChanged"]
+    assert phases[-2:] == [(10.0, "Admitted"), (11.0, "Running")]
+    assert {j["retryCount"] for j in result["jobs"]} == {1}
+
+
+def test_delete_removes_every_child_everywhere() -> None:
+    result = run("  - {at: 10s, delete: {kind: HyperJob, name: hj}}\n")
+    assert result["hyperJobs"] == [] and result["jobs"] == [] and result["pods"] == [] and result["podGroups"] == []
+
+
+def test_suspend_before_placement_places_nothing_until_resume() -> None:
+    suspended = run("  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n")
+    assert hyperjob(suspended)["phase"] == "Suspended" and suspended["jobs"] == []
+    resumed = run("  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n"
+                  "  - {at: 20s, command: {kind: HyperJob, name: hj, action: resume}}\n")
+    assert hyperjob(resumed)["phase"] == "Running"
