@@ -19,6 +19,7 @@ Dead-letter = publish the original payload and headers to ``dlq.<durable>`` (wit
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
@@ -28,10 +29,10 @@ from opentelemetry import trace
 from telemetry import extract
 
 from .errors import RetryableError, TerminalError
-from .model import MSG_ID, ConsumerPolicy, Delivery, Handler, Outgoing
+from .model import MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing
 
 __all__ = ["H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ", "H_ORIGINAL_STREAM",
-           "H_ORIGINAL_SUBJECT", "Verdict", "dead_letter", "run_handler"]
+           "H_ORIGINAL_SUBJECT", "Verdict", "dead_letter", "run_batch_handler", "run_handler", "verdict_for"]
 
 H_DLQ_REASON = "Hyperjob-Dlq-Reason"
 H_ERROR = "Hyperjob-Error"
@@ -58,12 +59,19 @@ class Verdict(msgspec.Struct, frozen=True):
 ACK = Verdict("ack")
 
 
-async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
-    """Call ``handler`` once inside one CONSUMER span (child of the producer's ``traceparent``) and
-    return the verdict. Never raises except ``CancelledError``."""
+def _exhausted(delivery: Delivery, policy: ConsumerPolicy) -> Verdict | None:
     if delivery.num_delivered > policy.max_deliver:
         return Verdict("dlq", reason="max_deliver", error_type="MaxDeliverExceeded",
                        error=f"not settled after {policy.max_deliver} deliveries")
+    return None
+
+
+async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
+    """Call ``handler`` once inside one CONSUMER span (child of the producer's ``traceparent``) and
+    return the verdict. Never raises except ``CancelledError``."""
+    exhausted = _exhausted(delivery, policy)
+    if exhausted is not None:
+        return exhausted
     attributes = {"messaging.system": "nats", "messaging.destination.name": delivery.subject,
                   "messaging.consumer.group.name": durable, "messaging.message.id": delivery.msg_id or ""}
     with _tracer.start_as_current_span(f"consume {delivery.subject}", context=extract(delivery.headers),
@@ -72,17 +80,47 @@ async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy
         try:
             await handler(delivery)
             return ACK
-        except TerminalError as exc:
+        except Exception as exc:  # noqa: BLE001 - classified: terminal, retryable, or a bug (retried)
             span.set_status(trace.StatusCode.ERROR, str(exc))
-            _log.warning("message_terminal", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
-                         error=str(exc))
-            return Verdict("dlq", reason="terminal", error_type=type(exc).__name__, error=str(exc))
-        except Exception as exc:  # noqa: BLE001 - unknown errors are retried, and logged as bugs
-            span.set_status(trace.StatusCode.ERROR, str(exc))
-            return _retry_verdict(exc, delivery, durable, policy)
+            return verdict_for(exc, delivery, durable, policy)
 
 
-def _retry_verdict(exc: Exception, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
+async def run_batch_handler(handler: BatchHandler, deliveries: Sequence[Delivery], durable: str,
+                            policy: ConsumerPolicy) -> list[Verdict]:
+    """Call ``handler`` once with every delivery not yet past ``max_deliver``, inside ONE span for
+    the batch (linked to each message's producer context, at most 128 links), and return one
+    verdict per delivery: ``None`` from the handler acks all; a mapping ``index -> exception``
+    settles those by their exception and acks the rest; an exception settles all by it."""
+    verdicts: list[Verdict | None] = [_exhausted(d, policy) for d in deliveries]
+    live = [i for i, v in enumerate(verdicts) if v is None]
+    if live:
+        links = [trace.Link(ctx) for i in live[:128]
+                 if (ctx := trace.get_current_span(extract(deliveries[i].headers)).get_span_context()).is_valid]
+        with _tracer.start_as_current_span(f"consume batch {durable}", kind=trace.SpanKind.CONSUMER, links=links,
+                                           attributes={"messaging.batch.message_count": len(live),
+                                                       "messaging.consumer.group.name": durable},
+                                           record_exception=False, set_status_on_exception=False) as span:
+            try:
+                failures = await handler([deliveries[i] for i in live]) or {}
+            except Exception as exc:  # noqa: BLE001 - the whole batch shares the outcome
+                span.set_status(trace.StatusCode.ERROR, str(exc))
+                failures = dict.fromkeys(range(len(live)), exc)
+            for pos, i in enumerate(live):
+                exc = failures.get(pos)
+                verdicts[i] = ACK if exc is None else verdict_for(exc, deliveries[i], durable, policy)
+    return [v if v is not None else ACK for v in verdicts]
+
+
+def verdict_for(exc: BaseException, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
+    """The verdict for a handler that raised ``exc`` on ``delivery`` (see the module table)."""
+    if isinstance(exc, TerminalError):
+        _log.warning("message_terminal", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
+                     error=str(exc))
+        return Verdict("dlq", reason="terminal", error_type=type(exc).__name__, error=str(exc))
+    return _retry_verdict(exc, delivery, durable, policy)
+
+
+def _retry_verdict(exc: BaseException, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
     # Expected transient failures (ours, or any exception marked ``transient = True`` such as
     # ``store.StoreUnavailableError``) are logged without a traceback; anything else is a bug.
     known = isinstance(exc, RetryableError) or getattr(exc, "transient", False) is True

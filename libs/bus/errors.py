@@ -3,8 +3,9 @@
 A handler returns normally to ack, raises ``RetryableError`` to be redelivered after a backoff and
 ``TerminalError`` to be dead-lettered at once; any other exception counts as retryable. Exceptions
 whose class sets ``transient = True`` (``PublishError``, ``store.StoreUnavailableError``, ...) are
-logged as expected retries; others with a traceback, since they are probably bugs. ``BusError`` and its subclasses are what
-callers of the bus catch; nats-py's exceptions never leave this package.
+logged as expected retries; others with a traceback, since they are probably bugs.
+``BusError`` and its subclasses are what callers of the bus catch; nats-py's exceptions never
+leave this package.
 """
 
 from __future__ import annotations

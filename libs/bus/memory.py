@@ -20,10 +20,10 @@ import structlog
 
 from telemetry import inject
 
-from .dispatch import Verdict, dead_letter, run_handler
+from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
 from .errors import BusClosedError, NoStreamError, PublishError
-from .model import (DLQ_STREAM, MSG_ID, ConsumerPolicy, Delivery, Handler, PublishAck, StreamSpec, as_outgoing,
-                    as_stream_spec, encode_payload, find_stream, merged_headers, subject_covers)
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, PublishAck, StreamSpec,
+                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, subject_covers)
 
 __all__ = ["InMemoryBus"]
 
@@ -173,10 +173,22 @@ class InMemoryBus:
                       backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
                       ack_wait: float = 30.0, concurrency: int = 1) -> _MemLoop:
         """As ``NatsBus.consume``; loops with the same ``durable`` share one cursor."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
+        return self._start(durable, subjects, handler, policy, stream, batched=False)
+
+    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
+                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                            ack_wait: float = 30.0) -> _MemLoop:
+        """As ``NatsBus.consume_batch``."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait)
+        return self._start(durable, subjects, handler, policy, stream, batched=True)
+
+    def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
+               policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> _MemLoop:
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
-        policy = ConsumerPolicy(batch=batch, max_deliver=max_deliver, ack_wait=ack_wait, concurrency=concurrency,
-                                max_ack_pending=max_ack_pending,
-                                **({"backoff": tuple(backoff)} if backoff is not None else {}))
         target = self._stream_for(filters, stream)
         key = (target.spec.name, durable)
         consumer = self._consumers.get(key)
@@ -184,7 +196,7 @@ class InMemoryBus:
             consumer = self._consumers[key] = _Consumer(target, filters, policy)
         else:
             consumer.filters, consumer.policy = filters, policy
-        loop = _MemLoop(self, consumer, durable, handler)
+        loop = _MemLoop(self, consumer, durable, handler, batched=batched)
         self._loops.append(loop)
         loop.start()
         return loop
@@ -230,11 +242,13 @@ class InMemoryBus:
 
 
 class _MemLoop:
-    def __init__(self, bus: InMemoryBus, consumer: _Consumer, durable: str, handler: Handler) -> None:
+    def __init__(self, bus: InMemoryBus, consumer: _Consumer, durable: str, handler: Handler | BatchHandler, *,
+                 batched: bool) -> None:
         self.durable = durable
         self._bus = bus
         self._consumer = consumer
         self._handler = handler
+        self._batched = batched
         self._stopping = False
         self._idle = False
         self._task: asyncio.Task[None] | None = None
@@ -274,6 +288,18 @@ class _MemLoop:
 
     async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
         pending = [msg.seq for msg, _ in batch]
+        if self._batched:
+            try:
+                deliveries = [self._bus._delivery(self._consumer.stream, m, n) for m, n in batch]  # noqa: SLF001
+                verdicts = await run_batch_handler(self._handler, deliveries, self.durable,  # type: ignore[arg-type]
+                                                   self._consumer.policy)
+                pending.clear()
+            finally:
+                for seq in pending:
+                    self._consumer.requeue(seq)
+            for (msg, _), delivery, verdict in zip(batch, deliveries, verdicts, strict=True):
+                await self._settle(msg, delivery, verdict)
+            return
         try:
             sem = asyncio.Semaphore(self._consumer.policy.concurrency)
 
@@ -288,7 +314,11 @@ class _MemLoop:
 
     async def _one(self, msg: _Stored, n: int) -> None:
         delivery = self._bus._delivery(self._consumer.stream, msg, n)  # noqa: SLF001
-        verdict = await run_handler(self._handler, delivery, self.durable, self._consumer.policy)
+        verdict = await run_handler(self._handler, delivery, self.durable,  # type: ignore[arg-type]
+                                    self._consumer.policy)
+        await self._settle(msg, delivery, verdict)
+
+    async def _settle(self, msg: _Stored, delivery: Delivery, verdict: Verdict) -> None:
         if verdict.action == "dlq":
             await self._bus._dead_letter(self.durable, delivery, verdict)  # noqa: SLF001
         self._consumer.settle(msg.seq, verdict)

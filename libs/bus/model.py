@@ -7,8 +7,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "ConsumerPolicy", "Delivery", "Handler", "Outgoing",
-           "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec", "encode_payload",
+__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "BatchHandler", "ConsumerPolicy", "Delivery", "Handler",
+           "Outgoing", "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec", "encode_payload",
            "subject_covers"]
 
 MSG_ID = "Nats-Msg-Id"
@@ -80,6 +80,9 @@ class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
 
 
 Handler = Callable[[Delivery], Awaitable[None]]
+# A batch handler gets up to ``batch`` deliveries and returns None (ack all) or the exceptions of
+# the deliveries that failed, by their index in the list (the rest are acked).
+BatchHandler = Callable[[Sequence[Delivery]], Awaitable[Mapping[int, BaseException] | None]]
 
 
 class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,6 +102,13 @@ class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("batch, max_deliver, concurrency and ack_wait must be positive")
         if any(b < 0 for b in self.backoff):
             raise ValueError("backoff delays must be >= 0")
+
+    @classmethod
+    def build(cls, *, batch: int = 100, max_deliver: int = 5, backoff: Sequence[float] | None = None,
+              max_ack_pending: int | None = None, ack_wait: float = 30.0, concurrency: int = 1) -> ConsumerPolicy:
+        """The policy from ``consume``'s keyword arguments (``backoff=None`` = the default)."""
+        return cls(batch=batch, max_deliver=max_deliver, max_ack_pending=max_ack_pending, ack_wait=ack_wait,
+                   concurrency=concurrency, backoff=DEFAULT_BACKOFF if backoff is None else tuple(backoff))
 
     @property
     def ack_pending(self) -> int:

@@ -24,11 +24,11 @@ from nats.js import JetStreamContext, api
 
 from telemetry import inject
 
-from .dispatch import Verdict, dead_letter, run_handler
+from .dispatch import Verdict, dead_letter
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck,
+                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers)
 from .pull import PullLoop
-from .model import (DLQ_STREAM, MSG_ID, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck, StreamSpec,
-                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers)
 
 __all__ = ["NatsBus"]
 
@@ -203,21 +203,39 @@ class NatsBus:
         """Create (or update) the durable pull consumer ``durable`` on the stream capturing
         ``subjects`` and start a loop feeding ``handler`` one ``Delivery`` at a time (``concurrency``
         at once; 1 keeps stream order). Every process consuming the same ``durable`` shares the
-        messages. Returns the running subscription; ``stop()`` it or ``close()`` the bus."""
+        messages. ``batch`` is how many are pulled at once (about two batches are requested ahead);
+        ``ack_wait`` must exceed one handler call. Returns the running subscription; ``stop()`` it
+        or ``close()`` the bus. Raises ``NoStreamError``/``ConsumerError``."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
+        return await self._start(durable, subjects, handler, policy, stream, batched=False)
+
+    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
+                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                            ack_wait: float = 30.0) -> PullLoop:
+        """As ``consume``, but ``handler`` gets up to ``batch`` deliveries at once (in stream order)
+        so it can load and write state for all of them in one Redis round trip
+        (``store.apply_many``) and publish all outputs with one ``publish_many``. It returns
+        ``None`` to ack all, or ``{index: exception}`` for the ones that failed; raising settles
+        the whole batch by that exception. One span per batch (see ``dispatch``)."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait)
+        return await self._start(durable, subjects, handler, policy, stream, batched=True)
+
+    async def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
+                     policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> PullLoop:
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
-        policy = ConsumerPolicy(batch=batch, max_deliver=max_deliver, ack_wait=ack_wait, concurrency=concurrency,
-                                max_ack_pending=max_ack_pending,
-                                **({"backoff": tuple(backoff)} if backoff is not None else {}))
         wire_stream = self._stream_name(self._stream_for(filters, stream))
         wire_filters = [self._wire(f) for f in filters]
         config = api.ConsumerConfig(
             name=durable, durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
-            deliver_policy=api.DeliverPolicy.ALL, ack_wait=ack_wait,
-            max_deliver=max_deliver + 1,  # the extra delivery dead-letters a message that timed out
+            deliver_policy=api.DeliverPolicy.ALL, ack_wait=policy.ack_wait,
+            max_deliver=policy.max_deliver + 1,  # the extra delivery dead-letters a message that timed out
             max_ack_pending=policy.ack_pending, max_waiting=512,
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
             filter_subjects=wire_filters if len(wire_filters) > 1 else None)
-        loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy)
+        loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy, batched=batched)
         try:
             await self._js.add_consumer(wire_stream, config)
             await loop.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .model import Delivery, Handler, PublishAck, Subscription
+from .model import BatchHandler, Delivery, Handler, PublishAck, Subscription
 
 
 class Bus(Protocol):
@@ -20,6 +20,11 @@ class Bus(Protocol):
                       stream: str | None = None, batch: int = 100, max_deliver: int = 5,
                       backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
                       ack_wait: float = 30.0, concurrency: int = 1) -> Subscription: ...
+
+    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
+                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                            ack_wait: float = 30.0) -> Subscription: ...
 
     async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None: ...
 

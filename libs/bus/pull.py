@@ -26,8 +26,8 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription as NatsSubscription
 
-from .dispatch import Verdict, run_handler
-from .model import ConsumerPolicy, Delivery, Handler
+from .dispatch import Verdict, run_batch_handler, run_handler
+from .model import BatchHandler, ConsumerPolicy, Delivery, Handler
 
 __all__ = ["PullLoop"]
 
@@ -47,13 +47,14 @@ class _Request:
 class PullLoop:
     """One member of a durable consumer group. Built and started by ``NatsBus.consume``."""
 
-    def __init__(self, bus: _BusSide, nc: NatsClient, stream: str, durable: str, handler: Handler,
-                 policy: ConsumerPolicy) -> None:
+    def __init__(self, bus: _BusSide, nc: NatsClient, stream: str, durable: str, handler: Handler | BatchHandler,
+                 policy: ConsumerPolicy, *, batched: bool = False) -> None:
         self.durable = durable
         self._bus = bus
         self._nc = nc
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}"
         self._handler = handler
+        self._batched = batched
         self._policy = policy
         self._buffer: collections.deque[Msg] = collections.deque()
         self._requests: collections.deque[_Request] = collections.deque()
@@ -153,7 +154,9 @@ class PullLoop:
     async def _process(self, n: int) -> None:
         # Messages leave the buffer only when their handler starts, so ``_keepalive`` covers
         # every message still waiting for its turn.
-        if self._policy.concurrency == 1:
+        if self._batched:
+            await self._batch([self._buffer.popleft() for _ in range(n)])
+        elif self._policy.concurrency == 1:
             for _ in range(n):
                 await self._one(self._buffer.popleft())
         else:
@@ -178,7 +181,17 @@ class PullLoop:
 
     async def _one(self, msg: Msg) -> None:
         delivery = self._bus.delivery(msg)
-        verdict = await run_handler(self._handler, delivery, self.durable, self._policy)
+        verdict = await run_handler(self._handler, delivery, self.durable, self._policy)  # type: ignore[arg-type]
+        await self._settle(msg, delivery, verdict)
+
+    async def _batch(self, msgs: list[Msg]) -> None:
+        deliveries = [self._bus.delivery(m) for m in msgs]
+        verdicts = await run_batch_handler(self._handler, deliveries, self.durable,  # type: ignore[arg-type]
+                                           self._policy)
+        for msg, delivery, verdict in zip(msgs, deliveries, verdicts, strict=True):
+            await self._settle(msg, delivery, verdict)
+
+    async def _settle(self, msg: Msg, delivery: Delivery, verdict: Verdict) -> None:
         try:
             await self._bus.settle(msg, delivery, self.durable, verdict)
         except Exception as exc:  # noqa: BLE001 - unsettled: the server redelivers after ack_wait

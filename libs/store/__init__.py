@@ -13,13 +13,13 @@ Owns every Redis key under its prefix (layout in ``redis_store``). Invariants:
 
 from .errors import StoreError, StoreUnavailableError, UnknownNodeError, VersionConflictError
 from .memory import InMemoryStore
-from .model import ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write, encode_doc
+from .model import ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write, encode_doc
 from .protocol import Store
 from .redis_store import MARKER_TTL, RedisStore
 from .repos import Repository, Versioned
 
 __all__ = [
-    "MARKER_TTL", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "InMemoryStore", "NodeUsage", "Output",
+    "MARKER_TTL", "ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "InMemoryStore", "NodeUsage", "Output",
     "RedisStore", "Repository", "Store", "StoreError", "StoreUnavailableError", "UnknownNodeError", "Versioned",
     "VersionConflictError", "Write", "encode_doc",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import UnknownNodeError, VersionConflictError
-from .model import (DEFAULT_PODS, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write)
+from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write)
 from .redis_store import encode_outputs
 
 __all__ = ["InMemoryStore"]
@@ -59,6 +59,9 @@ class InMemoryStore:
     async def apply(self, consumer: str, event_id: str, writes: Sequence[Write],
                     outputs: Iterable[Any] = ()) -> ApplyResult:
         return self._apply((consumer, event_id), writes, outputs)
+
+    async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]:
+        return [self._apply((consumer, it.event_id), it.writes, it.outputs) for it in items]
 
     def _apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any]) -> ApplyResult:
         items, _ = encode_outputs(outputs)

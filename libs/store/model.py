@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-__all__ = ["ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "NodeUsage", "Output", "Write", "encode_doc",
+__all__ = ["ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "NodeUsage", "Output", "Write", "encode_doc",
            "fmt_amount"]
 
 T = TypeVar("T")
@@ -58,6 +58,14 @@ class Output(msgspec.Struct, frozen=True, kw_only=True):
     msg_id: str
     payload: bytes
     headers: dict[str, str] | None = None
+
+
+class ApplyItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One event's ``apply`` inside ``apply_many``: its id, its writes, the outputs to record."""
+
+    event_id: str
+    writes: list[Write] = []
+    outputs: list[Any] = []
 
 
 class Conflict(msgspec.Struct, frozen=True, kw_only=True):

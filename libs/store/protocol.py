@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .model import ApplyResult, Binding, BindResult, Doc, NodeUsage, Write
+from .model import ApplyItem, ApplyResult, Binding, BindResult, Doc, NodeUsage, Write
 
 
 class Store(Protocol):
@@ -24,6 +24,8 @@ class Store(Protocol):
 
     async def apply(self, consumer: str, event_id: str, writes: Sequence[Write],
                     outputs: Iterable[Any] = ()) -> ApplyResult: ...
+
+    async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]: ...
 
     async def set_node_allocatable(self, cluster: str, node: str, allocatable: Mapping[str, float]) -> None: ...
 

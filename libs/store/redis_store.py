@@ -26,7 +26,7 @@ import redis.exceptions
 
 from .errors import StoreError, StoreUnavailableError, UnknownNodeError, VersionConflictError
 from .lua import APPLY, BIND_GANG, RELEASE
-from .model import (DEFAULT_PODS, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write,
+from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write,
                     encode_doc, fmt_amount)
 
 __all__ = ["MARKER_TTL", "RedisStore", "as_output", "decode_outputs", "encode_outputs"]
@@ -167,8 +167,23 @@ class RedisStore:
         publishes ``result.outputs`` (same ``msg_id``s on a duplicate) and then acks."""
         return await self._run_apply((consumer, event_id), writes, outputs, raise_conflict=False)
 
-    async def _run_apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any],
-                         *, raise_conflict: bool = True) -> ApplyResult:
+    async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]:
+        """``apply`` for many events in ONE round trip (a pipeline of scripts): each item is atomic
+        on its own and gets its own result, exactly as if applied one after the other in order.
+        For batch handlers (``bus.consume_batch``)."""
+        if not items:
+            return []
+        calls = [self._apply_call((consumer, it.event_id), it.writes, it.outputs) for it in items]
+        with _translate():
+            async with self._r.pipeline(transaction=False) as pipe:
+                for _, keys, args in calls:
+                    await self._apply(keys=keys, args=args, client=pipe)
+                replies = await pipe.execute()
+        return [self._apply_result(reply, it.writes, outs, raise_conflict=False)
+                for reply, it, (outs, _, _) in zip(replies, items, calls, strict=True)]
+
+    def _apply_call(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any]
+                    ) -> tuple[list[Output | bytes], list[str], list[Any]]:
         items, blob = encode_outputs(outputs)
         marker_key = f"{self._p}:processed:{marker[0]}:{marker[1]}" if marker else f"{self._p}:processed:-"
         keys: list[str] = [marker_key]
@@ -177,8 +192,18 @@ class RedisStore:
             keys += [self._dkey(w.kind), self._vkey(w.kind)]
             args += [w.name, "" if w.expected_version is None else w.expected_version,
                      "d" if w.data is None else "p", w.data or b""]
+        return items, keys, args
+
+    async def _run_apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any],
+                         *, raise_conflict: bool = True) -> ApplyResult:
+        items, keys, args = self._apply_call(marker, writes, outputs)
         with _translate():
             reply = await self._apply(keys=keys, args=args)
+        return self._apply_result(reply, writes, items, raise_conflict=raise_conflict)
+
+    @staticmethod
+    def _apply_result(reply: Any, writes: Sequence[Write], items: list[Output | bytes], *,
+                      raise_conflict: bool) -> ApplyResult:
         code = int(reply[0])
         if code == 1:
             return ApplyResult(duplicate=True, outputs=decode_outputs(reply[1]))

@@ -186,3 +186,41 @@ async def test_undeclared_subjects_are_rejected(any_bus) -> None:
         await any_bus.publish("nowhere.x", b"", msg_id="n")
     with pytest.raises(NoStreamError):
         await any_bus.consume("c", "nowhere.>", Recorder())
+
+
+async def test_batch_handler_settles_each_delivery_by_its_own_outcome(any_bus) -> None:
+    calls: list[list[bytes]] = []
+    dlq = Recorder()
+
+    async def handler(ds) -> dict[int, Exception] | None:  # noqa: ANN001
+        calls.append([d.data for d in ds])
+        failures: dict[int, Exception] = {}
+        for i, d in enumerate(ds):
+            if d.data == b"poison":
+                failures[i] = TerminalError("bad")
+            elif d.data == b"flaky" and d.num_delivered == 1:
+                failures[i] = RetryableError("later")
+        return failures or None
+
+    await any_bus.consume_batch("batcher", "work.>", handler, batch=50, backoff=[0.05])
+    await any_bus.consume("dlq-reader", "dlq.batcher", dlq)
+    await any_bus.publish_many([("work.x", f"m{i}", f"ok{i}".encode()) for i in range(20)]
+                               + [("work.x", "p", b"poison"), ("work.x", "f", b"flaky")])
+    await eventually(lambda: sum(len(c) for c in calls) == 23 and len(dlq.seen) == 1)
+    handled = [x for c in calls for x in c]
+    assert sorted(handled[:22]) == sorted([f"ok{i}".encode() for i in range(20)] + [b"poison", b"flaky"])
+    assert handled[22:] == [b"flaky"] and dlq.seen[0].data == b"poison"
+
+
+async def test_batch_handler_that_raises_retries_the_whole_batch(any_bus) -> None:
+    sizes: list[tuple[int, ...]] = []
+
+    async def handler(ds) -> None:  # noqa: ANN001
+        sizes.append(tuple(d.num_delivered for d in ds))
+        if ds[0].num_delivered == 1:
+            raise RetryableError("store down")
+
+    await any_bus.publish_many([("work.x", f"m{i}", b"x") for i in range(5)])
+    await any_bus.consume_batch("batcher", "work.>", handler, batch=10, backoff=[0.05])
+    await eventually(lambda: sum(len(s) for s in sizes) >= 10)
+    assert sorted(n for s in sizes for n in s) == [1] * 5 + [2] * 5

@@ -214,3 +214,22 @@ async def test_nodes_lists_registered_nodes_and_pods_default(any_store) -> None:
     assert nodes["a"].allocatable == {"cpu": 1.0, "pods": 4.0} and nodes["b"].allocatable["pods"] == 110.0
     await any_store.remove_node("c1", "a")
     assert list(await any_store.nodes("c1")) == ["b"]
+
+
+async def test_apply_many_applies_each_item_atomically_in_order(any_store) -> None:
+    from store import ApplyItem  # noqa: PLC0415
+
+    await any_store.apply("c", "seen-before", [Write.put("pod", "old", {})], [("s", "old-out", b"")])
+    items = [
+        ApplyItem(event_id="e1", writes=[Write.put("pod", "a", {"n": 1}, 0)], outputs=[("s", "o1", b"1")]),
+        ApplyItem(event_id="e2", writes=[Write.put("pod", "a", {"n": 2}, 1)], outputs=[("s", "o2", b"2")]),
+        ApplyItem(event_id="e3", writes=[Write.put("pod", "a", {"n": 3}, 1)], outputs=[("s", "o3", b"3")]),
+        ApplyItem(event_id="seen-before", writes=[Write.put("pod", "old", {"again": True})]),
+    ]
+    results = await any_store.apply_many("c", items)
+    assert [r.ok for r in results] == [True, True, False, False]
+    assert results[1].versions == [2] and results[2].conflict.actual == 2
+    assert results[3].duplicate and results[3].outputs == [Output(subject="s", msg_id="old-out", payload=b"")]
+    assert (await any_store.get("pod", "a")).data == b'{"n":2}'
+    assert (await any_store.get("pod", "old")).data == b"{}"
+    assert await any_store.apply_many("c", []) == []

@@ -67,3 +67,26 @@ def test_dead_letter_keeps_payload_and_headers_and_adds_the_error() -> None:
     assert out.headers[H_DLQ_REASON] == "terminal" and out.headers[H_ORIGINAL_SUBJECT] == "sched.child.place"
     assert out.headers[H_ORIGINAL_SEQ] == "42" and out.headers[H_NUM_DELIVERED] == "3"
     assert MSG_ID not in out.headers
+
+
+async def test_batch_verdicts_by_index_and_past_max_deliver_skips_the_handler() -> None:
+    from bus.dispatch import run_batch_handler  # noqa: PLC0415
+
+    got: list[int] = []
+
+    async def handler(ds) -> dict[int, BaseException]:  # noqa: ANN001
+        got.extend(d.num_delivered for d in ds)
+        return {1: TerminalError("bad")}
+
+    batch = [delivery(1), delivery(2), delivery(9), delivery(3)]
+    verdicts = await run_batch_handler(handler, batch, "svc", POLICY)
+    assert got == [1, 2, 3]
+    assert [v.action for v in verdicts] == ["ack", "dlq", "dlq", "ack"]
+    assert verdicts[1].reason == "terminal" and verdicts[2].reason == "max_deliver"
+
+
+async def test_batch_that_raises_settles_every_delivery_by_the_error() -> None:
+    from bus.dispatch import run_batch_handler  # noqa: PLC0415
+
+    verdicts = await run_batch_handler(raising(RetryableError("x")), [delivery(1), delivery(3)], "svc", POLICY)
+    assert [v.action for v in verdicts] == ["nak", "dlq"]
