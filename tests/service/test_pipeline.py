@@ -1,0 +1,195 @@
+"""The servicekit pipeline on real JetStream and Redis: decode → handler → one atomic apply with the
+dedup marker → publish the recorded outputs → ack.
+
+A tiny service stands in for the real ones: ``DeleteObject(kind="Counter", name=n)`` increments
+document ``counter/n`` (version +1 per effect) and publishes two outputs (the request's answer and
+a ``HyperJobDeleted``). Faults are injected with flags that fire on the first attempt only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import events
+from bus import PublishError
+from events import subjects
+from servicekit import Reaction, Runtime, emit
+from store import StoreUnavailableError, Write
+
+sys.path.insert(0, str(Path(__file__).parent))
+import service_helpers as sh  # noqa: E402
+
+pytestmark = pytest.mark.service
+
+DURABLE = "pipeline-test"
+KIND = "counter"
+
+
+class CounterDoc(msgspec.Struct, frozen=True):
+    count: int
+    last: str
+
+
+class CounterService:
+    """Handles DeleteObject: count it in a document, answer, announce."""
+
+    def __init__(self, runtime: Runtime, fail_handler_once: bool = False) -> None:
+        self.rt = runtime
+        self.calls: list[str] = []
+        self.fail_handler_once = fail_handler_once
+
+    async def on_delete(self, msg: events.DeleteObject) -> Reaction:
+        self.calls.append(msg.event_id)
+        if self.fail_handler_once:
+            self.fail_handler_once = False
+            raise RuntimeError("injected: handler crashed before ack")
+        stored = await self.rt.store.get(KIND, msg.name)
+        count = stored.decode(CounterDoc).count if stored else 0
+        reaction = Reaction(writes=[Write.put(KIND, msg.name, CounterDoc(count + 1, msg.event_id),
+                                              stored.version if stored else 0)])
+        reaction.publish(subjects.result(msg.event_id), emit(events.RequestAccepted, msg, "answer", "test",
+                                                             kind=msg.kind, name=msg.name, outcome="deleted"))
+        return reaction.publish(subjects.HYPERJOB_DELETED, emit(events.HyperJobDeleted, msg, "deleted", "test",
+                                                                name=msg.name))
+
+
+class FlakyBus:
+    """The real bus, except that the first ``publish_many`` (the runtime's outputs) fails."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failures = 1
+
+    async def publish_many(self, messages: Any, **kw: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            items = list(messages)
+            raise PublishError(items[0].subject, items[0].msg_id, "injected: publish failed after the write")
+        return await self.inner.publish_many(messages, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class FlakyStore:
+    """The real store, except that the first ``apply`` fails (Redis unavailable)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failures = 1
+
+    async def apply(self, *args: Any, **kw: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailableError("injected: store unavailable")
+        return await self.inner.apply(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
+    p = await sh.probe_for(nats_url, namespace)
+    yield p
+    await p.close()
+
+
+async def start(bus: Any, store: Any, fault: str = "none") -> tuple[Runtime, CounterService]:
+    runtime = Runtime("pipeline", FlakyBus(bus) if fault == "publish" else bus,
+                      FlakyStore(store) if fault == "store" else store)
+    service = CounterService(runtime, fail_handler_once=fault == "handler")
+    await runtime.subscribe(DURABLE, subjects.DELETE, {events.DeleteObject: service.on_delete},
+                            backoff=[0.05], max_deliver=4)
+    return runtime, service
+
+
+def counter_request(name: str = "c1") -> events.DeleteObject:
+    return sh.message(events.DeleteObject, kind="Counter", name=name)
+
+
+async def test_same_message_delivered_twice_has_one_effect(bus, store, probe) -> None:
+    runtime, service = await start(bus, store)
+    msg = counter_request()
+    await sh.send(bus, subjects.DELETE, msg)
+    await sh.send(bus, subjects.DELETE, msg, copy=1)
+    await sh.until(lambda: len(service.calls) == 2, what="both deliveries handled")
+    await probe.settled(DURABLE, subjects.DELETE)
+    await runtime.stop()
+
+    stored = await store.get(KIND, "c1")
+    assert stored is not None and stored.version == 1 and stored.decode(CounterDoc) == CounterDoc(1, msg.event_id)
+    answers = await probe.messages(subjects.result(msg.event_id))
+    announced = await probe.messages(subjects.HYPERJOB_DELETED)
+    assert len(answers) == 1 and len(announced) == 1
+    assert answers[0].msg_id == events.derive_id(msg.event_id, "answer")
+    assert await probe.messages(subjects.dlq(DURABLE)) == []
+
+
+async def test_distinct_messages_each_have_their_effect(bus, store, probe) -> None:
+    runtime, _ = await start(bus, store)
+    first, second = counter_request(), counter_request()
+    await sh.send(bus, subjects.DELETE, first)
+    await sh.send(bus, subjects.DELETE, second)
+    await probe.settled(DURABLE, subjects.DELETE)
+    await runtime.stop()
+    stored = await store.get(KIND, "c1")
+    assert stored.version == 2 and stored.decode(CounterDoc) == CounterDoc(2, second.event_id)
+    assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 2
+
+
+@pytest.mark.parametrize("fault", ["none", "handler", "store", "publish"],
+                         ids=["clean-run", "handler-raises-before-ack", "store-fails", "publish-fails-after-write"])
+async def test_a_failed_first_attempt_is_redelivered_and_ends_like_a_clean_run(bus, store, probe, fault) -> None:
+    runtime, service = await start(bus, store, fault)
+    msg = counter_request()
+    await sh.send(bus, subjects.DELETE, msg)
+    await probe.wait(subjects.result(msg.event_id), events.RequestAccepted)
+    await probe.settled(DURABLE, subjects.DELETE)
+    await runtime.stop()
+
+    # The same final state whatever failed on the way: one effect, each output stored once.
+    stored = await store.get(KIND, "c1")
+    assert stored is not None and stored.version == 1 and stored.decode(CounterDoc) == CounterDoc(1, msg.event_id)
+    answers = await probe.messages(subjects.result(msg.event_id))
+    announced = await probe.messages(subjects.HYPERJOB_DELETED)
+    assert [m.msg_id for m in answers] == [events.derive_id(msg.event_id, "answer")]
+    assert [m.msg_id for m in announced] == [events.derive_id(msg.event_id, "deleted")]
+    assert await probe.messages(subjects.dlq(DURABLE)) == []
+    assert len(service.calls) == (1 if fault == "none" else 2)
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"type":"hj.object.delete.v1","event_id":"e-1","kind":"Counter"}',
+    b'{"type":"hj.object.delete.v1","event_id":"e-1","kind":"Counter","name":7}',
+    b'not json at all',
+], ids=["missing-field", "wrong-field-type", "not-json"])
+async def test_malformed_payload_of_a_handled_type_goes_to_the_dlq(bus, store, probe, payload) -> None:
+    runtime, service = await start(bus, store)
+    await bus.publish(subjects.DELETE, payload, msg_id="bad-1")
+    dead = await sh.until(lambda: probe.messages(subjects.dlq(DURABLE)), what="dead letter")
+    await probe.settled(DURABLE, subjects.DELETE)
+    await runtime.stop()
+    assert [m.data for m in dead] == [payload]
+    assert service.calls == [] and await store.list(KIND) == {}
+
+
+async def test_message_of_an_unhandled_type_is_acked_and_ignored(bus, store, probe) -> None:
+    runtime, service = await start(bus, store)
+    other = sh.message(events.CommandHyperJob, name="h", action="suspend")
+    await sh.send(bus, subjects.DELETE, other)
+    await probe.settled(DURABLE, subjects.DELETE)
+    # Then a handled one, to show the consumer carries on behind it.
+    msg = counter_request()
+    await sh.send(bus, subjects.DELETE, msg)
+    await probe.settled(DURABLE, subjects.DELETE)
+    await runtime.stop()
+    assert service.calls == [msg.event_id]
+    assert await probe.messages(subjects.dlq(DURABLE)) == []
+    assert (await store.get(KIND, "c1")).version == 1
