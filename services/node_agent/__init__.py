@@ -1,7 +1,17 @@
 """node-agent: the eyes and hands of the system on the nodes of one cluster.
 
-Owns the pods running on its nodes. In ``simulate`` mode one process runs a whole fleet: it
-heartbeats every node and "runs" each pod for its ``hyperjob.io/sim-duration`` (or the configured
-default), then reports it Succeeded, or Failed with ``hyperjob.io/sim-exit-code``. Invariant: a pod
-is reported in the order Running → (Succeeded | Failed | Deleted), once per incarnation (job version).
+Owns the pods running on its nodes, and reports its nodes: a heartbeat (``heartbeat.node.<c>.<n>``)
+and telemetry (``telemetry.gpu|fabric.<c>.<n>``: GPUs, NVLink, InfiniBand), both latest-only.
+
+- ``simulate`` mode (``hyperjob agent --simulate``): one process runs a whole fleet with a shape
+  (GPU model and count, NVLink domains, leaf and spine switches) and topology labels, plausible
+  telemetry and injected faults (a GPU Xid, an IB port down, a node that stops heartbeating); each
+  pod "runs" for its ``hyperjob.io/sim-duration`` (or the configured default), then is reported
+  Succeeded, or Failed with ``hyperjob.io/sim-exit-code``.
+- ``exec`` mode: each pod's command runs as a local process with the pod's full environment, its
+  output in a log ``hyperjob logs POD`` shows; telemetry comes from the real readers (NVML,
+  sysfs), which report no devices where there are none.
+
+Invariant: a pod is reported in the order Running → (Succeeded | Failed | Deleted), once per
+incarnation (job version); in-place container restarts are Running again with more restarts.
 """

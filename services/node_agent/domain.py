@@ -1,6 +1,13 @@
-"""Pure pod bookkeeping for a simulated fleet: (state, command, now) → (state, reports)."""
+"""Pure pod bookkeeping for a node-agent: (state, command, now) → (state, reports).
+
+The same rules serve both modes: a simulated pod finishes when its duration is up (``advance``),
+an exec-mode pod when its process exits (``exited``). A container that fails under
+``OnFailure``/``Always``, or succeeds under ``Always``, restarts in place as Kubernetes does.
+"""
 
 from __future__ import annotations
+
+import re
 
 import msgspec
 
@@ -47,24 +54,54 @@ def stop(pods: dict[str, RunningPod], name: str) -> list[Report]:
 
 
 def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
-    """Finish every pod whose time has come, in a stable order.
-
-    A failing container under ``OnFailure``/``Always`` restarts in place (the pod stays Running and
-    its restarts grow), and so does a succeeding one under ``Always``, as Kubernetes does.
-    """
+    """Finish every simulated pod whose time has come, in a stable order."""
     reports = []
     for name in sorted(n for n, p in pods.items() if p.finishes_at is not None and p.finishes_at <= now):
         pod = pods[name]
-        failed = pod.exit_code != 0
-        restarts_in_place = pod.restart_policy == "Always" or (failed and pod.restart_policy == "OnFailure")
-        if restarts_in_place:
-            duration = pod.finishes_at - pod.started_at  # type: ignore[operator]
-            pods[name] = msgspec.structs.replace(pod, started_at=now, finishes_at=now + duration, restarts=pod.restarts + 1)
-            reports.append(_report(pods[name], "Running"))
-            continue
-        del pods[name]
-        reports.append(_report(pod, "Failed" if failed else "Succeeded", exit_code=pod.exit_code))
+        duration = pod.finishes_at - pod.started_at  # type: ignore[operator]
+        reports += exited(pods, name, pod.uid, pod.exit_code, now, next_duration=duration)
     return reports
+
+
+def exited(pods: dict[str, RunningPod], name: str, uid: str, exit_code: int, now: float,
+           next_duration: float | None = None) -> list[Report]:
+    """The container of pod ``name`` (incarnation ``uid``) ended with ``exit_code``.
+
+    Restarting in place keeps the pod Running with one more restart (a simulated pod runs
+    ``next_duration`` again); otherwise it is Succeeded or Failed and leaves the node. An exit of
+    an incarnation that is no longer here (stopped, replaced) reports nothing.
+    """
+    pod = pods.get(name)
+    if pod is None or pod.uid != uid:
+        return []
+    if restarts_in_place(pod.restart_policy, exit_code):
+        finishes = now + next_duration if next_duration is not None else None
+        pods[name] = msgspec.structs.replace(pod, started_at=now, finishes_at=finishes, restarts=pod.restarts + 1)
+        return [_report(pods[name], "Running")]
+    del pods[name]
+    return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code)]
+
+
+def restarts_in_place(restart_policy: str, exit_code: int) -> bool:
+    return restart_policy == "Always" or (exit_code != 0 and restart_policy == "OnFailure")
+
+
+# ``<pod>.<subdomain>``: the svc plugin's pod hostnames, which only a cluster DNS would resolve.
+_POD_HOST = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def local_env(env: dict[str, str]) -> dict[str, str]:
+    """The pod env with pod hostnames mapped to 127.0.0.1, for pods that run on this machine.
+
+    Exec-mode "nodes" are processes on one host with no cluster DNS, so ``MASTER_ADDR`` and the
+    ``*_ADDR`` / ``*_HOSTS`` values naming ``<pod>.<job>`` hosts would not resolve; every such name
+    (also inside comma-separated lists) becomes 127.0.0.1. Other variables are left alone.
+    """
+    out = dict(env)
+    for key, value in env.items():
+        if key == "MASTER_ADDR" or key.endswith(("_ADDR", "_HOSTS")):
+            out[key] = ",".join("127.0.0.1" if _POD_HOST.match(item) else item for item in value.split(","))
+    return out
 
 
 def _report(pod: RunningPod, phase: str, exit_code: int | None = None) -> Report:

@@ -1,44 +1,80 @@
-"""The simulated fleet: heartbeats for every node, pods started and stopped on command, finished on time.
+"""The node-agent's work: heartbeats and telemetry for its nodes, pods started and stopped on command.
 
-Running pods are kept in the store (``agentpod@<cluster>``) as well as in memory, so an agent that
-restarts picks its pods up again and finishes them on time.
+In simulate mode a pod finishes on time (its sim duration); in exec mode it runs its command as a
+local process (``execpods``) and finishes when the process exits. Running pods are kept in the
+store (``agentpod@<cluster>``) as well as in memory, so a simulating agent that restarts picks its
+pods up again and finishes them on time; an exec agent that restarts cannot re-attach to the
+processes it lost, so it kills what is left of them and reports those pods Failed (137).
 """
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
+from collections import Counter
 
 import api
 import events
 from events import subjects
+from hwprobe.simfleet import Fault
 from servicekit import Cause, Reaction, Runtime, emit
 from store import Write
 
-from . import domain
-from .config import Settings
+from . import domain, execpods
+from .config import Settings, host_env
+from .sensors import Sensors
 
 PRODUCER = "node-agent"
+LOST_EXIT_CODE = 137
 
 
 def node_names(settings: Settings) -> list[str]:
+    if settings.node_names:
+        return list(settings.node_names)
     prefix = settings.node_prefix or f"{settings.cluster}-node"
     return [f"{prefix}-{i}" for i in range(settings.nodes)]
 
 
-class SimulatedFleet:
-    def __init__(self, runtime: Runtime, settings: Settings) -> None:
+class NodeAgent:
+    def __init__(self, runtime: Runtime, settings: Settings, sensors: Sensors) -> None:
         self.rt = runtime
         self.settings = settings
         self.cluster = settings.cluster
         self.kind = f"agentpod@{settings.cluster}"
         self.nodes = node_names(settings)
+        self.sensors = sensors
         self.allocatable = api.parse_resource_list(settings.allocatable)
         self.default_duration = api.parse_duration(settings.pod_duration)
         self.pods: dict[str, domain.RunningPod] = {}
+        self.specs: dict[str, events.StartPod] = {}
+        self.runner: execpods.ProcessRunner | None = None
+        if settings.mode == "exec":
+            self.runner = execpods.ProcessRunner(settings.cluster, settings.work_dir, settings.pod_working_dir,
+                                                 host_env(), settings.kill_grace, self.on_exit)
 
     async def load(self) -> None:
         for name, doc in (await self.rt.store.list(self.kind)).items():
             self.pods[name] = doc.decode(domain.RunningPod)
+        if self.runner is not None and self.pods:
+            await self._lost_processes()
+
+    async def _lost_processes(self) -> None:
+        reports = []
+        for name in sorted(self.pods):
+            pod = self.pods.pop(name)
+            box = execpods.sandbox(self.settings.work_dir, self.cluster, name)
+            pid = (box / "pid").read_text().strip() if (box / "pid").is_file() else ""
+            if pid.isdigit():
+                execpods.signal_group(int(pid), signal.SIGKILL)
+            reports.append(domain.Report(pod=pod.pod, uid=pod.uid, job=pod.job, node=pod.node,
+                                         job_version=pod.job_version, phase="Failed", exit_code=LOST_EXIT_CODE,
+                                         restarts=pod.restarts))
+        cause = Cause(event_id=events.derive_id(self.cluster, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports)))
+        await self.rt.commit(f"node-agent-{self.cluster}-lost", cause.event_id,
+                             self._reaction(cause, reports, changed=[r.pod for r in reports]))
+
+    # -- heartbeats and telemetry -------------------------------------------------------------
 
     async def heartbeat(self) -> None:
         now = time.time()
@@ -46,28 +82,93 @@ class SimulatedFleet:
             (subjects.heartbeat(self.cluster, node), f"hb-{self.cluster}-{node}-{now:.3f}",
              events.encode(events.NodeHeartbeat(event_id=f"hb-{node}-{now:.3f}", occurred_at=now, producer=PRODUCER,
                                                 cluster=self.cluster, node=node, allocatable=self.allocatable,
-                                                labels=self.settings.labels)))
-            for node in self.nodes])
+                                                labels={**self.sensors.labels(node), **self.settings.labels})))
+            for node in self.nodes if not self.sensors.silent(node)])
+
+    async def telemetry(self) -> None:
+        outgoing = self.sensors.read(self.cluster, self.nodes, self.busy(), time.time())
+        if outgoing:
+            await self.rt.bus.publish_many(outgoing)
+
+    def busy(self) -> dict[str, float]:
+        """The fraction of each node's GPUs in use, counting one GPU per running pod (plausible, not exact)."""
+        gpus = self.allocatable.get("nvidia.com/gpu", 0.0) or 1.0
+        return {node: min(1.0, count / gpus) for node, count in Counter(p.node for p in self.pods.values()).items()}
+
+    async def on_fault(self, msg: events.InjectNodeFault) -> Reaction:
+        fault = Fault(kind=msg.kind, node=msg.node, gpu=msg.gpu, xid=msg.xid, device=msg.device, port=msg.port)
+        self.sensors.inject(fault, time.time())
+        return Reaction()
+
+    # -- pods ---------------------------------------------------------------------------------
 
     async def on_start(self, msg: events.StartPod) -> Reaction:
         now = time.time()
+        exec_mode = self.runner is not None
         duration = msg.sim_duration if msg.sim_duration is not None else self.default_duration
         pod = domain.RunningPod(pod=msg.pod, uid=msg.pod_uid, job=msg.job, node=msg.node, job_version=msg.job_version,
-                                started_at=now, finishes_at=now + duration, exit_code=msg.sim_exit_code,
-                                restart_policy=msg.restart_policy)
-        return self._reaction(msg, domain.start(self.pods, pod), changed=[msg.pod])
+                                started_at=now, finishes_at=None if exec_mode else now + duration,
+                                exit_code=msg.sim_exit_code, restart_policy=msg.restart_policy)
+        previous = self.pods.get(msg.pod)
+        reports = domain.start(self.pods, pod)
+        if not exec_mode or not reports:
+            return self._reaction(msg, reports, changed=[msg.pod])
+        if previous is not None:  # a new incarnation replaces the old one's process
+            await self.runner.kill(msg.pod)  # type: ignore[union-attr]
+        # Report Running before the process can end, so Running always precedes the exit.
+        await self.rt.commit(f"node-agent-{self.cluster}-start", msg.event_id,
+                             self._reaction(msg, reports, changed=[msg.pod]))
+        self.specs[msg.pod] = msg
+        await self.runner.launch(msg)  # type: ignore[union-attr]
+        return Reaction()
 
     async def on_stop(self, msg: events.StopPod) -> Reaction:
+        if self.runner is not None:
+            await self.runner.kill(msg.pod)
+            self.specs.pop(msg.pod, None)
         return self._reaction(msg, domain.stop(self.pods, msg.pod), changed=[msg.pod])
 
+    async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
+        """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""
+        reports = domain.exited(self.pods, pod, uid, exit_code, time.time())
+        if not reports:
+            return
+        report = reports[0]
+        cause = Cause(event_id=events.derive_id(uid or pod, f"exit/{report.restarts}/{report.phase}/{exit_code}"))
+        await self.rt.commit(f"node-agent-{self.cluster}-exit", cause.event_id,
+                             self._reaction(cause, reports, changed=[pod]))
+        spec = self.specs.get(pod)
+        if report.phase != "Running" or spec is None:
+            self.specs.pop(pod, None)
+            return
+        await asyncio.sleep(execpods.restart_delay(report.restarts))
+        current = self.pods.get(pod)
+        if current is not None and current.uid == uid and self.runner is not None:
+            await self.runner.launch(spec, restarts=report.restarts)
+
     async def advance(self) -> None:
-        reports = domain.advance(self.pods, time.time())
+        # Pods on a node that stopped heartbeating (an injected fault) are frozen, as if cut off.
+        cut_off = {name: pod for name, pod in self.pods.items() if self.sensors.silent(pod.node)}
+        live = {name: pod for name, pod in self.pods.items() if name not in cut_off}
+        reports = domain.advance(live, time.time())
+        self.pods = {**live, **cut_off}
         if not reports:
             return
         cause = Cause(event_id=events.derive_id(self.cluster, "advance/" + ",".join(
             f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)))
         await self.rt.commit(f"node-agent-{self.cluster}-clock", cause.event_id,
                              self._reaction(cause, reports, changed=[r.pod for r in reports]))
+
+    async def close(self) -> None:
+        if self.runner is not None:
+            await self.runner.close()
+
+    async def guard(self) -> None:
+        """Runs until the service stops, then kills every pod process (no orphans outlive the agent)."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
 
     def _reaction(self, cause: events.Message | Cause, reports: list[domain.Report], changed: list[str]) -> Reaction:
         reaction = Reaction()
@@ -81,3 +182,6 @@ class SimulatedFleet:
                 job_version=report.job_version, phase=report.phase, exit_code=report.exit_code,
                 restarts=report.restarts))
         return reaction
+
+
+SimulatedFleet = NodeAgent  # the name the simulate-only agent had
