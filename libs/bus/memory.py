@@ -21,9 +21,9 @@ import structlog
 from telemetry import inject
 
 from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
-from .errors import BusClosedError, NoStreamError, PublishError
+from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError
 from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, PublishAck, StreamSpec,
-                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, subject_covers)
+                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, subject_covers, valid_name)
 
 __all__ = ["InMemoryBus"]
 
@@ -188,6 +188,8 @@ class InMemoryBus:
 
     def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
                policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> _MemLoop:
+        if not valid_name(durable):
+            raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
         target = self._stream_for(filters, stream)
         key = (target.spec.name, durable)

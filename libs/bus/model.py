@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -9,7 +10,7 @@ import msgspec
 
 __all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "BatchHandler", "ConsumerPolicy", "Delivery", "Handler",
            "Outgoing", "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec", "encode_payload",
-           "subject_covers"]
+           "subject_covers", "valid_name"]
 
 MSG_ID = "Nats-Msg-Id"
 DEFAULT_BACKOFF: tuple[float, ...] = (1.0, 5.0, 30.0)
@@ -152,6 +153,15 @@ def as_outgoing(item: Any) -> Outgoing:
         return Outgoing(subject=subject, msg_id=msg_id, payload=encode_payload(payload))
     return Outgoing(subject=item.subject, msg_id=item.msg_id, payload=encode_payload(item.payload),
                     headers=getattr(item, "headers", None))
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def valid_name(name: str) -> bool:
+    """Durable, stream and namespace names: one subject token of letters, digits, ``-`` and ``_``
+    (``dlq.<durable>`` must be a valid subject)."""
+    return bool(_NAME.match(name))
 
 
 def subject_covers(pattern: str, subject: str) -> bool:

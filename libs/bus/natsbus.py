@@ -27,7 +27,7 @@ from telemetry import inject
 from .dispatch import Verdict, dead_letter
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
 from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck,
-                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers)
+                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, valid_name)
 from .pull import PullLoop
 
 __all__ = ["NatsBus"]
@@ -63,6 +63,8 @@ class NatsBus:
     """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
 
     def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "") -> None:
+        if namespace and not valid_name(namespace):
+            raise ValueError(f"namespace {namespace!r}: letters, digits, '-' and '_' only")
         self._nc = nc
         self._js = js
         self._ns = namespace
@@ -225,6 +227,8 @@ class NatsBus:
 
     async def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
                      policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> PullLoop:
+        if not valid_name(durable):
+            raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
         wire_stream = self._stream_name(self._stream_for(filters, stream))
         wire_filters = [self._wire(f) for f in filters]

@@ -46,14 +46,49 @@ def _add_service(service: str) -> Callable[[Any, str, dict[str, Any]], dict[str,
     return processor
 
 
+class _BytesHandler(logging.Handler):
+    """Writes stdlib log records, rendered to JSON by structlog, to the same bytes stream."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__()
+        self.file = file
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.file.write(self.format(record).encode() + b"\n")
+            self.file.flush()
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)
+
+
+def _bridge_stdlib(service: str, level: int, file: IO[bytes]) -> None:
+    """Route stdlib logging (nats-py, OpenTelemetry, asyncio) through the same JSON renderer."""
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True), _add_service(service),
+                           add_trace_context],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.JSONRenderer(serializer=lambda o, **_: _ENCODER.encode(o).decode())])
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _BytesHandler)]:
+        root.removeHandler(old)
+    handler = _BytesHandler(file)
+    handler.setFormatter(formatter)
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
 def setup_logging(service: str, level: str | int = "INFO", *, file: IO[bytes] | None = None) -> None:
     """Configure structlog process-wide: JSON lines with ``timestamp``, ``level``, ``service``,
-    ``event``, bound context vars and the current ``trace_id``. Call once at startup (``__main__``);
+    ``event``, bound context vars and the current ``trace_id``; stdlib logging records (from
+    nats-py, OpenTelemetry, ...) become JSON lines too. Call once at startup (``__main__``);
     calling again reconfigures (tests pass ``file`` to capture output). ``file`` defaults to stdout.
     """
     numeric = logging.getLevelName(level.upper()) if isinstance(level, str) else level
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
+    out = file if file is not None else sys.stdout.buffer
+    _bridge_stdlib(service, numeric, out)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -66,6 +101,6 @@ def setup_logging(service: str, level: str | int = "INFO", *, file: IO[bytes] | 
             structlog.processors.JSONRenderer(serializer=_serialize),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.BytesLoggerFactory(file=file if file is not None else sys.stdout.buffer),
+        logger_factory=structlog.BytesLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )

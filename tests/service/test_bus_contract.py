@@ -224,3 +224,11 @@ async def test_batch_handler_that_raises_retries_the_whole_batch(any_bus) -> Non
     await any_bus.consume_batch("batcher", "work.>", handler, batch=10, backoff=[0.05])
     await eventually(lambda: sum(len(s) for s in sizes) >= 10)
     assert sorted(n for s in sizes for n in s) == [1] * 5 + [2] * 5
+
+
+async def test_durable_names_must_be_one_subject_token(any_bus) -> None:
+    from bus import ConsumerError  # noqa: PLC0415
+
+    for bad in ["a.b", "a b", "x>", ""]:
+        with pytest.raises(ConsumerError):
+            await any_bus.consume(bad, "work.>", Recorder())

@@ -4,6 +4,7 @@ round-trips through headers; exporters exist only when an endpoint is configured
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 
 import msgspec
@@ -19,9 +20,12 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 @pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
+def _reset_logging() -> Iterator[None]:
+    handlers, level = list(logging.getLogger().handlers), logging.getLogger().level
     yield
     structlog.reset_defaults()
+    logging.getLogger().handlers[:] = handlers
+    logging.getLogger().setLevel(level)
 
 
 def _lines(buf: io.BytesIO) -> list[dict]:
@@ -97,3 +101,13 @@ def test_consumer_span_is_a_child_of_the_remote_parent() -> None:
     assert span.parent is not None and span.parent.span_id == 0xB7AD6B7169203331
     assert span.resource.attributes["service.name"] == "svc"
     provider.shutdown()
+
+
+def test_stdlib_records_become_json_lines_too() -> None:
+    buf = io.BytesIO()
+    setup_logging("node-agent", "INFO", file=buf)
+    logging.getLogger("nats.aio.client").warning("reconnecting to %s", "nats://x")
+    logging.getLogger("quiet").debug("dropped")
+    (line,) = _lines(buf)
+    assert line["event"] == "reconnecting to nats://x" and line["level"] == "warning"
+    assert line["logger"] == "nats.aio.client" and line["service"] == "node-agent"
