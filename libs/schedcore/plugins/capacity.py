@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
 import numpy as np
 
 from ..framework import PERMIT, REJECT, Plugin
@@ -23,8 +24,14 @@ if TYPE_CHECKING:
 ROOT = "root"
 
 
+class CapacityArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    # How many ancestor levels may stand in for the reclaimer queue's "still below deserved".
+    ancestor_reclaim_level: int = msgspec.field(default=0, name="ancestorReclaimLevel")
+
+
 class CapacityPlugin(Plugin):
     NAME = "capacity"
+    Args = CapacityArgs
 
     def on_session_open(self, ssn: Session) -> None:
         super().on_session_open(ssn)
@@ -126,11 +133,17 @@ class CapacityPlugin(Plugin):
         space = self.ssn.space
         req = sum((t.req for t in tasks), np.zeros(space.size))
         attr = self.attrs[queue.name]
-        after = attr.allocated + req
         # The reclaimer's own capability only: its ancestors are full by definition when
         # there is something to reclaim.
-        if not space.le_on(after, attr.real_cap, space.req_dims(req)):
+        if not space.le_on(attr.allocated + req, attr.real_cap, space.req_dims(req)):
             return False
+        levels = self.path(queue.name)[: 1 + max(self.args.ancestor_reclaim_level, 0)]
+        return any(self._below_deserved(a, req) for a in levels)
+
+    def _below_deserved(self, attr: QueueAttr, req: np.ndarray) -> bool:
+        """Some requested dimension (pods and all-but-zero ones aside) stays within deserved."""
+        space = self.ssn.space
+        after = attr.allocated + req
         dims = space.req_dims(req) & ~((after < space.eps) & (attr.deserved < space.eps))
         return bool(np.any(after[dims] <= attr.deserved[dims] + 1e-9))
 

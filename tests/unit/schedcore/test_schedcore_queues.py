@@ -100,3 +100,16 @@ def test_hierarchy_siblings_are_reclaimed_before_cousins():
               queue("eng-b").parent("eng").deserved(cpu=2), queue("research").deserved(cpu=1)]
     d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot(nodes, queues, jobs))
     assert [e.task.split("-")[0] for e in d.evictions] == ["sib"]
+
+
+@pytest.mark.parametrize(("level", "evictions"), [(0, 0), (1, 1)], ids=["leaf-only", "ancestor-level-1"])
+def test_hierarchy_ancestor_reclaim_level(level, evictions):
+    conf = HIER_CONF.replace("{name: capacity, enableHierarchy: true}",
+                             f"{{name: capacity, enableHierarchy: true, arguments: {{ancestorReclaimLevel: {level}}}}}")
+    queues = [queue("root"), queue("eng").deserved(cpu=6).capability(cpu=8), queue("eng-b").parent("eng").deserved(cpu=1),
+              queue("research").deserved(cpu=2)]
+    jobs = [job("res", "research").min(1).phase("Running").running(["n1"] * 7, cpu=1),
+            job("b-run", "eng-b").min(1).phase("Running").running(["n1"], cpu=1),
+            job("b-new", "eng-b").min(1).created(5).tasks(1, cpu=1)]
+    d = Scheduler(parse_conf(conf)).cycle(snapshot([node("n1").cpu(8).mem("32Gi")], queues, jobs))
+    assert len(d.evictions) == evictions
