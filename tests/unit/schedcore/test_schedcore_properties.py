@@ -25,19 +25,31 @@ def random_snapshot(seed: int):
     rng = np.random.default_rng(seed)
     nodes = [node(f"n{i}").cpu(int(rng.integers(4, 17))).mem("64Gi").gpus(int(rng.integers(0, 3)))
              for i in range(int(rng.integers(2, 7)))]
-    queues = [queue("a").weight(int(rng.integers(1, 4))), queue("b").weight(int(rng.integers(1, 4)))]
+    queues = [queue("a").weight(int(rng.integers(1, 4))).reclaimable(bool(rng.integers(0, 2))),
+              queue("b").weight(int(rng.integers(1, 4)))]
     jobs = []
     for k in range(int(rng.integers(3, 10))):
         n = int(rng.integers(1, 5))
         cpu = int(rng.integers(1, 5))
         b = job(f"j{k}", "ab"[k % 2]).priority(int(rng.integers(0, 3))).min(int(rng.integers(1, n + 1)))
-        b.created(k).min_resources(cpu=cpu).phase("Pending").tasks(n, cpu=cpu)
+        b.created(k).min_resources(cpu=cpu).phase("Pending").tasks(n, cpu=cpu, preemptable=bool(rng.integers(0, 4)))
         jobs.append(b)
     return snapshot(nodes, queues, jobs)
 
 
 def check_decision(snap, decision):
     jobs = {j.name: j for j in snap.jobs}
+    tasks = {t.name: t for j in snap.jobs for t in j.tasks}
+    queues = {q.name: q for q in snap.queues}
+    assert all(tasks[b.task].status == "Pending" for b in decision.binds)
+    assert all(tasks[p.task].status == "Pending" for p in decision.pipelined)
+    assert not {b.task for b in decision.binds} & {p.task for p in decision.pipelined}
+    for e in decision.evictions:
+        t = tasks[e.task]
+        assert t.preemptable and t.node == e.node
+        assert t.status == "Running" if e.reason == "reclaim" else t.status in ("Running", "Bound")
+        if e.reason == "reclaim":
+            assert queues[jobs[e.job].queue].reclaimable
     evicted = {e.task for e in decision.evictions}
     bound = {b.task for b in decision.binds}
     for j in snap.jobs:
