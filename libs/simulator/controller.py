@@ -47,11 +47,19 @@ class JobDriver:
         job.pg_phase = "Pending"
         self.engine.changed = True
 
-    def withdraw(self, job: Job) -> None:
-        """The job leaves its cluster (deleted, or re-placed by failover): pods and podgroup go."""
+    def withdraw(self, job: Job, moving: bool = False) -> None:
+        """The job leaves its cluster (deleted, or re-placed by failover): pods and podgroup go.
+
+        A moving job's pods come back elsewhere under the same names; their ``restarts`` keep
+        counting the incarnations they had here (jobcore's record starts afresh there).
+        """
         for pod in self.world.pods_of(job.name):
             pod.incarnation += 1
             self.world.remove_pod(pod.name)
+            if moving:
+                self.world.carried_restarts.setdefault(job.name, {})[pod.name] = pod.restarts + 1
+        if not moving:
+            self.world.carried_restarts.pop(job.name, None)
         job.podgroup = None
         job.cluster = None
         job.pg_phase = "Pending"
@@ -141,9 +149,10 @@ class JobDriver:
         return []
 
     def _create_pod(self, job: Job, record: jm.PodRecord) -> None:
+        carried = self.world.carried_restarts.get(job.name, {}).get(record.name, 0)
         self.world.add_pod(Pod(
             name=record.name, job=job.name, task=record.task, index=record.index, cluster=job.cluster or "",
-            record=record, restarts=record.incarnation, created=self.world.now))
+            record=record, restarts=record.incarnation + carried, created=self.world.now))
 
     # -- what the kubelet and the output need ------------------------------------------------
 

@@ -5,8 +5,8 @@ events (``ReservationHeld``, timers, phases) and applies the decisions (``Reserv
 
 ADAPTER (GAP in schedcore: no reservation mode). A child under ``Reserve`` is scheduled by its
 cluster as usual, but the binds of its pods are held: the pods keep their node (``Bound`` in the
-next snapshot, so the room stays taken) without starting and without any event. Once every pod of
-the child holds a node, the cluster has "held the reservation" (``ReservationHeld``). ``Bind``
+next snapshot, so the room stays taken) without starting and without any event. Once the child's
+minMember pods hold a node, the cluster has "held the reservation" (``ReservationHeld``). ``Bind``
 starts the held pods (``PodBound``); ``Release`` gives their nodes back.
 """
 
@@ -150,7 +150,7 @@ def apply_fleet(fleet: FleetDriver, hj: HyperJob, decisions: list[Any]) -> None:
         elif isinstance(d, fleetcore.ChildMove) and job is not None:
             _move(fleet, job, d.to_cluster)
         elif isinstance(d, fleetcore.ChildUnplaced) and job is not None:
-            e.jobs.withdraw(job)
+            e.jobs.withdraw(job, moving=True)
         e.changed = True
 
 
@@ -158,7 +158,7 @@ def _move(fleet: FleetDriver, job: Job, cluster: str) -> None:
     """Delete the child where it was and create it unchanged on ``cluster`` (same name)."""
     e = fleet.engine
     if job.cluster is not None:
-        e.jobs.withdraw(job)
+        e.jobs.withdraw(job, moving=True)
     job.reserving = False
     job.record = e.jobs.admit(job.manifest, rank=job.record.rank)
     e.jobs.dispatch(job, cluster)

@@ -110,6 +110,7 @@ class World:
         self.hyperjobs: dict[str, HyperJob] = {}
         self.pods: dict[str, Pod] = {}
         self._job_pods: dict[str, dict[str, Pod]] = {}  # index of ``pods`` by job, kept by add/remove_pod
+        self.carried_restarts: dict[str, dict[str, int]] = {}  # job -> pod -> incarnations before it moved
         self.timeline: list[dict[str, Any]] = []
         self.queue_usage: dict[tuple[str, str], tuple[api.ResourceList, api.ResourceList]] = {}
         self.add_queue(_implicit_queue(api.DEFAULT_QUEUE), declared=False)
