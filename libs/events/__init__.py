@@ -26,13 +26,13 @@ from .hyperjob import HyperJobDeleted, HyperJobStatusChanged
 from .job import JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod
 from .manifest import ApplyManifest, CommandHyperJob, DeleteObject, RequestAccepted, RequestRejected
 from .node import NodeHeartbeat, PodPhaseReported
-from .placement import ChildPlacementWaiting, CommandChild, DispatchChild, PlaceChild, RemoveChild
+from .placement import ChildPlacementWaiting, CommandChild, DispatchChild, OwnerAdmitted, PlaceChild, RemoveChild
 from .telemetry import FabricTelemetry, GpuTelemetry, InjectNodeFault
 
 ALL_MESSAGES: tuple[type[Message], ...] = (
     ApplyManifest, DeleteObject, CommandHyperJob, RequestAccepted, RequestRejected,
     HyperJobStatusChanged, HyperJobDeleted,
-    PlaceChild, DispatchChild, RemoveChild, ChildPlacementWaiting, CommandChild,
+    PlaceChild, DispatchChild, RemoveChild, ChildPlacementWaiting, CommandChild, OwnerAdmitted,
     PodGroupPhaseChanged, PodBound, PodEvicted, ClusterCapacityReported,
     JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod,
     PodPhaseReported, NodeHeartbeat,
@@ -58,7 +58,7 @@ __all__ = [
     "ALL_MESSAGES", "ApplyManifest", "ChildPlacementWaiting", "ClusterCapacityReported", "CommandChild",
     "CommandHyperJob",
     "DeleteObject", "DispatchChild", "HyperJobDeleted", "HyperJobStatusChanged", "JobPhaseChanged", "JobRemoved", "Message",
-    "NodeHeartbeat", "PlaceChild", "PodBound", "PodEvicted", "PodGroupPhaseChanged", "PodPhaseReported",
+    "NodeHeartbeat", "OwnerAdmitted", "PlaceChild", "PodBound", "PodEvicted", "PodGroupPhaseChanged", "PodPhaseReported",
     "PodsReady", "RemoveChild", "RequestAccepted", "RequestRejected", "StartPod", "StopPod", "decoder",
     "derive_id", "encode", "new_request_id",
     "FabricTelemetry", "GpuTelemetry", "InjectNodeFault",

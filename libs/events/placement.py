@@ -67,3 +67,10 @@ class CommandChild(Message, frozen=True, kw_only=True, tag="sched.child.command.
     cluster: str
     action: str
     reason: str = ""
+
+
+class OwnerAdmitted(Message, frozen=True, kw_only=True, tag="sched.owner.admitted.v1"):
+    """The global queue admitted a HyperJob (or a plain Job, ``name`` being the job)."""
+
+    name: str
+    queue: str

@@ -35,6 +35,7 @@ def result(request_id: str) -> str:
 # Placement (global-scheduler) and per-cluster work.
 PLACE_CHILD = "sched.child.place"
 UNPLACE_CHILD = "sched.child.unplace"
+OWNER_ADMITTED = "sched.owner.admitted"
 CHILD_WAITING = "sched.child.waiting"
 
 

@@ -6,6 +6,7 @@
 | ``priorityclass``    | splitter           | job-controller                           |
 | ``hyperjob``         | splitter           | global-scheduler, status-aggregator, CLI |
 | ``placement``        | global-scheduler   | splitter (deletes), status-aggregator, CLI |
+| ``admission``        | global-scheduler   | status-aggregator                        |
 | ``job@<cluster>``    | job-controller     | cluster-scheduler, CLI                   |
 | ``podgroup@<cluster>`` | job-controller   | cluster-scheduler                        |
 | ``podenv@<cluster>`` | job-controller     | job-controller (the HyperJob env per pod) |
@@ -29,6 +30,7 @@ QUEUE = "queue"
 PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
 PLACEMENT = "placement"
+ADMISSION = "admission"
 CLUSTER = "cluster"
 HYPERJOB_STATUS = "hjstatus"
 
@@ -108,6 +110,22 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     world_size: int | None = None
     clusters: list[str] = []
     requested_at: float = 0.0
+    finished: bool = False  # the child's Job reached a terminal phase
+
+    @property
+    def owner(self) -> str:
+        """The HyperJob this child belongs to (a plain Job is its own owner)."""
+        return self.hyperjob or self.child
+
+
+class AdmissionDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A HyperJob (or plain Job) its global queue admitted; its request counts against the queue
+    until every child has finished or is gone."""
+
+    owner: str
+    queue: str
+    request: dict[str, float]
+    admitted_at: float = 0.0
 
 
 class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):

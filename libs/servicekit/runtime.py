@@ -27,13 +27,19 @@ Handler = Callable[[Any], Awaitable["Reaction"]]
 
 
 class Reaction(msgspec.Struct, kw_only=True):
-    """What handling one message decided: document writes and messages to publish, in order."""
+    """What handling one message decided: document writes and messages to publish, in order, and
+    in-process work to do once both are done (``then``, e.g. waking a loop that reads the writes)."""
 
     writes: list[Write] = []
     outputs: list[tuple[str, Message]] = []
+    after: list[Callable[[], None]] = []
 
     def publish(self, subject: str, message: Message) -> Reaction:
         self.outputs.append((subject, message))
+        return self
+
+    def then(self, work: Callable[[], None]) -> Reaction:
+        self.after.append(work)
         return self
 
 
@@ -109,6 +115,8 @@ class Runtime:
             self.log.debug("duplicate_delivery", consumer=consumer, event_id=event_id)
         if result.outputs:
             await self.bus.publish_many(result.outputs)
+        for work in reaction.after:
+            work()
 
     def every(self, period: float, work: Callable[[], Awaitable[None]], name: str) -> None:
         """Run ``work`` every ``period`` seconds; a failure is logged and the next round still runs."""

@@ -1,4 +1,4 @@
-"""Wiring: the global-scheduler's consumers and its retry loop."""
+"""Wiring: the global-scheduler's consumers and its admission-and-placement round."""
 
 from __future__ import annotations
 
@@ -17,5 +17,6 @@ async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
         events.RemoveChild: scheduler.on_unplace,
     })
     await runtime.subscribe("global-scheduler-removed", "job.removed.*", {events.JobRemoved: scheduler.on_removed})
-    runtime.every(settings.retry_period, scheduler.retry_waiting, "retry-waiting")
+    await runtime.subscribe("global-scheduler-phases", "job.phase.*", {events.JobPhaseChanged: scheduler.on_job_phase})
+    runtime.spawn(lambda: scheduler.run_rounds(settings.retry_period), "admission-and-placement")
     return scheduler

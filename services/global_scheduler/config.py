@@ -5,5 +5,5 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
-    # How often waiting children are tried again, in seconds.
+    # How often waiting owners and children are tried again (and sooner when something changes), in seconds.
     retry_period: float = 2.0

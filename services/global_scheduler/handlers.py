@@ -1,7 +1,8 @@
-"""Placing, retrying and removing child jobs."""
+"""Admitting owners by their global queue, placing their children, retrying and removing them."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from msgspec.structs import replace
@@ -14,22 +15,142 @@ from events import subjects
 from servicekit import Cause, Reaction, Runtime, emit
 from store import Write
 
+from . import domain
+
 PRODUCER = "global-scheduler"
+TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
 
 
 class GlobalScheduler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self.wake = asyncio.Event()
+
+    # -- consumed messages ----------------------------------------------------------------------
 
     async def on_place(self, msg: events.PlaceChild) -> Reaction:
+        """Record the request; the admission round (woken now) admits and places it."""
         existing = await self.rt.store.get(records.PLACEMENT, msg.child)
-        if existing is not None and existing.decode(records.PlacementDoc).state == "Dispatched":
+        if existing is not None and existing.decode(records.PlacementDoc).state != "Waiting":
             return Reaction()  # already placed: a repeated request changes nothing
         placement = records.PlacementDoc(child=msg.child, hyperjob=msg.hyperjob, replicated_job=msg.replicated_job,
                                          job=msg.job, env=msg.env, env_by_pod=msg.env_by_pod,
                                          rank_offset=msg.rank_offset, world_size=msg.world_size,
-                                         clusters=msg.clusters, requested_at=time.time())
-        return self._try(msg, placement, await self._capacities(), existing.version if existing else 0)
+                                         clusters=msg.clusters, requested_at=time.time(),
+                                         reason="waiting for its queue to admit it")
+        return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, placement, existing.version if existing else 0)]
+                        ).then(self.wake.set)
+
+    async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
+        """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
+        stored = await self.rt.store.get(records.PLACEMENT, msg.job)
+        if stored is None:
+            return Reaction()
+        placement = stored.decode(records.PlacementDoc)
+        finished = msg.new in TERMINAL_JOB_PHASES
+        if placement.cluster != msg.cluster or placement.finished == finished:
+            return Reaction()
+        return Reaction(writes=[Write.put(records.PLACEMENT, msg.job, replace(placement, finished=finished),
+                                          stored.version)]).then(self.wake.set)
+
+    async def on_unplace(self, msg: events.RemoveChild) -> Reaction:
+        stored = await self.rt.store.get(records.PLACEMENT, msg.child)
+        if stored is None:
+            return Reaction()
+        placement = stored.decode(records.PlacementDoc)
+        if placement.state in ("Removing", "Removed"):
+            return Reaction()
+        if placement.state == "Waiting":
+            # Never dispatched: nothing to remove anywhere.
+            reaction = Reaction(writes=[Write.delete(records.PLACEMENT, msg.child, stored.version)]).then(self.wake.set)
+            return reaction.publish(subjects.job_removed("unplaced"), emit(
+                events.JobRemoved, msg, "removed", PRODUCER, cluster="", job=msg.child, hyperjob=placement.hyperjob))
+        reaction = Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replace(placement, state="Removing"),
+                                              stored.version)])
+        return reaction.publish(subjects.remove_child(placement.cluster), emit(
+            events.RemoveChild, msg, "remove", PRODUCER, child=msg.child, cluster=placement.cluster))
+
+    async def on_removed(self, msg: events.JobRemoved) -> Reaction:
+        stored = await self.rt.store.get(records.PLACEMENT, msg.job)
+        if stored is None or stored.decode(records.PlacementDoc).cluster != msg.cluster:
+            return Reaction()
+        return Reaction(writes=[Write.delete(records.PLACEMENT, msg.job, stored.version)]).then(self.wake.set)
+
+    # -- the admission and placement round ----------------------------------------------------------
+
+    async def run_rounds(self, period: float) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout=period)
+            except TimeoutError:
+                pass
+            self.wake.clear()
+            try:
+                await self.round()
+            except Exception:  # one failed round must not stop placement
+                self.rt.log.exception("placement_round_failed")
+
+    async def round(self) -> None:
+        store = self.rt.store
+        placements = {n: d.decode(records.PlacementDoc) for n, d in (await store.list(records.PLACEMENT)).items()}
+        admissions = {n: d.decode(records.AdmissionDoc) for n, d in (await store.list(records.ADMISSION)).items()}
+        capacities = await self._capacities()
+        await self._forget_finished(placements, admissions)
+        await self._admit(placements, admissions, capacities)
+        for name, stored in (await store.list(records.PLACEMENT)).items():
+            placement = stored.decode(records.PlacementDoc)
+            if placement.state == "Waiting" and placement.owner in admissions:
+                cause = Cause(event_id=events.derive_id(name, f"place/{stored.version}"))
+                await self.rt.commit("global-scheduler-place", cause.event_id,
+                                     self._try(cause, placement, capacities, stored.version))
+
+    async def _forget_finished(self, placements: dict[str, records.PlacementDoc],
+                               admissions: dict[str, records.AdmissionDoc]) -> None:
+        for owner in domain.finished_owners(placements, admissions):
+            await self.rt.store.delete(records.ADMISSION, owner)
+            del admissions[owner]
+
+    async def _admit(self, placements: dict[str, records.PlacementDoc], admissions: dict[str, records.AdmissionDoc],
+                     capacities: dict[str, fleetcore.ClusterCapacity]) -> None:
+        waiting = domain.unadmitted_owners(placements, admissions)
+        if not waiting:
+            return
+        owners = {n: d.decode(records.HyperJobDoc)
+                  for n, d in (await self.rt.store.get_many(records.HYPERJOB, sorted(waiting))).items() if d}
+        classes = {n: d.decode(records.PriorityClassDoc).value
+                   for n, d in (await self.rt.store.list(records.PRIORITY_CLASS)).items()}
+        candidates = [domain.candidate(doc, classes) for doc in owners.values()]
+        queues = domain.fleet_queues({n: d.decode(records.QueueDoc) for n, d in (await self.rt.store.list(records.QUEUE)).items()})
+        capacity = fleetcore.fleet_capacity(fleetcore.live_clusters(capacities, time.time()).values())
+        admission = fleetcore.admit(queues, domain.allocated(admissions), candidates, capacity)
+        by_name = {c.name: c for c in candidates}
+        for owner in admission.admitted:
+            await self._record_admission(by_name[owner], admissions)
+        for owner, reason in admission.waiting.items():
+            await self._record_wait(owner, f"queue {by_name[owner].queue}: {reason}", placements)
+
+    async def _record_admission(self, candidate: fleetcore.Candidate, admissions: dict[str, records.AdmissionDoc]) -> None:
+        doc = records.AdmissionDoc(owner=candidate.name, queue=candidate.queue, request=candidate.request,
+                                   admitted_at=time.time())
+        cause = Cause(event_id=events.derive_id(candidate.name, f"admitted/{candidate.created}"))
+        reaction = Reaction(writes=[Write.put(records.ADMISSION, candidate.name, doc, 0)])
+        reaction.publish(subjects.OWNER_ADMITTED, emit(events.OwnerAdmitted, cause, "admitted", PRODUCER,
+                                                       name=candidate.name, queue=candidate.queue))
+        await self.rt.commit("global-scheduler-admit", cause.event_id, reaction)
+        admissions[candidate.name] = doc
+
+    async def _record_wait(self, owner: str, reason: str, placements: dict[str, records.PlacementDoc]) -> None:
+        for name, placement in placements.items():
+            if placement.owner != owner or placement.reason == reason:
+                continue
+            stored = await self.rt.store.get(records.PLACEMENT, name)
+            if stored is None:
+                continue
+            cause = Cause(event_id=events.derive_id(name, f"queue-wait/{stored.version}"))
+            reaction = Reaction(writes=[Write.put(records.PLACEMENT, name, replace(placement, reason=reason), stored.version)])
+            reaction.publish(subjects.CHILD_WAITING, emit(events.ChildPlacementWaiting, cause, "waiting", PRODUCER,
+                                                          child=name, hyperjob=placement.hyperjob, reason=reason))
+            await self.rt.commit("global-scheduler-wait", cause.event_id, reaction)
 
     def _try(self, cause: events.Message | Cause, placement: records.PlacementDoc,
              capacities: dict[str, fleetcore.ClusterCapacity], version: int) -> Reaction:
@@ -42,9 +163,9 @@ class GlobalScheduler:
                                      wait_for_fit=planned)
         reaction = Reaction()
         if isinstance(chosen, fleetcore.Waiting):
-            reaction.writes.append(Write.put(records.PLACEMENT, placement.child,
-                                             replace(placement, state="Waiting", reason=chosen.reason), version))
             if chosen.reason != placement.reason:
+                reaction.writes.append(Write.put(records.PLACEMENT, placement.child,
+                                                 replace(placement, reason=chosen.reason), version))
                 reaction.publish(subjects.CHILD_WAITING, emit(
                     events.ChildPlacementWaiting, cause, "waiting", PRODUCER, child=placement.child,
                     hyperjob=placement.hyperjob, reason=chosen.reason))
@@ -56,41 +177,6 @@ class GlobalScheduler:
             hyperjob=placement.hyperjob, replicated_job=placement.replicated_job, job=placement.job,
             env=placement.env, env_by_pod=placement.env_by_pod, rank_offset=placement.rank_offset,
             world_size=placement.world_size))
-
-    async def retry_waiting(self) -> None:
-        capacities = await self._capacities()
-        for name, stored in (await self.rt.store.list(records.PLACEMENT)).items():
-            placement = stored.decode(records.PlacementDoc)
-            if placement.state != "Waiting":
-                continue
-            cause = Cause(event_id=events.derive_id(name, f"retry/{stored.version}"))
-            reaction = self._try(cause, placement, capacities, stored.version)
-            if any(isinstance(m, events.DispatchChild) for _, m in reaction.outputs):
-                await self.rt.commit("global-scheduler-retry", cause.event_id, reaction)
-
-    async def on_unplace(self, msg: events.RemoveChild) -> Reaction:
-        stored = await self.rt.store.get(records.PLACEMENT, msg.child)
-        if stored is None:
-            return Reaction()
-        placement = stored.decode(records.PlacementDoc)
-        if placement.state in ("Removing", "Removed"):
-            return Reaction()
-        if placement.state == "Waiting":
-            # Never dispatched: nothing to remove anywhere.
-            reaction = Reaction(writes=[Write.delete(records.PLACEMENT, msg.child, stored.version)])
-            return reaction.publish(f"job.removed.{placement.cluster or '-'}", emit(
-                events.JobRemoved, msg, "removed", PRODUCER, cluster=placement.cluster, job=msg.child,
-                hyperjob=placement.hyperjob))
-        reaction = Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replace(placement, state="Removing"),
-                                              stored.version)])
-        return reaction.publish(subjects.remove_child(placement.cluster), emit(
-            events.RemoveChild, msg, "remove", PRODUCER, child=msg.child, cluster=placement.cluster))
-
-    async def on_removed(self, msg: events.JobRemoved) -> Reaction:
-        stored = await self.rt.store.get(records.PLACEMENT, msg.job)
-        if stored is None or stored.decode(records.PlacementDoc).cluster != msg.cluster:
-            return Reaction()
-        return Reaction(writes=[Write.delete(records.PLACEMENT, msg.job, stored.version)])
 
     async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
         return {name: records.cluster_capacity(doc.decode(records.ClusterDoc))

@@ -17,4 +17,6 @@ async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
                             {events.ChildPlacementWaiting: aggregator.on_waiting})
     await runtime.subscribe("status-aggregator-hyperjobs", subjects.HYPERJOB_DELETED,
                             {events.HyperJobDeleted: aggregator.on_deleted})
+    await runtime.subscribe("status-aggregator-admissions", subjects.OWNER_ADMITTED,
+                            {events.OwnerAdmitted: aggregator.on_admitted})
     return aggregator

@@ -26,7 +26,7 @@ def child_changed(doc: AggregateDoc, news: fleetcore.ChildStatus) -> AggregateDo
     return replace(doc, children={**doc.children, news.name: news})
 
 
-def recompute(doc: AggregateDoc, owner: records.HyperJobDoc, now: float) -> AggregateDoc:
+def recompute(doc: AggregateDoc, owner: records.HyperJobDoc, admitted: bool, now: float) -> AggregateDoc:
     """Fold the children the plan has now (unknown ones Pending) into the HyperJob status."""
     hyperjob = api.decode(owner.manifest)
     assert isinstance(hyperjob, api.HyperJob)
@@ -40,6 +40,9 @@ def recompute(doc: AggregateDoc, owner: records.HyperJobDoc, now: float) -> Aggr
     previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
     phases = {child.name: child.phase for child in children}
     lifecycle = "Terminating" if owner.deleting else fleetcore.settle_lifecycle(owner.lifecycle, phases)  # type: ignore[arg-type]
-    status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle,
+    # A child only ever leaves Pending after its owner was admitted (the admission record itself
+    # goes away once the children finish).
+    admitted = admitted or any(child.phase != "Pending" for child in children)
+    status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle, admitted=admitted,
                                         waiting_reason=owner.waiting_reason or doc.waiting_reason, now=now)
     return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=owner.restarts)

@@ -40,6 +40,9 @@ class StatusAggregator:
             return Reaction()
         return await self._update(msg, msg.hyperjob, lambda doc: replace(doc, waiting_reason=msg.reason))
 
+    async def on_admitted(self, msg: events.OwnerAdmitted) -> Reaction:
+        return await self._update(msg, msg.name, lambda doc: doc)
+
     async def on_deleted(self, msg: events.HyperJobDeleted) -> Reaction:
         return Reaction(writes=[Write.delete(records.HYPERJOB_STATUS, msg.name)])
 
@@ -50,7 +53,8 @@ class StatusAggregator:
                 return Reaction()
             stored = await self.rt.store.get(records.HYPERJOB_STATUS, name)
             doc = stored.decode(domain.AggregateDoc) if stored else domain.AggregateDoc(name=name)
-            new = domain.recompute(change(doc), owner.decode(records.HyperJobDoc), time.time())  # type: ignore[operator]
+            admitted = await self.rt.store.get(records.ADMISSION, name) is not None
+            new = domain.recompute(change(doc), owner.decode(records.HyperJobDoc), admitted, time.time())  # type: ignore[operator]
             reaction = Reaction(writes=[Write.put(records.HYPERJOB_STATUS, name, new, stored.version if stored else 0)])
             if (new.phase, new.status) != (doc.phase, doc.status):
                 reaction.publish(subjects.HYPERJOB_STATUS, emit(events.HyperJobStatusChanged, msg, "status", PRODUCER,
