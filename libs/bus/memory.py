@@ -307,6 +307,8 @@ class _MemLoop:
 
             async def one(msg: _Stored, n: int) -> None:
                 async with sem:
+                    if self._stopping:
+                        return  # not started: requeued below, like NatsBus gives it back
                     await self._one(msg, n)
                 pending.remove(msg.seq)
             await asyncio.gather(*(one(m, n) for m, n in batch))

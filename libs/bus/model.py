@@ -123,8 +123,9 @@ class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Subscription(Protocol):
-    """A running consumer loop. ``stop()`` finishes the batch in hand (cancelling it after ``grace``
-    seconds) and returns; unsettled messages are redelivered. Idempotent."""
+    """A running consumer loop. ``stop()`` finishes the handler calls in progress (cancelling them
+    after ``grace`` seconds), gives back what was pulled but not started, and returns; unsettled
+    messages are redelivered. Idempotent."""
 
     durable: str
 

@@ -77,8 +77,9 @@ class PullLoop:
         return self._task is not None and not self._task.done()
 
     async def stop(self, grace: float = 10.0) -> None:
-        """Finish the batch in hand (cancel it after ``grace`` seconds), then stop. Unsettled
-        messages are redelivered (to another member) after ``ack_wait``. Idempotent."""
+        """Finish the handler calls in progress (cancel them after ``grace`` seconds), nak what was
+        pulled but not started so another member gets it at once, then stop. A cancelled call's
+        message is redelivered after ``ack_wait``. Idempotent."""
         self._stopping = True
         self._arrived.set()
         task, self._task = self._task, None
@@ -97,6 +98,10 @@ class PullLoop:
             with contextlib.suppress(*_NATS_ERRORS):
                 await self._sub.unsubscribe()
             self._sub = None
+        # Hand what we pulled but never started back at once, instead of after ack_wait.
+        while self._buffer:
+            with contextlib.suppress(*_NATS_ERRORS, nats.errors.MsgAlreadyAckdError):
+                await self._buffer.popleft().nak()
 
     def reconnected(self) -> None:
         """Pull requests die with the connection: forget their credit and ask again at once."""
@@ -158,13 +163,16 @@ class PullLoop:
             await self._batch([self._buffer.popleft() for _ in range(n)])
         elif self._policy.concurrency == 1:
             for _ in range(n):
+                if self._stopping:
+                    break
                 await self._one(self._buffer.popleft())
         else:
             sem = asyncio.Semaphore(self._policy.concurrency)
 
             async def guarded() -> None:
                 async with sem:
-                    await self._one(self._buffer.popleft())
+                    if not self._stopping:
+                        await self._one(self._buffer.popleft())
             await asyncio.gather(*(guarded() for _ in range(n)))
         _log.debug("batch_consumed", durable=self.durable, size=n)
 

@@ -40,9 +40,6 @@ class InMemoryStore:
     async def get_many(self, kind: str, names: Sequence[str]) -> dict[str, Doc | None]:
         return {n: self._docs.get((kind, n)) for n in names}
 
-    async def list(self, kind: str) -> dict[str, Doc]:
-        return {name: doc for (k, name), doc in sorted(self._docs.items()) if k == kind}
-
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
         result = self._apply(None, [Write.put(kind, name, doc, expected_version)], [])
         if result.conflict is not None:
@@ -164,3 +161,6 @@ class InMemoryStore:
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         return {p: copy.copy(b) for p, b in sorted(self._binds.get(cluster, {}).items())}
+
+    async def list(self, kind: str) -> dict[str, Doc]:
+        return {name: doc for (k, name), doc in sorted(self._docs.items()) if k == kind}

@@ -134,19 +134,6 @@ class RedisStore:
         return {n: (Doc(kind=kind, name=n, version=int(v), data=d) if d is not None and v is not None else None)
                 for n, d, v in zip(names, datas, versions, strict=True)}
 
-    async def list(self, kind: str) -> dict[str, Doc]:
-        """Every document of ``kind`` by name (one round trip; sorted by name)."""
-        with _translate():
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.hgetall(self._dkey(kind))
-                pipe.hgetall(self._vkey(kind))
-                datas, versions = await pipe.execute()
-        out: dict[str, Doc] = {}
-        for raw_name in sorted(datas):
-            name = raw_name.decode()
-            out[name] = Doc(kind=kind, name=name, version=int(versions.get(raw_name, 0)), data=datas[raw_name])
-        return out
-
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
         """Write ``doc`` if the stored version is ``expected_version`` (0 = absent, None = any);
         returns the new version. Raises ``VersionConflictError``."""
@@ -324,6 +311,20 @@ class RedisStore:
         with _translate():
             raw = await self._r.hgetall(self._bind_key(cluster))
         return {pod.decode(): _parse_entry(pod.decode(), entry.decode()) for pod, entry in sorted(raw.items())}
+
+    # ``list`` comes last so that the builtin ``list`` in the annotations above is not this method.
+    async def list(self, kind: str) -> dict[str, Doc]:
+        """Every document of ``kind`` by name (one round trip; sorted by name)."""
+        with _translate():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.hgetall(self._dkey(kind))
+                pipe.hgetall(self._vkey(kind))
+                datas, versions = await pipe.execute()
+        out: dict[str, Doc] = {}
+        for raw_name in sorted(datas):
+            name = raw_name.decode()
+            out[name] = Doc(kind=kind, name=name, version=int(versions.get(raw_name, 0)), data=datas[raw_name])
+        return out
 
 
 def _parse_entry(pod: str, entry: str) -> Binding:

@@ -43,10 +43,6 @@ class Repository(Generic[T]):
         docs = await self.store.get_many(self.kind, names)
         return {n: (None if d is None else Versioned(self._decoder.decode(d.data), d.version)) for n, d in docs.items()}
 
-    async def list(self) -> dict[str, Versioned[T]]:
-        docs = await self.store.list(self.kind)
-        return {n: Versioned(self._decoder.decode(d.data), d.version) for n, d in docs.items()}
-
     def put(self, name: str, value: Any, expected_version: int | None = None) -> Write:
         return Write.put(self.kind, name, value, expected_version)
 
@@ -55,3 +51,7 @@ class Repository(Generic[T]):
 
     async def save(self, name: str, value: Any, expected_version: int | None) -> int:
         return await self.store.put_if_version(self.kind, name, msgspec.json.encode(value), expected_version)
+
+    async def list(self) -> dict[str, Versioned[T]]:
+        docs = await self.store.list(self.kind)
+        return {n: Versioned(self._decoder.decode(d.data), d.version) for n, d in docs.items()}

@@ -192,3 +192,27 @@ async def test_consumer_carries_on_after_the_server_restarts(tmp_path: Path) -> 
             await bus.close()
     finally:
         server.stop()
+
+
+async def test_stopping_hands_unstarted_messages_to_the_group_at_once(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        first: list[bytes] = []
+        second: list[Delivery] = []
+        started = asyncio.Event()
+
+        async def slow(d: Delivery) -> None:
+            first.append(d.data)
+            started.set()
+            await asyncio.sleep(0.3)
+
+        async def fast(d: Delivery) -> None:
+            second.append(d)
+
+        await bus.publish_many([("work.a", str(i), str(i).encode()) for i in range(20)])
+        member = await bus.consume("svc", "work.>", slow, batch=20, ack_wait=30)
+        await asyncio.wait_for(started.wait(), 5)
+        await member.stop()
+        await bus.consume("svc", "work.>", fast)
+        await eventually(lambda: len(first) + len(second) >= 20, timeout=5)
+    assert sorted(first + [d.data for d in second], key=int) == [str(i).encode() for i in range(20)]
+    assert len(first) == 1 and all(d.num_delivered == 2 for d in second)
