@@ -18,6 +18,19 @@ TIER_LABEL = "topology.hyperjob.io/tier"
 DEVICE_CORES = 100.0
 
 
+def _rows(nodes: list[NodeInfo], names: list[str]) -> list[tuple[float, ...]]:
+    # Clusters have few node shapes: build each distinct allocatable row once.
+    cache: dict[tuple[tuple[str, float], ...], tuple[float, ...]] = {}
+    out = []
+    for n in nodes:
+        key = tuple(n.allocatable.items())
+        row = cache.get(key)
+        if row is None:
+            row = cache[key] = tuple(n.allocatable.get(r, 0.0) for r in names)
+        out.append(row)
+    return out
+
+
 class NodeTable:
     """Dense node state; row order is node-name order, which is also the tie-break order."""
 
@@ -28,8 +41,7 @@ class NodeTable:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.size = len(ready)
         self.space = space
-        rows = [[n.allocatable.get(r, 0.0) for r in space.names] for n in ready]
-        self.alloc = np.array(rows, dtype=float).reshape(self.size, space.size)
+        self.alloc = np.array(_rows(ready, space.names), dtype=float).reshape(self.size, space.size)
         for i, n in enumerate(ready):
             if PODS not in n.allocatable:
                 self.alloc[i, space.pods] = DEFAULT_PODS

@@ -143,7 +143,10 @@ class JobState:
 
     def n(self, *statuses: str) -> int:
         c = self.counts
-        return sum(c.get(s, 0) for s in statuses)
+        total = 0
+        for s in statuses:
+            total += c.get(s, 0)
+        return total
 
     def ready_num(self) -> int:
         return self.ready
