@@ -126,7 +126,7 @@ class InMemoryBus:
     def declare(self, streams: Iterable[Any]) -> None:
         """Create or replace streams (a replaced spec keeps the stored messages)."""
         specs = [as_stream_spec(s) for s in streams]
-        if not any(find_stream([s], ["dlq.x"]) for s in specs) and DLQ_STREAM.name not in self._streams:
+        if find_stream([*(st.spec for st in self._streams.values()), *specs], ["dlq.x"]) is None:
             specs.append(DLQ_STREAM)
         for spec in specs:
             existing = self._streams.get(spec.name)
@@ -162,10 +162,16 @@ class InMemoryBus:
 
     async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
         """As ``NatsBus.publish_many``."""
-        acks = []
+        acks: list[PublishAck] = []
+        first: PublishError | None = None
         for m in messages:
             out = as_outgoing(m)
-            acks.append(await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
+            try:
+                acks.append(await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
+            except PublishError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
         return acks
 
     async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,

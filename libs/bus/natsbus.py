@@ -115,7 +115,7 @@ class NatsBus:
     async def declare(self, streams: Iterable[Any]) -> None:
         """Create or update each stream so its config matches the spec. Idempotent."""
         specs = [as_stream_spec(s) for s in streams]
-        if not any(find_stream([s], ["dlq.x"]) for s in specs):
+        if find_stream([*self._streams, *specs], ["dlq.x"]) is None:
             specs.append(DLQ_STREAM)
         for spec in specs:
             await self._declare_one(spec)

@@ -232,3 +232,11 @@ async def test_durable_names_must_be_one_subject_token(any_bus) -> None:
     for bad in ["a.b", "a b", "x>", ""]:
         with pytest.raises(ConsumerError):
             await any_bus.consume(bad, "work.>", Recorder())
+
+
+async def test_publish_many_with_one_bad_subject_still_publishes_the_others(any_bus) -> None:
+    with pytest.raises(PublishError) as err:
+        await any_bus.publish_many([("work.a", "1", b"a"), ("nowhere.b", "2", b"b"), ("work.c", "3", b"c")])
+    assert err.value.subject == "nowhere.b"
+    per = await any_bus.last_per_subject("work.*")
+    assert {s: d.data for s, d in per.items()} == {"work.a": b"a", "work.c": b"c"}
