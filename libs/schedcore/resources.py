@@ -38,6 +38,9 @@ class ResourceSpace:
         self.quota_mask[2] = False
         self._requests: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._best_effort: dict[int, bool] = {}
+        self._interned: dict[tuple[object, ...], np.ndarray] = {}
+        self.zero = np.zeros(self.size)
+        self.zero.flags.writeable = False
 
     def vec(self, resources: Mapping[str, float] | None, missing: float = 0.0) -> np.ndarray:
         out = np.full(self.size, missing)
@@ -57,6 +60,16 @@ class ResourceSpace:
             out.flags.writeable = False
             self._requests[key] = out
             self._best_effort[id(out)] = self.is_empty(out)
+        return out
+
+    def interned(self, resources: Mapping[str, float]) -> np.ndarray:
+        """``vec(resources)``, shared and read-only: equal lists give the same array object."""
+        key = ("", *resources.items())
+        out = self._interned.get(key)
+        if out is None:
+            out = self.vec(resources)
+            out.flags.writeable = False
+            self._interned[key] = out
         return out
 
     def request_is_best_effort(self, req: np.ndarray) -> bool:

@@ -99,9 +99,9 @@ class JobState:
         self.priority = info.priority
         self.phase: str = info.phase
         self.min_member = info.min_member
-        self.task_min = dict(info.min_task_member)
-        self.task_min_total = sum(self.task_min.values())
-        self.min_req = space.vec(info.min_resources) if info.min_resources is not None else None
+        self.task_min = info.min_task_member
+        self.task_min_total = sum(self.task_min.values()) if self.task_min else 0
+        self.min_req = space.interned(info.min_resources) if info.min_resources is not None else None
         self.tasks = tasks
         self.counts: dict[str, int] = {}
         self.role_counts: dict[str, dict[str, int]] = {}
@@ -114,7 +114,8 @@ class JobState:
         self.ready = 0
         self.valid = 0
         # Pods held back by scheduling gates do not reserve queue room while they wait.
-        self.gated_req = sum((t.req for t in tasks if t.info.gated and t.status == "Pending"), np.zeros(space.size))
+        gated = [t.req for t in tasks if t.info.gated and t.status == "Pending"]
+        self.gated_req = sum(gated, np.zeros(space.size)) if gated else space.zero
         for t in tasks:
             t.job = self
             self._count(t, t.status, +1)
