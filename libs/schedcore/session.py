@@ -50,14 +50,15 @@ class Session(Dispatch):
             if parent and parent in self.queues:
                 self.queues[parent].children.append(q.name)
         self.jobs: dict[str, JobState] = {}
+        placed: list[TaskState] = []
         for seq, j in enumerate(snapshot.jobs):
             tasks = [TaskState(t, space, self.nodes.index) for t in j.tasks]
             self.jobs[j.name] = JobState(j, tasks, space, seq)
-            for t in tasks:
-                self._place_existing(t)
+            placed.extend(t for t in tasks if t.node >= 0 and t.status in ("Bound", "Running", "Releasing"))
             q = self.queues.get(j.queue)
             if q is not None:
                 q.allocated += self.jobs[j.name].allocated
+        self._place_existing(placed)
         self.binds: list[Bind] = []
         self.evictions: list[Evict] = []
         self.pipelined: list[Bind] = []
@@ -71,18 +72,22 @@ class Session(Dispatch):
         for _, p, _ in plugins:
             p.on_session_open(self)
 
-    def _place_existing(self, t: TaskState) -> None:
-        if t.node < 0:
+    def _place_existing(self, placed: list[TaskState]) -> None:
+        """Charge the snapshot's placed pods to their nodes (one scatter-add for all of them)."""
+        if not placed:
             return
-        if t.status in ("Bound", "Running", "Releasing"):
-            self.nodes.idle[t.node] -= t.req
-            self.nodes.fidle[t.node] -= t.req
-            if t.status == "Releasing":
-                self.nodes.releasing[t.node] += t.req
-                self.nodes.fidle[t.node] += t.req
-            self.nodes.tasks[t.node].append(t)
+        nodes = self.nodes
+        rows = np.array([t.node for t in placed])
+        reqs = np.array([t.req for t in placed]).reshape(len(placed), self.space.size)
+        np.subtract.at(nodes.idle, rows, reqs)
+        releasing = np.array([t.status == "Releasing" for t in placed])
+        if releasing.any():
+            np.add.at(nodes.releasing, rows[releasing], reqs[releasing])
+        nodes.fidle[:] = nodes.idle + nodes.releasing - nodes.pipelined
+        for t in placed:
+            nodes.tasks[t.node].append(t)
             if t.vgpu[0]:
-                t.devices = self.nodes.take_devices(t.node, *t.vgpu)
+                t.devices = nodes.take_devices(t.node, *t.vgpu)
 
     def releasable(self) -> np.ndarray:
         """Per node, what Running/Bound preemptable pods hold: an upper bound on what evictions free."""
