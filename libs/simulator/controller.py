@@ -69,16 +69,21 @@ class JobDriver:
     def feed(self, job: Job, event: Any) -> None:
         """Deliver one event to jobcore and carry out its effects (and the follow-ups they cause)."""
         work: deque[tuple[Job, Any]] = deque([(job, event)])
+        moved: list[Job] = []  # jobs whose phase changed, told to the fleet once their effects are done
         while work:
             target, ev = work.popleft()
             if target.record is None:
                 continue
             old_record = target.record
             target.record, effects = jobcore.decide(old_record, ev, self.world.now)
-            if target.record != old_record:
+            if target.record is not old_record:  # decide returns the very record when nothing changed
                 self.engine.changed = True
             for effect in effects:
                 work.extend(self._apply(target, effect))
+                if isinstance(effect, jm.JobPhaseChanged) and all(m is not target for m in moved):
+                    moved.append(target)
+        for target in moved:
+            self.engine.fleet.job_phase_changed(target)
 
     def _pod_event(self, pod: Pod, cls: type, **fields: Any) -> None:
         job = self.world.jobs.get(pod.job)
@@ -96,7 +101,7 @@ class JobDriver:
         self._pod_event(pod, jm.PodFailed, exit_code=code)
 
     def pod_restarted(self, pod: Pod, code: int | None = None) -> None:
-        self._pod_event(pod, jm.PodRestarted, restarts=pod.restarts - pod.record.incarnation, exit_code=code)
+        self._pod_event(pod, jm.PodRestarted, restarts=pod.container_restarts, exit_code=code)
 
     def pod_evicted(self, pod: Pod, reason: str) -> None:
         """The pod is gone from its node; jobcore's policies decide whether it comes back."""
@@ -139,7 +144,6 @@ class JobDriver:
             job.podgroup = None
         elif isinstance(effect, jm.JobPhaseChanged):
             w.emit("JobPhaseChanged", job.name, cluster=job.cluster, reason=effect.reason, phase=effect.new)
-            self.engine.fleet.job_phase_changed(job)
         elif isinstance(effect, jm.StartTimer):
             from .events import Timer
 

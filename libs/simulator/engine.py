@@ -2,12 +2,14 @@
 
 At each instant ``t``: every agenda entry due at ``t`` is applied first (scenario events in file
 order, then pod completions and timers in the order they were scheduled), and if ``t`` is on the
-schedule grid (multiples of ``schedulePeriod``) one round follows: the fleet step (admission,
-placement, cross-cluster gang, failover, HyperJob status), then one Volcano scheduler cycle per
-reachable cluster in name order, whose binds, evictions and podgroup phases the job controller
-reacts to at once. Cycles whose input did not change give the same (empty) decision, because
-the cores are pure, so the loop jumps over them to the next agenda entry; with no ``until`` the
-run ends when the agenda is empty and a round changed nothing.
+schedule grid (multiples of ``schedulePeriod``) one round follows: the fleet step (placement of
+plain jobs, failover, global admission, splits, cross-cluster gang), then one Volcano session
+per reachable cluster in name order, whose binds, evictions and podgroup phases the job
+controller reacts to at once, then the HyperJob status pass. A round whose input did not change
+gives the same (empty) decisions, because the cores are pure, so the loop jumps over such rounds
+to the next agenda entry; with no ``until`` the run ends when the agenda is empty and a round
+changed nothing (or, if the state never settles, ``HORIZON`` after the last scenario event), and
+``time`` is the last instant at which something changed.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from . import output
 from .agenda import SCENARIO, Agenda
 from .cluster import ClusterDriver
 from .controller import JobDriver
+from .errors import ScenarioError
 from .events import EventHandler, Wake
 from .fleet import FleetDriver
 from .kubelet import Kubelet
-from .errors import ScenarioError
 from .scenario import Scenario, load
 from .world import World
 

@@ -67,7 +67,7 @@ class Kubelet:
         code = self.engine.jobs.sim_exit_code(pod) if entry.exit_code is None else entry.exit_code
         policy = self.engine.jobs.restart_policy(pod)
         if policy == "Always" or (policy == "OnFailure" and code != 0):
-            self._restart_in_place(pod)
+            self._restart_in_place(pod, code)
             return
         w = self.world
         pod.phase = "Succeeded" if code == 0 else "Failed"
@@ -80,11 +80,12 @@ class Kubelet:
             w.emit("PodFailed", pod.name, cluster=pod.cluster, node=pod.node, reason=f"exitCode {code}")
             self.engine.jobs.pod_failed(pod, code)
 
-    def _restart_in_place(self, pod: Pod) -> None:
+    def _restart_in_place(self, pod: Pod, code: int) -> None:
         pod.restarts += 1
+        pod.container_restarts += 1
         pod.incarnation += 1
         self._schedule_finish(pod)
-        self.engine.jobs.pod_restarted(pod)
+        self.engine.jobs.pod_restarted(pod, code)
 
     def fail(self, pod_name: str, exit_code: int) -> None:
         """``podFail`` event: the pod's container exits now with ``exit_code``."""

@@ -60,6 +60,7 @@ class Pod(msgspec.Struct, kw_only=True):
     started_at: float | None = None
     finished_at: float | None = None
     restarts: int = 0
+    container_restarts: int = 0  # in-place restarts of this incarnation (what TaskFailed counts)
     reserved: bool = False  # holds ``node`` for a cross-cluster gang's reservation, not started
     nominated: str | None = None  # node an earlier preempt/reclaim pipelined this pod onto
     incarnation: int = 0  # bumps on every recreation and in-place restart; stale completions are ignored

@@ -76,6 +76,8 @@ def test_lost_cluster_child_moves_after_thirty_seconds() -> None:
              and e["cluster"] == "cluster-c"]
     assert moved[0]["time"] == 41.0
     assert hyperjob(result)["placement"] == {"cluster-a": 4, "cluster-c": 4}
+    moved_pods = [p for p in result["pods"] if p["job"] == "hj-job-1"]
+    assert {(p["node"], p["restarts"]) for p in moved_pods} == {("c", 1)}
 
 
 def test_abort_fails_the_hyperjob_once_every_child_is_terminal() -> None:
