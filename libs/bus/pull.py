@@ -33,6 +33,7 @@ __all__ = ["PullLoop"]
 
 _log = structlog.get_logger("bus")
 EXPIRES = 5.0
+REFUSED_PAUSE = 1.0  # after the server refuses a pull (consumer deleted, no JetStream), wait this long
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 
 
@@ -60,6 +61,7 @@ class PullLoop:
         self._requests: collections.deque[_Request] = collections.deque()
         self._arrived = asyncio.Event()
         self._stopping = False
+        self._refused_until = 0.0
         self._inbox = ""
         self._sub: NatsSubscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -118,11 +120,15 @@ class PullLoop:
                     self._requests.popleft()
             self._buffer.append(msg)
             self._arrived.set()
-        elif status in ("408", "409", "404"):
+        elif status in ("408", "409", "404", "503"):
+            # The oldest request ended: expired (408), no messages (404), or refused (409: e.g.
+            # consumer deleted, server shutdown; 503: no JetStream responder).
             if self._requests:
                 self._requests.popleft()
-            if status == "409" and msg.headers and "Exceeded" not in msg.headers.get("Description", "Exceeded"):
-                _log.warning("pull_conflict", durable=self.durable, description=msg.headers.get("Description"))
+            description = msg.headers.get("Description", "") if msg.headers else ""
+            if status == "503" or (status == "409" and "Exceeded" not in description):
+                _log.warning("pull_refused", durable=self.durable, status=status, description=description)
+                self._refused_until = time.monotonic() + REFUSED_PAUSE
             self._arrived.set()
 
     def _credit(self) -> int:
@@ -132,6 +138,8 @@ class PullLoop:
         return sum(r.remaining for r in self._requests)
 
     async def _top_up(self) -> None:
+        if time.monotonic() < self._refused_until:
+            return
         want = 2 * self._policy.batch - self._credit() - len(self._buffer)
         if want < max(1, self._policy.batch // 2):
             return
@@ -151,8 +159,9 @@ class PullLoop:
                 continue
             if not self._buffer:
                 self._arrived.clear()
+                pause = max(0.0, self._refused_until - time.monotonic())
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._arrived.wait(), EXPIRES)
+                    await asyncio.wait_for(self._arrived.wait(), pause or EXPIRES)
                 continue
             await self._process(min(len(self._buffer), self._policy.batch))
 

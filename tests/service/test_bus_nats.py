@@ -7,6 +7,8 @@ from pathlib import Path
 
 import nats
 import pytest
+import structlog
+import structlog.testing
 
 from bus import (H_DLQ_REASON, BusClosedError, Delivery, NatsBus, PublishError, StreamSpec)
 from events.subjects import STREAMS
@@ -216,3 +218,19 @@ async def test_stopping_hands_unstarted_messages_to_the_group_at_once(nats_url, 
         await eventually(lambda: len(first) + len(second) >= 20, timeout=5)
     assert sorted(first + [d.data for d in second], key=int) == [str(i).encode() for i in range(20)]
     assert len(first) == 1 and all(d.num_delivered == 2 for d in second)
+
+
+async def test_deleted_consumer_is_reported_without_spinning(nats_url, namespace) -> None:
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        async def noop(_: Delivery) -> None: ...
+        sub = await bus.consume("svc", "work.>", noop)
+        with structlog.testing.capture_logs() as logs:
+            nc = await nats.connect(nats_url)
+            try:
+                await nc.jetstream().delete_consumer(f"{namespace}_WORK", "svc")
+            finally:
+                await nc.close()
+            await asyncio.sleep(1.5)
+        assert sub.running
+    refusals = [e for e in logs if e["event"] == "pull_refused"]
+    assert 1 <= len(refusals) <= 4 and refusals[0]["status"] == "409"
