@@ -18,6 +18,7 @@ import telemetry
 from events import subjects
 
 from . import views
+from .agent import agent, logs
 from .client import Client
 from .config import home, load_config, resolve_endpoints
 from .offline import bench, simulate
@@ -40,6 +41,8 @@ def main() -> None:
 
 main.add_command(simulate)
 main.add_command(bench)
+main.add_command(agent)
+main.add_command(logs)
 
 
 def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 import yaml
@@ -24,6 +25,8 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     node_labels: dict[str, str] = msgspec.field(default_factory=lambda: {"nvidia.com/gpu.product": "H100"})
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
+    # simulate: simulated pods and telemetry; exec: pods run their command as local processes.
+    mode: Literal["simulate", "exec"] = "simulate"
 
 
 class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):

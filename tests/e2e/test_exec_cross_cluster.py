@@ -1,0 +1,116 @@
+"""Pods that really run: two local clusters of exec-mode node-agents (``hyperjob up --config
+examples/exec/up-exec.yaml``); a HyperJob's workers in both clusters form one job (a ring
+all-reduce over TCP, pure Python), their output is shown by ``hyperjob logs``, and deleting a
+HyperJob kills its running processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import HYPERJOB, REPO, Cli
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+EXAMPLE = REPO / "examples" / "exec" / "hyperjob-ring-allreduce.yaml"
+CONFIG = REPO / "examples" / "exec" / "up-exec.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def exec_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    home = tmp_path_factory.mktemp("hyperjob-exec-home")
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    env["HYPERJOB_HOME"] = str(home)
+    log = open(home / "up.log", "w")  # noqa: SIM115 - closed after the system stops
+    up = subprocess.Popen([HYPERJOB, "up", "--config", str(CONFIG)], env=env, cwd=REPO, stdout=log,
+                          stderr=subprocess.STDOUT)
+    cli = Cli(env)
+    try:
+        cli.wait_for("the system to answer", lambda: (home / "endpoints.json").exists(), timeout=60)
+        cli.wait_for("both clusters to report", lambda: len(cli.json("get", "clusters")) == 2, timeout=60)
+        yield cli
+    finally:
+        up.send_signal(signal.SIGINT)
+        try:
+            up.wait(60)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            up.wait()
+        log.close()
+
+
+def manifest(tmp_path: Path, name: str, port: int, command: str | None = None) -> Path:
+    text = EXAMPLE.read_text().replace("name: ring-allreduce", f"name: {name}").replace("--port=29517", f"--port={port}")
+    if command is not None:
+        text = text.replace("command: [python3, examples/exec/ring_allreduce.py]", f"command: {command}")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def finished(cli: Cli, name: str) -> dict | None:
+    hyperjob = cli.json("get", "hyperjobs", name)
+    return hyperjob if hyperjob["phase"] in ("Completed", "Failed") else None
+
+
+def test_workers_in_two_clusters_train_as_one_job_and_their_logs_show_it(exec_cli: Cli, tmp_path: Path) -> None:
+    exec_cli.run("apply", "-f", str(manifest(tmp_path, "ring", free_port())))
+    hyperjob = exec_cli.wait_for("the HyperJob to finish", lambda: finished(exec_cli, "ring"), timeout=120)
+    assert hyperjob["phase"] == "Completed"
+    assert hyperjob["status"]["placement"] == {"cluster-a": 2, "cluster-b": 2}
+
+    lines = {}
+    for child, cluster in (("ring-job-0", "cluster-a"), ("ring-job-1", "cluster-b")):
+        for index in (0, 1):
+            output = exec_cli.run("logs", f"{child}-worker-{index}").stdout
+            [line] = [line for line in output.splitlines() if line.startswith("rank ")]
+            lines[line.split()[1]] = (cluster, line)
+    assert sorted(lines) == ["0/4", "1/4", "2/4", "3/4"]  # one world of four ranks across both clusters
+    assert {cluster for cluster, _ in lines.values()} == {"cluster-a", "cluster-b"}
+    assert all(f"cluster {cluster}:" in line and line.endswith("OK") for cluster, line in lines.values())
+    assert len({line.split("w=")[1] for _, line in lines.values()}) == 1  # every rank ended with the same weights
+
+
+def test_a_failing_command_fails_the_hyperjob_with_its_exit_code(exec_cli: Cli, tmp_path: Path) -> None:
+    command = '[python3, -c, "import sys; print(\'bad input\'); sys.exit(7)"]'
+    exec_cli.run("apply", "-f", str(manifest(tmp_path, "failing", free_port(), command)))
+    hyperjob = exec_cli.wait_for("the HyperJob to finish", lambda: finished(exec_cli, "failing"), timeout=120)
+    assert hyperjob["phase"] == "Failed"
+    assert "bad input" in exec_cli.run("logs", "failing-job-0-worker-0").stdout
+
+
+def test_deleting_a_hyperjob_kills_its_running_processes(exec_cli: Cli, tmp_path: Path) -> None:
+    command = '[python3, -c, "import time; print(\'working\', flush=True); time.sleep(600)"]'
+    exec_cli.run("apply", "-f", str(manifest(tmp_path, "sleepy", free_port(), command)))
+    home = Path(exec_cli.env["HYPERJOB_HOME"])
+    pids = exec_cli.wait_for("all four processes to start", lambda: _pids(home, "sleepy"), timeout=120)
+    exec_cli.wait_for("them to run", lambda: "working" in exec_cli.run("logs", "sleepy-job-1-worker-1").stdout)
+    exec_cli.run("delete", "hyperjob", "sleepy", "--timeout", "120")
+    exec_cli.wait_for("every process to be gone", lambda: not any(_alive(pid) for pid in pids), timeout=60)
+
+
+def _pids(home: Path, name: str) -> list[int] | None:
+    files = sorted(home.glob(f"pods/*/{name}-job-*-worker-*/pid"))
+    return [int(f.read_text()) for f in files] if len(files) == 4 else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too: it only waits for its parent (the agent) to reap it.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[-1].startswith("Z"))
