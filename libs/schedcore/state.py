@@ -126,8 +126,9 @@ class JobState:
             self.ready += d
         if status in VALID:
             self.valid += d
-        rc = self.role_counts.setdefault(t.role, {})
-        rc[status] = rc.get(status, 0) + d
+        if self.task_min:  # per-role counters only matter for per-role minimums
+            rc = self.role_counts.setdefault(t.role, {})
+            rc[status] = rc.get(status, 0) + d
         if status == "Pending" and t.best_effort:
             self.pending_be += d
             self.role_pending_be[t.role] = self.role_pending_be.get(t.role, 0) + d
