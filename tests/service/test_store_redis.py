@@ -73,3 +73,32 @@ async def test_unreachable_redis_raises_store_unavailable(tmp_path: Path) -> Non
             await s.apply("c", "e", [Write.put("job", "a", {})])
     finally:
         await s.close()
+
+
+async def test_one_store_instance_carries_on_after_redis_restarts(tmp_path: Path) -> None:
+    from store import ApplyItem  # noqa: PLC0415
+
+    server = RedisServer(tmp_path / "redis", appendonly=True)
+    server.start()
+    port = server.port
+    s = RedisStore(server.url, "p")
+    try:
+        await s.set_node_allocatable("c1", "n1", {"cpu": 4.0})
+        assert (await s.apply("c", "e1", [Write.put("job", "a", {})])).ok
+        await asyncio.to_thread(server.stop)
+        server = RedisServer(tmp_path / "redis", port=port, appendonly=True)
+        await asyncio.to_thread(server.start)
+        # The script cache is empty after a restart: EVALSHA falls back to loading the script.
+        result = None
+        for _ in range(20):
+            try:
+                result = await s.apply("c", "e2", [Write.put("job", "a", {"n": 2}, 1)])
+                break
+            except StoreUnavailableError:
+                await asyncio.sleep(0.1)
+        assert result is not None and result.ok and result.versions == [2]
+        assert (await s.apply_many("c", [ApplyItem(event_id="e1"), ApplyItem(event_id="e3")]))[0].duplicate
+        assert (await s.bind_gang("c1", [("p", "n1", {"cpu": 4.0})])).ok
+    finally:
+        await s.close()
+        server.stop()
