@@ -163,9 +163,6 @@ class ClusterDriver:
                 pod.nominated = pipelined.node
         for name, phase in sorted(decision.podgroup_phases.items()):
             self._podgroup_phase(cluster, name, phase)
-        for name, reason in decision.unschedulable.items():
-            if name in w.jobs:
-                w.jobs[name].unschedulable = reason
         self.usage[cluster] = dict(decision.queues)
 
     def _podgroup_phase(self, cluster: str, name: str, phase: str) -> None:

@@ -136,6 +136,9 @@ def command(fleet: FleetDriver, hj: HyperJob, action: str) -> None:
     if action == "restart":
         fleet.statuses.pop(hj.name, None)  # conditions start over after a restart
     apply_fleet(fleet, hj, decisions)
+    plan = fleet.plans.get(hj.name)
+    if action in ("resume", "restart") and plan is not None:
+        start(fleet, hj, plan)  # the children's new pods start together again, as at first
     fleet.engine.changed = True
 
 

@@ -79,7 +79,6 @@ class Job(msgspec.Struct, kw_only=True):
     record: Any = None  # jobcore.JobRecord once dispatched to a cluster
     podgroup: Any = None  # jobcore PodGroupInfo, None once deleted
     pg_phase: str = "Pending"
-    unschedulable: str = ""
     placement: Any = None  # fleet-level bookkeeping of this job (a ChildJob for children)
     reserving: bool = False  # its binds are held for a cross-cluster gang (fleetcore Reserve)
 
