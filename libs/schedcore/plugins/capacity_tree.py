@@ -46,7 +46,9 @@ def build_tree(plugin: Any, ssn: Session) -> None:
         attr.deserved = space.vec(q.info.deserved)
         plugin.defined[q.name] = _defined(ssn, q.info.deserved)
         if q.name != ROOT:
-            plugin.parent[q.name] = q.info.parent or ROOT
+            # A parent that is not in the snapshot is treated as root rather than invented.
+            parent = q.info.parent if q.info.parent in ssn.queues else ROOT
+            plugin.parent[q.name] = parent if parent != q.name else ROOT
     if ROOT not in plugin.attrs:
         plugin.attrs[ROOT] = QueueAttr(ROOT, space)
         plugin.defined[ROOT] = np.zeros(space.size, dtype=bool)

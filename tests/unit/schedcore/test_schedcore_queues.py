@@ -113,3 +113,10 @@ def test_hierarchy_ancestor_reclaim_level(level, evictions):
             job("b-new", "eng-b").min(1).created(5).tasks(1, cpu=1)]
     d = Scheduler(parse_conf(conf)).cycle(snapshot([node("n1").cpu(8).mem("32Gi")], queues, jobs))
     assert len(d.evictions) == evictions
+
+
+def test_hierarchy_with_missing_parent_falls_back_to_root():
+    queues = [queue("orphan").parent("ghost").deserved(cpu=2)]
+    d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot([node("n1").cpu(4).mem("8Gi")], queues,
+                                                        [job("j", "orphan").min(1).tasks(1, cpu=1)]))
+    assert [b.task for b in d.binds] == ["j-task-0"]
