@@ -35,7 +35,9 @@ def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for hj in result.get("hyperJobs", []):
         placement = ", ".join(f"{c}={n}" for c, n in hj["placement"].items()) or "-"
-        rows.append(("HyperJob", hj["name"], "-", hj["phase"], f"children={hj['splitCount']} placement: {placement}"))
+        conditions = "".join(f" {c['type']}={c['status']} ({c['reason']})" for c in hj["conditions"])
+        rows.append(("HyperJob", hj["name"], "-", hj["phase"],
+                     f"children={hj['splitCount']} placement: {placement}{conditions}"))
     pods_by_job: dict[str, list[Mapping[str, Any]]] = {}
     for pod in result.get("pods", []):
         pods_by_job.setdefault(pod["job"], []).append(pod)
