@@ -1,0 +1,45 @@
+"""A small PyTorch DDP job on CPU (gloo backend) for exec-mode node-agents: every pod of the
+HyperJob, in every cluster, is one rank of one process group (``init_method="env://"`` reads
+MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, which the HyperJob's pytorch plugin injects).
+
+Needs ``torch`` where the agents run (it is not a HyperJob dependency); see hyperjob-ddp.yaml.
+Each rank trains a linear model on its own synthetic shard; DDP averages the gradients, so all
+ranks end with identical weights, which the script checks by all-reducing a checksum.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main() -> int:
+    dist.init_process_group("gloo", init_method="env://")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(1234)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
+    model = DistributedDataParallel(torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    generator = torch.Generator().manual_seed(rank)  # a different data shard per rank
+    true_w = torch.arange(1.0, 9.0).unsqueeze(1)
+    for step in range(int(os.environ.get("DDP_STEPS", "200"))):
+        x = torch.randn(64, 8, generator=generator)
+        loss = torch.nn.functional.mse_loss(model(x), x @ true_w)
+        optimizer.zero_grad()
+        loss.backward()  # DDP all-reduces the gradients across every rank here
+        optimizer.step()
+    checksum = torch.tensor([float(sum(p.sum() for p in model.parameters()))])
+    mine = checksum.clone()
+    dist.all_reduce(checksum)
+    same = abs(checksum.item() / world - mine.item()) < 1e-4
+    print(f"rank {rank}/{world} cluster {os.environ.get('HYPERJOB_CLUSTER', '?')}: loss {loss.item():.5f} "
+          f"weights {'identical on every rank' if same else 'DIFFER'}", flush=True)
+    dist.destroy_process_group()
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""``hyperjob agent`` configures the node-agent through its settings; ``hyperjob logs`` finds a pod's log."""
+
+import pytest
+from click.testing import CliRunner
+
+from hyperjob import agent as agent_cli
+from hyperjob.cli import main
+from node_agent.config import Settings
+from servicekit import load_settings
+
+
+@pytest.fixture
+def launched(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setenv("NATS_URL", "nats://127.0.0.1:1")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:2/0")
+    monkeypatch.setenv("HYPERJOB_HOME", str(tmp_path))
+    monkeypatch.setattr(agent_cli.os, "execve", lambda path, argv, env: seen.update(argv=argv, env=env))
+    return seen
+
+
+def test_agent_starts_a_simulated_fleet_of_the_given_shape(launched):
+    result = CliRunner().invoke(main, ["agent", "--cluster", "big", "--nodes", "2000", "--gpus", "4", "--gpu-model",
+                                       "B200", "--nodes-per-leaf", "16", "--fault", "silent@big-node-7,after=60"])
+    assert result.exit_code == 0, result.output
+    assert launched["argv"][1:] == ["-m", "node_agent"]
+    settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])
+    assert (settings.cluster, settings.mode, settings.nodes) == ("big", "simulate", 2000)
+    assert settings.fleet_shape.gpu_model == "B200" and settings.fleet_shape.nodes_per_leaf == 16
+    assert settings.allocatable["nvidia.com/gpu"] == "4"
+    assert settings.faults == ["silent@big-node-7,after=60"]
+    assert launched["env"]["NATS_URL"] == "nats://127.0.0.1:1"
+
+
+def test_agent_in_exec_mode(launched, tmp_path):
+    assert CliRunner().invoke(main, ["agent", "--cluster", "c1", "--exec", "--nodes", "1"]).exit_code == 0
+    settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])
+    assert settings.mode == "exec" and settings.work_dir == str(tmp_path / "pods")
+
+
+def test_a_bad_fault_is_rejected_before_anything_starts(launched):
+    result = CliRunner().invoke(main, ["agent", "--cluster", "c1", "--fault", "melt@n1"])
+    assert result.exit_code == 2 and "melt@n1" in result.output and not launched
+
+
+def test_logs_prints_the_pods_log_and_names_ambiguity(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPERJOB_HOME", str(tmp_path))
+    for cluster in ("a", "b"):
+        (tmp_path / "pods" / cluster / "p-0").mkdir(parents=True)
+        (tmp_path / "pods" / cluster / "p-0" / "log").write_text(f"hello from {cluster}\n")
+    (tmp_path / "pods" / "a" / "q-0").mkdir()
+    (tmp_path / "pods" / "a" / "q-0" / "log").write_text("only q\n")
+    runner = CliRunner()
+    assert runner.invoke(main, ["logs", "q-0"]).output == "only q\n"
+    assert runner.invoke(main, ["logs", "p-0", "--cluster", "b"]).output == "hello from b\n"
+    ambiguous = runner.invoke(main, ["logs", "p-0"])
+    assert ambiguous.exit_code == 1 and "several clusters (a, b)" in ambiguous.output
+    missing = runner.invoke(main, ["logs", "nope"])
+    assert missing.exit_code == 1 and "no log for pod 'nope'" in missing.output
