@@ -53,8 +53,8 @@ class CapacityPlugin(Plugin):
     # ---- helpers ------------------------------------------------------------------------
     def path(self, name: str) -> list[QueueAttr]:
         """The queue's attribute and every ancestor's, leaf first (flat: just the queue)."""
-        out = []
-        while name in self.attrs:
+        out: list[QueueAttr] = []
+        while name in self.attrs and self.attrs[name] not in out:
             out.append(self.attrs[name])
             if not self.hierarchy or name == ROOT:
                 break
@@ -98,7 +98,7 @@ class CapacityPlugin(Plugin):
 
     def _ancestors(self, name: str) -> list[str]:
         out = [name]
-        while name != ROOT and name in self.parent:
+        while name != ROOT and name in self.parent and self.parent[name] not in out:
             name = self.parent[name]
             out.append(name)
         return out

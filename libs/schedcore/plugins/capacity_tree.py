@@ -71,9 +71,12 @@ def build_tree(plugin: Any, ssn: Session) -> None:
 
 
 def _chain(plugin: Any, name: str) -> list[str]:
+    """``name`` and its ancestors up to root; a parent cycle is cut where it closes."""
     out = [name]
     while name != ROOT:
         name = plugin.parent.get(name, ROOT)
+        if name in out:
+            break
         out.append(name)
     return out
 

@@ -120,3 +120,10 @@ def test_hierarchy_with_missing_parent_falls_back_to_root():
     d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot([node("n1").cpu(4).mem("8Gi")], queues,
                                                         [job("j", "orphan").min(1).tasks(1, cpu=1)]))
     assert [b.task for b in d.binds] == ["j-task-0"]
+
+
+def test_hierarchy_parent_cycle_does_not_hang():
+    queues = [queue("x").parent("y"), queue("y").parent("x")]
+    d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot([node("n1").cpu(4).mem("8Gi")], queues,
+                                                        [job("j", "x").min(1).tasks(1, cpu=1)]))
+    assert d.podgroup_phases["j"] in ("Inqueue", "Pending")
