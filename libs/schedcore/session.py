@@ -67,7 +67,6 @@ class Session(Dispatch):
         self.placement = Placement(self)
         plugins = [(ti, registry[pc.name](pc.args), pc) for ti, tier in enumerate(conf.tiers) for pc in tier]
         self.plugin_conf = {pc.name: pc for _, _, pc in plugins}
-        self.plugin_by_name = {p.NAME: p for _, p, _ in plugins}
         self._bind_hooks(plugins)
         for _, p, _ in plugins:
             p.on_session_open(self)
