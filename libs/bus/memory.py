@@ -4,7 +4,8 @@ Same semantics as ``NatsBus`` where a handler can tell the difference: stream se
 ``Nats-Msg-Id`` within the duplicate window, latest-value streams, durable consumers shared by
 every ``consume`` call with the same name, the retry/dead-letter rules of ``dispatch`` (with real
 ``asyncio`` delays) and trace context in headers. Not modelled: ``max_age``, ``ack_wait`` timeouts
-(a handler that never returns blocks its loop), persistence.
+(a handler that never returns blocks its loop), persistence. ``fail("publish", n)`` injects
+publish failures to exercise retry paths.
 """
 
 from __future__ import annotations
@@ -117,7 +118,19 @@ class InMemoryBus:
         self._loops: list[_MemLoop] = []
         self._changed = asyncio.Condition()
         self._closed = False
+        self._faults: dict[str, int] = {}
         self.declare(streams)
+
+    def fail(self, op: str = "publish", times: int = 1) -> None:
+        """Fault injection for handler tests: the next ``times`` publishes (``op="publish"``, also
+        each message of ``publish_many``) raise ``PublishError`` and store nothing."""
+        self._faults[op] = self._faults.get(op, 0) + times
+
+    def _take_fault(self, op: str) -> bool:
+        if self._faults.get(op, 0) > 0:
+            self._faults[op] -= 1
+            return True
+        return False
 
     @classmethod
     async def connect(cls, url: str = "memory://", streams: Iterable[Any] = (), **_: Any) -> InMemoryBus:
@@ -148,6 +161,8 @@ class InMemoryBus:
         """As ``NatsBus.publish``."""
         if self._closed:
             raise BusClosedError("bus is closed")
+        if self._take_fault("publish"):
+            raise PublishError(subject, msg_id, "injected fault")
         hdrs = merged_headers(headers, msg_id)
         if "traceparent" not in hdrs:
             inject(hdrs)

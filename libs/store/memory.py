@@ -2,7 +2,7 @@
 
 Same results as ``RedisStore`` for the same calls (the contract tests run against both). Each
 method runs without awaiting in between, so on one event loop it is as atomic as a Lua script.
-Markers never expire.
+Markers never expire. ``fail(op, times)`` injects ``StoreUnavailableError``s to exercise retries.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import UnknownNodeError, VersionConflictError
+from .errors import StoreUnavailableError, UnknownNodeError, VersionConflictError
 from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write)
 from .redis_store import encode_outputs
 
@@ -22,11 +22,23 @@ class InMemoryStore:
     """Dicts behind the ``Store`` protocol. ``close()`` is a no-op."""
 
     def __init__(self) -> None:
+        self._faults: dict[str, int] = {}
         self._docs: dict[tuple[str, str], Doc] = {}
         self._markers: dict[tuple[str, str], list[Output | bytes]] = {}
         self._alloc: dict[tuple[str, str], dict[str, float]] = {}
         self._used: dict[tuple[str, str], dict[str, float]] = {}
         self._binds: dict[str, dict[str, Binding]] = {}
+
+    def fail(self, op: str = "*", times: int = 1) -> None:
+        """Fault injection for handler tests: the next ``times`` calls of ``op`` (a method name such
+        as ``"apply"``, or ``"*"`` for any) raise ``StoreUnavailableError`` and change nothing."""
+        self._faults[op] = self._faults.get(op, 0) + times
+
+    def _fault(self, op: str) -> None:
+        for key in (op, "*"):
+            if self._faults.get(key, 0) > 0:
+                self._faults[key] -= 1
+                raise StoreUnavailableError(f"injected fault in {op}")
 
     async def close(self) -> None:
         return None
@@ -35,12 +47,15 @@ class InMemoryStore:
         return None
 
     async def get(self, kind: str, name: str) -> Doc | None:
+        self._fault("get")
         return self._docs.get((kind, name))
 
     async def get_many(self, kind: str, names: Sequence[str]) -> dict[str, Doc | None]:
+        self._fault("get_many")
         return {n: self._docs.get((kind, n)) for n in names}
 
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
+        self._fault("put_if_version")
         result = self._apply(None, [Write.put(kind, name, doc, expected_version)], [])
         if result.conflict is not None:
             c = result.conflict
@@ -48,6 +63,7 @@ class InMemoryStore:
         return result.versions[0]
 
     async def delete(self, kind: str, name: str, expected_version: int | None = None) -> None:
+        self._fault("delete")
         result = self._apply(None, [Write.delete(kind, name, expected_version)], [])
         if result.conflict is not None:
             c = result.conflict
@@ -55,9 +71,11 @@ class InMemoryStore:
 
     async def apply(self, consumer: str, event_id: str, writes: Sequence[Write],
                     outputs: Iterable[Any] = ()) -> ApplyResult:
+        self._fault("apply")
         return self._apply((consumer, event_id), writes, outputs)
 
     async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]:
+        self._fault("apply_many")
         return [self._apply((consumer, it.event_id), it.writes, it.outputs) for it in items]
 
     def _apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any]) -> ApplyResult:
@@ -86,6 +104,7 @@ class InMemoryStore:
         return ApplyResult(outputs=items, versions=versions)
 
     async def set_node_allocatable(self, cluster: str, node: str, allocatable: Mapping[str, float]) -> None:
+        self._fault("set_node_allocatable")
         values = {r: float(a) for r, a in allocatable.items()}
         values.setdefault("pods", DEFAULT_PODS)
         self._alloc[(cluster, node)] = values
@@ -95,6 +114,7 @@ class InMemoryStore:
 
     async def bind_gang(self, cluster: str, bindings: Sequence[Binding | tuple[str, str, Mapping[str, float]]]
                         ) -> BindResult:
+        self._fault("bind_gang")
         gang = [b if isinstance(b, Binding) else Binding(b[0], b[1], dict(b[2])) for b in bindings]
         bound = self._binds.setdefault(cluster, {})
         need: dict[str, dict[str, float]] = {}
@@ -137,6 +157,7 @@ class InMemoryStore:
         return await self.release_many(cluster, [pod]) == 1
 
     async def release_many(self, cluster: str, pods: Sequence[str]) -> int:
+        self._fault("release_many")
         bound = self._binds.get(cluster, {})
         released = 0
         for pod in pods:
@@ -150,17 +171,21 @@ class InMemoryStore:
         return released
 
     async def node_usage(self, cluster: str, node: str) -> NodeUsage:
+        self._fault("node_usage")
         alloc = self._alloc.get((cluster, node))
         if alloc is None:
             raise UnknownNodeError(cluster, node)
         return NodeUsage(allocatable=dict(alloc), used=dict(self._used.get((cluster, node), {})))
 
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
+        self._fault("nodes")
         names = sorted(n for (c, n) in self._alloc if c == cluster)
         return {n: await self.node_usage(cluster, n) for n in names}
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
+        self._fault("allocations")
         return {p: copy.copy(b) for p, b in sorted(self._binds.get(cluster, {}).items())}
 
     async def list(self, kind: str) -> dict[str, Doc]:
+        self._fault("list")
         return {name: doc for (k, name), doc in sorted(self._docs.items()) if k == kind}
