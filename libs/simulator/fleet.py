@@ -100,6 +100,25 @@ class FleetDriver:
                 self.unplaced.remove(name)
                 self.engine.jobs.dispatch(job, cluster)
 
+    def _fail_over_jobs(self, working: dict[str, ClusterCapacity]) -> None:
+        """GAP (fleetcore.failover covers HyperJob children only): a plain job on a lost cluster is
+        placed again, keeping its name, by ``place_job`` over the other live clusters when its
+        whole gang fits one now (as a child's would); otherwise it stays where it is and runs
+        again when its cluster comes back."""
+        w, now = self.world, self.world.now
+        lost = {n for n, cap in working.items() if fleetcore.cluster_lost(cap, now)}
+        if not lost:
+            return
+        others = {n: cap for n, cap in working.items() if n not in lost}
+        for job in sorted(w.jobs.values(), key=lambda j: (j.created, j.name)):
+            if job.hyperjob is not None or job.cluster not in lost or self.engine.jobs.phase(job) in TERMINAL:
+                continue
+            target = fleetcore.place_job(job.record.job.spec, others, now, wait_for_fit=True)
+            if isinstance(target, str):
+                self.engine.jobs.withdraw(job, moving=True)
+                job.record = self.engine.jobs.admit(job.manifest)
+                self.engine.jobs.dispatch(job, target)
+
     # -- HyperJobs ------------------------------------------------------------------------------
 
     def submit_hyperjob(self, manifest: api.HyperJob) -> None:
@@ -113,6 +132,7 @@ class FleetDriver:
         if not self._has_work():
             return
         working = self.capacities()
+        self._fail_over_jobs(working)
         self._place_jobs(working)
         gang.failover(self, working)
         self._admit(working)

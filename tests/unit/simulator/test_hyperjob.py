@@ -111,3 +111,43 @@ def test_suspend_before_placement_places_nothing_until_resume() -> None:
     resumed = run("  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n"
                   "  - {at: 20s, command: {kind: HyperJob, name: hj, action: resume}}\n")
     assert hyperjob(resumed)["phase"] == "Running"
+
+
+PLAIN = """\
+apiVersion: hyperjob.io/v1alpha1
+kind: Scenario
+metadata: {name: plain-failover}
+spec:
+  clusters:
+  - name: cluster-a
+    nodes: [{name: a, allocatable: {cpu: "4"}}]
+  - name: cluster-b
+    nodes: [{name: b, allocatable: {cpu: "2"}}]
+  events:
+  - at: 0s
+    create:
+      apiVersion: batch.volcano.sh/v1alpha1
+      kind: Job
+      metadata: {name: plain}
+      spec:
+        tasks:
+        - name: w
+          replicas: 2
+          template:
+            spec:
+              containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+  - {at: 10s, clusterDown: {cluster: cluster-a}}
+  until: 90s
+"""
+
+
+def test_plain_job_on_a_lost_cluster_is_placed_again_elsewhere() -> None:
+    result = simulator.run(PLAIN)
+    assert jobs(result) == {"plain": ("Running", "cluster-b")}
+    assert {(p["node"], p["restarts"]) for p in result["pods"]} == {("b", 1)}
+
+
+def test_plain_job_stays_when_no_other_cluster_can_take_it() -> None:
+    result = simulator.run(PLAIN.replace('cpu: "2"', 'cpu: "1"').replace("replicas: 2", "replicas: 2\n          "
+                                                                          "minAvailable: 2"))
+    assert jobs(result)["plain"][1] == "cluster-a"
