@@ -74,3 +74,12 @@ class OwnerAdmitted(Message, frozen=True, kw_only=True, tag="sched.owner.admitte
 
     name: str
     queue: str
+
+
+class MoveChild(Message, frozen=True, kw_only=True, tag="sched.child.move.v1"):
+    """Failover: run a child (same name) on ``to_cluster`` instead of where it is; with
+    ``to_cluster`` empty, withdraw it and let it wait for a cluster."""
+
+    child: str
+    to_cluster: str
+    reason: str = ""

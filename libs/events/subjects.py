@@ -36,6 +36,7 @@ def result(request_id: str) -> str:
 PLACE_CHILD = "sched.child.place"
 UNPLACE_CHILD = "sched.child.unplace"
 OWNER_ADMITTED = "sched.owner.admitted"
+MOVE_CHILD = "sched.child.move"
 CHILD_WAITING = "sched.child.waiting"
 
 

@@ -67,7 +67,8 @@ class PriorityClassDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ChildRef(msgspec.Struct, frozen=True, kw_only=True):
-    """One child job of a HyperJob as the split planned it (the cluster is the plan's, if any)."""
+    """One child job of a HyperJob as the split planned it (the cluster is the plan's, if any):
+    enough to rebuild fleetcore's ``ChildPlan`` for failover."""
 
     name: str
     replicated_job: str
@@ -75,6 +76,9 @@ class ChildRef(msgspec.Struct, frozen=True, kw_only=True):
     replicas: int
     cluster: str = ""
     template_hash: str = ""
+    tasks: dict[str, int] = {}
+    rank_offset: int = 0
+    min_available: int = 0
 
 
 class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +96,7 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
     # Suspended or Restarting; ``restarts`` counts restart commands, so the status starts over.
     lifecycle: str = "Active"
     restarts: int = 0
+    world_size: int = 0
 
 
 class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,7 +106,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     hyperjob: str = ""
     replicated_job: str = ""
     cluster: str = ""
-    state: str = "Waiting"  # Waiting | Dispatched | Removing | Removed
+    state: str = "Waiting"  # Waiting | Dispatched | Unplaced (failover found no room) | Removing
     reason: str = ""
     job: dict[str, Any] = {}
     env: dict[str, str] = {}

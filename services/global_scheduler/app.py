@@ -12,9 +12,10 @@ from .handlers import GlobalScheduler
 
 async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
     scheduler = GlobalScheduler(runtime)
-    await runtime.subscribe("global-scheduler", [subjects.PLACE_CHILD, subjects.UNPLACE_CHILD], {
+    await runtime.subscribe("global-scheduler", [subjects.PLACE_CHILD, subjects.UNPLACE_CHILD, subjects.MOVE_CHILD], {
         events.PlaceChild: scheduler.on_place,
         events.RemoveChild: scheduler.on_unplace,
+        events.MoveChild: scheduler.on_move,
     })
     await runtime.subscribe("global-scheduler-removed", "job.removed.*", {events.JobRemoved: scheduler.on_removed})
     await runtime.subscribe("global-scheduler-phases", "job.phase.*", {events.JobPhaseChanged: scheduler.on_job_phase})

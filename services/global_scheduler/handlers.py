@@ -60,8 +60,8 @@ class GlobalScheduler:
         placement = stored.decode(records.PlacementDoc)
         if placement.state in ("Removing", "Removed"):
             return Reaction()
-        if placement.state == "Waiting":
-            # Never dispatched: nothing to remove anywhere.
+        if placement.state in ("Waiting", "Unplaced"):
+            # Not dispatched anywhere (any earlier cluster was already told to remove it).
             reaction = Reaction(writes=[Write.delete(records.PLACEMENT, msg.child, stored.version)]).then(self.wake.set)
             return reaction.publish(subjects.job_removed("unplaced"), emit(
                 events.JobRemoved, msg, "removed", PRODUCER, cluster="", job=msg.child, hyperjob=placement.hyperjob))
@@ -69,6 +69,30 @@ class GlobalScheduler:
                                               stored.version)])
         return reaction.publish(subjects.remove_child(placement.cluster), emit(
             events.RemoveChild, msg, "remove", PRODUCER, child=msg.child, cluster=placement.cluster))
+
+    async def on_move(self, msg: events.MoveChild) -> Reaction:
+        """Failover: the child leaves its cluster (removed there, now or when it returns) and runs,
+        under the same name, on ``to_cluster``; with none it is Unplaced until the splitter finds one."""
+        stored = await self.rt.store.get(records.PLACEMENT, msg.child)
+        if stored is None:
+            return Reaction()
+        placement = stored.decode(records.PlacementDoc)
+        if placement.state == "Dispatched" and placement.cluster == msg.to_cluster:
+            return Reaction()  # already there: a repeated move changes nothing
+        reaction = Reaction()
+        if placement.state == "Dispatched" and placement.cluster:
+            reaction.publish(subjects.remove_child(placement.cluster), emit(
+                events.RemoveChild, msg, "remove-moved", PRODUCER, child=msg.child, cluster=placement.cluster))
+        if not msg.to_cluster:
+            moved = replace(placement, state="Unplaced", cluster="", reason=msg.reason, finished=False)
+            reaction.writes.append(Write.put(records.PLACEMENT, msg.child, moved, stored.version))
+            return reaction.publish(subjects.CHILD_WAITING, emit(
+                events.ChildPlacementWaiting, msg, "waiting", PRODUCER, child=msg.child, hyperjob=placement.hyperjob,
+                reason=msg.reason))
+        moved = replace(placement, state="Dispatched", cluster=msg.to_cluster, clusters=[msg.to_cluster], reason="",
+                        finished=False)
+        reaction.writes.append(Write.put(records.PLACEMENT, msg.child, moved, stored.version))
+        return reaction.publish(subjects.dispatch(msg.to_cluster), self._dispatch(msg, moved))
 
     async def on_removed(self, msg: events.JobRemoved) -> Reaction:
         stored = await self.rt.store.get(records.PLACEMENT, msg.job)
@@ -170,13 +194,16 @@ class GlobalScheduler:
                     events.ChildPlacementWaiting, cause, "waiting", PRODUCER, child=placement.child,
                     hyperjob=placement.hyperjob, reason=chosen.reason))
             return reaction
-        reaction.writes.append(Write.put(records.PLACEMENT, placement.child,
-                                         replace(placement, state="Dispatched", cluster=chosen, reason=""), version))
-        return reaction.publish(subjects.dispatch(chosen), emit(
-            events.DispatchChild, cause, f"dispatch/{chosen}", PRODUCER, child=placement.child, cluster=chosen,
-            hyperjob=placement.hyperjob, replicated_job=placement.replicated_job, job=placement.job,
-            env=placement.env, env_by_pod=placement.env_by_pod, rank_offset=placement.rank_offset,
-            world_size=placement.world_size))
+        dispatched = replace(placement, state="Dispatched", cluster=chosen, reason="")
+        reaction.writes.append(Write.put(records.PLACEMENT, placement.child, dispatched, version))
+        return reaction.publish(subjects.dispatch(chosen), self._dispatch(cause, dispatched))
+
+    @staticmethod
+    def _dispatch(cause: events.Message | Cause, placement: records.PlacementDoc) -> events.DispatchChild:
+        return emit(events.DispatchChild, cause, f"dispatch/{placement.cluster}", PRODUCER, child=placement.child,
+                    cluster=placement.cluster, hyperjob=placement.hyperjob, replicated_job=placement.replicated_job,
+                    job=placement.job, env=placement.env, env_by_pod=placement.env_by_pod,
+                    rank_offset=placement.rank_offset, world_size=placement.world_size)
 
     async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
         return {name: records.cluster_capacity(doc.decode(records.ClusterDoc))

@@ -17,6 +17,10 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         events.DeleteObject: splitter.on_delete,
         events.CommandHyperJob: splitter.on_command,
     })
-    await runtime.subscribe("splitter-children", "job.removed.*", {events.JobRemoved: splitter.on_job_removed})
+    await runtime.subscribe("splitter-children", ["job.removed.*", "job.phase.*"], {
+        events.JobRemoved: splitter.on_job_removed,
+        events.JobPhaseChanged: splitter.on_job_phase,
+    })
     runtime.every(settings.replan_period, splitter.replan_waiting, "replan-waiting")
+    runtime.every(settings.replan_period, splitter.failover_round, "failover")
     return splitter

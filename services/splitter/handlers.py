@@ -102,13 +102,14 @@ class Splitter:
 
     def _split(self, reaction: Reaction, cause: events.Message | Cause, doc: records.HyperJobDoc,
                hyperjob: api.HyperJob, clusters: dict[str, records.ClusterDoc], expected_version: int) -> Reaction:
-        planned = domain.plan(hyperjob, clusters, time.time())
-        if isinstance(planned, fleetcore.Waiting):
-            waiting = replace(doc, waiting_reason=planned.reason)
-            reaction.writes.append(Write.put(records.HYPERJOB, doc.name, waiting, expected_version))
+        result = domain.plan(hyperjob, clusters, time.time())
+        if isinstance(result, fleetcore.Waiting):
+            reaction.writes.append(Write.put(records.HYPERJOB, doc.name, replace(doc, waiting_reason=result.reason),
+                                             expected_version))
             return reaction.publish(subjects.CHILD_WAITING, emit(
                 events.ChildPlacementWaiting, cause, "waiting", PRODUCER, child="", hyperjob=doc.name,
-                reason=planned.reason))
+                reason=result.reason))
+        planned, world_size = result
         place, remove = domain.changes(doc.children, planned)
         for ref in remove:
             reaction.publish(subjects.UNPLACE_CHILD, emit(events.RemoveChild, cause, f"unplace/{ref.name}",
@@ -119,7 +120,7 @@ class Splitter:
                 child=p.child.name, hyperjob=doc.name, replicated_job=p.child.replicated_job, clusters=[p.child.cluster],
                 job=api.encode(p.child.job), env_by_pod=p.env_by_pod, rank_offset=p.child.rank_offset,
                 world_size=p.child.world_size))
-        planned_doc = replace(doc, children=domain.child_refs(planned), waiting_reason="")
+        planned_doc = replace(doc, children=domain.child_refs(planned), waiting_reason="", world_size=world_size)
         reaction.writes.append(Write.put(records.HYPERJOB, doc.name, planned_doc, expected_version))
         return reaction
 
@@ -188,23 +189,79 @@ class Splitter:
         if doc is None or doc.plain or doc.deleting:
             reason = f"HyperJob {msg.name!r} not found" if doc is None or doc.plain else f"HyperJob {msg.name!r} is being deleted"
             return _answer(msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
-        status = await self.rt.store.get(records.HYPERJOB_STATUS, msg.name)
-        names = [ref.name for ref in doc.children]
-        phases = status.decode(records.HyperJobStatusDoc).child_phases(names) if status else dict.fromkeys(names, "Pending")
+        phases = await self._child_phases(doc)
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)  # type: ignore[arg-type]
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
-        clusters = {ref.name: ref.cluster for ref in doc.children}
         reaction = _answer(msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
-        for decision in decisions:
-            if isinstance(decision, fleetcore.ChildCommand) and clusters.get(decision.child):
-                cluster = clusters[decision.child]
-                reaction.publish(subjects.command_child(cluster), emit(
-                    events.CommandChild, msg, f"command/{decision.child}", PRODUCER, child=decision.child,
-                    cluster=cluster, action=decision.action, reason=decision.reason))
+        self._carry_out(reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
         reaction.writes.append(Write.put(records.HYPERJOB, msg.name, replace(doc, lifecycle=lifecycle, restarts=restarts),
                                          stored.version if stored else 0))
         return reaction
+
+    # -- failover and failed children --------------------------------------------------------------
+
+    async def failover_round(self) -> None:
+        """Children on a lost cluster (silent for 30 s), or withdrawn for want of room, are placed
+        again on another eligible cluster where they fit, keeping their names."""
+        now = time.time()
+        capacities = await self._capacities()
+        for name, stored in (await self.rt.store.list(records.HYPERJOB)).items():
+            doc = stored.decode(records.HyperJobDoc)
+            if doc.plain or doc.deleting or not doc.children or doc.lifecycle != "Active":
+                continue
+            phases = await self._child_phases(doc)
+            finished = [c for c, phase in phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
+            plan, decisions = fleetcore.failover(_hyperjob(doc), domain.split_plan(doc), capacities, now,
+                                                 finished=finished)
+            if not decisions:
+                continue
+            cause = Cause(event_id=events.derive_id(name, f"failover/{stored.version}"))
+            reaction = self._carry_out(Reaction(), cause, doc, decisions)
+            reaction.writes.append(Write.put(records.HYPERJOB, name, domain.with_plan(doc, plan), stored.version))
+            await self.rt.commit("splitter-failover", cause.event_id, reaction)
+
+    async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
+        """A child failed beyond its own retries: the HyperJob's childFailurePolicy decides."""
+        if msg.new != "Failed" or not msg.hyperjob:
+            return Reaction()
+        stored = await self.rt.store.get(records.HYPERJOB, msg.hyperjob)
+        doc = stored.decode(records.HyperJobDoc) if stored else None
+        if doc is None or doc.deleting or doc.lifecycle != "Active" or msg.job not in {r.name for r in doc.children}:
+            return Reaction()
+        phases = {**await self._child_phases(doc), msg.job: "Failed"}
+        plan, decisions = fleetcore.child_failed(_hyperjob(doc), domain.split_plan(doc), msg.job,
+                                                 await self._capacities(), time.time(), phases)
+        reaction = self._carry_out(Reaction(), msg, doc, decisions)
+        lifecycle = next((d.lifecycle for d in decisions if isinstance(d, fleetcore.SetLifecycle)), doc.lifecycle)
+        updated = replace(domain.with_plan(doc, plan), lifecycle=lifecycle,
+                          restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0))
+        reaction.writes.append(Write.put(records.HYPERJOB, doc.name, updated, stored.version if stored else 0))
+        return reaction
+
+    def _carry_out(self, reaction: Reaction, cause: events.Message | Cause, doc: records.HyperJobDoc,
+                   decisions: list[Any]) -> Reaction:
+        """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
+        clusters = {ref.name: ref.cluster for ref in doc.children}
+        for d in decisions:
+            if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
+                reaction.publish(subjects.command_child(clusters[d.child]), emit(
+                    events.CommandChild, cause, f"command/{d.child}", PRODUCER, child=d.child,
+                    cluster=clusters[d.child], action=d.action, reason=d.reason))
+            elif isinstance(d, fleetcore.ChildMove | fleetcore.ChildUnplaced):
+                to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
+                reaction.publish(subjects.MOVE_CHILD, emit(events.MoveChild, cause, f"move/{d.child}/{to}", PRODUCER,
+                                                           child=d.child, to_cluster=to, reason=d.reason))
+        return reaction
+
+    async def _child_phases(self, doc: records.HyperJobDoc) -> dict[str, str]:
+        status = await self.rt.store.get(records.HYPERJOB_STATUS, doc.name)
+        names = [ref.name for ref in doc.children]
+        return status.decode(records.HyperJobStatusDoc).child_phases(names) if status else dict.fromkeys(names, "Pending")
+
+    async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
+        return {n: records.cluster_capacity(d.decode(records.ClusterDoc))
+                for n, d in (await self.rt.store.list(records.CLUSTER)).items()}
 
     async def on_job_removed(self, msg: events.JobRemoved) -> Reaction:
         """A child is gone from its cluster; the last one gone ends a deletion."""
@@ -228,6 +285,12 @@ class Splitter:
 
 def _answer(msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
     return Reaction().publish(subjects.result(msg.event_id), emit(message_type, msg, "answer", PRODUCER, **fields))
+
+
+def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
+    hyperjob = api.decode(doc.manifest)
+    assert isinstance(hyperjob, api.HyperJob)
+    return hyperjob
 
 
 def _identity(manifest: dict[str, Any]) -> tuple[str, str]:

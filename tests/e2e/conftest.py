@@ -66,3 +66,21 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
         log.close()
         if up.returncode not in (0, -signal.SIGINT):
             print((home / "up.log").read_text())
+
+
+def service_pids(module: str, home: str, cluster: str | None = None) -> list[int]:
+    """The processes of one service of the system whose home is ``home`` (optionally of one cluster)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if [b"-m", module.encode()] != cmdline[1:3] or f"HYPERJOB_HOME={home}".encode() not in environ:
+            continue
+        if cluster is None or any(v.endswith(f"_CLUSTER={cluster}".encode()) for v in environ):
+            pids.append(int(proc.name))
+    return pids
