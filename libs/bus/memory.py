@@ -307,7 +307,11 @@ class _MemLoop:
                 finally:
                     self._idle = False
                 continue
-            await self._process(batch)
+            try:
+                await self._process(batch)
+            except Exception:  # noqa: BLE001 - a bug here must not silently end the consumer
+                _log.exception("consume_loop_error", durable=self.durable)
+                await asyncio.sleep(0.5)
 
     async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
         pending = [msg.seq for msg, _ in batch]

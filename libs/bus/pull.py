@@ -163,7 +163,11 @@ class PullLoop:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._arrived.wait(), pause or EXPIRES)
                 continue
-            await self._process(min(len(self._buffer), self._policy.batch))
+            try:
+                await self._process(min(len(self._buffer), self._policy.batch))
+            except Exception:  # noqa: BLE001 - a bug here must not silently end the consumer
+                _log.exception("consume_loop_error", durable=self.durable)
+                await asyncio.sleep(0.5)
 
     async def _process(self, n: int) -> None:
         # Messages leave the buffer only when their handler starts, so ``_keepalive`` covers
