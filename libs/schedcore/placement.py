@@ -21,7 +21,8 @@ NEG = -np.inf
 
 
 class _Class:
-    __slots__ = ("base", "dims", "need", "req", "vgpu", "score", "eff_idle", "eff_fut", "pos")
+    __slots__ = ("base", "dims", "need", "dims_list", "need_list", "req", "vgpu", "score", "eff_idle", "eff_fut",
+                 "pos")
 
 
 class Placement:
@@ -33,6 +34,7 @@ class Placement:
         self.all_rows = np.arange(self.nodes.size)
         self._masks: dict[bytes, np.ndarray] = {}
         self._classes: dict[tuple[object, ...], _Class] = {}
+        self._scalar_ok: bool | None = None
 
     def static_mask(self, t: TaskState) -> np.ndarray:
         """AND of the enabled predicate plugins' masks for the task's selector (cached)."""
@@ -59,10 +61,31 @@ class Placement:
         return ok
 
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
+        if len(rows) == 1 and not c.vgpu[0] and self._scalar():
+            self._refresh_one(c, t, int(rows[0]))
+            return
         base = c.base[rows]
         score = self.scores(t, rows)
         c.eff_idle[rows] = np.where(base & self._fits(c, rows, self.nodes.idle), score, NEG)
         c.eff_fut[rows] = np.where(base & self._fits(c, rows, self.nodes.fidle), score, NEG)
+
+    def _scalar(self) -> bool:
+        """Every scorer has a plain-float ``score_one`` (then single rows skip numpy)."""
+        if self._scalar_ok is None:
+            self._scalar_ok = all(hasattr(p, "score_one") for _, p in self.ssn.hooks["node_score"])
+        return self._scalar_ok
+
+    def _refresh_one(self, c: _Class, t: TaskState, row: int) -> None:
+        if not c.base[row]:
+            c.eff_idle[row] = c.eff_fut[row] = NEG
+            return
+        score = 0.0
+        for _, p in self.ssn.hooks["node_score"]:
+            score += p.score_one(t, row)
+        dims, need = c.dims_list, c.need_list
+        idle, fidle = self.nodes.idle[row].tolist(), self.nodes.fidle[row].tolist()
+        c.eff_idle[row] = score if all(idle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
+        c.eff_fut[row] = score if all(fidle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
 
     def klass(self, t: TaskState, restrict: np.ndarray | None = None, key: object = None) -> _Class:
         """The up-to-date class of ``t`` (optionally restricted to a node mask named ``key``)."""
@@ -75,6 +98,7 @@ class Placement:
             c.req, c.vgpu = t.req, t.vgpu
             c.dims = np.flatnonzero(t.req > 0)
             c.need = t.req[c.dims] - self.ssn.space.eps[c.dims]
+            c.dims_list, c.need_list = c.dims.tolist(), c.need.tolist()
             c.eff_idle = np.full(self.nodes.size, NEG)
             c.eff_fut = np.full(self.nodes.size, NEG)
             self._refresh(c, t, np.flatnonzero(c.base))

@@ -60,6 +60,21 @@ class BinpackPlugin(Plugin):
                 w[ssn.space.index[name]] = weight
         self.w = w
 
+    def score_one(self, task: TaskState, row: int) -> float:
+        """``score`` for one node in plain floats (same operations and order as ``score``)."""
+        dims = np.flatnonzero((task.req > 0) & (self.w > 0)).tolist()
+        if not dims or self.args.weight == 0:
+            return 0.0
+        nodes = self.ssn.nodes
+        alloc, idle, req, w = nodes.alloc[row].tolist(), nodes.idle[row].tolist(), task.req.tolist(), self.w.tolist()
+        parts, weights, over = [], [], False
+        for d in dims:
+            final = alloc[d] - idle[d] + req[d]
+            parts.append(w[d] * final / alloc[d] if alloc[d] > 0 else 0.0)
+            weights.append(w[d])
+            over = over or (alloc[d] > 0 and final > alloc[d])
+        return 0.0 if over else sum(parts) / sum(weights) * 100.0 * self.args.weight
+
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         dims = np.flatnonzero((task.req > 0) & (self.w > 0))
         if len(dims) == 0 or self.args.weight == 0:
