@@ -13,3 +13,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # A node whose last heartbeat is older than this is NotReady: nothing new lands on it and its
     # pods are evicted with reason nodeDown.
     node_timeout: float = 10.0
+    # How often node health is re-read from the node-agents' telemetry (GPU and fabric faults
+    # taint a node against new GPU / multi-node pods); 0 turns health checks off.
+    health_period: float = 5.0

@@ -1,4 +1,13 @@
-"""Pure parts of a cycle: the snapshot from stored records, and the capacity summary."""
+"""Pure parts of a cycle: the snapshot from stored records, node health, and the capacity summary.
+
+Node health (from the node-agents' telemetry, judged by ``hwprobe.node_health``) reaches the
+scheduler as two taints with clear names, so schedcore's predicates keep new pods off sick nodes
+without a schedcore feature: ``hyperjob.io/gpu-unhealthy`` (a GPU with uncorrectable ECC errors or
+a fatal Xid) and ``hyperjob.io/fabric-unhealthy`` (an InfiniBand port down), both ``NoSchedule``
+so running pods stay. Pods the taint does not concern get an implicit toleration in the snapshot:
+pods that request no GPU tolerate the GPU taint, and pods of single-pod jobs the fabric taint.
+A node is back as soon as its telemetry is healthy again.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from collections.abc import Mapping
 import msgspec
 
 import api
+import hwprobe
 import records
 import schedcore
 import snapshots
@@ -23,6 +33,49 @@ class ClusterState(msgspec.Struct, kw_only=True):
     phases: dict[str, str]
     bound: dict[str, str]  # pod -> node, from the resource accounting
     nominated: dict[str, str] = {}
+    gates: dict[str, records.GateDoc] = {}  # jobs of a cross-cluster gang
+    reservations: dict[str, records.ReservationDoc] = {}
+
+    def reservation(self, job: str) -> records.ReservationDoc | None:
+        """The reservation state of a gang member (None: not a gang member, schedule as usual)."""
+        if job not in self.gates:
+            return None
+        return self.reservations.get(job, records.ReservationDoc())
+
+
+GPU_UNHEALTHY = "hyperjob.io/gpu-unhealthy"
+FABRIC_UNHEALTHY = "hyperjob.io/fabric-unhealthy"
+HEALTH_TAINTS = (GPU_UNHEALTHY, FABRIC_UNHEALTHY)
+
+
+def is_accelerator(resource: str) -> bool:
+    return resource.endswith("/gpu")
+
+
+def health_taints(health: hwprobe.NodeHealth) -> list[dict[str, str]]:
+    """The taints that keep new GPU / multi-node pods off a node, in a fixed order."""
+    taints = []
+    if not health.gpu_ok:
+        taints.append({"key": GPU_UNHEALTHY, "value": "-".join(f"gpu{i}" for i in health.sick_gpus),
+                       "effect": "NoSchedule"})
+    if not health.fabric_ok:
+        taints.append({"key": FABRIC_UNHEALTHY, "value": "-".join(p.replace("/", ".p") for p in health.down_ports),
+                       "effect": "NoSchedule"})
+    return taints
+
+
+def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.Toleration]:
+    """What a pod may ignore: GPU faults when it wants no GPU, fabric faults when its job is one pod."""
+    out = []
+    if not any(amount > 0 for resource, amount in request.items() if is_accelerator(resource)):
+        out.append(api.Toleration(key=GPU_UNHEALTHY, operator="Exists", effect="NoSchedule"))
+    if job_pods <= 1:
+        out.append(api.Toleration(key=FABRIC_UNHEALTHY, operator="Exists", effect="NoSchedule"))
+    return out
+
+
+def _has_health_taint(node: records.NodeDoc) -> bool:
+    return any(t.get("key") in HEALTH_TAINTS for t in node.taints)
 
 
 def snapshot(state: ClusterState, now: float) -> schedcore.Snapshot:
@@ -34,13 +87,14 @@ def snapshot(state: ClusterState, now: float) -> schedcore.Snapshot:
               for q in state.queues.values()]
     if api.DEFAULT_QUEUE not in state.queues:
         queues.append(snapshots.queue_info(snapshots.default_queue(), "Open", 0.0))
+    sick = any(_has_health_taint(n) for n in state.nodes.values())
     jobs = [snapshots.job_info(pg, phase=state.phases.get(name, "Pending"), created=state.jobs[name].created_at,
-                               tasks=_tasks(state, state.jobs[name]))
+                               tasks=_tasks(state, state.jobs[name], sick))
             for name, pg in sorted(state.podgroups.items()) if name in state.jobs]
     return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs, now=now)
 
 
-def _tasks(state: ClusterState, record: jm.JobRecord) -> list[schedcore.TaskInfo]:
+def _tasks(state: ClusterState, record: jm.JobRecord, sick: bool = False) -> list[schedcore.TaskInfo]:
     tasks = []
     for pod in sorted(record.pods.values(), key=lambda p: p.name):
         node = state.bound.get(pod.name)
@@ -51,6 +105,9 @@ def _tasks(state: ClusterState, record: jm.JobRecord) -> list[schedcore.TaskInfo
             continue  # never placed: it holds nothing
         else:
             tasks.append(snapshots.task_info(pod, node=pod.node or node, nominated=state.nominated.get(pod.name, "")))
+    if sick:  # only then: tolerations take tasks off schedcore's fast path
+        tasks = [msgspec.structs.replace(t, tolerations=[*t.tolerations, *health_tolerations(t.request, len(record.pods))])
+                 for t in tasks]
     return tasks
 
 
@@ -69,13 +126,17 @@ def lost_on_down_nodes(state: ClusterState) -> list[tuple[str, str]]:
 
 def capacity(cluster: str, labels: Mapping[str, str], nodes: Mapping[str, records.NodeDoc],
              used: Mapping[str, Mapping[str, float]], now: float) -> records.ClusterDoc:
-    """The summary the global-scheduler places by: allocatable and free over Ready nodes."""
+    """The summary the global-scheduler places by: allocatable and free over Ready nodes (no free
+    accelerators on a node with a sick GPU)."""
     allocatable: dict[str, float] = {}
     free: dict[str, float] = {}
     largest: dict[str, float] = {}
     ready = [n for n in nodes.values() if n.ready and not n.unschedulable]
     for node in ready:
         node_free = {r: a - used.get(node.name, {}).get(r, 0.0) for r, a in node.allocatable.items()}
+        if any(t.get("key") == GPU_UNHEALTHY for t in node.taints):
+            # A sick GPU node takes no new GPU work: its accelerators are not free to plan with.
+            node_free = {r: 0.0 if is_accelerator(r) else f for r, f in node_free.items()}
         for resource, amount in node.allocatable.items():
             allocatable[resource] = allocatable.get(resource, 0.0) + amount
             free[resource] = free.get(resource, 0.0) + node_free[resource]

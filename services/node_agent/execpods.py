@@ -47,9 +47,12 @@ class ProcessRunner:
         self.on_exit = on_exit
         self.procs: dict[str, asyncio.subprocess.Process] = {}
         self.watchers: dict[str, asyncio.Task[None]] = {}
+        self.closed = False
 
     async def launch(self, msg: events.StartPod, restarts: int = 0) -> None:
         """Start (or restart in place) the container of ``msg.pod`` and watch it."""
+        if self.closed:
+            return  # the agent is stopping: what has not started stays down
         box = sandbox(self.work_dir, self.cluster, msg.pod)
         files = box / "files"
         for path, content in msg.files.items():
@@ -108,7 +111,9 @@ class ProcessRunner:
             watcher.cancel()
 
     async def close(self) -> None:
-        for pod in list(self.procs):
+        """Kill every process and stop every watcher, including one waiting to restart its pod."""
+        self.closed = True
+        for pod in sorted({*self.procs, *self.watchers}):
             await self.kill(pod)
 
 

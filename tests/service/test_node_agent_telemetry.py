@@ -174,3 +174,40 @@ async def test_a_command_that_does_not_exist_fails_with_127(bus, agent_factory, 
     await send(bus, subjects.start_pod("c1"), message)
     await eventually("the pod to fail", lambda: len(phases.of("missing")) == 2)
     assert phases.of("missing") == [("Running", None), ("Failed", 127)]
+
+
+async def test_the_cluster_scheduler_taints_sick_nodes_and_drops_silent_ones(bus, store, agent_factory):
+    from cluster_scheduler.config import Settings as SchedulerSettings  # noqa: PLC0415 - only this test
+    from cluster_scheduler.handlers import ClusterScheduler  # noqa: PLC0415
+
+    import records  # noqa: PLC0415
+
+    agent = await agent_factory(nodes=4, faults=["gpu-ecc@c1-node-0,gpu=5", "ib-down@c1-node-1", "silent@c1-node-2"])
+    await agent.telemetry()
+    await agent.heartbeat()
+    scheduler = ClusterScheduler(Runtime("cluster-scheduler", bus, store),
+                                 SchedulerSettings(cluster="c1", node_timeout=0.5, health_period=0.0001))
+
+    async def nodes() -> dict[str, records.NodeDoc]:
+        await agent.heartbeat()
+        await scheduler.cycle()
+        return {n: d.decode(records.NodeDoc) for n, d in (await store.list(records.node_kind("c1"))).items()}
+
+    seen = await eventually("node-2 to be NotReady", lambda: _when(nodes(), lambda n: not n["c1-node-2"].ready))
+    assert [t["key"] for t in seen["c1-node-0"].taints] == ["hyperjob.io/gpu-unhealthy"]
+    assert [t["key"] for t in seen["c1-node-1"].taints] == ["hyperjob.io/fabric-unhealthy"]
+    assert seen["c1-node-3"].taints == [] and seen["c1-node-3"].ready
+    capacity = (await store.get(records.CLUSTER, "c1")).decode(records.ClusterDoc)
+    assert capacity.ready_nodes == 3 and capacity.free["nvidia.com/gpu"] == 16.0  # node-0's GPUs are not free
+
+    fault = events.InjectNodeFault(event_id="clear-0", cluster="c1", node="c1-node-0", kind="clear")
+    await send(bus, subjects.node_fault("c1"), fault)
+    await eventually("the fault to be cleared", lambda: not agent.sensors.fleet["c1-node-0"].ecc_uncorrected)
+    await agent.telemetry()
+    recovered = await eventually("node-0 to recover", lambda: _when(nodes(), lambda n: not n["c1-node-0"].taints))
+    assert recovered["c1-node-1"].taints  # the other fault stays until it is cleared
+
+
+async def _when(value: Any, condition: Callable[[Any], bool]) -> Any:
+    result = await value
+    return result if condition(result) else None
