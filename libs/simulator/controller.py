@@ -40,6 +40,13 @@ class JobDriver:
         classes = {name: pc.value for name, pc in w.priority_classes.items()}
         return jobcore.admit(manifest, w.queue_states(), w.now, classes, parents=parents, **hooks)
 
+    def try_admit(self, manifest: api.Job, **hooks: Any) -> jm.JobRecord | None:
+        """``admit`` for a job the system itself recreates (failover): None when refused now."""
+        try:
+            return self.admit(manifest, **hooks)
+        except api.ManifestError:
+            return None
+
     def dispatch(self, job: Job, cluster: str) -> None:
         """The job lands on ``cluster``: its podgroup is created there (phase Pending)."""
         job.cluster = cluster

@@ -114,9 +114,10 @@ class FleetDriver:
             if job.hyperjob is not None or job.cluster not in lost or self.engine.jobs.phase(job) in TERMINAL:
                 continue
             target = fleetcore.place_job(job.record.job.spec, others, now, wait_for_fit=True)
-            if isinstance(target, str):
+            record = self.engine.jobs.try_admit(job.manifest) if isinstance(target, str) else None
+            if isinstance(target, str) and record is not None:
                 self.engine.jobs.withdraw(job, moving=True)
-                job.record = self.engine.jobs.admit(job.manifest)
+                job.record = record
                 self.engine.jobs.dispatch(job, target)
 
     # -- HyperJobs ------------------------------------------------------------------------------
@@ -191,25 +192,37 @@ class FleetDriver:
         if isinstance(plan, fleetcore.Waiting):
             self.waiting[hj.name] = plan.reason
             return
-        self.waiting.pop(hj.name, None)
         self.plans[hj.name] = plan
         hj.children = [c.name for c in plan.children]
         for child in fleetcore.child_jobs(hj.manifest, plan):
-            self._create_child(hj, child)
+            refused = self._create_child(hj, child)
+            if refused:
+                # The cluster's admission refuses the child (e.g. its queue closed since the
+                # HyperJob was admitted): no child at all, and the HyperJob waits.
+                self.drop_children(hj)
+                self.waiting[hj.name] = refused
+                return
             placed = fleetcore.place_gang(working[child.cluster], fleetcore.gang_pods(
                 child.job.spec, {t.name: t.replicas for t in child.job.spec.tasks}))
             if not isinstance(placed, str):
                 working[child.cluster] = placed  # the next HyperJob of this round sees the room taken
+        self.waiting.pop(hj.name, None)
         gang.start(self, hj, plan)
         self.engine.changed = True
 
-    def _create_child(self, hj: HyperJob, child: Any) -> None:
+    def _create_child(self, hj: HyperJob, child: Any) -> str:
+        """Admit and dispatch one child; the rejection message when the cluster refuses it."""
         jobs = self.engine.jobs
-        record = jobs.admit(child.job, rank=RankOverride(rank_offset=child.rank_offset, world_size=child.world_size))
+        try:
+            record = jobs.admit(child.job, rank=RankOverride(rank_offset=child.rank_offset,
+                                                             world_size=child.world_size))
+        except api.ManifestError as exc:
+            return f"child {child.name}: {exc}"
         job = Job(name=child.name, manifest=child.job, created=self.world.now, hyperjob=hj.name, record=record,
                   placement=child)
         self.world.jobs[child.name] = job
         jobs.dispatch(job, child.cluster)
+        return ""
 
     def drop_children(self, hj: HyperJob) -> None:
         """Delete every child everywhere and forget the plan (delete, or a re-plan after a retry)."""

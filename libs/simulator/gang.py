@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 import fleetcore
 from fleetcore import gang as fg
 
@@ -151,17 +153,25 @@ def apply_fleet(fleet: FleetDriver, hj: HyperJob, decisions: list[Any]) -> None:
         elif isinstance(d, fleetcore.ChildCommand) and job is not None:
             e.jobs.command(job, d.action)
         elif isinstance(d, fleetcore.ChildMove) and job is not None:
-            _move(fleet, job, d.to_cluster)
+            _move(fleet, hj, job, d.to_cluster)
         elif isinstance(d, fleetcore.ChildUnplaced) and job is not None:
             e.jobs.withdraw(job, moving=True)
         e.changed = True
 
 
-def _move(fleet: FleetDriver, job: Job, cluster: str) -> None:
+def _move(fleet: FleetDriver, hj: HyperJob, job: Job, cluster: str) -> None:
     """Delete the child where it was and create it unchanged on ``cluster`` (same name)."""
     e = fleet.engine
     if job.cluster is not None:
         e.jobs.withdraw(job, moving=True)
     job.reserving = False
-    job.record = e.jobs.admit(job.manifest, rank=job.record.rank)
+    record = e.jobs.try_admit(job.manifest, rank=job.record.rank)
+    if record is None:
+        # Refused by admission now (its queue closed): it waits without a cluster, and
+        # fleetcore.failover retries it every round.
+        plan = fleet.plans[hj.name]
+        fleet.plans[hj.name] = msgspec.structs.replace(plan, children=tuple(
+            msgspec.structs.replace(c, cluster="") if c.name == job.name else c for c in plan.children))
+        return
+    job.record = record
     e.jobs.dispatch(job, cluster)

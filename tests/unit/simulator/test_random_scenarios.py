@@ -66,7 +66,7 @@ def scenario(seed: int) -> str:
     names: list[str] = []
     for i in range(r.randint(3, 20)):
         at = f"{r.randint(0, 90)}s"
-        kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete"])
+        kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue"])
         if kind == "job":
             names.append(f"j{i}")
             events.append({"at": at, "create": _job(r, f"j{i}")})
@@ -87,6 +87,9 @@ def scenario(seed: int) -> str:
                                                                                   "terminate", "complete"])
             events.append({"at": at, "command": {"kind": "HyperJob" if hj else "Job", "name": target,
                                                  "action": action}})
+        elif kind == "queue":
+            events.append({"at": at, "command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
+                                                 "action": r.choice(["open", "close"])}})
         elif kind == "delete" and names:
             target = r.choice(names)
             events.append({"at": at, "delete": {"kind": "HyperJob" if target.startswith("h") else "Job",
