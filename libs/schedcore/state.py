@@ -90,6 +90,10 @@ def _selector_key(info: TaskInfo) -> bytes:
 class JobState:
     """One job: task lists plus the counters Volcano's JobInfo derives (ready, waiting, valid...)."""
 
+    __slots__ = ("info", "name", "queue", "seq", "key", "priority", "phase", "min_member", "task_min",
+                 "task_min_total", "min_req", "tasks", "counts", "role_counts", "pending_be", "role_pending_be",
+                 "allocated", "failed_roles", "fit_errors", "enqueue_reason", "ready", "valid", "gated_req")
+
     def __init__(self, info: JobInfo, tasks: list[TaskState], space: ResourceSpace, seq: int) -> None:
         self.info = info
         self.name = info.name
@@ -185,6 +189,8 @@ class JobState:
 
 class QueueState:
     """One queue; ``allocated`` follows every allocate/evict of the session."""
+
+    __slots__ = ("info", "name", "allocated", "children")
 
     def __init__(self, info: QueueInfo, space: ResourceSpace) -> None:
         self.info = info
