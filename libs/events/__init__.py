@@ -26,14 +26,15 @@ from .hyperjob import HyperJobDeleted, HyperJobStatusChanged
 from .job import JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod
 from .manifest import ApplyManifest, CommandHyperJob, DeleteObject, RequestAccepted, RequestRejected
 from .node import NodeHeartbeat, PodPhaseReported
-from .placement import (ChildPlacementWaiting, CommandChild, DispatchChild, MoveChild, OwnerAdmitted, PlaceChild,
-                        RemoveChild)
+from .placement import (ChildPlacementWaiting, CommandChild, DispatchChild, GangControl, MoveChild, OwnerAdmitted,
+                        PlaceChild, RemoveChild, ReservationHeld)
 from .telemetry import FabricTelemetry, GpuTelemetry, InjectNodeFault
 
 ALL_MESSAGES: tuple[type[Message], ...] = (
     ApplyManifest, DeleteObject, CommandHyperJob, RequestAccepted, RequestRejected,
     HyperJobStatusChanged, HyperJobDeleted,
     PlaceChild, DispatchChild, RemoveChild, ChildPlacementWaiting, CommandChild, OwnerAdmitted, MoveChild,
+    GangControl, ReservationHeld,
     PodGroupPhaseChanged, PodBound, PodEvicted, ClusterCapacityReported,
     JobPhaseChanged, JobRemoved, PodsReady, StartPod, StopPod,
     PodPhaseReported, NodeHeartbeat,
@@ -58,9 +59,9 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 __all__ = [
     "ALL_MESSAGES", "ApplyManifest", "ChildPlacementWaiting", "ClusterCapacityReported", "CommandChild",
     "CommandHyperJob",
-    "DeleteObject", "DispatchChild", "HyperJobDeleted", "HyperJobStatusChanged", "JobPhaseChanged", "JobRemoved", "Message", "MoveChild",
+    "DeleteObject", "DispatchChild", "GangControl", "HyperJobDeleted", "HyperJobStatusChanged", "JobPhaseChanged", "JobRemoved", "Message", "MoveChild",
     "NodeHeartbeat", "OwnerAdmitted", "PlaceChild", "PodBound", "PodEvicted", "PodGroupPhaseChanged", "PodPhaseReported",
-    "PodsReady", "RemoveChild", "RequestAccepted", "RequestRejected", "StartPod", "StopPod", "decoder",
+    "PodsReady", "RemoveChild", "RequestAccepted", "RequestRejected", "ReservationHeld", "StartPod", "StopPod", "decoder",
     "derive_id", "encode", "new_request_id",
     "FabricTelemetry", "GpuTelemetry", "InjectNodeFault",
 ]

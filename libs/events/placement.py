@@ -6,7 +6,7 @@ Lifecycle of a child: ``PlaceChild`` (splitter → global-scheduler) → ``Dispa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .base import Message
 
@@ -32,7 +32,11 @@ class PlaceChild(Message, frozen=True, kw_only=True, tag="sched.child.place.v1")
 
 
 class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatch.v1"):
-    """Run this child job in ``cluster`` (one consumer: that cluster's job-controller)."""
+    """Run this child job in ``cluster`` (one consumer: that cluster's job-controller).
+
+    ``gang`` names the HyperJob whose cross-cluster gang the child belongs to: its pods are
+    scheduled as a reservation (held, not started) until the global-scheduler says start.
+    """
 
     child: str
     cluster: str
@@ -43,6 +47,7 @@ class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatc
     env_by_pod: dict[str, dict[str, str]] = {}
     rank_offset: int = 0
     world_size: int | None = None
+    gang: str = ""
 
 
 class RemoveChild(Message, frozen=True, kw_only=True, tag="sched.child.remove.v1"):
@@ -83,3 +88,25 @@ class MoveChild(Message, frozen=True, kw_only=True, tag="sched.child.move.v1"):
     child: str
     to_cluster: str
     reason: str = ""
+
+
+GangAction = Literal["reserve", "start", "release"]
+
+
+class GangControl(Message, frozen=True, kw_only=True, tag="sched.gang.control.v1"):
+    """The global-scheduler steering a child's reservation in ``cluster``: hold its whole gang
+    (``reserve``), turn the held reservation into bindings (``start``), or give it back (``release``)."""
+
+    child: str
+    cluster: str
+    action: GangAction
+    attempt: int
+
+
+class ReservationHeld(Message, frozen=True, kw_only=True, tag="sched.reservation.held.v1"):
+    """``cluster`` holds every pod of the child's gang on its nodes (bound, not started)."""
+
+    child: str
+    cluster: str
+    hyperjob: str
+    attempt: int

@@ -37,6 +37,11 @@ PLACE_CHILD = "sched.child.place"
 UNPLACE_CHILD = "sched.child.unplace"
 OWNER_ADMITTED = "sched.owner.admitted"
 MOVE_CHILD = "sched.child.move"
+RESERVATION_HELD = "sched.reservation.held"
+
+
+def gang_control(cluster: str) -> str:
+    return f"sched.gang.control.{cluster}"
 CHILD_WAITING = "sched.child.waiting"
 
 

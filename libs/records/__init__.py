@@ -7,6 +7,9 @@
 | ``hyperjob``         | splitter           | global-scheduler, status-aggregator, CLI |
 | ``placement``        | global-scheduler   | splitter (deletes), status-aggregator, CLI |
 | ``admission``        | global-scheduler   | status-aggregator                        |
+| ``gang``             | global-scheduler   | (fleetcore.HyperJobGang: one reservation attempt) |
+| ``gate@<cluster>``   | job-controller     | cluster-scheduler (the job is a gang member) |
+| ``reservation@<cluster>`` | cluster-scheduler | (its state: Reserving, Held, Released, Started) |
 | ``job@<cluster>``    | job-controller     | cluster-scheduler, CLI                   |
 | ``podgroup@<cluster>`` | job-controller   | cluster-scheduler                        |
 | ``podenv@<cluster>`` | job-controller     | job-controller (the HyperJob env per pod) |
@@ -31,6 +34,7 @@ PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
 PLACEMENT = "placement"
 ADMISSION = "admission"
+GANG = "gang"
 CLUSTER = "cluster"
 HYPERJOB_STATUS = "hjstatus"
 
@@ -45,6 +49,14 @@ def podgroup_kind(cluster: str) -> str:
 
 def pgphase_kind(cluster: str) -> str:
     return f"pgphase@{cluster}"
+
+
+def gate_kind(cluster: str) -> str:
+    return f"gate@{cluster}"
+
+
+def reservation_kind(cluster: str) -> str:
+    return f"reservation@{cluster}"
 
 
 def podenv_kind(cluster: str) -> str:
@@ -131,6 +143,17 @@ class AdmissionDoc(msgspec.Struct, frozen=True, kw_only=True):
     queue: str
     request: dict[str, float]
     admitted_at: float = 0.0
+
+
+class GateDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A child of a cross-cluster gang: its pods are held, not started, until told to start."""
+
+    gang: str
+
+
+class ReservationDoc(msgspec.Struct, frozen=True, kw_only=True):
+    state: str = "Reserving"  # Reserving | Held | Released | Started
+    attempt: int = 1
 
 
 class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):

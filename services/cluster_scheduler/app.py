@@ -17,7 +17,13 @@ async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
         await scheduler.on_pods_ready(msg)
         return Reaction()
 
+    async def gang_control(msg: events.GangControl) -> Reaction:
+        await scheduler.on_gang_control(msg)
+        return Reaction()
+
     await runtime.subscribe(f"cluster-scheduler-{settings.cluster}-wake", subjects.pods_ready(settings.cluster),
                             {events.PodsReady: wake})
+    await runtime.subscribe(f"cluster-scheduler-{settings.cluster}-gang", subjects.gang_control(settings.cluster),
+                            {events.GangControl: gang_control})
     runtime.spawn(scheduler.run_cycles, "cycles")
     return scheduler

@@ -33,6 +33,14 @@ class ClusterState(msgspec.Struct, kw_only=True):
     phases: dict[str, str]
     bound: dict[str, str]  # pod -> node, from the resource accounting
     nominated: dict[str, str] = {}
+    gates: dict[str, records.GateDoc] = {}  # jobs of a cross-cluster gang
+    reservations: dict[str, records.ReservationDoc] = {}
+
+    def reservation(self, job: str) -> records.ReservationDoc | None:
+        """The reservation state of a gang member (None: not a gang member, schedule as usual)."""
+        if job not in self.gates:
+            return None
+        return self.reservations.get(job, records.ReservationDoc())
 
 
 GPU_UNHEALTHY = "hyperjob.io/gpu-unhealthy"

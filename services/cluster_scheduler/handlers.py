@@ -78,7 +78,10 @@ class ClusterScheduler:
             phases={n: d.decode(records.PodGroupPhaseDoc).phase
                     for n, d in (await store.list(records.pgphase_kind(c))).items()},
             bound={pod: b.node for pod, b in (await store.allocations(c)).items()},
-            nominated=self.nominated)
+            nominated=self.nominated,
+            gates={n: d.decode(records.GateDoc) for n, d in (await store.list(records.gate_kind(c))).items()},
+            reservations={n: d.decode(records.ReservationDoc)
+                          for n, d in (await store.list(records.reservation_kind(c))).items()})
 
     async def _nodes(self, now: float) -> dict[str, records.NodeDoc]:
         """Nodes as their latest heartbeats describe them, tainted by their health; a changed node is
@@ -132,6 +135,9 @@ class ClusterScheduler:
     # -- writing ----------------------------------------------------------------------------------
 
     async def _return_resources(self, state: domain.ClusterState) -> None:
+        for job in sorted(set(state.reservations) - set(state.jobs)):
+            await self.rt.store.delete(records.reservation_kind(self.cluster), job)  # the job is gone
+            del state.reservations[job]
         done = domain.finished_or_gone(state)
         if done:
             await self.rt.store.release_many(self.cluster, done)
@@ -159,6 +165,9 @@ class ClusterScheduler:
 
     async def _bind(self, state: domain.ClusterState, job: str, binds: list[schedcore.Bind]) -> list[Any]:
         record = state.jobs[job]
+        reservation = state.reservation(job)
+        if reservation is not None and reservation.state != "Reserving" and reservation.state != "Started":
+            return []  # held already, or given back until the global-scheduler asks again
         gang = [Binding(b.task, b.node, dict(record.pods[b.task].scheduling.request)) for b in binds]
         result = await self.rt.store.bind_gang(self.cluster, gang)
         if not result.ok:
@@ -167,13 +176,42 @@ class ClusterScheduler:
             return []
         for b in binds:
             state.bound[b.task] = b.node
+        if reservation is not None and reservation.state == "Reserving":
+            return [await self._held(state, job, reservation)]
         return [self._bound(record, b.task, b.node) for b in binds]
+
+    async def _held(self, state: domain.ClusterState, job: str, reservation: records.ReservationDoc) -> Any:
+        """A gang member's pods now hold their nodes: tell the global-scheduler, start nothing."""
+        held = records.ReservationDoc(state="Held", attempt=reservation.attempt)
+        await self.rt.store.put_if_version(records.reservation_kind(self.cluster), job, held, None)
+        state.reservations[job] = held
+        message = events.ReservationHeld(
+            event_id=derive_id(f"{self.cluster}/{state.jobs[job].uid}", f"held/{reservation.attempt}"),
+            occurred_at=time.time(), producer=PRODUCER, cluster=self.cluster, child=job,
+            hyperjob=state.gates[job].gang, attempt=reservation.attempt)
+        return subjects.RESERVATION_HELD, message.event_id, events.encode(message)
+
+    async def on_gang_control(self, msg: events.GangControl) -> None:
+        """reserve: hold the gang when it fits; start: let the held pods run; release: give them back."""
+        kind = records.reservation_kind(self.cluster)
+        stored = await self.rt.store.get(kind, msg.child)
+        current = stored.decode(records.ReservationDoc) if stored else records.ReservationDoc()
+        if msg.attempt < current.attempt or current.state == "Started":
+            return  # an older attempt's word, or already running: nothing to change
+        if msg.action == "release":
+            record_doc = await self.rt.store.get(records.job_kind(self.cluster), msg.child)
+            pods = list(record_doc.decode(jm.JobRecord).pods) if record_doc else []
+            await self.rt.store.release_many(self.cluster, pods)
+        state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
+        await self.rt.store.put_if_version(kind, msg.child, records.ReservationDoc(state=state, attempt=msg.attempt),
+                                           stored.version if stored else 0)
+        self.wake.set()
 
     def _rebind_announcements(self, state: domain.ClusterState) -> list[Any]:
         """Bound here but the job-controller has not heard it (a crash between bind and publish):
         announce again; the deterministic id makes a repeat harmless."""
         return [self._bound(state.jobs[job], pod.name, state.bound[pod.name])
-                for job in sorted(state.jobs) for pod in state.jobs[job].pods.values()
+                for job in sorted(state.jobs) if _may_start(state, job) for pod in state.jobs[job].pods.values()
                 if pod.phase == "Pending" and pod.node is None and pod.name in state.bound]
 
     async def _phases(self, state: domain.ClusterState, phases: dict[str, str]) -> list[Any]:
@@ -215,6 +253,12 @@ class ClusterScheduler:
             cluster=self.cluster, labels=summary.labels, allocatable=summary.allocatable, free=summary.free,
             nodes=summary.nodes, ready_nodes=summary.ready_nodes, largest_node_free=summary.largest_node_free)
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
+
+
+def _may_start(state: domain.ClusterState, job: str) -> bool:
+    """Bound pods of a gang member start only once the whole cross-cluster gang holds."""
+    reservation = state.reservation(job)
+    return reservation is None or reservation.state == "Started"
 
 
 def _by_job(binds: list[schedcore.Bind]) -> dict[str, list[schedcore.Bind]]:

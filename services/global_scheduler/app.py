@@ -19,5 +19,7 @@ async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
     })
     await runtime.subscribe("global-scheduler-removed", "job.removed.*", {events.JobRemoved: scheduler.on_removed})
     await runtime.subscribe("global-scheduler-phases", "job.phase.*", {events.JobPhaseChanged: scheduler.on_job_phase})
+    await runtime.subscribe("global-scheduler-reservations", subjects.RESERVATION_HELD,
+                            {events.ReservationHeld: scheduler.on_reservation_held})
     runtime.spawn(lambda: scheduler.run_rounds(settings.retry_period), "admission-and-placement")
     return scheduler

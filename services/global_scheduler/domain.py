@@ -43,3 +43,14 @@ def finished_owners(placements: Mapping[str, records.PlacementDoc], admissions: 
     """Admitted owners with no child left that still runs (all finished, or all gone)."""
     live = {p.owner for p in placements.values() if not p.finished}
     return sorted(owner for owner in admissions if owner not in live)
+
+
+def gang_size(owner: records.HyperJobDoc) -> int:
+    """How many children must hold their reservations before any starts: the HyperJob's
+    ``minAvailable`` (default all), when its children span clusters; 0 when no gang is needed."""
+    if owner.plain or len({ref.cluster for ref in owner.children}) < 2:
+        return 0
+    hyperjob = api.decode(owner.manifest)
+    assert isinstance(hyperjob, api.HyperJob)
+    required = hyperjob.spec.min_available if hyperjob.spec.min_available is not None else len(owner.children)
+    return required if required > 1 else 0

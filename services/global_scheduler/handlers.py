@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from msgspec.structs import replace
 
@@ -18,6 +19,8 @@ from store import Write
 from . import domain
 
 PRODUCER = "global-scheduler"
+# After a gang attempt timed out, how long before the next attempt (seconds).
+GANG_RETRY_DELAY = 5.0
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
 
 
@@ -121,17 +124,93 @@ class GlobalScheduler:
         capacities = await self._capacities()
         await self._forget_finished(placements, admissions)
         await self._admit(placements, admissions, capacities)
+        gangs = await self._gangs(placements, admissions)
         for name, stored in (await store.list(records.PLACEMENT)).items():
             placement = stored.decode(records.PlacementDoc)
-            if placement.state == "Waiting" and placement.owner in admissions:
+            if placement.state == "Waiting" and placement.owner in admissions and placement.owner not in gangs:
                 cause = Cause(event_id=events.derive_id(name, f"place/{stored.version}"))
                 await self.rt.commit("global-scheduler-place", cause.event_id,
                                      self._try(cause, placement, capacities, stored.version))
+
+    # -- the cross-cluster gang -------------------------------------------------------------------
+
+    async def _gangs(self, placements: dict[str, records.PlacementDoc],
+                     admissions: dict[str, records.AdmissionDoc]) -> set[str]:
+        """Advance every admitted HyperJob whose children span clusters; return their names."""
+        owners = sorted({p.owner for p in placements.values() if p.hyperjob and p.owner in admissions})
+        docs = await self.rt.store.get_many(records.HYPERJOB, owners) if owners else {}
+        gangs = set()
+        for owner, stored in docs.items():
+            doc = stored.decode(records.HyperJobDoc) if stored else None
+            required = domain.gang_size(doc) if doc else 0
+            if doc is None or not required:
+                continue
+            gangs.add(owner)
+            await self._advance_gang(doc, required, placements)
+        return gangs
+
+    async def _advance_gang(self, doc: records.HyperJobDoc, required: int,
+                            placements: dict[str, records.PlacementDoc]) -> None:
+        now = time.time()
+        stored = await self.rt.store.get(records.GANG, doc.name)
+        gang = stored.decode(fleetcore.HyperJobGang) if stored else None
+        mine = {ref.name: placements.get(ref.name) for ref in doc.children}
+        if gang is None:
+            if any(p is None or p.state != "Waiting" for p in mine.values()):
+                return  # not every child has asked to be placed yet
+            gang, decisions = fleetcore.start_gang(doc.name, {ref.name: ref.cluster for ref in doc.children},
+                                                   required, now)
+        elif gang.phase == "Reserving" and now >= gang.deadline:
+            gang, decisions = fleetcore.gang_step(gang, fleetcore.GangTimer(attempt=gang.attempt), now,
+                                                  retry_delay=GANG_RETRY_DELAY)
+        elif gang.phase == "Released" and gang.retry_at is not None and now >= gang.retry_at:
+            gang, decisions = fleetcore.start_gang(doc.name, gang.children, required, now, attempt=gang.attempt + 1)
+        else:
+            return
+        cause = Cause(event_id=events.derive_id(doc.name, f"gang/{gang.attempt}/{gang.phase}/{stored.version if stored else 0}"))
+        reaction = self._gang_decisions(cause, gang, decisions, mine)
+        reaction.writes.append(Write.put(records.GANG, doc.name, gang, stored.version if stored else 0))
+        await self.rt.commit("global-scheduler-gang", cause.event_id, reaction)
+
+    async def on_reservation_held(self, msg: events.ReservationHeld) -> Reaction:
+        stored = await self.rt.store.get(records.GANG, msg.hyperjob)
+        if stored is None:
+            return Reaction()
+        gang = stored.decode(fleetcore.HyperJobGang)
+        if msg.attempt != gang.attempt:
+            return Reaction()  # a reservation of an earlier attempt: already released
+        gang, decisions = fleetcore.gang_step(gang, fleetcore.ReservationHeld(child=msg.child, cluster=msg.cluster),
+                                              time.time())
+        reaction = self._gang_decisions(msg, gang, decisions, {})
+        reaction.writes.append(Write.put(records.GANG, msg.hyperjob, gang, stored.version))
+        return reaction
+
+    def _gang_decisions(self, cause: events.Message | Cause, gang: fleetcore.HyperJobGang, decisions: list[Any],
+                        placements: dict[str, records.PlacementDoc | None]) -> Reaction:
+        """Reserve: dispatch the child gated (first attempt) or ask its cluster to hold it again;
+        Bind: start it; Release: give its nodes back. Retry and timers live in the gang document."""
+        reaction = Reaction()
+        for d in decisions:
+            if isinstance(d, fleetcore.Reserve) and placements.get(d.child) is not None:
+                placement = replace(placements[d.child], state="Dispatched", cluster=d.cluster, reason="")  # type: ignore[arg-type]
+                reaction.writes.append(Write.put(records.PLACEMENT, d.child, placement))
+                reaction.publish(subjects.dispatch(d.cluster), self._dispatch(cause, placement, gang=gang.hyperjob))
+            elif isinstance(d, fleetcore.Reserve | fleetcore.Bind | fleetcore.Release):
+                action = {fleetcore.Reserve: "reserve", fleetcore.Bind: "start", fleetcore.Release: "release"}[type(d)]
+                reaction.publish(subjects.gang_control(d.cluster), emit(
+                    events.GangControl, cause, f"gang/{d.child}/{action}/{gang.attempt}", PRODUCER, child=d.child,
+                    cluster=d.cluster, action=action, attempt=gang.attempt))
+            elif isinstance(d, fleetcore.Retry):
+                reaction.publish(subjects.CHILD_WAITING, emit(events.ChildPlacementWaiting, cause, "gang-retry",
+                                                              PRODUCER, child="", hyperjob=gang.hyperjob,
+                                                              reason=d.reason))
+        return reaction
 
     async def _forget_finished(self, placements: dict[str, records.PlacementDoc],
                                admissions: dict[str, records.AdmissionDoc]) -> None:
         for owner in domain.finished_owners(placements, admissions):
             await self.rt.store.delete(records.ADMISSION, owner)
+            await self.rt.store.delete(records.GANG, owner)
             del admissions[owner]
 
     async def _admit(self, placements: dict[str, records.PlacementDoc], admissions: dict[str, records.AdmissionDoc],
@@ -199,11 +278,12 @@ class GlobalScheduler:
         return reaction.publish(subjects.dispatch(chosen), self._dispatch(cause, dispatched))
 
     @staticmethod
-    def _dispatch(cause: events.Message | Cause, placement: records.PlacementDoc) -> events.DispatchChild:
-        return emit(events.DispatchChild, cause, f"dispatch/{placement.cluster}", PRODUCER, child=placement.child,
-                    cluster=placement.cluster, hyperjob=placement.hyperjob, replicated_job=placement.replicated_job,
-                    job=placement.job, env=placement.env, env_by_pod=placement.env_by_pod,
-                    rank_offset=placement.rank_offset, world_size=placement.world_size)
+    def _dispatch(cause: events.Message | Cause, placement: records.PlacementDoc, gang: str = "") -> events.DispatchChild:
+        return emit(events.DispatchChild, cause, f"dispatch/{placement.child}/{placement.cluster}", PRODUCER,
+                    child=placement.child, cluster=placement.cluster, hyperjob=placement.hyperjob,
+                    replicated_job=placement.replicated_job, job=placement.job, env=placement.env,
+                    env_by_pod=placement.env_by_pod, rank_offset=placement.rank_offset,
+                    world_size=placement.world_size, gang=gang)
 
     async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
         return {name: records.cluster_capacity(doc.decode(records.ClusterDoc))

@@ -45,6 +45,10 @@ class JobController:
             if msg.env_by_pod:
                 reaction.writes.append(Write.put(records.podenv_kind(self.cluster), msg.child,
                                                  records.PodEnvDoc(env_by_pod=msg.env_by_pod)))
+            if msg.gang:
+                # Written with the podgroup, so the scheduler never sees the pods without the gate.
+                reaction.writes.append(Write.put(records.gate_kind(self.cluster), msg.child,
+                                                 records.GateDoc(gang=msg.gang)))
             return reaction
 
     async def _admit(self, msg: events.DispatchChild) -> jm.JobRecord:
@@ -135,7 +139,8 @@ class JobController:
         if removing and domain.removable(record):
             reaction.writes += [Write.delete(self.kind, record.name, expected_version or None),
                                 Write.delete(self.pg_kind, record.name),
-                                Write.delete(records.podenv_kind(self.cluster), record.name)]
+                                Write.delete(records.podenv_kind(self.cluster), record.name),
+                                Write.delete(records.gate_kind(self.cluster), record.name)]
             reaction.publish(subjects.job_removed(self.cluster), emit(
                 events.JobRemoved, cause, "removed", PRODUCER, cluster=self.cluster, job=record.name, hyperjob=hyperjob))
             return reaction
