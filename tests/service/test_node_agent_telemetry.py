@@ -21,7 +21,7 @@ from node_agent.app import build
 from node_agent.config import Settings
 from node_agent.execpods import log_path
 from node_agent.handlers import NodeAgent
-from node_agent.sensors import RealSensors
+from node_agent.sensors import NoSensors, RealSensors
 from servicekit import Runtime, load_settings
 
 pytestmark = pytest.mark.service
@@ -211,3 +211,46 @@ async def test_the_cluster_scheduler_taints_sick_nodes_and_drops_silent_ones(bus
 async def _when(value: Any, condition: Callable[[Any], bool]) -> Any:
     result = await value
     return result if condition(result) else None
+
+
+async def test_simulated_pods_keep_their_flow_start_running_succeeded_and_stop_deleted(bus, agent_factory, phases):
+    await agent_factory(nodes=2, telemetry="off")
+    await send(bus, subjects.start_pod("c1"), msgspec.structs.replace(start("quick", ""), sim_duration=0.2))
+    await send(bus, subjects.start_pod("c1"), msgspec.structs.replace(start("slow", ""), sim_duration=600.0))
+    await eventually("the quick pod to succeed", lambda: len(phases.of("quick")) == 2)
+    await send(bus, subjects.stop_pod("c1"), events.StopPod(event_id="stop-slow", cluster="c1", node="c1-node-0",
+                                                            pod="slow"))
+    await eventually("the slow pod to be deleted", lambda: len(phases.of("slow")) == 2)
+    assert phases.of("quick") == [("Running", None), ("Succeeded", 0)]
+    assert phases.of("slow") == [("Running", None), ("Deleted", None)]
+
+
+async def test_a_redelivered_start_runs_one_process_and_reports_once(bus, agent_factory, phases, tmp_path):
+    agent = await agent_factory(nodes=1, mode="exec", telemetry="off", work_dir=str(tmp_path))
+    message = start("once", "import time; print('hi', flush=True); time.sleep(600)")
+    first = await agent.on_start(message)
+    process = agent.runner.procs["once"]
+    again = await agent.on_start(message)  # the same message delivered again
+    assert first.outputs == [] and again.outputs == []  # Running was committed (once) by the first
+    await eventually("the pod to run", lambda: phases.of("once"))
+    assert agent.runner.procs["once"] is process and len(agent.runner.procs) == 1
+    await send(bus, subjects.stop_pod("c1"), events.StopPod(event_id="stop-once", cluster="c1", node="c1-node-0",
+                                                            pod="once"))
+    await eventually("the pod to be deleted", lambda: len(phases.of("once")) == 2)
+    assert phases.of("once") == [("Running", None), ("Deleted", None)]
+
+
+async def test_an_exec_agent_that_restarts_reports_its_lost_pods_failed(bus, store, agent_factory, phases, tmp_path):
+    first = await agent_factory(nodes=1, mode="exec", telemetry="off", work_dir=str(tmp_path))
+    await send(bus, subjects.start_pod("c1"), start("orphan", "import time; time.sleep(600)"))
+    await eventually("the pod to run", lambda: "orphan" in first.runner.procs)
+    process = first.runner.procs["orphan"]
+    await first.close()  # the agent stops (its processes die with it); the store still lists the pod
+    assert process.returncode is not None
+    second = NodeAgent(Runtime("node-agent", bus, store), load_settings(
+        Settings, "NODE_AGENT", {"cluster": "c1", "mode": "exec", "telemetry": "off", "work_dir": str(tmp_path)},
+        environ={}), NoSensors())
+    await second.load()
+    await eventually("the lost pod to be reported", lambda: len(phases.of("orphan")) == 2)
+    assert phases.of("orphan") == [("Running", None), ("Failed", 137)]
+    assert await store.list("agentpod@c1") == {}
