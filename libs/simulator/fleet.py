@@ -50,12 +50,7 @@ class FleetDriver:
     def capacities(self) -> dict[str, ClusterCapacity]:
         """What each cluster-scheduler would report: free = allocatable − requests of pods holding a node."""
         w = self.world
-        used: dict[tuple[str, str], dict[str, float]] = {}
-        for pod in w.pods.values():
-            if pod.node is not None and pod.phase == "Running" or pod.reserved:
-                slot = used.setdefault((pod.cluster, pod.node or ""), {})
-                for name, amount in pod.record.scheduling.request.items():
-                    slot[name] = slot.get(name, 0.0) + amount
+        used = w.node_used
         result = {}
         for name, cluster in w.clusters.items():
             nodes = tuple(NodeCapacity(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
@@ -262,7 +257,7 @@ class FleetDriver:
         plan = self.plans.get(hj.name)
         for child in plan.children if plan else ():
             job = self.world.jobs.get(child.name)
-            pods = self.world.pods_of(child.name) if job is not None else []
+            pods = self.world.pods_of(child.name) if job is not None and self.world.pod_count(child.name) else []
             count = {p: sum(1 for pod in pods if pod.phase == p) for p in ("Pending", "Running", "Succeeded", "Failed")}
             result.append(fleetcore.ChildStatus(
                 name=child.name, replicated_job=child.replicated_job, cluster=child.cluster,
@@ -275,10 +270,13 @@ class FleetDriver:
         """The status-aggregator's pass, after the clusters' sessions of the round."""
         w = self.world
         for hj in self._by_creation():
+            previous = self.statuses.get(hj.name)
+            if previous is not None and previous.conditions and self.lifecycle[hj.name] == "Active":
+                continue  # conditions are sticky: nothing but a command (which resets them) changes it
             self.lifecycle[hj.name] = fleetcore.settle_lifecycle(self.lifecycle[hj.name],  # type: ignore[arg-type]
                                                                  self.child_phases(hj))
             status = fleetcore.aggregate_status(
-                hj.manifest, self.children_status(hj), previous=self.statuses.get(hj.name),
+                hj.manifest, self.children_status(hj), previous=previous,
                 admitted=hj.name in self.admitted, lifecycle=self.lifecycle[hj.name],  # type: ignore[arg-type]
                 waiting_reason=self.waiting.get(hj.name, ""), now=w.now)
             self.statuses[hj.name] = status

@@ -53,7 +53,7 @@ def apply_gang(fleet: FleetDriver, hj: HyperJob, decisions: list[Any]) -> None:
         elif isinstance(d, fg.Release) and job is not None:
             job.reserving = False
             for pod in w.pods_of(job.name):
-                unreserve(pod)
+                unreserve(w, pod)
         elif isinstance(d, fg.StartTimer):
             e.agenda.push(d.at, Timer(fleet, (hj.name, d.attempt)), key=("gang", hj.name))
         elif isinstance(d, fg.Retry):
@@ -65,16 +65,18 @@ def apply_gang(fleet: FleetDriver, hj: HyperJob, decisions: list[Any]) -> None:
         e.changed = True
 
 
-def unreserve(pod: Pod) -> None:
+def unreserve(world: Any, pod: Pod) -> None:
     if pod.reserved:
         pod.reserved = False
         pod.node = None
+        world.account(pod)
 
 
 def hold(fleet: FleetDriver, job: Job, pod: Pod, node: str) -> None:
     """A bind of a reserving child's pod: keep the node, start nothing."""
     pod.reserved = True
     pod.node = node
+    fleet.world.account(pod)
     if job.hyperjob is None or job.cluster is None:
         return
     # The gang is held once the child's minMember pods hold nodes (what its podgroup needs to run).
@@ -85,7 +87,7 @@ def hold(fleet: FleetDriver, job: Job, pod: Pod, node: str) -> None:
 
 def lost(fleet: FleetDriver, job: Job, pod: Pod) -> None:
     """A held pod lost its node (evicted, node down): the child no longer holds its reservation."""
-    unreserve(pod)
+    unreserve(fleet.world, pod)
     if job.hyperjob is not None and job.cluster is not None:
         _gang_event(fleet, job.hyperjob, fg.ReservationLost(child=job.name, cluster=job.cluster))
 

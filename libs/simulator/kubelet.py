@@ -46,6 +46,7 @@ class Kubelet:
         w = self.world
         pod.node = node
         pod.phase = "Running"
+        w.account(pod)
         pod.started_at = w.now
         pod.finished_at = None
         pod.incarnation += 1
@@ -71,6 +72,7 @@ class Kubelet:
             return
         w = self.world
         pod.phase = "Succeeded" if code == 0 else "Failed"
+        w.account(pod)
         pod.finished_at = w.now
         pod.incarnation += 1
         if code == 0:

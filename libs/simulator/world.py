@@ -66,6 +66,7 @@ class Pod(msgspec.Struct, kw_only=True):
     incarnation: int = 0  # bumps on every recreation and in-place restart; stale completions are ignored
     created: float = 0.0
     info: Any = None  # (key, TaskInfo) last built for it; rebuilt when the key changes
+    held_on: tuple[str, str] | None = None  # (cluster, node) whose ``node_used`` counts it (World.account)
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -110,6 +111,8 @@ class World:
         self.hyperjobs: dict[str, HyperJob] = {}
         self.pods: dict[str, Pod] = {}
         self._job_pods: dict[str, dict[str, Pod]] = {}  # index of ``pods`` by job, kept by add/remove_pod
+        self._sorted_pods: dict[str, list[Pod]] = {}  # pods_of's answer, dropped when the job's pods change
+        self.node_used: dict[tuple[str, str], dict[str, float]] = {}  # requests of the pods holding a node
         self.carried_restarts: dict[str, dict[str, int]] = {}  # job -> pod -> incarnations before it moved
         self.timeline: list[dict[str, Any]] = []
         self.queue_usage: dict[tuple[str, str], tuple[api.ResourceList, api.ResourceList]] = {}
@@ -160,26 +163,54 @@ class World:
              reason: str = "", phase: str = "") -> None:
         self.timeline.append(output.event(self.now, type_, obj, cluster=cluster, node=node, reason=reason, phase=phase))
 
-    def ready_nodes(self, cluster: str) -> list[Node]:
-        return [n for n in self.clusters[cluster].nodes.values() if n.ready]
+    # -- pods --------------------------------------------------------------------------------
 
     def pods_of(self, job: str) -> list[Pod]:
         """A job's pods in the job's task order, then by index (Volcano's creation order)."""
-        owner = self.jobs.get(job)
-        order = {t.name: i for i, t in enumerate(owner.record.job.spec.tasks)} if owner and owner.record else {}
-        return sorted(self._job_pods.get(job, {}).values(),
-                      key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
+        cached = self._sorted_pods.get(job)
+        if cached is None:
+            owner = self.jobs.get(job)
+            order = {t.name: i for i, t in enumerate(owner.record.job.spec.tasks)} if owner and owner.record else {}
+            cached = sorted(self._job_pods.get(job, {}).values(),
+                            key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
+            self._sorted_pods[job] = cached
+        return list(cached)
+
+    def pod_count(self, job: str) -> int:
+        return len(self._job_pods.get(job, ()))
 
     def add_pod(self, pod: Pod) -> None:
         self.remove_pod(pod.name)
         self.pods[pod.name] = pod
         self._job_pods.setdefault(pod.job, {})[pod.name] = pod
+        self._sorted_pods.pop(pod.job, None)
 
     def remove_pod(self, name: str) -> Pod | None:
         pod = self.pods.pop(name, None)
         if pod is not None:
             self._job_pods.get(pod.job, {}).pop(name, None)
+            self._sorted_pods.pop(pod.job, None)
+            self._release(pod)
         return pod
+
+    def account(self, pod: Pod) -> None:
+        """Keep ``node_used`` right after anything that may change whether ``pod`` holds its node:
+        a pod holds it while Running, and while reserved for a cross-cluster gang."""
+        holds = (pod.phase == "Running" or pod.reserved) and pod.node is not None
+        if holds and pod.held_on is None:
+            pod.held_on = (pod.cluster, pod.node or "")
+            slot = self.node_used.setdefault(pod.held_on, {})
+            for name, amount in pod.record.scheduling.request.items():
+                slot[name] = slot.get(name, 0.0) + amount
+        elif not holds:
+            self._release(pod)
+
+    def _release(self, pod: Pod) -> None:
+        if pod.held_on is not None:
+            slot = self.node_used[pod.held_on]
+            for name, amount in pod.record.scheduling.request.items():
+                slot[name] = slot.get(name, 0.0) - amount
+            pod.held_on = None
 
 
 def _implicit_queue(name: str) -> api.Queue:
