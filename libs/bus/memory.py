@@ -11,6 +11,7 @@ publish failures to exercise retry paths.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import heapq
 import time
@@ -42,6 +43,7 @@ class _Stream:
     def __init__(self, spec: StreamSpec) -> None:
         self.spec = spec
         self.msgs: dict[int, _Stored] = {}
+        self.by_subject: dict[str, collections.deque[int]] = {}
         self.last_seq = 0
         self.seen: dict[str, tuple[int, float]] = {}
 
@@ -54,16 +56,13 @@ class _Stream:
                 return PublishAck(stream=self.spec.name, seq=prior[0], duplicate=True)
         self.last_seq += 1
         self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers)
+        seqs = self.by_subject.setdefault(subject, collections.deque())
+        seqs.append(self.last_seq)
         if msg_id is not None:
             self.seen[msg_id] = (self.last_seq, now)
-        if self.spec.max_msgs_per_subject > 0:
-            self._trim(subject)
+        while 0 < self.spec.max_msgs_per_subject < len(seqs):
+            del self.msgs[seqs.popleft()]
         return PublishAck(stream=self.spec.name, seq=self.last_seq)
-
-    def _trim(self, subject: str) -> None:
-        same = [seq for seq, m in self.msgs.items() if m.subject == subject]
-        for seq in same[:-self.spec.max_msgs_per_subject]:
-            del self.msgs[seq]
 
 
 class _Consumer:
@@ -227,19 +226,15 @@ class InMemoryBus:
     async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None:
         """As ``NatsBus.last``."""
         target = self._stream_for([subject], stream)
-        for msg in reversed(target.msgs.values()):
-            if msg.subject == subject:
-                return self._delivery(target, msg, 1)
-        return None
+        seqs = target.by_subject.get(subject)
+        return self._delivery(target, target.msgs[seqs[-1]], 1) if seqs else None
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
         """As ``NatsBus.last_per_subject``."""
         target = self._stream_for([subject_filter], stream)
-        out: dict[str, Delivery] = {}
-        for msg in target.msgs.values():
-            if subject_covers(subject_filter, msg.subject):
-                out[msg.subject] = self._delivery(target, msg, 1)
-        return out
+        latest = sorted(seqs[-1] for subject, seqs in target.by_subject.items()
+                        if seqs and subject_covers(subject_filter, subject))
+        return {target.msgs[q].subject: self._delivery(target, target.msgs[q], 1) for q in latest}
 
     def _delivery(self, stream: _Stream, msg: _Stored, n: int) -> Delivery:
         return Delivery(subject=msg.subject, data=msg.data, headers=dict(msg.headers), num_delivered=n,
