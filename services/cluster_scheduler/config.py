@@ -16,3 +16,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # How often node health is re-read from the node-agents' telemetry (GPU and fabric faults
     # taint a node against new GPU / multi-node pods); 0 turns health checks off.
     health_period: float = 5.0
+    # Telemetry older than this says nothing about a node any more (its agent stopped reporting
+    # it): the node counts as healthy again, as a node without telemetry does.
+    telemetry_max_age: float = 120.0

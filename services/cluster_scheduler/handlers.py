@@ -108,13 +108,16 @@ class ClusterScheduler:
         self._health_read_at = now
         gpu: dict[str, GpuTelemetry] = {}
         fabric: dict[str, FabricTelemetry] = {}
+        fresh = now - self.settings.telemetry_max_age
         for delivery in (await self.rt.bus.last_per_subject(subjects.telemetry_of(self.cluster))).values():
             if delivery.subject.startswith("telemetry.gpu."):
                 message = msgspec.json.decode(delivery.data, type=GpuTelemetry)
-                gpu[message.node] = message
+                if message.occurred_at >= fresh:
+                    gpu[message.node] = message
             elif delivery.subject.startswith("telemetry.fabric."):
                 fabric_message = msgspec.json.decode(delivery.data, type=FabricTelemetry)
-                fabric[fabric_message.node] = fabric_message
+                if fabric_message.occurred_at >= fresh:
+                    fabric[fabric_message.node] = fabric_message
         health = {node: hwprobe.node_health(gpu.get(node), fabric.get(node)) for node in sorted({*gpu, *fabric})}
         for node, now_health in health.items():
             if now_health != self.health.get(node, hwprobe.NodeHealth()):

@@ -254,3 +254,25 @@ async def test_an_exec_agent_that_restarts_reports_its_lost_pods_failed(bus, sto
     await eventually("the lost pod to be reported", lambda: len(phases.of("orphan")) == 2)
     assert phases.of("orphan") == [("Running", None), ("Failed", 137)]
     assert await store.list("agentpod@c1") == {}
+
+
+async def test_telemetry_too_old_to_trust_leaves_a_node_untainted(bus, store, agent_factory):
+    from cluster_scheduler.config import Settings as SchedulerSettings  # noqa: PLC0415 - only this test
+    from cluster_scheduler.handlers import ClusterScheduler  # noqa: PLC0415
+    from events.telemetry import GpuDevice  # noqa: PLC0415
+
+    import records  # noqa: PLC0415
+
+    agent = await agent_factory(nodes=2, telemetry="off")
+    await agent.heartbeat()
+    now = time.time()
+    for node, at in (("c1-node-0", now - 3600.0), ("c1-node-1", now)):  # the same fault, old and new
+        message = GpuTelemetry(event_id=f"gpu-{node}", occurred_at=at, cluster="c1", node=node, source="nvml",
+                               gpus=[GpuDevice(index=0, ecc_uncorrected=4)])
+        await send(bus, subjects.gpu_telemetry("c1", node), message)
+    scheduler = ClusterScheduler(Runtime("cluster-scheduler", bus, store),
+                                 SchedulerSettings(cluster="c1", telemetry_max_age=120.0))
+    await scheduler.cycle()
+    nodes = {n: d.decode(records.NodeDoc) for n, d in (await store.list(records.node_kind("c1"))).items()}
+    assert nodes["c1-node-0"].taints == []
+    assert [t["key"] for t in nodes["c1-node-1"].taints] == ["hyperjob.io/gpu-unhealthy"]
