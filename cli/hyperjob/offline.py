@@ -35,14 +35,19 @@ def bench() -> None:
 @click.option("--pods", type=click.IntRange(min=1), default=20_000, show_default=True)
 @click.option("--gang", type=click.IntRange(min=1), default=1, show_default=True,
               help="pods per job; each job has minAvailable = gang")
+@click.option("--initial", type=click.IntRange(min=0), default=0, show_default=True,
+              help="pods already running before the measured cycles")
+@click.option("--per-cycle", type=click.IntRange(min=0), default=0, show_default=True,
+              help="pods submitted per cycle (0: all in one cycle)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def bench_scheduler(nodes: int, pods: int, gang: int, seed: int, output: str) -> None:
+def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, output: str) -> None:
     """The scheduling core alone on a synthetic cluster shaped like scheduler_perf's SchedulingBasic."""
-    from schedcore import bench as schedbench
     import msgspec
 
-    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed)
+    from schedcore import bench as schedbench
+
+    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle)
     data = msgspec.to_builtins(result)
     if output == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=True))
