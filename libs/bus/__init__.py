@@ -40,15 +40,15 @@ from .dispatch import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_NUM_DELIVERED, H_O
 from .errors import (BusClosedError, BusError, ConsumerError, HandlerError, NoStreamError, PublishError,
                      RetryableError, StreamConfigError, TerminalError)
 from .memory import InMemoryBus
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck,
-                    StreamSpec, Subscription, as_stream_spec, subject_covers)
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
+                    PublishAck, StreamSpec, Subscription, as_stream_spec, subject_covers)
 from .natsbus import NatsBus
 from .protocol import Bus
 
 __all__ = [
-    "BatchHandler", "Bus", "BusClosedError", "BusError", "ConsumerError", "ConsumerPolicy", "DLQ_STREAM",
-    "Delivery", "H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ", "H_ORIGINAL_STREAM",
-    "H_ORIGINAL_SUBJECT", "Handler", "HandlerError", "InMemoryBus", "MSG_ID", "NatsBus", "NoStreamError",
-    "Outgoing", "PublishAck", "PublishError", "RetryableError", "StreamConfigError", "StreamSpec", "Subscription",
-    "TerminalError", "as_stream_spec", "subject_covers"
+    "BatchHandler", "Bus", "BusClosedError", "BusError", "ConsumerError", "ConsumerLag", "ConsumerPolicy",
+    "DLQ_STREAM", "Delivery", "H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ",
+    "H_ORIGINAL_STREAM", "H_ORIGINAL_SUBJECT", "Handler", "HandlerError", "InMemoryBus", "MSG_ID", "NatsBus",
+    "NoStreamError", "Outgoing", "PublishAck", "PublishError", "RetryableError", "StreamConfigError", "StreamSpec",
+    "Subscription", "TerminalError", "as_stream_spec", "subject_covers"
 ]

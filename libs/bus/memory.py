@@ -24,8 +24,9 @@ from telemetry import inject
 
 from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, PublishAck, StreamSpec,
-                    as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, subject_covers, valid_name)
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, PublishAck,
+                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
+                    subject_covers, valid_name)
 
 __all__ = ["InMemoryBus"]
 
@@ -239,6 +240,22 @@ class InMemoryBus:
     def _delivery(self, stream: _Stream, msg: _Stored, n: int) -> Delivery:
         return Delivery(subject=msg.subject, data=msg.data, headers=dict(msg.headers), num_delivered=n,
                         msg_id=msg.headers.get(MSG_ID), stream=stream.spec.name, seq=msg.seq)
+
+    async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
+        """As ``NatsBus.lag``."""
+        target = self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream)
+        consumer = self._consumers.get((target.spec.name, durable))
+        if consumer is None:
+            raise ConsumerError(durable, "consumer not found")
+        pending = sum(1 for q, m in target.msgs.items()
+                      if q > consumer.cursor and any(subject_covers(f, m.subject) for f in consumer.filters))
+        return ConsumerLag(pending=pending, unacked=len(consumer.delivered))
+
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
+                             stream: str | None = None) -> bool:
+        """As ``NatsBus.reset_consumer``."""
+        target = self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream)
+        return self._consumers.pop((target.spec.name, durable), None) is not None
 
     async def close(self) -> None:
         """Stop every loop; further publishes raise ``BusClosedError``."""

@@ -8,9 +8,9 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "BatchHandler", "ConsumerPolicy", "Delivery", "Handler",
-           "Outgoing", "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec", "encode_payload",
-           "subject_covers", "valid_name"]
+__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "BatchHandler", "ConsumerLag", "ConsumerPolicy", "Delivery",
+           "Handler", "Outgoing", "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec",
+           "encode_payload", "subject_covers", "valid_name"]
 
 MSG_ID = "Nats-Msg-Id"
 DEFAULT_BACKOFF: tuple[float, ...] = (1.0, 5.0, 30.0)
@@ -69,6 +69,19 @@ class PublishAck(msgspec.Struct, frozen=True, kw_only=True):
     stream: str
     seq: int
     duplicate: bool = False
+
+
+class ConsumerLag(msgspec.Struct, frozen=True, kw_only=True):
+    """How far a durable consumer is behind: stored messages it has not been given yet
+    (``pending``) and messages given but not acked yet (``unacked``, including those waiting for a
+    redelivery). ``settled`` means everything stored so far is acked or dead-lettered."""
+
+    pending: int
+    unacked: int
+
+    @property
+    def settled(self) -> bool:
+        return self.pending == 0 and self.unacked == 0
 
 
 class Outgoing(msgspec.Struct, frozen=True, kw_only=True):

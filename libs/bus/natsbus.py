@@ -26,8 +26,9 @@ from telemetry import inject
 
 from .dispatch import Verdict, dead_letter
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing, PublishAck,
-                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers, valid_name)
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
+                    PublishAck, StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
+                    valid_name)
 from .pull import PullLoop
 
 __all__ = ["NatsBus"]
@@ -300,6 +301,31 @@ class NatsBus:
         except _NATS_ERRORS as exc:
             raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
         return out
+
+    # -- operations -------------------------------------------------------------------------
+
+    async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
+        """How far ``durable`` (on the stream capturing ``subjects``) is behind; for probes, the
+        CLI and tests ("settled"). Raises ``ConsumerError`` if the consumer does not exist."""
+        name = self._stream_name(self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream))
+        try:
+            info = await self._js.consumer_info(name, durable)
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc) or type(exc).__name__) from exc
+        return ConsumerLag(pending=info.num_pending or 0, unacked=info.num_ack_pending or 0)
+
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
+                             stream: str | None = None) -> bool:
+        """Forget ``durable`` so the next ``consume`` starts again from the stream's first message:
+        the way to rebuild lost state by replaying the log (clear the store's keys too, or the dedup
+        markers make the replay a no-op). Stop its loops first. ``False`` if it did not exist."""
+        name = self._stream_name(self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream))
+        try:
+            return bool(await self._js.delete_consumer(name, durable))
+        except nats.js.errors.NotFoundError:
+            return False
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc) or type(exc).__name__) from exc
 
     # -- lifecycle --------------------------------------------------------------------------
 

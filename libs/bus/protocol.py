@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .model import BatchHandler, Delivery, Handler, PublishAck, Subscription
+from .model import BatchHandler, ConsumerLag, Delivery, Handler, PublishAck, Subscription
 
 
 class Bus(Protocol):
@@ -29,5 +29,10 @@ class Bus(Protocol):
     async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None: ...
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]: ...
+
+    async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag: ...
+
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
+                             stream: str | None = None) -> bool: ...
 
     async def close(self) -> None: ...

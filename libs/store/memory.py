@@ -43,6 +43,11 @@ class InMemoryStore:
     async def close(self) -> None:
         return None
 
+    async def clear(self) -> int:
+        n = len(self._docs) + len(self._markers) + len(self._alloc) + len(self._binds)
+        self.__init__()  # type: ignore[misc]
+        return n
+
     async def ping(self) -> None:
         return None
 

@@ -101,6 +101,15 @@ class RedisStore:
     async def close(self) -> None:
         await self._r.aclose()
 
+    async def clear(self) -> int:
+        """Delete every key under the prefix (documents, markers, node accounting); returns how
+        many. For rebuilding state by replaying the log (with ``bus.reset_consumer``) and tests."""
+        with _translate():
+            keys = [k async for k in self._r.scan_iter(match=f"{self._p}:*", count=1000)]
+            for i in range(0, len(keys), 1000):
+                await self._r.delete(*keys[i:i + 1000])
+        return len(keys)
+
     # -- keys -------------------------------------------------------------------------------
 
     def _dkey(self, kind: str) -> str:

@@ -6,7 +6,7 @@ data directory it is given.
 """
 
 from .servers import BinaryNotFoundError, NatsServer, RedisServer, ServerError, find_nats_server, find_redis_server
-from .waiting import eventually
+from .waiting import eventually, until
 
 __all__ = ["BinaryNotFoundError", "NatsServer", "RedisServer", "ServerError", "eventually", "find_nats_server",
-           "find_redis_server"]
+           "find_redis_server", "until"]

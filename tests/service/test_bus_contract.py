@@ -11,7 +11,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NatsBus,
                  NoStreamError, PublishError, RetryableError, StreamSpec, TerminalError)
 from store import Output
-from testkit import eventually
+from testkit import eventually, until
 from testkit.isolation import new_namespace, open_nats_bus
 
 pytestmark = pytest.mark.service
@@ -240,3 +240,26 @@ async def test_publish_many_with_one_bad_subject_still_publishes_the_others(any_
     assert err.value.subject == "nowhere.b"
     per = await any_bus.last_per_subject("work.*")
     assert {s: d.data for s, d in per.items()} == {"work.a": b"a", "work.c": b"c"}
+
+
+async def test_lag_reports_pending_and_unacked_and_reset_replays_from_the_start(any_bus) -> None:
+    from bus import ConsumerError  # noqa: PLC0415
+
+    rec = Recorder()
+    await any_bus.publish_many([("work.x", f"m{i}", str(i).encode()) for i in range(3)])
+    with pytest.raises(ConsumerError):
+        await any_bus.lag("replayer", "work.>")
+    sub = await any_bus.consume("replayer", "work.>", rec)
+    await eventually(lambda: len(rec.seen) == 3)
+    await until(lambda: any_bus.lag("replayer", "work.>"), lambda lag: lag.settled)
+    await sub.stop()
+    await any_bus.publish("work.x", b"3", msg_id="m3")
+    lag = await any_bus.lag("replayer", "work.>")
+    assert (lag.pending, lag.unacked) == (1, 0) and not lag.settled
+    assert await any_bus.reset_consumer("replayer", "work.>") is True
+    assert await any_bus.reset_consumer("replayer", "work.>") is False
+    again = Recorder()
+    await any_bus.consume("replayer", "work.>", again)
+    await eventually(lambda: len(again.seen) == 4)
+    assert again.datas() == [b"0", b"1", b"2", b"3"] and all(d.num_delivered == 1 for d in again.seen)
+

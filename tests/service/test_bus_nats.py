@@ -234,3 +234,25 @@ async def test_deleted_consumer_is_reported_without_spinning(nats_url, namespace
         assert sub.running
     refusals = [e for e in logs if e["event"] == "pull_refused"]
     assert 1 <= len(refusals) <= 4 and refusals[0]["status"] == "409"
+
+
+async def test_lost_state_is_rebuilt_by_replaying_the_stream(bus: NatsBus, store) -> None:  # noqa: ANN001
+    from store import Write  # noqa: PLC0415
+    from testkit import until  # noqa: PLC0415
+
+    async def handler(d: Delivery) -> None:
+        doc = await store.get("count", d.subject)
+        n = (doc.decode(int) if doc else 0) + 1
+        await store.apply("counter", d.msg_id or "", [Write.put("count", d.subject, n, doc.version if doc else 0)])
+
+    subject = "job.phase.c1"
+    await bus.publish_many([(subject, f"e{i}", b"{}") for i in range(5)])
+    sub = await bus.consume("counter", subject, handler)
+    await until(lambda: bus.lag("counter", subject), lambda lag: lag.settled)
+    assert (await store.get("count", subject)).decode(int) == 5
+    await sub.stop()
+    await store.clear()  # Redis lost everything
+    assert await bus.reset_consumer("counter", subject)
+    await bus.consume("counter", subject, handler)
+    await until(lambda: bus.lag("counter", subject), lambda lag: lag.settled)
+    assert (await store.get("count", subject)).decode(int) == 5

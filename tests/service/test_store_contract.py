@@ -233,3 +233,11 @@ async def test_apply_many_applies_each_item_atomically_in_order(any_store) -> No
     assert (await any_store.get("pod", "a")).data == b'{"n":2}'
     assert (await any_store.get("pod", "old")).data == b"{}"
     assert await any_store.apply_many("c", []) == []
+
+
+async def test_clear_forgets_everything_under_the_prefix(any_store) -> None:
+    await any_store.apply("c", "e", [Write.put("job", "a", {})])
+    await any_store.set_node_allocatable("c1", "n1", {"cpu": 1.0})
+    assert await any_store.clear() > 0
+    assert await any_store.list("job") == {} and await any_store.nodes("c1") == {}
+    assert (await any_store.apply("c", "e", [Write.put("job", "a", {})])).ok
