@@ -57,6 +57,23 @@ HYPERJOB = """\
           clusters: CLUSTERS
 """
 
+UPSTREAM = """\
+      apiVersion: training.volcano.sh/v1alpha1
+      kind: HyperJob
+      metadata: {name: u}
+      spec:
+        replicatedJobs:
+        - name: r
+          clusterNames: [venus]
+          templateSpec:
+            tasks:
+            - name: t
+              replicas: 1
+              template:
+                spec:
+                  containers: [{name: c, image: x}]
+"""
+
 CASES = [
     ("closed-queue", JOB.replace("QUEUE", "shut"), "j", "$.spec.queue", "Closed"),
     ("missing-queue", JOB.replace("QUEUE", "nowhere"), "j", "$.spec.queue", "does not exist"),
@@ -69,6 +86,9 @@ CASES = [
      "h", "mars", "does not exist"),
     ("counts-do-not-add-up", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 3}]"), "h",
      "splitPolicy.clusters", "add up to 3"),
+    ("conceptual-template-queue", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 4}]").replace(
+        "            tasks:", "            queue: shut\n            tasks:"), "h", "$.spec.template.spec.queue", "Closed"),
+    ("upstream-cluster-names", UPSTREAM, "u", "$.spec.replicatedJobs[0].clusterNames[0]", "'venus' does not exist"),
 ]
 
 
