@@ -159,12 +159,12 @@ async def test_queued_messages_of_a_slow_batch_are_not_redelivered(nats_url, nam
 
         async def slow(d: Delivery) -> None:
             seen.append(d)
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.3)
 
         await bus.publish_many([("work.a", str(i), str(i).encode()) for i in range(6)])
-        await bus.consume("svc", "work.>", slow, batch=6, ack_wait=0.6)
+        await bus.consume("svc", "work.>", slow, batch=6, ack_wait=1.0)  # the batch takes 1.8 s
         await eventually(lambda: len(seen) >= 6)
-        await asyncio.sleep(0.7)
+        await asyncio.sleep(1.1)
     assert [d.data for d in seen] == [str(i).encode() for i in range(6)]
     assert all(d.num_delivered == 1 for d in seen)
 
