@@ -59,7 +59,7 @@ class EventHandler:
         try:
             manifest = api.decode(document)
             try:
-                self._admit(manifest)
+                self._admit(manifest, _template_annotations(document) if _conceptual(document) else {})
             except api.ManifestError as exc:
                 # api.decode maps its own paths back to the form the user wrote; do the same here.
                 if _conceptual(document):
@@ -68,7 +68,7 @@ class EventHandler:
         except api.ManifestError as exc:
             self.engine.world.emit("Rejected", name, reason=str(exc))
 
-    def _admit(self, manifest: Any) -> None:
+    def _admit(self, manifest: Any, job_annotations: dict[str, str]) -> None:
         e, w = self.engine, self.engine.world
         if isinstance(manifest, api.Queue):
             w.add_queue(manifest)
@@ -86,7 +86,8 @@ class EventHandler:
             api.check_references(manifest, list(w.clusters), w.queue_states())
             for i, rj in enumerate(manifest.spec.replicated_jobs):
                 self._check_job_references(rj.template_spec, f"$.spec.replicatedJobs[{i}].templateSpec")
-            e.fleet.submit_hyperjob(manifest)
+            _check_sim_annotations(job_annotations, "$.spec.template.metadata")
+            e.fleet.submit_hyperjob(manifest, job_annotations)
         elif isinstance(manifest, api.PodGroup):
             self._check_queue(manifest.spec.queue, "$.spec.queue")
             e.clusters.add_bare_podgroup(manifest)
@@ -183,3 +184,11 @@ def _conceptual_path(path: str) -> str:
     """A path in the normalized HyperJob, as the user wrote it in the conceptual form."""
     path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
     return path.replace("$.spec.replicatedJobs[0].", "$.spec.")
+
+
+def _template_annotations(document: dict[str, Any]) -> dict[str, str]:
+    """GAP (api.normalize keeps only the conceptual template's ``spec``): the simulator's own
+    annotations on the template Job's metadata, which the contract says apply to the job's pods."""
+    template = (document.get("spec") or {}).get("template") or {}
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    return {k: str(v) for k, v in annotations.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}

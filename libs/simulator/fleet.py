@@ -117,9 +117,10 @@ class FleetDriver:
 
     # -- HyperJobs ------------------------------------------------------------------------------
 
-    def submit_hyperjob(self, manifest: api.HyperJob) -> None:
+    def submit_hyperjob(self, manifest: api.HyperJob, job_annotations: dict[str, str]) -> None:
         name = manifest.metadata.name
-        self.world.hyperjobs[name] = HyperJob(name=name, manifest=manifest, created=self.world.now)
+        self.world.hyperjobs[name] = HyperJob(name=name, manifest=manifest, created=self.world.now,
+                                              job_annotations=dict(job_annotations))
         self.lifecycle[name] = "Active"
         self.engine.changed = True
 
@@ -208,12 +209,17 @@ class FleetDriver:
     def _create_child(self, hj: HyperJob, child: Any) -> str:
         """Admit and dispatch one child; the rejection message when the cluster refuses it."""
         jobs = self.engine.jobs
+        manifest = child.job
+        if hj.job_annotations:
+            metadata = msgspec.structs.replace(manifest.metadata,
+                                               annotations={**hj.job_annotations, **manifest.metadata.annotations})
+            manifest = msgspec.structs.replace(manifest, metadata=metadata)
         try:
-            record = jobs.admit(child.job, rank=RankOverride(rank_offset=child.rank_offset,
-                                                             world_size=child.world_size))
+            record = jobs.admit(manifest, rank=RankOverride(rank_offset=child.rank_offset,
+                                                            world_size=child.world_size))
         except api.ManifestError as exc:
             return f"child {child.name}: {exc}"
-        job = Job(name=child.name, manifest=child.job, created=self.world.now, hyperjob=hj.name, record=record,
+        job = Job(name=child.name, manifest=manifest, created=self.world.now, hyperjob=hj.name, record=record,
                   placement=child)
         self.world.jobs[child.name] = job
         jobs.dispatch(job, child.cluster)

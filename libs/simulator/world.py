@@ -90,8 +90,8 @@ class HyperJob(msgspec.Struct, kw_only=True):
     created: float
     phase: str = ""  # "" until the first status pass, which announces Pending with the reason
     children: list[str] = []
-    conditions: list[dict[str, str]] = []
     placement: dict[str, int] = {}
+    job_annotations: dict[str, str] = {}  # the conceptual template Job's sim annotations, for every child
 
 
 class World:

@@ -151,3 +151,16 @@ def test_plain_job_stays_when_no_other_cluster_can_take_it() -> None:
     result = simulator.run(PLAIN.replace('cpu: "2"', 'cpu: "1"').replace("replicas: 2", "replicas: 2\n          "
                                                                           "minAvailable: 2"))
     assert jobs(result)["plain"][1] == "cluster-a"
+
+
+def test_sim_annotations_on_the_conceptual_template_job_reach_every_child() -> None:
+    text = HEAD.replace("          kind: Job\n          spec:\n            tasks:",
+                        "          kind: Job\n          metadata: {annotations: {hyperjob.io/sim-duration: 20s}}\n"
+                        "          spec:\n            tasks:").replace("containers: [", "restartPolicy: Never\n"
+                                                                       "                  containers: [")
+    result = simulator.run(text + "  until: 120s\n")
+    assert {p for p, _ in jobs(result).values()} == {"Completed"}
+    assert hyperjob(result)["phase"] == "Completed"
+    assert hyperjob(result)["conditions"] == [{"type": "Completed", "status": "True",
+                                               "reason": "AllChildVCJobsCompleted"}]
+    assert {p["finishedAt"] - p["startedAt"] for p in result["pods"]} == {20.0}
