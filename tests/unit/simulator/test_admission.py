@@ -87,7 +87,8 @@ CASES = [
     ("counts-do-not-add-up", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 3}]"), "h",
      "splitPolicy.clusters", "add up to 3"),
     ("conceptual-template-queue", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 4}]").replace(
-        "            tasks:", "            queue: shut\n            tasks:"), "h", "$.spec.template.spec.queue", "Closed"),
+        "            tasks:", "            queue: shut\n            tasks:"),
+     "h", "$.spec.template.spec.queue", "Closed"),
     ("upstream-cluster-names", UPSTREAM, "u", "$.spec.replicatedJobs[0].clusterNames[0]", "'venus' does not exist"),
 ]
 
