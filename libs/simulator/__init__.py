@@ -14,7 +14,14 @@ restart in place, disappear with their node), and the output (JSON and tables).
 Invariants: the same scenario text always gives the same result, byte for byte (no set or hash
 order, no randomness, times rounded on the schedule grid); the simulator decides nothing a core
 decides — where a core lacks an entry point, a small adapter marked ``GAP`` composes its
-published functions (see ``gang``).
+published functions: held binds for the cross-cluster gang's reservations (``gang``), a plain
+job landing on the only cluster and plain-job failover (``fleet``), the conceptual template
+Job's sim annotations (``events``).
+
+Modules: ``schema``/``scenario`` (the file and its validation), ``world`` (state), ``agenda`` and
+``engine`` (virtual time), ``events`` (scenario events, admission, ``Rejected``), ``kubelet``
+(pods on nodes), ``controller`` (jobcore), ``cluster`` (schedcore), ``fleet`` and ``gang``
+(fleetcore), ``output``/``table`` (the result).
 
 Public API (the CLI uses exactly this)::
 
