@@ -19,7 +19,7 @@ from .redis_store import MARKER_TTL, RedisStore
 from .repos import Repository, Versioned
 
 __all__ = [
-    "MARKER_TTL", "ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "InMemoryStore", "NodeUsage", "Output",
-    "RedisStore", "Repository", "Store", "StoreError", "StoreUnavailableError", "UnknownNodeError", "Versioned",
-    "VersionConflictError", "Write", "encode_doc",
+    "MARKER_TTL", "ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "InMemoryStore",
+    "NodeUsage", "Output", "RedisStore", "Repository", "Store", "StoreError", "StoreUnavailableError",
+    "UnknownNodeError", "Versioned", "VersionConflictError", "Write", "encode_doc"
 ]

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import StoreUnavailableError, UnknownNodeError, VersionConflictError
-from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write)
+from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write,
+                    check_gang)
 from .redis_store import encode_outputs
 
 __all__ = ["InMemoryStore"]
@@ -124,9 +125,8 @@ class InMemoryStore:
         bound = self._binds.setdefault(cluster, {})
         need: dict[str, dict[str, float]] = {}
         plan: list[Binding] = []
+        check_gang(gang)
         for b in gang:
-            if any(a < 0 for a in b.request.values()):
-                raise ValueError(f"negative request for pod {b.pod}")
             prior = bound.get(b.pod)
             if prior is not None and prior.node != b.node:
                 return BindResult(ok=False, failed_pod=b.pod, bound_node=prior.node)

@@ -6,8 +6,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-__all__ = ["ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "NodeUsage", "Output", "Write", "encode_doc",
-           "fmt_amount"]
+__all__ = ["ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "NodeUsage", "Output", "Write",
+           "encode_doc", "fmt_amount"]
 
 T = TypeVar("T")
 
@@ -121,6 +121,15 @@ class NodeUsage(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def free(self) -> dict[str, float]:
         return {r: a - self.used.get(r, 0.0) for r, a in self.allocatable.items()}
+
+
+def check_gang(gang: list[Binding]) -> None:
+    """A gang names each pod once and requests no negative amount (``ValueError`` otherwise)."""
+    if len({b.pod for b in gang}) != len(gang):
+        raise ValueError("a gang names a pod twice")
+    for b in gang:
+        if any(a < 0 for a in b.request.values()):
+            raise ValueError(f"negative request for pod {b.pod}")
 
 
 def fmt_amount(value: float) -> str:

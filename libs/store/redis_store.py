@@ -26,8 +26,8 @@ import redis.exceptions
 
 from .errors import StoreError, StoreUnavailableError, UnknownNodeError, VersionConflictError
 from .lua import APPLY, BIND_GANG, RELEASE
-from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write,
-                    encode_doc, fmt_amount)
+from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output,
+                    Write, check_gang, encode_doc, fmt_amount)
 
 __all__ = ["MARKER_TTL", "RedisStore", "as_output", "decode_outputs", "encode_outputs"]
 
@@ -242,6 +242,7 @@ class RedisStore:
         resource. Never oversubscribes, whatever runs concurrently. A pod already bound to the
         same node is a no-op (a retried bind succeeds); bound to another node fails the gang."""
         gang = [b if isinstance(b, Binding) else Binding(b[0], b[1], dict(b[2])) for b in bindings]
+        check_gang(gang)
         if not gang:
             return BindResult(ok=True)
         nodes = list(dict.fromkeys(b.node for b in gang))
@@ -251,8 +252,6 @@ class RedisStore:
             keys += list(self._node_keys(cluster, n))
         args: list[Any] = [len(nodes), *nodes]
         for b in gang:
-            if any(a < 0 for a in b.request.values()):
-                raise ValueError(f"negative request for pod {b.pod}")
             args += [b.pod, index[b.node], _entry(b), len(b.request)]
             for r, a in sorted(b.request.items()):
                 args += [r, fmt_amount(a)]

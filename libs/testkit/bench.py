@@ -1,11 +1,12 @@
 """Measure the infrastructure: ``python -m testkit.bench [MODE] [-n N] [--batch B] [--concurrency C]``.
 
 ``consume``: publish ``n`` messages with ``publish_many``, then consume them with a no-op handler
-through one durable pull consumer. ``pipeline``: the handler does what a service handler does —
+through one durable pull consumer. ``pipeline``: the handler does what a service handler does:
 decode, ``store.apply`` (dedup marker + one document write + one recorded output), publish the
-output, return (ack). ``batch-pipeline``: the same through ``consume_batch`` — one
-``store.apply_many`` round trip and one ``publish_many`` per batch. Starts its own ``nats-server`` and ``redis-server`` in a temporary directory
-unless ``--nats``/``--redis`` URLs are given. Not a test: numbers depend on the machine.
+output, return (ack). ``batch-pipeline``: the same through ``consume_batch``, with one
+``store.apply_many`` round trip and one ``publish_many`` per batch. Starts its own
+``nats-server`` and ``redis-server`` in a temporary directory unless ``--nats``/``--redis`` URLs
+are given. Not a test: numbers depend on the machine and its load.
 """
 
 from __future__ import annotations

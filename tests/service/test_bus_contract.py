@@ -87,7 +87,8 @@ async def test_terminal_error_dead_letters_once_with_error_headers(any_bus) -> N
     dlq = Recorder()
     await any_bus.consume("handler", "work.>", rec, backoff=[0.05])
     await any_bus.consume("dlq-reader", "dlq.>", dlq)
-    await any_bus.publish("work.x", b"poison", msg_id="p", headers={"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
+    traceparent = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    await any_bus.publish("work.x", b"poison", msg_id="p", headers={"traceparent": traceparent})
     await eventually(lambda: len(dlq.seen) == 1)
     d = dlq.seen[0]
     assert d.subject == "dlq.handler" and d.data == b"poison"

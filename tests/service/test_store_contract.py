@@ -116,8 +116,8 @@ async def test_apply_deletes_and_bytes_outputs(any_store) -> None:
 
 
 async def test_concurrent_applies_of_one_event_have_one_effect(any_store) -> None:
-    results = await asyncio.gather(*(any_store.apply("c", "same", [Write.put("n", "x", {"i": i})], [("s", f"m{i}", b"")])
-                                     for i in range(20)))
+    results = await asyncio.gather(*(any_store.apply("c", "same", [Write.put("n", "x", {"i": i})],
+                                                     [("s", f"m{i}", b"")]) for i in range(20)))
     assert sum(r.ok for r in results) == 1 and sum(r.duplicate for r in results) == 19
     winner = next(r for r in results if r.ok)
     assert all(r.outputs == winner.outputs for r in results)
@@ -133,7 +133,8 @@ POD = {"cpu": 8.0, "memory": 64 * 2**30, "nvidia.com/gpu": 2.0, "pods": 1.0}
 async def test_gang_binds_all_or_nothing_across_nodes(any_store) -> None:
     await any_store.set_node_allocatable("c1", "n1", GPU_NODE)
     await any_store.set_node_allocatable("c1", "n2", {**GPU_NODE, "nvidia.com/gpu": 2.0})
-    gang = [Binding(f"j-w-{i}", "n1", POD) for i in range(3)] + [Binding("j-w-3", "n2", POD), Binding("j-w-4", "n2", POD)]
+    gang = [Binding(f"j-w-{i}", "n1", POD) for i in range(3)]
+    gang += [Binding("j-w-3", "n2", POD), Binding("j-w-4", "n2", POD)]
     result = await any_store.bind_gang("c1", gang)
     assert not result.ok and result.failed_node == "n2" and result.missing == {"nvidia.com/gpu": 2.0}
     assert await any_store.allocations("c1") == {}
@@ -241,3 +242,12 @@ async def test_clear_forgets_everything_under_the_prefix(any_store) -> None:
     assert await any_store.clear() > 0
     assert await any_store.list("job") == {} and await any_store.nodes("c1") == {}
     assert (await any_store.apply("c", "e", [Write.put("job", "a", {})])).ok
+
+
+async def test_malformed_gangs_are_rejected_before_touching_anything(any_store) -> None:
+    await any_store.set_node_allocatable("c1", "n1", {"cpu": 4.0})
+    with pytest.raises(ValueError, match="twice"):
+        await any_store.bind_gang("c1", [("p", "n1", {"cpu": 1.0}), ("p", "n1", {"cpu": 1.0})])
+    with pytest.raises(ValueError, match="negative"):
+        await any_store.bind_gang("c1", [("p", "n1", {"cpu": -1.0})])
+    assert await any_store.allocations("c1") == {} and (await any_store.bind_gang("c1", [])).ok
