@@ -274,23 +274,31 @@ class FleetDriver:
 
     def status(self) -> None:
         """The status-aggregator's pass, after the clusters' sessions of the round."""
-        w = self.world
         for hj in self._by_creation():
             previous = self.statuses.get(hj.name)
             if previous is not None and previous.conditions and self.lifecycle[hj.name] == "Active":
                 continue  # conditions are sticky: nothing but a command (which resets them) changes it
             self.lifecycle[hj.name] = fleetcore.settle_lifecycle(self.lifecycle[hj.name],  # type: ignore[arg-type]
                                                                  self.child_phases(hj))
-            status = fleetcore.aggregate_status(
-                hj.manifest, self.children_status(hj), previous=previous,
-                admitted=hj.name in self.admitted, lifecycle=self.lifecycle[hj.name],  # type: ignore[arg-type]
-                waiting_reason=self.waiting.get(hj.name, ""), now=w.now)
-            self.statuses[hj.name] = status
-            hj.placement = dict(status.placement)
-            if status.phase != hj.phase:
-                hj.phase = status.phase
-                w.emit("HyperJobPhaseChanged", hj.name, reason=status.waiting_reason, phase=status.phase)
-                self.engine.changed = True
+            self.fold(hj)
+
+    def fold(self, hj: HyperJob) -> None:
+        """Fold the children into the HyperJob's status now; a new phase goes on the timeline.
+
+        Also called right after a command, so a lifecycle the command sets (Restarting) shows even
+        when the children pass through it within the instant (pods go at once in virtual time).
+        """
+        w = self.world
+        status = fleetcore.aggregate_status(
+            hj.manifest, self.children_status(hj), previous=self.statuses.get(hj.name),
+            admitted=hj.name in self.admitted, lifecycle=self.lifecycle[hj.name],  # type: ignore[arg-type]
+            waiting_reason=self.waiting.get(hj.name, ""), now=w.now)
+        self.statuses[hj.name] = status
+        hj.placement = dict(status.placement)
+        if status.phase != hj.phase:
+            hj.phase = status.phase
+            w.emit("HyperJobPhaseChanged", hj.name, reason=status.waiting_reason, phase=status.phase)
+            self.engine.changed = True
 
     def output(self) -> list[dict[str, Any]]:
         items = []

@@ -134,15 +134,16 @@ def command(fleet: FleetDriver, hj: HyperJob, action: str) -> None:
     lifecycle, decisions = fleetcore.hyperjob_command(action, fleet.child_phases(hj),  # type: ignore[arg-type]
                                                       fleet.lifecycle[hj.name])  # type: ignore[arg-type]
     fleet.lifecycle[hj.name] = lifecycle
+    if action == "restart":
+        fleet.statuses.pop(hj.name, None)  # conditions start over after a restart
     if action in ("suspend", "abort") and hj.name in fleet.gangs:
         fleet.gangs[hj.name], released = fleetcore.release_gang(fleet.gangs[hj.name])
         apply_gang(fleet, hj, released)
-    if action == "restart":
-        fleet.statuses.pop(hj.name, None)  # conditions start over after a restart
     apply_fleet(fleet, hj, decisions)
     plan = fleet.plans.get(hj.name)
     if action in ("resume", "restart") and plan is not None:
         start(fleet, hj, plan)  # the children's new pods start together again, as at first
+    fleet.fold(hj)  # the phase the command sets shows at once (Suspended, Restarting)
     fleet.engine.changed = True
 
 

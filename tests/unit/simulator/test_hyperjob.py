@@ -93,10 +93,10 @@ def test_restart_brings_every_child_back() -> None:
     result = run("  - {at: 10s, command: {kind: HyperJob, name: hj, action: restart}}\n")
     assert {p for p, _ in jobs(result).values()} == {"Running"}
     assert hyperjob(result)["phase"] == "Running"
-    # Pods go at once in virtual time, so the children pass Restarting -> Pending within the instant
-    # and the HyperJob is seen re-admitted, then Running again.
+    # Pods go at once in virtual time: the HyperJob shows Restarting at the command, then is
+    # re-admitted within the instant and Running again once the children bind.
     phases = [(e["time"], e["phase"]) for e in result["events"] if e["type"] == "HyperJobPhaseChanged"]
-    assert phases[-2:] == [(10.0, "Admitted"), (11.0, "Running")]
+    assert phases[-3:] == [(10.0, "Restarting"), (10.0, "Admitted"), (11.0, "Running")]
     assert {j["retryCount"] for j in result["jobs"]} == {1}
 
 
