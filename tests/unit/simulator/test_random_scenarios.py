@@ -65,35 +65,9 @@ def scenario(seed: int) -> str:
     events: list[dict] = []
     names: list[str] = []
     for i in range(r.randint(3, 20)):
-        at = f"{r.randint(0, 90)}s"
-        kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue"])
-        if kind == "job":
-            names.append(f"j{i}")
-            events.append({"at": at, "create": _job(r, f"j{i}")})
-        elif kind == "hyperjob":
-            names.append(f"h{i}")
-            events.append({"at": at, "create": _hyperjob(r, f"h{i}", clusters)})
-        elif kind == "node":
-            c = r.choice(clusters)
-            events.append({"at": at, r.choice(["nodeDown", "nodeUp"]): {"cluster": c, "node": r.choice(nodes[c])}})
-        elif kind == "cluster":
-            events.append({"at": at, r.choice(["clusterDown", "clusterUp"]): {"cluster": r.choice(clusters)}})
-        elif kind == "fail" and names:
-            events.append({"at": at, "podFail": {"pod": f"{r.choice(names)}-w-0", "exitCode": 1}})
-        elif kind == "command" and names:
-            target = r.choice(names)
-            hj = target.startswith("h")
-            action = r.choice(["suspend", "resume", "abort", "restart"] if hj else ["abort", "resume", "restart",
-                                                                                  "terminate", "complete"])
-            events.append({"at": at, "command": {"kind": "HyperJob" if hj else "Job", "name": target,
-                                                 "action": action}})
-        elif kind == "queue":
-            events.append({"at": at, "command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
-                                                 "action": r.choice(["open", "close"])}})
-        elif kind == "delete" and names:
-            target = r.choice(names)
-            events.append({"at": at, "delete": {"kind": "HyperJob" if target.startswith("h") else "Job",
-                                                "name": target}})
+        event = _event(r, i, clusters, nodes, names)
+        if event is not None:
+            events.append({"at": f"{r.randint(0, 90)}s", **event})
     for job in (e["create"] for e in events if "create" in e):
         spec = job["spec"]["template"]["spec"] if job["kind"] == "HyperJob" else job["spec"]
         spec["queue"] = r.choice(["default", "q1", "q2"])
@@ -108,6 +82,36 @@ def scenario(seed: int) -> str:
                     "priorityClasses": [{"name": "high", "value": 100}],
                     "events": events, "until": "150s"}}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[str]],
+           names: list[str]) -> dict | None:
+    kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue"])
+    if kind == "job":
+        names.append(f"j{i}")
+        return {"create": _job(r, f"j{i}")}
+    if kind == "hyperjob":
+        names.append(f"h{i}")
+        return {"create": _hyperjob(r, f"h{i}", clusters)}
+    if kind == "node":
+        c = r.choice(clusters)
+        return {r.choice(["nodeDown", "nodeUp"]): {"cluster": c, "node": r.choice(nodes[c])}}
+    if kind == "cluster":
+        return {r.choice(["clusterDown", "clusterUp"]): {"cluster": r.choice(clusters)}}
+    if kind == "queue":
+        return {"command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
+                            "action": r.choice(["open", "close"])}}
+    if not names:
+        return None
+    target = r.choice(names)
+    hj = target.startswith("h")
+    if kind == "fail":
+        return {"podFail": {"pod": f"{target}-w-0", "exitCode": 1}}
+    if kind == "command":
+        actions = ["suspend", "resume", "abort", "restart"] if hj else ["abort", "resume", "restart", "terminate",
+                                                                       "complete"]
+        return {"command": {"kind": "HyperJob" if hj else "Job", "name": target, "action": r.choice(actions)}}
+    return {"delete": {"kind": "HyperJob" if hj else "Job", "name": target}}
 
 
 CONFS = [
