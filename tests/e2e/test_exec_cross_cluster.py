@@ -1,7 +1,10 @@
-"""Pods that really run: two local clusters of exec-mode node-agents (``hyperjob up --config
-examples/exec/up-exec.yaml``); a HyperJob's workers in both clusters form one job (a ring
-all-reduce over TCP, pure Python), their output is shown by ``hyperjob logs``, and deleting a
-HyperJob kills its running processes."""
+"""Pods that really run: two local clusters of exec-mode node-agents (``examples/exec/up-exec.yaml``);
+a HyperJob's workers in both clusters form one job (a ring all-reduce over TCP, pure Python), their
+output is shown by ``hyperjob logs``, and deleting a HyperJob kills its running processes.
+
+The same system has a third, simulated cluster for node health: faults injected with
+``hyperjob agent fault`` keep GPU pods off a node with a failed GPU, and a node that stops
+heartbeating loses its pods, which the job's policies start again elsewhere."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import HYPERJOB, REPO, Cli
 
@@ -20,6 +24,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EXAMPLE = REPO / "examples" / "exec" / "hyperjob-ring-allreduce.yaml"
 CONFIG = REPO / "examples" / "exec" / "up-exec.yaml"
+SIM = "cluster-s"
 
 
 def free_port() -> int:
@@ -31,15 +36,21 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def exec_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     home = tmp_path_factory.mktemp("hyperjob-exec-home")
+    config = yaml.safe_load(CONFIG.read_text())
+    config["clusters"].append({"name": SIM, "nodes": 3, "podDuration": "15s",
+                               "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"}})
+    (home / "up.yaml").write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
-    env["HYPERJOB_HOME"] = str(home)
+    # Faster fault detection than the defaults (every service inherits these).
+    env |= {"HYPERJOB_HOME": str(home), "CLUSTER_SCHEDULER_NODE_TIMEOUT": "6", "CLUSTER_SCHEDULER_HEALTH_PERIOD": "1",
+            "NODE_AGENT_TELEMETRY_PERIOD": "1"}
     log = open(home / "up.log", "w")  # noqa: SIM115 - closed after the system stops
-    up = subprocess.Popen([HYPERJOB, "up", "--config", str(CONFIG)], env=env, cwd=REPO, stdout=log,
+    up = subprocess.Popen([HYPERJOB, "up", "--config", str(home / "up.yaml")], env=env, cwd=REPO, stdout=log,
                           stderr=subprocess.STDOUT)
     cli = Cli(env)
     try:
         cli.wait_for("the system to answer", lambda: (home / "endpoints.json").exists(), timeout=60)
-        cli.wait_for("both clusters to report", lambda: len(cli.json("get", "clusters")) == 2, timeout=60)
+        cli.wait_for("the clusters to report", lambda: len(cli.json("get", "clusters")) == 3, timeout=60)
         yield cli
     finally:
         up.send_signal(signal.SIGINT)
@@ -88,7 +99,9 @@ def test_a_failing_command_fails_the_hyperjob_with_its_exit_code(exec_cli: Cli, 
     exec_cli.run("apply", "-f", str(manifest(tmp_path, "failing", free_port(), command)))
     hyperjob = exec_cli.wait_for("the HyperJob to finish", lambda: finished(exec_cli, "failing"), timeout=120)
     assert hyperjob["phase"] == "Failed"
-    assert "bad input" in exec_cli.run("logs", "failing-job-0-worker-0").stdout
+    # The first worker to fail fails the job, which may kill the others before they print.
+    outputs = [exec_cli.run("logs", f"failing-job-{child}-worker-{index}").stdout for child in (0, 1) for index in (0, 1)]
+    assert any("bad input" in output for output in outputs)
 
 
 def test_deleting_a_hyperjob_kills_its_running_processes(exec_cli: Cli, tmp_path: Path) -> None:
@@ -114,3 +127,57 @@ def _alive(pid: int) -> bool:
     # A zombie is dead too: it only waits for its parent (the agent) to reap it.
     stat = Path(f"/proc/{pid}/stat")
     return not (stat.exists() and stat.read_text().split(") ", 1)[-1].startswith("Z"))
+
+
+SIM_JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: healthy-only}
+spec:
+  template:
+    apiVersion: batch.volcano.sh/v1alpha1
+    kind: Job
+    spec:
+      minAvailable: 4
+      tasks:
+      - name: trainer
+        replicas: 4
+        template:
+          spec:
+            containers:
+            - name: trainer
+              resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}}
+            restartPolicy: OnFailure
+  splitPolicy:
+    strategy: ByCluster
+    clusters:
+    - {name: cluster-s, replicas: 4}
+"""
+
+
+def sim_gpus_free(cli: Cli) -> float:
+    return float(cli.json("get", "clusters", SIM)["free"].get("nvidia.com/gpu", -1))
+
+
+def pod_nodes(cli: Cli, job: str) -> dict[str, str]:
+    jobs = {j["name"]: j for j in cli.json("get", "jobs")}
+    return {p["name"]: p["node"] for p in jobs[job]["pods"] if p.get("node")} if job in jobs else {}
+
+
+def test_sick_gpus_keep_pods_away_and_a_silent_nodes_pods_start_again_elsewhere(exec_cli: Cli, tmp_path: Path) -> None:
+    cli, sick, lost = exec_cli, f"{SIM}-node-2", f"{SIM}-node-0"
+    cli.run("agent", "--cluster", SIM, "fault", f"gpu-xid@{sick},gpu=1,xid=79")
+    cli.wait_for("the sick node's GPUs to leave the free capacity", lambda: sim_gpus_free(cli) == 4.0, timeout=60)
+    (tmp_path / "job.yaml").write_text(SIM_JOB)
+    cli.run("apply", "-f", str(tmp_path / "job.yaml"))
+    placed = cli.wait_for("all four pods to be placed", lambda: (n := pod_nodes(cli, "healthy-only-job-0"))
+                          and len(n) == 4 and n, timeout=60)
+    assert set(placed.values()) == {f"{SIM}-node-0", f"{SIM}-node-1"}  # never the node with the failed GPU
+
+    cli.run("agent", "--cluster", SIM, "fault", f"clear@{sick}")
+    cli.run("agent", "--cluster", SIM, "fault", f"silent@{lost}")
+    moved = cli.wait_for("the lost node's pods to start on the recovered node", lambda: (
+        n := pod_nodes(cli, "healthy-only-job-0")) and sum(node == sick for node in n.values()) == 2 and n, timeout=90)
+    assert lost not in moved.values()
+    hyperjob = cli.wait_for("the HyperJob to finish", lambda: finished(cli, "healthy-only"), timeout=120)
+    assert hyperjob["phase"] == "Completed"
