@@ -34,6 +34,8 @@ SHAPE_OPTIONS = {"gpu_model": "gpu_model", "nvlinks": "nvlinks_per_gpu", "nvlink
               help="simulated pods and telemetry, or pods as local processes with the real telemetry readers")
 @click.option("--nodes", type=int, default=4, show_default=True)
 @click.option("--node-prefix", default="", help="node names are <prefix>-<i> (default <cluster>-node)")
+@click.option("--node-name", "node_names", multiple=True,
+              help="serve exactly these nodes (repeatable; e.g. this host's name for a real node's agent)")
 @click.option("--gpus", type=int, default=8, show_default=True, help="GPUs per node (nvidia.com/gpu)")
 @click.option("--cpu", default="96", show_default=True)
 @click.option("--memory", default="1Ti", show_default=True)
@@ -51,7 +53,8 @@ SHAPE_OPTIONS = {"gpu_model": "gpu_model", "nvlinks": "nvlinks_per_gpu", "nvlink
 @click.option("--heartbeat-period", type=float, default=2.0, show_default=True)
 @click.option("--pod-duration", default="30s", show_default=True, help="simulated pods without a sim-duration")
 @click.pass_context
-def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_prefix: str, gpus: int, cpu: str,
+def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_prefix: str, node_names: tuple[str, ...],
+          gpus: int, cpu: str,
           memory: str, faults: tuple[str, ...], telemetry_period: float, heartbeat_period: float, pod_duration: str,
           **shape: object) -> None:
     """Run a node-agent for CLUSTER (or, with a subcommand, talk to a running one)."""
@@ -64,12 +67,13 @@ def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_pre
         "CLUSTER": cluster, "MODE": "simulate" if simulate else "exec", "NODES": str(nodes), "NODE_PREFIX": node_prefix,
         "ALLOCATABLE": _json({"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}),
         "FLEET_SHAPE": _json({field: shape[option] for option, field in SHAPE_OPTIONS.items()}),
-        "FAULTS": _json(list(faults)), "TELEMETRY_PERIOD": str(telemetry_period),
+        "NODE_NAMES": _json(list(node_names)), "FAULTS": _json(list(faults)), "TELEMETRY_PERIOD": str(telemetry_period),
         "HEARTBEAT_PERIOD": str(heartbeat_period), "POD_DURATION": pod_duration, "WORK_DIR": str(home() / "pods"),
     }
     env = {**os.environ, "NATS_URL": endpoints.nats_url, "REDIS_URL": endpoints.redis_url,
            **{f"NODE_AGENT_{key}": value for key, value in settings.items()}}
-    click.echo(f"node-agent for {cluster}: {nodes} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
+    count = len(node_names) or nodes
+    click.echo(f"node-agent for {cluster}: {count} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
     os.execve(sys.executable, [sys.executable, "-m", "node_agent"], env)
 
 

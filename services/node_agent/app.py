@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import msgspec
@@ -32,17 +33,27 @@ def build_sensors(settings: Settings) -> Sensors:
     return SimulatedSensors(settings.cluster, node_names(settings), shape, settings.faults, settings.seed, time.time())
 
 
+def consumer_name(settings: Settings) -> str:
+    """The agent's durable consumer. The agent that runs a cluster's whole (generated) fleet keeps
+    ``node-agent-<cluster>``; an agent of named nodes (one per real node) gets its own, so every
+    agent sees every pod command of the cluster and takes those for its nodes."""
+    if not settings.node_names:
+        return f"node-agent-{settings.cluster}"
+    digest = hashlib.sha1(",".join(sorted(settings.node_names)).encode()).hexdigest()[:10]
+    return f"node-agent-{settings.cluster}-{digest}"
+
+
 async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     agent = NodeAgent(runtime, settings, build_sensors(settings))
     await agent.load()
     await agent.heartbeat()
     await agent.telemetry()
-    c = settings.cluster
-    await runtime.subscribe(f"node-agent-{c}", [subjects.start_pod(c), subjects.stop_pod(c)], {
+    c, durable = settings.cluster, consumer_name(settings)
+    await runtime.subscribe(durable, [subjects.start_pod(c), subjects.stop_pod(c)], {
         events.StartPod: agent.on_start,
         events.StopPod: agent.on_stop,
     })
-    await runtime.subscribe(f"node-agent-{c}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
+    await runtime.subscribe(f"{durable}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat")
     if not isinstance(agent.sensors, NoSensors):
         runtime.every(settings.telemetry_period, agent.telemetry, "telemetry")

@@ -43,6 +43,7 @@ class NodeAgent:
         self.cluster = settings.cluster
         self.kind = f"agentpod@{settings.cluster}"
         self.nodes = node_names(settings)
+        self.node_set = frozenset(self.nodes)
         self.sensors = sensors
         self.allocatable = api.parse_resource_list(settings.allocatable)
         self.default_duration = api.parse_duration(settings.pod_duration)
@@ -103,6 +104,8 @@ class NodeAgent:
     # -- pods ---------------------------------------------------------------------------------
 
     async def on_start(self, msg: events.StartPod) -> Reaction:
+        if msg.node not in self.node_set:
+            return self._not_mine(msg)
         now = time.time()
         exec_mode = self.runner is not None
         duration = msg.sim_duration if msg.sim_duration is not None else self.default_duration
@@ -123,10 +126,17 @@ class NodeAgent:
         return Reaction()
 
     async def on_stop(self, msg: events.StopPod) -> Reaction:
+        if msg.node not in self.node_set and msg.pod not in self.pods:
+            return self._not_mine(msg)
         if self.runner is not None:
             await self.runner.kill(msg.pod)
             self.specs.pop(msg.pod, None)
         return self._reaction(msg, domain.stop(self.pods, msg.pod), changed=[msg.pod])
+
+    def _not_mine(self, msg: events.StartPod | events.StopPod) -> Reaction:
+        """Another agent's node (agents of named nodes all see the cluster's pod commands)."""
+        self.rt.log.debug("pod_for_another_node", pod=msg.pod, node=msg.node)
+        return Reaction()
 
     async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
         """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""

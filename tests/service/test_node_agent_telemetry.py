@@ -276,3 +276,15 @@ async def test_telemetry_too_old_to_trust_leaves_a_node_untainted(bus, store, ag
     nodes = {n: d.decode(records.NodeDoc) for n, d in (await store.list(records.node_kind("c1"))).items()}
     assert nodes["c1-node-0"].taints == []
     assert [t["key"] for t in nodes["c1-node-1"].taints] == ["hyperjob.io/gpu-unhealthy"]
+
+
+async def test_agents_of_named_nodes_each_run_only_their_own_pods(bus, agent_factory, phases, tmp_path):
+    left = await agent_factory(node_names=["left"], mode="exec", telemetry="off", work_dir=str(tmp_path))
+    right = await agent_factory(node_names=["right"], mode="exec", telemetry="off", work_dir=str(tmp_path))
+    for node in ("left", "right"):
+        message = msgspec.structs.replace(start(f"on-{node}", "print('hi')"), node=node)
+        await send(bus, subjects.start_pod("c1"), message)
+    await eventually("both pods to finish", lambda: len(phases.of("on-left")) == 2 and len(phases.of("on-right")) == 2)
+    assert phases.of("on-left") == phases.of("on-right") == [("Running", None), ("Succeeded", 0)]
+    assert {r.node for r in phases.seen if r.pod == "on-left"} == {"left"}
+    assert (left.pods, right.pods) == ({}, {})  # each forgot its own pod once it finished, and saw no other

@@ -32,10 +32,12 @@ def test_agent_starts_a_simulated_fleet_of_the_given_shape(launched):
     assert launched["env"]["NATS_URL"] == "nats://127.0.0.1:1"
 
 
-def test_agent_in_exec_mode(launched, tmp_path):
-    assert CliRunner().invoke(main, ["agent", "--cluster", "c1", "--exec", "--nodes", "1"]).exit_code == 0
+def test_agent_in_exec_mode_for_named_nodes(launched, tmp_path):
+    result = CliRunner().invoke(main, ["agent", "--cluster", "c1", "--exec", "--node-name", "gpu-host-7"])
+    assert result.exit_code == 0, result.output
     settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])
     assert settings.mode == "exec" and settings.work_dir == str(tmp_path / "pods")
+    assert settings.node_names == ["gpu-host-7"]
 
 
 def test_a_bad_fault_is_rejected_before_anything_starts(launched):
