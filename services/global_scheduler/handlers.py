@@ -129,8 +129,11 @@ class GlobalScheduler:
             placement = stored.decode(records.PlacementDoc)
             if placement.state == "Waiting" and placement.owner in admissions and placement.owner not in gangs:
                 cause = Cause(event_id=events.derive_id(name, f"place/{stored.version}"))
-                await self.rt.commit("global-scheduler-place", cause.event_id,
-                                     self._try(cause, placement, capacities, stored.version))
+                reaction = self._try(cause, placement, capacities, stored.version)
+                # Nothing new (still waiting for the same reason): commit nothing, or the marker of
+                # this placement version would swallow the dispatch once room appears.
+                if reaction.writes or reaction.outputs:
+                    await self.rt.commit("global-scheduler-place", cause.event_id, reaction)
 
     # -- the cross-cluster gang -------------------------------------------------------------------
 

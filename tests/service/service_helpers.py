@@ -198,12 +198,15 @@ NODE_ALLOCATABLE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0
 
 
 def cluster_doc(name: str, nodes: int = 4, allocatable: dict[str, float] | None = None,
-                now: float | None = None) -> records.ClusterDoc:
-    """A cluster summary as the cluster-scheduler writes it: ``nodes`` idle nodes, just reported."""
+                now: float | None = None, full: bool = False) -> records.ClusterDoc:
+    """A cluster summary as the cluster-scheduler writes it: ``nodes`` idle nodes (every resource
+    in use if ``full``), just reported."""
     per_node = allocatable or NODE_ALLOCATABLE
     total = {r: a * nodes for r, a in per_node.items()}
-    return records.ClusterDoc(name=name, allocatable=total, free=dict(total), nodes=nodes, ready_nodes=nodes,
-                              largest_node_free=dict(per_node), reported_at=time.time() if now is None else now)
+    free = {r: 0.0 for r in total} if full else dict(total)
+    largest = {r: 0.0 for r in per_node} if full else dict(per_node)
+    return records.ClusterDoc(name=name, allocatable=total, free=free, nodes=nodes, ready_nodes=nodes,
+                              largest_node_free=largest, reported_at=time.time() if now is None else now)
 
 
 async def put_clusters(store: Any, *docs: records.ClusterDoc) -> None:
@@ -241,6 +244,36 @@ def job_manifest(name: str, *, replicas: int = 2, queue: str = "default", min_av
     if max_retry is not None:
         spec["maxRetry"] = max_retry
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+
+
+def hyperjob_manifest(name: str, clusters: dict[str, int], *, queue: str = "default",
+                      min_available: int | None = None) -> dict[str, Any]:
+    """A HyperJob of one template (task ``worker``: 1 GPU, 8 cpu per pod) split ByCluster."""
+    total = sum(clusters.values())
+    template = job_manifest(name, replicas=total, queue=queue, min_available=min_available)
+    del template["metadata"]
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name},
+            "spec": {"template": template,
+                     "splitPolicy": {"strategy": "ByCluster",
+                                     "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]}}}
+
+
+def plain_owner(manifest: dict[str, Any]) -> records.HyperJobDoc:
+    """A plain Job's document as the splitter stores it (its own single child)."""
+    name = manifest["metadata"]["name"]
+    replicas = sum(t["replicas"] for t in manifest["spec"]["tasks"])
+    return records.HyperJobDoc(name=name, manifest=manifest, created=time.time(), plain=True,
+                               children=[records.ChildRef(name=name, replicated_job="", index=0, replicas=replicas)])
+
+
+def hyperjob_owner(manifest: dict[str, Any], children: list[records.ChildRef]) -> records.HyperJobDoc:
+    """A HyperJob's document as the splitter stores it once split into ``children``."""
+    return records.HyperJobDoc(name=manifest["metadata"]["name"], manifest=manifest, created=time.time(),
+                               children=children)
+
+
+async def put(store: Any, kind: str, name: str, value: Any) -> None:
+    await store.put_if_version(kind, name, value, None)
 
 
 def unique(prefix: str) -> str:

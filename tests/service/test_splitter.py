@@ -148,10 +148,7 @@ async def test_example_hyperjob_applied_unchanged_places_nothing_more(splitter, 
 
 
 async def test_hyperjob_without_room_waits_and_is_split_when_capacity_appears(splitter, bus, store, probe) -> None:
-    full = sh.cluster_doc("cluster-a")
-    await sh.put_clusters(store, records.ClusterDoc(**{**_fields(full), "free": {r: 0.0 for r in full.free},
-                                                       "largest_node_free": {r: 0.0 for r in full.free}}),
-                          sh.cluster_doc("cluster-b"))
+    await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True), sh.cluster_doc("cluster-b"))
     queue, hyperjob = example()
     await answer(probe, await apply(bus, queue))
     accepted = await answer(probe, await apply(bus, hyperjob))
@@ -338,10 +335,3 @@ async def test_job_removed_for_a_job_not_being_deleted_changes_nothing(splitter,
     await settled(probe)
     stored = await store.get(records.HYPERJOB, "train-1")
     assert stored.version == 1 and not stored.decode(records.HyperJobDoc).deleting
-
-
-def _fields(doc: records.ClusterDoc) -> dict[str, Any]:
-    return {f: getattr(doc, f) for f in doc.__struct_fields__}
-
-
-
