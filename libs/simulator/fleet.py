@@ -94,6 +94,7 @@ class FleetDriver:
             if isinstance(cluster, str):
                 self.unplaced.remove(name)
                 self.engine.jobs.dispatch(job, cluster)
+                _take(working, cluster, job.record.job.spec)
 
     def _fail_over_jobs(self, working: dict[str, ClusterCapacity]) -> None:
         """GAP (fleetcore.failover covers HyperJob children only): a plain job on a lost cluster is
@@ -198,10 +199,7 @@ class FleetDriver:
                 self.drop_children(hj)
                 self.waiting[hj.name] = refused
                 return
-            placed = fleetcore.place_gang(working[child.cluster], fleetcore.gang_pods(
-                child.job.spec, {t.name: t.replicas for t in child.job.spec.tasks}))
-            if not isinstance(placed, str):
-                working[child.cluster] = placed  # the next HyperJob of this round sees the room taken
+            _take(working, child.cluster, child.job.spec)
         self.waiting.pop(hj.name, None)
         gang.start(self, hj, plan)
         self.engine.changed = True
@@ -310,6 +308,14 @@ class FleetDriver:
                           "splitCount": status.split_count if status else 0,
                           "placement": dict(hj.placement), "conditions": conditions})
         return items
+
+
+def _take(working: dict[str, ClusterCapacity], cluster: str, spec: api.JobSpec) -> None:
+    """Take a dispatched job's gang out of this round's summaries, so the next placement of the
+    same round sees the room as taken (the next summaries will show it bound)."""
+    placed = fleetcore.place_gang(working[cluster], fleetcore.gang_pods(spec, {t.name: t.replicas for t in spec.tasks}))
+    if not isinstance(placed, str):
+        working[cluster] = placed
 
 
 def _queue_of(hj: HyperJob) -> str:

@@ -164,3 +164,25 @@ def test_sim_annotations_on_the_conceptual_template_job_reach_every_child() -> N
     assert hyperjob(result)["conditions"] == [{"type": "Completed", "status": "True",
                                                "reason": "AllChildVCJobsCompleted"}]
     assert {p["finishedAt"] - p["startedAt"] for p in result["pods"]} == {20.0}
+
+
+def test_plain_jobs_placed_in_one_round_see_each_others_room_taken() -> None:
+    two = PLAIN.replace('cpu: "2"', 'cpu: "4"').replace("  - {at: 10s, clusterDown: {cluster: cluster-a}}\n", "")
+    two = two.replace("  until: 90s", """\
+  - at: 0s
+    create:
+      apiVersion: batch.volcano.sh/v1alpha1
+      kind: Job
+      metadata: {name: second}
+      spec:
+        tasks:
+        - name: w
+          replicas: 3
+          template:
+            spec:
+              containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+  until: 30s""")
+    two = two.replace("replicas: 2\n", "replicas: 3\n", 1)
+    result = simulator.run(two)
+    assert {name: cluster for name, (_, cluster) in jobs(result).items()} == {"plain": "cluster-a",
+                                                                              "second": "cluster-b"}
