@@ -71,6 +71,9 @@ class EventHandler:
     def _admit(self, manifest: Any, job_annotations: dict[str, str]) -> None:
         e, w = self.engine, self.engine.world
         if isinstance(manifest, api.Queue):
+            parent = manifest.spec.parent
+            if parent and parent != "root" and parent not in w.queues:
+                raise api.ManifestError("$.spec.parent", f"queue {parent!r} does not exist")
             w.add_queue(manifest)
         elif isinstance(manifest, api.PriorityClass):
             w.priority_classes[manifest.metadata.name] = manifest

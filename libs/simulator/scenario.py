@@ -82,7 +82,7 @@ def load(text: str) -> Scenario:
         scheduler_conf=spec.scheduler_conf,
         period=period,
         clusters=clusters,
-        queues=[_queue(q, f"spec.queues[{i}]") for i, q in enumerate(spec.queues)],
+        queues=_queues(spec.queues),
         priority_classes=_priority_classes(spec),
         events=sorted(events, key=lambda e: (e.at, e.seq)),
         until=until,
@@ -219,6 +219,17 @@ def _queue(document: Any, path: str) -> api.Queue:
     if not isinstance(manifest, api.Queue):
         raise ScenarioError(f"{path}.kind", "spec.queues holds Queue manifests only")
     return manifest
+
+
+def _queues(documents: list[Any]) -> list[api.Queue]:
+    queues = [_queue(q, f"spec.queues[{i}]") for i, q in enumerate(documents)]
+    names = [q.metadata.name for q in queues]
+    _unique(names, "spec.queues", "queue")
+    for i, queue in enumerate(queues):
+        parent = queue.spec.parent
+        if parent and parent != "root" and parent not in names:
+            raise ScenarioError(f"spec.queues[{i}].spec.parent", f"queue {parent!r} is not declared")
+    return queues
 
 
 def _priority_classes(spec: Any) -> list[api.PriorityClass]:

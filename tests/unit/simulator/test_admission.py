@@ -89,6 +89,8 @@ CASES = [
     ("conceptual-template-queue", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 4}]").replace(
         "            tasks:", "            queue: shut\n            tasks:"),
      "h", "$.spec.template.spec.queue", "Closed"),
+    ("queue-parent-missing", "      {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
+     " spec: {parent: nowhere}}\n", "q", "$.spec.parent", "'nowhere' does not exist"),
     ("upstream-cluster-names", UPSTREAM, "u", "$.spec.replicatedJobs[0].clusterNames[0]", "'venus' does not exist"),
 ]
 

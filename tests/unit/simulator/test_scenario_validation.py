@@ -42,6 +42,11 @@ CASES = [
      "spec.events[1].command.kind", "commands apply to"),
     ("bad-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
      " spec: {weight: -1}}]\n", "spec.queues[0].spec.weight", ">= 0"),
+    ("undeclared-parent-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
+     " metadata: {name: q}, spec: {parent: nowhere}}]\n", "spec.queues[0].spec.parent", "'nowhere' is not declared"),
+    ("duplicate-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
+     " metadata: {name: q}}, {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q}}]\n",
+     "spec.queues", "queue 'q' is declared twice"),
     ("bad-until", BASE + "  until: forever\n", "spec.until", "not a duration"),
     ("zero-period", BASE + "  schedulePeriod: 0s\n", "spec.schedulePeriod", "more than 0"),
     ("duplicate-cluster", BASE.replace("  events:", "  - {name: a}\n  events:"), "spec.clusters",
