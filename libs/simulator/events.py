@@ -117,9 +117,10 @@ class EventHandler:
             e.fleet.delete_job(ref.name)
         elif ref.kind == "HyperJob" and ref.name in w.hyperjobs:
             e.fleet.delete_hyperjob(ref.name)
-        elif ref.kind == "Queue" and ref.name in w.queues and ref.name != api.DEFAULT_QUEUE:
-            if not any(j.manifest.spec.queue == ref.name for j in w.jobs.values()):
-                del w.queues[ref.name]  # Volcano refuses to delete a queue that still holds jobs
+        elif ref.kind == "Queue" and ref.name in w.queues and ref.name not in (api.DEFAULT_QUEUE, "root"):
+            # Volcano refuses to delete a queue that still holds jobs or has child queues.
+            if not any(j.manifest.spec.queue == ref.name for j in w.jobs.values()) and w.is_leaf(ref.name):
+                del w.queues[ref.name]
         elif ref.kind == "PriorityClass":
             w.priority_classes.pop(ref.name, None)
         elif ref.kind == "PodGroup":
