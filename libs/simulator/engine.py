@@ -63,7 +63,8 @@ class Engine:
                 if due is None:
                     break
                 next_round = max(next_round, _grid(due, period))
-            now = next_round if due is None else min(due, next_round)
+            # Virtual time never goes back, even for an entry a core scheduled in the past.
+            now = max(self.world.now, next_round if due is None else min(due, next_round))
             if now > limit + 1e-9:
                 break
             self.world.now = now
