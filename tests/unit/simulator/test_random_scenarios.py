@@ -68,7 +68,7 @@ def scenario(seed: int) -> str:
         event = _event(r, i, clusters, nodes, names)
         if event is not None:
             events.append({"at": f"{r.randint(0, 90)}s", **event})
-    for job in (e["create"] for e in events if "create" in e):
+    for job in (e["create"] for e in events if "create" in e and e["create"]["kind"] in ("Job", "HyperJob")):
         spec = job["spec"]["template"]["spec"] if job["kind"] == "HyperJob" else job["spec"]
         spec["queue"] = r.choice(["default", "q1", "q2"])
         if r.random() < 0.3:
@@ -80,13 +80,14 @@ def scenario(seed: int) -> str:
                         for n in nodes[c]]} for c in clusters],
                     "queues": [_queue(r, "q1"), _queue(r, "q2")],
                     "priorityClasses": [{"name": "high", "value": 100}],
-                    "events": events, "until": "150s"}}
+                    "events": events, "until": "150s", "schedulePeriod": r.choice([1, "500ms", "2s"])}}
     return yaml.safe_dump(doc, sort_keys=False)
 
 
 def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[str]],
            names: list[str]) -> dict | None:
-    kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue"])
+    kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue",
+                     "objects"])
     if kind == "job":
         names.append(f"j{i}")
         return {"create": _job(r, f"j{i}")}
@@ -101,6 +102,16 @@ def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[
     if kind == "queue":
         return {"command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
                             "action": r.choice(["open", "close"])}}
+    if kind == "objects":
+        return {"create": r.choice([
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"q{i}"},
+             "spec": {"weight": r.randint(1, 3), "parent": r.choice(["", "q1", "missing"])}},
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": f"pg{i}"},
+             "spec": {"minMember": r.randint(0, 2), "queue": r.choice(["default", "q2"]),
+                      "minResources": {"cpu": str(r.randint(1, 4))}}},
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"pc{i}"},
+             "value": r.randint(1, 1000), "globalDefault": r.random() < 0.5},
+        ])}
     if not names:
         return None
     target = r.choice(names)
