@@ -141,9 +141,17 @@ class Runtime:
     async def stop(self) -> None:
         for subscription in self._subscriptions:
             await subscription.stop()
+        pending = set(self._tasks)
+        while pending:
+            # Cancel again until every loop has ended: a library call can swallow one cancellation
+            # (Python 3.11's asyncio.wait_for loses it when the awaited result lands at the same
+            # moment), and a loop that lost it would run on and hang stop() forever.
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.5)
         for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+            if not task.cancelled():
+                task.exception()  # retrieved: a loop that died of an error was logged already
         self._subscriptions.clear()
         self._tasks.clear()
 

@@ -8,6 +8,7 @@ a ``HyperJobDeleted``). Faults are injected with flags that fire on the first at
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -193,3 +194,23 @@ async def test_message_of_an_unhandled_type_is_acked_and_ignored(bus, store, pro
     assert service.calls == [msg.event_id]
     assert await probe.messages(subjects.dlq(DURABLE)) == []
     assert (await store.get(KIND, "c1")).version == 1
+
+
+async def test_stop_ends_a_periodic_loop_even_if_its_work_swallowed_the_cancellation(bus, store) -> None:
+    runtime = Runtime("pipeline", bus, store)
+    started, swallowed = asyncio.Event(), []
+
+    async def work() -> None:
+        started.set()
+        if swallowed:
+            await asyncio.sleep(30)
+            return
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            swallowed.append(True)  # once, as a library call may (asyncio.wait_for's race on Python 3.11)
+
+    runtime.every(0.01, work, "swallower")
+    await asyncio.wait_for(started.wait(), sh.DEADLINE)
+    await asyncio.wait_for(runtime.stop(), sh.DEADLINE)  # a hang here is the bug
+    assert swallowed
