@@ -199,6 +199,11 @@ class ClusterDriver:
             raise api.ManifestError("$", "no cluster is reachable")
         self.bare[name] = BarePodGroup(manifest, cluster, self.world.now)
 
+    def queue_in_use(self, queue: str) -> bool:
+        """Whether a job or a podgroup still names the queue (Volcano refuses to delete it then)."""
+        jobs = (j.record.job.spec.queue for j in self.world.jobs.values() if j.record is not None)
+        return queue in jobs or any(pg.manifest.spec.queue == queue for pg in self.bare.values())
+
     def delete_bare_podgroup(self, name: str) -> None:
         self.bare.pop(name, None)
 

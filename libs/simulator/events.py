@@ -119,7 +119,7 @@ class EventHandler:
             e.fleet.delete_hyperjob(ref.name)
         elif ref.kind == "Queue" and ref.name in w.queues and ref.name not in (api.DEFAULT_QUEUE, "root"):
             # Volcano refuses to delete a queue that still holds jobs or has child queues.
-            if not any(j.manifest.spec.queue == ref.name for j in w.jobs.values()) and w.is_leaf(ref.name):
+            if not e.clusters.queue_in_use(ref.name) and w.is_leaf(ref.name):
                 del w.queues[ref.name]
         elif ref.kind == "PriorityClass":
             w.priority_classes.pop(ref.name, None)

@@ -100,6 +100,8 @@ def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[
     if kind == "cluster":
         return {r.choice(["clusterDown", "clusterUp"]): {"cluster": r.choice(clusters)}}
     if kind == "queue":
+        if r.random() < 0.2:
+            return {"delete": {"kind": "Queue", "name": r.choice(["q1", "q2", "root"])}}
         return {"command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
                             "action": r.choice(["open", "close"])}}
     if kind == "objects":
