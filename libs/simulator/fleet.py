@@ -207,6 +207,8 @@ class FleetDriver:
     def _create_child(self, hj: HyperJob, child: Any) -> str:
         """Admit and dispatch one child; the rejection message when the cluster refuses it."""
         jobs = self.engine.jobs
+        if child.name in self.world.jobs:
+            return f"child {child.name}: a job of that name already exists"
         manifest = child.job
         if hj.job_annotations:
             metadata = msgspec.structs.replace(manifest.metadata,
@@ -226,8 +228,9 @@ class FleetDriver:
     def drop_children(self, hj: HyperJob) -> None:
         """Delete every child everywhere and forget the plan (delete, or a re-plan after a retry)."""
         for name in hj.children:
-            job = self.world.jobs.pop(name, None)
-            if job is not None:
+            job = self.world.jobs.get(name)
+            if job is not None and job.hyperjob == hj.name:
+                del self.world.jobs[name]
                 self.engine.jobs.withdraw(job)
         self.plans.pop(hj.name, None)
         self.gangs.pop(hj.name, None)

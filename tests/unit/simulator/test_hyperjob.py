@@ -186,3 +186,12 @@ def test_plain_jobs_placed_in_one_round_see_each_others_room_taken() -> None:
     result = simulator.run(two)
     assert {name: cluster for name, (_, cluster) in jobs(result).items()} == {"plain": "cluster-a",
                                                                               "second": "cluster-b"}
+
+
+def test_a_child_whose_name_is_taken_waits_and_the_plain_job_stays() -> None:
+    squatter = PLAIN.split("  events:\n")[1].replace("name: plain", "name: hj-job-0").replace(
+        "  - {at: 10s, clusterDown: {cluster: cluster-a}}\n", "").replace("  until: 90s\n", "")
+    result = run(squatter)
+    assert jobs(result) == {"hj-job-0": ("Running", "cluster-a")}
+    assert next(j for j in result["jobs"])["hyperJob"] is None
+    assert hyperjob(result)["phase"] == "Admitted" and hyperjob(result)["splitCount"] == 0
