@@ -113,14 +113,19 @@ class NodeAgent:
                                 started_at=now, finishes_at=None if exec_mode else now + duration,
                                 exit_code=msg.sim_exit_code, restart_policy=msg.restart_policy)
         previous = self.pods.get(msg.pod)
-        reports = domain.start(self.pods, pod)
+        # Decided on a copy: the pods in memory change only once the write and the report are
+        # committed, so a start whose commit failed is started (and reported) again on redelivery.
+        pods = dict(self.pods)
+        reports = domain.start(pods, pod)
         if not exec_mode or not reports:
-            return self._reaction(msg, reports, changed=[msg.pod])
+            return self._reaction(msg, reports, changed=[msg.pod], pods=pods).then(
+                lambda: self._settle(previous, pods, msg.pod))
         if previous is not None:  # a new incarnation replaces the old one's process
             await self.runner.kill(msg.pod)  # type: ignore[union-attr]
         # Report Running before the process can end, so Running always precedes the exit.
         await self.rt.commit(f"node-agent-{self.cluster}-start", msg.event_id,
-                             self._reaction(msg, reports, changed=[msg.pod]))
+                             self._reaction(msg, reports, changed=[msg.pod], pods=pods))
+        self._settle(previous, pods, msg.pod)
         self.specs[msg.pod] = msg
         await self.runner.launch(msg)  # type: ignore[union-attr]
         return Reaction()
@@ -131,7 +136,10 @@ class NodeAgent:
         if self.runner is not None:
             await self.runner.kill(msg.pod)
             self.specs.pop(msg.pod, None)
-        return self._reaction(msg, domain.stop(self.pods, msg.pod), changed=[msg.pod])
+        previous, pods = self.pods.get(msg.pod), dict(self.pods)
+        reports = domain.stop(pods, msg.pod)
+        return self._reaction(msg, reports, changed=[msg.pod], pods=pods).then(
+            lambda: self._settle(previous, pods, msg.pod))
 
     def _not_mine(self, msg: events.StartPod | events.StopPod) -> Reaction:
         """Another agent's node (agents of named nodes all see the cluster's pod commands)."""
@@ -158,16 +166,20 @@ class NodeAgent:
 
     async def advance(self) -> None:
         # Pods on a node that stopped heartbeating (an injected fault) are frozen, as if cut off.
-        cut_off = {name: pod for name, pod in self.pods.items() if self.sensors.silent(pod.node)}
-        live = {name: pod for name, pod in self.pods.items() if name not in cut_off}
+        before = dict(self.pods)
+        cut_off = {name: pod for name, pod in before.items() if self.sensors.silent(pod.node)}
+        live = {name: pod for name, pod in before.items() if name not in cut_off}
         reports = domain.advance(live, time.time())
-        self.pods = {**live, **cut_off}
         if not reports:
             return
+        # Memory changes only after the commit: if it fails, the next tick finishes them again.
+        after = {**live, **cut_off}
         cause = Cause(event_id=events.derive_id(self.cluster, "advance/" + ",".join(
             f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)))
         await self.rt.commit(f"node-agent-{self.cluster}-clock", cause.event_id,
-                             self._reaction(cause, reports, changed=[r.pod for r in reports]))
+                             self._reaction(cause, reports, changed=[r.pod for r in reports], pods=after))
+        for report in reports:
+            self._settle(before.get(report.pod), after, report.pod)
 
     async def close(self) -> None:
         if self.runner is not None:
@@ -180,10 +192,20 @@ class NodeAgent:
         finally:
             await self.close()
 
-    def _reaction(self, cause: events.Message | Cause, reports: list[domain.Report], changed: list[str]) -> Reaction:
+    def _settle(self, previous: domain.RunningPod | None, pods: dict[str, domain.RunningPod], name: str) -> None:
+        """Keep what was committed for pod ``name``, unless another command changed it meanwhile."""
+        if self.pods.get(name) is not previous:
+            return
+        if name in pods:
+            self.pods[name] = pods[name]
+        else:
+            self.pods.pop(name, None)
+
+    def _reaction(self, cause: events.Message | Cause, reports: list[domain.Report], changed: list[str],
+                  pods: dict[str, domain.RunningPod] | None = None) -> Reaction:
         reaction = Reaction()
         for name in changed:
-            pod = self.pods.get(name)
+            pod = (self.pods if pods is None else pods).get(name)
             reaction.writes.append(Write.put(self.kind, name, pod) if pod else Write.delete(self.kind, name))
         for report in reports:
             reaction.publish(subjects.pod_phase(self.cluster), emit(
