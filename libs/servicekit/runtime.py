@@ -74,6 +74,8 @@ class Runtime:
         self.log = structlog.get_logger(name)
         self._subscriptions: list[Subscription] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._unpublished: list[Any] = []
+        self._publisher: asyncio.Task[None] | None = None
 
     async def subscribe(self, durable: str, subjects: str | Sequence[str], handlers: Mapping[type[Message], Handler],
                         **policy: Any) -> None:
@@ -114,9 +116,36 @@ class Runtime:
         if result.duplicate:
             self.log.debug("duplicate_delivery", consumer=consumer, event_id=event_id)
         if result.outputs:
-            await self.bus.publish_many(result.outputs)
+            try:
+                await self.bus.publish_many(result.outputs)
+            except Exception:
+                # The write is committed, so its outputs must go out. A message is redelivered and
+                # republishes them from the marker, but periodic work (a Cause) never comes back
+                # with the same id: keep publishing them in the background until it works (their
+                # ids are deterministic, so JetStream drops any copy).
+                self._publish_later(result.outputs)
+                raise
         for work in reaction.after:
             work()
+
+    def _publish_later(self, outputs: Sequence[Any]) -> None:
+        self._unpublished.extend(outputs)
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.get_running_loop().create_task(self._republish(), name="republish")
+            self._tasks.append(self._publisher)
+
+    async def _republish(self) -> None:
+        delay = 0.1
+        while self._unpublished:
+            await asyncio.sleep(delay)
+            batch = list(self._unpublished)
+            try:
+                await self.bus.publish_many(batch)
+            except Exception as exc:  # still unreachable: try again later
+                self.log.warning("republish_failed", outputs=len(batch), error=str(exc))
+                delay = min(delay * 2, 5.0)
+                continue
+            del self._unpublished[:len(batch)]
 
     def every(self, period: float, work: Callable[[], Awaitable[None]], name: str) -> None:
         """Run ``work`` every ``period`` seconds; a failure is logged and the next round still runs."""

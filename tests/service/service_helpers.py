@@ -31,10 +31,10 @@ from nats.js import api as jsapi
 
 import events
 import records
-from bus import subject_covers
+from bus import PublishError, subject_covers
 from events import subjects
 from servicekit import Runtime
-from store import Write
+from store import StoreUnavailableError, Write
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
@@ -283,6 +283,42 @@ def unique(prefix: str) -> str:
 async def write_docs(store: Any, writes: list[Write]) -> None:
     result = await store.apply("test-setup", events.new_request_id(), writes)
     assert result.ok, result
+
+
+class FlakyBus:
+    """The real bus, except that the first ``failures`` calls of ``publish_many`` (what the runtime
+    publishes after a commit) fail as if NATS were unreachable."""
+
+    def __init__(self, inner: Any, failures: int = 1) -> None:
+        self.inner = inner
+        self.failures = failures
+
+    async def publish_many(self, messages: Any, **kw: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            first = list(messages)[0]
+            raise PublishError(getattr(first, "subject", "?"), getattr(first, "msg_id", "?"), "injected: publish failed")
+        return await self.inner.publish_many(messages, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class FlakyStore:
+    """The real store, except that the first ``failures`` calls of ``apply`` fail (Redis unavailable)."""
+
+    def __init__(self, inner: Any, failures: int = 1) -> None:
+        self.inner = inner
+        self.failures = failures
+
+    async def apply(self, *args: Any, **kw: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailableError("injected: store unavailable")
+        return await self.inner.apply(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 async def stop(*runtimes: Runtime) -> None:

@@ -222,3 +222,23 @@ async def test_a_finished_child_frees_its_owners_admission_once(scheduler, bus, 
 
 async def _absent(store: Any, kind: str, name: str) -> bool:
     return await store.get(kind, name) is None
+
+
+async def test_dispatch_whose_publish_failed_after_the_write_still_goes_out(bus, store, probe) -> None:
+    # The round is periodic work: no redelivery will republish what its commit recorded.
+    flaky = sh.FlakyBus(bus, failures=0)
+    runtime = Runtime("global-scheduler", flaky, store)
+    await build(Settings(retry_period=0.1), runtime)
+    try:
+        await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True))
+        msg = await planned_child(store, "hj", "cluster-a")
+        await send(bus, subjects.PLACE_CHILD, msg)
+        await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting, where=lambda w: "fits" in w.reason)
+        flaky.failures = 1  # the next publish (the round's dispatch) fails after its write
+        await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
+        await sh.doc(store, records.PLACEMENT, msg.child, records.PlacementDoc, where=lambda p: p.state == "Dispatched")
+        assert flaky.failures == 0
+        dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
+        assert [d.child for d in dispatched] == [msg.child]
+    finally:
+        await runtime.stop()

@@ -17,7 +17,6 @@ from events import subjects
 from node_agent.app import build
 from node_agent.config import Settings
 from servicekit import Runtime
-from store import StoreUnavailableError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -129,25 +128,8 @@ async def test_start_for_another_agents_node_is_ignored(agent, bus, store, probe
     assert await reports(probe) == [] and await store.list(KIND) == {}
 
 
-class FlakyStore:
-    """The real store, except that the first ``apply`` (the first start's write) fails."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.failures = 1
-
-    async def apply(self, *args: Any, **kw: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            raise StoreUnavailableError("injected: store unavailable")
-        return await self.inner.apply(*args, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 async def test_start_whose_write_failed_is_redelivered_and_reported_running_once(bus, store, probe) -> None:
-    runtime = Runtime("node-agent", bus, FlakyStore(store))
+    runtime = Runtime("node-agent", bus, sh.FlakyStore(store))
     await build(settings(), runtime)
     try:
         await send(bus, subjects.start_pod(C), start())

@@ -20,8 +20,8 @@ import pytest
 import events
 from bus import PublishError
 from events import subjects
-from servicekit import Reaction, Runtime, emit
-from store import StoreUnavailableError, Write
+from servicekit import Cause, Reaction, Runtime, emit
+from store import Write
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -60,41 +60,6 @@ class CounterService:
                                                                 name=msg.name))
 
 
-class FlakyBus:
-    """The real bus, except that the first ``publish_many`` (the runtime's outputs) fails."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.failures = 1
-
-    async def publish_many(self, messages: Any, **kw: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            items = list(messages)
-            raise PublishError(items[0].subject, items[0].msg_id, "injected: publish failed after the write")
-        return await self.inner.publish_many(messages, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class FlakyStore:
-    """The real store, except that the first ``apply`` fails (Redis unavailable)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.failures = 1
-
-    async def apply(self, *args: Any, **kw: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            raise StoreUnavailableError("injected: store unavailable")
-        return await self.inner.apply(*args, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
 async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
     p = await sh.probe_for(nats_url, namespace)
@@ -103,8 +68,8 @@ async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
 
 
 async def start(bus: Any, store: Any, fault: str = "none") -> tuple[Runtime, CounterService]:
-    runtime = Runtime("pipeline", FlakyBus(bus) if fault == "publish" else bus,
-                      FlakyStore(store) if fault == "store" else store)
+    runtime = Runtime("pipeline", sh.FlakyBus(bus) if fault == "publish" else bus,
+                      sh.FlakyStore(store) if fault == "store" else store)
     service = CounterService(runtime, fail_handler_once=fault == "handler")
     await runtime.subscribe(DURABLE, subjects.DELETE, {events.DeleteObject: service.on_delete},
                             backoff=[0.05], max_deliver=4)
@@ -214,3 +179,16 @@ async def test_stop_ends_a_periodic_loop_even_if_its_work_swallowed_the_cancella
     await asyncio.wait_for(started.wait(), sh.DEADLINE)
     await asyncio.wait_for(runtime.stop(), sh.DEADLINE)  # a hang here is the bug
     assert swallowed
+
+
+async def test_outputs_of_periodic_work_whose_publish_failed_are_published_later(bus, store, probe) -> None:
+    runtime = Runtime("pipeline", sh.FlakyBus(bus, failures=2), store)  # the commit's publish and one retry fail
+    cause = Cause(event_id=events.derive_id("tick", "1"))
+    reaction = Reaction(writes=[Write.put(KIND, "tick", CounterDoc(1, cause.event_id))])
+    reaction.publish(subjects.HYPERJOB_DELETED, emit(events.HyperJobDeleted, cause, "deleted", "test", name="tick"))
+    with pytest.raises(PublishError):
+        await runtime.commit("periodic", cause.event_id, reaction)
+    stored = await probe.wait(subjects.HYPERJOB_DELETED)
+    await runtime.stop()
+    assert [m.name for m in stored] == ["tick"]  # type: ignore[attr-defined]
+    assert (await store.get(KIND, "tick")).version == 1
