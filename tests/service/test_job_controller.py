@@ -258,3 +258,31 @@ async def test_messages_about_an_unknown_job_change_nothing(controller, bus, sto
     await settled(probe)
     assert await store.list(JOB_KIND) == {}
     assert await probe.messages("job.>") == [] and await probe.messages(subjects.dlq(f"job-controller-{C}-sched")) == []
+
+
+@pytest.mark.parametrize("fault", ["publish", "store"])
+async def test_bound_pod_is_started_exactly_once_when_the_first_attempt_fails(bus, store, probe, fault) -> None:
+    flaky_bus, flaky_store = sh.FlakyBus(bus, failures=0), sh.FlakyStore(store, failures=0)
+    runtime = Runtime("job-controller", flaky_bus, flaky_store)
+    await build(Settings(cluster=C, timer_period=0.1), runtime)
+    try:
+        await dispatch(bus, sh.job_manifest("j1"))
+        await admit_podgroup(bus)
+        rec = await pods_created(store, 2)
+        await settled(probe)
+        version = await sh.version(store, JOB_KIND, "j1")
+        if fault == "publish":
+            flaky_bus.failures = 1  # the StartPod is not published though the binding was written
+        else:
+            flaky_store.failures = 1  # the binding is not written at all
+        pod = rec.pods["j1-worker-0"]
+        await send(bus, subjects.pod_bound(C), sh.message(events.PodBound, cluster=C, job="j1", pod="j1-worker-0",
+                                                          node="node-0", job_version=pod.version, pod_uid=pod.uid))
+        started = await probe.wait(subjects.start_pod(C), events.StartPod)
+        await settled(probe)
+        assert [s.pod for s in started] == ["j1-worker-0"]
+        assert len(await probe.messages(subjects.start_pod(C))) == 1
+        assert await sh.version(store, JOB_KIND, "j1") == version + 1
+        assert (flaky_bus.failures, flaky_store.failures) == (0, 0)
+    finally:
+        await runtime.stop()

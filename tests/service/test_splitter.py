@@ -335,3 +335,24 @@ async def test_job_removed_for_a_job_not_being_deleted_changes_nothing(splitter,
     await settled(probe)
     stored = await store.get(records.HYPERJOB, "train-1")
     assert stored.version == 1 and not stored.decode(records.HyperJobDoc).deleting
+
+
+async def test_hyperjob_whose_publish_failed_after_the_write_is_answered_and_placed_once(bus, store, probe) -> None:
+    flaky = sh.FlakyBus(bus, failures=0)
+    runtime = Runtime("splitter", flaky, store)
+    await build(Settings(replan_period=0.1), runtime)
+    try:
+        await with_clusters(store)
+        queue, hyperjob = example()
+        await answer(probe, await apply(bus, queue))
+        flaky.failures = 1
+        msg = await apply(bus, hyperjob)
+        assert (await answer(probe, msg)).outcome == "created"
+        await probe.wait(subjects.PLACE_CHILD, events.PlaceChild, count=2)
+        await settled(probe)
+        assert flaky.failures == 0
+        assert len(await probe.messages(subjects.PLACE_CHILD)) == 2
+        assert len(await probe.messages(subjects.result(msg.event_id))) == 1
+        assert await sh.version(store, records.HYPERJOB, HJ) == 1
+    finally:
+        await runtime.stop()
