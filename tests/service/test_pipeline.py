@@ -1,7 +1,8 @@
 """The servicekit pipeline on real JetStream and Redis: decode → handler → one atomic apply with the
 dedup marker → publish the recorded outputs → ack.
 
-A tiny service stands in for the real ones: ``DeleteObject(kind="Counter", name=n)`` increments
+The last test runs every real service in-process on one bus and store. Elsewhere a tiny service
+stands in for the real ones: ``DeleteObject(kind="Counter", name=n)`` increments
 document ``counter/n`` (version +1 per effect) and publishes two outputs (the request's answer and
 a ``HyperJobDeleted``). Faults are injected with flags that fire on the first attempt only.
 """
@@ -18,9 +19,22 @@ import msgspec
 import pytest
 
 import events
+import records
 from bus import PublishError
+from cluster_scheduler.app import build as build_cluster_scheduler
+from cluster_scheduler.config import Settings as ClusterSchedulerSettings
 from events import subjects
+from global_scheduler.app import build as build_global_scheduler
+from global_scheduler.config import Settings as GlobalSchedulerSettings
+from job_controller.app import build as build_job_controller
+from job_controller.config import Settings as JobControllerSettings
+from node_agent.app import build as build_node_agent
+from node_agent.config import Settings as NodeAgentSettings
 from servicekit import Cause, Reaction, Runtime, emit
+from splitter.app import build as build_splitter
+from splitter.config import Settings as SplitterSettings
+from status_aggregator.app import build as build_status_aggregator
+from status_aggregator.config import Settings as StatusAggregatorSettings
 from store import Write
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -192,3 +206,47 @@ async def test_outputs_of_periodic_work_whose_publish_failed_are_published_later
     await runtime.stop()
     assert [m.name for m in stored] == ["tick"]  # type: ignore[attr-defined]
     assert (await store.get(KIND, "tick")).version == 1
+
+
+async def test_the_whole_chain_runs_a_hyperjob_across_two_clusters_to_completed(bus, store, probe) -> None:
+    """Every service in-process on one bus and store, as `hyperjob up` runs them as processes."""
+    runtimes: list[Runtime] = []
+
+    async def run(name: str, build: Any, settings: Any) -> None:
+        runtime = Runtime(name, bus, store)
+        runtimes.append(runtime)
+        await build(settings, runtime)
+
+    try:
+        for cluster in ("cluster-a", "cluster-b"):
+            await run("node-agent", build_node_agent, NodeAgentSettings(
+                cluster=cluster, nodes=2, heartbeat_period=0.2, tick_period=0.05, telemetry="off"))
+            await run("cluster-scheduler", build_cluster_scheduler, ClusterSchedulerSettings(
+                cluster=cluster, schedule_period="200ms", health_period=0.0))
+            await run("job-controller", build_job_controller, JobControllerSettings(cluster=cluster, timer_period=0.1))
+        await run("global-scheduler", build_global_scheduler, GlobalSchedulerSettings(retry_period=0.1))
+        await run("splitter", build_splitter, SplitterSettings(replan_period=0.1))
+        await run("status-aggregator", build_status_aggregator, StatusAggregatorSettings())
+        await sh.until(lambda: _both_clusters(store), what="both clusters reported")
+
+        manifest = sh.hyperjob_manifest("hj", {"cluster-a": 3, "cluster-b": 3})
+        manifest["spec"]["template"]["spec"]["tasks"][0]["template"]["metadata"]["annotations"][
+            "hyperjob.io/sim-duration"] = "1s"
+        apply = sh.message(events.ApplyManifest, manifest=manifest)
+        await sh.send(bus, subjects.APPLY, apply)
+        answer = (await probe.wait(subjects.result(apply.event_id)))[0]
+        assert isinstance(answer, events.RequestAccepted), answer
+        done = await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
+                            where=lambda d: d.phase in ("Completed", "Failed"), timeout=30.0)
+        assert done.phase == "Completed", done.status
+        assert done.status["placement"] == {"cluster-a": 3, "cluster-b": 3}
+        started = await probe.decoded("job.pod.start.>", events.StartPod)
+        assert sorted(s.env["HYPERJOB_RANK"] for s in started) == [str(r) for r in range(6)]
+        assert len({s.pod for s in started}) == 6  # every pod started once
+    finally:
+        for runtime in runtimes:
+            await runtime.stop()
+
+
+async def _both_clusters(store: Any) -> bool:
+    return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
