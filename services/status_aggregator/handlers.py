@@ -49,8 +49,8 @@ class StatusAggregator:
     async def _update(self, msg: events.Message, name: str, change: object) -> Reaction:
         async with self._locks[name]:
             owner = await self.rt.store.get(records.HYPERJOB, name)
-            if owner is None:
-                return Reaction()
+            if owner is None or owner.decode(records.HyperJobDoc).plain:
+                return Reaction()  # gone, or a plain Job (its own record is its status)
             stored = await self.rt.store.get(records.HYPERJOB_STATUS, name)
             doc = stored.decode(domain.AggregateDoc) if stored else domain.AggregateDoc(name=name)
             admitted = await self.rt.store.get(records.ADMISSION, name) is not None

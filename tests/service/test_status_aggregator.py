@@ -154,3 +154,12 @@ async def test_news_of_plain_jobs_and_unknown_hyperjobs_changes_nothing(aggregat
     await settled(probe)
     assert await store.list(records.HYPERJOB_STATUS) == {}
     assert await probe.messages(subjects.HYPERJOB_STATUS) == []
+
+
+async def test_admission_of_a_plain_job_is_acked_and_changes_nothing(aggregator, bus, store, probe) -> None:
+    manifest = sh.job_manifest("plain")
+    await sh.put(store, records.HYPERJOB, "plain", sh.plain_owner(manifest))
+    await send(bus, sh.message(events.OwnerAdmitted, name="plain", queue="default"), subjects.OWNER_ADMITTED)
+    await settled(probe)
+    assert await store.list(records.HYPERJOB_STATUS) == {}
+    assert await probe.messages(subjects.dlq("status-aggregator-admissions")) == []
