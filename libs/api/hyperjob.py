@@ -7,6 +7,7 @@
   job named ``job``.
 
 Project extensions (upstream leaves these "reserved" or lacks them), all optional:
+``replicatedJobs[].templateMetadata`` (labels and annotations for every child Job),
 ``splitPolicy.clusters`` (explicit per-cluster replicas, in the upstream form too),
 ``splitPolicy.weights`` (static weights per cluster), ``splitPolicy.granularity`` (replicas are
 divided in multiples of this), and ``spec.childFailurePolicy`` (what a child failing beyond its own
@@ -54,6 +55,9 @@ class ReplicatedJob(Spec, frozen=True, kw_only=True):
     replicas: NonNegative = 1
     cluster_names: list[str] = []
     split_policy: SplitPolicy | None = None
+    # Extension: labels and annotations every child Job carries (the conceptual form's template
+    # ``metadata`` lands here, so nothing the user wrote on the template Job is lost).
+    template_metadata: PodTemplateMeta | None = None
 
 
 class HyperJobSpec(Spec, frozen=True, kw_only=True):
@@ -115,6 +119,7 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
         replicas=1,
         cluster_names=cluster_names,
         split_policy=split,
+        template_metadata=spec.template.metadata if spec.template.metadata != PodTemplateMeta() else None,
     )
     metadata = msgspec.structs.replace(
         hyperjob.metadata, annotations={**hyperjob.metadata.annotations, FORM_ANNOTATION: "conceptual"})
@@ -139,6 +144,7 @@ def user_path(hyperjob: HyperJob, path: str) -> str:
     if not is_conceptual(hyperjob):
         return path
     path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
+    path = path.replace("$.spec.replicatedJobs[0].templateMetadata", "$.spec.template.metadata")
     return path.replace("$.spec.replicatedJobs[0].", "$.spec.")
 
 

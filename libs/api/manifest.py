@@ -11,7 +11,7 @@ from .errors import ManifestError
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, Job
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
-from .validation import check_hyperjob, check_job_spec, check_queue
+from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
 Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass
 
@@ -69,6 +69,7 @@ def _validated(obj: Any) -> Manifest:
     if isinstance(obj, HyperJob):
         check_hyperjob(obj)
     elif isinstance(obj, Job):
+        check_sim_annotations(obj.metadata.annotations, "$.metadata")
         check_job_spec(obj.spec)
     elif isinstance(obj, Queue):
         check_queue(obj)

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
+
+# The simulated pod lifecycle (scenario-format.md): a pod succeeds after this duration, or fails
+# with this exit code. Read by jobcore and the node-agent's simulated fleet; checked here once.
+SIM_DURATION = "hyperjob.io/sim-duration"
+SIM_EXIT_CODE = "hyperjob.io/sim-exit-code"
 
 KNOWN_JOB_PLUGINS = frozenset({"env", "svc", "ssh", "pytorch", "mpi", "tensorflow", "ray"})
 KNOWN_HYPERJOB_PLUGINS = frozenset({"pytorch", "env", "svc"})
@@ -34,6 +40,7 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
                                 f"{task.min_available} is more than the task's replicas ({task.replicas})")
         if not task.template.spec.containers:
             raise ManifestError(f"{task_path}.template.spec.containers", "a task needs at least one container")
+        check_sim_annotations(task.template.metadata.annotations, f"{task_path}.template.metadata")
         for c, container in enumerate(task.template.spec.containers):
             _check_quantities(container.resources.requests, f"{task_path}.template.spec.containers[{c}].resources.requests")
             _check_quantities(container.resources.limits, f"{task_path}.template.spec.containers[{c}].resources.limits")
@@ -62,12 +69,22 @@ def _check_policy(policy: object, path: str) -> None:
     if policy.exit_code == 0:
         raise ManifestError(f"{path}.exitCode", "0 is not a failure exit code")
     if policy.timeout is not None:
-        from .duration import DurationError, parse_duration
-
         try:
             parse_duration(policy.timeout)
         except DurationError as exc:
             raise ManifestError(f"{path}.timeout", str(exc)) from None
+
+
+def check_sim_annotations(annotations: Mapping[str, str], metadata_path: str) -> None:
+    """The simulation annotations must parse, or no pod carrying them could be run."""
+    if SIM_DURATION in annotations:
+        try:
+            parse_duration(annotations[SIM_DURATION])
+        except DurationError as exc:
+            raise ManifestError(f"{metadata_path}.annotations.{SIM_DURATION}", str(exc)) from None
+    code = annotations.get(SIM_EXIT_CODE, "0")
+    if not code.lstrip("-").isdigit():
+        raise ManifestError(f"{metadata_path}.annotations.{SIM_EXIT_CODE}", f"{code!r} is not an integer exit code")
 
 
 def _check_quantities(raw: Mapping[str, object], path: str) -> None:
@@ -109,6 +126,8 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
             raise ManifestError(f"{path}.name", f"duplicate replicated job name {rj.name!r}")
         names.add(rj.name)
         check_job_spec(rj.template_spec, f"{path}.templateSpec")
+        if rj.template_metadata is not None:
+            check_sim_annotations(rj.template_metadata.annotations, f"{path}.templateMetadata")
         _check_split(rj, path)
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:

@@ -40,20 +40,22 @@ def child_jobs(hyperjob: api.HyperJob, plan: SplitPlan) -> list[ChildJob]:
     plugin) without the template's ``pytorch`` plugin, whose per-child ranks would contradict the
     HyperJob-wide ones (see ``training_env``).
     """
-    templates = {rj.name: rj.template_spec for rj in hyperjob.spec.replicated_jobs}
-    return [_child_job(hyperjob, templates[c.replicated_job], c, plan.world_size) for c in plan.children]
+    replicated = {rj.name: rj for rj in hyperjob.spec.replicated_jobs}
+    return [_child_job(hyperjob, replicated[c.replicated_job], c, plan.world_size) for c in plan.children]
 
 
-def _child_job(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan, world_size: int) -> ChildJob:
-    spec = child_spec(hyperjob, template, child)
+def _child_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, child: ChildPlan, world_size: int) -> ChildJob:
+    spec = child_spec(hyperjob, rj.template_spec, child)
     digest = template_hash(spec, world_size=world_size, rank_offset=child.rank_offset,
                            wired=bool(hyperjob.spec.plugins))
     labels = {HYPERJOB_NAME_LABEL: hyperjob.metadata.name, REPLICATED_JOB_LABEL: child.replicated_job,
               TEMPLATE_HASH_LABEL: digest}
     annotations = {CHILD_INDEX_ANNOTATION: str(child.index), RANK_OFFSET_ANNOTATION: str(child.rank_offset),
                    WORLD_SIZE_ANNOTATION: str(world_size), CLUSTER_ANNOTATION: child.cluster}
-    metadata = api.ObjectMeta(name=child.name, namespace=hyperjob.metadata.namespace, labels=labels,
-                              annotations=annotations)
+    template = rj.template_metadata
+    metadata = api.ObjectMeta(name=child.name, namespace=hyperjob.metadata.namespace,
+                              labels={**(template.labels if template else {}), **labels},
+                              annotations={**(template.annotations if template else {}), **annotations})
     return ChildJob(name=child.name, hyperjob=hyperjob.metadata.name, replicated_job=child.replicated_job,
                     index=child.index, cluster=child.cluster, replicas=child.replicas,
                     job=api.Job(metadata=metadata, spec=spec), template_hash=digest,

@@ -15,7 +15,6 @@ import msgspec
 import api
 
 from .model import JobRecord, RankOverride, SshKeyPair
-from .pods import SIM_DURATION, SIM_EXIT_CODE
 from .sshkeys import deterministic_keygen
 
 DEFAULT_MAX_RETRY = 3
@@ -44,7 +43,7 @@ def admit(job: api.Job, queues: Mapping[str, str], now: float, priority_classes:
     The record is Pending with its podgroup (``derive_podgroup``) to be created by the driver.
     """
     _check_spec(job.spec)
-    _check_sim_annotations(job.metadata.annotations, "$.metadata.annotations")
+    api.check_sim_annotations(job.metadata.annotations, "$.metadata")
     queue = job.spec.queue or api.DEFAULT_QUEUE
     api.check_queue_reference(queue, queues, "$.spec.queue")
     if parents is not None and any(parent == queue for parent in parents.values()):
@@ -90,21 +89,7 @@ def _check_spec(spec: api.JobSpec) -> None:
             _check_policy_names(policy, f"$.spec.tasks[{i}].policies[{p}]")
     for p, policy in enumerate(spec.policies):
         _check_policy_names(policy, f"$.spec.policies[{p}]")
-    api.check_job_spec(spec)
-    for i, task in enumerate(spec.tasks):
-        _check_sim_annotations(task.template.metadata.annotations, f"$.spec.tasks[{i}].template.metadata.annotations")
-
-
-def _check_sim_annotations(annotations: Mapping[str, str], path: str) -> None:
-    """The simulator's annotations must parse, or every pod of the task would be unbuildable."""
-    if SIM_DURATION in annotations:
-        try:
-            api.parse_duration(annotations[SIM_DURATION])
-        except api.DurationError as exc:
-            raise api.ManifestError(f"{path}.{SIM_DURATION}", str(exc)) from None
-    code = annotations.get(SIM_EXIT_CODE, "0")
-    if not code.lstrip("-").isdigit():
-        raise api.ManifestError(f"{path}.{SIM_EXIT_CODE}", f"{code!r} is not an integer exit code")
+    api.check_job_spec(spec)  # includes each task's simulation annotations
 
 
 def _check_policy_names(policy: api.LifecyclePolicy, path: str) -> None:

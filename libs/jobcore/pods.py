@@ -13,8 +13,8 @@ import api
 from .model import JobRecord, PodRecord, PodRun, PodScheduling
 from .plugins import pod_environment, pod_name
 
-SIM_DURATION = "hyperjob.io/sim-duration"
-SIM_EXIT_CODE = "hyperjob.io/sim-exit-code"
+SIM_DURATION = api.SIM_DURATION
+SIM_EXIT_CODE = api.SIM_EXIT_CODE
 TASK_PRIORITY = "volcano.sh/task-priority"
 PREEMPTABLE = "volcano.sh/preemptable"
 

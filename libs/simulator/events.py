@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import api
 from fleetcore import CLUSTER_SILENCE_TIMEOUT
 
-from .kubelet import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, PodFinish
+from .kubelet import PodFinish
 from .scenario import TimedEvent
 
 if TYPE_CHECKING:
@@ -59,16 +59,16 @@ class EventHandler:
         try:
             manifest = api.decode(document)
             try:
-                self._admit(manifest, _template_annotations(document) if _conceptual(document) else {})
+                self._admit(manifest)
             except api.ManifestError as exc:
-                # api.decode maps its own paths back to the form the user wrote; do the same here.
-                if _conceptual(document):
-                    raise api.ManifestError(_conceptual_path(exc.path), exc.message) from None
+                # api.decode names the fields of the form the user wrote; so must the checks here.
+                if isinstance(manifest, api.HyperJob):
+                    raise api.ManifestError(api.user_path(manifest, exc.path), exc.message) from None
                 raise
         except api.ManifestError as exc:
             self.engine.world.emit("Rejected", name, reason=str(exc))
 
-    def _admit(self, manifest: Any, job_annotations: dict[str, str]) -> None:
+    def _admit(self, manifest: Any) -> None:
         e, w = self.engine, self.engine.world
         if isinstance(manifest, api.Queue):
             parent = manifest.spec.parent
@@ -78,7 +78,6 @@ class EventHandler:
         elif isinstance(manifest, api.PriorityClass):
             w.priority_classes[manifest.metadata.name] = manifest
         elif isinstance(manifest, api.Job):
-            _check_sim_annotations(manifest.metadata.annotations, "$.metadata")
             self._check_job_references(manifest.spec, "$.spec")
             if manifest.metadata.name in w.jobs:
                 raise api.ManifestError("$.metadata.name", f"job {manifest.metadata.name!r} already exists")
@@ -89,16 +88,13 @@ class EventHandler:
             api.check_references(manifest, list(w.clusters), w.queue_states())
             for i, rj in enumerate(manifest.spec.replicated_jobs):
                 self._check_job_references(rj.template_spec, f"$.spec.replicatedJobs[{i}].templateSpec")
-            _check_sim_annotations(job_annotations, "$.spec.template.metadata")
-            e.fleet.submit_hyperjob(manifest, job_annotations)
+            e.fleet.submit_hyperjob(manifest)
         elif isinstance(manifest, api.PodGroup):
             self._check_queue(manifest.spec.queue, "$.spec.queue")
             e.clusters.add_bare_podgroup(manifest)
 
     def _check_job_references(self, spec: api.JobSpec, path: str) -> None:
         self._check_queue(spec.queue, f"{path}.queue")
-        for i, task in enumerate(spec.tasks):
-            _check_sim_annotations(task.template.metadata.annotations, f"{path}.tasks[{i}].template.metadata")
         w = self.engine.world
         if spec.priority_class_name and spec.priority_class_name not in w.priority_classes:
             raise api.ManifestError(f"{path}.priorityClassName",
@@ -166,33 +162,3 @@ def _name_of(document: Any) -> str:
     metadata = document.get("metadata") if isinstance(document, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return name if isinstance(name, str) and name else "?"
-
-
-def _check_sim_annotations(annotations: dict[str, str], path: str) -> None:
-    """The simulator's own annotations must parse, or the run could not honour them."""
-    if DURATION_ANNOTATION in annotations:
-        try:
-            api.parse_duration(annotations[DURATION_ANNOTATION])
-        except api.DurationError as exc:
-            raise api.ManifestError(f"{path}.annotations.{DURATION_ANNOTATION}", str(exc)) from None
-    code = annotations.get(EXIT_CODE_ANNOTATION, "0")
-    if not code.lstrip("-").isdigit():
-        raise api.ManifestError(f"{path}.annotations.{EXIT_CODE_ANNOTATION}", f"{code!r} is not an exit code")
-
-
-def _conceptual(document: Any) -> bool:
-    return document.get("kind") == "HyperJob" and document.get("apiVersion") == "batch.volcano.sh/v1alpha1"
-
-
-def _conceptual_path(path: str) -> str:
-    """A path in the normalized HyperJob, as the user wrote it in the conceptual form."""
-    path = path.replace("$.spec.replicatedJobs[0].templateSpec", "$.spec.template.spec")
-    return path.replace("$.spec.replicatedJobs[0].", "$.spec.")
-
-
-def _template_annotations(document: dict[str, Any]) -> dict[str, str]:
-    """GAP (api.normalize keeps only the conceptual template's ``spec``): the simulator's own
-    annotations on the template Job's metadata, which the contract says apply to the job's pods."""
-    template = (document.get("spec") or {}).get("template") or {}
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    return {k: str(v) for k, v in annotations.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}

@@ -118,10 +118,9 @@ class FleetDriver:
 
     # -- HyperJobs ------------------------------------------------------------------------------
 
-    def submit_hyperjob(self, manifest: api.HyperJob, job_annotations: dict[str, str]) -> None:
+    def submit_hyperjob(self, manifest: api.HyperJob) -> None:
         name = manifest.metadata.name
-        self.world.hyperjobs[name] = HyperJob(name=name, manifest=manifest, created=self.world.now,
-                                              job_annotations=dict(job_annotations))
+        self.world.hyperjobs[name] = HyperJob(name=name, manifest=manifest, created=self.world.now)
         self.lifecycle[name] = "Active"
         self.engine.changed = True
 
@@ -210,10 +209,6 @@ class FleetDriver:
         if child.name in self.world.jobs:
             return f"child {child.name}: a job of that name already exists"
         manifest = child.job
-        if hj.job_annotations:
-            metadata = msgspec.structs.replace(manifest.metadata,
-                                               annotations={**hj.job_annotations, **manifest.metadata.annotations})
-            manifest = msgspec.structs.replace(manifest, metadata=metadata)
         try:
             record = jobs.admit(manifest, rank=RankOverride(rank_offset=child.rank_offset,
                                                             world_size=child.world_size))

@@ -20,9 +20,6 @@ from .world import Pod
 if TYPE_CHECKING:
     from .engine import Engine
 
-DURATION_ANNOTATION = "hyperjob.io/sim-duration"
-EXIT_CODE_ANNOTATION = "hyperjob.io/sim-exit-code"
-
 
 class PodFinish:
     """Agenda entry: a pod's container ends (``exit_code`` None means "as the annotations say")."""

@@ -91,7 +91,6 @@ class HyperJob(msgspec.Struct, kw_only=True):
     phase: str = ""  # "" until the first status pass, which announces Pending with the reason
     children: list[str] = []
     placement: dict[str, int] = {}
-    job_annotations: dict[str, str] = {}  # the conceptual template Job's sim annotations, for every child
 
 
 class World:
