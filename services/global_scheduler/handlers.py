@@ -128,7 +128,7 @@ class GlobalScheduler:
         for name, stored in (await store.list(records.PLACEMENT)).items():
             placement = stored.decode(records.PlacementDoc)
             if placement.state == "Waiting" and placement.owner in admissions and placement.owner not in gangs:
-                cause = Cause(event_id=events.derive_id(name, f"place/{stored.version}"))
+                cause = Cause(event_id=events.derive_id(name, f"place/{placement.requested_at!r}/{stored.version}"))
                 reaction = self._try(cause, placement, capacities, stored.version)
                 # Nothing new (still waiting for the same reason): commit nothing, or the marker of
                 # this placement version would swallow the dispatch once room appears.
@@ -170,7 +170,7 @@ class GlobalScheduler:
             gang, decisions = fleetcore.start_gang(doc.name, gang.children, required, now, attempt=gang.attempt + 1)
         else:
             return
-        cause = Cause(event_id=events.derive_id(doc.name, f"gang/{gang.attempt}/{gang.phase}/{stored.version if stored else 0}"))
+        cause = Cause(event_id=events.derive_id(doc.name, f"gang/{doc.created!r}/{gang.attempt}/{gang.phase}/{stored.version if stored else 0}"))
         reaction = self._gang_decisions(cause, gang, decisions, mine)
         reaction.writes.append(Write.put(records.GANG, doc.name, gang, stored.version if stored else 0))
         await self.rt.commit("global-scheduler-gang", cause.event_id, reaction)
@@ -252,7 +252,7 @@ class GlobalScheduler:
             stored = await self.rt.store.get(records.PLACEMENT, name)
             if stored is None:
                 continue
-            cause = Cause(event_id=events.derive_id(name, f"queue-wait/{stored.version}"))
+            cause = Cause(event_id=events.derive_id(name, f"queue-wait/{placement.requested_at!r}/{stored.version}"))
             reaction = Reaction(writes=[Write.put(records.PLACEMENT, name, replace(placement, reason=reason), stored.version)])
             reaction.publish(subjects.CHILD_WAITING, emit(events.ChildPlacementWaiting, cause, "waiting", PRODUCER,
                                                           child=name, hyperjob=placement.hyperjob, reason=reason))

@@ -54,6 +54,12 @@ class JobController:
     async def _admit(self, msg: events.DispatchChild) -> jm.JobRecord:
         manifest = api.decode(msg.job)
         assert isinstance(manifest, api.Job)
+        if not manifest.metadata.uid:
+            # Each dispatch is a new incarnation of the job: its uid (and so its pods' uids and the
+            # ids derived from them) must differ from a deleted job's of the same name, or the
+            # bus would drop their messages as duplicates and the dedup markers would swallow them.
+            manifest = msgspec.structs.replace(
+                manifest, metadata=msgspec.structs.replace(manifest.metadata, uid=msg.event_id))
         queues = {name: doc.decode(records.QueueDoc).state for name, doc in (await self.rt.store.list(records.QUEUE)).items()}
         queues.setdefault(api.DEFAULT_QUEUE, "Open")
         classes = {name: doc.decode(records.PriorityClassDoc).value

@@ -133,7 +133,7 @@ class Splitter:
                 continue
             hyperjob = api.decode(doc.manifest)
             assert isinstance(hyperjob, api.HyperJob)
-            cause = Cause(event_id=events.derive_id(name, f"replan/{doc.generation}/{stored.version}"))
+            cause = Cause(event_id=events.derive_id(name, f"replan/{doc.created!r}/{doc.generation}/{stored.version}"))
             reaction = self._split(Reaction(), cause, doc, hyperjob, clusters, stored.version)
             if not doc.waiting_reason or any(isinstance(m, events.PlaceChild) for _, m in reaction.outputs):
                 await self.rt.commit("splitter-replan", cause.event_id, reaction)
@@ -216,7 +216,7 @@ class Splitter:
                                                  finished=finished)
             if not decisions:
                 continue
-            cause = Cause(event_id=events.derive_id(name, f"failover/{stored.version}"))
+            cause = Cause(event_id=events.derive_id(name, f"failover/{doc.created!r}/{stored.version}"))
             reaction = self._carry_out(Reaction(), cause, doc, decisions)
             reaction.writes.append(Write.put(records.HYPERJOB, name, domain.with_plan(doc, plan), stored.version))
             await self.rt.commit("splitter-failover", cause.event_id, reaction)

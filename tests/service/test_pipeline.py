@@ -10,6 +10,7 @@ a ``HyperJobDeleted``). Faults are injected with flags that fire on the first at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -208,8 +209,10 @@ async def test_outputs_of_periodic_work_whose_publish_failed_are_published_later
     assert (await store.get(KIND, "tick")).version == 1
 
 
-async def test_the_whole_chain_runs_a_hyperjob_across_two_clusters_to_completed(bus, store, probe) -> None:
-    """Every service in-process on one bus and store, as `hyperjob up` runs them as processes."""
+@contextlib.asynccontextmanager
+async def whole_system(bus: Any, store: Any) -> AsyncIterator[None]:
+    """Every service in-process on one bus and store, as `hyperjob up` runs them as processes:
+    two clusters of two simulated 8-GPU nodes each."""
     runtimes: list[Runtime] = []
 
     async def run(name: str, build: Any, settings: Any) -> None:
@@ -228,14 +231,29 @@ async def test_the_whole_chain_runs_a_hyperjob_across_two_clusters_to_completed(
         await run("splitter", build_splitter, SplitterSettings(replan_period=0.1))
         await run("status-aggregator", build_status_aggregator, StatusAggregatorSettings())
         await sh.until(lambda: _both_clusters(store), what="both clusters reported")
+        yield
+    finally:
+        for runtime in runtimes:
+            await runtime.stop()
 
+
+async def request(bus: Any, probe: sh.Probe, msg: events.Message, subject: str) -> events.Message:
+    await sh.send(bus, subject, msg)
+    answer = (await probe.wait(subjects.result(msg.event_id)))[0]
+    assert isinstance(answer, events.RequestAccepted), answer
+    return answer
+
+
+def short(manifest: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+    template["tasks"][0]["template"]["metadata"]["annotations"]["hyperjob.io/sim-duration"] = "1s"
+    return manifest
+
+
+async def test_the_whole_chain_runs_a_hyperjob_across_two_clusters_to_completed(bus, store, probe) -> None:
+    async with whole_system(bus, store):
         manifest = sh.hyperjob_manifest("hj", {"cluster-a": 3, "cluster-b": 3})
-        manifest["spec"]["template"]["spec"]["tasks"][0]["template"]["metadata"]["annotations"][
-            "hyperjob.io/sim-duration"] = "1s"
-        apply = sh.message(events.ApplyManifest, manifest=manifest)
-        await sh.send(bus, subjects.APPLY, apply)
-        answer = (await probe.wait(subjects.result(apply.event_id)))[0]
-        assert isinstance(answer, events.RequestAccepted), answer
+        short(manifest, manifest["spec"]["template"]["spec"])
+        await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
         done = await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
                             where=lambda d: d.phase in ("Completed", "Failed"), timeout=30.0)
         assert done.phase == "Completed", done.status
@@ -243,10 +261,19 @@ async def test_the_whole_chain_runs_a_hyperjob_across_two_clusters_to_completed(
         started = await probe.decoded("job.pod.start.>", events.StartPod)
         assert sorted(s.env["HYPERJOB_RANK"] for s in started) == [str(r) for r in range(6)]
         assert len({s.pod for s in started}) == 6  # every pod started once
-    finally:
-        for runtime in runtimes:
-            await runtime.stop()
 
 
+async def test_a_job_deleted_and_applied_again_under_the_same_name_runs_again(bus, store, probe) -> None:
+    async with whole_system(bus, store):
+        manifest = sh.job_manifest("again", replicas=2, duration="1s")
+        for attempt in range(2):
+            await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
+            await probe.wait("job.phase.>", events.JobPhaseChanged, count=attempt + 1,
+                             where=lambda m: m.job == "again" and m.new == "Completed", timeout=30.0)
+            await request(bus, probe, sh.message(events.DeleteObject, kind="Job", name="again"), subjects.DELETE)
+            await probe.wait(subjects.HYPERJOB_DELETED, events.HyperJobDeleted, count=attempt + 1, timeout=30.0)
+        started = await probe.decoded("job.pod.start.>", events.StartPod)
+        assert len(started) == 4  # each incarnation's two pods, once each
+        assert len({s.pod_uid for s in started}) == 4  # incarnations are told apart
 async def _both_clusters(store: Any) -> bool:
     return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
