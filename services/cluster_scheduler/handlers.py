@@ -141,6 +141,11 @@ class ClusterScheduler:
         for job in sorted(set(state.reservations) - set(state.jobs)):
             await self.rt.store.delete(records.reservation_kind(self.cluster), job)  # the job is gone
             del state.reservations[job]
+        for job in sorted(set(state.phases) - set(state.jobs)):
+            # The job is gone: forget its podgroup's phase too, or a new job of the same name would
+            # start out with it (and the documents would pile up for ever).
+            await self.rt.store.delete(records.pgphase_kind(self.cluster), job)
+            del state.phases[job]
         done = domain.finished_or_gone(state)
         if done:
             await self.rt.store.release_many(self.cluster, done)

@@ -200,3 +200,21 @@ async def test_two_schedulers_cycling_at_once_never_oversubscribe_a_node(bus, st
     bound = await probe.wait(subjects.pod_bound(C), events.PodBound, count=len(allocations))
     assert sorted(b.pod for b in bound) == sorted(allocations)
     assert all(allocations[b.pod].node == b.node for b in bound)
+
+
+async def test_the_phase_of_a_gone_job_is_forgotten_and_a_new_job_of_its_name_starts_afresh(bus, store, probe) -> None:
+    runtime = Runtime("cluster-scheduler", bus, store)
+    scheduler = ClusterScheduler(runtime, settings())
+    await heartbeats(bus, 1)
+    # What a finished and removed job "j1" left behind: its podgroup's last phase.
+    await sh.put(store, records.pgphase_kind(C), "j1", records.PodGroupPhaseDoc(phase="Completed"))
+    await scheduler.cycle()
+    assert await store.get(records.pgphase_kind(C), "j1") is None
+    # A new job of the same name is enqueued and bound like any other.
+    record, podgroup = job_record("j1", replicas=2)
+    await sh.write_docs(store, [Write.put(records.job_kind(C), "j1", record),
+                                Write.put(records.podgroup_kind(C), "j1", podgroup)])
+    await scheduler.cycle()
+    phases = await probe.wait(subjects.podgroup_phase(C), events.PodGroupPhaseChanged)
+    assert [p.phase for p in phases] == ["Inqueue"]
+    await runtime.stop()
