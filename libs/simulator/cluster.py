@@ -15,6 +15,7 @@ import msgspec
 
 import api
 import schedcore
+import snapshots
 from api.quantity import parse_resource_list
 
 from . import gang, output
@@ -23,7 +24,6 @@ from .world import Job, Pod
 if TYPE_CHECKING:
     from .engine import Engine
 
-TASK_STATUS = {"Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded", "Failed": "Failed"}
 ADMITTED = ("Inqueue", "Running", "Unknown", "Completed")
 FINISHED = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 
@@ -91,20 +91,11 @@ class ClusterDriver:
 
     @staticmethod
     def _queue(q: Any) -> schedcore.QueueInfo:
-        spec = q.manifest.spec
-        return schedcore.QueueInfo(
-            name=q.name, weight=float(spec.weight), capability=parse_resource_list(spec.capability),
-            deserved=parse_resource_list(spec.deserved), guarantee=parse_resource_list(spec.guarantee.resource),
-            reclaimable=spec.reclaimable is not False, priority=spec.priority, parent=spec.parent,
-            state=q.state, created=q.created)
+        return snapshots.queue_info(q.manifest, q.state, q.created)
 
     def _job(self, job: Job) -> schedcore.JobInfo:
-        pg = job.podgroup
         tasks = [self._task(p) for p in self.world.pods_of(job.name)]
-        return schedcore.JobInfo(
-            name=job.name, queue=pg.queue, priority=pg.priority, min_member=pg.min_member,
-            min_task_member=dict(pg.min_task_member), min_resources=dict(pg.min_resources), phase=job.pg_phase,
-            created=job.created, network_topology=pg.network_topology, tasks=tasks, namespace=pg.namespace)
+        return snapshots.job_info(job.podgroup, phase=job.pg_phase, created=job.created, tasks=tasks)
 
     @staticmethod
     def _task(pod: Pod) -> schedcore.TaskInfo:
@@ -116,15 +107,10 @@ class ClusterDriver:
 
     @staticmethod
     def _build_task(pod: Pod) -> schedcore.TaskInfo:
-        s = pod.record.scheduling
-        return schedcore.TaskInfo(
-            name=pod.name, job=pod.job, role=pod.task, index=pod.index,
-            request={k: v for k, v in s.request.items() if k != "pods"},
-            status="Bound" if pod.reserved else TASK_STATUS[pod.phase],
-            node=pod.node, priority=s.priority, preemptable=s.preemptable, node_selector=dict(s.node_selector),
-            affinity=s.affinity, tolerations=list(s.tolerations), preemption_policy=s.preemption_policy,
-            namespace=pod.record.namespace, priority_class=s.priority_class_name, created=pod.created,
-            nominated_node=pod.nominated or "")
+        # A pod held for a cross-cluster gang has its node but has not started: Bound.
+        status = "Bound" if pod.reserved else snapshots.TASK_STATUS[pod.phase]
+        return snapshots.task_info(pod.record, status=status, node=pod.node, created=pod.created,
+                                   nominated=pod.nominated or "")
 
     def _bare(self, name: str, pg: BarePodGroup) -> schedcore.JobInfo:
         spec = pg.manifest.spec

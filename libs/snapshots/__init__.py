@@ -32,14 +32,15 @@ def default_queue() -> api.Queue:
     return api.Queue(metadata=api.ObjectMeta(name=api.DEFAULT_QUEUE), spec=api.QueueSpec(weight=1, reclaimable=True))
 
 
-def task_info(pod: jm.PodRecord, *, status: str | None = None, node: str | None = None, created: float = 0.0,
+def task_info(pod: jm.PodRecord, *, status: str, node: str | None, created: float = 0.0,
               nominated: str = "") -> schedcore.TaskInfo:
-    """A pod as a task; ``status``/``node`` override what the record says (e.g. bound, not yet running)."""
+    """A pod as a task, in the state its driver sees it (``status`` is schedcore's: Pending, Bound,
+    Running, Releasing, Succeeded, Failed; ``TASK_STATUS`` maps a pod phase to it)."""
     s = pod.scheduling
     return schedcore.TaskInfo(
         name=pod.name, job=pod.job, role=pod.task, index=pod.index,
         request={k: v for k, v in s.request.items() if k != "pods"},  # schedcore adds the pods slot itself
-        status=status or TASK_STATUS[pod.phase], node=node if node is not None else pod.node,  # type: ignore[arg-type]
+        status=status, node=node,  # type: ignore[arg-type]
         priority=s.priority, preemptable=s.preemptable, node_selector=dict(s.node_selector), affinity=s.affinity,
         tolerations=list(s.tolerations), preemption_policy=s.preemption_policy, namespace=pod.namespace,
         priority_class=s.priority_class_name, created=created or pod.status.created_at, nominated_node=nominated)

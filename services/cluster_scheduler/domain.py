@@ -104,7 +104,8 @@ def _tasks(state: ClusterState, record: jm.JobRecord, sick: bool = False) -> lis
         elif pod.phase == "Terminating" and node is None:
             continue  # never placed: it holds nothing
         else:
-            tasks.append(snapshots.task_info(pod, node=pod.node or node, nominated=state.nominated.get(pod.name, "")))
+            tasks.append(snapshots.task_info(pod, status=snapshots.TASK_STATUS[pod.phase], node=pod.node or node,
+                                             nominated=state.nominated.get(pod.name, "")))
     if sick:  # only then: tolerations take tasks off schedcore's fast path
         tasks = [msgspec.structs.replace(t, tolerations=[*t.tolerations, *health_tolerations(t.request, len(record.pods))])
                  for t in tasks]
