@@ -10,6 +10,7 @@ processes it lost, so it kills what is left of them and reports those pods Faile
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import time
 from collections import Counter
@@ -141,6 +142,17 @@ class NodeAgent:
         return self._reaction(msg, reports, changed=[msg.pod], pods=pods).then(
             lambda: self._settle(previous, pods, msg.pod))
 
+    async def _commit_until_done(self, consumer: str, cause: Cause, reaction: Reaction) -> None:
+        """Commit an exit report, retrying while the store or bus is down: no redelivery would
+        bring it back (the process is gone), and the deterministic id makes a retry harmless."""
+        for attempt in itertools.count():
+            try:
+                await self.rt.commit(consumer, cause.event_id, reaction)
+                return
+            except Exception:  # StoreError, BusError, a version conflict: all worth another try
+                self.rt.log.warning("exit_report_retry", event_id=cause.event_id, attempt=attempt, exc_info=True)
+                await asyncio.sleep(min(10.0, 0.5 * 2 ** attempt))
+
     def _not_mine(self, msg: events.StartPod | events.StopPod) -> Reaction:
         """Another agent's node (agents of named nodes all see the cluster's pod commands)."""
         self.rt.log.debug("pod_for_another_node", pod=msg.pod, node=msg.node)
@@ -148,13 +160,15 @@ class NodeAgent:
 
     async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
         """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""
-        reports = domain.exited(self.pods, pod, uid, exit_code, time.time())
+        previous, pods = self.pods.get(pod), dict(self.pods)
+        reports = domain.exited(pods, pod, uid, exit_code, time.time())
         if not reports:
             return
         report = reports[0]
         cause = Cause(event_id=events.derive_id(uid or pod, f"exit/{report.restarts}/{report.phase}/{exit_code}"))
-        await self.rt.commit(f"node-agent-{self.cluster}-exit", cause.event_id,
-                             self._reaction(cause, reports, changed=[pod]))
+        await self._commit_until_done(f"node-agent-{self.cluster}-exit", cause,
+                                      self._reaction(cause, reports, changed=[pod], pods=pods))
+        self._settle(previous, pods, pod)
         spec = self.specs.get(pod)
         if report.phase != "Running" or spec is None:
             self.specs.pop(pod, None)

@@ -288,3 +288,27 @@ async def test_agents_of_named_nodes_each_run_only_their_own_pods(bus, agent_fac
     assert phases.of("on-left") == phases.of("on-right") == [("Running", None), ("Succeeded", 0)]
     assert {r.node for r in phases.seen if r.pod == "on-left"} == {"left"}
     assert (left.pods, right.pods) == ({}, {})  # each forgot its own pod once it finished, and saw no other
+
+
+async def test_an_exit_whose_report_failed_to_commit_is_reported_once_when_the_store_is_back(bus, store, phases,
+                                                                                             tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from service_helpers import FlakyStore  # noqa: PLC0415 - a sibling helper module, not a package
+
+    flaky = FlakyStore(store, failures=0)
+    runtime = Runtime("node-agent", bus, flaky)
+    agent = await build(load_settings(Settings, "NODE_AGENT", {"cluster": "c1", "nodes": 1, "mode": "exec",
+                                                              "telemetry": "off", "work_dir": str(tmp_path), **QUIET},
+                                      environ={}), runtime)
+    try:
+        release = tmp_path / "go"
+        code = f"import pathlib, sys, time\nwhile not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nsys.exit(4)"
+        await send(bus, subjects.start_pod("c1"), start("late", code))
+        await eventually("the pod to run", lambda: phases.of("late"))
+        flaky.failures = 2  # the store is down when the process ends
+        release.touch()
+        await eventually("the exit to be reported", lambda: len(phases.of("late")) == 2)
+        assert phases.of("late") == [("Running", None), ("Failed", 4)]
+        assert flaky.failures == 0 and agent.pods == {}
+    finally:
+        await runtime.stop()
