@@ -34,15 +34,22 @@ class GlobalScheduler:
     async def on_place(self, msg: events.PlaceChild) -> Reaction:
         """Record the request; the admission round (woken now) admits and places it."""
         existing = await self.rt.store.get(records.PLACEMENT, msg.child)
-        if existing is not None and existing.decode(records.PlacementDoc).state != "Waiting":
+        current = existing.decode(records.PlacementDoc) if existing is not None else None
+        if current is not None and current.state not in ("Waiting", "Removing", "Replacing"):
             return Reaction()  # already placed: a repeated request changes nothing
         placement = records.PlacementDoc(child=msg.child, hyperjob=msg.hyperjob, replicated_job=msg.replicated_job,
                                          job=msg.job, env=msg.env, env_by_pod=msg.env_by_pod,
                                          rank_offset=msg.rank_offset, world_size=msg.world_size,
                                          clusters=msg.clusters, requested_at=time.time(),
                                          reason="waiting for its queue to admit it")
-        return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, placement, existing.version if existing else 0)]
-                        ).then(self.wake.set)
+        version = existing.version if existing else 0
+        if current is not None and current.state in ("Removing", "Replacing"):
+            # A replacement (a changed template keeps the child's name): the previous child is
+            # still being removed from its cluster. Keep the request, placed once that one is gone.
+            replacing = replace(placement, state="Replacing", cluster=current.cluster,
+                                reason="waiting for the previous child of this name to be removed")
+            return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replacing, version)])
+        return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, placement, version)]).then(self.wake.set)
 
     async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
         """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
@@ -63,6 +70,10 @@ class GlobalScheduler:
         placement = stored.decode(records.PlacementDoc)
         if placement.state in ("Removing", "Removed"):
             return Reaction()
+        if placement.state == "Replacing":
+            # The replacement is withdrawn; its predecessor is already being removed.
+            return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replace(placement, state="Removing"),
+                                              stored.version)])
         if placement.state in ("Waiting", "Unplaced"):
             # Not dispatched anywhere (any earlier cluster was already told to remove it).
             reaction = Reaction(writes=[Write.delete(records.PLACEMENT, msg.child, stored.version)]).then(self.wake.set)
@@ -99,8 +110,14 @@ class GlobalScheduler:
 
     async def on_removed(self, msg: events.JobRemoved) -> Reaction:
         stored = await self.rt.store.get(records.PLACEMENT, msg.job)
-        if stored is None or stored.decode(records.PlacementDoc).cluster != msg.cluster:
+        placement = stored.decode(records.PlacementDoc) if stored is not None else None
+        if stored is None or placement is None or placement.cluster != msg.cluster:
             return Reaction()
+        if placement.state == "Replacing":
+            # The previous child of this name is gone: its replacement may be placed now.
+            waiting = replace(placement, state="Waiting", cluster="", finished=False,
+                              reason="waiting for its queue to admit it")
+            return Reaction(writes=[Write.put(records.PLACEMENT, msg.job, waiting, stored.version)]).then(self.wake.set)
         return Reaction(writes=[Write.delete(records.PLACEMENT, msg.job, stored.version)]).then(self.wake.set)
 
     # -- the admission and placement round ----------------------------------------------------------

@@ -242,3 +242,29 @@ async def test_dispatch_whose_publish_failed_after_the_write_still_goes_out(bus,
         assert [d.child for d in dispatched] == [msg.child]
     finally:
         await runtime.stop()
+
+
+async def test_a_child_replaced_while_its_predecessor_is_removed_is_placed_once_that_one_is_gone(
+        scheduler, bus, store, probe) -> None:
+    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
+    first = await planned_child(store, "hj", "cluster-a")
+    await send(bus, subjects.PLACE_CHILD, first)
+    await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
+    # A changed template: the splitter unplaces the child and places its replacement (same name).
+    await send(bus, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child=first.child, cluster="cluster-a"))
+    replacement = sh.message(events.PlaceChild, child=first.child, hyperjob="hj", replicated_job="job",
+                             clusters=["cluster-a"], job=sh.job_manifest(first.child, replicas=2, duration="1s"))
+    await send(bus, subjects.PLACE_CHILD, replacement, twice=True)
+    await probe.wait(subjects.remove_child("cluster-a"), events.RemoveChild)
+    await settled(probe)
+    placement = await sh.doc(store, records.PLACEMENT, first.child, records.PlacementDoc)
+    assert (placement.state, placement.cluster) == ("Replacing", "cluster-a")
+    assert len(await probe.messages(subjects.dispatch("cluster-a"))) == 1
+
+    await send(bus, subjects.job_removed("cluster-a"), sh.message(events.JobRemoved, cluster="cluster-a",
+                                                                   job=first.child, hyperjob="hj"))
+    dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild, count=2)
+    assert dispatched[-1].job == replacement.job
+    placement = await sh.doc(store, records.PLACEMENT, first.child, records.PlacementDoc,
+                             where=lambda p: p.state == "Dispatched")
+    assert placement.job == replacement.job
