@@ -175,11 +175,15 @@ class GlobalScheduler:
         stored = await self.rt.store.get(records.GANG, doc.name)
         gang = stored.decode(fleetcore.HyperJobGang) if stored else None
         mine = {ref.name: placements.get(ref.name) for ref in doc.children}
-        if gang is None:
+        # Every child of a gang that already started is waiting again: they were all replaced (a
+        # changed template), and the new children need a gang of their own.
+        replaced = gang is not None and gang.phase == "Bound" and all(
+            p is not None and p.state == "Waiting" for p in mine.values())
+        if gang is None or replaced:
             if any(p is None or p.state != "Waiting" for p in mine.values()):
                 return  # not every child has asked to be placed yet
             gang, decisions = fleetcore.start_gang(doc.name, {ref.name: ref.cluster for ref in doc.children},
-                                                   required, now)
+                                                   required, now, attempt=gang.attempt + 1 if gang else 1)
         elif gang.phase == "Reserving" and now >= gang.deadline:
             gang, decisions = fleetcore.gang_step(gang, fleetcore.GangTimer(attempt=gang.attempt), now,
                                                   retry_delay=GANG_RETRY_DELAY)

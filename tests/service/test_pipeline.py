@@ -279,6 +279,31 @@ async def _both_clusters(store: Any) -> bool:
     return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
 
 
+@pytest.mark.parametrize("clusters", [{"cluster-a": 2}, {"cluster-a": 2, "cluster-b": 2}],
+                         ids=["one-cluster", "two-clusters-gang"])
+async def test_a_hyperjob_whose_template_changes_runs_the_new_template(bus, store, probe, clusters) -> None:
+    async with whole_system(bus, store):
+        manifest = sh.hyperjob_manifest("hj", clusters)
+        template = manifest["spec"]["template"]["spec"]
+        template["tasks"][0]["template"]["metadata"]["annotations"]["hyperjob.io/sim-duration"] = "60s"
+        await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
+        await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
+                     where=lambda d: d.phase == "Running", timeout=30.0)
+        short(manifest, template)  # the same children (names, clusters), a new template
+        answer = await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
+        assert answer.outcome == "configured"  # type: ignore[attr-defined]
+        done = await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
+                            where=lambda d: d.phase in ("Completed", "Failed"), timeout=30.0)
+        assert done.phase == "Completed", done.status
+        dispatched = await probe.decoded("sched.child.dispatch.>", events.DispatchChild)
+        children = [f"hj-job-{i}" for i in range(len(clusters))]
+        assert sorted(d.child for d in dispatched) == sorted(children * 2)  # each child, then its replacement
+
+
+async def _both_clusters(store: Any) -> bool:
+    return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
+
+
 async def test_a_hyperjob_whose_template_changes_runs_the_new_template(bus, store, probe) -> None:
     async with whole_system(bus, store):
         manifest = sh.hyperjob_manifest("hj", {"cluster-a": 2})
