@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +32,6 @@ import events
 import records
 from bus import PublishError, subject_covers
 from events import subjects
-from servicekit import Runtime
 from store import StoreUnavailableError, Write
 
 T = TypeVar("T")
@@ -187,11 +185,6 @@ async def probe_for(nats_url: str, namespace: str) -> Probe:
     return await Probe.connect(nats_url, namespace)
 
 
-def assert_unique_ids(stored: list[Stored]) -> None:
-    ids = [m.msg_id for m in stored]
-    assert len(ids) == len(set(ids)), f"a message id was stored twice: {ids}"
-
-
 # -- fixtures of state as the other services write it -----------------------------------------------
 
 NODE_ALLOCATABLE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0, "pods": 110.0}
@@ -276,10 +269,6 @@ async def put(store: Any, kind: str, name: str, value: Any) -> None:
     await store.put_if_version(kind, name, value, None)
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
 async def write_docs(store: Any, writes: list[Write]) -> None:
     result = await store.apply("test-setup", events.new_request_id(), writes)
     assert result.ok, result
@@ -319,8 +308,3 @@ class FlakyStore:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-
-async def stop(*runtimes: Runtime) -> None:
-    for rt in runtimes:
-        await rt.stop()
