@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -32,6 +33,17 @@ class Cli:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "-o", "json").stdout)
+
+    @contextlib.contextmanager
+    def applied(self, manifest: Path, *names: str) -> Iterator[None]:
+        """Apply ``manifest``; delete the HyperJobs ``names`` afterwards, pass or fail, so the
+        next test finds the clusters empty (the system is shared by the whole session)."""
+        self.run("apply", "-f", str(manifest))
+        try:
+            yield
+        finally:
+            for name in names:
+                self.run("delete", "hyperjob", name, "--timeout", "120", check=False)
 
     def wait_for(self, what: str, probe: Any, timeout: float = 120) -> Any:
         """Poll ``probe()`` until it returns something truthy; fail naming ``what`` after ``timeout``."""

@@ -22,9 +22,12 @@ def test_children_of_a_silent_cluster_are_placed_again_on_another(cli: Cli, tmp_
             .replace("replicas: 32}", "replicas: 8}"))
     manifest = tmp_path / "hyperjob.yaml"
     manifest.write_text(text)
-    cli.run("apply", "-f", str(manifest))
-    cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
+    with cli.applied(manifest, NAME):
+        cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
+        _lose_cluster_b(cli)
 
+
+def _lose_cluster_b(cli: Cli) -> None:
     # cluster-b's control plane goes silent: its scheduler stops reporting capacity.
     [scheduler] = service_pids("cluster_scheduler", cli.env["HYPERJOB_HOME"], "cluster-b")
     os.kill(scheduler, signal.SIGSTOP)
@@ -40,7 +43,6 @@ def test_children_of_a_silent_cluster_are_placed_again_on_another(cli: Cli, tmp_
     # Back again, cluster-b removes its stale copy: the child exists once, on cluster-a.
     cli.wait_for("cluster-b to drop its copy", lambda: [j["cluster"] for j in cli.json("get", "jobs")
                                                         if j["name"] == f"{NAME}-job-1"] == ["cluster-a"])
-    cli.run("delete", "hyperjob", NAME, "--timeout", "120")
 
 
 def _running_on(cli: Cli, child: str, cluster: str) -> dict | None:

@@ -17,9 +17,12 @@ def test_suspend_aborts_every_child_and_resume_runs_them_again(cli: Cli, tmp_pat
     manifest = tmp_path / "hyperjob.yaml"
     manifest.write_text((REPO / "examples" / "hyperjob-llm.yaml").read_text()
                         .replace("name: llm-train-hyperjob", f"name: {NAME}").replace("sim-duration: 10s", "sim-duration: 300s"))
-    cli.run("apply", "-f", str(manifest))
-    cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
+    with cli.applied(manifest, NAME):
+        cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
+        _suspend_and_resume(cli)
 
+
+def _suspend_and_resume(cli: Cli) -> None:
     assert "commanded" in cli.run("suspend", NAME).stdout
     cli.wait_for("every child to be aborted", lambda: _children(cli) == {"Aborted"})
     assert cli.wait_for("the Suspended phase", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Suspended")
@@ -29,8 +32,6 @@ def test_suspend_aborts_every_child_and_resume_runs_them_again(cli: Cli, tmp_pat
     cli.wait_for("every child to run again", lambda: _children(cli) == {"Running"})
     cli.wait_for("the Running phase", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
     assert {j["retryCount"] for j in cli.json("get", "jobs") if j["hyperJob"] == NAME} == {1}
-
-    cli.run("delete", "hyperjob", NAME, "--timeout", "120")
 
 
 def _children(cli: Cli) -> set[str]:

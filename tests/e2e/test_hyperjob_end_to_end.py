@@ -18,7 +18,13 @@ NAME = "llm-train-hyperjob"
 def test_example_hyperjob_completes_with_32_pods_in_each_cluster(cli: Cli) -> None:
     applied = cli.run("apply", "-f", str(EXAMPLE))
     assert "hyperjob/llm-train-hyperjob created" in applied.stdout
+    try:
+        _runs_to_completion(cli)
+    finally:
+        cli.run("delete", "hyperjob", NAME, "--timeout", "120", check=False)
 
+
+def _runs_to_completion(cli: Cli) -> None:
     def completed() -> dict | None:
         hyperjob = cli.json("get", "hyperjobs", NAME)
         return hyperjob if hyperjob["phase"] in ("Completed", "Failed") else None
