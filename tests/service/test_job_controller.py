@@ -286,3 +286,25 @@ async def test_bound_pod_is_started_exactly_once_when_the_first_attempt_fails(bu
         assert (flaky_bus.failures, flaky_store.failures) == (0, 0)
     finally:
         await runtime.stop()
+
+
+async def test_task_completed_completes_the_job_while_its_sidecar_still_runs(controller, bus, store, probe) -> None:
+    manifest = sh.job_manifest("j1", replicas=1)
+    trainer = manifest["spec"]["tasks"][0]
+    trainer["name"] = "trainer"
+    trainer["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+    sidecar = {**trainer, "name": "sidecar", "policies": []}
+    manifest["spec"]["tasks"] = [trainer, sidecar]
+    manifest["spec"]["minAvailable"] = 2
+    await running_job(bus, store, probe, manifest, 2)
+
+    # The trainer finishes; the sidecar never would. TaskCompleted -> CompleteJob ends the job anyway.
+    await report(bus, store, "Succeeded", pods=["j1-trainer-0"], twice=True)
+    [completing] = await wait_phase(probe, "Completing")
+    assert completing.reason.startswith("TaskCompleted: CompleteJob")
+    [stop] = await probe.wait(subjects.stop_pod(C), events.StopPod, count=1)
+    assert stop.pod == "j1-sidecar-0"
+    await report(bus, store, "Deleted", pods=["j1-sidecar-0"], twice=True)
+    await wait_phase(probe, "Completed")
+    await settled(probe)
+    assert await phases(probe) == ["Pending", "Running", "Completing", "Completed"]
