@@ -157,8 +157,12 @@ class ReservationDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A podgroup's phase, for one incarnation of it (``<job uid>/<job version>``): a phase left
+    by an earlier job of the same name, or by the podgroup before a restart, is not this one's."""
+
     phase: str
     reason: str = ""
+    incarnation: str = ""
 
 
 class NodeDoc(msgspec.Struct, frozen=True, kw_only=True):

@@ -33,6 +33,7 @@ class ClusterState(msgspec.Struct, kw_only=True):
     phases: dict[str, str]
     bound: dict[str, str]  # pod -> node, from the resource accounting
     nominated: dict[str, str] = {}
+    stale_phases: list[str] = []  # phase documents of jobs that are gone
     gates: dict[str, records.GateDoc] = {}  # jobs of a cross-cluster gang
     reservations: dict[str, records.ReservationDoc] = {}
 
@@ -76,6 +77,17 @@ def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.
 
 def _has_health_taint(node: records.NodeDoc) -> bool:
     return any(t.get("key") in HEALTH_TAINTS for t in node.taints)
+
+
+def incarnation(record: jm.JobRecord) -> str:
+    """Which podgroup of a job a phase belongs to: a restart (new version) or a new job of the
+    same name (new uid) starts from Pending."""
+    return f"{record.uid}/{record.version}"
+
+
+def current_phases(docs: dict[str, records.PodGroupPhaseDoc], jobs: dict[str, jm.JobRecord]) -> dict[str, str]:
+    return {name: doc.phase for name, doc in docs.items()
+            if name in jobs and doc.incarnation == incarnation(jobs[name])}
 
 
 def snapshot(state: ClusterState, now: float) -> schedcore.Snapshot:

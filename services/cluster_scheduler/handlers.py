@@ -71,12 +71,12 @@ class ClusterScheduler:
         store, c = self.rt.store, self.cluster
         podgroups = {n: d.decode(jm.PodGroupInfo) for n, d in (await store.list(records.podgroup_kind(c))).items()}
         jobs = {n: d.decode(jm.JobRecord) for n, d in (await store.list(records.job_kind(c))).items()}
+        phase_docs = {n: d.decode(records.PodGroupPhaseDoc) for n, d in (await store.list(records.pgphase_kind(c))).items()}
         return domain.ClusterState(
             nodes=await self._nodes(now),
             queues={n: d.decode(records.QueueDoc) for n, d in (await store.list(records.QUEUE)).items()},
             podgroups=podgroups, jobs=jobs,
-            phases={n: d.decode(records.PodGroupPhaseDoc).phase
-                    for n, d in (await store.list(records.pgphase_kind(c))).items()},
+            phases=domain.current_phases(phase_docs, jobs), stale_phases=sorted(set(phase_docs) - set(jobs)),
             bound={pod: b.node for pod, b in (await store.allocations(c)).items()},
             nominated=self.nominated,
             gates={n: d.decode(records.GateDoc) for n, d in (await store.list(records.gate_kind(c))).items()},
@@ -141,11 +141,9 @@ class ClusterScheduler:
         for job in sorted(set(state.reservations) - set(state.jobs)):
             await self.rt.store.delete(records.reservation_kind(self.cluster), job)  # the job is gone
             del state.reservations[job]
-        for job in sorted(set(state.phases) - set(state.jobs)):
-            # The job is gone: forget its podgroup's phase too, or a new job of the same name would
-            # start out with it (and the documents would pile up for ever).
+        for job in state.stale_phases:
+            # The job is gone: forget its podgroup's phase, or the documents would pile up for ever.
             await self.rt.store.delete(records.pgphase_kind(self.cluster), job)
-            del state.phases[job]
         done = domain.finished_or_gone(state)
         if done:
             await self.rt.store.release_many(self.cluster, done)
@@ -227,8 +225,8 @@ class ClusterScheduler:
         for job, phase in sorted(phases.items()):
             if job not in state.podgroups or state.phases.get(job, "Pending") == phase:
                 continue
-            version = await self.rt.store.put_if_version(records.pgphase_kind(self.cluster), job,
-                                                         records.PodGroupPhaseDoc(phase=phase), None)
+            doc = records.PodGroupPhaseDoc(phase=phase, incarnation=domain.incarnation(state.jobs[job]))
+            version = await self.rt.store.put_if_version(records.pgphase_kind(self.cluster), job, doc, None)
             message = events.PodGroupPhaseChanged(
                 event_id=derive_id(f"{self.cluster}/{job}/{state.jobs[job].uid}", f"phase/{version}"),
                 occurred_at=time.time(), producer=PRODUCER, cluster=self.cluster, job=job, phase=phase)

@@ -42,9 +42,6 @@ class JobController:
             record = await self._admit(msg)
             outcome = domain.run(record, [], time.time(), initial=jobcore.initial_effects(record))
             reaction = self._reaction(msg, outcome, expected_version=0, hyperjob=msg.hyperjob, pod_env={})
-            # A previous job of this name may have left its podgroup's phase behind: the scheduler
-            # would take it for this podgroup's and never announce Inqueue. Start from none.
-            reaction.writes.append(Write.delete(records.pgphase_kind(self.cluster), msg.child))
             if msg.env_by_pod:
                 reaction.writes.append(Write.put(records.podenv_kind(self.cluster), msg.child,
                                                  records.PodEnvDoc(env_by_pod=msg.env_by_pod)))
