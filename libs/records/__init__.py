@@ -118,7 +118,9 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     hyperjob: str = ""
     replicated_job: str = ""
     cluster: str = ""
-    state: str = "Waiting"  # Waiting | Dispatched | Unplaced (failover found no room) | Removing
+    # Waiting | Dispatched | Unplaced (failover found no room) | Removing | Replacing (a changed
+    # child waits for its predecessor of the same name to be gone from its cluster)
+    state: str = "Waiting"
     reason: str = ""
     job: dict[str, Any] = {}
     env: dict[str, str] = {}
