@@ -95,14 +95,17 @@ def queue_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
 async def clusters(client: Client, name: str | None) -> list[dict[str, Any]]:
     docs = await client.docs(records.CLUSTER, records.ClusterDoc)
     now = time.time()
-    return [{**msgspec.to_builtins(d), "lastReportAge": round(now - d.reported_at, 1)}
+    return [{**{k: v for k, v in msgspec.to_builtins(d).items() if k != "node_free"},
+             "lastReportAge": round(now - d.reported_at, 1)}
             for n, d in docs.items() if not name or n == name]
 
 
 def cluster_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    rows = [[i["name"], f'{i["ready_nodes"]}/{i["nodes"]}', _resources(i["free"]), _resources(i["allocatable"]),
-             f'{i["lastReportAge"]:g}s'] for i in items]
-    return ["NAME", "READY", "FREE", "ALLOCATABLE", "REPORTED"], rows
+    rows = [[i["name"], f'{i["ready_nodes"]}/{i["nodes"]}', _resources(i["free"]),
+             ",".join(f"{m}={n:g}" for m, n in sorted(i["free_accelerators"].items())) or "-",
+             ",".join(f"{s}={n}" for s, n in i["gangs"].items()) or "-",
+             f'{i["gpu_healthy_nodes"]}/{i["fabric_healthy_nodes"]}', f'{i["lastReportAge"]:g}s'] for i in items]
+    return ["NAME", "READY", "FREE", "FREE GPUS", "PODS THAT FIT", "HEALTHY GPU/FABRIC", "REPORTED"], rows
 
 
 async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:

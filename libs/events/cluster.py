@@ -43,3 +43,7 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     nodes: int
     ready_nodes: int
     largest_node_free: dict[str, float] = {}
+    free_accelerators: dict[str, float] = {}  # GPU model -> free GPUs
+    gangs: dict[str, int] = {}  # common pod shape (1-gpu, 8-gpu, 1-cpu) -> pods that fit now
+    gpu_healthy_nodes: int = 0
+    fabric_healthy_nodes: int = 0

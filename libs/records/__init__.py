@@ -177,8 +177,22 @@ class NodeDoc(msgspec.Struct, frozen=True, kw_only=True):
     last_heartbeat: float = 0.0
 
 
+class NodeFree(msgspec.Struct, frozen=True, kw_only=True):
+    """One schedulable node in a capacity summary, so placement can check a gang node by node."""
+
+    name: str
+    free: dict[str, float]
+    allocatable: dict[str, float]
+    labels: dict[str, str] = {}
+
+
 class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """A cluster as its scheduler last summarized it."""
+    """A cluster as its scheduler last summarized it (Ready nodes only; a sick GPU is not free).
+
+    ``free_accelerators`` maps a GPU model to its free GPUs; ``gangs`` maps a common pod shape
+    (``1-gpu``, ``8-gpu``, ``1-cpu``) to how many such pods fit now, node by node; the health
+    counts say how many Ready nodes have healthy GPUs and fabric.
+    """
 
     name: str
     labels: dict[str, str] = {}
@@ -188,6 +202,11 @@ class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
     ready_nodes: int = 0
     largest_node_free: dict[str, float] = {}
     reported_at: float = 0.0
+    free_accelerators: dict[str, float] = {}
+    gangs: dict[str, int] = {}
+    gpu_healthy_nodes: int = 0
+    fabric_healthy_nodes: int = 0
+    node_free: list[NodeFree] = []
 
 
 class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -214,6 +233,8 @@ def cluster_capacity(doc: ClusterDoc) -> Any:
     """A cluster summary as fleetcore's ``ClusterCapacity`` (splitter and global-scheduler place by it)."""
     import fleetcore
 
+    nodes = tuple(fleetcore.NodeCapacity(name=n.name, free=dict(n.free), allocatable=dict(n.allocatable),
+                                         labels=dict(n.labels)) for n in doc.node_free)
     return fleetcore.ClusterCapacity(name=doc.name, labels=dict(doc.labels), free=dict(doc.free),
-                                     allocatable=dict(doc.allocatable), last_report=doc.reported_at,
+                                     allocatable=dict(doc.allocatable), nodes=nodes, last_report=doc.reported_at,
                                      ready=doc.ready_nodes > 0)

@@ -22,6 +22,8 @@ import schedcore
 import snapshots
 from jobcore import model as jm
 
+from .summary import FABRIC_UNHEALTHY, GPU_UNHEALTHY, is_accelerator
+
 
 class ClusterState(msgspec.Struct, kw_only=True):
     """What one cycle read from the store."""
@@ -44,13 +46,7 @@ class ClusterState(msgspec.Struct, kw_only=True):
         return self.reservations.get(job, records.ReservationDoc())
 
 
-GPU_UNHEALTHY = "hyperjob.io/gpu-unhealthy"
-FABRIC_UNHEALTHY = "hyperjob.io/fabric-unhealthy"
 HEALTH_TAINTS = (GPU_UNHEALTHY, FABRIC_UNHEALTHY)
-
-
-def is_accelerator(resource: str) -> bool:
-    return resource.endswith("/gpu")
 
 
 def health_taints(health: hwprobe.NodeHealth) -> list[dict[str, str]]:
@@ -135,24 +131,3 @@ def lost_on_down_nodes(state: ClusterState) -> list[tuple[str, str]]:
     """(pod, node) for bound pods on nodes that stopped heartbeating."""
     return sorted((pod, node) for pod, node in state.bound.items()
                   if node in state.nodes and not state.nodes[node].ready)
-
-
-def capacity(cluster: str, labels: Mapping[str, str], nodes: Mapping[str, records.NodeDoc],
-             used: Mapping[str, Mapping[str, float]], now: float) -> records.ClusterDoc:
-    """The summary the global-scheduler places by: allocatable and free over Ready nodes (no free
-    accelerators on a node with a sick GPU)."""
-    allocatable: dict[str, float] = {}
-    free: dict[str, float] = {}
-    largest: dict[str, float] = {}
-    ready = [n for n in nodes.values() if n.ready and not n.unschedulable]
-    for node in ready:
-        node_free = {r: a - used.get(node.name, {}).get(r, 0.0) for r, a in node.allocatable.items()}
-        if any(t.get("key") == GPU_UNHEALTHY for t in node.taints):
-            # A sick GPU node takes no new GPU work: its accelerators are not free to plan with.
-            node_free = {r: 0.0 if is_accelerator(r) else f for r, f in node_free.items()}
-        for resource, amount in node.allocatable.items():
-            allocatable[resource] = allocatable.get(resource, 0.0) + amount
-            free[resource] = free.get(resource, 0.0) + node_free[resource]
-            largest[resource] = max(largest.get(resource, 0.0), node_free[resource])
-    return records.ClusterDoc(name=cluster, labels=dict(labels), allocatable=allocatable, free=free,
-                              nodes=len(nodes), ready_nodes=len(ready), largest_node_free=largest, reported_at=now)

@@ -21,6 +21,7 @@ from servicekit import Runtime
 from store import Binding
 
 from . import domain
+from .summary import summarize
 from .config import Settings
 
 PRODUCER = "cluster-scheduler"
@@ -252,12 +253,14 @@ class ClusterScheduler:
 
     async def _report_capacity(self, state: domain.ClusterState, now: float) -> None:
         used = {name: usage.used for name, usage in (await self.rt.store.nodes(self.cluster)).items()}
-        summary = domain.capacity(self.cluster, self.settings.labels, state.nodes, used, now)
+        summary = summarize(self.cluster, self.settings.labels, state.nodes, used, now)
         await self.rt.store.put_if_version(records.CLUSTER, self.cluster, summary, None)
         message = events.ClusterCapacityReported(
             event_id=derive_id(self.cluster, f"capacity/{now}"), occurred_at=now, producer=PRODUCER,
             cluster=self.cluster, labels=summary.labels, allocatable=summary.allocatable, free=summary.free,
-            nodes=summary.nodes, ready_nodes=summary.ready_nodes, largest_node_free=summary.largest_node_free)
+            nodes=summary.nodes, ready_nodes=summary.ready_nodes, largest_node_free=summary.largest_node_free,
+            free_accelerators=summary.free_accelerators, gangs=summary.gangs,
+            gpu_healthy_nodes=summary.gpu_healthy_nodes, fabric_healthy_nodes=summary.fabric_healthy_nodes)
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
 
 

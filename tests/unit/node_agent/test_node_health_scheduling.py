@@ -12,6 +12,7 @@ import jobcore as jc
 import records
 import schedcore
 from cluster_scheduler import domain
+from cluster_scheduler.summary import summarize
 
 QUEUES = {"default": "Open"}
 SICK_GPU = hwprobe.NodeHealth(sick_gpus=[3], reasons=["gpu3: fatal Xid 79"])
@@ -65,6 +66,18 @@ def test_a_gang_goes_around_the_sick_node_when_healthy_ones_have_room():
 
 
 def test_capacity_does_not_count_a_sick_gpu_nodes_accelerators_as_free():
-    summary = domain.capacity("c1", {}, {"n0": node("n0", SICK_GPU), "n1": node("n1", IB_DOWN)}, {}, now=1.0)
+    summary = summarize("c1", {}, {"n0": node("n0", SICK_GPU), "n1": node("n1", IB_DOWN)}, {}, now=1.0)
     assert summary.allocatable["nvidia.com/gpu"] == 16.0
     assert summary.free["nvidia.com/gpu"] == 8.0 and summary.free["cpu"] == 128.0
+
+
+def test_capacity_summary_reports_free_accelerators_by_model_common_gangs_and_health():
+    a100 = records.NodeDoc(name="n2", allocatable={"cpu": 64.0, "nvidia.com/gpu": 4.0, "pods": 110.0},
+                           labels={"nvidia.com/gpu.product": "A100"})
+    nodes = {"n0": node("n0", SICK_GPU), "n1": node("n1", IB_DOWN), "n2": a100}
+    summary = summarize("c1", {}, nodes, {"n1": {"nvidia.com/gpu": 2.0, "cpu": 2.0}}, now=1.0)
+    assert summary.free_accelerators == {"A100": 4.0}  # n0 and n1 carry no GPU model label
+    assert summary.gangs["1-gpu"] == 6 + 4  # n1's 6 free GPUs and n2's 4; the sick n0 offers none
+    assert summary.gangs["8-gpu"] == 0
+    assert (summary.gpu_healthy_nodes, summary.fabric_healthy_nodes) == (2, 2)
+    assert [n.name for n in summary.node_free] == ["n0", "n1", "n2"]
