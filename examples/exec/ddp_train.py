@@ -31,7 +31,7 @@ def main() -> int:
         optimizer.zero_grad()
         loss.backward()  # DDP all-reduces the gradients across every rank here
         optimizer.step()
-    checksum = torch.tensor([float(sum(p.sum() for p in model.parameters()))])
+    checksum = torch.tensor([float(sum(p.detach().sum() for p in model.parameters()))])
     mine = checksum.clone()
     dist.all_reduce(checksum)
     same = abs(checksum.item() / world - mine.item()) < 1e-4
