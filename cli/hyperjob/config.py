@@ -23,6 +23,8 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     allocatable: dict[str, str | int | float] = msgspec.field(
         default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
     node_labels: dict[str, str] = msgspec.field(default_factory=lambda: {"nvidia.com/gpu.product": "H100"})
+    # Declared bandwidth (Gb/s) to other clusters, e.g. {cluster-b: 400}.
+    links: dict[str, float] = {}
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
     # simulate: simulated pods and telemetry; exec: pods run their command as local processes.

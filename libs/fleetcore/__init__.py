@@ -129,7 +129,7 @@ from .gang import (GANG_TIMEOUT, Bind, GangDecision, GangEvent, GangTimer, Hyper
 from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION,
                     CLUSTER_SILENCE_TIMEOUT, HYPERJOB_NAME_LABEL, RANK_OFFSET_ANNOTATION, REPLICATED_JOB_LABEL,
                     TEMPLATE_HASH_LABEL, WORLD_SIZE_ANNOTATION, ChildJob, ChildPlan, ClusterCapacity,
-                    NodeCapacity, SplitPlan, Waiting, cluster_lost, live_clusters)
+                    NodeCapacity, SplitPlan, Waiting, cluster_lost, link, live_clusters)
 from .placement import place_job
 from .split import apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
 from .status import (COMPLETED_REASON, FAILED_REASON, TERMINAL_CHILD_PHASES, ChildStatus, Condition,
@@ -150,7 +150,7 @@ __all__ = [
     "choose_cluster", "cluster_lost", "could_ever_host", "deserved_shares", "diff_children", "eligible_clusters",
     "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_candidate", "hyperjob_command",
     "hyperjob_request", "job_candidate",
-    "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
+    "link", "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
     "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
     "task_shape", "template_hash", "training_env",
 ]

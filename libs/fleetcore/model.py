@@ -55,6 +55,13 @@ class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
     nodes: tuple[NodeCapacity, ...] = ()
     last_report: float = 0.0
     ready: bool = True
+    links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters, by name
+
+
+def link(clusters: Mapping[str, ClusterCapacity], a: str, b: str) -> float:
+    """The declared bandwidth between two clusters (either side may declare it; 0 when unknown)."""
+    first, second = clusters.get(a), clusters.get(b)
+    return max(first.links.get(b, 0.0) if first else 0.0, second.links.get(a, 0.0) if second else 0.0)
 
 
 class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):

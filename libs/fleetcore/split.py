@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import api
 
 from .capacity import PodShape, could_ever_host, gang_pods, max_replicas, place_gang, task_shape
-from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, live_clusters
+from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
 Parts = list[tuple[str, int]]
 
@@ -164,17 +164,33 @@ def _auto(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]
     held = _current_replicas(current, rj.name)
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
     ranked = sorted(eligible, key=lambda n: (-room[n], n))
+    linked = _by_bandwidth(ranked, working)
     limit = hyperjob.spec.max_domains or len(ranked)
     units = _units(rj)
     for k in range(1, min(limit, len(ranked)) + 1):
-        if sum(room[n] for n in ranked[:k]) >= units:
-            chosen = _keep_order(ranked[:k], current, rj.name)
-            caps = [room[n] for n in chosen]
-            return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
+        # The best-connected set first (one job spanning clusters is as fast as its slowest link);
+        # the roomiest set when the best-connected one cannot hold the job.
+        for order in (linked, ranked):
+            if sum(room[n] for n in order[:k]) >= units:
+                chosen = _keep_order(order[:k], current, rj.name)
+                caps = [room[n] for n in chosen]
+                return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
     top = ranked[:limit]
     fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
     return _waiting(hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); "
                                   f"room now: {fits}")
+
+
+def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity]) -> list[str]:
+    """The roomiest cluster, then greedily the one with the best declared link to those chosen
+    (the narrowest link counts), room and name breaking ties; the room order without links."""
+    order = list(ranked[:1])
+    rest = list(ranked[1:])
+    while rest:
+        best = min(rest, key=lambda n: (-min(link(working, n, c) for c in order), rest.index(n)))
+        order.append(best)
+        rest.remove(best)
+    return order
 
 
 def _keep_order(chosen: list[str], current: SplitPlan | None, replicated_job: str) -> list[str]:
@@ -284,11 +300,16 @@ def _fan_out(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[s
 
 def choose_cluster(pods: Sequence[PodShape], eligible: Sequence[str], working: dict[str, ClusterCapacity],
                    used: Sequence[str] = (), max_domains: int | None = None, check_fit: bool = True) -> str | None:
-    """The cluster for one child gang: clusters already used first (fewest clusters), then the most
-    room for the gang's pods, then the name. The chosen capacity is taken from ``working``."""
+    """The cluster for one child gang: clusters already used first (fewest clusters), then the best
+    declared link to the clusters used, then the most room for the gang's pods, then the name.
+    The chosen capacity is taken from ``working``."""
     allowed = [n for n in eligible if n in working and (max_domains is None or n in used or len(used) < max_domains)]
     shape = pods[0] if pods else PodShape(request={})
-    ranked = sorted(allowed, key=lambda n: (n not in used, -max_replicas(working[n], shape), n))
+
+    def bandwidth(n: str) -> float:
+        return min((link(working, n, u) for u in used if u != n), default=0.0)
+
+    ranked = sorted(allowed, key=lambda n: (n not in used, -bandwidth(n), -max_replicas(working[n], shape), n))
     for name in ranked:
         if not check_fit:
             return name

@@ -207,6 +207,7 @@ class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
     gpu_healthy_nodes: int = 0
     fabric_healthy_nodes: int = 0
     node_free: list[NodeFree] = []
+    links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters
 
 
 class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -237,4 +238,4 @@ def cluster_capacity(doc: ClusterDoc) -> Any:
                                          labels=dict(n.labels)) for n in doc.node_free)
     return fleetcore.ClusterCapacity(name=doc.name, labels=dict(doc.labels), free=dict(doc.free),
                                      allocatable=dict(doc.allocatable), nodes=nodes, last_report=doc.reported_at,
-                                     ready=doc.ready_nodes > 0)
+                                     ready=doc.ready_nodes > 0, links=dict(doc.links))

@@ -10,6 +10,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Volcano volcano-scheduler.conf text; empty means Volcano's default conf.
     scheduler_conf: str = ""
     labels: dict[str, str] = {}
+    # Declared network bandwidth (Gb/s) from this cluster to others: a HyperJob spanning clusters
+    # prefers the best-connected ones.
+    links: dict[str, float] = {}
     # A node whose last heartbeat is older than this is NotReady: nothing new lands on it and its
     # pods are evicted with reason nodeDown.
     node_timeout: float = 10.0

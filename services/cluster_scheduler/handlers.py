@@ -253,7 +253,7 @@ class ClusterScheduler:
 
     async def _report_capacity(self, state: domain.ClusterState, now: float) -> None:
         used = {name: usage.used for name, usage in (await self.rt.store.nodes(self.cluster)).items()}
-        summary = summarize(self.cluster, self.settings.labels, state.nodes, used, now)
+        summary = summarize(self.cluster, self.settings.labels, state.nodes, used, now, self.settings.links)
         await self.rt.store.put_if_version(records.CLUSTER, self.cluster, summary, None)
         message = events.ClusterCapacityReported(
             event_id=derive_id(self.cluster, f"capacity/{now}"), occurred_at=now, producer=PRODUCER,

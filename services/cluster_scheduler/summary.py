@@ -21,7 +21,8 @@ def is_accelerator(resource: str) -> bool:
 
 
 def summarize(cluster: str, labels: Mapping[str, str], nodes: Mapping[str, records.NodeDoc],
-              used: Mapping[str, Mapping[str, float]], now: float) -> records.ClusterDoc:
+              used: Mapping[str, Mapping[str, float]], now: float,
+              links: Mapping[str, float] | None = None) -> records.ClusterDoc:
     """Allocatable and free over Ready, schedulable nodes; a node with a sick GPU has no free GPU."""
     ready = sorted((n for n in nodes.values() if n.ready and not n.unschedulable), key=lambda n: n.name)
     free_nodes = [records.NodeFree(name=n.name, free=_free(n, used.get(n.name, {})), allocatable=dict(n.allocatable),
@@ -40,7 +41,7 @@ def summarize(cluster: str, labels: Mapping[str, str], nodes: Mapping[str, recor
         gangs={shape: sum(_fits(n.free, request) for n in free_nodes) for shape, request in SHAPES.items()},
         gpu_healthy_nodes=sum(1 for n in ready if not _tainted(n, GPU_UNHEALTHY)),
         fabric_healthy_nodes=sum(1 for n in ready if not _tainted(n, FABRIC_UNHEALTHY)),
-        node_free=free_nodes)
+        node_free=free_nodes, links=dict(links or {}))
 
 
 def _free(node: records.NodeDoc, used: Mapping[str, float]) -> dict[str, float]:

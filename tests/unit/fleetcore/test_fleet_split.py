@@ -241,3 +241,34 @@ def test_static_accelerators_divide_in_whole_replicas_and_skip_clusters_without_
     hj = upstream("hj", rjob("w", template, split=split))
     plan = plan_split(hj, ABC | fleet(cluster("cpu-only", gpus=0)))
     assert layout(plan) == [("hj-w-0", "a", 6), ("hj-w-1", "b", 5), ("hj-w-2", "c", 5)]
+
+
+def _linked(capacity, **links: float):
+    import msgspec
+
+    return msgspec.structs.replace(capacity, links=links)
+
+
+@pytest.mark.parametrize(("links", "expected"), [
+    pytest.param({}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="no-links-roomiest-then-name"),
+    pytest.param({"b": 100.0, "c": 400.0}, [("hj-w-0", "a", 40), ("hj-w-1", "c", 24)], id="best-link-to-the-first"),
+    pytest.param({"b": 400.0, "c": 100.0}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="best-link-is-b"),
+])
+def test_auto_spills_to_the_best_connected_cluster(links, expected) -> None:
+    clusters = fleet(_linked(cluster("a", nodes=5), **links), cluster("b", nodes=3), cluster("c", nodes=3))
+    assert layout(plan_split(split_job({"mode": "auto"}), clusters)) == expected
+
+
+def test_the_best_connected_set_yields_when_it_cannot_hold_the_job() -> None:
+    # c is best connected to a but too small; the roomier b is taken rather than a third cluster.
+    clusters = fleet(_linked(cluster("a", nodes=5), b=10.0, c=400.0), cluster("b", nodes=4), cluster("c", nodes=1))
+    assert layout(plan_split(split_job({"mode": "auto"}, replicas=72), clusters)) == [("hj-w-0", "a", 40),
+                                                                                   ("hj-w-1", "b", 32)]
+
+
+def test_fan_out_children_prefer_the_cluster_best_linked_to_those_used() -> None:
+    clusters = fleet(_linked(cluster("a", nodes=1), c=400.0), cluster("b", nodes=2), cluster("c", nodes=2))
+    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2))
+    assert [c for _, c, _ in layout(plan_split(hj, clusters))] == ["b", "b"]  # fewest clusters first
+    tight = fleet(_linked(cluster("a", nodes=1), c=400.0), cluster("b", nodes=1), cluster("c", nodes=1))
+    assert [c for _, c, _ in layout(plan_split(hj, tight))] == ["a", "c"]  # then the best link to a
