@@ -14,6 +14,7 @@ given data directory; the server's own log goes to ``<data_dir>/<name>.log``.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import ctypes
 import ctypes.util
@@ -93,7 +94,7 @@ def free_port(host: str = _HOST) -> int:
         return int(sock.getsockname()[1])
 
 
-class _Server:
+class _Server(abc.ABC):
     """One child server process: start, wait until it answers, stop cleanly."""
 
     name = "server"
@@ -118,11 +119,13 @@ class _Server:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @abc.abstractmethod
     def _command(self, port: int) -> list[str]:
-        raise NotImplementedError
+        """The server's command line for ``port``."""
 
+    @abc.abstractmethod
     def _answers(self, port: int) -> bool:
-        raise NotImplementedError
+        """True once the server on ``port`` speaks its protocol."""
 
     def start(self) -> str:
         """Start the server and wait until it answers; returns ``url``. Retries once on a port race."""
