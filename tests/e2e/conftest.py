@@ -56,17 +56,18 @@ class Cli:
         raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {last!r}")
 
 
-@pytest.fixture(scope="session")
-def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    home = tmp_path_factory.mktemp("hyperjob-home")
-    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
-    env["HYPERJOB_HOME"] = str(home)
+@contextlib.contextmanager
+def running_system(home: Path, clusters: int, *up_args: str, env: dict[str, str] | None = None) -> Iterator[Cli]:
+    """``hyperjob up`` in the background with its own home, until every cluster reports; stopped
+    (Ctrl-C, as a user would) when the block ends."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    environment |= {**(env or {}), "HYPERJOB_HOME": str(home)}
     log = open(home / "up.log", "w")  # noqa: SIM115 - closed after the system stops
-    up = subprocess.Popen([HYPERJOB, "up"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    cli = Cli(env)
+    up = subprocess.Popen([HYPERJOB, "up", *up_args], env=environment, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    cli = Cli(environment)
     try:
         cli.wait_for("the system to answer", lambda: (home / "endpoints.json").exists(), timeout=60)
-        cli.wait_for("both clusters to report", lambda: len(cli.json("get", "clusters")) == 2, timeout=60)
+        cli.wait_for(f"{clusters} clusters to report", lambda: len(cli.json("get", "clusters")) == clusters, timeout=60)
         yield cli
     finally:
         up.send_signal(signal.SIGINT)
@@ -78,6 +79,12 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
         log.close()
         if up.returncode not in (0, -signal.SIGINT):
             print((home / "up.log").read_text())
+
+
+@pytest.fixture(scope="session")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    with running_system(tmp_path_factory.mktemp("hyperjob-home"), 2) as system:
+        yield system
 
 
 def service_pids(module: str, home: str, cluster: str | None = None) -> list[int]:

@@ -9,16 +9,14 @@ heartbeating loses its pods, which the job's policies start again elsewhere."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .conftest import HYPERJOB, REPO, Cli
+from .conftest import REPO, Cli, running_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,26 +38,11 @@ def exec_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     config["clusters"].append({"name": SIM, "nodes": 3, "podDuration": "15s",
                                "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"}})
     (home / "up.yaml").write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
     # Faster fault detection than the defaults (every service inherits these).
-    env |= {"HYPERJOB_HOME": str(home), "CLUSTER_SCHEDULER_NODE_TIMEOUT": "6", "CLUSTER_SCHEDULER_HEALTH_PERIOD": "1",
-            "NODE_AGENT_TELEMETRY_PERIOD": "1"}
-    log = open(home / "up.log", "w")  # noqa: SIM115 - closed after the system stops
-    up = subprocess.Popen([HYPERJOB, "up", "--config", str(home / "up.yaml")], env=env, cwd=REPO, stdout=log,
-                          stderr=subprocess.STDOUT)
-    cli = Cli(env)
-    try:
-        cli.wait_for("the system to answer", lambda: (home / "endpoints.json").exists(), timeout=60)
-        cli.wait_for("the clusters to report", lambda: len(cli.json("get", "clusters")) == 3, timeout=60)
+    faster = {"CLUSTER_SCHEDULER_NODE_TIMEOUT": "6", "CLUSTER_SCHEDULER_HEALTH_PERIOD": "1",
+              "NODE_AGENT_TELEMETRY_PERIOD": "1"}
+    with running_system(home, 3, "--config", str(home / "up.yaml"), env=faster) as cli:
         yield cli
-    finally:
-        up.send_signal(signal.SIGINT)
-        try:
-            up.wait(60)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait()
-        log.close()
 
 
 def manifest(tmp_path: Path, name: str, port: int, command: str | None = None) -> Path:

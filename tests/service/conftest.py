@@ -9,6 +9,7 @@ and per test a fresh bus namespace (stream names and subjects) and Redis key pre
 - ``bus``: a connected ``NatsBus`` with every stream of ``events.subjects.STREAMS`` declared;
   ``store``: a ``RedisStore`` under ``key_prefix``. Both are closed and their streams/keys deleted
   after the test.
+- ``probe``: a ``service_helpers.Probe`` over the test's namespace (what was published, settled).
 
 Every test collected under ``tests/service`` gets the ``service`` marker.
 """
@@ -81,3 +82,16 @@ async def store(redis_url: str, key_prefix: str) -> AsyncIterator[RedisStore]:
     """A ``RedisStore`` under ``key_prefix``."""
     async with open_redis_store(redis_url, key_prefix) as instance:
         yield instance
+
+
+@pytest.fixture
+async def probe(nats_url: str, namespace: str) -> AsyncIterator[object]:
+    """A ``service_helpers.Probe``: reads what JetStream stored in ``namespace``, over its own connection."""
+    import sys  # noqa: PLC0415
+
+    sys.path.insert(0, str(_HERE))
+    import service_helpers  # noqa: PLC0415 - a sibling module, not a package
+
+    instance = await service_helpers.probe_for(nats_url, namespace)
+    yield instance
+    await instance.close()

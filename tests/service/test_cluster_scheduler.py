@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +34,6 @@ pytestmark = pytest.mark.service
 
 C = "cluster-a"
 NODE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0, "pods": 110.0}
-
-
-@pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
 
 
 def settings(**fields: Any) -> Settings:

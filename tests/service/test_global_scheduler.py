@@ -32,13 +32,6 @@ DURABLES = [("global-scheduler", subjects.PLACE_CHILD), ("global-scheduler-remov
 
 
 @pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
-@pytest.fixture
 async def scheduler(bus, store) -> AsyncIterator[Runtime]:
     runtime = Runtime("global-scheduler", bus, store)
     await build(Settings(retry_period=0.1), runtime)

@@ -31,13 +31,6 @@ JOB_KIND = records.job_kind(C)
 
 
 @pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
-@pytest.fixture
 async def controller(bus, store) -> AsyncIterator[Runtime]:
     runtime = Runtime("job-controller", bus, store)
     await build(Settings(cluster=C, timer_period=0.1), runtime)

@@ -28,13 +28,6 @@ DURABLE = f"node-agent-{C}"
 KIND = f"agentpod@{C}"
 
 
-@pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
 def settings() -> Settings:
     return Settings(cluster=C, nodes=2, heartbeat_period=0.2, tick_period=0.05, telemetry="off", pod_duration="30s")
 

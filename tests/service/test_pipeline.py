@@ -75,13 +75,6 @@ class CounterService:
                                                                 name=msg.name))
 
 
-@pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
 async def start(bus: Any, store: Any, fault: str = "none") -> tuple[Runtime, CounterService]:
     runtime = Runtime("pipeline", sh.FlakyBus(bus) if fault == "publish" else bus,
                       sh.FlakyStore(store) if fault == "store" else store)

@@ -29,13 +29,6 @@ HJ = "llm-train-hyperjob"
 
 
 @pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
-@pytest.fixture
 async def splitter(bus, store) -> AsyncIterator[Runtime]:
     runtime = Runtime("splitter", bus, store)
     await build(Settings(replan_period=0.1), runtime)

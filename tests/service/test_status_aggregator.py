@@ -34,13 +34,6 @@ DURABLES = [("status-aggregator-jobs", subjects.job_phase("x")), ("status-aggreg
 
 
 @pytest.fixture
-async def probe(nats_url: str, namespace: str) -> AsyncIterator[sh.Probe]:
-    p = await sh.probe_for(nats_url, namespace)
-    yield p
-    await p.close()
-
-
-@pytest.fixture
 async def aggregator(bus, store) -> AsyncIterator[Runtime]:
     runtime = Runtime("status-aggregator", bus, store)
     await build(Settings(), runtime)
