@@ -76,7 +76,17 @@ def up(config_path: str | None) -> None:
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds to wait for the HyperJob")
 def demo(file: str, config_path: str | None, timeout: float) -> None:
-    """Start the system, apply FILE, watch its HyperJob until it finishes, then stop (what `make run` does)."""
+    """Start the system, apply FILE, watch its HyperJob until it finishes, then stop (what `make run` does).
+
+    The demo always starts from empty state, in its own home (``<home>/demo``), so a second run
+    shows the whole lifecycle again rather than the finished HyperJob of the first.
+    """
+    import os
+    import shutil
+
+    demo_home = home() / "demo"
+    shutil.rmtree(demo_home, ignore_errors=True)
+    os.environ["HYPERJOB_HOME"] = str(demo_home)
     system = System(load_config(config_path))
     started = time.monotonic()
     try:
