@@ -268,6 +268,8 @@ async def test_a_job_deleted_and_applied_again_under_the_same_name_runs_again(bu
         started = await probe.decoded("job.pod.start.>", events.StartPod)
         assert len(started) == 4  # each incarnation's two pods, once each
         assert len({s.pod_uid for s in started}) == 4  # incarnations are told apart
+
+
 async def _both_clusters(store: Any) -> bool:
     return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
 
@@ -291,29 +293,3 @@ async def test_a_hyperjob_whose_template_changes_runs_the_new_template(bus, stor
         dispatched = await probe.decoded("sched.child.dispatch.>", events.DispatchChild)
         children = [f"hj-job-{i}" for i in range(len(clusters))]
         assert sorted(d.child for d in dispatched) == sorted(children * 2)  # each child, then its replacement
-
-
-async def _both_clusters(store: Any) -> bool:
-    return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
-
-
-async def test_a_hyperjob_whose_template_changes_runs_the_new_template(bus, store, probe) -> None:
-    async with whole_system(bus, store):
-        manifest = sh.hyperjob_manifest("hj", {"cluster-a": 2})
-        template = manifest["spec"]["template"]["spec"]
-        template["tasks"][0]["template"]["metadata"]["annotations"]["hyperjob.io/sim-duration"] = "60s"
-        await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
-        await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
-                     where=lambda d: d.phase == "Running", timeout=30.0)
-        short(manifest, template)  # the same child (name, cluster), a new template
-        answer = await request(bus, probe, sh.message(events.ApplyManifest, manifest=manifest), subjects.APPLY)
-        assert answer.outcome == "configured"  # type: ignore[attr-defined]
-        done = await sh.doc(store, records.HYPERJOB_STATUS, "hj", records.HyperJobStatusDoc,
-                            where=lambda d: d.phase in ("Completed", "Failed"), timeout=30.0)
-        assert done.phase == "Completed", done.status
-        dispatched = await probe.decoded(subjects.dispatch("cluster-a"), events.DispatchChild)
-        assert [d.child for d in dispatched] == ["hj-job-0", "hj-job-0"]  # the child, then its replacement
-
-
-async def _both_clusters(store: Any) -> bool:
-    return sorted(await store.list(records.CLUSTER)) == ["cluster-a", "cluster-b"]
