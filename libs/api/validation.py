@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
-from .job import JobSpec
+from .job import JobSpec, LifecyclePolicy
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
 
@@ -58,10 +58,7 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
             raise ManifestError(f"{path}.plugins.{plugin}", f"unknown job plugin (known: {', '.join(sorted(KNOWN_JOB_PLUGINS))})")
 
 
-def _check_policy(policy: object, path: str) -> None:
-    from .job import LifecyclePolicy
-
-    assert isinstance(policy, LifecyclePolicy)
+def _check_policy(policy: LifecyclePolicy, path: str) -> None:
     if policy.event is None and not policy.events and policy.exit_code is None:
         raise ManifestError(path, "a policy needs event, events or exitCode")
     if policy.exit_code is not None and (policy.event is not None or policy.events):

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+import fleetcore
+
 QUEUE = "queue"
 PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
@@ -230,10 +232,8 @@ class PodEnvDoc(msgspec.Struct, frozen=True, kw_only=True):
     env_by_pod: dict[str, dict[str, str]] = {}
 
 
-def cluster_capacity(doc: ClusterDoc) -> Any:
+def cluster_capacity(doc: ClusterDoc) -> fleetcore.ClusterCapacity:
     """A cluster summary as fleetcore's ``ClusterCapacity`` (splitter and global-scheduler place by it)."""
-    import fleetcore
-
     nodes = tuple(fleetcore.NodeCapacity(name=n.name, free=dict(n.free), allocatable=dict(n.allocatable),
                                          labels=dict(n.labels)) for n in doc.node_free)
     return fleetcore.ClusterCapacity(name=doc.name, labels=dict(doc.labels), free=dict(doc.free),
