@@ -71,6 +71,7 @@ class NatsBus:
         self._ns = namespace
         self._streams: list[StreamSpec] = []
         self._subs: list[PullLoop] = []
+        self._watches: list[_Watch] = []
         self._events: _ConnectionEvents | None = None
 
     @classmethod
@@ -302,6 +303,40 @@ class NatsBus:
             raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
         return out
 
+    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None,
+                    catch_up_timeout: float = 60.0) -> _Watch:
+        """Hand ``handler`` the last message of every subject matching ``subject_filter``, then
+        every new one, through an ordered ephemeral consumer (no acks; nats-py recreates it
+        after a gap). Returns once the values that existed at the start have been handled (or
+        after ``catch_up_timeout``, with a warning), so a projection built from them is complete
+        before its owner decides anything. A handler that raises is logged; the watch goes on."""
+        name = self._stream_name(self._stream_for([subject_filter], stream))
+        watch = _Watch(self, subject_filter, handler)
+        try:
+            watch.sub = await self._js.subscribe(
+                self._wire(subject_filter), cb=watch.on_msg, stream=name, ordered_consumer=True,
+                deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT, idle_heartbeat=5.0)
+            info = await watch.sub.consumer_info()
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
+        if not info.num_pending and not info.delivered.stream_seq:
+            watch.caught_up.set()
+        try:
+            await asyncio.wait_for(watch.caught_up.wait(), catch_up_timeout)
+        except TimeoutError:
+            _log.warning("watch_catch_up_slow", subject=subject_filter, seconds=catch_up_timeout)
+        self._watches.append(watch)
+        return watch
+
+    async def purge(self, subject: str, *, stream: str | None = None) -> int:
+        """Remove every message stored on exactly ``subject`` (a tombstone no longer needed)."""
+        name = self._stream_name(self._stream_for([subject], stream))
+        try:
+            await self._js.purge_stream(name, subject=self._wire(subject))
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"purge({subject}): {exc}") from exc
+        return 1
+
     # -- operations -------------------------------------------------------------------------
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
@@ -334,6 +369,9 @@ class NatsBus:
         subs, self._subs = self._subs, []
         for sub in subs:
             await sub.stop()
+        watches, self._watches = self._watches, []
+        for watch in watches:
+            await watch.stop()
         if self._events is not None:
             self._events.closing = True
         if not self._nc.is_closed:
@@ -357,3 +395,32 @@ class NatsBus:
         _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
                      reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
         await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
+
+
+class _Watch:
+    """One ``NatsBus.watch``: an ordered push subscription feeding a handler, in order."""
+
+    def __init__(self, bus: NatsBus, subject_filter: str, handler: Handler) -> None:
+        self.durable = f"watch-{subject_filter}"
+        self._bus = bus
+        self._handler = handler
+        self.caught_up = asyncio.Event()
+        self.sub: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self.sub is not None
+
+    async def on_msg(self, msg: Msg) -> None:
+        try:
+            await self._handler(self._bus.delivery(msg))
+        except Exception:  # noqa: BLE001 - one bad value must not end the watch
+            _log.exception("watch_handler_failed", subject=msg.subject)
+        if not self.caught_up.is_set() and msg.metadata.num_pending == 0:
+            self.caught_up.set()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        sub, self.sub = self.sub, None
+        if sub is not None:
+            with contextlib.suppress(*_NATS_ERRORS):
+                await sub.unsubscribe()

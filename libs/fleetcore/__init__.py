@@ -123,7 +123,7 @@ from .capacity import (PodShape, could_ever_host, gang_pods, hyperjob_request, m
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
 from .env import local_rank, master_addr, training_env
 from .failover import (ChildCommand, ChildMove, ChildUnplaced, FleetDecision, SetLifecycle, child_failed, failover,
-                       hyperjob_command, settle_lifecycle)
+                       hyperjob_command, plain_failover, settle_lifecycle)
 from .gang import (GANG_TIMEOUT, Bind, GangDecision, GangEvent, GangTimer, HyperJobGang, Release, Reserve,
                    ReservationHeld, ReservationLost, Retry, StartTimer, gang_step, release_gang, start_gang)
 from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION,
@@ -151,6 +151,6 @@ __all__ = [
     "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_candidate", "hyperjob_command",
     "hyperjob_request", "job_candidate",
     "link", "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
-    "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
+    "placement", "plain_failover", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
     "task_shape", "template_hash", "training_env",
 ]

@@ -37,6 +37,7 @@ class PodScheduling(_Frozen, frozen=True, kw_only=True):
     tolerations: list[api.Toleration] = []
     affinity: api.pod.Affinity | None = None
     scheduler_name: str = "volcano"
+    node_name: str = ""  # spec.nodeName: bound there at creation, never scheduled
 
 
 class PodRun(_Frozen, frozen=True, kw_only=True):

@@ -91,7 +91,7 @@ def _scheduling(record: JobRecord, task: api.TaskSpec) -> PodScheduling:
         priority_class_name=spec.priority_class_name or record.spec.priority_class_name,
         preemption_policy=spec.preemption_policy or "", preemptable=preemptable != "false",
         node_selector=dict(spec.node_selector), tolerations=list(spec.tolerations), affinity=spec.affinity,
-        scheduler_name=spec.scheduler_name or record.spec.scheduler_name)
+        scheduler_name=spec.scheduler_name or record.spec.scheduler_name, node_name=spec.node_name)
 
 
 def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
