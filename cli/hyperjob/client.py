@@ -10,10 +10,10 @@ import msgspec
 
 import events
 import records
-from bus import NatsBus
+from bus.natsbus import NatsBus
 from events import subjects
 from events.subjects import STREAMS
-from store import RedisStore
+from store.redis_store import RedisStore
 
 from .config import Endpoints
 

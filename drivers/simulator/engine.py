@@ -1,139 +1,218 @@
-"""The discrete-event loop: virtual time, the agenda, and the order of things within an instant.
+"""The discrete-event loop: the services of the scenario's fleet, driven in virtual time.
 
-At each instant ``t``: every agenda entry due at ``t`` is applied first (scenario events in file
-order, then pod completions and timers in the order they were scheduled), and if ``t`` is on the
-schedule grid (multiples of ``schedulePeriod``) one round follows: the fleet step (placement of
-plain jobs, failover, global admission, splits, cross-cluster gang), then one Volcano session
-per reachable cluster in name order, whose binds, evictions and podgroup phases the job
-controller reacts to at once, then the HyperJob status pass. A round whose input did not change
-gives the same (empty) decisions, because the cores are pure, so the loop jumps over such rounds
-to the next agenda entry; with no ``until`` the run ends when the agenda is empty and a round
-changed nothing (or, if the state never settles, ``HORIZON`` after the last scenario event), and
-``time`` is the last instant at which something changed.
+At each instant ``t``: the scenario's events at ``t`` happen first (in file order), then every
+message they cause is delivered until nothing is left to deliver (quiescence), then the timers due
+at ``t`` fire, then the rounds due at ``t`` run in rank order if ``t`` is on the schedule grid
+(the fleet's rounds, then each cluster's cycle), each followed by quiescence. Messages are
+delivered in the order they were published (the oldest first, across every consumer), or, with
+chaos, in an order the seeded random source picks, with crashes and duplicates mixed in
+(``chaos``). The run ends at ``until``, or once nothing is scheduled and nothing has happened
+for ``IDLE`` seconds; ``time`` is then the last instant at which something happened.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import schedcore
+import api
+import events
+from bus import InMemoryBus, InstanceCrash, Member
+from events import subjects
+from events.subjects import STREAMS
+from servicekit import Runtime
+from store import InMemoryStore
 
-from . import output
-from .agenda import SCENARIO, Agenda
-from .cluster import ClusterDriver
-from .controller import JobDriver
-from .errors import ScenarioError
-from .events import EventHandler, Wake
-from .fleet import FleetDriver
-from .kubelet import Kubelet
-from .scenario import Scenario, load
-from .world import World
+from . import observe
+from .fleet import InstancePlan, plan_instances
+from .scenario import Scenario, TimedEvent
+from .timing import Agenda, SimClock, SimTimers
 
-# Without `until`, a run whose state keeps changing (a pod that restarts for ever) still ends:
+# Without ``until``: the run ends once this long has passed with nothing scheduled or happening
+# (long enough for every silence rule to play out: a cluster is lost after 30 s).
+IDLE = 60.0
+# Without ``until``, a run whose state keeps changing (a pod that restarts for ever) still ends:
 # this much virtual time after the last scenario event.
 HORIZON = 24 * 3600.0
+JOB_ACTIONS = {"abort": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "terminate": "TerminateJob",
+               "complete": "CompleteJob"}
 
 
 class Engine:
-    """One run of one scenario; ``run()`` returns the result object."""
+    """One run of one scenario; ``await run()`` returns the result object."""
 
-    def __init__(self, scenario: Scenario, conf: Any) -> None:
+    def __init__(self, scenario: Scenario, chaos: Any = None) -> None:
         self.scenario = scenario
-        self.world = World(scenario)
-        self.agenda = Agenda()
-        self.changed = False  # set by anything that changes the world since the last round
-        self.kubelet = Kubelet(self)
-        self.jobs = JobDriver(self)
-        self.clusters = ClusterDriver(self, conf)
-        self.fleet = FleetDriver(self)
-        self.handler = EventHandler(self)
-        for event in scenario.events:
-            self.agenda.push(event.at, event, rank=SCENARIO)
+        self.chaos = chaos
+        self.clock = SimClock()
+        self.agenda = Agenda(self.clock, scenario.period)
+        self.bus = InMemoryBus(STREAMS, clock=self.clock.now, driven=True, ack_wait=0.0)
+        self.store = InMemoryStore()
+        self.timeline = observe.Timeline(self.clock)
+        self.bus.observers.append(self.timeline.observe)
+        self.plans = {p.name: p for p in plan_instances(scenario)}
+        self.runtimes: dict[str, Runtime] = {}
+        self.owner: dict[int, str] = {}  # id(member) -> instance
+        self.down: set[str] = set()  # clusters whose control plane is cut off
+        self.steps = 0
 
-    def run(self) -> dict[str, Any]:
+    # -- instances ---------------------------------------------------------------------------------
+
+    async def start(self, plan: InstancePlan) -> None:
+        fault = self.chaos.fault_point(plan.name) if self.chaos is not None else None
+        runtime = Runtime(plan.service, plan.name, self.bus, self.store, clock=self.clock,
+                          timers=SimTimers(self.agenda, plan.name), fault=fault, changelog=self.chaos is not None)
+        await plan.build(plan.settings, runtime)
+        await runtime.start()
+        self.runtimes[plan.name] = runtime
+        for member in runtime.members:
+            self.owner[id(member)] = plan.name
+            member.paused = plan.cluster in self.down
+
+    async def restart(self, name: str) -> None:
+        """The instance died: its successor starts from what the store holds, as a new process would."""
+        old = self.runtimes.pop(name)
+        for member in old.members:
+            self.owner.pop(id(member), None)
+            await member.stop()
+            self.bus.forget(member)
+        self.agenda.forget(name)
+        await self.start(self.plans[name])
+
+    def pause(self, cluster: str, paused: bool) -> None:
+        """A cluster's control plane is cut off (or back): its instances get nothing and do nothing."""
+        for plan in self.plans.values():
+            if plan.cluster != cluster:
+                continue
+            for member in self.runtimes[plan.name].members:
+                member.paused = paused
+            (self.agenda.paused.add if paused else self.agenda.paused.discard)(plan.name)
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        # The fleet boots one period before the scenario starts: nodes and clusters have reported,
+        # and the scenario's queues and priority classes exist, when its first event happens.
+        self.clock.time = -self.scenario.period
+        for plan in self.plans.values():
+            await self.start(plan)
+        await self.seed()
+        await self.settle(self.clock.time)
+        self.timeline.last_activity = 0.0
+        pending = list(self.scenario.events)
         until = self.scenario.until
-        period = self.scenario.period
-        last_event = self.scenario.events[-1].at if self.scenario.events else 0.0
+        last_event = pending[-1].at if pending else 0.0
         limit = until if until is not None else last_event + HORIZON
-        next_round, idle, last_change = 0.0, False, 0.0
+        now = 0.0
         while True:
-            due = self.agenda.next_time()
-            if idle:
-                if due is None:
-                    break
-                next_round = max(next_round, _grid(due, period))
-            # Virtual time never goes back, even for an entry a core scheduled in the past.
-            now = max(self.world.now, next_round if due is None else min(due, next_round))
-            if now > limit + 1e-9:
+            self.clock.time = now
+            while pending and pending[0].at <= now + 1e-9:
+                await self.apply(pending.pop(0))
+                await self.quiesce()
+            await self.settle(now)
+            following = [t for t in (pending[0].at if pending else None, self.agenda.next_time(now), self._redelivery())
+                         if t is not None]
+            later = min(following) if following else None
+            if until is None and not pending and (later is None or (not self.agenda.pending_timers()
+                                                                    and now - self.timeline.last_activity >= IDLE)):
                 break
-            self.world.now = now
-            self.changed = False
-            self._apply_due(now)
-            if abs(now - next_round) < 1e-9:
-                self._round()
-                idle = not self.changed
-                next_round = _round_time(next_round + period)
-            else:
-                idle = idle and not self.changed
-            if self.changed:
-                last_change = now
-        end = until if until is not None else last_change
-        self.world.now = end
-        return self.result(end)
+            if later is None or later > limit + 1e-9:
+                break
+            now = later
+        end = until if until is not None else self.timeline.last_activity
+        self.clock.time = end
+        return await observe.result(self.scenario.name, end, self.store, [c.name for c in self.scenario.clusters],
+                                    self.timeline)
 
-    def _apply_due(self, now: float) -> None:
-        while (item := self.agenda.pop_one(now)) is not None:
-            if not isinstance(item, Wake):
-                self.changed = True
-            self.handler.apply(item)
+    async def settle(self, now: float) -> None:
+        """Everything due at ``now``: timers, then the rounds on the grid, each until quiescence."""
+        await self.quiesce()
+        while True:
+            timer = self.agenda.due_timer(now)
+            if timer is not None:
+                await self._run(timer[0], timer[1])
+                continue
+            due = self.agenda.due_round(now)
+            if due is None:
+                return
+            self.agenda.ran(due, now)
+            await self._run(due.instance, due.work)
 
-    def wake_after(self, t: float) -> None:
-        """Make sure a round runs at the first schedule instant strictly after ``t``."""
-        self.agenda.push(_grid(t + 1e-6, self.scenario.period), Wake())
+    async def _run(self, who: str, work: Any) -> None:
+        instance = who.split("/", 1)[0]
+        try:
+            await work()
+        except InstanceCrash:
+            await self.restart(instance)
+        await self.quiesce()
 
-    def _round(self) -> None:
-        self.fleet.step()
-        for name in sorted(self.world.clusters):
-            if self.world.clusters[name].up:
-                self.clusters.cycle(name)
-        self.fleet.status()
+    async def quiesce(self) -> None:
+        """Deliver until no member has anything to deliver."""
+        while True:
+            member = self._pick()
+            if member is None:
+                return
+            try:
+                await member.step()
+            except InstanceCrash:
+                await self.restart(self.owner[id(member)])
+            self.steps += 1
+            if self.chaos is not None:
+                await self.chaos.after_step(self)
 
-    def result(self, end: float) -> dict[str, Any]:
-        w = self.world
-        return output.result(
-            w.name, end,
-            pods=[self._pod(p) for p in w.pods.values()],
-            pod_groups=self.clusters.podgroups_output(),
-            jobs=[{"name": j.name, "hyperJob": j.hyperjob, "cluster": j.cluster,
-                   "phase": self.jobs.phase(j), "retryCount": self.jobs.retry_count(j)} for j in w.jobs.values()],
-            hyperjobs=self.fleet.output(),
-            queues=self.clusters.queues_output(),
-            events=w.timeline,
-        )
+    def _pick(self) -> Member | None:
+        ready = [(seq, i, m) for i, m in enumerate(self.bus.members) if (seq := m.next_ready()) is not None]
+        if not ready:
+            return None
+        if self.chaos is not None:
+            return self.chaos.pick(ready)
+        return min(ready, key=lambda r: (r[0], r[1]))[2]
 
-    @staticmethod
-    def _pod(p: Any) -> dict[str, Any]:
-        return {"name": p.name, "job": p.job, "task": p.task, "index": p.index, "cluster": p.cluster,
-                "node": None if p.reserved else p.node, "phase": p.phase, "startedAt": output.seconds(p.started_at),
-                "finishedAt": output.seconds(p.finished_at), "restarts": p.restarts}
+    def _redelivery(self) -> float | None:
+        dues = [d for m in self.bus.members if (d := m.next_due()) is not None and d > self.clock.time]
+        return min(dues) if dues else None
 
+    # -- the scenario's events -----------------------------------------------------------------------
 
-def prepare(text: str) -> Engine:
-    """Validate a scenario text (``ScenarioError`` naming the place) and build its engine."""
-    scenario = load(text)
-    try:
-        conf = schedcore.parse_conf(scenario.scheduler_conf) if scenario.scheduler_conf else schedcore.DEFAULT_CONF
-    except schedcore.ConfError as exc:
-        raise ScenarioError("spec.schedulerConf", str(exc)) from None
-    return Engine(scenario, conf)
+    async def seed(self) -> None:
+        """The scenario's queues and priority classes, as if applied before its first event."""
+        manifests = [*self.scenario.priority_classes, *self.scenario.queues]
+        for i, manifest in enumerate(manifests):
+            self.publish(subjects.APPLY, events.ApplyManifest, f"seed/{i}", manifest=api.encode(manifest))
+        await self.quiesce()
 
+    async def apply(self, event: TimedEvent) -> None:
+        body, tag = event.body, f"event/{event.seq}"
+        if event.kind == "create":
+            self.publish(subjects.APPLY, events.ApplyManifest, tag, manifest=body)
+        elif event.kind == "delete":
+            self.publish(subjects.DELETE, events.DeleteObject, tag, kind=body.kind, name=body.name)
+        elif event.kind in ("nodeDown", "nodeUp"):
+            self.timeline.emit("NodeDown" if event.kind == "nodeDown" else "NodeUp", body.node, cluster=body.cluster,
+                               node=body.node)
+            self.publish(subjects.node_fault(body.cluster), events.InjectNodeFault, tag, cluster=body.cluster,
+                         node=body.node, kind="node-down" if event.kind == "nodeDown" else "node-up")
+        elif event.kind in ("clusterDown", "clusterUp"):
+            going_down = event.kind == "clusterDown"
+            if (body.cluster in self.down) != going_down:
+                (self.down.add if going_down else self.down.discard)(body.cluster)
+                self.pause(body.cluster, going_down)
+                self.timeline.emit("ClusterDown" if going_down else "ClusterUp", body.cluster, cluster=body.cluster)
+        elif event.kind == "podFail":
+            for cluster in self.scenario.clusters:
+                self.publish(subjects.node_fault(cluster.name), events.InjectNodeFault, f"{tag}/{cluster.name}",
+                             cluster=cluster.name, kind="pod-exit", pod=body.pod, exit_code=body.exit_code)
+        elif event.kind == "command":
+            self._command(body, tag)
 
-def _grid(t: float, period: float) -> float:
-    """The first schedule instant at or after ``t``."""
-    return _round_time(math.ceil(t / period - 1e-9) * period)
+    def _command(self, body: Any, tag: str) -> None:
+        if body.kind == "HyperJob":
+            self.publish(subjects.HYPERJOB_COMMAND, events.CommandHyperJob, tag, name=body.name, action=body.action)
+        else:
+            action = JOB_ACTIONS.get(body.action, body.action)
+            self.publish(subjects.OBJECT_COMMAND, events.CommandObject, tag, kind=body.kind, name=body.name,
+                         action=action)
 
-
-def _round_time(t: float) -> float:
-    # Keep grid instants exact (0.1 * 3 is not 0.3) so event times print the same on every run.
-    return round(t, 9)
+    def publish(self, subject: str, message_type: type, tag: str, **fields: Any) -> None:
+        message = message_type(event_id=events.derive_id(self.scenario.name, tag), occurred_at=self.clock.now(),
+                       producer="hyperjob-simulate", **fields)
+        self.bus.publish_now(subject, events.encode(message), msg_id=message.event_id)

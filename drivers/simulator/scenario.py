@@ -14,6 +14,7 @@ import msgspec
 import yaml
 
 import api
+import schedcore
 from api.quantity import QuantityError, parse_quantity
 
 from .errors import ScenarioError
@@ -77,6 +78,11 @@ def load(text: str) -> Scenario:
     nodes = {c.name: {n.name for n in c.nodes} for c in clusters}
     events = [_event(e, i, nodes) for i, e in enumerate(spec.events)]
     until = None if spec.until is None else _duration(spec.until, "spec.until")
+    if spec.scheduler_conf:
+        try:
+            schedcore.parse_conf(spec.scheduler_conf)
+        except schedcore.ConfError as exc:
+            raise ScenarioError("spec.schedulerConf", str(exc)) from None
     return Scenario(
         name=raw.metadata.name,
         scheduler_conf=spec.scheduler_conf,

@@ -47,10 +47,10 @@ Clock = Callable[[], float]
 
 
 class _Stored:
-    __slots__ = ("data", "headers", "seq", "subject")
+    __slots__ = ("data", "gseq", "headers", "seq", "subject")
 
-    def __init__(self, seq: int, subject: str, data: bytes, headers: dict[str, str]) -> None:
-        self.seq, self.subject, self.data, self.headers = seq, subject, data, headers
+    def __init__(self, seq: int, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> None:
+        self.seq, self.subject, self.data, self.headers, self.gseq = seq, subject, data, headers, gseq
 
 
 class _Stream:
@@ -62,7 +62,7 @@ class _Stream:
         self.last_seq = 0
         self.seen: dict[str, tuple[int, float]] = {}
 
-    def append(self, subject: str, data: bytes, headers: dict[str, str]) -> PublishAck:
+    def append(self, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> PublishAck:
         now = self.clock()
         msg_id = headers.get(MSG_ID)
         if msg_id is not None:
@@ -70,7 +70,7 @@ class _Stream:
             if prior is not None and now - prior[1] < self.spec.duplicate_window:
                 return PublishAck(stream=self.spec.name, seq=prior[0], duplicate=True)
         self.last_seq += 1
-        self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers)
+        self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers, gseq)
         seqs = self.by_subject.setdefault(subject, collections.deque())
         seqs.append(self.last_seq)
         if msg_id is not None:
@@ -124,13 +124,28 @@ class _Consumer:
     def has_ready(self, now: float) -> bool:
         if self.due and self.due[0][0] <= now:
             return True
-        # Cheap check first: nothing new at all.
-        if self.cursor >= self.stream.last_seq:
-            return False
-        return any(self._matches(m) for q, m in self.stream.msgs.items() if q > self.cursor)
+        self._skip()
+        return self.cursor < self.stream.last_seq
+
+    def _skip(self) -> None:
+        """Move the cursor past messages this consumer will never get (other subjects, replaced
+        latest values), so the next message after it is one to deliver."""
+        msgs, last = self.stream.msgs, self.stream.last_seq
+        while self.cursor < last:
+            msg = msgs.get(self.cursor + 1)
+            if msg is not None and self._matches(msg):
+                return
+            self.cursor += 1
 
     def next_due(self) -> float | None:
         return self.due[0][0] if self.due else None
+
+    def next_ready(self, now: float) -> int | None:
+        """The global sequence of the message ``take`` would hand over first (redeliveries first)."""
+        if self.due and self.due[0][0] <= now and self.due[0][1] in self.stream.msgs:
+            return self.stream.msgs[self.due[0][1]].gseq
+        self._skip()
+        return self.stream.msgs[self.cursor + 1].gseq if self.cursor < self.stream.last_seq else None
 
     def _deliver(self, seq: int) -> tuple[_Stored, int]:
         n = self.delivered.get(seq, 0) + 1
@@ -188,14 +203,33 @@ class Member:
         if self._stopping or self.paused:
             return False
         if self._watch is not None:
-            stream, flt = self._watch
-            return any(q > self._watch_cursor and subject_covers(flt, m.subject) for q, m in stream.msgs.items()) \
-                if self._watch_cursor < stream.last_seq else False
+            self._skip_watch()
+            return self._watch_cursor < self._watch[0].last_seq
         assert self._consumer is not None
         return self._consumer.has_ready(self._bus.clock())
 
+    def _skip_watch(self) -> None:
+        assert self._watch is not None
+        stream, flt = self._watch
+        while self._watch_cursor < stream.last_seq:
+            msg = stream.msgs.get(self._watch_cursor + 1)
+            if msg is not None and subject_covers(flt, msg.subject):
+                return
+            self._watch_cursor += 1
+
     def next_due(self) -> float | None:
         return None if self._consumer is None or self._stopping else self._consumer.next_due()
+
+    def next_ready(self) -> int | None:
+        """The global publish sequence of the next message this member would get (None: none)."""
+        if self._stopping or self.paused:
+            return None
+        if self._watch is not None:
+            self._skip_watch()
+            stream = self._watch[0]
+            return stream.msgs[self._watch_cursor + 1].gseq if self._watch_cursor < stream.last_seq else None
+        assert self._consumer is not None
+        return self._consumer.next_ready(self._bus.clock())
 
     async def step(self) -> int:
         """Deliver one batch (a watch: every new message); returns how many were delivered."""
@@ -261,13 +295,15 @@ class Member:
     # -- delivering ----------------------------------------------------------------------------
 
     async def _step_watch(self) -> int:
+        """Hand over the next new value (one at a time, so deliveries interleave in publish order)."""
         assert self._watch is not None
-        stream, flt = self._watch
-        msgs = [m for q, m in sorted(stream.msgs.items()) if q > self._watch_cursor and subject_covers(flt, m.subject)]
-        self._watch_cursor = stream.last_seq
-        for msg in msgs:
-            await self._handler(self._bus.delivery(stream, msg, 1))
-        return len(msgs)
+        self._skip_watch()
+        stream = self._watch[0]
+        if self._watch_cursor >= stream.last_seq:
+            return 0
+        self._watch_cursor += 1
+        await self._handler(self._bus.delivery(stream, stream.msgs[self._watch_cursor], 1))
+        return 1
 
     async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
         consumer = self._consumer
@@ -370,7 +406,7 @@ class InMemoryBus:
         except NoStreamError as exc:
             raise PublishError(subject, msg_id, str(exc)) from exc
         data = encode_payload(event)
-        ack = stream.append(subject, data, hdrs)
+        ack = stream.append(subject, data, hdrs, self.published + 1)
         if not ack.duplicate:
             self.published += 1
             for observe in self.observers:

@@ -30,7 +30,7 @@ from .config import PriorityClassChanged, QueueChanged
 from .hyperjob import ChildRef, HyperJobDeleted, HyperJobSpecChanged, HyperJobStatusChanged
 from .job import (PART_SIZE, JobPhaseChanged, JobRemoved, JobState, PodGroupSpec, PodStart, PodState, PodStop,
                   StartPods, StopPods, TaskScheduling)
-from .manifest import ApplyManifest, CommandHyperJob, DeleteObject, RequestAccepted, RequestRejected
+from .manifest import ApplyManifest, CommandHyperJob, CommandObject, DeleteObject, RequestAccepted, RequestRejected
 from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
 from .placement import (ChildPlacementWaiting, CommandChild, DispatchChild, GangControl, GangRetry, MoveChild,
                         OwnerAdmitted, OwnerLifecycle, OwnerSubmitted, OwnerWithdrawn, PlaceChildren, PlannedChild, RemoveChild,
@@ -38,7 +38,7 @@ from .placement import (ChildPlacementWaiting, CommandChild, DispatchChild, Gang
 from .telemetry import FabricTelemetry, GpuTelemetry, InjectNodeFault
 
 ALL_MESSAGES: tuple[type[Message], ...] = (
-    ApplyManifest, DeleteObject, CommandHyperJob, RequestAccepted, RequestRejected,
+    ApplyManifest, DeleteObject, CommandHyperJob, CommandObject, RequestAccepted, RequestRejected,
     HyperJobSpecChanged, HyperJobStatusChanged, HyperJobDeleted,
     QueueChanged, PriorityClassChanged,
     OwnerSubmitted, OwnerWithdrawn, OwnerAdmitted, OwnerLifecycle, ChildPlacementWaiting, PlaceChildren, RemoveChild, MoveChild,
@@ -67,7 +67,7 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 __all__ = [
     "ALL_MESSAGES", "PART_SIZE",
     "AgentHeartbeat", "ApplyManifest", "ChildPlacementWaiting", "ChildRef", "ClusterCapacityReported",
-    "CommandChild", "CommandHyperJob", "DeleteObject", "DispatchChild", "FabricTelemetry", "GangControl",
+    "CommandChild", "CommandHyperJob", "CommandObject", "DeleteObject", "DispatchChild", "FabricTelemetry", "GangControl",
     "GangRetry", "GpuTelemetry", "HyperJobDeleted", "HyperJobSpecChanged", "HyperJobStatusChanged",
     "InjectNodeFault", "JobPhaseChanged", "JobRemoved", "JobState", "Message", "MoveChild", "NodeClass",
     "NodeStatus", "OwnerAdmitted", "OwnerLifecycle", "OwnerSubmitted", "OwnerWithdrawn", "PlaceChildren", "PlannedChild",

@@ -133,6 +133,7 @@ class PodStop(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
     node: str
     uid: str = ""
+    job: str = ""
     reason: str = ""
 
 

@@ -29,6 +29,15 @@ class CommandHyperJob(Message, frozen=True, kw_only=True, tag="hj.hyperjob.comma
     action: HyperJobAction
 
 
+class CommandObject(Message, frozen=True, kw_only=True, tag="hj.object.command.v1"):
+    """A command on a plain Job (a Volcano Job action: AbortJob, ResumeJob, RestartJob,
+    TerminateJob, CompleteJob) or on a Queue (``open``, ``close``)."""
+
+    kind: Literal["Job", "Queue"]
+    name: str
+    action: str
+
+
 class RequestAccepted(Message, frozen=True, kw_only=True, tag="hj.request.accepted.v1"):
     kind: str
     name: str

@@ -30,6 +30,7 @@ def token(name: str) -> str:
 APPLY = "hj.manifest.apply"
 DELETE = "hj.object.delete"
 HYPERJOB_COMMAND = "hj.hyperjob.command"
+OBJECT_COMMAND = "hj.object.command"
 HYPERJOB_SPEC = "hj.hyperjob.spec"
 HYPERJOB_STATUS = "hj.hyperjob.status"
 HYPERJOB_DELETED = "hj.hyperjob.deleted"

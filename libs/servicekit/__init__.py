@@ -11,7 +11,7 @@ from .config import SettingsError, load_settings
 from .process import run_service
 from .projection import Projection, Table
 from .runtime import Reaction, Runtime, parse_state_subject, state_subject
-from .timers import AsyncioTimers, Clock, Timers, WallClock, Work
+from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 
-__all__ = ["AsyncioTimers", "Clock", "Projection", "Reaction", "Runtime", "SettingsError", "Table", "Timers",
+__all__ = ["AsyncioTimers", "Clock", "Projection", "Rank", "Reaction", "Runtime", "SettingsError", "Table", "Timers",
            "WallClock", "Work", "load_settings", "parse_state_subject", "run_service", "state_subject"]

@@ -35,7 +35,7 @@ from store import Binding, Commit, CommitResult, Output, Store, StoreUnavailable
 from store import render_entry
 
 from .projection import Projection, Table
-from .timers import Clock, Timers, Work
+from .timers import Clock, Rank, Timers, Work
 
 __all__ = ["Reaction", "Runtime", "parse_state_subject", "state_subject"]
 
@@ -194,7 +194,7 @@ class Runtime:
         for sub in self._subscriptions:
             self._members.append(await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub),
                                                               **sub.policy))
-        self.timers.every(1.0, self._flush_unpublished, f"{self.instance}/outbox", rank=99)
+        self.timers.every(1.0, self._flush_unpublished, f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING)
         self.timers.start()
         self.started = True
 

@@ -15,15 +15,29 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from enum import IntEnum
 from typing import Protocol
 
 import structlog
 
-__all__ = ["AsyncioTimers", "Clock", "Timers", "WallClock", "Work"]
+__all__ = ["AsyncioTimers", "Clock", "Rank", "Timers", "WallClock", "Work"]
 
 Work = Callable[[], Awaitable[None]]
 _log = structlog.get_logger("timers")
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0)
+
+
+class Rank(IntEnum):
+    """The order in which rounds due at the same instant run (the simulator runs them in this
+    order; live, each runs when due): what nodes and clusters say of themselves first, then
+    planning, admission and placement over the fleet, then each cluster's scheduling session —
+    the order of one round in scenario-format.md."""
+
+    REPORT = 0
+    PLAN = 1
+    ADMIT = 2
+    SCHEDULE = 3
+    HOUSEKEEPING = 9
 
 
 class Clock(Protocol):

@@ -75,8 +75,9 @@ end
 for base, _ in pairs(touched) do
   local short = {}
   for res, amount in pairs(delta[base .. ':used'] or {}) do
-    if amount > 0 then
-      local alloc = tonumber(redis.call('HGET', base .. ':alloc', res) or '0')
+    local declared = redis.call('HGET', base .. ':alloc', res)
+    if amount > 0 and declared then
+      local alloc = tonumber(declared)
       local used = tonumber(redis.call('HGET', base .. ':used', res) or '0')
       if used + amount > alloc + 1e-9 * math.max(1, math.abs(alloc)) then
         short[#short + 1] = res

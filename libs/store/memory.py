@@ -146,8 +146,8 @@ class InMemoryStore:
             touched.append((b.cluster, b.node))
         for key in dict.fromkeys(touched):
             alloc, used = self._alloc[key], self._used.get(key, {})
-            short = {r: used.get(r, 0.0) + a - alloc.get(r, 0.0) for r, a in delta[key].items()
-                     if a > 0 and used.get(r, 0.0) + a > alloc.get(r, 0.0) + _TOLERANCE * max(1.0, abs(alloc.get(r, 0.0)))}
+            short = {r: used.get(r, 0.0) + a - alloc[r] for r, a in delta[key].items()
+                     if a > 0 and r in alloc and used.get(r, 0.0) + a > alloc[r] + _TOLERANCE * max(1.0, abs(alloc[r]))}
             if short:
                 return CommitResult(refusal="no-room", node=key[1], missing=short)
         return None

@@ -87,6 +87,8 @@ class Commit(msgspec.Struct, kw_only=True):
     ``consumer``; if any is set already nothing is written (``duplicate``). ``writes`` are checked
     against their expected versions, ``binds`` against every node's allocatable (a pod already
     bound to the same node is a no-op, to another node a refusal), ``unbinds`` go first. The
+    (A resource the node does not declare is not accounted: device-level shares such as
+    ``volcano.sh/vgpu-cores`` are the scheduler's to fit, device by device.) The
     ``outputs`` are recorded with the markers, so a redelivery can publish them again.
     ``sentinel`` names the instance whose liveness key must exist (a wiped store refuses the
     commit, ``wiped``), so nothing is decided on a store that lost its state. The outputs are

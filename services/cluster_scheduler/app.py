@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import ClusterScheduler
@@ -20,6 +20,6 @@ async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     runtime.watch(subjects.job_states(c), {events.JobState: scheduler.on_job_state})
     runtime.subscribe(f"cluster-scheduler-{c}", subjects.gang_control(c),
                       {events.GangControl: scheduler.on_gang_control})
-    runtime.every(scheduler.period, scheduler.cycle, "cycle", rank=4)
-    runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=5)
+    runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=Rank.REPORT)
+    runtime.every(scheduler.period, scheduler.cycle, "cycle", rank=Rank.SCHEDULE)
     return scheduler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import GlobalScheduler
@@ -30,5 +30,6 @@ async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
         events.JobRemoved: scheduler.on_removed,
         events.JobPhaseChanged: scheduler.on_job_phase,
     })
-    runtime.every(settings.retry_period, scheduler.round, "round", rank=2)
+    runtime.before_commit(lambda: scheduler.end_unit())
+    runtime.every(settings.retry_period, scheduler.round, "round", rank=Rank.ADMIT)
     return scheduler

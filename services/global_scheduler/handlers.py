@@ -26,6 +26,7 @@ from servicekit import Reaction, Runtime
 from . import domain
 
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+RUNNING_JOB_PHASES = ("Running", "Completing")
 
 
 class GlobalScheduler:
@@ -36,6 +37,7 @@ class GlobalScheduler:
         self.gangs = runtime.table(records.GANG, fleetcore.HyperJobGang)
         self.capacity = domain.Capacity()
         self.queues: dict[str, fleetcore.FleetQueue] = {}
+        self._working: dict[str, fleetcore.ClusterCapacity] | None = None
         runtime.on_load(self.rearm)
 
     # -- what it learns ------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ class GlobalScheduler:
                                            job=child.job, template_hash=child.template_hash,
                                            requested_at=self.rt.now())
             self._step(msg, child.name, ps.Requested(), reaction, request=request)
-        self.rt.kick("round")
+        self._place_owner(msg.owner, reaction)
         return reaction
 
     def on_unplace(self, msg: events.RemoveChild) -> Reaction:
@@ -105,10 +107,11 @@ class GlobalScheduler:
     def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
         """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
         placement = self.placements.get(msg.job)
-        finished = msg.new in TERMINAL_JOB_PHASES
-        if placement is None or placement.cluster != msg.cluster or placement.finished == finished:
+        finished, running = msg.new in TERMINAL_JOB_PHASES, msg.new in RUNNING_JOB_PHASES
+        if placement is None or placement.cluster != msg.cluster or (placement.finished, placement.running) == (
+                finished, running):
             return
-        self.placements.put(msg.job, msgspec.structs.replace(placement, finished=finished))
+        self.placements.put(msg.job, msgspec.structs.replace(placement, finished=finished, running=running))
         self.rt.kick("round")
 
     def _step(self, cause: events.Message | str, child: str, event: ps.PlacementEvent, reaction: Reaction,
@@ -254,16 +257,21 @@ class GlobalScheduler:
 
     async def round(self) -> None:
         await self.rt.ensure_fresh()
-        now = self.capacity.now(self.rt.now())
-        capacities = self.capacity.live(now)
         reaction = Reaction()
         self._forget_finished()
-        self._admit(capacities, reaction)
-        working = dict(capacities)
-        self._open_gangs(working, reaction)
-        self._place_waiting(working, now, reaction)
-        cause = domain.round_cause(self.rt.instance, self.rt.now(), reaction)
-        await self.rt.commit(cause, reaction)
+        self._admit(reaction)
+        for name in sorted(self.owners):
+            self._place_owner(name, reaction)
+        await self.rt.commit(domain.round_cause(self.rt.instance, self.rt.now(), reaction), reaction)
+
+    def working(self) -> dict[str, fleetcore.ClusterCapacity]:
+        """The live clusters' capacity for this unit of work, with what it placed already taken."""
+        if self._working is None:
+            self._working = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+        return self._working
+
+    def end_unit(self) -> None:
+        self._working = None
 
     def _forget_finished(self) -> None:
         """An owner whose every child finished no longer holds its queue's share; a deleted one
@@ -275,69 +283,80 @@ class GlobalScheduler:
                 if name in self.gangs:
                     self.gangs.delete(name)
 
-    def _admit(self, capacities: dict[str, fleetcore.ClusterCapacity], reaction: Reaction) -> None:
+    def _admit(self, reaction: Reaction) -> None:
+        """HyperJobs are admitted by their global queue over the fleet; a plain Job at once (its
+        cluster's Volcano queueing decides it, as with one cluster), counting against its queue
+        while it runs."""
         waiting = [o for o in self.owners.values() if not o.admitted and not o.withdrawn]
+        for owner in [o for o in waiting if o.plain]:
+            self._admitted(owner, reaction)
+        waiting = [o for o in waiting if not o.plain]
         if not waiting:
             return
         queues = dict(self.queues)
         queues.setdefault(api.DEFAULT_QUEUE, fleetcore.FleetQueue(name=api.DEFAULT_QUEUE))
         allocated: dict[str, dict[str, float]] = {}
         for owner in self.owners.values():
-            if owner.admitted:
+            counts = owner.admitted and (not owner.plain or any(p.running for p in self._children(owner.name)))
+            if counts:
                 allocated[owner.queue] = add(allocated.get(owner.queue, {}), owner.request)
         candidates = [fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request,
                                           created=o.created) for o in waiting]
-        admission = fleetcore.admit(queues, allocated, candidates, fleetcore.fleet_capacity(capacities.values()))
+        live = self.capacity.live(self.capacity.now(self.rt.now()))
+        admission = fleetcore.admit(queues, allocated, candidates, fleetcore.fleet_capacity(live.values()))
         for name in admission.admitted:
-            owner = self.owners.get(name)
-            assert owner is not None
-            self.owners.put(name, msgspec.structs.replace(owner, admitted=True, reason=""))
-            reaction.publish(subjects.OWNER_ADMITTED, self.rt.emit(
-                events.OwnerAdmitted, name, f"admitted/{owner.created!r}/{owner.generation}", name=name,
-                queue=owner.queue, generation=owner.generation))
+            self._admitted(self.owners.rows[name], reaction)
         for name, why in admission.waiting.items():
-            owner = self.owners.get(name)
-            assert owner is not None
-            reason = f"queue {owner.queue}: {why}"
-            if owner.reason != reason:
-                self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
-                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                    events.ChildPlacementWaiting, name, f"queue-wait/{reason}", child=name if owner.plain else "",
-                    hyperjob="" if owner.plain else name, reason=reason))
+            self._owner_waits(name, f"queue {self.owners.rows[name].queue}: {why}", reaction)
 
-    def _open_gangs(self, working: dict[str, fleetcore.ClusterCapacity], reaction: Reaction) -> None:
+    def _admitted(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
+        self.owners.put(owner.name, msgspec.structs.replace(owner, admitted=True, reason=""))
+        reaction.publish(subjects.OWNER_ADMITTED, self.rt.emit(
+            events.OwnerAdmitted, owner.name, f"admitted/{owner.created!r}/{owner.generation}", name=owner.name,
+            queue=owner.queue, generation=owner.generation))
+
+    def _owner_waits(self, name: str, reason: str, reaction: Reaction) -> None:
+        owner = self.owners.get(name)
+        if owner is None or owner.reason == reason:
+            return
+        self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
+        reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+            events.ChildPlacementWaiting, name, f"owner-wait/{reason}", child=name if owner.plain else "",
+            hyperjob="" if owner.plain else name, reason=reason))
+
+    def _place_owner(self, name: str, reaction: Reaction) -> None:
+        """Place what the owner has waiting: its gang as a whole, or each child where it fits."""
+        owner = self.owners.get(name)
+        if owner is None or not owner.admitted or owner.withdrawn:
+            return
+        if owner.gang >= 2:
+            self._open_gang(owner, reaction)
+            return
+        now = self.capacity.now(self.rt.now())
+        for placement in sorted(self._children(name), key=lambda p: p.child):
+            if placement.state != "Waiting":
+                continue
+            chosen = domain.choose(placement, self.working(), now)
+            cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
+            event = ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else \
+                ps.Dispatch(cluster=chosen)
+            self._step(cause, placement.child, event, reaction)
+
+    def _open_gang(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
         """A gang attempt opens when every child of the owner's plan waits and the gang fits the
         room no open attempt is holding: gangs never wait on each other's partial holds."""
-        for name, owner in self.owners.items():
-            if not owner.admitted or owner.withdrawn or owner.gang < 2:
-                continue
-            children = sorted(self._children(name), key=lambda p: p.child)
-            gang = self.gangs.get(name)
-            if not children or any(p.state != "Waiting" for p in children):
-                continue
-            if gang is not None and gang.phase == "Reserving":
-                continue
-            fits = domain.reserve_room(children, working)
-            if isinstance(fits, str):
-                reason = f"cross-cluster gang: {fits}"
-                if owner.reason != reason:
-                    self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
-                    reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                        events.ChildPlacementWaiting, name, f"gang-wait/{reason}", child="", hyperjob=name,
-                        reason=reason))
-                continue
-            attempt = gang.attempt + 1 if gang is not None else 1
-            plan = {p.child: p.clusters[0] for p in children}
-            gang, decisions = fleetcore.start_gang(name, plan, owner.gang, self.rt.now(), attempt=attempt)
-            self.gangs.put(name, gang)
-            self._gang_decisions(events.derive_id(name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)
-
-    def _place_waiting(self, working: dict[str, fleetcore.ClusterCapacity], now: float, reaction: Reaction) -> None:
-        for name, placement in self.placements.items():
-            owner = self.owners.get(placement.owner)
-            if placement.state != "Waiting" or owner is None or not owner.admitted or owner.gang >= 2:
-                continue
-            chosen = domain.choose(placement, working, now)
-            cause = events.derive_id(name, f"place/{placement.requested_at!r}")
-            event = ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
-            self._step(cause, name, event, reaction)
+        children = sorted(self._children(owner.name), key=lambda p: p.child)
+        gang = self.gangs.get(owner.name)
+        if not children or any(p.state != "Waiting" for p in children):
+            return
+        if gang is not None and gang.phase == "Reserving":
+            return
+        fits = domain.reserve_room(children, self.working())
+        if isinstance(fits, str):
+            self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
+            return
+        attempt = gang.attempt + 1 if gang is not None else 1
+        plan = {p.child: p.clusters[0] for p in children}
+        gang, decisions = fleetcore.start_gang(owner.name, plan, owner.gang, self.rt.now(), attempt=attempt)
+        self.gangs.put(owner.name, gang)
+        self._gang_decisions(events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)

@@ -154,7 +154,7 @@ class JobController:
             jm.PodEvicted(pod=p.pod, reason=p.reason, uid=p.uid, job_version=_version(r, p.pod)) for p in msg.pods])
         # The scheduler took the nodes' resources back; the nodes must stop the pods too.
         stop = self.rt.emit(events.StopPods, msg, "stop-evicted", cluster=self.cluster,
-                            pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, reason=p.reason)
+                            pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, job=msg.job, reason=p.reason)
                                   for p in msg.pods])
         return (reaction or Reaction()).publish(subjects.stop_pods(self.cluster), stop)
 
@@ -178,16 +178,16 @@ class JobController:
         """After a (re)load: every delayed action of every job gets its timer again."""
         self.dirty.clear()
         for name, record in self.jobs.items():
-            for key, delayed in record.delayed.items():
-                self._arm(name, key, delayed.at)
+            for delayed in record.delayed.values():
+                self._arm(name, delayed.key, delayed.at)
 
     def _arm(self, job: str, key: str, at: float) -> None:
         self.rt.at(at, f"job/{job}/{key}", lambda: self._fire(job, key, at))
 
     async def _fire(self, job: str, key: str, at: float) -> None:
         record = self.jobs.get(job)
-        delayed = record.delayed.get(key) if record is not None else None
-        if record is None or delayed is None or delayed.at != at:
+        armed = [d for d in record.delayed.values() if d.key == key] if record is not None else []
+        if record is None or not armed or armed[0].at != at:
             return  # cancelled or re-armed since
         cause = events.derive_id(record.uid, f"timer/{key}/{at!r}")
         reaction = self._feed(cause, job, lambda r: jm.TimerFired(key=key))
@@ -243,7 +243,8 @@ class JobController:
         if outcome.stop:
             reaction.publish(subjects.stop_pods(self.cluster), self.rt.emit(
                 events.StopPods, cause, f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop),
-                cluster=self.cluster, pods=[events.PodStop(pod=p, node=n, uid=u) for p, n, u in outcome.stop]))
+                cluster=self.cluster, pods=[events.PodStop(pod=p, node=n, uid=u, job=record.name)
+                                           for p, n, u in outcome.stop]))
         return reaction
 
     # -- the scheduler's view, once per unit of work -----------------------------------------------

@@ -10,7 +10,7 @@ import api
 import events
 import hwprobe
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import NodeAgent, node_specs
@@ -51,9 +51,9 @@ async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
         events.StopPods: agent.on_stop,
     })
     runtime.subscribe(f"{durable}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
-    runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=0)
+    runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
     if not isinstance(agent.sensors, NoSensors):
-        runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=0)
+        runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=Rank.REPORT)
     runtime.at(runtime.now(), "reap-lost-processes", agent.reap_lost_processes)
     runtime.kick("heartbeat")
     runtime.on_stop(agent.close)

@@ -35,7 +35,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     allocatable: dict[str, str | int | float] = msgspec.field(
         default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
     labels: dict[str, str] = {}
-    # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m).
+    # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m),
+    # or runs until it is stopped ("never").
     pod_duration: str = "30s"
     heartbeat_period: float = 2.0
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.

@@ -55,7 +55,8 @@ class NodeAgent:
         self.specs = {spec.name: spec for spec in node_specs(settings)}
         self.nodes = list(self.specs)
         self.allocatable = {name: api.parse_resource_list(spec.allocatable) for name, spec in self.specs.items()}
-        self.default_duration = api.parse_duration(settings.pod_duration)
+        # "never": a pod without a sim duration runs until it is stopped (the simulator's default).
+        self.default_duration = None if settings.pod_duration == "never" else api.parse_duration(settings.pod_duration)
         self.pods = runtime.table(f"agentpod@{agent}", domain.RunningPod)
         self.down: dict[str, float] = {}  # node -> when it went down (an injected fault)
         self.health: dict[str, hwprobe.NodeHealth] = {}
@@ -165,7 +166,7 @@ class NodeAgent:
             duration = start.sim_duration if start.sim_duration is not None else self.default_duration
             pod = domain.RunningPod(pod=start.pod, uid=start.uid, job=msg.job, node=start.node,
                                     job_version=msg.job_version, started_at=now,
-                                    finishes_at=None if self.runner else now + duration,
+                                    finishes_at=None if self.runner or duration is None else now + duration,
                                     exit_code=start.sim_exit_code, restart_policy=start.restart_policy)
             previous = pods.get(start.pod)
             started = domain.start(pods, pod)
@@ -194,8 +195,14 @@ class NodeAgent:
         pods, reports = self._pods(), []
         for stop in mine:
             current = pods.get(stop.pod)
+            if current is None and stop.node in self.specs:
+                # Ended already (its exit was reported): it is gone from the node all the same,
+                # and whoever stops it waits to hear so.
+                reports.append(domain.Report(pod=stop.pod, uid=stop.uid, job=stop.job, node=stop.node,
+                                             job_version=0, phase="Deleted"))
+                continue
             if current is None or (stop.uid and current.uid != stop.uid):
-                continue  # not here, or another incarnation: nothing to stop
+                continue  # another incarnation: nothing to stop
             if self.runner is not None:
                 await self.runner.kill(stop.pod)
                 self.starts.pop(stop.pod, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import Splitter
@@ -13,10 +13,12 @@ from .handlers import Splitter
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime)
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
-    runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND], {
+    runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND,
+                                   subjects.OBJECT_COMMAND], {
         events.ApplyManifest: splitter.on_apply,
         events.DeleteObject: splitter.on_delete,
         events.CommandHyperJob: splitter.on_command,
+        events.CommandObject: splitter.on_object_command,
     })
     runtime.subscribe("splitter-sched", [subjects.OWNER_ADMITTED, subjects.GANG_RETRY], {
         events.OwnerAdmitted: splitter.on_admitted,
@@ -26,6 +28,6 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         events.JobRemoved: splitter.on_job_removed,
         events.JobPhaseChanged: splitter.on_job_phase,
     })
-    runtime.every(settings.replan_period, splitter.replan, "replan", rank=1)
+    runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)
     runtime.before_commit(splitter.flush)
     return splitter

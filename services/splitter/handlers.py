@@ -214,7 +214,8 @@ class Splitter:
         now = self.capacity.now(self.rt.now())
         finished = [c for c, phase in doc.child_phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
         if doc.plain:
-            decisions = fleetcore.plain_failover(_job(doc), doc.children[0], self.capacity.clusters, now,
+            child = doc.children[0]
+            decisions = fleetcore.plain_failover(_job(doc), child.name, child.cluster, self.capacity.clusters, now,
                                                  finished=bool(finished))
             split = None
         else:
@@ -307,11 +308,35 @@ class Splitter:
         return reaction.publish(subjects.OWNER_LIFECYCLE, self.rt.emit(
             events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts))
 
+    def on_object_command(self, msg: events.CommandObject) -> Reaction:
+        """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
+        if msg.kind == "Queue":
+            queue = self.queues.get(msg.name)
+            if queue is None or msg.action not in ("open", "close"):
+                return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
+                               reason=f"Queue {msg.name!r} not found" if queue is None else
+                               f"$.action: a Queue takes open or close, not {msg.action!r}")
+            doc = replace(queue, state="Open" if msg.action == "open" else "Closed")
+            self.queues.put(msg.name, doc)
+            reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
+            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, doc))
+        doc = self.hyperjobs.get(msg.name)
+        cluster = doc.children[0].cluster if doc is not None and doc.plain and doc.children else ""
+        if not cluster:
+            reason = f"Job {msg.name!r} not found" if doc is None or not doc.plain else \
+                f"Job {msg.name!r} is not on a cluster yet"
+            return _answer(self.rt, msg, events.RequestRejected, kind="Job", name=msg.name, reason=reason)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=msg.name, outcome="commanded")
+        return reaction.publish(subjects.command_child(cluster), self.rt.emit(
+            events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action))
+
     def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
         owner = msg.hyperjob or msg.job
         doc = self.hyperjobs.get(owner)
         if doc is None or msg.job not in {r.name for r in doc.children}:
             return None
+        if doc.plain and doc.children[0].cluster != msg.cluster:
+            doc = replace(doc, children=[replace(doc.children[0], cluster=msg.cluster)])
         phases = {**doc.child_phases, msg.job: msg.new}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases) if not doc.plain else doc.lifecycle
         doc = replace(doc, child_phases=phases, lifecycle=lifecycle)
