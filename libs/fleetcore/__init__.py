@@ -132,6 +132,7 @@ from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR
                     NodeCapacity, SplitPlan, Waiting, cluster_lost, link, live_clusters)
 from .placement import place_job
 from .split import apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .world import WORLD_PLUGINS, world_of
 from .status import (COMPLETED_REASON, FAILED_REASON, TERMINAL_CHILD_PHASES, ChildStatus, Condition,
                      HyperJobPhase, HyperJobStatus, JobState, Lifecycle, ReplicatedJobStatus, aggregate_status,
                      placement)
@@ -152,5 +153,5 @@ __all__ = [
     "hyperjob_request", "job_candidate",
     "link", "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
     "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
-    "task_shape", "template_hash", "training_env",
+    "task_shape", "template_hash", "training_env", "WORLD_PLUGINS", "world_of",
 ]

@@ -85,7 +85,8 @@ from .model import (PHASES, CancelTimer, CommandIssued, Counts, CreatePodGroup, 
                     TimerFired)
 from .podgroup import derive_podgroup, minimum_pods
 from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
-from .plugins import parse_pod_name, pod_environment, svc_data
+from .naming import PodPatch, parse_pod_name
+from .plugins import pod_environment, pod_patch, svc_data
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
 from .status import JobStatus, counts, job_status, task_counts, total_replicas
@@ -102,8 +103,8 @@ __all__ = [
     "Counts", "CreatePodGroup", "JobStatus", "CreatePods", "DelayedAction", "DeletePodGroup", "DeletePods", "Effect", "JobEvent",
     "JobPhaseChanged", "JobRecord", "KeyGen", "PodBound", "PodDeleted", "PodEvicted", "PodFailed", "PodGroupAdmitted",
     "PodGroupInfo", "PodGroupUnknown", "PodRecord", "PodRestarted", "PodRun", "PodRunning", "PodScheduling",
-    "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
+    "PodPatch", "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
     "apply_defaults", "build_pod", "counts", "decide", "derive_podgroup", "deterministic_keygen", "job_status",
-    "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_request",
+    "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_patch", "pod_request",
     "resolve", "svc_data", "task_counts", "total_replicas",
 ]
