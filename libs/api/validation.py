@@ -12,6 +12,7 @@ from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec, LifecyclePolicy
+from .pod import ResourceRequirements
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
@@ -43,8 +44,9 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
             raise ManifestError(f"{task_path}.template.spec.containers", "a task needs at least one container")
         check_sim_annotations(task.template.metadata.annotations, f"{task_path}.template.metadata")
         for c, container in enumerate(task.template.spec.containers):
-            _check_quantities(container.resources.requests, f"{task_path}.template.spec.containers[{c}].resources.requests")
-            _check_quantities(container.resources.limits, f"{task_path}.template.spec.containers[{c}].resources.limits")
+            _check_resources(container.resources, f"{task_path}.template.spec.containers[{c}].resources")
+        for c, container in enumerate(task.template.spec.init_containers):
+            _check_resources(container.resources, f"{task_path}.template.spec.initContainers[{c}].resources")
         for p, policy in enumerate(task.policies):
             _check_policy(policy, f"{task_path}.policies[{p}]")
     total = template_replicas(spec)
@@ -109,6 +111,16 @@ def check_sim_annotations(annotations: Mapping[str, str], metadata_path: str) ->
     code = annotations.get(SIM_EXIT_CODE, "0")
     if not code.lstrip("-").isdigit():
         raise ManifestError(f"{metadata_path}.annotations.{SIM_EXIT_CODE}", f"{code!r} is not an integer exit code")
+
+
+def _check_resources(resources: ResourceRequirements, path: str) -> None:
+    """Quantities parse, and no request exceeds its limit (Kubernetes' rule)."""
+    _check_quantities(resources.requests, f"{path}.requests")
+    _check_quantities(resources.limits, f"{path}.limits")
+    for name, limit in resources.limits.items():
+        request = resources.requests.get(name)
+        if request is not None and parse_quantity(request) > parse_quantity(limit):
+            raise ManifestError(f"{path}.requests.{name}", f"{request} is more than its limit {limit}")
 
 
 def _check_quantities(raw: Mapping[str, object], path: str) -> None:
