@@ -1,7 +1,10 @@
 """The HyperJob API: Kubernetes-style manifests as strict, immutable msgspec structs.
 
-Owns the shapes of HyperJob (both forms), Volcano Job, Queue, PodGroup and PriorityClass, the
-Kubernetes quantity notation, and the validation that needs no running system. Pure: no I/O
+Owns the shapes of HyperJob (both forms), Volcano Job, Queue, PodGroup and PriorityClass,
+Kubeflow's MPIJob, PyTorchJob and TFJob (decoded into the Volcano Job that runs them,
+``api.kubeflow``), job plugin flags (``api.plugins``), the HyperJob world a child carries
+(``api.world``), the Kubernetes quantity notation (requests default to limits), and the validation
+that needs no running system. Pure: no I/O
 beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the field.
 """
 

@@ -74,6 +74,9 @@ Training env (job-controller, when a Job carries ``volcano.sh/hyperjob-name``)
 ``training_env(hj, plan, child, task, index) -> dict[str, str]``: HYPERJOB_NAME,
 HYPERJOB_CHILD_INDEX, HYPERJOB_CLUSTER, HYPERJOB_RANK, HYPERJOB_WORLD_SIZE; with the HyperJob
 ``pytorch`` plugin also MASTER_ADDR (first child's master pod), MASTER_PORT, WORLD_SIZE, RANK.
+``world_of(hj, plan) -> api.World | None``: with the HyperJob ``mpi`` or ``tensorflow`` plugin, the
+world every child carries (annotation ``hyperjob.io/world``, written by ``child_jobs``) from which
+each child's jobcore gives its pods one hostfile / MPI_HOST / TF_CONFIG across all clusters.
 
 Status (status-aggregator; the simulator)
 -----------------------------------------
