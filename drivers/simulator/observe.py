@@ -84,29 +84,38 @@ async def result(name: str, end: float, store: InMemoryStore, clusters: list[str
     jobs: list[dict[str, Any]] = []
     pods: list[dict[str, Any]] = []
     groups: list[dict[str, Any]] = []
+    # Where the global-scheduler runs each job now: a copy left on a cluster it failed over from
+    # (that cluster is down, and removes it when it returns) is not shown.
+    placed = {n: d.decode(records.PlacementDoc) for n, d in (await store.list(records.PLACEMENT)).items()}
     for cluster in clusters:
         phases = {n: d.decode(records.PodGroupPhaseDoc) for n, d in (await store.list(records.pgphase_kind(cluster))).items()}
         children = {n: d.decode(records.ChildInfo) for n, d in (await store.list(records.child_kind(cluster))).items()}
         for job_name, doc in (await store.list(records.job_kind(cluster))).items():
+            placement = placed.get(job_name)
+            if placement is not None and placement.cluster and placement.cluster != cluster:
+                continue
             record = doc.decode(jm.JobRecord)
             info = children.get(job_name, records.ChildInfo())
+            moves = placement.moves if placement is not None else 0
             jobs.append({"name": record.name, "hyperJob": info.hyperjob or None, "cluster": cluster,
                          "phase": record.phase, "retryCount": record.retry_count})
-            pods += [_pod(p, cluster) for p in record.pods.values()]
+            pods += [_pod(p, cluster, moves) for p in record.pods.values()]
             if record.podgroup_exists:
                 groups.append(_podgroup(record, cluster, phases.get(job_name)))
+        for pg_name, doc in (await store.list(records.bare_podgroup_kind(cluster))).items():
+            groups.append(_bare(doc.decode(records.BarePodGroupDoc), cluster, phases.get(pg_name)))
     jobs += await _undispatched(store, {j["name"] for j in jobs})
     return output.result(name, end, pods=pods, pod_groups=groups, jobs=jobs,
                          hyperjobs=await _hyperjobs(store), queues=await _queues(store, clusters),
                          events=timeline.events)
 
 
-def _pod(pod: jm.PodRecord, cluster: str) -> dict[str, Any]:
+def _pod(pod: jm.PodRecord, cluster: str, moves: int) -> dict[str, Any]:
     phase = "Running" if pod.phase == "Terminating" else pod.phase
     node = pod.node if phase != "Pending" else None
     return {"name": pod.name, "job": pod.job, "task": pod.task, "index": pod.index, "cluster": cluster,
             "node": node, "phase": phase, "startedAt": output.seconds(pod.status.started_at),
-            "finishedAt": output.seconds(pod.status.finished_at), "restarts": pod.restarts}
+            "finishedAt": output.seconds(pod.status.finished_at), "restarts": pod.restarts + moves}
 
 
 def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
@@ -116,13 +125,23 @@ def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDo
             "minResources": output.resources(pg.min_resources, ("cpu", "memory"))}
 
 
+def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
+    pg = api.decode(doc.manifest)
+    assert isinstance(pg, api.PodGroup)
+    resources = api.quantity.parse_resource_list(pg.spec.min_resources or {})
+    current = phase.phase if phase is not None and phase.incarnation == f"{doc.uid}/0" else "Pending"
+    return {"name": pg.metadata.name, "cluster": cluster, "queue": pg.spec.queue or api.DEFAULT_QUEUE,
+            "phase": current, "minMember": pg.spec.min_member,
+            "minResources": output.resources(resources, ("cpu", "memory"))}
+
+
 async def _undispatched(store: InMemoryStore, known: set[str]) -> list[dict[str, Any]]:
     """Accepted jobs no cluster has yet: plain Jobs waiting for admission or a cluster, children
     waiting for room."""
     out = []
     for name, doc in (await store.list(records.HYPERJOB)).items():
         hj = doc.decode(records.HyperJobDoc)
-        if hj.plain and name not in known:
+        if hj.plain and hj.manifest.get("kind") == "Job" and name not in known:
             out.append({"name": name, "hyperJob": None, "cluster": None, "phase": "Pending", "retryCount": 0})
         elif not hj.plain:
             out += [{"name": ref.name, "hyperJob": name, "cluster": None, "phase": "Pending", "retryCount": 0}

@@ -9,6 +9,7 @@
 | ``gang``                   | global-scheduler   | fleetcore.HyperJobGang: one reservation attempt  |
 | ``job@<cluster>``          | job-controller     | jobcore.JobRecord                                |
 | ``child@<cluster>``        | job-controller     | ChildInfo: what came with the dispatch           |
+| ``podgroup@<cluster>``     | job-controller     | BarePodGroupDoc: a PodGroup applied on its own   |
 | ``pgphase@<cluster>``      | cluster-scheduler  | PodGroupPhaseDoc                                 |
 | ``reservation@<cluster>``  | cluster-scheduler  | ReservationDoc: a gang member's hold             |
 | ``queueusage@<cluster>``   | cluster-scheduler  | QueueUsageDoc: the last session's share per queue |
@@ -44,6 +45,10 @@ def job_kind(cluster: str) -> str:
 
 def child_kind(cluster: str) -> str:
     return f"child@{cluster}"
+
+
+def bare_podgroup_kind(cluster: str) -> str:
+    return f"podgroup@{cluster}"
 
 
 def pgphase_kind(cluster: str) -> str:
@@ -139,6 +144,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     requested_at: float = 0.0
     finished: bool = False  # the child's Job reached a terminal phase
     running: bool = False  # the child's Job is Running (a plain Job counts against its queue then)
+    moves: int = 0  # how often failover moved it (its pods' earlier incarnations elsewhere)
     next: PlacementDoc | None = None  # Replacing: the request placed once the predecessor is gone
 
 
@@ -154,6 +160,14 @@ class ChildInfo(msgspec.Struct, frozen=True, kw_only=True):
     gang_attempt: int = 0
     world: events.World | None = None
     removing: bool = False
+
+
+class BarePodGroupDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A PodGroup applied on its own (no Job): scheduled like any, with no pods."""
+
+    manifest: dict[str, Any]
+    uid: str
+    created: float = 0.0
 
 
 # -- cluster-scheduler ----------------------------------------------------------------------------

@@ -129,6 +129,15 @@ class ClusterScheduler:
                 if pod in self.bound:
                     reaction.unbinds.append(Unbind(self.cluster, pod))
                     del self.bound[pod]
+        if msg.action == "start" and view is not None:
+            # The held pods start now: their bindings are in place already.
+            held = [events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
+                    for p in sorted(view.pods.values(), key=lambda p: p.name)
+                    if p.name in self.bound and p.phase == "Pending" and not p.node
+                    and self.bound[p.name].uid in ("", p.uid)]
+            if held:
+                reaction.publish(subjects.pods_bound(self.cluster),
+                                 self._pods_message(events.PodsBound, msg.child, held, "bound"))
         state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
         self.reservations.put(msg.child, records.ReservationDoc(state=state, attempt=msg.attempt,  # type: ignore[arg-type]
                                                                 uid=current.uid))

@@ -29,6 +29,9 @@ def choose(placement: records.PlacementDoc, working: dict[str, fleetcore.Cluster
     the same round sees it taken. A planned child waits for its cluster's room; a plain job goes
     to the best live cluster, whose own Volcano queueing takes it from there."""
     job = api.decode(placement.job)
+    if isinstance(job, api.PodGroup):
+        live = [c for c in (placement.clusters or sorted(working)) if c in working]
+        return live[0] if live else fleetcore.Waiting(reason="no live cluster")
     assert isinstance(job, api.Job)
     planned = not placement.plain and len(placement.clusters) == 1
     chosen = fleetcore.place_job(job.spec, working, now, cluster_names=placement.clusters, wait_for_fit=planned)

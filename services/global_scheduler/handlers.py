@@ -127,8 +127,9 @@ class GlobalScheduler:
             assert base is not None
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
+            moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
             self.placements.put(child, msgspec.structs.replace(base, state=new.state, cluster=new.cluster,
-                                                               reason=new.reason))
+                                                               reason=new.reason, moves=base.moves + moved))
         for command in commands:
             self._carry_out(cause, child, doc or request, command, reaction)
         return reaction

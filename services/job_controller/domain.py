@@ -141,6 +141,20 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
              "pods": chunk} for i, chunk in enumerate(chunks)]
 
 
+def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
+    """The ``JobState`` of a PodGroup applied on its own: its podgroup, no pods."""
+    pg = api.decode(doc.manifest)
+    assert isinstance(pg, api.PodGroup)
+    spec = pg.spec
+    resources = api.quantity.parse_resource_list(spec.min_resources) if spec.min_resources is not None else {}
+    topology = msgspec.to_builtins(spec.network_topology) if spec.network_topology is not None else None
+    podgroup = events.PodGroupSpec(min_member=spec.min_member, min_task_member=dict(spec.min_task_member),
+                                   min_resources=resources, queue=spec.queue or api.DEFAULT_QUEUE,
+                                   priority_class_name=spec.priority_class_name, network_topology=topology)
+    return {"cluster": cluster, "job": pg.metadata.name, "uid": doc.uid, "version": 0, "created": doc.created,
+            "part": 0, "parts": 1, "podgroup": podgroup}
+
+
 def _podgroup(record: jm.JobRecord) -> events.PodGroupSpec:
     pg = jobcore.derive_podgroup(record)
     topology = msgspec.to_builtins(pg.network_topology) if pg.network_topology is not None else None

@@ -37,6 +37,7 @@ class JobController:
         self.random_keys = settings.ssh_keys == "random"
         self.jobs = runtime.table(f"job@{self.cluster}", jm.JobRecord)
         self.children = runtime.table(f"child@{self.cluster}", records.ChildInfo)
+        self.bare = runtime.table(records.bare_podgroup_kind(self.cluster), records.BarePodGroupDoc)
         self.queues: dict[str, str] = {api.DEFAULT_QUEUE: "Open"}
         self.parents: dict[str, str] = {}
         self.classes: dict[str, tuple[int, bool]] = {}
@@ -64,8 +65,12 @@ class JobController:
     # -- dispatches and commands -------------------------------------------------------------------
 
     def on_dispatch(self, msg: events.DispatchChild) -> Reaction | None:
-        if msg.child in self.jobs:
+        if msg.child in self.jobs or msg.child in self.bare:
             return None  # already admitted here: a repeated dispatch changes nothing
+        if msg.job.get("kind") == "PodGroup":
+            self.bare.put(msg.child, records.BarePodGroupDoc(manifest=msg.job, uid=msg.event_id, created=self.rt.now()))
+            self.dirty.add(msg.child)
+            return None
         try:
             record = self._admit(msg)
         except api.ManifestError as exc:
@@ -103,6 +108,11 @@ class JobController:
         return self._feed(msg, msg.child, lambda r: jm.CommandIssued(action=msg.action, id=msg.event_id))
 
     def on_remove(self, msg: events.RemoveChild) -> Reaction | None:
+        if msg.child in self.bare:
+            self.bare.delete(msg.child)
+            self.dirty.add(msg.child)
+            return Reaction().publish(subjects.job_removed(self.cluster), self.rt.emit(
+                events.JobRemoved, msg, "removed", cluster=self.cluster, job=msg.child))
         info = self.children.get(msg.child)
         if info is None:
             return None
@@ -273,6 +283,10 @@ class JobController:
 
     def _states(self, job: str) -> list[tuple[int, events.JobState, str]]:
         record, info = self.jobs.get(job), self.children.get(job) or records.ChildInfo()
+        bare = self.bare.get(job)
+        if bare is not None:
+            message = self._state(job, domain.bare_state(bare, self.cluster))
+            return [(0, message, _digest(message))]
         if record is None:  # removed: a tombstone for every part it had
             parts = sorted(p for j, p in self.published if j == job) or [0]
             return [(p, self._state(job, {"cluster": self.cluster, "job": job, "uid": "", "version": 0,

@@ -134,8 +134,12 @@ class NodeAgent:
             pod = self.pods.get(msg.pod)
             if pod is None or not self._reachable(pod):
                 return None
-            return self._reaction(msg, domain.exited(self._pods(), msg.pod, pod.uid, msg.exit_code, self.rt.now(),
-                                                     next_duration=self._duration(pod)))
+            pods = self._pods()
+            reports = domain.exited(pods, msg.pod, pod.uid, msg.exit_code, self.rt.now(),
+                                    next_duration=self._duration(pod))
+            reaction = self._reaction(msg, reports, pods)
+            self._arm(self.pods.rows)
+            return reaction
         if msg.node not in self.specs:
             self.rt.log.info("fault_for_another_agent", node=msg.node, kind=msg.kind)
             return None

@@ -67,6 +67,19 @@ def check_hyperjob_references(hyperjob: api.HyperJob, cfg: Config) -> None:
         check_job_references(rj.template_spec, f"$.spec.replicatedJobs[{i}].templateSpec", cfg)
 
 
+def check_podgroup_references(podgroup: api.PodGroup, cfg: Config) -> None:
+    spec = podgroup.spec
+    api.check_queue_reference(spec.queue, cfg.queues, "$.spec.queue")
+    if not cfg.is_leaf(spec.queue or api.DEFAULT_QUEUE):
+        raise api.ManifestError("$.spec.queue", f"queue {spec.queue!r} is not a leaf queue")
+    if spec.priority_class_name and spec.priority_class_name not in cfg.classes:
+        raise api.ManifestError("$.spec.priorityClassName", f"priority class {spec.priority_class_name!r} does not exist")
+    try:
+        api.quantity.parse_resource_list(spec.min_resources or {})
+    except api.QuantityError as exc:
+        raise api.ManifestError("$.spec.minResources", str(exc)) from None
+
+
 def check_queue(queue: api.Queue, cfg: Config) -> None:
     parent = queue.spec.parent
     if parent and parent != ROOT_QUEUE and parent not in cfg.queues:
@@ -79,7 +92,12 @@ def submission(doc: records.HyperJobDoc, cfg: Config) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
     manifest = api.decode(doc.manifest)
     values = cfg.priority_values()
-    if isinstance(manifest, api.Job):
+    if isinstance(manifest, api.PodGroup):
+        spec = manifest.spec
+        candidate = fleetcore.Candidate(name=doc.name, queue=spec.queue or api.DEFAULT_QUEUE,
+                                        request=api.quantity.parse_resource_list(spec.min_resources or {}),
+                                        priority=values.get(spec.priority_class_name, 0), created=doc.created)
+    elif isinstance(manifest, api.Job):
         candidate = fleetcore.job_candidate(manifest, doc.created, values)
     else:
         assert isinstance(manifest, api.HyperJob)
@@ -168,6 +186,8 @@ def manifest_kind(manifest: dict[str, object]) -> tuple[str, str]:
 
 def queues_of(doc: records.HyperJobDoc) -> set[str]:
     manifest = api.decode(doc.manifest)
+    if isinstance(manifest, api.PodGroup):
+        return {manifest.spec.queue or api.DEFAULT_QUEUE}
     specs = [manifest.spec] if isinstance(manifest, api.Job) else \
         [rj.template_spec for rj in manifest.spec.replicated_jobs]  # type: ignore[union-attr]
     return {spec.queue or api.DEFAULT_QUEUE for spec in specs}

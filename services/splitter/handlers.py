@@ -67,8 +67,8 @@ class Splitter:
                 return self._apply_job(msg, manifest)
             if isinstance(manifest, api.HyperJob):
                 return self._apply_hyperjob(msg, manifest)
-            raise api.ManifestError("$.kind", f"{kind} objects are created by the job-controller for each Job; "
-                                              "apply a Job or a HyperJob")
+            assert isinstance(manifest, api.PodGroup)
+            return self._apply_podgroup(msg, manifest)
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
 
@@ -107,6 +107,11 @@ class Splitter:
         name = job.metadata.name
         domain.check_job_references(job.spec, "$.spec", self.cfg())
         existing = self.hyperjobs.get(name)
+        owner = next((d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}),
+                     "")
+        if owner:
+            raise api.ManifestError("$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob "
+                                                       f"{owner!r})")
         if existing is not None:
             if existing.manifest == api.encode(job):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="unchanged")
@@ -115,6 +120,20 @@ class Splitter:
         doc = records.HyperJobDoc(name=name, manifest=api.encode(job), created=self.rt.now(), plain=True,
                                   children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))])
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="created")
+        return self._submit(reaction, msg, doc)
+
+    def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
+        """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
+        name = podgroup.metadata.name
+        domain.check_podgroup_references(podgroup, self.cfg())
+        existing = self.hyperjobs.get(name)
+        if existing is not None:
+            if existing.manifest == api.encode(podgroup):
+                return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
+            raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
+        doc = records.HyperJobDoc(name=name, manifest=api.encode(podgroup), created=self.rt.now(), plain=True,
+                                  children=[events.ChildRef(name=name)])
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
@@ -151,6 +170,8 @@ class Splitter:
             return None
         doc = replace(doc, admitted=True)
         self._put(doc)
+        if doc.lifecycle != "Active":
+            return None  # suspended before it was placed: planned once resumed
         if doc.plain:
             child = domain.plain_child(doc, sorted(self.capacity.clusters))
             return Reaction().publish(subjects.PLACE_CHILDREN, self.rt.emit(
@@ -169,6 +190,15 @@ class Splitter:
                     events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{result.reason}", child="",
                     hyperjob=doc.name, reason=result.reason))
             return reaction
+        taken = self._names_taken(doc.name, [ref.name for ref in result.refs])
+        if taken:
+            reason = f"child {taken}: a job of that name already exists"
+            if doc.waiting_reason != reason:
+                self._put(replace(doc, waiting_reason=reason))
+                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+                    events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{reason}", child="",
+                    hyperjob=doc.name, reason=reason))
+            return reaction
         place, remove = domain.changes(doc.children, result.refs)
         for ref in remove:
             reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
@@ -180,6 +210,17 @@ class Splitter:
             events.PlaceChildren, cause, f"place/{doc.generation}/{doc.attempt}", owner=doc.name,
             generation=doc.generation, attempt=doc.attempt, children=children, gang=result.gang,
             hyperjob=doc.manifest, plan=result.refs, world_size=result.world_size))
+
+    def _names_taken(self, owner: str, names: list[str]) -> str:
+        """The first of ``names`` another Job or HyperJob child already goes by ("" if none)."""
+        for other, doc in self.hyperjobs.items():
+            if other == owner:
+                continue
+            used = {other} if doc.plain else {ref.name for ref in doc.children}
+            clash = sorted(used & set(names))
+            if clash:
+                return clash[0]
+        return ""
 
     def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
         """The gang's reservations did not all hold in time: plan again (it may fit elsewhere now),
@@ -205,7 +246,7 @@ class Splitter:
                 continue
             if not doc.plain and not doc.children:
                 self._split(reaction, f"replan/{name}", doc)
-            elif doc.children:
+            elif doc.children and doc.manifest.get("kind") != "PodGroup":
                 self._fail_over(reaction, doc)
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
@@ -241,8 +282,8 @@ class Splitter:
             reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
             return reaction.publish(subjects.priority_class_config(msg.name), self.rt.emit(
                 events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True))
-        doc = self.hyperjobs.get(msg.name) if msg.kind in ("Job", "HyperJob") else None
-        if doc is None or (msg.kind == "Job") != doc.plain:
+        doc = self.hyperjobs.get(msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
+        if doc is None or msg.kind != doc.manifest.get("kind"):
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
                            reason=f"{msg.kind} {msg.name!r} not found")
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
@@ -304,14 +345,17 @@ class Splitter:
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
         self._carry_out(reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
-        self._put(replace(doc, lifecycle=lifecycle, restarts=restarts))
+        doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
+        self._put(doc)
+        if lifecycle == "Active" and doc.admitted and not doc.children:
+            self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
         return reaction.publish(subjects.OWNER_LIFECYCLE, self.rt.emit(
             events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts))
 
     def on_object_command(self, msg: events.CommandObject) -> Reaction:
         """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
         if msg.kind == "Queue":
-            queue = self.queues.get(msg.name)
+            queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
             if queue is None or msg.action not in ("open", "close"):
                 return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
                                reason=f"Queue {msg.name!r} not found" if queue is None else
@@ -402,6 +446,12 @@ def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> dict[str, Any]:
             "created": doc.created, "children": doc.children, "world_size": doc.world_size,
             "lifecycle": doc.lifecycle, "restarts": doc.restarts, "deleting": doc.deleting,
             "waiting_reason": doc.waiting_reason}
+
+
+def _default_queue() -> records.QueueDoc:
+    """The queue ``default`` (weight 1, reclaimable) that always exists, as in Volcano."""
+    queue = api.Queue(metadata=api.ObjectMeta(name=api.DEFAULT_QUEUE), spec=api.QueueSpec(weight=1, reclaimable=True))
+    return records.QueueDoc(manifest=api.encode(queue))
 
 
 def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:

@@ -21,7 +21,7 @@ def sample(message_type: type[events.Message]) -> events.Message:
             elif "dict" in str(field.type):
                 kwargs[field.name] = {"cpu": 1.0} if "float" in str(field.type) else {"k": {"v": 1}} if "Any" in str(field.type) else {}
             elif "list" in str(field.type):
-                kwargs[field.name] = ["a"]
+                kwargs[field.name] = []
             elif typing.get_origin(field.type) is typing.Literal:
                 kwargs[field.name] = typing.get_args(field.type)[0]
             else:
