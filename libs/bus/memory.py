@@ -415,17 +415,12 @@ class InMemoryBus:
         return ack
 
     async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
-        """As ``NatsBus.publish_many``."""
+        """As ``NatsBus.publish_many``, stopping at the first failure: what follows it is not
+        stored, so a retry of the whole list keeps the order (the copies are dropped by id)."""
         acks: list[PublishAck] = []
-        first: PublishError | None = None
         for m in messages:
             out = as_outgoing(m)
-            try:
-                acks.append(self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
-            except PublishError as exc:
-                first = first or exc
-        if first is not None:
-            raise first
+            acks.append(self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
         return acks
 
     # -- consume ----------------------------------------------------------------------------

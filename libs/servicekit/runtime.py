@@ -281,13 +281,15 @@ class Runtime:
                         deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
         failures: dict[int, BaseException] = {}
         batch: list[tuple[int, Message]] = []
+        ids: set[str] = set()
         for i, delivery in enumerate(deliveries):
             try:
                 message = self._decode(decoder, tags, delivery)
             except TerminalError as exc:
                 failures[i] = exc
                 continue
-            if message is not None:
+            if message is not None and message.event_id not in ids:  # a copy in the same batch: once
+                ids.add(message.event_id)
                 batch.append((i, message))
         await self._handle(sub, batch, failures)
         return failures

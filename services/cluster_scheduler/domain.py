@@ -135,6 +135,18 @@ def current_reservation(doc: records.ReservationDoc | None, view: JobView) -> re
     return records.ReservationDoc(state="Reserving", attempt=max(view.gang_attempt, 1), uid=view.uid)
 
 
+def snapshot(state: ClusterView, now: float) -> schedcore.Snapshot:
+    """What one session reads: every node (NotReady ones too: schedcore ignores them), every
+    queue (``default`` always exists), every job whose podgroup exists, with its pods as tasks."""
+    sick = any(not n.gpu_ok or not n.fabric_ok for n in state.nodes.values())
+    nodes = [node_info(n) for _, n in sorted(state.nodes.items())]
+    queues = [queue_info(q) for q in state.queues.values()]
+    if api.DEFAULT_QUEUE not in state.queues:
+        queues.append(DEFAULT_QUEUE)
+    jobs = [info for _, view in sorted(state.jobs.items()) if (info := job_info(view, state, sick))]
+    return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs, now=now)
+
+
 def node_info(node: NodeView) -> schedcore.NodeInfo:
     return schedcore.NodeInfo(name=node.name, allocatable=node.allocatable, labels=node.labels,
                               taints=[msgspec.convert(t, api.Taint) for t in node.all_taints()],

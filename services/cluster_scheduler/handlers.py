@@ -155,7 +155,7 @@ class ClusterScheduler:
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
         self._apply_bindings(state.bound, out)
-        decision = self.scheduler.cycle(self._snapshot(state))
+        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now()))
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
         self.nominated = {b.task: b.node for b in decision.pipelined}
@@ -189,16 +189,6 @@ class ClusterScheduler:
             bound.pop(unbind.pod, None)
         for bind in out.binds:
             bound[bind.pod] = bind
-
-    def _snapshot(self, state: domain.ClusterView) -> schedcore.Snapshot:
-        sick = any(not n.gpu_ok or not n.fabric_ok for n in self.nodes.values())
-        nodes = [domain.node_info(n) for _, n in sorted(self.nodes.items())]
-        queues = [domain.queue_info(q) for q in self.queues.values()]
-        if api.DEFAULT_QUEUE not in self.queues:
-            queues.append(domain.DEFAULT_QUEUE)
-        jobs = [info for _, view in sorted(self.jobs.items()) if (info := domain.job_info(view, state, sick))]
-        return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs,
-                                  now=self.rt.now())
 
     def _reaction(self, state: domain.ClusterView, out: domain.CycleOutcome,
                   decision: schedcore.Decision) -> Reaction:
