@@ -30,7 +30,8 @@ from .config import PriorityClassChanged, QueueChanged
 from .hyperjob import ChildRef, HyperJobDeleted, HyperJobSpecChanged, HyperJobStatusChanged
 from .job import (PART_SIZE, JobPhaseChanged, JobRemoved, JobState, PodGroupSpec, PodStart, PodState, PodStop,
                   StartPods, StopPods, TaskScheduling)
-from .manifest import ApplyManifest, CommandHyperJob, CommandObject, DeleteObject, RequestAccepted, RequestRejected
+from .manifest import (AdminCommand, ApplyManifest, CommandHyperJob, CommandObject, DeleteObject, InstanceStarted,
+                       RequestAccepted, RequestRejected)
 from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
 from .placement import (ChildPlacementWaiting, CommandChild, DispatchChild, GangControl, GangRetry, MoveChild,
                         OwnerAdmitted, OwnerLifecycle, OwnerSubmitted, OwnerWithdrawn, PlaceChildren, PlannedChild, RemoveChild,
@@ -39,6 +40,7 @@ from .telemetry import FabricTelemetry, GpuTelemetry, InjectNodeFault
 
 ALL_MESSAGES: tuple[type[Message], ...] = (
     ApplyManifest, DeleteObject, CommandHyperJob, CommandObject, RequestAccepted, RequestRejected,
+    AdminCommand, InstanceStarted,
     HyperJobSpecChanged, HyperJobStatusChanged, HyperJobDeleted,
     QueueChanged, PriorityClassChanged,
     OwnerSubmitted, OwnerWithdrawn, OwnerAdmitted, OwnerLifecycle, ChildPlacementWaiting, PlaceChildren, RemoveChild, MoveChild,
@@ -66,10 +68,10 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 
 __all__ = [
     "ALL_MESSAGES", "PART_SIZE",
-    "AgentHeartbeat", "ApplyManifest", "ChildPlacementWaiting", "ChildRef", "ClusterCapacityReported",
+    "AdminCommand", "AgentHeartbeat", "ApplyManifest", "ChildPlacementWaiting", "ChildRef", "ClusterCapacityReported",
     "CommandChild", "CommandHyperJob", "CommandObject", "DeleteObject", "DispatchChild", "FabricTelemetry", "GangControl",
     "GangRetry", "GpuTelemetry", "HyperJobDeleted", "HyperJobSpecChanged", "HyperJobStatusChanged",
-    "InjectNodeFault", "JobPhaseChanged", "JobRemoved", "JobState", "Message", "MoveChild", "NodeClass",
+    "InjectNodeFault", "InstanceStarted", "JobPhaseChanged", "JobRemoved", "JobState", "Message", "MoveChild", "NodeClass",
     "NodeStatus", "OwnerAdmitted", "OwnerLifecycle", "OwnerSubmitted", "OwnerWithdrawn", "PlaceChildren", "PlannedChild",
     "PodGroupPhaseChanged", "PodGroupSpec", "PodPhasesReported", "PodRef", "PodReport", "PodStart", "PodState",
     "PodStop", "PodsBound", "PodsEvicted", "PodsRejected", "PriorityClassChanged", "QueueChanged",

@@ -50,3 +50,19 @@ class RequestRejected(Message, frozen=True, kw_only=True, tag="hj.request.reject
     kind: str
     name: str
     reason: str
+
+
+class AdminCommand(Message, frozen=True, kw_only=True, tag="admin.command.v1"):
+    """An operator's command to one service instance. ``rebuild``: forget the instance's state in
+    the store and rebuild it from its changelog (``state.<instance>.>``)."""
+
+    instance: str
+    action: Literal["rebuild"]
+
+
+class InstanceStarted(Message, frozen=True, kw_only=True, tag="admin.instance.v1"):
+    """A service instance is up (latest value per instance: what runs, and since when)."""
+
+    instance: str
+    service: str
+    started_at: float

@@ -172,6 +172,18 @@ def dlq(durable: str) -> str:
     return f"dlq.{durable}"
 
 
+def admin(instance: str) -> str:
+    """Operator commands to one service instance."""
+    return f"admin.command.{token(instance)}"
+
+
+def instance(name: str) -> str:
+    return f"admin.instance.{token(name)}"
+
+
+INSTANCES = "admin.instance.*"
+
+
 STREAMS: list[StreamDecl] = [
     StreamDecl(name="HYPERJOB", subjects=["hj.>"]),
     StreamDecl(name="CONFIG", subjects=["cfg.>"], latest_only=True, max_age_seconds=0.0),
@@ -184,5 +196,6 @@ STREAMS: list[StreamDecl] = [
     StreamDecl(name="HEARTBEAT", subjects=["heartbeat.>"], latest_only=True),
     StreamDecl(name="TELEMETRY", subjects=["telemetry.>"], latest_only=True, max_age_seconds=24 * 3600.0),
     StreamDecl(name="STATE", subjects=["state.>"], latest_only=True, max_age_seconds=0.0),
+    StreamDecl(name="ADMIN", subjects=["admin.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="DLQ", subjects=["dlq.>"], max_age_seconds=30 * 24 * 3600.0),
 ]

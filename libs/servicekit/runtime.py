@@ -30,7 +30,7 @@ import structlog
 
 import events
 from bus import Bus, Delivery, RetryableError, TerminalError
-from events import Message, derive_id
+from events import Message, derive_id, subjects
 from store import Binding, Commit, CommitResult, Output, Store, StoreUnavailableError, Unbind, Write, binding_kind
 from store import render_entry
 
@@ -89,6 +89,14 @@ def _untoken(text: str) -> str:
     return text.replace("%2E", ".").replace("%25", "%")
 
 
+_ADMIN = events.decoder(events.AdminCommand)
+
+
+def _durable(instance: str) -> str:
+    """A durable consumer's name from an instance name (letters, digits, ``-`` and ``_`` only)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in instance)
+
+
 class _Subscription(msgspec.Struct, kw_only=True):
     durable: str
     subjects: list[str]
@@ -118,6 +126,7 @@ class Runtime:
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._before_commit: list[Callable[[], Reaction | None]] = []
         self._members: list[Any] = []
+        self._binding_clusters: list[str] = []
         self._stale = False
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
@@ -165,6 +174,10 @@ class Runtime:
     def cancel(self, key: str) -> None:
         self.timers.cancel(f"{self.instance}/{key}")
 
+    def own_bindings(self, cluster: str) -> None:
+        """This instance owns ``cluster``'s resource accounting (a rebuild restores it too)."""
+        self._binding_clusters.append(cluster)
+
     def on_load(self, callback: Callable[[], Awaitable[None] | None]) -> None:
         """Run after every (re)load of the tables: rebuild indexes, re-arm timers from state."""
         self._on_load.append(callback)
@@ -194,9 +207,14 @@ class Runtime:
         for sub in self._subscriptions:
             self._members.append(await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub),
                                                               **sub.policy))
+        self._members.append(await self.bus.consume(f"{_durable(self.instance)}-admin", subjects.admin(self.instance),
+                                                    self._on_admin, max_deliver=3))
         self.timers.every(1.0, self._flush_unpublished, f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING)
         self.timers.start()
         self.started = True
+        started = self.emit(events.InstanceStarted, self.instance, f"started/{self.now()!r}", instance=self.instance,
+                            service=self.service, started_at=self.now())
+        await self.bus.publish(subjects.instance(self.instance), events.encode(started), msg_id=started.event_id)
 
     def before_commit(self, callback: Callable[[], Reaction | None]) -> None:
         """Run at the end of every unit of work, before its commit: what it adds is committed and
@@ -249,6 +267,23 @@ class Runtime:
         await self.store.mark_alive(self.instance)
         if restored:
             self.log.warning("state_restored_from_changelog", instance=self.instance, documents=restored)
+
+    async def _on_admin(self, delivery: Delivery) -> None:
+        try:
+            command = _ADMIN.decode(delivery.data)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise TerminalError(f"not an admin command: {exc}") from None
+        if command.action == "rebuild":
+            await self.rebuild()
+
+    async def rebuild(self) -> None:
+        """Forget this instance's state in the store and rebuild it from its changelog, then
+        reload it: ``hyperjob admin rebuild``. Nothing is handled meanwhile."""
+        async with self.lock:
+            await self.store.forget(self.instance, list(self.projection.tables), self._binding_clusters)
+            await self._restore_if_wiped()
+            await self.reload()
+            self.log.warning("state_rebuilt", instance=self.instance)
 
     async def restore_from_changelog(self) -> int:
         """Put back every document this instance's changelog holds; returns how many."""

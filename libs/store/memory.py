@@ -198,6 +198,16 @@ class InMemoryStore:
         self._fault("mark_alive")
         self._alive.add(instance)
 
+    async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
+        self._fault("forget")
+        for kind in kinds:
+            self._docs.pop(kind, None)
+        for cluster in binding_clusters:
+            self._binds.pop(cluster, None)
+            for key in [k for k in self._used if k[0] == cluster]:
+                del self._used[key]
+        self._alive.discard(instance)
+
     async def restore(self, docs: Sequence[Doc]) -> None:
         self._fault("restore")
         for doc in docs:

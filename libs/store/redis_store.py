@@ -234,6 +234,22 @@ class RedisStore:
         with _translate():
             await self._r.set(f"{self._p}:alive:{instance}", "1")
 
+    async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
+        """Drop an instance's state: its documents of ``kinds``, the bindings of
+        ``binding_clusters`` (and what they used on each node), and its sentinel."""
+        with _translate():
+            async with self._r.pipeline(transaction=True) as pipe:
+                for kind in kinds:
+                    pipe.delete(self._dkey(kind), self._vkey(kind))
+                for cluster in binding_clusters:
+                    pipe.delete(self._bind_key(cluster))
+                pipe.delete(f"{self._p}:alive:{instance}")
+                await pipe.execute()
+            for cluster in binding_clusters:
+                keys = [k async for k in self._r.scan_iter(match=f"{self._p}:node:{cluster}:*:used", count=1000)]
+                if keys:
+                    await self._r.delete(*keys)
+
     async def restore(self, docs: Sequence[Doc]) -> None:
         """Put documents back as a changelog recorded them (versions included); binding
         documents (kind ``binding@<cluster>``) go back into the cluster's resource accounting."""

@@ -13,6 +13,7 @@ from .handlers import ClusterScheduler
 async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     scheduler = ClusterScheduler(runtime, settings)
     c = settings.cluster
+    runtime.own_bindings(c)
     runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue,
                                         events.PriorityClassChanged: lambda msg: None})
     runtime.watch(subjects.node_statuses(c), {events.NodeStatus: scheduler.on_node_status})
