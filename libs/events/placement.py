@@ -43,7 +43,7 @@ class OwnerLifecycle(Message, frozen=True, kw_only=True, tag="sched.owner.lifecy
     reservations; ``Active`` (resume) and ``Restarting`` start its gang over."""
 
     name: str
-    lifecycle: Literal["Active", "Suspended", "Restarting"]
+    lifecycle: Literal["Active", "Suspended", "Resuming", "Restarting"]
     restarts: int = 0
 
 

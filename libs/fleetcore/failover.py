@@ -157,15 +157,19 @@ def hyperjob_command(action: HyperJobAction, phases: Mapping[str, str],
                      *(ChildCommand(child=c, action="AbortJob", reason=action) for c in live)]
     if action == "resume":
         stopped = [c for c, p in phases.items() if p in ("Aborted", "Aborting")]
-        return "Active", [SetLifecycle(lifecycle="Active", reason=action),
+        new = "Resuming" if stopped else "Active"
+        return new, [SetLifecycle(lifecycle=new, reason=action),
                           *(ChildCommand(child=c, action="ResumeJob", reason=action) for c in stopped)]
     return "Restarting", [SetLifecycle(lifecycle="Restarting", reason=action),
                           *(ChildCommand(child=c, action="RestartJob", reason=action) for c in phases)]
 
 
 def settle_lifecycle(lifecycle: Lifecycle, phases: Mapping[str, str]) -> Lifecycle:
-    """Restarting ends (Active) once no child is still Restarting, Aborting or Terminating."""
+    """Restarting ends (Active) once no child is still Restarting, Aborting or Terminating;
+    Resuming once no child is still Aborted either (each has come back)."""
     busy = {"Restarting", "Aborting", "Terminating"}
     if lifecycle == "Restarting" and not any(p in busy for p in phases.values()):
+        return "Active"
+    if lifecycle == "Resuming" and not any(p in busy | {"Aborted"} for p in phases.values()):
         return "Active"
     return lifecycle

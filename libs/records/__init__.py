@@ -77,7 +77,7 @@ class PriorityClassDoc(msgspec.Struct, frozen=True, kw_only=True):
     global_default: bool = False
 
 
-Lifecycle = Literal["Active", "Suspended", "Restarting"]
+Lifecycle = Literal["Active", "Suspended", "Resuming", "Restarting"]
 
 
 class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):

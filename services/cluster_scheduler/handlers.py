@@ -218,9 +218,11 @@ class ClusterScheduler:
     def _held(self, job: str, state: domain.ClusterView, held: bool) -> events.ReservationHeld:
         view = self.jobs[job]
         reservation = state.reservation(job) or records.ReservationDoc()
+        version = self.reservations.versions.get(job, 0) + 1
         self.reservations.put(job, records.ReservationDoc(state="Held" if held else "Reserving",
                                                           attempt=reservation.attempt, uid=view.uid))
-        return self.rt.emit(events.ReservationHeld, f"{self.cluster}/{view.uid}", f"held/{reservation.attempt}/{held}",
+        return self.rt.emit(events.ReservationHeld, f"{self.cluster}/{view.uid}",
+                            f"held/{reservation.attempt}/{held}/{version}",
                             cluster=self.cluster, child=job, hyperjob=view.gang, attempt=reservation.attempt,
                             held=held)
 

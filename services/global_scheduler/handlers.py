@@ -145,8 +145,9 @@ class GlobalScheduler:
             reaction.publish(subjects.remove_child(command.cluster), self.rt.emit(
                 events.RemoveChild, cause, f"remove/{child}/{command.cluster}", child=child, cluster=command.cluster))
         elif isinstance(command, ps.Announce):
+            version = self.placements.versions.get(child, 0)
             reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                events.ChildPlacementWaiting, cause, f"waiting/{child}/{command.reason}", child=child,
+                events.ChildPlacementWaiting, cause, f"waiting/{child}/{version}/{command.reason}", child=child,
                 hyperjob="" if doc is not None and doc.plain else owner, reason=command.reason))
         elif isinstance(command, ps.Forget) and command.unplaced:
             # Never dispatched anywhere: it is gone as soon as it is forgotten.
@@ -321,8 +322,10 @@ class GlobalScheduler:
         if owner is None or owner.reason == reason:
             return
         self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
+        version = self.owners.versions.get(name, 0)
         reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-            events.ChildPlacementWaiting, name, f"owner-wait/{reason}", child=name if owner.plain else "",
+            events.ChildPlacementWaiting, name, f"owner-wait/{owner.created!r}/{version}/{reason}",
+            child=name if owner.plain else "",
             hyperjob="" if owner.plain else name, reason=reason))
 
     def _place_owner(self, name: str, reaction: Reaction) -> None:

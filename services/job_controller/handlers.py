@@ -285,28 +285,34 @@ class JobController:
         record, info = self.jobs.get(job), self.children.get(job) or records.ChildInfo()
         bare = self.bare.get(job)
         if bare is not None:
-            message = self._state(job, domain.bare_state(bare, self.cluster))
+            message = self._state(job, domain.bare_state(bare, self.cluster), self.bare.versions.get(job, 0))
             return [(0, message, _digest(message))]
         if record is None:  # removed: a tombstone for every part it had
             parts = sorted(p for j, p in self.published if j == job) or [0]
             return [(p, self._state(job, {"cluster": self.cluster, "job": job, "uid": "", "version": 0,
-                                          "created": 0.0, "part": p, "parts": len(parts), "deleted": True}), "")
+                                          "created": 0.0, "part": p, "parts": len(parts), "deleted": True},
+                                    f"gone/{self.rt.now()!r}"), "")
                     for p in parts]
         out = []
         for fields in domain.job_state_parts(record, info, self.cluster):
-            message = self._state(job, fields)
+            message = self._state(job, fields, self.jobs.versions.get(job, 0))
             out.append((fields["part"], message, _digest(message)))
         return out
 
-    def _state(self, job: str, fields: dict[str, Any]) -> events.JobState:
+    def _state(self, job: str, fields: dict[str, Any], version: object) -> events.JobState:
+        """A part's message; its id names the job's incarnation and record version, so a state
+        that returns to an earlier content is still a new message."""
         body = msgspec.json.encode(fields)
+        digest = hashlib.sha1(body).hexdigest()
         return events.JobState(event_id=events.derive_id(f"{self.cluster}/{job}/{fields['part']}",
-                                                         hashlib.sha1(body).hexdigest()),
+                                                         f"{fields['uid']}/{version}/{digest}"),
                                occurred_at=self.rt.now(), producer=self.rt.service, **fields)
 
 
 def _digest(message: events.JobState) -> str:
-    return message.event_id
+    """What a part says, whatever its id: unchanged parts are not sent again."""
+    return hashlib.sha1(msgspec.json.encode(msgspec.structs.replace(
+        message, event_id="", occurred_at=0.0))).hexdigest()
 
 
 def _version(record: jm.JobRecord, pod: str) -> int:

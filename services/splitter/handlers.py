@@ -423,12 +423,16 @@ class Splitter:
             return None
         reaction, sent = Reaction(), {}
         for name in sorted(self.dirty):
-            fields = _spec_fields(name, self.hyperjobs.get(name))
+            doc = self.hyperjobs.get(name)
+            fields = _spec_fields(name, doc)
             digest = hashlib.sha1(msgspec.json.encode(fields)).hexdigest()
             if self.announced.get(name) != digest:
                 sent[name] = digest
+                # The id names this incarnation and version of the document: a spec that returns to
+                # an earlier content (suspend, then resume) is still a new message.
+                which = f"{doc.created!r}/{self.hyperjobs.versions.get(name, 0)}" if doc else f"gone/{self.rt.now()!r}"
                 reaction.publish(subjects.HYPERJOB_SPEC, events.HyperJobSpecChanged(
-                    event_id=events.derive_id(name, f"spec/{digest}"), occurred_at=self.rt.now(),
+                    event_id=events.derive_id(name, f"spec/{which}/{digest}"), occurred_at=self.rt.now(),
                     producer=self.rt.service, **fields))
         self.dirty.clear()
 

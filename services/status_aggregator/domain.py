@@ -36,6 +36,7 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     children: dict[str, fleetcore.ChildStatus] = {}
     waiting_reason: str = ""
     restarts: int = 0  # the owner's restart count this status reflects
+    lifecycle: str = "Active"  # the owner's lifecycle this status reflects
 
 
 def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
@@ -62,8 +63,10 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
                 else fleetcore.ChildStatus(name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster,
                                            replicas=ref.replicas)
                 for ref in spec.children]
-    # After a restart the old conditions no longer hold: the status starts over.
-    restarted = spec.restarts != doc.restarts
+    # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts
+    # over. Children's news and the owner's commands travel on different streams, so a child that a
+    # suspend aborted may be heard of before the suspend itself: its condition must not stick.
+    restarted = spec.restarts != doc.restarts or spec.lifecycle != doc.lifecycle
     previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
     phases = {child.name: child.phase for child in children}
     lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(spec.lifecycle, phases)  # type: ignore[arg-type]
@@ -71,4 +74,5 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     admitted = spec.admitted or any(child.phase != "Pending" for child in children)
     status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle, admitted=admitted,
                                         waiting_reason=spec.waiting_reason or doc.waiting_reason, now=now)
-    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=spec.restarts)
+    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=spec.restarts,
+                   lifecycle=spec.lifecycle)

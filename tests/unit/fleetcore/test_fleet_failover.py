@@ -114,7 +114,7 @@ def test_child_failure_can_replace_the_child_on_another_cluster() -> None:
 
 @pytest.mark.parametrize(("action", "phases", "lifecycle", "commands"), [
     pytest.param("suspend", {"x-0": "Running", "x-1": "Completed"}, "Suspended", [("x-0", "AbortJob")], id="suspend"),
-    pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Active", [("x-0", "ResumeJob")], id="resume"),
+    pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Resuming", [("x-0", "ResumeJob")], id="resume"),
     pytest.param("abort", {"x-0": "Running", "x-1": "Pending"}, "Active", [("x-0", "AbortJob"), ("x-1", "AbortJob")],
                  id="abort"),
     pytest.param("restart", {"x-0": "Running"}, "Restarting", [("x-0", "RestartJob")], id="restart"),
@@ -151,3 +151,9 @@ def test_a_plain_job_on_a_lost_cluster_moves_where_it_fits_now() -> None:
     assert (move.child, move.from_cluster, move.to_cluster) == ("j", "a", "b")
     assert plain_failover(job, "j", "a", clusters, now=31.0, finished=True) == []
     assert plain_failover(job, "j", "b", clusters, now=31.0) == []  # its cluster reports: it stays
+
+
+def test_resuming_ends_once_no_child_is_aborted_and_shows_no_condition_meanwhile() -> None:
+    assert settle_lifecycle("Resuming", {"x-0": "Aborted", "x-1": "Completed"}) == "Resuming"
+    assert settle_lifecycle("Resuming", {"x-0": "Restarting", "x-1": "Completed"}) == "Resuming"
+    assert settle_lifecycle("Resuming", {"x-0": "Running", "x-1": "Completed"}) == "Active"
