@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Container health probe for the HyperJob services: ``hyperjob-healthcheck [URL]``.
 
-Without URL: healthy while this container's service holds an established TCP connection to NATS
+Without URL: healthy when this container's service holds an established TCP connection to NATS
 and one to Redis (the ports of ``NATS_URL`` and ``REDIS_URL``, the settings the service itself
-reads). The probe reads the kernel's socket table of the container's network namespace
-(``/proc/net/tcp``, ``tcp6``) instead of connecting, so it reports the service's own connections
-(a service cut off from NATS and reconnecting is unhealthy) and adds no load to either server.
+reads; from the kernel's socket table of the container's network namespace, ``/proc/net/tcp`` and
+``tcp6``), and both servers accept a new TCP connection from here within 1 s. So a service that
+never connected, or is reconnecting, or is cut off from either server is unhealthy. What it cannot
+see: a connection the kernel still lists as established after the path under it broke (until TCP
+or the client's pings give up on it). The services' own /healthz will know better.
 
 With URL: healthy when ``GET URL`` answers 2xx within 2 s. Once the services serve ``/healthz``,
 compose switches to it in one place (the ``x-healthcheck`` block of docker-compose.yml).
@@ -16,6 +18,7 @@ Exit status 0 healthy, 1 unhealthy with the reason on stderr: what Docker and po
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import urllib.request
 from pathlib import Path
@@ -49,12 +52,26 @@ def established_remote_ports(tables: tuple[Path, ...] = SOCKET_TABLES) -> set[in
     return ports
 
 
+def reachable(urls: str) -> bool:
+    """Whether any server of ``urls`` accepts a TCP connection within 1 s."""
+    for url in urls.split(","):
+        parts = urlsplit(url.strip())
+        try:
+            socket.create_connection((parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme, 0)), 1).close()
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def connection_problems(environ: dict[str, str], connected: set[int]) -> list[str]:
     problems = []
     for variable, default in (("NATS_URL", "nats://127.0.0.1:4222"), ("REDIS_URL", "redis://127.0.0.1:6379")):
         url = environ.get(variable, default)
         if not server_ports(url) & connected:
-            problems.append(f"no established connection to {variable}={url}")
+            problems.append(f"the service holds no connection to {variable}={url}")
+        elif not reachable(url):
+            problems.append(f"{variable}={url} cannot be reached from here")
     return problems
 
 

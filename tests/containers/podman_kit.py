@@ -248,13 +248,23 @@ class ComposeSystem:
 
     # -- faults -------------------------------------------------------------------------------
 
-    def disconnect(self, *services: str) -> None:
+    def address(self, service: str) -> str:
+        template = f'{{{{(index .NetworkSettings.Networks "{self.network}").IPAddress}}}}'
+        return podman("inspect", "-f", template, self.container(service)).stdout.strip()
+
+    def disconnect(self, *services: str) -> dict[str, str]:
+        """Cut ``services`` off the network (a partition: every peer unreachable); returns their
+        addresses for ``connect``."""
+        addresses = {service: self.address(service) for service in services}
         for service in services:
             podman("network", "disconnect", self.network, self.container(service))
+        return addresses
 
-    def connect(self, *services: str) -> None:
-        for service in services:
-            podman("network", "connect", "--alias", service, self.network, self.container(service))
+    def connect(self, addresses: dict[str, str]) -> None:
+        """Heal a partition: back on the network at the same address and name, as when a link
+        comes back, so connections the partition stalled can resume."""
+        for service, address in addresses.items():
+            podman("network", "connect", "--ip", address, "--alias", service, self.network, self.container(service))
 
     def kill(self, service: str) -> None:
         podman("kill", self.container(service))
