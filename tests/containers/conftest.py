@@ -26,8 +26,7 @@ import observe  # noqa: E402
 import podman_kit  # noqa: E402
 MARKERS = {"containers": "the compose deployment under podman (make test-containers)",
            "container_faults": "outages injected into the compose deployment (make test-container-faults)"}
-TIMINGS: dict[str, float] = {}
-FIGURES: dict[str, dict[str, object]] = {}
+TIMINGS, FIGURES = observe.TIMINGS, observe.FIGURES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,26 +63,18 @@ def images() -> str:
     return podman_kit.IMAGE
 
 
-class Deployment:
-    """A running compose system and the host's CLI pointed at it."""
-
-    def __init__(self, system: podman_kit.ComposeSystem, home: Path) -> None:
-        self.system = system
-        self.cli = observe.Cli(system.nats_url, system.redis_url, home)
-
-
 @pytest.fixture
-def deploy(images: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Deployment]]:
+def deploy(images: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., observe.Deployment]]:
     """``deploy(*extra_compose_files)`` brings a fresh compose system up; it is removed, volumes
     and all, when the test ends. Times the start-up and the whole test."""
     project = f"hjtest{os.getpid()}"
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        def start(*extra_files: Path) -> Deployment:
+        def start(*extra_files: Path) -> observe.Deployment:
             begun = time.monotonic()
             system = stack.enter_context(podman_kit.running(project, extra_files))
             TIMINGS[f"{request.node.name}: compose up until healthy"] = time.monotonic() - begun
-            return Deployment(system, tmp_path)
+            return observe.Deployment(system, tmp_path)
 
         yield start
     TIMINGS[f"{request.node.name}: whole test, teardown included"] = time.monotonic() - started

@@ -31,6 +31,9 @@ HYPERJOB = str(Path(sys.executable).parent / "hyperjob")
 EXAMPLE = REPO / "examples" / "hyperjob-llm.yaml"
 EXAMPLE_NAME = "llm-train-hyperjob"
 FINAL_PHASES = ("Completed", "Failed", "Aborted")
+# What the run reports at its end (conftest prints them): seconds per step, figures per test.
+TIMINGS: dict[str, float] = {}
+FIGURES: dict[str, dict[str, Any]] = {}
 
 
 class Cli:
@@ -104,6 +107,14 @@ class BookingSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.period):
             self.sample()
+
+
+class Deployment:
+    """A running compose system (``podman_kit.ComposeSystem``) and the host's CLI pointed at it."""
+
+    def __init__(self, system: Any, home: Path) -> None:
+        self.system = system
+        self.cli = Cli(system.nats_url, system.redis_url, home)
 
 
 @dataclass
@@ -212,3 +223,59 @@ def collect(cli: Cli, sampler: BookingSampler, nats_url: str, expected: dict[str
         children_not_final=[f"{j['name']}@{j['cluster']}={j['phase']}" for j in jobs if j["phase"] not in FINAL_PHASES],
         bookings_left=[f"{n['name']}: {n['used']}" for n in nodes if all_final and any(n["used"].values())],
         notes={"booking samples": sampler.samples, "stream replicas": ledger.replicas, **(notes or {})})
+
+
+# -- without the CLI: the CLI declares the streams at every call (R1), which would undo the
+# replication the NATS-cluster test sets up, so that test watches and replicates through these.
+
+
+async def _last_status(nats_urls: list[str], hyperjob: str) -> str | None:
+    nc = await nats.connect(nats_urls, connect_timeout=3, max_reconnect_attempts=1)
+    try:
+        message = await nc.jetstream(timeout=5).get_last_msg("HYPERJOB", "hj.hyperjob.status")
+        status = json.loads(message.data)
+        return status["phase"] if status["name"] == hyperjob else None
+    finally:
+        await nc.close()
+
+
+def wait_for_status(nats_urls: list[str], hyperjob: str, phases: tuple[str, ...], timeout: float) -> str | None:
+    """Poll the last published status of ``hyperjob`` until it is in ``phases``; the last seen."""
+    deadline, phase = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            phase = asyncio.run(_last_status(nats_urls, hyperjob))
+        except (nats.errors.Error, nats.js.errors.Error, OSError, asyncio.TimeoutError):
+            pass  # the cluster is electing, or this server is cut off: ask again
+        if phase in phases:
+            return phase
+        time.sleep(2)
+    return phase
+
+
+async def _replicate(nats_urls: list[str], replicas: int) -> dict[str, int]:
+    nc = await nats.connect(nats_urls, connect_timeout=5)
+    try:
+        js = nc.jetstream(timeout=20)
+        for info in await js.streams_info():
+            info.config.num_replicas = replicas
+            await js.update_stream(info.config)
+        return {info.config.name: info.config.num_replicas for info in await js.streams_info()}
+    finally:
+        await nc.close()
+
+
+def replicate_streams(nats_urls: list[str], replicas: int) -> dict[str, int]:
+    """Set every stream's replica count (the bus declares R1 and has no setting for it yet)."""
+    return asyncio.run(_replicate(nats_urls, replicas))
+
+
+def stream_replicas(nats_urls: list[str]) -> dict[str, int]:
+    async def read() -> dict[str, int]:
+        nc = await nats.connect(nats_urls, connect_timeout=5)
+        try:
+            return {i.config.name: i.config.num_replicas or 1 for i in await nc.jetstream(timeout=10).streams_info()}
+        finally:
+            await nc.close()
+
+    return asyncio.run(read())

