@@ -12,7 +12,8 @@ import pytest
 import podman_kit
 from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, BookingSampler, Deployment, collect
 
-pytestmark = pytest.mark.containers
+# The first test also builds the images (minutes on a cold machine): more than the suite's 300 s.
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
 
 SERVICE_MODULES = ("splitter", "global_scheduler", "status_aggregator", "cluster_scheduler", "job_controller",
                    "node_agent")

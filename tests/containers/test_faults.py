@@ -20,7 +20,8 @@ import observe
 import podman_kit
 from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, FINAL_PHASES, BookingSampler, Deployment
 
-pytestmark = pytest.mark.container_faults
+# A fault test waits through its outage and recovery: longer than the suite's 300 s per test.
+pytestmark = [pytest.mark.container_faults, pytest.mark.timeout(900)]
 
 OUTAGE = 45.0
 RECOVERY = 180.0
