@@ -95,10 +95,10 @@ def ensure_base_image() -> str:
         for junk in BASE_TRIM:
             for entry in (rootfs / junk).glob("*"):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        podman("import", "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["python3"]', "-", BASE_IMAGE,
-               stdin=tar.stdout)
-        if tar.wait() != 0:
+        with subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE) as tar:
+            podman("import", "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["python3"]', "-", BASE_IMAGE,
+                   stdin=tar.stdout)
+        if tar.returncode != 0:
             raise PodmanError("tar of the base rootfs failed")
     return BASE_IMAGE
 
