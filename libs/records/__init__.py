@@ -143,7 +143,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
     requested_at: float = 0.0
     finished: bool = False  # the child's Job reached a terminal phase
-    running: bool = False  # the child's Job is Running (a plain Job counts against its queue then)
+    enqueued: bool = False  # its cluster's Volcano admitted the podgroup (a plain Job counts against its queue then)
     moves: int = 0  # how often failover moved it (its pods' earlier incarnations elsewhere)
     next: PlacementDoc | None = None  # Replacing: the request placed once the predecessor is gone
 

@@ -26,6 +26,8 @@ async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
         events.MoveChild: scheduler.on_move,
         events.ReservationHeld: scheduler.on_reservation,
     })
+    runtime.subscribe("global-scheduler-podgroups", [subjects.podgroup_phase("*")], {
+        events.PodGroupPhaseChanged: scheduler.on_podgroup_phase})
     runtime.subscribe("global-scheduler-jobs", ["job.removed.*", "job.phase.*"], {
         events.JobRemoved: scheduler.on_removed,
         events.JobPhaseChanged: scheduler.on_job_phase,

@@ -26,7 +26,7 @@ from servicekit import Reaction, Runtime
 from . import domain
 
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
-RUNNING_JOB_PHASES = ("Running", "Completing")
+ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
 
 
 class GlobalScheduler:
@@ -106,13 +106,21 @@ class GlobalScheduler:
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
         """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
-        placement = self.placements.get(msg.job)
-        finished, running = msg.new in TERMINAL_JOB_PHASES, msg.new in RUNNING_JOB_PHASES
-        if placement is None or placement.cluster != msg.cluster or (placement.finished, placement.running) == (
-                finished, running):
+        self._child_progress(msg.job, msg.cluster, finished=msg.new in TERMINAL_JOB_PHASES)
+
+    def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
+        """A plain Job counts against its global queue once its cluster's Volcano enqueued it."""
+        if msg.phase != "Unknown":
+            self._child_progress(msg.job, msg.cluster, enqueued=msg.phase in ENQUEUED_PODGROUP_PHASES)
+
+    def _child_progress(self, child: str, cluster: str, **progress: bool) -> None:
+        placement = self.placements.get(child)
+        if placement is None or placement.cluster != cluster:
             return
-        self.placements.put(msg.job, msgspec.structs.replace(placement, finished=finished, running=running))
-        self.rt.kick("round")
+        updated = msgspec.structs.replace(placement, **progress)
+        if updated != placement:
+            self.placements.put(child, updated)
+            self.rt.kick("round")
 
     def _step(self, cause: events.Message | str, child: str, event: ps.PlacementEvent, reaction: Reaction,
               request: records.PlacementDoc | None = None) -> Reaction:
@@ -286,9 +294,9 @@ class GlobalScheduler:
                     self.gangs.delete(name)
 
     def _admit(self, reaction: Reaction) -> None:
-        """HyperJobs are admitted by their global queue over the fleet; a plain Job at once (its
-        cluster's Volcano queueing decides it, as with one cluster), counting against its queue
-        while it runs."""
+        """HyperJobs are admitted by their global queue over the fleet. A plain Job goes to its
+        cluster at once, where Volcano's enqueue (and reclaim) decides it as with one cluster; it
+        counts against its global queue by its request from then on, as an admitted HyperJob does."""
         waiting = [o for o in self.owners.values() if not o.admitted and not o.withdrawn]
         for owner in [o for o in waiting if o.plain]:
             self._admitted(owner, reaction)
@@ -299,7 +307,8 @@ class GlobalScheduler:
         queues.setdefault(api.DEFAULT_QUEUE, fleetcore.FleetQueue(name=api.DEFAULT_QUEUE))
         allocated: dict[str, dict[str, float]] = {}
         for owner in self.owners.values():
-            counts = owner.admitted and (not owner.plain or any(p.running for p in self._children(owner.name)))
+            counts = owner.admitted and (not owner.plain or any(
+                p.enqueued and not p.finished for p in self._children(owner.name)))
             if counts:
                 allocated[owner.queue] = add(allocated.get(owner.queue, {}), owner.request)
         candidates = [fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request,
@@ -333,11 +342,14 @@ class GlobalScheduler:
         owner = self.owners.get(name)
         if owner is None or not owner.admitted or owner.withdrawn:
             return
-        if owner.gang >= 2:
-            self._open_gang(owner, reaction)
+        # The children still to place (an update may add some beside children that run): a gang
+        # when more than one must start together.
+        unplaced = [p for p in sorted(self._children(name), key=lambda p: p.child) if p.state != "Dispatched"]
+        if owner.gang >= 2 and len(unplaced) >= 2:
+            self._open_gang(owner, unplaced, reaction)
             return
         now = self.capacity.now(self.rt.now())
-        for placement in sorted(self._children(name), key=lambda p: p.child):
+        for placement in unplaced:
             if placement.state != "Waiting":
                 continue
             chosen = domain.choose(placement, self.working(), now)
@@ -346,12 +358,11 @@ class GlobalScheduler:
                 ps.Dispatch(cluster=chosen)
             self._step(cause, placement.child, event, reaction)
 
-    def _open_gang(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
-        """A gang attempt opens when every child of the owner's plan waits and the gang fits the
-        room no open attempt is holding: gangs never wait on each other's partial holds."""
-        children = sorted(self._children(owner.name), key=lambda p: p.child)
+    def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
+        """A gang attempt opens when every child to place waits and the gang fits the room no open
+        attempt is holding: gangs never wait on each other's partial holds."""
         gang = self.gangs.get(owner.name)
-        if not children or any(p.state != "Waiting" for p in children):
+        if any(p.state != "Waiting" for p in children):
             return
         if gang is not None and gang.phase == "Reserving":
             return
@@ -361,6 +372,7 @@ class GlobalScheduler:
             return
         attempt = gang.attempt + 1 if gang is not None else 1
         plan = {p.child: p.clusters[0] for p in children}
-        gang, decisions = fleetcore.start_gang(owner.name, plan, owner.gang, self.rt.now(), attempt=attempt)
+        gang, decisions = fleetcore.start_gang(owner.name, plan, min(owner.gang, len(plan)), self.rt.now(),
+                                               attempt=attempt)
         self.gangs.put(owner.name, gang)
         self._gang_decisions(events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)

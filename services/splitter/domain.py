@@ -117,10 +117,12 @@ class Planned(msgspec.Struct, frozen=True, kw_only=True):
     gang: int
 
 
-def plan(hyperjob: api.HyperJob, clusters: Mapping[str, fleetcore.ClusterCapacity], now: float
-         ) -> Planned | fleetcore.Waiting:
-    """The children of a HyperJob on the clusters as they are now, or why it must wait."""
-    split = fleetcore.plan_split(hyperjob, clusters, now=now)
+def plan(hyperjob: api.HyperJob, clusters: Mapping[str, fleetcore.ClusterCapacity], now: float,
+         current: fleetcore.SplitPlan | None = None) -> Planned | fleetcore.Waiting:
+    """The children of a HyperJob on the clusters as they are now, or why it must wait; with the
+    plan in force (``current``, an update) its children keep their clusters and only what an
+    update adds must fit."""
+    split = fleetcore.plan_split(hyperjob, clusters, now=now, current=current)
     if isinstance(split, fleetcore.Waiting):
         return split
     return planned(hyperjob, split)

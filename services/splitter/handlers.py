@@ -182,7 +182,8 @@ class Splitter:
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
         hyperjob = _hyperjob(doc)
         live = self.capacity.live(self.capacity.now(self.rt.now()))
-        result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()))
+        current = domain.split_plan(doc) if doc.children else None
+        result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 self._put(replace(doc, waiting_reason=result.reason))

@@ -35,9 +35,13 @@ class StatusAggregator:
         self.dirty.add(msg.name)
 
     def on_admitted(self, msg: events.OwnerAdmitted) -> None:
+        """Admitted: what its queue made it wait for no longer holds."""
         spec = self.specs.get(msg.name)
         if spec is not None and not spec.admitted:
             self.specs.put(msg.name, replace(spec, admitted=True))
+            doc = self.statuses.get(msg.name)
+            if doc is not None and doc.waiting_reason:
+                self.statuses.put(msg.name, replace(doc, waiting_reason=""))
             self.dirty.add(msg.name)
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
