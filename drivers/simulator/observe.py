@@ -20,7 +20,7 @@ from store import InMemoryStore
 
 from . import output
 
-TIMELINE_TYPES = (events.PodsBound, events.PodsEvicted, events.PodPhasesReported, events.JobPhaseChanged,
+TIMELINE_TYPES = (events.PodsBound, events.PodsEvicted, events.PodsRejected, events.PodPhasesReported, events.JobPhaseChanged,
                   events.PodGroupPhaseChanged, events.HyperJobStatusChanged, events.RequestRejected)
 _DECODER = events.decoder(*TIMELINE_TYPES)
 # Liveness and summaries flow all the time; they are not something that happened.
@@ -59,6 +59,9 @@ class Timeline:
         elif isinstance(m, events.PodsEvicted):
             for p in m.pods:
                 self.emit("PodEvicted", p.pod, cluster=m.cluster, node=p.node, reason=p.reason)
+        elif isinstance(m, events.PodsRejected):  # ``nodeName`` on a node without room: the node fails it
+            for p in m.pods:
+                self.emit("PodFailed", p.pod, cluster=m.cluster, node=p.node, reason=p.reason)
         elif isinstance(m, events.PodPhasesReported):
             for r in m.reports:
                 if r.phase == "Succeeded":

@@ -169,9 +169,11 @@ class JobController:
         return (reaction or Reaction()).publish(subjects.stop_pods(self.cluster), stop)
 
     def on_rejected(self, msg: events.PodsRejected) -> Reaction | None:
-        """Pods whose named node cannot admit them fail, as a kubelet's admission fails them."""
-        return self._feed(msg, msg.job, lambda r: [
-            jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1) for p in msg.pods])
+        """Pods whose named node cannot admit them fail, as a kubelet's admission fails them: bound
+        to that node (``spec.nodeName``) and Failed there without having run."""
+        return self._feed(msg, msg.job, lambda r: [e for p in msg.pods for e in (
+            jm.PodBound(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), node=p.node),
+            jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1))])
 
     def on_pod_phases(self, msg: events.PodPhasesReported) -> Reaction | None:
         by_job: dict[str, list[events.PodReport]] = {}
