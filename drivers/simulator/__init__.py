@@ -17,7 +17,8 @@ no wall clock, no unseeded randomness, deliveries in publish order (or the seed'
 
 Public API (the CLI uses exactly this)::
 
-    simulator.run(text, chaos_seed=None) -> dict  # the result object; raises ScenarioError
+    simulator.run(text) -> dict                    # the result object; raises ScenarioError
+    simulator.run_chaos(text, seeds) -> iterator   # chaos.ChaosRun per seed; raises Violation
     simulator.to_json(result) -> str               # deterministic JSON
     simulator.render_table(result) -> str          # ``-o table``
     simulator.ScenarioError(path, message)         # str() is "<path>: <message>"
@@ -27,20 +28,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import structlog
 
+from . import chaos
+from .chaos import Violation
 from .engine import Engine
 from .errors import ScenarioError
 from .output import to_json
 from .scenario import load
 from .table import render_table
 
-__all__ = ["ScenarioError", "render_table", "run", "to_json"]
+__all__ = ["ScenarioError", "Violation", "render_table", "run", "run_chaos", "to_json"]
 
 
-def run(text: str, chaos: Any = None) -> dict[str, Any]:
+def run(text: str) -> dict[str, Any]:
     """Run a scenario given as YAML text; the result object of scenario-format.md ("Output").
 
     Raises ``ScenarioError`` (exit 2) when the file itself is wrong; everything that happens to
@@ -48,7 +52,20 @@ def run(text: str, chaos: Any = None) -> dict[str, Any]:
     """
     scenario = load(text)
     with _quiet():
-        return asyncio.run(Engine(scenario, chaos).run())
+        return asyncio.run(Engine(scenario).run())
+
+
+def run_chaos(text: str, seeds: Iterable[int], rates: chaos.Rates = chaos.Rates()) -> Iterator[chaos.ChaosRun]:
+    """Run a scenario once without chaos, then under each chaos seed, checking every invariant
+    after every step and comparing how each run ends with the first. Yields each run that held;
+    raises ``chaos.Violation`` at the first invariant broken (``ScenarioError`` for a bad file)."""
+    scenario = load(text)
+    with _quiet():
+        baseline = asyncio.run(Engine(scenario).run())
+    for seed in seeds:
+        with _quiet():
+            outcome = chaos.run(scenario, seed, baseline, rates)
+        yield outcome
 
 
 class _quiet:

@@ -54,6 +54,8 @@ class Engine:
         self.owner: dict[int, str] = {}  # id(member) -> instance
         self.down: set[str] = set()  # clusters whose control plane is cut off
         self.steps = 0
+        if chaos is not None:
+            chaos.attach(self)
 
     # -- instances ---------------------------------------------------------------------------------
 

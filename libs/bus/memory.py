@@ -245,6 +245,21 @@ class Member:
         """Deliver an acked message again (the simulator's duplicate)."""
         return self._consumer is not None and self._consumer.redeliver_acked(seq, self._bus.clock())
 
+    def recent(self, limit: int) -> list[int]:
+        """The stream sequences of up to ``limit`` of the latest messages this consumer has been
+        handed (the candidates for ``duplicate``); none for a watch."""
+        consumer = self._consumer
+        if consumer is None:
+            return []
+        out: list[int] = []
+        seq = consumer.cursor
+        while seq > 0 and len(out) < limit:
+            msg = consumer.stream.msgs.get(seq)
+            if msg is not None and consumer._matches(msg):  # noqa: SLF001 - its own consumer
+                out.append(seq)
+            seq -= 1
+        return out
+
     # -- running on its own ------------------------------------------------------------------
 
     def start(self) -> None:

@@ -39,6 +39,7 @@ class HyperJobSpecChanged(Message, frozen=True, kw_only=True, tag="hj.hyperjob.s
     restarts: int = 0
     deleting: bool = False
     waiting_reason: str = ""
+    attempt: int = 1  # the plan attempt in force: a gang that timed out is planned again
 
 
 class HyperJobStatusChanged(Message, frozen=True, kw_only=True, tag="hj.hyperjob.status.v1"):

@@ -28,6 +28,7 @@ class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
     old: str
     new: str
     reason: str = ""
+    attempt: int = 0  # the HyperJob's plan attempt this child was dispatched for
     retry_count: int = 0
     pending: int = 0
     running: int = 0

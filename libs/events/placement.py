@@ -135,6 +135,7 @@ class DispatchChild(Message, frozen=True, kw_only=True, tag="sched.child.dispatc
     world: World | None = None
     gang: str = ""
     gang_attempt: int = 0
+    attempt: int = 0  # the owner's plan attempt the child belongs to (news of older attempts is stale)
 
 
 class CommandChild(Message, frozen=True, kw_only=True, tag="sched.child.command.v1"):

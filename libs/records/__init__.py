@@ -142,6 +142,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str = ""
     reason: str = ""
     requested_at: float = 0.0
+    attempt: int = 0  # the owner's plan attempt that asked for it
     finished: bool = False  # the child's Job reached a terminal phase
     enqueued: bool = False  # its cluster's Volcano admitted the podgroup (a plain Job counts against its queue then)
     moves: int = 0  # how often failover moved it (its pods' earlier incarnations elsewhere)
@@ -158,6 +159,7 @@ class ChildInfo(msgspec.Struct, frozen=True, kw_only=True):
     replicated_job: str = ""
     gang: str = ""
     gang_attempt: int = 0
+    attempt: int = 0
     world: events.World | None = None
     removing: bool = False
 

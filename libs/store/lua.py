@@ -124,8 +124,13 @@ if okey ~= '' then
   if outbox ~= '' then redis.call('RPUSH', p .. ':outbox:' .. outbox, okey) end
 end
 for _, id in ipairs(ids) do redis.call('SET', p .. ':m:' .. consumer .. ':' .. id, okey, 'EX', ttl) end
+-- Published outputs are forgotten: a redelivery long after must not send them again (a latest-value
+-- subject would go back to an old value once the bus's duplicate window has passed).
 if outbox ~= '' then
-  for _, k in ipairs(published) do redis.call('LREM', p .. ':outbox:' .. outbox, 0, k) end
+  for _, k in ipairs(published) do
+    redis.call('LREM', p .. ':outbox:' .. outbox, 0, k)
+    redis.call('DEL', p .. ':' .. k)
+  end
 end
 return result
 """

@@ -107,6 +107,8 @@ class InMemoryStore:
         if commit.outbox and commit.published:
             done = set(commit.published)
             self._outboxes[commit.outbox] = [k for k in self._outboxes.get(commit.outbox, []) if k not in done]
+            for key in done:  # published: a redelivery long after must not send them again
+                self._recorded.pop(key, None)
         return CommitResult(versions=versions)
 
     def _check(self, commit: Commit) -> CommitResult | None:

@@ -161,6 +161,7 @@ class ClusterScheduler:
         self.nominated = {b.task: b.node for b in decision.pipelined}
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
             return
+        self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
         self._apply_bindings(self.bound, out)
         if await self.rt.commit(_cause(self.rt.instance, self.rt.now(), reaction), reaction):
             self.dirty = True  # what this cycle did may let the next one do more

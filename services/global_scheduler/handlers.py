@@ -88,7 +88,7 @@ class GlobalScheduler:
             request = records.PlacementDoc(child=child.name, owner=msg.owner, plain=msg.plain,
                                            replicated_job=child.replicated_job, clusters=list(child.clusters),
                                            job=child.job, template_hash=child.template_hash,
-                                           requested_at=self.rt.now())
+                                           requested_at=self.rt.now(), attempt=msg.attempt)
             self._step(msg, child.name, ps.Requested(), reaction, request=request)
         self._place_owner(msg.owner, reaction)
         return reaction
@@ -178,7 +178,7 @@ class GlobalScheduler:
             child=placement.child, cluster=cluster, hyperjob="" if placement.plain else placement.owner,
             replicated_job=placement.replicated_job, job=placement.job,
             world=owner.world if owner is not None else None, gang=placement.owner if gated else "",
-            gang_attempt=gang.attempt if gated and gang is not None else 0)
+            gang_attempt=gang.attempt if gated and gang is not None else 0, attempt=placement.attempt)
 
     def _children(self, owner: str) -> list[records.PlacementDoc]:
         return [p for p in self.placements.values() if p.owner == owner]

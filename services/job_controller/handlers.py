@@ -79,7 +79,7 @@ class JobController:
                 events.JobRemoved, msg, "refused", cluster=self.cluster, job=msg.child, hyperjob=msg.hyperjob,
                 reason=str(exc)))
         info = records.ChildInfo(hyperjob=msg.hyperjob, replicated_job=msg.replicated_job, gang=msg.gang,
-                                gang_attempt=msg.gang_attempt, world=msg.world)
+                                gang_attempt=msg.gang_attempt, attempt=msg.attempt, world=msg.world)
         self.children.put(msg.child, info)
         outcome = domain.run(record, [], self.rt.now(), initial=jobcore.initial_effects(record))
         return self._apply(msg, outcome, previous=None)
@@ -249,7 +249,8 @@ class JobController:
             reaction.publish(subjects.job_phase(self.cluster), self.rt.emit(
                 events.JobPhaseChanged, cause, f"phase/{record.uid}/{record.version}/{change.old}/{change.new}",
                 cluster=self.cluster, job=record.name, hyperjob=info.hyperjob, replicated_job=info.replicated_job,
-                old=change.old, new=change.new, reason=change.reason, retry_count=record.retry_count,
+                old=change.old, new=change.new, reason=change.reason, attempt=info.attempt,
+                retry_count=record.retry_count,
                 pending=counts.pending, running=counts.running, succeeded=counts.succeeded, failed=counts.failed,
                 terminating=counts.terminating))
         if outcome.stop:

@@ -450,7 +450,7 @@ def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> dict[str, Any]:
     return {"name": name, "manifest": doc.manifest, "plain": doc.plain, "generation": doc.generation,
             "created": doc.created, "children": doc.children, "world_size": doc.world_size,
             "lifecycle": doc.lifecycle, "restarts": doc.restarts, "deleting": doc.deleting,
-            "waiting_reason": doc.waiting_reason}
+            "waiting_reason": doc.waiting_reason, "attempt": doc.attempt}
 
 
 def _default_queue() -> records.QueueDoc:
