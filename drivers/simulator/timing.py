@@ -61,6 +61,7 @@ class Agenda:
         self._seq = 0
         self.paused: set[str] = set()
         self.started: set[str] = set()
+        self._stopped: dict[str, Round] = {}  # rounds of stopped instances, by name: a successor keeps their pace
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -69,8 +70,12 @@ class Agenda:
     # -- what instances ask for ---------------------------------------------------------------
 
     def every(self, instance: str, name: str, period: float, work: Work, rank: int) -> None:
-        self.rounds[name] = Round(name=name, instance=instance, period=max(period, self.period), work=work,
-                                  rank=rank, seq=self._next_seq(), due=grid(self.clock.now(), self.period))
+        r = Round(name=name, instance=instance, period=max(period, self.period), work=work, rank=rank,
+                  seq=self._next_seq(), due=grid(self.clock.now(), self.period))
+        previous = self._stopped.pop(name, None)
+        if previous is not None:  # a restarted instance: its round keeps its pace, it does not run twice
+            r.due, r.ran_at = previous.due, previous.ran_at
+        self.rounds[name] = r
 
     def kick(self, name: str) -> None:
         r = self.rounds.get(name)
@@ -91,7 +96,8 @@ class Agenda:
         self._live.pop(key, None)
 
     def forget(self, instance: str) -> None:
-        """A stopped instance's rounds and timers go with it."""
+        """A stopped instance's rounds and timers go with it (its successor sets its own)."""
+        self._stopped.update((n, r) for n, r in self.rounds.items() if r.instance == instance)
         self.rounds = {n: r for n, r in self.rounds.items() if r.instance != instance}
         self._live = {k: v for k, v in self._live.items() if v[2] != instance}
         self.started.discard(instance)
