@@ -10,7 +10,7 @@ than one batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -18,8 +18,38 @@ import msgspec
 from store import Store, Write
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
-__all__ = ["Projection", "Table"]
+__all__ = ["Index", "Projection", "Table"]
+
+
+class Index(Generic[T, K]):
+    """The names of a table's rows grouped by ``key(row)``, kept up to date as rows change (a
+    lookup by owner, say, without scanning every row)."""
+
+    def __init__(self, key: Callable[[T], K]) -> None:
+        self.key = key
+        self._groups: dict[K, set[str]] = {}
+
+    def names(self, key: K) -> list[str]:
+        """The names of the rows whose key is ``key``, sorted."""
+        return sorted(self._groups.get(key, ()))
+
+    def _add(self, name: str, row: T) -> None:
+        self._groups.setdefault(self.key(row), set()).add(name)
+
+    def _remove(self, name: str, row: T) -> None:
+        key = self.key(row)
+        group = self._groups.get(key)
+        if group is not None:
+            group.discard(name)
+            if not group:
+                del self._groups[key]
+
+    def _rebuild(self, rows: dict[str, T]) -> None:
+        self._groups = {}
+        for name, row in rows.items():
+            self._add(name, row)
 
 
 class Table(Generic[T]):
@@ -32,6 +62,15 @@ class Table(Generic[T]):
         self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(type_)
         self.rows: dict[str, T] = {}
         self.versions: dict[str, int] = {}
+        self._order: list[str] | None = []  # the names sorted (None: to sort again)
+        self._indexes: list[Index[T, Any]] = []
+
+    def index(self, key: Callable[[T], K]) -> Index[T, K]:
+        """A lookup of row names by ``key(row)``, maintained with every change."""
+        index: Index[T, K] = Index(key)
+        index._rebuild(self.rows)
+        self._indexes.append(index)
+        return index
 
     def __contains__(self, name: object) -> bool:
         return name in self.rows
@@ -47,7 +86,10 @@ class Table(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         """Every row, sorted by name (decisions never depend on insertion or hash order)."""
-        return sorted(self.rows.items())
+        if self._order is None:
+            self._order = sorted(self.rows)
+        rows = self.rows
+        return [(name, rows[name]) for name in self._order]
 
     def values(self) -> list[T]:
         return [v for _, v in self.items()]
@@ -55,6 +97,13 @@ class Table(Generic[T]):
     def put(self, name: str, value: T) -> None:
         """Change the row now; the commit writes it only if nobody else changed it meanwhile."""
         expected = self.versions.get(name, 0)
+        old = self.rows.get(name)
+        if old is None:
+            self._order = None
+        for index in self._indexes:
+            if old is not None:
+                index._remove(name, old)
+            index._add(name, value)
         self.rows[name] = value
         self.versions[name] = expected + 1
         self._projection.queue(Write.put(self.kind, name, value, expected))
@@ -63,13 +112,19 @@ class Table(Generic[T]):
         if name not in self.rows:
             return
         expected = self.versions.pop(name, 0)
+        for index in self._indexes:
+            index._remove(name, self.rows[name])
         del self.rows[name]
+        self._order = None
         self._projection.queue(Write.delete(self.kind, name, expected))
 
     async def load(self, store: Store) -> None:
         docs = await store.list(self.kind)
         self.rows = {name: self._decoder.decode(doc.data) for name, doc in docs.items()}
         self.versions = {name: doc.version for name, doc in docs.items()}
+        self._order = None
+        for index in self._indexes:
+            index._rebuild(self.rows)
 
 
 class Projection:

@@ -11,7 +11,7 @@ taint, and pods of single-pod jobs the fabric taint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import msgspec
 
@@ -59,6 +59,45 @@ class NodeView(msgspec.Struct, kw_only=True):
             taints.append({"key": FABRIC_UNHEALTHY, "value": "-".join(p.replace("/", ".p") for p in self.down_ports),
                            "effect": "NoSchedule"})
         return taints
+
+
+class Bookings(dict[str, Binding]):
+    """pod → its binding, with what the bindings take on each node kept up to date as they change
+    (the capacity summary reads it every period; summing every binding each time would cost as
+    much as the fleet is big). ``revision`` counts the changes."""
+
+    def __init__(self, bindings: Mapping[str, Binding] | None = None) -> None:
+        super().__init__()
+        self.used: dict[str, dict[str, float]] = {}
+        self.revision = 0
+        for pod, binding in (bindings or {}).items():
+            self[pod] = binding
+
+    def __setitem__(self, pod: str, binding: Binding) -> None:
+        old = self.get(pod)
+        if old is not None:
+            self._account(old, -1.0)
+        super().__setitem__(pod, binding)
+        self._account(binding, 1.0)
+        self.revision += 1
+
+    def __delitem__(self, pod: str) -> None:
+        old = self[pod]
+        super().__delitem__(pod)
+        self._account(old, -1.0)
+        self.revision += 1
+
+    def pop(self, pod: str, default: Binding | None = None) -> Binding | None:  # type: ignore[override]
+        if pod not in self:
+            return default
+        binding = self[pod]
+        del self[pod]
+        return binding
+
+    def _account(self, binding: Binding, sign: float) -> None:
+        slot = self.used.setdefault(binding.node, {})
+        for resource, amount in binding.request.items():
+            slot[resource] = slot.get(resource, 0.0) + sign * amount
 
 
 class JobView(msgspec.Struct, kw_only=True):
@@ -135,15 +174,53 @@ def current_reservation(doc: records.ReservationDoc | None, view: JobView) -> re
     return records.ReservationDoc(state="Reserving", attempt=max(view.gang_attempt, 1), uid=view.uid)
 
 
-def snapshot(state: ClusterView, now: float) -> schedcore.Snapshot:
+class SnapshotCache:
+    """The nodes and jobs of the last snapshot, each reused while what it was built from is the
+    same (a session reads every node and job; few change from one second to the next)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[NodeView, bool, schedcore.NodeInfo]] = {}
+        self.jobs: dict[str, tuple[JobView, tuple[object, ...], schedcore.JobInfo | None]] = {}
+
+    def node(self, view: NodeView) -> schedcore.NodeInfo:
+        cached = self.nodes.get(view.name)
+        if cached is not None and cached[0] is view and cached[1] == view.ready:
+            return cached[2]
+        info = node_info(view)
+        self.nodes[view.name] = (view, view.ready, info)
+        return info
+
+    def job(self, view: JobView, state: ClusterView, sick: bool) -> schedcore.JobInfo | None:
+        # What a job's tasks depend on besides the view itself: its podgroup phase, where its pods
+        # are bound, the nodes nominated for them, and whether any node is sick.
+        bound, nominated = state.bound, state.nominated
+        key = (state.phases.get(view.name), sick,
+               tuple((b.node, b.uid) if (b := bound.get(p)) is not None else None for p in view.pods),
+               tuple(nominated.get(p, "") for p in view.pods) if nominated else ())
+        cached = self.jobs.get(view.name)
+        if cached is not None and cached[0] is view and cached[1] == key:
+            return cached[2]
+        info = job_info(view, state, sick)
+        self.jobs[view.name] = (view, key, info)
+        return info
+
+    def forget(self, nodes: Collection[str], jobs: Collection[str]) -> None:
+        """Drop what no longer exists (kept: the names still in ``nodes`` and ``jobs``)."""
+        self.nodes = {n: v for n, v in self.nodes.items() if n in nodes}
+        self.jobs = {j: v for j, v in self.jobs.items() if j in jobs}
+
+
+def snapshot(state: ClusterView, now: float, cache: SnapshotCache | None = None) -> schedcore.Snapshot:
     """What one session reads: every node (NotReady ones too: schedcore ignores them), every
     queue (``default`` always exists), every job whose podgroup exists, with its pods as tasks."""
+    cache = cache or SnapshotCache()
     sick = any(not n.gpu_ok or not n.fabric_ok for n in state.nodes.values())
-    nodes = [node_info(n) for _, n in sorted(state.nodes.items())]
+    nodes = [cache.node(n) for _, n in sorted(state.nodes.items())]
     queues = [queue_info(q) for q in state.queues.values()]
     if api.DEFAULT_QUEUE not in state.queues:
         queues.append(DEFAULT_QUEUE)
-    jobs = [info for _, view in sorted(state.jobs.items()) if (info := job_info(view, state, sick))]
+    jobs = [info for _, view in sorted(state.jobs.items()) if (info := cache.job(view, state, sick))]
+    cache.forget(state.nodes, state.jobs)
     return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs, now=now)
 
 

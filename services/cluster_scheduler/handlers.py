@@ -43,19 +43,24 @@ class ClusterScheduler:
         self.parts: dict[str, dict[int, events.JobState]] = {}
         self.jobs: dict[str, domain.JobView] = {}
         self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
-        self.bound: dict[str, Binding] = {}
+        self.bound = domain.Bookings()
         self.registered: dict[str, dict[str, float]] = {}
         self.nominated: dict[str, str] = {}
         self.dirty = True
+        self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
+        self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
+        self._snapshots = domain.SnapshotCache()
         runtime.on_load(self.on_loaded)
 
     async def on_loaded(self) -> None:
-        self.bound = dict(await self.rt.store.allocations(self.cluster))
+        self.bound = domain.Bookings(await self.rt.store.allocations(self.cluster))
+        self._summary = None
         self.registered = {}  # a store that lost its state lost the registrations too
         self.dirty = True
 
     def changed(self) -> None:
         self.dirty = True
+        self.revision += 1
         self.rt.kick("cycle")
 
     # -- what the cluster says ------------------------------------------------------------------
@@ -155,7 +160,7 @@ class ClusterScheduler:
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
         self._apply_bindings(state.bound, out)
-        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now()))
+        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
         self.nominated = {b.task: b.node for b in decision.pipelined}
@@ -257,14 +262,22 @@ class ClusterScheduler:
     # -- the summary ----------------------------------------------------------------------------------
 
     async def report_capacity(self) -> None:
-        used = domain.used_by_node(self.bound.values())
+        """Every period, changed or not: the global scheduler judges a cluster alive by them."""
+        revision = (self.revision, self.bound.revision)
+        if self._summary is None or self._summary[0] != revision:
+            self._summary = (revision, self._summarize())
+        fields = self._summary[1]
+        message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
+        await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
+
+
+    def _summarize(self) -> dict[str, object]:
+        used = self.bound.used
         rooms = [NodeRoom(name=n.name, allocatable=n.allocatable,
                           free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
                           labels=n.labels, taints=n.all_taints(), schedulable=n.ready and not n.unschedulable)
                  for _, n in sorted(self.nodes.items())]
-        fields = summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
-        message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
-        await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
+        return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
 
 
 def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:

@@ -42,33 +42,40 @@ class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
 def summarize(cluster: str, labels: Mapping[str, str], nodes: list[NodeRoom], node_count: int,
               links: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
-    node with a sick GPU has no free GPU) and their classes."""
+    node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
+    (nodes alike counted once, times their number), so its cost follows how varied the cluster
+    is, not how big."""
     ready = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
-    frees = [_free(n) for n in ready]
-    free = add(*frees)
+    groups = classes(ready, [_free(n) for n in ready])
+    free: dict[str, float] = {}
+    allocatable: dict[str, float] = {}
     accelerators: dict[str, float] = {}
-    for node, room in zip(ready, frees, strict=True):
-        model = node.labels.get(GPU_MODEL_LABEL)
-        if model and room.get(GPU, 0.0) > 0:
-            accelerators[model] = accelerators.get(model, 0.0) + room[GPU]
+    for c in groups:
+        for r, a in c.free.items():
+            free[r] = free.get(r, 0.0) + a * c.count
+        for r, a in c.allocatable.items():
+            allocatable[r] = allocatable.get(r, 0.0) + a * c.count
+        model = c.labels.get(GPU_MODEL_LABEL)
+        if model and c.free.get(GPU, 0.0) > 0:
+            accelerators[model] = accelerators.get(model, 0.0) + c.free[GPU] * c.count
     return {
-        "cluster": cluster, "labels": dict(labels), "allocatable": add(*(n.allocatable for n in ready)), "free": free,
+        "cluster": cluster, "labels": dict(labels), "allocatable": allocatable, "free": free,
         "nodes": node_count, "ready_nodes": len(ready),
-        "largest_node_free": {r: max(f.get(r, 0.0) for f in frees) for r in free},
+        "largest_node_free": {r: max(c.free.get(r, 0.0) for c in groups) for r in free},
         "free_accelerators": accelerators,
-        "gangs": {shape: sum(_fits(f, request) for f in frees) for shape, request in SHAPES.items()},
-        "gpu_healthy_nodes": sum(1 for n in ready if not _tainted(n, GPU_UNHEALTHY)),
-        "fabric_healthy_nodes": sum(1 for n in ready if not _tainted(n, FABRIC_UNHEALTHY)),
-        "node_classes": classes(ready, frees), "links": dict(links or {}),
+        "gangs": {shape: sum(_fits(c.free, request) * c.count for c in groups) for shape, request in SHAPES.items()},
+        "gpu_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, GPU_UNHEALTHY)),
+        "fabric_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, FABRIC_UNHEALTHY)),
+        "node_classes": groups, "links": dict(links or {}),
     }
 
 
 def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events.NodeClass]:
     """Nodes grouped by (free, allocatable, labels, taints), in the order of each class's first node."""
-    found: dict[bytes, events.NodeClass] = {}
+    found: dict[tuple[object, ...], events.NodeClass] = {}
     for node, free in zip(nodes, frees, strict=True):
-        key = msgspec.json.encode((sorted(free.items()), sorted(node.allocatable.items()), sorted(node.labels.items()),
-                                   node.taints))
+        key = (tuple(sorted(free.items())), tuple(sorted(node.allocatable.items())),
+               tuple(sorted(node.labels.items())), tuple(tuple(sorted(t.items())) for t in node.taints))
         known = found.get(key)
         if known is None:
             found[key] = events.NodeClass(name=node.name, free=free, allocatable=dict(node.allocatable),
@@ -80,7 +87,7 @@ def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events
 
 def _free(node: NodeRoom) -> dict[str, float]:
     free = dict(node.free)
-    if _tainted(node, GPU_UNHEALTHY):
+    if _tainted(node.taints, GPU_UNHEALTHY):
         # A sick GPU node takes no new GPU work: its accelerators are not free to plan with.
         free = {r: 0.0 if is_accelerator(r) else f for r, f in free.items()}
     return free
@@ -93,5 +100,5 @@ def _fits(free: Mapping[str, float], request: Mapping[str, float]) -> int:
     return int(max(0.0, min(counts)))
 
 
-def _tainted(node: NodeRoom, key: str) -> bool:
-    return any(t.get("key") == key for t in node.taints)
+def _tainted(taints: list[dict[str, str]], key: str) -> bool:
+    return any(t.get("key") == key for t in taints)

@@ -34,6 +34,7 @@ class GlobalScheduler:
         self.rt = runtime
         self.owners = runtime.table(records.OWNER, records.OwnerDoc)
         self.placements = runtime.table(records.PLACEMENT, records.PlacementDoc)
+        self.children_of = self.placements.index(lambda p: p.owner)
         self.gangs = runtime.table(records.GANG, fleetcore.HyperJobGang)
         self.capacity = domain.Capacity()
         self.queues: dict[str, fleetcore.FleetQueue] = {}
@@ -181,7 +182,8 @@ class GlobalScheduler:
             gang_attempt=gang.attempt if gated and gang is not None else 0, attempt=placement.attempt)
 
     def _children(self, owner: str) -> list[records.PlacementDoc]:
-        return [p for p in self.placements.values() if p.owner == owner]
+        rows = self.placements.rows
+        return [rows[name] for name in self.children_of.names(owner)]
 
     # -- the cross-cluster gang ------------------------------------------------------------------------
 

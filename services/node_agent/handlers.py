@@ -71,24 +71,26 @@ class NodeAgent:
     # -- status and liveness -------------------------------------------------------------------
 
     def status(self, node: str) -> events.NodeStatus:
+        return self.rt.emit(events.NodeStatus, f"{self.cluster}/{node}", f"status/{self.rt.now()!r}",
+                            cluster=self.cluster, node=node, agent=self.agent, **self._status_fields(node))
+
+    def _status_fields(self, node: str) -> dict[str, object]:
+        """What a node's status says (``_STATUS_FIELDS``): compared every period, sent on change."""
         spec, health = self.specs[node], self.health.get(node, hwprobe.NodeHealth())
         down = node in self.down
-        return self.rt.emit(
-            events.NodeStatus, f"{self.cluster}/{node}", f"status/{self.rt.now()!r}", cluster=self.cluster, node=node,
-            agent=self.agent, allocatable=self.allocatable[node],
-            labels={**spec.labels, **self.sensors.labels(node)}, taints=list(spec.taints),
-            ready=not down, reason="NodeDown" if down else "", gpu_ok=health.gpu_ok, fabric_ok=health.fabric_ok,
-            sick_gpus=list(health.sick_gpus), down_ports=list(health.down_ports),
-            health_reasons=list(health.reasons))
+        return {"allocatable": self.allocatable[node], "labels": {**spec.labels, **self.sensors.labels(node)},
+                "taints": list(spec.taints), "ready": not down, "reason": "NodeDown" if down else "",
+                "gpu_ok": health.gpu_ok, "fabric_ok": health.fabric_ok, "sick_gpus": list(health.sick_gpus),
+                "down_ports": list(health.down_ports), "health_reasons": list(health.reasons)}
 
     async def heartbeat(self) -> None:
         """Every period: the status of each node that changed, then one beat for the agent."""
         changed = []
         for node in self.nodes:
-            status = self.status(node)
-            key = tuple(getattr(status, f) for f in _STATUS_FIELDS)
+            fields = self._status_fields(node)
+            key = tuple(fields[f] for f in _STATUS_FIELDS)
             if self.reported.get(node) != key and not self.sensors.silent(node):
-                changed.append((node, key, status))
+                changed.append((node, key, self.status(node)))
         await self.rt.bus.publish_many([(subjects.node_status(self.cluster, n), s.event_id, events.encode(s))
                                         for n, _, s in changed])
         for node, key, _ in changed:

@@ -242,13 +242,15 @@ class Splitter:
         children on a lost cluster (or withdrawn for want of room) are placed again elsewhere."""
         await self.rt.ensure_fresh()
         reaction = Reaction()
+        now = self.capacity.now(self.rt.now())
+        alive = {n for n, c in self.capacity.clusters.items() if not fleetcore.cluster_lost(c, now)}
         for name, doc in self.hyperjobs.items():
             if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
                 continue
             if not doc.plain and not doc.children:
                 self._split(reaction, f"replan/{name}", doc)
-            elif doc.children and doc.manifest.get("kind") != "PodGroup":
-                self._fail_over(reaction, doc)
+            elif doc.manifest.get("kind") != "PodGroup" and any(ref.cluster not in alive for ref in doc.children):
+                self._fail_over(reaction, doc)  # a child on a lost cluster, or on none yet
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
