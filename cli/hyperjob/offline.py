@@ -71,7 +71,28 @@ def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: i
     from schedcore import bench as schedbench
 
     result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle)
-    data = msgspec.to_builtins(result)
+    _print_figures(msgspec.to_builtins(result), output)
+
+
+@bench.command("simulate")
+@click.option("--nodes", type=click.IntRange(min=1), default=1_000, show_default=True)
+@click.option("--pods", type=click.IntRange(min=1), default=5_000, show_default=True)
+@click.option("--duration", default="1h", show_default=True, help="virtual time the scenario covers")
+@click.option("--clusters", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
+def bench_simulate(nodes: int, pods: int, duration: str, clusters: int, seed: int, output: str) -> None:
+    """hyperjob simulate on a generated fleet-sized scenario: wall time against virtual time."""
+    import msgspec
+
+    import api
+    from simulator import bench as simbench
+
+    result = simbench.run(nodes, pods, api.parse_duration(duration), clusters=clusters, seed=seed)
+    _print_figures(msgspec.to_builtins(result), output)
+
+
+def _print_figures(data: dict[str, object], output: str) -> None:
     if output == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
