@@ -25,7 +25,7 @@ import splitter.app
 import splitter.config
 import status_aggregator.app
 import status_aggregator.config
-from servicekit.process import instance_name
+from servicekit import instance_name
 
 from .scenario import ClusterSpec, Scenario
 

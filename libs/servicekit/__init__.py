@@ -4,14 +4,14 @@ one atomic commit with dedup markers, outbox and changelog), and the live proces
 
 Services build on this and stay thin: a ``build(settings, runtime)`` that declares tables,
 inputs, rounds and timers, and handlers that decide with the pure cores. The same ``build``
-runs live (``run_service``) and inside ``hyperjob simulate``.
+runs live (``servicekit.process.run_service``, the only part that opens NATS and Redis) and
+inside ``hyperjob simulate``.
 """
 
-from .config import SettingsError, load_settings
-from .process import run_service
+from .config import SettingsError, instance_name, load_settings
 from .projection import Projection, Table
 from .runtime import Reaction, Runtime, parse_state_subject, state_subject
 from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 
 __all__ = ["AsyncioTimers", "Clock", "Projection", "Rank", "Reaction", "Runtime", "SettingsError", "Table", "Timers",
-           "WallClock", "Work", "load_settings", "parse_state_subject", "run_service", "state_subject"]
+           "WallClock", "Work", "instance_name", "load_settings", "parse_state_subject", "state_subject"]

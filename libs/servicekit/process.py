@@ -14,18 +14,12 @@ import structlog
 import telemetry
 from events.subjects import STREAMS
 
-from .config import SettingsError, load_settings
+from .config import SettingsError, instance_name, load_settings
 from .runtime import Runtime
 from .timers import AsyncioTimers, WallClock
 
 S = TypeVar("S", bound=msgspec.Struct)
 Build = Callable[[Any, Runtime], Awaitable[Any]]
-
-
-def instance_name(service: str, settings: Any) -> str:
-    """The instance: the service, and its cluster for per-cluster services (``job-controller-c1``)."""
-    cluster = getattr(settings, "cluster", "")
-    return f"{service}-{cluster}" if cluster else service
 
 
 def run_service(name: str, settings_type: type[S], build: Build,
