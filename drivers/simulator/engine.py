@@ -49,6 +49,11 @@ class Engine:
         self.store = InMemoryStore()
         self.timeline = observe.Timeline(self.clock)
         self.bus.observers.append(self.timeline.observe)
+        self.bus.observers.append(self._published)
+        # Members that may have something to deliver (the others certainly have not): a step
+        # scans these, not every consumer of the fleet.
+        self._candidates: set[Member] = set()
+        self._by_stream: dict[str, list[Member]] = {}
         self.plans = {p.name: p for p in plan_instances(scenario)}
         self.runtimes: dict[str, Runtime] = {}
         self.owner: dict[int, str] = {}  # id(member) -> instance
@@ -69,6 +74,7 @@ class Engine:
         for member in runtime.members:
             self.owner[id(member)] = plan.name
             member.paused = plan.cluster in self.down
+        self._members_changed()
 
     async def restart(self, name: str) -> None:
         """The instance died: its successor starts from what the store holds, as a new process would."""
@@ -78,6 +84,7 @@ class Engine:
             await member.stop()
             self.bus.forget(member)
         self.agenda.forget(name)
+        self._members_changed()
         await self.start(self.plans[name])
 
     def pause(self, cluster: str, paused: bool) -> None:
@@ -87,6 +94,7 @@ class Engine:
                 continue
             for member in self.runtimes[plan.name].members:
                 member.paused = paused
+                self._candidates.add(member)
             (self.agenda.paused.add if paused else self.agenda.paused.discard)(plan.name)
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -107,6 +115,7 @@ class Engine:
         now = 0.0
         while True:
             self.clock.time = now
+            self._candidates.update(m for m in self.bus.members if m.next_due() is not None)  # redeliveries due
             while pending and pending[0].at <= now + 1e-9:
                 await self.apply(pending.pop(0))
                 await self.quiesce()
@@ -153,6 +162,7 @@ class Engine:
             member = self._pick()
             if member is None:
                 return
+            self._candidates.update(self._by_stream.get(member.stream, ()))  # they share cursors
             try:
                 await member.step()
             except InstanceCrash:
@@ -160,14 +170,32 @@ class Engine:
             self.steps += 1
             if self.chaos is not None:
                 await self.chaos.after_step(self)
+                self._candidates.update(self.bus.members)  # a duplicate may have made any one ready
 
     def _pick(self) -> Member | None:
-        ready = [(seq, i, m) for i, m in enumerate(self.bus.members) if (seq := m.next_ready()) is not None]
+        members = self.bus.members
+        ready = []
+        for member in list(self._candidates):
+            seq = member.next_ready()
+            if seq is None:
+                self._candidates.discard(member)
+            else:
+                ready.append((seq, members.index(member), member))
         if not ready:
             return None
+        ready.sort(key=lambda r: r[1])
         if self.chaos is not None:
             return self.chaos.pick(ready)
         return min(ready, key=lambda r: (r[0], r[1]))[2]
+
+    def _published(self, stream: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
+        self._candidates.update(self._by_stream.get(stream, ()))
+
+    def _members_changed(self) -> None:
+        self._by_stream = {}
+        for member in self.bus.members:
+            self._by_stream.setdefault(member.stream, []).append(member)
+        self._candidates = set(self.bus.members)
 
     def _redelivery(self) -> float | None:
         dues = [d for m in self.bus.members if (d := m.next_due()) is not None and d > self.clock.time]

@@ -241,6 +241,14 @@ class Member:
             await self._process(batch)
         return len(batch)
 
+    @property
+    def stream(self) -> str:
+        """The stream this member reads."""
+        if self._watch is not None:
+            return self._watch[0].spec.name
+        assert self._consumer is not None
+        return self._consumer.stream.spec.name
+
     def duplicate(self, seq: int) -> bool:
         """Deliver an acked message again (the simulator's duplicate)."""
         return self._consumer is not None and self._consumer.redeliver_acked(seq, self._bus.clock())

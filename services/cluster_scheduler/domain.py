@@ -340,22 +340,26 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
                 out.lost.append(view.name)
     released = {u.pod for u in out.unbinds}
     for view in sorted(state.jobs.values(), key=lambda v: v.name):
-        _direct_binds(cluster, state, view, out)
+        # Only Pending pods matter here (most pods of a busy cluster run: skip them first).
+        waiting = sorted((p for p in view.pods.values() if p.phase == "Pending"), key=lambda p: p.name)
+        if not waiting:
+            continue
+        _direct_binds(cluster, state, view, waiting, out)
         if state.may_start(view.name):
-            for pod in sorted(view.pods.values(), key=lambda p: p.name):
+            for pod in waiting:
                 binding = state.bound.get(pod.name)
-                if binding is not None and pod.name not in released and pod.phase == "Pending" and not pod.node \
-                        and binding.uid in ("", pod.uid):
+                if binding is not None and pod.name not in released and not pod.node and binding.uid in ("", pod.uid):
                     out.add(out.bound, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=binding.node))
     return out
 
 
-def _direct_binds(cluster: str, state: ClusterView, view: JobView, out: CycleOutcome) -> None:
+def _direct_binds(cluster: str, state: ClusterView, view: JobView, waiting: list[events.PodState],
+                  out: CycleOutcome) -> None:
     """Kubernetes' ``spec.nodeName``: the pod is bound to that node at creation and never goes
     through the scheduler; a node that cannot admit it fails it (``OutOf<resource>``)."""
-    for pod in sorted(view.pods.values(), key=lambda p: p.name):
+    for pod in waiting:
         s = view.tasks.get(pod.task)
-        if s is None or not s.node_name or pod.phase != "Pending" or pod.name in state.bound:
+        if s is None or not s.node_name or pod.name in state.bound:
             continue
         reason = _admission_failure(state, s.node_name, s.request, out)
         ref = events.PodRef(pod=pod.name, uid=pod.uid, node=s.node_name, reason=reason)

@@ -61,6 +61,7 @@ class NodeAgent:
         self.down: dict[str, float] = {}  # node -> when it went down (an injected fault)
         self.health: dict[str, hwprobe.NodeHealth] = {}
         self.reported: dict[str, tuple[object, ...]] = {}  # node -> the status last published
+        self._reported_inputs: dict[str, tuple[object, ...]] = {}  # node -> what that status was made of
         self.starts: dict[str, events.PodStart] = {}  # exec mode: what to run again on a restart in place
         self.runner: execpods.ProcessRunner | None = None
         if settings.mode == "exec":
@@ -87,14 +88,24 @@ class NodeAgent:
         """Every period: the status of each node that changed, then one beat for the agent."""
         changed = []
         for node in self.nodes:
+            # What a status is made of, compared first as is (cheap): the same inputs as when it
+            # was last reported give the same status.
+            inputs = (node in self.down, self.health.get(node), dict(self.sensors.labels(node)))
+            if self._reported_inputs.get(node) == inputs:
+                continue
             fields = self._status_fields(node)
             key = tuple(fields[f] for f in _STATUS_FIELDS)
-            if self.reported.get(node) != key and not self.sensors.silent(node):
-                changed.append((node, key, self.status(node)))
+            if self.sensors.silent(node):
+                continue
+            if self.reported.get(node) != key:
+                changed.append((node, key, inputs, self.status(node)))
+            else:
+                self._reported_inputs[node] = inputs
         await self.rt.bus.publish_many([(subjects.node_status(self.cluster, n), s.event_id, events.encode(s))
-                                        for n, _, s in changed])
-        for node, key, _ in changed:
+                                        for n, _, _, s in changed])
+        for node, key, inputs, _ in changed:
             self.reported[node] = key
+            self._reported_inputs[node] = inputs
         silent = sorted(n for n in self.nodes if self.sensors.silent(n))
         beat = self.rt.emit(events.AgentHeartbeat, f"{self.cluster}/{self.agent}", f"beat/{self.rt.now()!r}",
                             cluster=self.cluster, agent=self.agent, nodes=len(self.nodes), silent=silent)
