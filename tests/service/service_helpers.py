@@ -34,7 +34,19 @@ import nats.js.errors
 import yaml
 from nats.js import api as jsapi
 
+import cluster_scheduler.app
+import cluster_scheduler.config
 import events
+import global_scheduler.app
+import global_scheduler.config
+import job_controller.app
+import job_controller.config
+import node_agent.app
+import node_agent.config
+import splitter.app
+import splitter.config
+import status_aggregator.app
+import status_aggregator.config
 from bus import subject_covers
 from events import subjects
 from servicekit import AsyncioTimers, Runtime, WallClock
@@ -332,3 +344,55 @@ def hyperjob_manifest(name: str, clusters: dict[str, int], *, queue: str = "defa
 
 def apply(manifest: dict[str, Any]) -> events.ApplyManifest:
     return message(events.ApplyManifest, manifest=manifest)
+
+
+# -- the whole system ---------------------------------------------------------------------------------
+
+class Fleet:
+    """Every service of a small fleet, in-process on one bus and one store: per cluster a
+    simulating node-agent, a cluster-scheduler and a job-controller; the splitter, the
+    global-scheduler and the status-aggregator. ``period`` paces every round."""
+
+    def __init__(self, bus: Any, store: Any, clusters: Sequence[str], *, nodes: int = 2, period: float = 0.2) -> None:
+        self.bus = bus
+        self.store = store
+        self.clusters = list(clusters)
+        self.nodes = nodes
+        self.period = period
+        self.runtimes: dict[str, Runtime] = {}
+        self._stack = contextlib.AsyncExitStack()
+
+    def plans(self) -> list[tuple[str, Any, Any, str]]:
+        """(service, build, settings, instance) of every instance, in the order they start: the nodes,
+        then each cluster's controllers, then the fleet's services."""
+        out: list[tuple[str, Any, Any, str]] = []
+        for c in self.clusters:
+            agent = node_agent.config.Settings(cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never",
+                                               heartbeat_period=self.period)
+            out.append(("node-agent", node_agent.app.build, agent, node_agent.app.agent_name(agent)))
+        for c in self.clusters:
+            cs = cluster_scheduler.config.Settings(cluster=c, schedule_period=f"{self.period}s")
+            jc = job_controller.config.Settings(cluster=c)
+            out.append(("cluster-scheduler", cluster_scheduler.app.build, cs, instance_name("cluster-scheduler", cs)))
+            out.append(("job-controller", job_controller.app.build, jc, instance_name("job-controller", jc)))
+        out.append(("splitter", splitter.app.build, splitter.config.Settings(replan_period=self.period), "splitter"))
+        out.append(("global-scheduler", global_scheduler.app.build,
+                    global_scheduler.config.Settings(retry_period=self.period), "global-scheduler"))
+        out.append(("status-aggregator", status_aggregator.app.build, status_aggregator.config.Settings(),
+                    "status-aggregator"))
+        return out
+
+    async def __aenter__(self) -> Fleet:
+        await self._stack.__aenter__()
+        for service, build_service, settings, instance in self.plans():
+            if service == "splitter":
+                # The splitter checks the clusters a HyperJob names against the summaries it watched.
+                for c in self.clusters:
+                    await until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}")
+            runtime, _ = await self._stack.enter_async_context(
+                running(service, build_service, settings, self.bus, self.store, instance=instance))
+            self.runtimes[instance] = runtime
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._stack.__aexit__(*exc)
