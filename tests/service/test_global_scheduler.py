@@ -109,6 +109,25 @@ async def test_an_owner_waits_for_its_queue_and_is_admitted_when_the_queue_grows
     assert found.name == HJ
 
 
+async def test_a_withdrawn_owner_is_forgotten_before_admission_and_kept_while_its_children_run(scheduler, bus, store,
+                                                                                               probe) -> None:
+    small = sh.queue_manifest("small", capability={"nvidia.com/gpu": "2"})
+    await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=small))
+    await send(bus, probe, subjects.OWNER_SUBMITTED, submitted("waiting", queue="small"))
+    await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
+    await send(bus, probe, subjects.OWNER_WITHDRAWN, sh.message(events.OwnerWithdrawn, name="waiting"), again=True)
+    assert await store.get(records.OWNER, "waiting") is None
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    await placement(store, "train-0", "Dispatched")
+    await send(bus, probe, subjects.OWNER_WITHDRAWN, sh.message(events.OwnerWithdrawn, name=HJ), again=True)
+    assert (await store.get(records.OWNER, HJ)).decode(records.OwnerDoc).withdrawn  # its child still runs
+    await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"))
+    await send(bus, probe, subjects.job_removed("c1"), sh.message(events.JobRemoved, cluster="c1", job="train-0",
+                                                                  hyperjob=HJ), durable="global-scheduler-jobs")
+    await sh.until(lambda: _absent(store, records.OWNER, HJ), what="owner forgotten once its child is gone")
+
+
 # -- placing children -------------------------------------------------------------------------------
 
 async def test_a_plain_job_is_dispatched_once_to_a_cluster_where_it_fits(scheduler, bus, store, probe) -> None:

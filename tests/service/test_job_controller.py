@@ -166,7 +166,10 @@ async def test_node_reports_drive_the_job_to_completed(controller, bus, store, p
     await bind_all(bus, probe, rec)
     await report(bus, probe, rec, "Running")
     await sh.until(lambda: _has(probe, "Running"), what="Running")
-    await report(bus, probe, rec, "Succeeded", exit_code=0)
+    reports = [events.PodReport(pod=p.name, uid=p.uid, job="j1", node="n1", phase="Succeeded", exit_code=0)
+               for p in rec.pods.values()]
+    succeeded = sh.message(events.PodPhasesReported, cluster=C, reports=reports)
+    await send(bus, probe, subjects.pod_phases(C), succeeded, again=True, durable=NODES_DURABLE)
     await report(bus, probe, rec, "Succeeded", exit_code=0)  # a node repeating itself
     done = await record(store, where=lambda r: r.phase == "Completed")
     assert all(p.phase == "Succeeded" for p in done.pods.values())
@@ -190,6 +193,20 @@ async def test_evicted_pods_are_stopped_on_their_nodes_and_created_again(control
         events.PodReport(pod=victim.name, uid=victim.uid, job="j1", node="n1", phase="Deleted")]))
     again = await record(store, where=lambda r: r.pods["j1-worker-0"].uid != victim.uid)
     assert again.pods["j1-worker-0"].phase == "Pending" and again.pods["j1-worker-0"].node is None
+
+
+async def test_a_pod_its_named_node_rejects_fails_as_a_kubelets_admission_fails_it(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch(replicas=1))
+    [pod] = rec.pods.values()
+    rejected = sh.message(events.PodsRejected, cluster=C, job="j1", pods=[
+        events.PodRef(pod=pod.name, uid=pod.uid, node="n2", reason="OutOfnvidia.com/gpu")])
+    await send(bus, probe, subjects.pods_rejected(C), rejected, again=True)
+    done = await record(store, where=lambda r: r.phase == "Failed")
+    failed = done.pods[pod.name]
+    assert (failed.uid, failed.phase, failed.status.node, failed.status.exit_code) == (pod.uid, "Failed", "n2", 1)
+    assert (await phases(probe))[-1] == "Failed"
+    assert await probe.messages(subjects.start_pods(C)) == []
+    assert await sh.version(store, JOB_KIND, "j1") == 3  # dispatched, admitted, rejected; the copy changed nothing
 
 
 # -- removal and commands -----------------------------------------------------------------------------

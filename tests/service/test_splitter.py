@@ -100,7 +100,7 @@ async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused
     await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")))
     await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS, queue="team-a")))
     close = await send(bus, probe, subjects.OBJECT_COMMAND,
-                       sh.message(events.CommandObject, kind="Queue", name="team-a", action="close"))
+                       sh.message(events.CommandObject, kind="Queue", name="team-a", action="close"), again=True)
     assert (await answer(probe, close)).outcome == "commanded"  # type: ignore[union-attr]
     [announced] = await probe.decoded(subjects.queue_config("team-a"), events.QueueChanged)
     assert announced.state == "Closed"
@@ -108,6 +108,7 @@ async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused
     refused = await answer(probe, delete)
     assert isinstance(refused, events.RequestRejected) and HJ in refused.reason
     assert (await store.get(records.QUEUE, "team-a")).decode(records.QueueDoc).state == "Closed"
+    assert await sh.version(store, records.QUEUE, "team-a") == 2  # created, closed; the copy changed nothing
 
 
 async def test_a_priority_class_is_stored_and_announced(splitter, bus, store, probe) -> None:
@@ -175,7 +176,8 @@ async def test_an_admitted_hyperjob_is_split_into_one_placement_request(splitter
 async def test_deleting_a_placed_hyperjob_waits_for_every_child_to_be_gone(splitter, bus, store, probe) -> None:
     place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
     first, second = (c.name for c in place.children)
-    delete = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ))
+    delete = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ),
+                        again=True)
     assert (await answer(probe, delete)).outcome == "deleting"  # type: ignore[union-attr]
     assert [w.name for w in await probe.decoded(subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn)] == [HJ]
     unplaced = await probe.decoded(subjects.UNPLACE_CHILD, events.RemoveChild)
@@ -200,6 +202,21 @@ async def test_deleting_a_hyperjob_nobody_admitted_is_immediate(splitter, bus, s
     assert await store.get(records.HYPERJOB, HJ) is None and await probe.messages(subjects.UNPLACE_CHILD) == []
     missing = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ))
     assert isinstance(await answer(probe, missing), events.RequestRejected)
+
+
+async def test_a_gang_that_timed_out_is_planned_again_once(splitter, bus, store, probe) -> None:
+    first = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    retry = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="c2 did not hold in time")
+    await send(bus, probe, subjects.GANG_RETRY, retry, again=True, durable="splitter-sched")
+    unplaced = await probe.decoded(subjects.UNPLACE_CHILD, events.RemoveChild)
+    assert sorted((r.child, r.cluster) for r in unplaced) == [(c.name, c.clusters[0]) for c in first.children]
+    places = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert [(p.attempt, len(p.children)) for p in places] == [(1, 2), (2, 2)]
+    doc = await hyperjob_doc(store)
+    assert (doc.attempt, len(doc.children)) == (2, 2)
+    stale = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="the same attempt, told again")
+    await send(bus, probe, subjects.GANG_RETRY, stale, durable="splitter-sched")
+    assert len(await probe.messages(subjects.PLACE_CHILDREN)) == 2
 
 
 async def test_suspend_goes_to_every_childs_cluster_and_to_the_global_scheduler(splitter, bus, store, probe) -> None:
