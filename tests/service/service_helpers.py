@@ -14,8 +14,10 @@ service's durable consumer has acked every message it was given: the runtime ack
 commit and its publishes, so after ``settled`` every effect of those messages is visible.
 
 ``Crash(point)`` is a runtime fault hook: at the named point (``after-commit``: the commit landed,
-nothing was published or acked; ``after-publish``: published, not acked) it raises, once. The batch
-is then redelivered, as when a process dies there, and must have exactly one effect.
+nothing was published or acked; ``after-publish``: published, not acked) the unit of work fails,
+once, as when the bus does not answer or the process is killed there. A message's batch is then
+redelivered and must have exactly one effect, its outputs published once; a round's outputs are
+published by the instance's next life (its outbox), which the tests start.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class InjectedCrash(ConnectionError):
 
 class Crash:
     """A fault hook: raises at ``point`` (``after-commit`` or ``after-publish``) the first ``times``
-    times the runtime passes it, as a process killed there would stop."""
+    times the runtime passes it: the unit of work ends there, unacknowledged."""
 
     def __init__(self, point: str, times: int = 1) -> None:
         self.point = point
