@@ -1,9 +1,9 @@
 """Redis is a projection of the log (ADR 0004 §4), shown on real NATS and Redis: the whole system
 runs a workload; mid-run Redis loses everything (``FLUSHALL``); each instance finds out at its next
-commit (its sentinel is gone), puts its documents back from its changelog
-(``state.<instance>.<kind>.<name>``), reloads, and carries on. The run finishes with nothing lost
-or doubled: every job reaches the phase it reaches without the wipe, no pod is started twice, and
-no node's bookings ever exceed its allocatable."""
+commit (its sentinel is gone) — or as it starts, when the wipe happened while it was down — puts
+its documents back from its changelog (``state.<instance>.<kind>.<name>``), reloads, and carries
+on. The run finishes with nothing lost or doubled: every job reaches the phase it reaches without
+the wipe, no pod is started twice, and no node's bookings ever exceed its allocatable."""
 
 from __future__ import annotations
 
@@ -83,56 +83,106 @@ async def completed(probe: sh.Probe) -> set[str]:
 async def test_a_wiped_redis_is_rebuilt_from_the_changelogs_and_the_run_finishes_with_nothing_lost_or_doubled(
         bus, probe, own_redis) -> None:
     url, store = own_redis
-    bookings = Bookings(store)
-    with structlog.testing.capture_logs() as logs:
+    async with Run(bus, probe, store) as run:
         async with sh.Fleet(bus, store, CLUSTERS, nodes=2):
-            watcher = asyncio.create_task(bookings.run())
-            await apply(bus, probe, sh.queue_manifest("global-ai"))
-            for name, split in HYPERJOBS.items():
-                await apply(bus, probe, sh.hyperjob_manifest(name, split, queue="global-ai", duration="2s"))
-            for name, replicas in JOBS.items():
-                await apply(bus, probe, sh.job_manifest(name, replicas=replicas, gpu="4", duration="1.5s"))
-            # Mid-run: some pods have started, nothing has finished yet.
-            await sh.until(lambda: _count(started_pods(probe), 4), what="pods started", timeout=30)
-            assert not await completed(probe)
-            client = aioredis.Redis.from_url(url)
-            try:
-                await client.flushall()
-            finally:
-                await client.aclose()
-            wiped_at = len(logs)
-            expected = set(JOBS) | {f"{name}-job-{i}" for name in HYPERJOBS for i in range(2)}
-            await sh.until(lambda: _superset(completed(probe), expected), what="every job Completed", timeout=60)
-            for name in HYPERJOBS:
-                await sh.doc(store, records.HYPERJOB_STATUS, name, records.HyperJobStatusDoc, timeout=30,
-                             where=lambda d: d.phase == "Completed")
-            for c in CLUSTERS:
-                await sh.until(lambda c=c: _no_bindings(store, c), what=f"no bindings left in {c}", timeout=30)
-            instances = sorted(fleet_instances())
-            alive = {i: await store.alive(i) for i in instances}
-            bookings.stopping = True
-            await watcher
+            await run.submit_and_wait_mid_run()
+            await flushall(url)
+            run.wiped()
+            await run.wait_for_the_end()
+        # Each instance that had something to commit after the wipe found its sentinel gone and restored.
+        assert {"splitter", "global-scheduler", "cluster-scheduler-c1", "job-controller-c1"} <= set(run.restored)
+    await run.check_nothing_lost_or_doubled()
 
-    # Each instance that had something to commit after the wipe found its sentinel gone and restored.
-    restored = {e["instance"]: e["documents"] for e in logs[wiped_at:] if e["event"] == "state_restored_from_changelog"}
-    assert {"splitter", "global-scheduler", "cluster-scheduler-c1", "job-controller-c1"} <= set(restored), restored
-    assert all(alive[i] for i in restored), alive
-    # Nothing doubled: each pod started once (one incarnation), reported Running and Succeeded once.
-    pods = await started_pods(probe)
-    assert len(pods) == 2 * len(JOBS) + 4 * len(HYPERJOBS)
-    assert max(Counter(p.pod for p in pods).values()) == 1
-    for c in CLUSTERS:
-        reports = [r for m in await probe.decoded(subjects.pod_phases(c), events.PodPhasesReported) for r in m.reports]
-        assert max(Counter((r.pod, r.phase) for r in reports).values()) == 1
-        bound: dict[str, str] = {}
-        for msg in await probe.decoded(subjects.pods_bound(c), events.PodsBound):
-            for ref in msg.pods:
-                assert bound.setdefault(ref.pod, ref.node) == ref.node  # never bound to two nodes
-    # Nothing overbooked, at any moment the watcher looked.
-    assert bookings.samples > 10 and bookings.over == []
-    # Nothing lost: every job ended as it ends without the wipe, and nothing went to a dead-letter queue.
-    assert await completed(probe) == expected
-    assert await probe.messages("dlq.>") == []
+
+async def test_instances_that_start_on_a_wiped_redis_restore_before_they_go_on(bus, probe, own_redis) -> None:
+    url, store = own_redis
+    async with Run(bus, probe, store) as run:
+        async with sh.Fleet(bus, store, CLUSTERS, nodes=2):
+            await run.submit_and_wait_mid_run()
+        await flushall(url)  # while every instance is down: each finds out as it starts
+        run.wiped()
+        async with sh.Fleet(bus, store, CLUSTERS, nodes=2):
+            await run.wait_for_the_end()
+        assert set(run.restored) == set(fleet_instances())
+    await run.check_nothing_lost_or_doubled()
+
+
+class Run:
+    """The workload, what happened to it, and the checks that nothing was lost or doubled."""
+
+    def __init__(self, bus: Any, probe: sh.Probe, store: RedisStore) -> None:
+        self.bus = bus
+        self.probe = probe
+        self.store = store
+        self.bookings = Bookings(store)
+        self.expected = set(JOBS) | {f"{name}-job-{i}" for name in HYPERJOBS for i in range(2)}
+        self.restored: dict[str, int] = {}
+        self._wiped_at = 0
+
+    async def __aenter__(self) -> Run:
+        self._capture = structlog.testing.capture_logs()
+        self.logs = self._capture.__enter__()
+        self._watcher = asyncio.create_task(self.bookings.run())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.bookings.stopping = True
+        await self._watcher
+        self._capture.__exit__(*exc)
+
+    async def submit_and_wait_mid_run(self) -> None:
+        """Every job submitted; returns once some pods have started and no job has finished."""
+        await apply(self.bus, self.probe, sh.queue_manifest("global-ai"))
+        for name, split in HYPERJOBS.items():
+            await apply(self.bus, self.probe, sh.hyperjob_manifest(name, split, queue="global-ai", duration="2s"))
+        for name, replicas in JOBS.items():
+            await apply(self.bus, self.probe, sh.job_manifest(name, replicas=replicas, gpu="4", duration="1.5s"))
+        await sh.until(lambda: _count(started_pods(self.probe), 4), what="pods started", timeout=30)
+        assert not await completed(self.probe)
+
+    def wiped(self) -> None:
+        self._wiped_at = len(self.logs)
+
+    async def wait_for_the_end(self) -> None:
+        await sh.until(lambda: _superset(completed(self.probe), self.expected), what="every job Completed",
+                       timeout=60)
+        for name in HYPERJOBS:
+            await sh.doc(self.store, records.HYPERJOB_STATUS, name, records.HyperJobStatusDoc, timeout=30,
+                         where=lambda d: d.phase == "Completed")
+        for c in CLUSTERS:
+            await sh.until(lambda c=c: _no_bindings(self.store, c), what=f"no bindings left in {c}", timeout=30)
+        self.restored = {e["instance"]: e["documents"] for e in self.logs[self._wiped_at:]
+                         if e["event"] == "state_restored_from_changelog"}
+        for instance in self.restored:
+            assert await self.store.alive(instance), instance
+
+    async def check_nothing_lost_or_doubled(self) -> None:
+        probe = self.probe
+        # Nothing doubled: each pod started once (one incarnation), reported Running and Succeeded once.
+        pods = await started_pods(probe)
+        assert len(pods) == 2 * len(JOBS) + 4 * len(HYPERJOBS)
+        assert max(Counter(p.pod for p in pods).values()) == 1
+        for c in CLUSTERS:
+            reports = [r for m in await probe.decoded(subjects.pod_phases(c), events.PodPhasesReported)
+                       for r in m.reports]
+            assert max(Counter((r.pod, r.phase) for r in reports).values()) == 1
+            bound: dict[str, str] = {}
+            for msg in await probe.decoded(subjects.pods_bound(c), events.PodsBound):
+                for ref in msg.pods:
+                    assert bound.setdefault(ref.pod, ref.node) == ref.node  # never bound to two nodes
+        # Nothing overbooked, at any moment the watcher looked.
+        assert self.bookings.samples > 10 and self.bookings.over == []
+        # Nothing lost: every job ended as it ends without the wipe, and nothing was dead-lettered.
+        assert await completed(probe) == self.expected
+        assert await probe.messages("dlq.>") == []
+
+
+async def flushall(url: str) -> None:
+    client = aioredis.Redis.from_url(url)
+    try:
+        await client.flushall()
+    finally:
+        await client.aclose()
 
 
 def fleet_instances() -> list[str]:
@@ -149,4 +199,3 @@ async def _superset(found: Any, expected: set[str]) -> bool:
 
 async def _no_bindings(store: RedisStore, cluster: str) -> bool:
     return await store.allocations(cluster) == {}
-
