@@ -488,7 +488,10 @@ class InMemoryBus:
         ``handler`` before this returns, then every new one (no acks, nothing redelivered)."""
         target = self._stream_for([subject_filter], stream)
         for msg in target.latest(subject_filter):
-            await handler(self.delivery(target, msg, 1))
+            try:
+                await handler(self.delivery(target, msg, 1))
+            except Exception:  # noqa: BLE001 - as NatsBus: one bad value must not end the watch
+                _log.exception("watch_handler_failed", subject=msg.subject)
         member = Member(self, f"watch-{subject_filter}", handler, "watch", watch=(target, subject_filter))
         self.members.append(member)
         member.start()

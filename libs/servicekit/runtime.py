@@ -209,7 +209,8 @@ class Runtime:
                                                               **sub.policy))
         self._members.append(await self.bus.consume(f"{_durable(self.instance)}-admin", subjects.admin(self.instance),
                                                     self._on_admin, max_deliver=3))
-        self.timers.every(1.0, self._flush_unpublished, f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING)
+        self.timers.every(1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox",
+                          rank=Rank.HOUSEKEEPING)
         self.timers.start()
         self.started = True
         started = self.emit(events.InstanceStarted, self.instance, f"started/{self.now()!r}", instance=self.instance,
@@ -411,6 +412,15 @@ class Runtime:
             reaction.extend(callback())
 
     async def _commit(self, consumer: str, event_ids: list[str], reaction: Reaction, *, unit: str) -> CommitResult:
+        if self._unpublished:
+            # Outputs of an earlier commit whose publish failed go out first: published after a
+            # later unit's, they would put old values back on latest-value streams (a changelog
+            # entry older than the document, a stale JobState). Still failing: commit nothing now.
+            try:
+                await self._flush_unpublished()
+            except BaseException:
+                self._stale = True  # this unit's changes are in memory only: reload before the next
+                raise
         writes = self.projection.take()
         outputs = [Output(subject=subject, msg_id=message.event_id, payload=events.encode(message))
                    for subject, message in reaction.outputs]
@@ -471,6 +481,7 @@ class Runtime:
         self._published.append(okey)
 
     async def _flush_unpublished(self) -> None:
+        """Publish what earlier commits could not, in commit order (callers hold ``lock``)."""
         while self._unpublished:
             okey, outputs = self._unpublished[0]
             await self.bus.publish_many(outputs)

@@ -134,3 +134,20 @@ if outbox ~= '' then
 end
 return result
 """
+
+# ARGV[1] key prefix P, ARGV[2] msgpack {{cluster, pod, node, entry, {res, amount, ...}}}: bindings a
+# changelog recorded, put back into the accounting. A pod already bound is left as it is, so a
+# restore that runs twice (interrupted before the sentinel was set) books each request once.
+RESTORE_BINDINGS = """
+local p = ARGV[1]
+local restored = 0
+for _, b in ipairs(cmsgpack.unpack(ARGV[2])) do
+  if redis.call('HSETNX', p .. ':bind:' .. b[1], b[2], b[4]) == 1 then
+    local used = p .. ':node:' .. b[1] .. ':' .. b[3] .. ':used'
+    local amounts = b[5]
+    for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', used, amounts[r], amounts[r + 1]) end
+    restored = restored + 1
+  end
+end
+return restored
+"""

@@ -27,9 +27,9 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
-from .lua import COMMIT
-from .model import (DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write, binding_kind,
-                    fmt_amount, parse_entry, render_entry)
+from .lua import COMMIT, RESTORE_BINDINGS
+from .model import (BINDING_KIND_PREFIX, DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write,
+                    binding_kind, fmt_amount, parse_entry, render_entry)
 
 __all__ = ["MARKER_TTL", "RedisStore", "decode_outputs", "encode_outputs"]
 
@@ -67,11 +67,16 @@ def commit_request(commit: Commit) -> bytes:
     msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
     writes = [[w.kind, w.name, -1 if w.expected_version is None else w.expected_version,
                False if w.data is None else w.data.decode()] for w in commit.writes]
-    binds = [[b.cluster, b.pod, b.node, render_entry(b.node, b.request, b.uid),
-              [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]] for b in commit.binds]
+    binds = [_bind_args(b) for b in commit.binds]
     unbinds = [[u.cluster, u.pod] for u in commit.unbinds]
     return _ENC.encode([commit.sentinel, commit.consumer, list(commit.event_ids), writes, binds, unbinds,
                         "", commit.outbox_key, commit.outbox, list(commit.published)])
+
+
+def _bind_args(b: Binding) -> list[Any]:
+    """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
+    return [b.cluster, b.pod, b.node, render_entry(b.node, b.request, b.uid),
+            [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]]
 
 
 def commit_result(reply: Any, commit: Commit) -> CommitResult:
@@ -109,6 +114,7 @@ class RedisStore:
         self._p = prefix
         self._ttl = marker_ttl
         self._commit = self._r.register_script(COMMIT)
+        self._restore_bindings = self._r.register_script(RESTORE_BINDINGS)
 
     @classmethod
     async def connect(cls, url: str, prefix: str = "hj", **kw: Any) -> RedisStore:
@@ -252,20 +258,22 @@ class RedisStore:
 
     async def restore(self, docs: Sequence[Doc]) -> None:
         """Put documents back as a changelog recorded them (versions included); binding
-        documents (kind ``binding@<cluster>``) go back into the cluster's resource accounting."""
+        documents (kind ``binding@<cluster>``) go back into the cluster's resource accounting,
+        each pod once (a pod already bound keeps its binding: a repeated restore books nothing)."""
+        bindings = []
         with _translate():
             async with self._r.pipeline(transaction=True) as pipe:
                 for doc in docs:
-                    if doc.kind.startswith("binding@"):
-                        cluster = doc.kind.split("@", 1)[1]
-                        node, request, _ = parse_entry(doc.data.decode())
-                        pipe.hset(self._bind_key(cluster), doc.name, doc.data)
-                        for res, amount in request.items():
-                            pipe.hincrbyfloat(self._node_keys(cluster, node)[1], res, amount)
+                    if doc.kind.startswith(BINDING_KIND_PREFIX):
+                        node, request, uid = parse_entry(doc.data.decode())
+                        bindings.append(_bind_args(Binding(doc.kind[len(BINDING_KIND_PREFIX):], doc.name, node,
+                                                           request, uid)))
                     else:
                         pipe.hset(self._dkey(doc.kind), doc.name, doc.data)
                         pipe.hset(self._vkey(doc.kind), doc.name, doc.version)
                 await pipe.execute()
+            if bindings:
+                await self._restore_bindings(keys=[], args=[self._p, _ENC.encode(bindings)])
 
     # -- node resource accounting -----------------------------------------------------------
 

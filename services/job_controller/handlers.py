@@ -169,10 +169,12 @@ class JobController:
         return (reaction or Reaction()).publish(subjects.stop_pods(self.cluster), stop)
 
     def on_rejected(self, msg: events.PodsRejected) -> Reaction | None:
-        """Pods whose named node cannot admit them fail, as a kubelet's admission fails them: bound
-        to that node (``spec.nodeName``) and Failed there without having run."""
-        return self._feed(msg, msg.job, lambda r: [e for p in msg.pods for e in (
-            jm.PodBound(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), node=p.node),
+        """Pods whose named node cannot admit them fail, as a kubelet's admission fails them. Such a
+        pod is on that node from its creation (``spec.nodeName``): jobcore hears it bound there
+        first, since it takes the end of a pod that was never bound for a late report of an
+        earlier incarnation and ignores it."""
+        return self._feed(msg, msg.job, lambda r: [event for p in msg.pods for event in (
+            jm.PodBound(pod=p.pod, node=p.node, uid=p.uid, job_version=_version(r, p.pod)),
             jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1))])
 
     def on_pod_phases(self, msg: events.PodPhasesReported) -> Reaction | None:

@@ -63,7 +63,7 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
     children = [replace(doc.children[ref.name], replicas=ref.replicas, cluster=ref.cluster or doc.children[ref.name].cluster)
                 if ref.name in doc.children and doc.children[ref.name].cluster in ("", ref.cluster)
-                and doc.attempts.get(ref.name, spec.attempt) >= spec.attempt
+                and _of_current_plan(doc.attempts.get(ref.name, 0), spec.attempt)
                 else fleetcore.ChildStatus(name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster,
                                            replicas=ref.replicas)
                 for ref in spec.children]
@@ -95,3 +95,9 @@ def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:
     if spec.restarts != doc.restarts or doc.lifecycle == "Restarting":
         return "Restarting"
     return spec.lifecycle
+
+
+def _of_current_plan(attempt: int, current: int) -> bool:
+    """News about a child is about the plan in force unless it names an earlier attempt (0: news
+    that names none, about whichever child of that name there is)."""
+    return attempt == 0 or attempt >= current

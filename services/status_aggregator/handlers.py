@@ -48,7 +48,7 @@ class StatusAggregator:
         if not msg.hyperjob or msg.hyperjob not in self.specs:
             return
         doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
-        if msg.attempt < doc.attempts.get(msg.job, 0):
+        if msg.attempt and msg.attempt < doc.attempts.get(msg.job, 0):
             return  # news of the child an earlier plan attempt dispatched, arriving late
         self.statuses.put(msg.hyperjob, replace(doc, children={**doc.children, msg.job: domain.child_news(msg)},
                                                 attempts={**doc.attempts, msg.job: msg.attempt}))
