@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools
 
 # Reinstall when a package is added: the editable install maps each package by name.
-$(STAMP): pyproject.toml constraints.txt $(wildcard libs/*/__init__.py services/*/__init__.py drivers/*/__init__.py cli/*/__init__.py)
+$(STAMP): pyproject.toml constraints.txt $(wildcard src/hyperjob/*/__init__.py src/hyperjob/services/*/__init__.py)
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

@@ -98,7 +98,7 @@ def service_pids(module: str, home: str, cluster: str | None = None) -> list[int
             environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if [b"-m", module.encode()] != cmdline[1:3] or f"HYPERJOB_HOME={home}".encode() not in environ:
+        if [b"-m", f"hyperjob.services.{module}".encode()] != cmdline[1:3] or f"HYPERJOB_HOME={home}".encode() not in environ:
             continue
         if cluster is None or any(v.endswith(f"_CLUSTER={cluster}".encode()) for v in environ):
             pids.append(int(proc.name))

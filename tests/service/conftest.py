@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from bus.natsbus import NatsBus
-from store.redis_store import RedisStore
-from testkit.isolation import new_namespace, open_nats_bus, open_redis_store
-from testkit.servers import NatsServer, RedisServer
+from hyperjob.bus.natsbus import NatsBus
+from hyperjob.store.redis_store import RedisStore
+from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
+from hyperjob.testkit.servers import NatsServer, RedisServer
 
 _HERE = Path(__file__).parent
 
@@ -71,7 +71,7 @@ def key_prefix() -> str:
 @pytest.fixture
 async def bus(nats_url: str, namespace: str) -> AsyncIterator[NatsBus]:
     """A ``NatsBus`` in ``namespace`` with the catalogue's streams declared."""
-    from events.subjects import STREAMS  # noqa: PLC0415 - the catalogue is another package's
+    from hyperjob.events.subjects import STREAMS  # noqa: PLC0415 - the catalogue is another package's
 
     async with open_nats_bus(nats_url, namespace, STREAMS) as instance:
         yield instance

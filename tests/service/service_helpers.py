@@ -36,23 +36,36 @@ import nats.js.errors
 import yaml
 from nats.js import api as jsapi
 
-import cluster_scheduler.app
-import cluster_scheduler.config
-import events
-import global_scheduler.app
-import global_scheduler.config
-import job_controller.app
-import job_controller.config
-import node_agent.app
-import node_agent.config
-import splitter.app
-import splitter.config
-import status_aggregator.app
-import status_aggregator.config
-from bus import subject_covers
-from events import subjects
-from servicekit import AsyncioTimers, Runtime, WallClock
-from servicekit.process import instance_name
+import hyperjob.services.cluster_scheduler.app
+
+from hyperjob.services import cluster_scheduler
+import hyperjob.services.cluster_scheduler.config
+from hyperjob.services import cluster_scheduler
+from hyperjob import events
+import hyperjob.services.global_scheduler.app
+from hyperjob.services import global_scheduler
+import hyperjob.services.global_scheduler.config
+from hyperjob.services import global_scheduler
+import hyperjob.services.job_controller.app
+from hyperjob.services import job_controller
+import hyperjob.services.job_controller.config
+from hyperjob.services import job_controller
+import hyperjob.services.node_agent.app
+from hyperjob.services import node_agent
+import hyperjob.services.node_agent.config
+from hyperjob.services import node_agent
+import hyperjob.services.splitter.app
+from hyperjob.services import splitter
+import hyperjob.services.splitter.config
+from hyperjob.services import splitter
+import hyperjob.services.status_aggregator.app
+from hyperjob.services import status_aggregator
+import hyperjob.services.status_aggregator.config
+from hyperjob.services import status_aggregator
+from hyperjob.bus import subject_covers
+from hyperjob.events import subjects
+from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock
+from hyperjob.servicekit.process import instance_name
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
@@ -260,7 +273,7 @@ class Probe:
 
     async def changelog(self, instance: str) -> dict[str, Stored]:
         """The latest changelog entry of every document of ``instance`` (``kind/name`` → entry)."""
-        from servicekit import parse_state_subject  # noqa: PLC0415
+        from hyperjob.servicekit import parse_state_subject  # noqa: PLC0415
 
         latest: dict[str, Stored] = {}
         for m in await self.messages(f"state.{subjects.token(instance)}.>"):

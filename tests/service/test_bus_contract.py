@@ -12,12 +12,12 @@ import pytest
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NoStreamError,
+from hyperjob.bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NoStreamError,
                  PublishError, RetryableError, StreamSpec, TerminalError)
-from bus.natsbus import NatsBus
-from store import Output
-from testkit import eventually, until
-from testkit.isolation import new_namespace, open_nats_bus
+from hyperjob.bus.natsbus import NatsBus
+from hyperjob.store import Output
+from hyperjob.testkit import eventually, until
+from hyperjob.testkit.isolation import new_namespace, open_nats_bus
 
 pytestmark = pytest.mark.service
 
@@ -233,7 +233,7 @@ async def test_batch_handler_that_raises_retries_the_whole_batch(any_bus) -> Non
 
 
 async def test_durable_names_must_be_one_subject_token(any_bus) -> None:
-    from bus import ConsumerError  # noqa: PLC0415
+    from hyperjob.bus import ConsumerError  # noqa: PLC0415
 
     for bad in ["a.b", "a b", "x>", ""]:
         with pytest.raises(ConsumerError):
@@ -255,7 +255,7 @@ async def test_publish_many_names_the_first_failure_and_a_retry_stores_each_mess
 
 
 async def test_lag_reports_pending_and_unacked_and_reset_replays_from_the_start(any_bus) -> None:
-    from bus import ConsumerError  # noqa: PLC0415
+    from hyperjob.bus import ConsumerError  # noqa: PLC0415
 
     rec = Recorder()
     await any_bus.publish_many([("work.x", f"m{i}", str(i).encode()) for i in range(3)])

@@ -10,12 +10,12 @@ import pytest
 import structlog
 import structlog.testing
 
-from bus import H_DLQ_REASON, BusClosedError, Delivery, PublishError, StreamSpec
-from bus.natsbus import NatsBus
-from events.subjects import STREAMS
-from testkit import eventually
-from testkit.isolation import new_namespace, open_nats_bus
-from testkit.servers import NatsServer
+from hyperjob.bus import H_DLQ_REASON, BusClosedError, Delivery, PublishError, StreamSpec
+from hyperjob.bus.natsbus import NatsBus
+from hyperjob.events.subjects import STREAMS
+from hyperjob.testkit import eventually
+from hyperjob.testkit.isolation import new_namespace, open_nats_bus
+from hyperjob.testkit.servers import NatsServer
 
 pytestmark = pytest.mark.service
 

@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-import api
-import events
-import jobcore as jc
-import records
-from cluster_scheduler.app import build
-from cluster_scheduler.config import Settings
-from events import subjects
-from job_controller import domain as jc_domain
-from servicekit import Runtime
-from store import Binding
+from hyperjob import api
+from hyperjob import events
+from hyperjob import jobcore as jc
+from hyperjob import records
+from hyperjob.services.cluster_scheduler.app import build
+from hyperjob.services.cluster_scheduler.config import Settings
+from hyperjob.events import subjects
+from hyperjob.services.job_controller import domain as jc_domain
+from hyperjob.servicekit import Runtime
+from hyperjob.store import Binding
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

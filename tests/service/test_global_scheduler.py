@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-import events
-import fleetcore
-import records
-from events import subjects
-from global_scheduler.app import build
-from global_scheduler.config import Settings
-from servicekit import Runtime
+from hyperjob import events
+from hyperjob import fleetcore
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.services.global_scheduler.app import build
+from hyperjob.services.global_scheduler.config import Settings
+from hyperjob.servicekit import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

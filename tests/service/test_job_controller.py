@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-import events
-import records
-from events import subjects
-from job_controller.app import build
-from job_controller.config import Settings
-from jobcore import model as jm
-from servicekit import Runtime
+from hyperjob import events
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.services.job_controller.app import build
+from hyperjob.services.job_controller.config import Settings
+from hyperjob.jobcore import model as jm
+from hyperjob.servicekit import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-import events
-from cluster_scheduler.app import build as build_cluster_scheduler
-from cluster_scheduler.config import Settings as ClusterSchedulerSettings
-from events import subjects
-from node_agent import domain
-from node_agent.app import build
-from node_agent.config import Settings
-from servicekit import Runtime
+from hyperjob import events
+from hyperjob.services.cluster_scheduler.app import build as build_cluster_scheduler
+from hyperjob.services.cluster_scheduler.config import Settings as ClusterSchedulerSettings
+from hyperjob.events import subjects
+from hyperjob.services.node_agent import domain
+from hyperjob.services.node_agent.app import build
+from hyperjob.services.node_agent.config import Settings
+from hyperjob.servicekit import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

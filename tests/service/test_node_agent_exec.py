@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-import events
-from events import subjects
-from node_agent.app import agent_name, build
-from node_agent.config import Settings
-from node_agent.execpods import log_path
-from node_agent.handlers import NodeAgent
-from store import StoreUnavailableError
+from hyperjob import events
+from hyperjob.events import subjects
+from hyperjob.services.node_agent.app import agent_name, build
+from hyperjob.services.node_agent.config import Settings
+from hyperjob.services.node_agent.execpods import log_path
+from hyperjob.services.node_agent.handlers import NodeAgent
+from hyperjob.store import StoreUnavailableError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-import events
-import records
-from events import subjects
-from status_aggregator.domain import AggregateDoc
+from hyperjob import events
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.services.status_aggregator.domain import AggregateDoc
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -18,12 +18,12 @@ import pytest
 import redis.asyncio as aioredis
 import structlog.testing
 
-import events
-import records
-from events import subjects
-from store.redis_store import RedisStore
-from testkit.isolation import open_redis_store
-from testkit.servers import RedisServer
+from hyperjob import events
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.store.redis_store import RedisStore
+from hyperjob.testkit.isolation import open_redis_store
+from hyperjob.testkit.servers import RedisServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -21,10 +21,10 @@ from typing import Any
 import msgspec
 import pytest
 
-import events
-from bus import PublishError
-from events import subjects
-from servicekit import AsyncioTimers, Reaction, Runtime, WallClock
+from hyperjob import events
+from hyperjob.bus import PublishError
+from hyperjob.events import subjects
+from hyperjob.servicekit import AsyncioTimers, Reaction, Runtime, WallClock
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

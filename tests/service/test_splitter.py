@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import events
-import records
-from events import subjects
-from servicekit import Runtime
-from splitter.app import build
-from splitter.config import Settings
+from hyperjob import events
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.servicekit import Runtime
+from hyperjob.services.splitter.app import build
+from hyperjob.services.splitter.config import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-import api
-import events
-import records
-from events import subjects
-from records.capacity import cluster_capacity
-from servicekit import Runtime
-from splitter import domain as splitter_domain
-from status_aggregator.app import build
-from status_aggregator.config import Settings
-from status_aggregator.domain import AggregateDoc, SpecDoc
+from hyperjob import api
+from hyperjob import events
+from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.records.capacity import cluster_capacity
+from hyperjob.servicekit import Runtime
+from hyperjob.services.splitter import domain as splitter_domain
+from hyperjob.services.status_aggregator.app import build
+from hyperjob.services.status_aggregator.config import Settings
+from hyperjob.services.status_aggregator.domain import AggregateDoc, SpecDoc
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from store import (Binding, Commit, Doc, InMemoryStore, Output, Unbind, VersionConflictError, Write, binding_kind,
+from hyperjob.store import (Binding, Commit, Doc, InMemoryStore, Output, Unbind, VersionConflictError, Write, binding_kind,
                    render_entry)
-from store.redis_store import RedisStore
-from testkit.isolation import new_namespace, open_redis_store
+from hyperjob.store.redis_store import RedisStore
+from hyperjob.testkit.isolation import new_namespace, open_redis_store
 
 pytestmark = pytest.mark.service
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from store import Binding, Commit, Output, StoreUnavailableError, Unbind, Write
-from store.redis_store import MARKER_TTL, RedisStore
-from testkit.isolation import open_redis_store
-from testkit.servers import RedisServer
+from hyperjob.store import Binding, Commit, Output, StoreUnavailableError, Unbind, Write
+from hyperjob.store.redis_store import MARKER_TTL, RedisStore
+from hyperjob.testkit.isolation import open_redis_store
+from hyperjob.testkit.servers import RedisServer
 
 pytestmark = pytest.mark.service
 

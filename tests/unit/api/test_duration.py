@@ -1,6 +1,6 @@
 import pytest
 
-from api import DurationError, parse_duration
+from hyperjob.api import DurationError, parse_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [(30, 30.0), ("30", 30.0), ("500ms", 0.5), ("10s", 10.0),

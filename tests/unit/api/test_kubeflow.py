@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-import api
-import jobcore as jc
-import simulator
-
+from hyperjob import api
+from hyperjob import jobcore as jc
+from hyperjob import simulator
 GUIDE = pathlib.Path(__file__).parent / "data" / "mpijob-volcano-hpc-guide.yaml"
 QUEUES = {"default": "Open", "research": "Open"}
 

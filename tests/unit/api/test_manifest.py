@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-import api
-from api import ManifestError
+from hyperjob import api
+from hyperjob.api import ManifestError
 
 JOB = """
 apiVersion: batch.volcano.sh/v1alpha1

@@ -1,6 +1,6 @@
 import pytest
 
-from api.quantity import QuantityError, add, fits, format_quantity, parse_quantity, parse_resource_list
+from hyperjob.api.quantity import QuantityError, add, fits, format_quantity, parse_quantity, parse_resource_list
 
 
 @pytest.mark.parametrize(

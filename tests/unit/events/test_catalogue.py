@@ -5,8 +5,8 @@ import typing
 import msgspec
 import pytest
 
-import events
-from events import subjects
+from hyperjob import events
+from hyperjob.events import subjects
 
 
 def sample(message_type: type[events.Message]) -> events.Message:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import api
-from fleetcore import ClusterCapacity, NodeCapacity
+from hyperjob import api
+from hyperjob.fleetcore import ClusterCapacity, NodeCapacity
 
 GPU = "nvidia.com/gpu"
 GI = 2.0**30

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import api
+from hyperjob import api
 from fleet_builders import GPU, cluster, job_spec, rjob, task, upstream
 
-from fleetcore import (Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_candidate,
+from hyperjob.fleetcore import (Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_candidate,
                        hyperjob_request, job_candidate)
 
 FLEET_8 = {"cpu": 800.0, GPU: 8.0}

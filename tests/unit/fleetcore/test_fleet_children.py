@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
-from fleetcore import (HYPERJOB_NAME_LABEL, REPLICATED_JOB_LABEL, TEMPLATE_HASH_LABEL, ChildJob, SplitPlan,
+from hyperjob.fleetcore import (HYPERJOB_NAME_LABEL, REPLICATED_JOB_LABEL, TEMPLATE_HASH_LABEL, ChildJob, SplitPlan,
                        child_jobs, diff_children, plan_split)
 
 

@@ -6,8 +6,8 @@ import msgspec
 import pytest
 from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
-import api
-from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting,
+from hyperjob import api
+from hyperjob.fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting,
                        child_failed, failover, hyperjob_command, place_job, plain_failover, plan_split,
                        settle_lifecycle)
 

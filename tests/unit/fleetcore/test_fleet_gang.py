@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetcore import (Bind, GangTimer, Release, Reserve, ReservationHeld, ReservationLost, Retry, StartTimer,
+from hyperjob.fleetcore import (Bind, GangTimer, Release, Reserve, ReservationHeld, ReservationLost, Retry, StartTimer,
                        gang_step, release_gang, start_gang)
 
 CHILDREN = {"hj-w-0": "a", "hj-w-1": "b", "hj-w-2": "c"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fleet_builders import GPU, cluster, conceptual, fleet, job_spec, rjob, task, upstream
 
-from fleetcore import SplitPlan, Waiting, apportion, plan_split
+from hyperjob.fleetcore import SplitPlan, Waiting, apportion, plan_split
 
 
 def layout(plan: SplitPlan | Waiting) -> list[tuple[str, str, int]]:

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 from fleet_builders import job_spec, rjob, task, upstream
 
-from fleetcore import ChildStatus, aggregate_status
+from hyperjob.fleetcore import ChildStatus, aggregate_status
 
 HJ = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), generation=3)
 HJ_MIN1 = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), minAvailable=1)

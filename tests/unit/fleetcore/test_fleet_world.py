@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from fleet_builders import ABC_CLUSTERS, conceptual, job_spec, rjob, task, upstream
 
-import api
-import fleetcore
-import jobcore as jc
-from fleetcore import SplitPlan, child_jobs, plan_split
+from hyperjob import api
+from hyperjob import fleetcore
+from hyperjob import jobcore as jc
+from hyperjob.fleetcore import SplitPlan, child_jobs, plan_split
 
 QUEUES = {"default": "Open"}
 MPI = ["--master=launcher", "--worker=worker", "--hostfile=/etc/mpi/hostfile", "--slots-per-worker=2",

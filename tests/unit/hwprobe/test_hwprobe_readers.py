@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeNvml, NVMLError, h100
 
-from hwprobe import NvmlReader, read_ports
-from hwprobe.nvml import NVLINK_GB_PER_S
+from hyperjob.hwprobe import NvmlReader, read_ports
+from hyperjob.hwprobe.nvml import NVLINK_GB_PER_S
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from events.telemetry import FabricTelemetry, GpuDevice, GpuTelemetry, IbPort, XidEvent
-from hwprobe import Fault, FleetShape, build_fleet, node_health
-from hwprobe.simfleet import TIER1, TIER2, parse_fault
+from hyperjob.events.telemetry import FabricTelemetry, GpuDevice, GpuTelemetry, IbPort, XidEvent
+from hyperjob.hwprobe import Fault, FleetShape, build_fleet, node_health
+from hyperjob.hwprobe.simfleet import TIER1, TIER2, parse_fault
 
 
 def fleet(n=8, **shape):

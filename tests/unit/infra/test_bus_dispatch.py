@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from opentelemetry import trace
 
-from bus import (H_DLQ_REASON, H_ERROR, H_NUM_DELIVERED, H_ORIGINAL_SEQ, H_ORIGINAL_SUBJECT, MSG_ID, ConsumerPolicy,
+from hyperjob.bus import (H_DLQ_REASON, H_ERROR, H_NUM_DELIVERED, H_ORIGINAL_SEQ, H_ORIGINAL_SUBJECT, MSG_ID, ConsumerPolicy,
                  Delivery, PublishError, RetryableError, TerminalError)
-from bus.dispatch import Verdict, dead_letter, run_handler
+from hyperjob.bus.dispatch import Verdict, dead_letter, run_handler
 
 POLICY = ConsumerPolicy(max_deliver=3, backoff=(1.0, 4.0))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -70,7 +70,7 @@ def test_dead_letter_keeps_payload_and_headers_and_adds_the_error() -> None:
 
 
 async def test_batch_verdicts_by_index_and_past_max_deliver_skips_the_handler() -> None:
-    from bus.dispatch import run_batch_handler  # noqa: PLC0415
+    from hyperjob.bus.dispatch import run_batch_handler  # noqa: PLC0415
 
     got: list[int] = []
 
@@ -86,7 +86,7 @@ async def test_batch_verdicts_by_index_and_past_max_deliver_skips_the_handler() 
 
 
 async def test_batch_that_raises_settles_every_delivery_by_the_error() -> None:
-    from bus.dispatch import run_batch_handler  # noqa: PLC0415
+    from hyperjob.bus.dispatch import run_batch_handler  # noqa: PLC0415
 
     verdicts = await run_batch_handler(raising(RetryableError("x")), [delivery(1), delivery(3)], "svc", POLICY)
     assert [v.action for v in verdicts] == ["nak", "dlq"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from bus import DLQ_STREAM, ConsumerPolicy, Outgoing, StreamSpec, as_stream_spec, subject_covers
-from bus.model import as_outgoing, encode_payload, find_stream
-from events.subjects import STREAMS
-from store import Output
+from hyperjob.bus import DLQ_STREAM, ConsumerPolicy, Outgoing, StreamSpec, as_stream_spec, subject_covers
+from hyperjob.bus.model import as_outgoing, encode_payload, find_stream
+from hyperjob.events.subjects import STREAMS
+from hyperjob.store import Output
 
 
 @pytest.mark.parametrize(("pattern", "subject", "covered"), [

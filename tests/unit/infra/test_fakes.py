@@ -6,12 +6,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-import events
-from bus import InMemoryBus, PublishError, StreamSpec
-from events.subjects import STREAMS
-from servicekit import AsyncioTimers, Reaction, Runtime, WallClock
-from store import Commit, InMemoryStore, StoreUnavailableError, Write
-from testkit import eventually
+from hyperjob import events
+from hyperjob.bus import InMemoryBus, PublishError, StreamSpec
+from hyperjob.events.subjects import STREAMS
+from hyperjob.servicekit import AsyncioTimers, Reaction, Runtime, WallClock
+from hyperjob.store import Commit, InMemoryStore, StoreUnavailableError, Write
+from hyperjob.testkit import eventually
 
 TEST_STREAMS = [StreamSpec(name="IN", subjects=["in.>"]), StreamSpec(name="OUT", subjects=["out.>"])]
 

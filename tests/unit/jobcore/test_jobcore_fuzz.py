@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-import jobcore as jc
+from hyperjob import jobcore as jc
 from jobcore_builders import admitted, task
 
 POLICIES = [

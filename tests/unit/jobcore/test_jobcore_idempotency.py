@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-import jobcore as jc
+from hyperjob import jobcore as jc
 from jobcore_builders import Driver, admitted, task
 
 

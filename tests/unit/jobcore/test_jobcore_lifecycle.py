@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import jobcore as jc
+from hyperjob import jobcore as jc
 from jobcore_builders import Driver, admitted, of_type, task
 
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-import api
-import jobcore as jc
+from hyperjob import api
+from hyperjob import jobcore as jc
 from jobcore_builders import QUEUES, job, task
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import api
-import jobcore as jc
+from hyperjob import api
+from hyperjob import jobcore as jc
 from jobcore_builders import QUEUES, job, task
 
 SEEDS = Path("/work/shared/scenarios/seed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import jobcore as jc
+from hyperjob import jobcore as jc
 from jobcore_builders import deleted, of_type, phase_changes, record_in
 
 MIXED = {0: "Running", 1: "Succeeded", 2: "Failed", 3: "Pending"}

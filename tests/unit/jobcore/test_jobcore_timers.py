@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import jobcore as jc
+from hyperjob import jobcore as jc
 from jobcore_builders import Driver, admitted, of_type, phase_changes, task
 
 PENDING_ABORT = [{"event": "PodPending", "action": "AbortJob", "timeout": "5m"}]

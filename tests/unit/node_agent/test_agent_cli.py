@@ -3,10 +3,10 @@
 import pytest
 from click.testing import CliRunner
 
-from hyperjob import agent as agent_cli
-from hyperjob.cli import main
-from node_agent.config import Settings
-from servicekit import load_settings
+from hyperjob.cli import agent as agent_cli
+from hyperjob.cli.main import main
+from hyperjob.services.node_agent.config import Settings
+from hyperjob.servicekit import load_settings
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def test_agent_starts_a_simulated_fleet_of_the_given_shape(launched):
     result = CliRunner().invoke(main, ["agent", "--cluster", "big", "--nodes", "2000", "--gpus", "4", "--gpu-model",
                                        "B200", "--nodes-per-leaf", "16", "--fault", "silent@big-node-7,after=60"])
     assert result.exit_code == 0, result.output
-    assert launched["argv"][1:] == ["-m", "node_agent"]
+    assert launched["argv"][1:] == ["-m", "hyperjob.services.node_agent"]
     settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])
     assert (settings.cluster, settings.mode, settings.nodes) == ("big", "simulate", 2000)
     assert settings.fleet_shape.gpu_model == "B200" and settings.fleet_shape.nodes_per_leaf == 16

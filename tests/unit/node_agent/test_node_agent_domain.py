@@ -2,8 +2,8 @@
 
 import pytest
 
-from node_agent import domain
-from node_agent.execpods import restart_delay
+from hyperjob.services.node_agent import domain
+from hyperjob.services.node_agent.execpods import restart_delay
 
 
 def pod(name="j-w-0", uid="u1", policy="Never", finishes_at=None, exit_code=0):

@@ -4,9 +4,9 @@ judges what it reads into the health verdict its ``NodeStatus`` carries."""
 
 import pytest
 
-import hwprobe
-from events.telemetry import FabricTelemetry, GpuTelemetry
-from node_agent.sensors import RealSensors, SimulatedSensors, subject_of
+from hyperjob import hwprobe
+from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
+from hyperjob.services.node_agent.sensors import RealSensors, SimulatedSensors, subject_of
 
 NODES = ["c1-node-0", "c1-node-1"]
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-import api
-import events
-import hwprobe
-import jobcore as jc
-import records
-import schedcore
-from cluster_scheduler import domain
-from cluster_scheduler.summary import NodeRoom, summarize
-from job_controller.domain import job_state_parts
+from hyperjob import api
+from hyperjob import events
+from hyperjob import hwprobe
+from hyperjob import jobcore as jc
+from hyperjob import records
+from hyperjob import schedcore
+from hyperjob.services.cluster_scheduler import domain
+from hyperjob.services.cluster_scheduler.summary import NodeRoom, summarize
+from hyperjob.services.job_controller.domain import job_state_parts
 
 QUEUES = {"default": "Open"}
 SICK_GPU = hwprobe.NodeHealth(sick_gpus=[3], reasons=["gpu3: fatal Xid 79"])

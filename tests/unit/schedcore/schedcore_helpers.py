@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from schedcore import Decision, Scheduler, Snapshot, parse_conf
-from schedcore.testing import advance
+from hyperjob.schedcore import Decision, Scheduler, Snapshot, parse_conf
+from hyperjob.schedcore.testing import advance
 
 RECLAIM_CONF = """
 actions: "enqueue, allocate, reclaim, backfill"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from api.pod import Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
-from schedcore.testing import job, node, queue, snapshot
+from hyperjob.api.pod import Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from hyperjob.schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
+from hyperjob.schedcore.testing import job, node, queue, snapshot
 
 BINPACK_CONF = DEFAULT_CONF_TEXT + "  - name: binpack\n"
 

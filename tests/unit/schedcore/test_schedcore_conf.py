@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedcore import DEFAULT_CONF, ConfError, parse_conf
+from hyperjob.schedcore import DEFAULT_CONF, ConfError, parse_conf
 
 
 def test_default_conf_is_volcanos():

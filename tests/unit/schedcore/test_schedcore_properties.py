@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedcore import Scheduler, parse_conf
-from schedcore.testing import advance, job, node, queue, snapshot
+from hyperjob.schedcore import Scheduler, parse_conf
+from hyperjob.schedcore.testing import advance, job, node, queue, snapshot
 
 CONF = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"

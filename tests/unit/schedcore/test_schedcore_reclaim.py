@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schedcore import Scheduler, parse_conf
-from schedcore.testing import job, node, queue, snapshot
+from hyperjob.schedcore import Scheduler, parse_conf
+from hyperjob.schedcore.testing import job, node, queue, snapshot
 from schedcore_helpers import RECLAIM_CONF
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from schedcore import Scheduler, Snapshot, parse_conf
-from schedcore.testing import advance, job, node, queue, snapshot
+from hyperjob.schedcore import Scheduler, Snapshot, parse_conf
+from hyperjob.schedcore.testing import advance, job, node, queue, snapshot
 
 from schedcore_helpers import ARTICLE_CONF, RECLAIM_CONF, cycles, placement, status
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
-from schedcore.bench import BenchResult, run
-from schedcore.statement import Statement
-from schedcore.testing import job, node, queue, snapshot
+from hyperjob.schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
+from hyperjob.schedcore.bench import BenchResult, run
+from hyperjob.schedcore.statement import Statement
+from hyperjob.schedcore.testing import job, node, queue, snapshot
 
 
 def phase_of(j, nodes=None):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
-from schedcore.testing import job, node, queue, snapshot
+from hyperjob.schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
+from hyperjob.schedcore.testing import job, node, queue, snapshot
 
 
 def binds(conf_text, nodes, jobs, queues=None):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import simulator
-
+from hyperjob import simulator
 HEAD = """\
 apiVersion: hyperjob.io/v1alpha1
 kind: Scenario

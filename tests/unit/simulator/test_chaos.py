@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import events
-import simulator
-from simulator import chaos
-from store import Binding, Commit, InMemoryStore
+from hyperjob import events
+from hyperjob import simulator
+from hyperjob.simulator import chaos
+from hyperjob.store import Binding, Commit, InMemoryStore
 
 from .test_scenarios import SCENARIOS, _checker
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import simulator
-from simulator import output
+from hyperjob import simulator
+from hyperjob.simulator import output
 
 SCENARIO = """\
 apiVersion: hyperjob.io/v1alpha1

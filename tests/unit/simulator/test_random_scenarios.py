@@ -13,9 +13,9 @@ import random
 import pytest
 import yaml
 
-import simulator
-from simulator.engine import Engine
-from simulator.scenario import load
+from hyperjob import simulator
+from hyperjob.simulator.engine import Engine
+from hyperjob.simulator.scenario import load
 
 POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
 JOB_PHASES = {"Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed", "Terminating",

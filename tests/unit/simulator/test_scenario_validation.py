@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import simulator
-from simulator.scenario import load
+from hyperjob import simulator
+from hyperjob.simulator.scenario import load
 
 BASE = """\
 apiVersion: hyperjob.io/v1alpha1

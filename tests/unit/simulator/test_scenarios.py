@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-import simulator
-
+from hyperjob import simulator
 REPO = pathlib.Path(__file__).resolve().parents[3]
 CHECKER = REPO.parent / "shared" / "tools" / "check_scenarios.py"
 FOLDERS = [REPO.parent / "shared" / "scenarios", REPO / "examples" / "scenarios"]

@@ -1,3 +1,0 @@
-from hyperjob.cli import main
-
-main()

@@ -1,6 +1,0 @@
-from servicekit.process import run_service
-
-from .app import build
-from .config import Settings
-
-run_service("splitter", Settings, build)

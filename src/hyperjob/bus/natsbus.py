@@ -1,0 +1,437 @@
+"""``NatsBus``: JetStream streams, publish with ``Nats-Msg-Id``, durable pull consumers, DLQ.
+
+Streams are declared once, at ``connect``, from the caller's list (plus ``DLQ`` for ``dlq.>``).
+A consumer is a durable PULL consumer: every process that calls ``consume`` with the same durable
+name shares its messages (scale-out). The bus acks after the handler returns; see ``dispatch`` for
+the retry and dead-letter rules. ``namespace`` prefixes every subject (``<ns>.``) and stream name
+(``<ns>_``) on the wire and strips them again on delivery, so tests share one server in isolation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import nats
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+
+from hyperjob.telemetry import inject
+
+from .dispatch import Verdict, dead_letter
+from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
+from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
+                    PublishAck, StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
+                    valid_name)
+from .pull import PullLoop
+
+__all__ = ["NatsBus"]
+
+_log = structlog.get_logger("bus")
+_STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
+_NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
+# A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
+# a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
+WATCH_HEARTBEAT = 1.0
+
+
+class _ConnectionEvents:
+    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.closing = False
+        self.on_reconnect: list[Callable[[], None]] = []
+
+    async def error(self, exc: Exception) -> None:
+        if not self.closing:
+            _log.warning("nats_error", url=self.url, error=str(exc) or type(exc).__name__)
+
+    async def disconnected(self) -> None:
+        if not self.closing:
+            _log.warning("nats_disconnected", url=self.url)
+
+    async def reconnected(self) -> None:
+        _log.info("nats_reconnected", url=self.url)
+        for callback in self.on_reconnect:
+            callback()
+
+
+class NatsBus:
+    """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
+
+    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0) -> None:
+        if namespace and not valid_name(namespace):
+            raise ValueError(f"namespace {namespace!r}: letters, digits, '-' and '_' only")
+        self._nc = nc
+        self._js = js
+        self._ns = namespace
+        self._timeout = timeout
+        self._streams: list[StreamSpec] = []
+        self._subs: list[PullLoop] = []
+        self._watches: list[_Watch] = []
+        self._events: _ConnectionEvents | None = None
+
+    @classmethod
+    async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
+                      max_pending_publishes: int = 4000, timeout: float = 5.0,
+                      connect_timeout: float = 10.0) -> NatsBus:
+        """Connect and declare ``streams`` (``StreamSpec`` or ``events.subjects.StreamDecl``). A stream
+        for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
+        or a stream conflicts. ``timeout`` bounds each JetStream request (publish ack, API call);
+        ``connect_timeout`` the first connection (later disconnects reconnect forever)."""
+        events = _ConnectionEvents(url)
+        try:
+            # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
+            nc = await asyncio.wait_for(
+                nats.connect(url, name=name, connect_timeout=2, max_reconnect_attempts=-1, reconnect_time_wait=0.5,
+                             allow_reconnect=True, error_cb=events.error, disconnected_cb=events.disconnected,
+                             reconnected_cb=events.reconnected),
+                connect_timeout)
+        except (*_NATS_ERRORS, OSError) as exc:
+            raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
+        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout)
+        bus._events = events
+        try:
+            await bus.declare(streams)
+        except BaseException:
+            await nc.close()
+            raise
+        return bus
+
+    # -- naming -----------------------------------------------------------------------------
+
+    def _wire(self, subject: str) -> str:
+        return f"{self._ns}.{subject}" if self._ns else subject
+
+    def _logical(self, subject: str) -> str:
+        return subject[len(self._ns) + 1:] if self._ns else subject
+
+    def _stream_name(self, name: str) -> str:
+        return f"{self._ns}_{name}" if self._ns else name
+
+    # -- streams ----------------------------------------------------------------------------
+
+    async def declare(self, streams: Iterable[Any]) -> None:
+        """Create or update each stream so its config matches the spec. Idempotent."""
+        specs = [as_stream_spec(s) for s in streams]
+        if find_stream([*self._streams, *specs], ["dlq.x"]) is None:
+            specs.append(DLQ_STREAM)
+        for spec in specs:
+            await self._declare_one(spec)
+            self._streams = [s for s in self._streams if s.name != spec.name] + [spec]
+
+    async def _declare_one(self, spec: StreamSpec) -> None:
+        config = api.StreamConfig(
+            name=self._stream_name(spec.name), subjects=[self._wire(s) for s in spec.subjects],
+            storage=api.StorageType.FILE if spec.storage == "file" else api.StorageType.MEMORY,
+            max_age=spec.max_age, duplicate_window=spec.duplicate_window,
+            max_msgs_per_subject=spec.max_msgs_per_subject, max_msgs=spec.max_msgs, max_bytes=spec.max_bytes,
+            allow_direct=True)
+        try:
+            try:
+                await self._js.add_stream(config)
+            except nats.js.errors.BadRequestError as exc:
+                if exc.err_code != _STREAM_IN_USE:
+                    raise
+                await self._js.update_stream(config)
+        except _NATS_ERRORS as exc:
+            raise StreamConfigError(spec.name, str(exc)) from exc
+
+    def _stream_for(self, subjects: Sequence[str], stream: str | None) -> str:
+        if stream is not None:
+            return stream
+        spec = find_stream(self._streams, subjects)
+        if spec is None:
+            raise NoStreamError(", ".join(subjects))
+        return spec.name
+
+    # -- publish ----------------------------------------------------------------------------
+
+    def _headers(self, headers: Mapping[str, str] | None, msg_id: str) -> dict[str, str]:
+        out = merged_headers(headers, msg_id)
+        if "traceparent" not in out:
+            inject(out)
+        return out
+
+    async def publish(self, subject: str, event: Any, *, msg_id: str,
+                      headers: Mapping[str, str] | None = None) -> PublishAck:
+        """Publish one message and wait for the stream's ack. ``event`` is bytes or a msgspec Struct
+        (JSON). ``msg_id`` becomes ``Nats-Msg-Id``: a republish within the stream's duplicate
+        window is acked with ``duplicate=True`` and not stored again. The current trace context is
+        added as ``traceparent`` unless ``headers`` carry one. Raises ``PublishError``."""
+        try:
+            ack = await self._js.publish(self._wire(subject), encode_payload(event),
+                                         headers=self._headers(headers, msg_id))
+        except _NATS_ERRORS as exc:
+            raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
+        return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _logical_stream(self, name: str) -> str:
+        return name[len(self._ns) + 1:] if self._ns and name.startswith(f"{self._ns}_") else name
+
+    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
+        """Publish many messages with up to ``max_pending_publishes`` acks in flight; returns the acks
+        in order. Items are ``Outgoing``, ``store.Output`` or ``(subject, msg_id, payload)``. If any
+        publish fails, the others still complete and one ``PublishError`` (the first) is raised;
+        retrying the whole batch is safe (duplicates are dropped by ``Nats-Msg-Id``)."""
+        items = [as_outgoing(m) for m in messages]
+        futures: list[asyncio.Future[api.PubAck]] = []
+        try:
+            for item in items:
+                futures.append(await self._js.publish_async(
+                    self._wire(item.subject), item.payload, headers=self._headers(item.headers, item.msg_id),
+                    wait_stall=None))
+            results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+        except _NATS_ERRORS as exc:
+            for fut in futures:
+                fut.cancel()
+            first = items[len(futures)] if len(futures) < len(items) else items[-1]
+            raise PublishError(first.subject, first.msg_id, str(exc) or type(exc).__name__) from exc
+        acks: list[PublishAck] = []
+        for item, res in zip(items, results, strict=True):
+            if isinstance(res, BaseException):
+                raise PublishError(item.subject, item.msg_id, str(res) or type(res).__name__) from res
+            acks.append(PublishAck(stream=self._logical_stream(res.stream), seq=res.seq,
+                                   duplicate=bool(res.duplicate)))
+        return acks
+
+    # -- consume ----------------------------------------------------------------------------
+
+    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
+                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                      ack_wait: float = 30.0, concurrency: int = 1) -> PullLoop:
+        """Create (or update) the durable pull consumer ``durable`` on the stream capturing
+        ``subjects`` and start a loop feeding ``handler`` one ``Delivery`` at a time (``concurrency``
+        at once; 1 keeps stream order). Every process consuming the same ``durable`` shares the
+        messages. ``batch`` is how many are pulled at once (about two batches are requested ahead);
+        ``ack_wait`` must exceed one handler call. Returns the running subscription; ``stop()`` it
+        or ``close()`` the bus. Raises ``NoStreamError``/``ConsumerError``."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
+        return await self._start(durable, subjects, handler, policy, stream, batched=False)
+
+    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
+                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
+                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
+                            ack_wait: float = 30.0) -> PullLoop:
+        """As ``consume``, but ``handler`` gets up to ``batch`` deliveries at once (in stream order)
+        so it can load and write state for all of them in one Redis round trip
+        (``store.apply_many``) and publish all outputs with one ``publish_many``. It returns
+        ``None`` to ack all, or ``{index: exception}`` for the ones that failed; raising settles
+        the whole batch by that exception. One span per batch (see ``dispatch``)."""
+        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
+                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait)
+        return await self._start(durable, subjects, handler, policy, stream, batched=True)
+
+    async def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
+                     policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> PullLoop:
+        if not valid_name(durable):
+            raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
+        filters = [subjects] if isinstance(subjects, str) else list(subjects)
+        wire_stream = self._stream_name(self._stream_for(filters, stream))
+        wire_filters = [self._wire(f) for f in filters]
+        config = api.ConsumerConfig(
+            name=durable, durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL, ack_wait=policy.ack_wait,
+            max_deliver=policy.max_deliver + 1,  # the extra delivery dead-letters a message that timed out
+            max_ack_pending=policy.ack_pending, max_waiting=512,
+            filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
+            filter_subjects=wire_filters if len(wire_filters) > 1 else None)
+        loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy, batched=batched)
+        try:
+            await self._js.add_consumer(wire_stream, config)
+            await loop.start()
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc)) from exc
+        self._subs.append(loop)
+        if self._events is not None:
+            self._events.on_reconnect.append(loop.reconnected)
+        return loop
+
+    def delivery(self, msg: Msg) -> Delivery:
+        """The ``Delivery`` of a JetStream message (namespace stripped)."""
+        meta = msg.metadata
+        headers = dict(msg.headers) if msg.headers else {}
+        return Delivery(subject=self._logical(msg.subject), data=msg.data, headers=headers,
+                        num_delivered=meta.num_delivered, msg_id=headers.get(MSG_ID),
+                        stream=self._logical_stream(meta.stream), seq=meta.sequence.stream)
+
+    # -- latest values ----------------------------------------------------------------------
+
+    async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None:
+        """The last message stored on exactly ``subject`` (a latest-value read), or ``None``."""
+        name = self._stream_name(self._stream_for([subject], stream))
+        try:
+            raw = await self._js.get_last_msg(name, self._wire(subject))
+        except nats.js.errors.NotFoundError:
+            return None
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"last({subject}): {exc}") from exc
+        headers = dict(raw.headers) if raw.headers else {}
+        return Delivery(subject=self._logical(raw.subject or self._wire(subject)), data=raw.data or b"",
+                        headers=headers, msg_id=headers.get(MSG_ID), stream=self._logical_stream(name),
+                        seq=raw.seq or 0)
+
+    async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
+        """The last message of every subject matching ``subject_filter`` (e.g. all node heartbeats
+        of a cluster: ``heartbeat.node.c1.*``), keyed by logical subject. One ephemeral consumer."""
+        name = self._stream_name(self._stream_for([subject_filter], stream))
+        config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE, deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+                                    filter_subject=self._wire(subject_filter), inactive_threshold=30.0,
+                                    mem_storage=True)
+        out: dict[str, Delivery] = {}
+        try:
+            info = await self._js.add_consumer(name, config)
+            psub = await self._js.pull_subscribe_bind(durable=None, stream=name, name=info.name)
+            try:
+                remaining = info.num_pending or 0
+                while remaining > 0:
+                    msgs = await psub.fetch(min(remaining, 1000), timeout=5)
+                    remaining -= len(msgs)
+                    for msg in msgs:
+                        d = self.delivery(msg)
+                        out[d.subject] = d
+            finally:
+                await psub.unsubscribe()
+                with contextlib.suppress(*_NATS_ERRORS):
+                    await self._js.delete_consumer(name, info.name)
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
+        return out
+
+    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None,
+                    catch_up_timeout: float = 60.0) -> _Watch:
+        """Hand ``handler`` the last message of every subject matching ``subject_filter``, then
+        every new one, through an ordered ephemeral consumer (no acks; nats-py recreates it
+        after a gap). Returns once the values that existed at the start have been handled (or
+        after ``catch_up_timeout``, with a warning), so a projection built from them is complete
+        before its owner decides anything. A handler that raises is logged; the watch goes on."""
+        name = self._stream_name(self._stream_for([subject_filter], stream))
+        watch = _Watch(self, subject_filter, handler)
+        try:
+            watch.sub = await self._js.subscribe(
+                self._wire(subject_filter), cb=watch.on_msg, stream=name, ordered_consumer=True,
+                deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT, idle_heartbeat=WATCH_HEARTBEAT)
+            info = await watch.sub.consumer_info()
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
+        if not info.num_pending and not info.delivered.stream_seq:
+            watch.caught_up.set()
+        try:
+            await asyncio.wait_for(watch.caught_up.wait(), catch_up_timeout)
+        except TimeoutError:
+            _log.warning("watch_catch_up_slow", subject=subject_filter, seconds=catch_up_timeout)
+        self._watches.append(watch)
+        return watch
+
+    async def purge(self, subject: str, *, stream: str | None = None) -> int:
+        """Remove every message stored on exactly ``subject`` (a tombstone no longer needed);
+        returns how many were removed."""
+        name = self._stream_name(self._stream_for([subject], stream))
+        request = msgspec.json.encode({"filter": self._wire(subject)})
+        try:
+            # The JetStream API itself: nats-py's purge_stream drops the count the server returns.
+            reply = await self._nc.request(f"$JS.API.STREAM.PURGE.{name}", request, timeout=self._timeout)
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"purge({subject}): {exc}") from exc
+        answer = msgspec.json.decode(reply.data)
+        if "error" in answer:
+            raise BusClosedError(f"purge({subject}): {answer['error'].get('description', answer['error'])}")
+        return int(answer.get("purged", 0))
+
+    # -- operations -------------------------------------------------------------------------
+
+    async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
+        """How far ``durable`` (on the stream capturing ``subjects``) is behind; for probes, the
+        CLI and tests ("settled"). Raises ``ConsumerError`` if the consumer does not exist."""
+        name = self._stream_name(self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream))
+        try:
+            info = await self._js.consumer_info(name, durable)
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc) or type(exc).__name__) from exc
+        return ConsumerLag(pending=info.num_pending or 0, unacked=info.num_ack_pending or 0)
+
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
+                             stream: str | None = None) -> bool:
+        """Forget ``durable`` so the next ``consume`` starts again from the stream's first message:
+        the way to rebuild lost state by replaying the log (clear the store's keys too, or the dedup
+        markers make the replay a no-op). Stop its loops first. ``False`` if it did not exist."""
+        name = self._stream_name(self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream))
+        try:
+            return bool(await self._js.delete_consumer(name, durable))
+        except nats.js.errors.NotFoundError:
+            return False
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(durable, str(exc) or type(exc).__name__) from exc
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every consumer loop (finishing the batch in hand), flush, and disconnect. Idempotent."""
+        subs, self._subs = self._subs, []
+        for sub in subs:
+            await sub.stop()
+        watches, self._watches = self._watches, []
+        for watch in watches:
+            await watch.stop()
+        if self._events is not None:
+            self._events.closing = True
+        if not self._nc.is_closed:
+            with contextlib.suppress(*_NATS_ERRORS):
+                await self._nc.drain()
+            with contextlib.suppress(*_NATS_ERRORS):
+                await self._nc.close()
+
+    async def settle(self, msg: Msg, delivery: Delivery, durable: str, verdict: Verdict) -> None:
+        """Ack, nak with delay, or dead-letter then term, as ``verdict`` says."""
+        if verdict.action == "ack":
+            await msg.ack()
+        elif verdict.action == "nak":
+            await msg.nak(delay=verdict.delay)
+        else:
+            await self.publish_dead_letter(durable, delivery, verdict)
+            await msg.term()
+
+    async def publish_dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
+        out: Outgoing = dead_letter(durable, delivery, verdict)
+        _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
+                     reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
+        await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
+
+
+class _Watch:
+    """One ``NatsBus.watch``: an ordered push subscription feeding a handler, in order."""
+
+    def __init__(self, bus: NatsBus, subject_filter: str, handler: Handler) -> None:
+        self.durable = f"watch-{subject_filter}"
+        self._bus = bus
+        self._handler = handler
+        self.caught_up = asyncio.Event()
+        self.sub: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self.sub is not None
+
+    async def on_msg(self, msg: Msg) -> None:
+        try:
+            await self._handler(self._bus.delivery(msg))
+        except Exception:  # noqa: BLE001 - one bad value must not end the watch
+            _log.exception("watch_handler_failed", subject=msg.subject)
+        if not self.caught_up.is_set() and msg.metadata.num_pending == 0:
+            self.caught_up.set()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        sub, self.sub = self.sub, None
+        if sub is not None:
+            with contextlib.suppress(*_NATS_ERRORS):
+                await sub.unsubscribe()

@@ -1,0 +1,3 @@
+from hyperjob.cli.main import main
+
+main()

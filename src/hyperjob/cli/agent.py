@@ -1,0 +1,148 @@
+"""``hyperjob agent``: run a node-agent for one cluster (a simulated fleet, or exec mode), inject
+faults into a running simulated fleet; ``hyperjob logs POD``: show an exec-mode pod's output.
+
+``agent`` starts the ``node_agent`` service in this process's place (``exec``), configured through
+its ``NODE_AGENT_*`` settings, against the running system (``NATS_URL``/``REDIS_URL`` or what
+``hyperjob up`` recorded). Thousands of simulated nodes fit in one agent process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+import msgspec
+
+from hyperjob import events
+from hyperjob.events import subjects
+
+from .client import Client
+from .config import home, resolve_endpoints
+
+SHAPE_OPTIONS = {"gpu_model": "gpu_model", "nvlinks": "nvlinks_per_gpu", "nvlink_version": "nvlink_version",
+                 "nvlink_domain_nodes": "nodes_per_nvlink_domain", "nodes_per_leaf": "nodes_per_leaf",
+                 "leaves_per_spine": "leaves_per_spine", "ib_ports": "ib_ports_per_node", "ib_rate": "ib_rate_gbps"}
+
+
+@click.group(invoke_without_command=True)
+@click.option("--cluster", required=True, help="the cluster whose nodes this agent serves")
+@click.option("--simulate/--exec", "simulate", default=True, show_default=True,
+              help="simulated pods and telemetry, or pods as local processes with the real telemetry readers")
+@click.option("--nodes", type=int, default=4, show_default=True)
+@click.option("--node-prefix", default="", help="node names are <prefix>-<i> (default <cluster>-node)")
+@click.option("--node-name", "node_names", multiple=True,
+              help="serve exactly these nodes (repeatable; e.g. this host's name for a real node's agent)")
+@click.option("--gpus", type=int, default=8, show_default=True, help="GPUs per node (nvidia.com/gpu)")
+@click.option("--cpu", default="96", show_default=True)
+@click.option("--memory", default="1Ti", show_default=True)
+@click.option("--gpu-model", default="H100", show_default=True)
+@click.option("--nvlinks", type=int, default=18, show_default=True, help="NVLinks per GPU")
+@click.option("--nvlink-version", type=int, default=4, show_default=True)
+@click.option("--nvlink-domain-nodes", type=int, default=1, show_default=True, help="nodes per NVLink domain")
+@click.option("--nodes-per-leaf", type=int, default=4, show_default=True)
+@click.option("--leaves-per-spine", type=int, default=4, show_default=True)
+@click.option("--ib-ports", type=int, default=-1, show_default=True, help="InfiniBand ports per node (-1: one per GPU)")
+@click.option("--ib-rate", type=float, default=400.0, show_default=True, help="Gb/s per port")
+@click.option("--fault", "faults", multiple=True, metavar="KIND@NODE[,k=v]",
+              help="inject: gpu-xid|gpu-ecc|ib-down|silent@NODE with gpu=, xid=, device=, after=, for= (repeatable)")
+@click.option("--telemetry-period", type=float, default=10.0, show_default=True)
+@click.option("--heartbeat-period", type=float, default=2.0, show_default=True)
+@click.option("--pod-duration", default="30s", show_default=True, help="simulated pods without a sim-duration")
+@click.pass_context
+def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_prefix: str, node_names: tuple[str, ...],
+          gpus: int, cpu: str,
+          memory: str, faults: tuple[str, ...], telemetry_period: float, heartbeat_period: float, pod_duration: str,
+          **shape: object) -> None:
+    """Run a node-agent for CLUSTER (or, with a subcommand, talk to a running one)."""
+    ctx.ensure_object(dict)["cluster"] = cluster
+    if ctx.invoked_subcommand is not None:
+        return
+    _check_faults(faults)
+    endpoints = resolve_endpoints()
+    settings = {
+        "CLUSTER": cluster, "MODE": "simulate" if simulate else "exec", "NODES": str(nodes), "NODE_PREFIX": node_prefix,
+        "ALLOCATABLE": _json({"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}),
+        "FLEET_SHAPE": _json({field: shape[option] for option, field in SHAPE_OPTIONS.items()}),
+        "NODE_NAMES": _json(list(node_names)), "FAULTS": _json(list(faults)), "TELEMETRY_PERIOD": str(telemetry_period),
+        "HEARTBEAT_PERIOD": str(heartbeat_period), "POD_DURATION": pod_duration, "WORK_DIR": str(home() / "pods"),
+    }
+    env = {**os.environ, "NATS_URL": endpoints.nats_url, "REDIS_URL": endpoints.redis_url,
+           **{f"NODE_AGENT_{key}": value for key, value in settings.items()}}
+    count = len(node_names) or nodes
+    click.echo(f"node-agent for {cluster}: {count} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
+    os.execve(sys.executable, [sys.executable, "-m", "hyperjob.services.node_agent"], env)
+
+
+@agent.command("fault")
+@click.argument("spec", metavar="KIND@NODE[,k=v]")
+@click.pass_context
+def fault(ctx: click.Context, spec: str) -> None:
+    """Inject a fault into a running simulated fleet (kind ``clear`` undoes every fault of the node)."""
+    from hyperjob.hwprobe.simfleet import parse_fault  # noqa: PLC0415 - only this subcommand needs it
+
+    try:
+        parsed = parse_fault(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    cluster = ctx.obj["cluster"]
+    message = events.InjectNodeFault(event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli",
+                                     cluster=cluster, node=parsed.node, kind=parsed.kind, gpu=parsed.gpu, xid=parsed.xid,
+                                     device=parsed.device, port=parsed.port)
+
+    async def send() -> None:
+        client = await Client.connect(resolve_endpoints())
+        try:
+            await client.bus.publish(subjects.node_fault(cluster), events.encode(message), msg_id=message.event_id)
+        finally:
+            await client.close()
+
+    asyncio.run(send())
+    click.echo(f"{parsed.kind} injected into {cluster}/{parsed.node}")
+
+
+@click.command()
+@click.argument("pod")
+@click.option("--follow", "-f", is_flag=True, help="keep printing new output until Ctrl-C")
+@click.option("--cluster", default="", help="the pod's cluster, when two clusters have a pod of that name")
+def logs(pod: str, follow: bool, cluster: str) -> None:
+    """Print the output of exec-mode pod POD (stdout and stderr, every restart)."""
+    path = find_log(home() / "pods", pod, cluster)
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(65536)
+            if chunk:
+                click.echo(chunk, nl=False)
+            elif not follow:
+                return
+            else:
+                time.sleep(0.5)
+
+
+def find_log(root: Path, pod: str, cluster: str = "") -> Path:
+    """``<root>/<cluster>/<pod>/log``; a clear error when there is none or the name is ambiguous."""
+    found = sorted(root.glob(f"{cluster or '*'}/{pod}/log"))
+    if not found:
+        raise click.ClickException(f"no log for pod {pod!r} under {root} (logs exist only for pods of exec-mode "
+                                   "agents on this machine)")
+    if len(found) > 1:
+        clusters = ", ".join(p.parent.parent.name for p in found)
+        raise click.ClickException(f"pod {pod!r} exists in several clusters ({clusters}): pass --cluster")
+    return found[0]
+
+
+def _check_faults(faults: tuple[str, ...]) -> None:
+    from hyperjob.hwprobe.simfleet import parse_fault  # noqa: PLC0415 - keep CLI start-up light
+
+    for text in faults:
+        try:
+            parse_fault(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--fault") from None
+
+
+def _json(value: object) -> str:
+    return msgspec.json.encode(value).decode()

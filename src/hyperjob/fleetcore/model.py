@@ -1,0 +1,141 @@
+"""The values fleetcore exchanges with its drivers: capacity summaries, split plans and child jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from hyperjob import api
+from hyperjob.api.quantity import ResourceList
+
+HYPERJOB_NAME_LABEL = "volcano.sh/hyperjob-name"
+REPLICATED_JOB_LABEL = "volcano.sh/replicatedjob-name"
+TEMPLATE_HASH_LABEL = "volcano.sh/vcjob-template-spec-hash"
+# Project annotations on a child Job: what the job-controller needs to wire the training env.
+CHILD_INDEX_ANNOTATION = "hyperjob.io/child-index"
+RANK_OFFSET_ANNOTATION = "hyperjob.io/rank-offset"
+WORLD_SIZE_ANNOTATION = "hyperjob.io/world-size"
+CLUSTER_ANNOTATION = "hyperjob.io/cluster"
+# On a HyperJob: cluster labels a cluster must carry, "k=v,k2=v2" (Karmada-style cluster affinity).
+CLUSTER_SELECTOR_ANNOTATION = "hyperjob.io/cluster-selector"
+
+CLUSTER_SILENCE_TIMEOUT = 30.0
+"""Seconds without a capacity summary after which a cluster is lost (scenario-format.md)."""
+DEFAULT_PODS_PER_NODE = 110.0
+
+
+class NodeCapacity(msgspec.Struct, frozen=True, kw_only=True):
+    """``count`` alike nodes of a capacity summary (one, or a class of them; ``name`` is the
+    first): what each has free now and what each can ever give."""
+
+    name: str
+    free: ResourceList
+    allocatable: ResourceList
+    labels: dict[str, str] = {}
+    taints: tuple[api.Taint, ...] = ()
+    ready: bool = True
+    count: int = 1
+
+
+class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
+    """A cluster's capacity summary as the cluster-scheduler reports it.
+
+    ``free`` and ``allocatable`` are sums over the cluster's Ready nodes. ``nodes`` is optional:
+    with it, fit checks place every pod of a gang on a node (no fragmentation surprises); without
+    it, fit checks compare sums and match node selectors against the cluster ``labels``.
+    ``last_report`` is the driver's time of the latest summary that showed at least one Ready
+    node: the cluster is *lost* (its children fail over) once that is more than 30 s ago.
+    ``ready`` is False as soon as the cluster is known to be down or has no Ready node: it then
+    gets no new work, but its children only move once it is lost.
+    """
+
+    name: str
+    labels: dict[str, str] = {}
+    free: ResourceList = {}
+    allocatable: ResourceList = {}
+    nodes: tuple[NodeCapacity, ...] = ()
+    last_report: float = 0.0
+    ready: bool = True
+    links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters, by name
+
+
+def link(clusters: Mapping[str, ClusterCapacity], a: str, b: str) -> float:
+    """The declared bandwidth between two clusters (either side may declare it; 0 when unknown)."""
+    first, second = clusters.get(a), clusters.get(b)
+    return max(first.links.get(b, 0.0) if first else 0.0, second.links.get(a, 0.0) if second else 0.0)
+
+
+class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """One child job of a split: where it goes and how many replicas of each task it runs.
+
+    ``tasks`` maps task name → replicas in the template's task order; tasks with no replica in
+    this child are absent. ``rank_offset`` is the global rank of the child's first pod.
+    """
+
+    name: str
+    replicated_job: str
+    index: int
+    cluster: str
+    tasks: dict[str, int]
+    replicas: int
+    rank_offset: int
+    min_available: int
+
+
+class SplitPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """Every child of a HyperJob, in order (replicated jobs in spec order, then index)."""
+
+    hyperjob: str
+    children: tuple[ChildPlan, ...]
+    world_size: int
+    generation: int = 0
+
+    @property
+    def placement(self) -> dict[str, int]:
+        """cluster → replicas placed there (all tasks summed), sorted by cluster name."""
+        result: dict[str, int] = {}
+        for child in sorted(self.children, key=lambda c: c.cluster):
+            result[child.cluster] = result.get(child.cluster, 0) + child.replicas
+        return result
+
+    def child(self, name: str) -> ChildPlan | None:
+        return next((c for c in self.children if c.name == name), None)
+
+
+class Waiting(msgspec.Struct, frozen=True, kw_only=True):
+    """No plan now; ``reason`` says which cluster lacks what (shown as the HyperJob's waitingReason)."""
+
+    reason: str
+    replicated_job: str = ""
+
+
+class ChildJob(msgspec.Struct, frozen=True, kw_only=True):
+    """A child Volcano Job ready to dispatch to ``cluster`` (``job`` is the full manifest)."""
+
+    name: str
+    hyperjob: str
+    replicated_job: str
+    index: int
+    cluster: str
+    replicas: int
+    job: api.Job
+    template_hash: str
+    rank_offset: int
+    world_size: int = 0
+
+
+def cluster_lost(cluster: ClusterCapacity, now: float, timeout: float = CLUSTER_SILENCE_TIMEOUT) -> bool:
+    """True when the cluster has not reported (with a Ready node) for more than ``timeout`` seconds."""
+    return now - cluster.last_report > timeout
+
+
+def live_clusters(clusters: Mapping[str, ClusterCapacity], now: float | None,
+                  timeout: float = CLUSTER_SILENCE_TIMEOUT) -> dict[str, ClusterCapacity]:
+    """The clusters that may receive work, sorted by name; with ``now`` None only ``ready`` counts."""
+    result: dict[str, ClusterCapacity] = {}
+    for name in sorted(clusters):
+        cap = clusters[name]
+        if cap.ready and (now is None or not cluster_lost(cap, now, timeout)):
+            result[name] = cap
+    return result

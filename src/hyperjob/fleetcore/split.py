@@ -1,0 +1,339 @@
+"""Splitting a HyperJob into child jobs and choosing each child's cluster.
+
+``plan_split`` is the one entry point; the per-mode helpers return ``[(cluster, replicas)]`` in
+child order, and ``_cut`` turns replica counts into per-task counts (contiguous slices of the
+template's replicas in task order, so global ranks stay contiguous across children).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from hyperjob import api
+from .capacity import PodShape, could_ever_host, gang_pods, max_replicas, place_gang, task_shape
+from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
+
+Parts = list[tuple[str, int]]
+
+
+def plan_split(hyperjob: api.HyperJob, clusters: Mapping[str, ClusterCapacity], *,
+               current: SplitPlan | None = None, now: float | None = None,
+               check_fit: bool = True) -> SplitPlan | Waiting:
+    """Split every replicated job and put each child on a cluster where its whole gang fits now.
+
+    Pure and deterministic. ``clusters`` are the latest capacity summaries; with ``now`` a cluster
+    silent for 30 s is left out (``ready`` False always is). ``current`` is the plan in force
+    (an update or scale): its children keep their clusters where the split allows, and only the
+    replicas they add must fit. ``check_fit=False`` skips free-capacity checks for the fixed
+    modes (explicit counts, static, weights, fan-out), e.g. to preview a split.
+    Returns ``Waiting(reason)`` naming the replicated job and which cluster lacks what.
+    """
+    working = dict(live_clusters(clusters, now))
+    children: list[ChildPlan] = []
+    offset = 0
+    for rj in hyperjob.spec.replicated_jobs:
+        parts = _split_replicated_job(hyperjob, rj, working, current, check_fit)
+        if isinstance(parts, Waiting):
+            return parts
+        for index, (cluster, tasks) in enumerate(parts):
+            replicas = sum(tasks.values())
+            children.append(ChildPlan(
+                name=child_name(hyperjob.metadata.name, rj.name, index), replicated_job=rj.name, index=index,
+                cluster=cluster, tasks=tasks, replicas=replicas, rank_offset=offset,
+                min_available=_child_min_available(rj, replicas)))
+            offset += replicas
+    return SplitPlan(hyperjob=hyperjob.metadata.name, children=tuple(children), world_size=offset,
+                     generation=hyperjob.metadata.generation)
+
+
+def child_name(hyperjob: str, replicated_job: str, index: int) -> str:
+    return f"{hyperjob}-{replicated_job}-{index}"
+
+
+def _child_min_available(rj: api.ReplicatedJob, replicas: int) -> int:
+    """ceil(child replicas × template minAvailable / template replicas); 0 keeps Volcano's default."""
+    spec = rj.template_spec
+    total = api.template_replicas(spec)
+    if rj.split_policy is None or spec.min_available == 0 or total == 0:
+        return spec.min_available
+    return -(-replicas * spec.min_available // total)
+
+
+def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working: dict[str, ClusterCapacity],
+                          current: SplitPlan | None, check_fit: bool) -> list[tuple[str, dict[str, int]]] | Waiting:
+    split = rj.split_policy
+    eligible = eligible_clusters(hyperjob, rj, working)
+    if split is None:
+        return _fan_out(hyperjob, rj, eligible, working, current, check_fit)
+    if split.clusters:
+        counts: Parts | Waiting = _explicit(hyperjob, rj, working)
+    elif split.mode == "auto":
+        counts = _auto(hyperjob, rj, eligible, working, current)
+    elif split.weights:
+        counts = _weighted(hyperjob, rj, eligible)
+    else:
+        counts = _even(hyperjob, rj, eligible, working, current)
+    if isinstance(counts, Waiting):
+        return counts
+    parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
+    if check_fit or split.mode == "auto":
+        for cluster, tasks in parts:
+            fitted = _fit(hyperjob, rj, cluster, tasks, working, current)
+            if isinstance(fitted, Waiting):
+                return fitted
+    return parts
+
+
+def eligible_clusters(hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity],
+                      now: float | None = None) -> list[str]:
+    """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
+
+    Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
+    ``hyperjob.io/cluster-selector`` annotation, and with some node that could ever hold a pod of
+    the main task (its node selector, e.g. the GPU model, and its per-pod request).
+    With ``now`` a cluster silent for 30 s is not live; without it only ``ready`` counts.
+    """
+    clusters = live_clusters(clusters, now)
+    names = list(rj.cluster_names) or sorted(clusters)
+    selector = _cluster_selector(hyperjob)
+    shape = main_shape(rj.template_spec)
+    result = []
+    for name in names:
+        cap = clusters.get(name)
+        if cap is None or any(cap.labels.get(k) != v for k, v in selector.items()):
+            continue
+        if could_ever_host(cap, shape):
+            result.append(name)
+    return result
+
+
+def main_shape(spec: api.JobSpec) -> PodShape:
+    """The shape of the task with the most replicas; it measures a cluster's room in replicas."""
+    task = max(spec.tasks, key=lambda t: t.replicas)
+    return task_shape(task)
+
+
+def _cluster_selector(hyperjob: api.HyperJob) -> dict[str, str]:
+    raw = hyperjob.metadata.annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
+    pairs = [item.split("=", 1) for item in raw.split(",") if "=" in item]
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _waiting(hyperjob: api.HyperJob, rj: api.ReplicatedJob, reason: str) -> Waiting:
+    return Waiting(reason=f"replicatedJob {rj.name}: {reason}", replicated_job=rj.name)
+
+
+def _explicit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working: Mapping[str, ClusterCapacity]) -> Parts | Waiting:
+    assert rj.split_policy is not None
+    counts = [(c.name, c.replicas) for c in rj.split_policy.clusters if c.replicas > 0]
+    limit = hyperjob.spec.max_domains
+    if limit is not None and len(counts) > limit:
+        return _waiting(hyperjob, rj, f"splitPolicy.clusters uses {len(counts)} clusters, maxDomains is {limit}")
+    for name, _ in counts:
+        if name not in working:
+            return _waiting(hyperjob, rj, f"cluster {name} is not reporting")
+    return counts
+
+
+def _even(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
+          working: Mapping[str, ClusterCapacity], current: SplitPlan | None) -> Parts | Waiting:
+    """Static: accelerators (equivalently replicas, in units of ``granularity``) as evenly as possible.
+
+    When ``maxDomains`` leaves a choice, the eligible clusters that hold an even share now come
+    first (in preference order), so a re-plan moves off a cluster that filled up."""
+    if not eligible:
+        return _waiting(hyperjob, rj, "no eligible cluster")
+    k = min(hyperjob.spec.max_domains or len(eligible), len(eligible))
+    units = apportion(_units(rj), [1.0] * k)
+    chosen = list(eligible)
+    if k < len(eligible):
+        shape, held, g = main_shape(rj.template_spec), _current_replicas(current, rj.name), _granularity(rj)
+        room = {n: (max_replicas(working[n], shape) + held.get(n, 0)) // g for n in eligible}
+        chosen = _keep_order(sorted(eligible, key=lambda n: room[n] < units[0])[:k], current, rj.name)
+    return _scaled(rj, chosen, units)
+
+
+def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]) -> Parts | Waiting:
+    assert rj.split_policy is not None
+    weights = rj.split_policy.weights
+    named = [name for name in weights if weights[name] > 0 and name in eligible]
+    # maxDomains keeps the heaviest clusters; a stable sort keeps the manifest order among equals.
+    chosen = sorted(named, key=lambda n: -weights[n])[: hyperjob.spec.max_domains or None]
+    chosen = [n for n in named if n in chosen]
+    if not chosen:
+        return _waiting(hyperjob, rj, "no eligible cluster has a weight")
+    return _scaled(rj, chosen, apportion(_units(rj), [float(weights[n]) for n in chosen]))
+
+
+def _auto(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
+          working: Mapping[str, ClusterCapacity], current: SplitPlan | None) -> Parts | Waiting:
+    """The fewest clusters (largest room first) that hold the job, shared in proportion to room."""
+    granularity = _granularity(rj)
+    shape = main_shape(rj.template_spec)
+    held = _current_replicas(current, rj.name)
+    room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
+    ranked = sorted(eligible, key=lambda n: (-room[n], n))
+    linked = _by_bandwidth(ranked, working)
+    limit = hyperjob.spec.max_domains or len(ranked)
+    units = _units(rj)
+    for k in range(1, min(limit, len(ranked)) + 1):
+        # The best-connected set first (one job spanning clusters is as fast as its slowest link);
+        # the roomiest set when the best-connected one cannot hold the job.
+        for order in (linked, ranked):
+            if sum(room[n] for n in order[:k]) >= units:
+                chosen = _keep_order(order[:k], current, rj.name)
+                caps = [room[n] for n in chosen]
+                return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
+    top = ranked[:limit]
+    fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
+    return _waiting(hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); "
+                                  f"room now: {fits}")
+
+
+def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity]) -> list[str]:
+    """The roomiest cluster, then greedily the one with the best declared link to those chosen
+    (the narrowest link counts), room and name breaking ties; the room order without links."""
+    order = list(ranked[:1])
+    rest = list(ranked[1:])
+    while rest:
+        best = min(rest, key=lambda n: (-min(link(working, n, c) for c in order), rest.index(n)))
+        order.append(best)
+        rest.remove(best)
+    return order
+
+
+def _keep_order(chosen: list[str], current: SplitPlan | None, replicated_job: str) -> list[str]:
+    """On a re-plan, clusters that hold current children keep their child's index (so the child
+    keeps its name and is updated in place, not recreated elsewhere); new clusters follow."""
+    index = {c.cluster: c.index for c in (current.children if current else ()) if c.replicated_job == replicated_job}
+    return sorted(chosen, key=lambda n: (index.get(n, len(chosen) + chosen.index(n)), chosen.index(n)))
+
+
+def _current_replicas(current: SplitPlan | None, replicated_job: str) -> dict[str, int]:
+    held: dict[str, int] = {}
+    for child in current.children if current else ():
+        if child.replicated_job == replicated_job:
+            held[child.cluster] = held.get(child.cluster, 0) + child.replicas
+    return held
+
+
+def _granularity(rj: api.ReplicatedJob) -> int:
+    return rj.split_policy.granularity if rj.split_policy else 1
+
+
+def _units(rj: api.ReplicatedJob) -> int:
+    return api.template_replicas(rj.template_spec) // _granularity(rj)
+
+
+def _scaled(rj: api.ReplicatedJob, chosen: Sequence[str], units: Sequence[int]) -> Parts:
+    g = _granularity(rj)
+    return [(name, n * g) for name, n in zip(chosen, units, strict=True) if n > 0]
+
+
+def apportion(total: int, weights: Sequence[float], caps: Sequence[int] | None = None) -> list[int]:
+    """Split ``total`` in proportion to ``weights`` (largest remainder; ties go to the earlier entry).
+
+    With ``caps`` (each ≥ its share, their sum ≥ total) no entry gets more than its cap.
+    """
+    weight_sum = sum(weights)
+    if total <= 0 or weight_sum <= 0:
+        return [0] * len(weights)
+    exact = [total * w / weight_sum for w in weights]
+    counts = [int(x) for x in exact]
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
+    left = total - sum(counts)
+    for i in order * 2:  # a second pass only matters when caps turned an entry down
+        if left == 0:
+            break
+        if caps is None or counts[i] < caps[i]:
+            counts[i] += 1
+            left -= 1
+    return counts
+
+
+def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
+    """Give child i the next ``counts[i]`` replicas of the template, tasks in template order."""
+    remaining = [(t.name, t.replicas) for t in spec.tasks]
+    parts: list[dict[str, int]] = []
+    for count in counts:
+        tasks: dict[str, int] = {}
+        while count > 0:
+            name, left = remaining[0]
+            take = min(left, count)
+            if take:
+                tasks[name] = take
+            count -= take
+            remaining = [(name, left - take)] + remaining[1:] if left > take else remaining[1:]
+        parts.append(tasks)
+    return parts
+
+
+def _fit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, cluster: str, tasks: Mapping[str, int],
+         working: dict[str, ClusterCapacity], current: SplitPlan | None) -> None | Waiting:
+    """Check the child's gang and take it from ``working``. Only what it adds to what this
+    replicated job's current children already run on that cluster must fit (those pods are
+    already in the cluster's summary)."""
+    running: dict[str, int] = {}
+    for child in current.children if current else ():
+        if child.replicated_job == rj.name and child.cluster == cluster:
+            for name, n in child.tasks.items():
+                running[name] = running.get(name, 0) + n
+    added = {name: n - running.get(name, 0) for name, n in tasks.items() if n > running.get(name, 0)}
+    placed = place_gang(working[cluster], gang_pods(rj.template_spec, added))
+    if isinstance(placed, str):
+        return _waiting(hyperjob, rj, placed)
+    working[cluster] = placed
+    return None
+
+
+def _fan_out(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
+             working: dict[str, ClusterCapacity], current: SplitPlan | None,
+             check_fit: bool) -> list[tuple[str, dict[str, int]]] | Waiting:
+    """No split policy: ``replicas`` identical children, packed onto as few clusters as fit."""
+    tasks = {t.name: t.replicas for t in rj.template_spec.tasks if t.replicas > 0}
+    pods = gang_pods(rj.template_spec, tasks)
+    used: list[str] = []
+    parts: list[tuple[str, dict[str, int]]] = []
+    for index in range(rj.replicas):
+        previous = current.child(child_name(hyperjob.metadata.name, rj.name, index)) if current else None
+        if previous is not None and previous.cluster in working:
+            cluster: str | None = previous.cluster  # already there: its pods are in the summary
+        else:
+            cluster = choose_cluster(pods, eligible, working, used, hyperjob.spec.max_domains, check_fit)
+        if cluster is None:
+            return _waiting(hyperjob, rj, f"child {index}: " + _why_not(pods, eligible, used, working, hyperjob))
+        used += [] if cluster in used else [cluster]
+        parts.append((cluster, dict(tasks)))
+    return parts
+
+
+def choose_cluster(pods: Sequence[PodShape], eligible: Sequence[str], working: dict[str, ClusterCapacity],
+                   used: Sequence[str] = (), max_domains: int | None = None, check_fit: bool = True) -> str | None:
+    """The cluster for one child gang: clusters already used first (fewest clusters), then the best
+    declared link to the clusters used, then the most room for the gang's pods, then the name.
+    The chosen capacity is taken from ``working``."""
+    allowed = [n for n in eligible if n in working and (max_domains is None or n in used or len(used) < max_domains)]
+    shape = pods[0] if pods else PodShape(request={})
+
+    def bandwidth(n: str) -> float:
+        return min((link(working, n, u) for u in used if u != n), default=0.0)
+
+    ranked = sorted(allowed, key=lambda n: (n not in used, -bandwidth(n), -max_replicas(working[n], shape), n))
+    for name in ranked:
+        if not check_fit:
+            return name
+        placed = place_gang(working[name], pods)
+        if not isinstance(placed, str):
+            working[name] = placed
+            return name
+    return None
+
+
+def _why_not(pods: Sequence[PodShape], eligible: Sequence[str], used: Sequence[str],
+             working: Mapping[str, ClusterCapacity], hyperjob: api.HyperJob) -> str:
+    if not eligible:
+        return "no eligible cluster"
+    reasons = [r for n in eligible if n in working and isinstance(r := place_gang(working[n], pods), str)]
+    if not reasons and hyperjob.spec.max_domains is not None:
+        return f"maxDomains {hyperjob.spec.max_domains} reached ({', '.join(used)})"
+    return "; ".join(reasons) or "no eligible cluster"

@@ -1,0 +1,221 @@
+"""Fluent builders for snapshots, and ``advance``: a minimal driver between cycles.
+
+``node("n1").cpu(4).mem("16Gi")``, ``queue("q").weight(3)``,
+``job("j1", "q").min(2).tasks(2, cpu=1)``; ``snapshot(nodes, queues, jobs)``.
+``advance(snapshot, decision)`` applies a decision the way a driver would: bound pods run,
+evicted pods come back Pending with no node, pipelined pods remember their nominated node,
+podgroup phases carry over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from hyperjob.api.job import NetworkTopology
+from hyperjob.api.pod import Taint, Toleration
+from hyperjob.api.quantity import parse_quantity
+
+from .model import Decision, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
+
+_ALIASES = {"mem": "memory", "gpu": "nvidia.com/gpu", "vgpu": "volcano.sh/vgpu-number",
+            "vgpu_cores": "volcano.sh/vgpu-cores"}
+
+
+def res(**kw: Any) -> dict[str, float]:
+    """``res(cpu=1, mem="1Gi", gpu=2)`` -> a base-unit resource list."""
+    return {_ALIASES.get(k, k.replace("_", ".")): parse_quantity(v) for k, v in kw.items()}
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self.kw: dict[str, Any] = {"name": name, "allocatable": {"cpu": 0.0, "memory": 0.0}, "labels": {}, "taints": []}
+
+    def cpu(self, v: Any) -> NodeBuilder:
+        self.kw["allocatable"]["cpu"] = parse_quantity(v)
+        return self
+
+    def mem(self, v: Any) -> NodeBuilder:
+        self.kw["allocatable"]["memory"] = parse_quantity(v)
+        return self
+
+    def gpus(self, v: int) -> NodeBuilder:
+        self.kw["allocatable"]["nvidia.com/gpu"] = float(v)
+        return self
+
+    def pods(self, v: int) -> NodeBuilder:
+        self.kw["allocatable"]["pods"] = float(v)
+        return self
+
+    def res(self, **kw: Any) -> NodeBuilder:
+        self.kw["allocatable"].update(res(**kw))
+        return self
+
+    def label(self, **kw: str) -> NodeBuilder:
+        self.kw["labels"].update({k.replace("__", "/").replace("_", "."): v for k, v in kw.items()})
+        return self
+
+    def labels(self, labels: dict[str, str]) -> NodeBuilder:
+        self.kw["labels"].update(labels)
+        return self
+
+    def tier(self, n: int, value: str) -> NodeBuilder:
+        self.kw["labels"][f"topology.hyperjob.io/tier{n}"] = value
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        self.kw["taints"].append(Taint(key=key, value=value, effect=effect))  # type: ignore[arg-type]
+        return self
+
+    def cordon(self) -> NodeBuilder:
+        self.kw["unschedulable"] = True
+        return self
+
+    def not_ready(self) -> NodeBuilder:
+        self.kw["ready"] = False
+        return self
+
+    def build(self) -> NodeInfo:
+        return NodeInfo(**self.kw)
+
+
+class QueueBuilder:
+    def __init__(self, name: str) -> None:
+        self.kw: dict[str, Any] = {"name": name}
+
+    def weight(self, w: float) -> QueueBuilder:
+        self.kw["weight"] = w
+        return self
+
+    def capability(self, **kw: Any) -> QueueBuilder:
+        self.kw["capability"] = res(**kw)
+        return self
+
+    def deserved(self, **kw: Any) -> QueueBuilder:
+        self.kw["deserved"] = res(**kw)
+        return self
+
+    def guarantee(self, **kw: Any) -> QueueBuilder:
+        self.kw["guarantee"] = res(**kw)
+        return self
+
+    def reclaimable(self, flag: bool) -> QueueBuilder:
+        self.kw["reclaimable"] = flag
+        return self
+
+    def priority(self, p: int) -> QueueBuilder:
+        self.kw["priority"] = p
+        return self
+
+    def parent(self, p: str) -> QueueBuilder:
+        self.kw["parent"] = p
+        return self
+
+    def state(self, s: str) -> QueueBuilder:
+        self.kw["state"] = s
+        return self
+
+    def created(self, t: float) -> QueueBuilder:
+        self.kw["created"] = t
+        return self
+
+    def build(self) -> QueueInfo:
+        return QueueInfo(**self.kw)
+
+
+class JobBuilder:
+    def __init__(self, name: str, queue: str = "default") -> None:
+        self.kw: dict[str, Any] = {"name": name, "queue": queue, "phase": "Inqueue"}
+        self.task_list: list[TaskInfo] = []
+
+    def min(self, n: int) -> JobBuilder:
+        self.kw["min_member"] = n
+        return self
+
+    def min_task(self, **kw: int) -> JobBuilder:
+        self.kw["min_task_member"] = kw
+        return self
+
+    def min_resources(self, **kw: Any) -> JobBuilder:
+        self.kw["min_resources"] = res(**kw)
+        return self
+
+    def priority(self, p: int) -> JobBuilder:
+        self.kw["priority"] = p
+        return self
+
+    def phase(self, p: str) -> JobBuilder:
+        self.kw["phase"] = p
+        return self
+
+    def created(self, t: float) -> JobBuilder:
+        self.kw["created"] = t
+        return self
+
+    def topology(self, mode: str = "hard", tier: int | None = None) -> JobBuilder:
+        self.kw["network_topology"] = NetworkTopology(mode=mode, highest_tier_allowed=tier)  # type: ignore[arg-type]
+        return self
+
+    def tasks(self, n: int, role: str = "task", status: str = "Pending", nodes: list[str] | None = None,
+              **kw: Any) -> JobBuilder:
+        """Add ``n`` pods ``<job>-<role>-<i>``; ``kw`` are resources or TaskInfo fields."""
+        fields = {k: kw.pop(k) for k in list(kw) if k in TaskInfo.__struct_fields__}
+        if "tolerations" in fields:
+            fields["tolerations"] = [t if isinstance(t, Toleration) else Toleration(**t) for t in fields["tolerations"]]
+        start = sum(1 for t in self.task_list if t.role == role)
+        for i in range(start, start + n):
+            node = nodes[i - start] if nodes else None
+            self.task_list.append(TaskInfo(name=f"{self.kw['name']}-{role}-{i}", job=self.kw["name"], role=role,
+                                           index=i, request=res(**kw), status=status, node=node,  # type: ignore[arg-type]
+                                           **fields))
+        return self
+
+    def running(self, nodes: list[str], role: str = "task", **kw: Any) -> JobBuilder:
+        return self.tasks(len(nodes), role=role, status="Running", nodes=nodes, **kw)
+
+    def build(self) -> JobInfo:
+        kw = dict(self.kw)
+        kw.setdefault("min_member", len(self.task_list) or 1)
+        return JobInfo(tasks=list(self.task_list), **kw)
+
+
+def node(name: str) -> NodeBuilder:
+    return NodeBuilder(name)
+
+
+def queue(name: str) -> QueueBuilder:
+    return QueueBuilder(name)
+
+
+def job(name: str, queue: str = "default") -> JobBuilder:
+    return JobBuilder(name, queue)
+
+
+def _built(x: Any) -> Any:
+    return x.build() if hasattr(x, "build") else x
+
+
+def snapshot(nodes: list[Any], queues: list[Any], jobs: list[Any], now: float = 0.0) -> Snapshot:
+    return Snapshot(nodes=[_built(n) for n in nodes], queues=[_built(q) for q in queues],
+                    jobs=[_built(j) for j in jobs], now=now)
+
+
+def advance(snap: Snapshot, decision: Decision, now: float | None = None) -> Snapshot:
+    """The next snapshot a simple driver would build from ``decision``."""
+    bound = {b.task: b.node for b in decision.binds}
+    evicted = {e.task for e in decision.evictions}
+    nominated = {p.task: p.node for p in decision.pipelined}
+    jobs = []
+    for j in snap.jobs:
+        tasks = []
+        for t in j.tasks:
+            if t.name in evicted:
+                t = msgspec.structs.replace(t, status="Pending", node=None, nominated_node="")
+            elif t.name in bound:
+                t = msgspec.structs.replace(t, status="Running", node=bound[t.name], nominated_node="")
+            elif t.name in nominated:
+                t = msgspec.structs.replace(t, nominated_node=nominated[t.name])
+            tasks.append(t)
+        jobs.append(msgspec.structs.replace(j, tasks=tasks, phase=decision.podgroup_phases.get(j.name, j.phase)))
+    return msgspec.structs.replace(snap, jobs=jobs, now=snap.now if now is None else now)

@@ -1,0 +1,67 @@
+"""A service process: settings → telemetry → connections → build → start → run until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+
+from hyperjob import telemetry
+from hyperjob.events.subjects import STREAMS
+
+from .config import SettingsError, instance_name, load_settings
+from .runtime import Runtime
+from .timers import AsyncioTimers, WallClock
+
+S = TypeVar("S", bound=msgspec.Struct)
+Build = Callable[[Any, Runtime], Awaitable[Any]]
+
+
+def run_service(name: str, settings_type: type[S], build: Build,
+                instance: Callable[[Any], str] | None = None) -> None:
+    """The whole life of a service process. ``name`` is the deploy name (``global-scheduler``);
+    ``instance`` names the instance from its settings when the default (``instance_name``) does not."""
+    prefix = name.upper().replace("-", "_")
+    try:
+        settings = load_settings(settings_type, prefix)
+    except SettingsError as exc:
+        print(f"{name}: invalid configuration: {exc}", file=sys.stderr)
+        sys.exit(2)
+    telemetry.setup(name, getattr(settings, "log_level", "INFO"))
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # uvloop is an optimisation, not a requirement
+        pass
+    asyncio.run(_serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings)))
+
+
+async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
+    from hyperjob.bus.natsbus import NatsBus
+    from hyperjob.store.redis_store import RedisStore
+
+    log = structlog.get_logger(name)
+    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name)
+    store = await RedisStore.connect(settings.redis_url)
+    clock = WallClock()
+    runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await build(settings, runtime)
+        await runtime.start()
+        log.info("service_started", instance=runtime.instance)
+        await stop.wait()
+    finally:
+        log.info("service_stopping")
+        await runtime.stop()
+        await bus.close()
+        await store.close()

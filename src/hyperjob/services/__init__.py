@@ -1,0 +1,1 @@
+"""The services, each its own process: ``python -m hyperjob.services.<name>``."""

@@ -1,0 +1,298 @@
+"""One cluster's scheduler: its view of the cluster, its cycles, and what it commits.
+
+The view is built from latest values (node status and agents' beats, job states, queues), the
+scheduler's own state from its tables (podgroup phases, reservations, queue usage) and from the
+store's resource accounting (bindings). A cycle runs when something changed: housekeeping,
+one Volcano session (``schedcore``), and one commit holding every binding and release of the
+cycle (compare-and-set against each node's allocatable, so a second instance can never
+oversubscribe a node), the podgroup phases, and the messages for the job-controller and the
+global-scheduler. A summary of free capacity goes out every period.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from hyperjob import api
+from hyperjob import events
+from hyperjob import records
+from hyperjob import schedcore
+from hyperjob.events import subjects
+from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.store import Binding, Unbind
+
+from . import domain
+from .config import Settings
+from .summary import NodeRoom, summarize
+
+
+class ClusterScheduler:
+    def __init__(self, runtime: Runtime, settings: Settings) -> None:
+        self.rt = runtime
+        self.settings = settings
+        self.cluster = settings.cluster
+        conf = schedcore.parse_conf(settings.scheduler_conf) if settings.scheduler_conf else schedcore.DEFAULT_CONF
+        self.scheduler = schedcore.Scheduler(conf)
+        self.period = api.parse_duration(settings.schedule_period)
+        c = self.cluster
+        self.phases = runtime.table(records.pgphase_kind(c), records.PodGroupPhaseDoc)
+        self.reservations = runtime.table(records.reservation_kind(c), records.ReservationDoc)
+        self.usage = runtime.table(records.queue_usage_kind(c), records.QueueUsageDoc)
+        self.nodes: dict[str, domain.NodeView] = {}
+        self.queues: dict[str, events.QueueChanged] = {}
+        self.parts: dict[str, dict[int, events.JobState]] = {}
+        self.jobs: dict[str, domain.JobView] = {}
+        self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
+        self.bound = domain.Bookings()
+        self.registered: dict[str, dict[str, float]] = {}
+        self.nominated: dict[str, str] = {}
+        self.dirty = True
+        self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
+        self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
+        self._snapshots = domain.SnapshotCache()
+        runtime.on_load(self.on_loaded)
+
+    async def on_loaded(self) -> None:
+        self.bound = domain.Bookings(await self.rt.store.allocations(self.cluster))
+        self._summary = None
+        self.registered = {}  # a store that lost its state lost the registrations too
+        self.dirty = True
+
+    def changed(self) -> None:
+        self.dirty = True
+        self.revision += 1
+        self.rt.kick("cycle")
+
+    # -- what the cluster says ------------------------------------------------------------------
+
+    def on_node_status(self, msg: events.NodeStatus) -> None:
+        known = self.nodes.get(msg.node)
+        self.nodes[msg.node] = domain.NodeView(
+            name=msg.node, agent=msg.agent, allocatable=msg.allocatable, labels=msg.labels, taints=msg.taints,
+            unschedulable=msg.unschedulable, reported_ready=msg.ready, gpu_ok=msg.gpu_ok, fabric_ok=msg.fabric_ok,
+            sick_gpus=msg.sick_gpus, down_ports=msg.down_ports,
+            last_seen=known.last_seen if known is not None else self.rt.now(),
+            stale=known.stale if known is not None else False)
+        if known is None or (known.reported_ready, known.allocatable, known.labels, known.taints, known.gpu_ok,
+                             known.fabric_ok) != (msg.ready, msg.allocatable, msg.labels, msg.taints, msg.gpu_ok,
+                                                  msg.fabric_ok):
+            if known is not None and known.reported_ready != msg.ready:
+                self.rt.log.info("node_readiness_changed", cluster=self.cluster, node=msg.node, ready=msg.ready,
+                                 reason=msg.reason)
+            self.changed()
+
+    def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
+        now = self.rt.now()
+        self.beats[msg.agent] = now
+        silent = set(msg.silent)
+        for node in self.nodes.values():
+            if node.agent == msg.agent and node.name not in silent:
+                node.last_seen = now
+        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), self.settings.node_timeout)
+        for name, node in self.nodes.items():
+            if node.stale != (name in stale):
+                node.stale = name in stale
+                self.rt.log.info("node_liveness_changed", cluster=self.cluster, node=name, stale=node.stale)
+                self.changed()
+
+    def on_job_state(self, msg: events.JobState) -> None:
+        if msg.deleted:
+            self.parts.pop(msg.job, None)
+            self.jobs.pop(msg.job, None)
+        else:
+            parts = self.parts.setdefault(msg.job, {})
+            parts[msg.part] = msg
+            for stale_part in [p for p in parts if p >= msg.parts]:
+                del parts[stale_part]
+            view = domain.assemble(parts)
+            if view is None:
+                self.jobs.pop(msg.job, None)
+            else:
+                self.jobs[msg.job] = view
+        self.changed()
+
+    def on_queue(self, msg: events.QueueChanged) -> None:
+        if msg.deleted:
+            self.queues.pop(msg.name, None)
+        else:
+            self.queues[msg.name] = msg
+        self.changed()
+
+    # -- the global-scheduler's word on a gang member -----------------------------------------------
+
+    def on_gang_control(self, msg: events.GangControl) -> Reaction | None:
+        """reserve: hold the gang when it fits; start: let the held pods run; release: give them back."""
+        view = self.jobs.get(msg.child)
+        current = domain.current_reservation(self.reservations.get(msg.child), view) if view is not None else \
+            (self.reservations.get(msg.child) or records.ReservationDoc())
+        if msg.attempt < current.attempt or (current.state == "Started" and msg.attempt == current.attempt):
+            return None  # an older attempt's word, or already running: nothing to change
+        reaction = Reaction()
+        if msg.action == "release":
+            view = self.jobs.get(msg.child)
+            for pod in sorted(view.pods if view is not None else ()):
+                if pod in self.bound:
+                    reaction.unbinds.append(Unbind(self.cluster, pod))
+                    del self.bound[pod]
+        if msg.action == "start" and view is not None:
+            # The held pods start now: their bindings are in place already.
+            held = [events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
+                    for p in sorted(view.pods.values(), key=lambda p: p.name)
+                    if p.name in self.bound and p.phase == "Pending" and not p.node
+                    and self.bound[p.name].uid in ("", p.uid)]
+            if held:
+                reaction.publish(subjects.pods_bound(self.cluster),
+                                 self._pods_message(events.PodsBound, msg.child, held, "bound"))
+        state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
+        self.reservations.put(msg.child, records.ReservationDoc(state=state, attempt=msg.attempt,  # type: ignore[arg-type]
+                                                                uid=current.uid))
+        self.changed()
+        return reaction
+
+    # -- the cycle ----------------------------------------------------------------------------------
+
+    async def cycle(self) -> None:
+        await self.rt.ensure_fresh()
+        if not self.dirty:
+            return
+        self.dirty = False
+        await self._register_nodes()
+        state = self._view()
+        out = domain.housekeeping(self.cluster, state, self._down())
+        self._apply_bindings(state.bound, out)
+        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
+        domain.apply_decision(self.cluster, state, decision, out)
+        reaction = self._reaction(state, out, decision)
+        self.nominated = {b.task: b.node for b in decision.pipelined}
+        if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
+            return
+        self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
+        self._apply_bindings(self.bound, out)
+        if await self.rt.commit(_cause(self.rt.instance, self.rt.now(), reaction), reaction):
+            self.dirty = True  # what this cycle did may let the next one do more
+        else:
+            self.changed()
+
+    def _view(self) -> domain.ClusterView:
+        incarnations = {name: view.incarnation for name, view in self.jobs.items()}
+        phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
+        return domain.ClusterView(nodes=self.nodes, queues=self.queues, jobs=self.jobs, bound=dict(self.bound),
+                                  phases=phases, reservations=dict(self.reservations.rows), nominated=self.nominated)
+
+    def _down(self) -> set[str]:
+        """Nodes whose pods are taken off: reported down, or silent while most of the cluster
+        still answers (when most nodes fall silent at once, the silence is ours: evict nothing)."""
+        reported = {n for n, v in self.nodes.items() if not v.reported_ready}
+        stale = {n for n, v in self.nodes.items() if v.stale}
+        if stale and len(stale) > self.settings.eviction_pause_share * len(self.nodes):
+            self.rt.log.warning("evictions_paused", cluster=self.cluster, silent=len(stale), nodes=len(self.nodes))
+            return reported
+        return reported | stale
+
+    @staticmethod
+    def _apply_bindings(bound: dict[str, Binding], out: domain.CycleOutcome) -> None:
+        for unbind in out.unbinds:
+            bound.pop(unbind.pod, None)
+        for bind in out.binds:
+            bound[bind.pod] = bind
+
+    def _reaction(self, state: domain.ClusterView, out: domain.CycleOutcome,
+                  decision: schedcore.Decision) -> Reaction:
+        reaction = Reaction(binds=list(out.binds), unbinds=list(out.unbinds))
+        c = self.cluster
+        for job, refs in sorted(out.evicted.items()):
+            reaction.publish(subjects.pods_evicted(c), self._pods_message(events.PodsEvicted, job, refs, "evicted"))
+        for job, refs in sorted(out.rejected.items()):
+            reaction.publish(subjects.pods_rejected(c), self._pods_message(events.PodsRejected, job, refs, "rejected"))
+        for job, refs in sorted(out.bound.items()):
+            reaction.publish(subjects.pods_bound(c), self._pods_message(events.PodsBound, job, refs, "bound"))
+        for job in out.held:
+            reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=True))
+        for job in out.lost:
+            reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=False))
+        for job, phase in sorted(out.phases.items()):
+            reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase))
+        self._forget_gone_jobs()
+        self._record_usage(decision)
+        return reaction
+
+    def _pods_message(self, kind: type, job: str, refs: list[events.PodRef], what: str) -> events.Message:
+        uid = self.jobs[job].uid if job in self.jobs else job
+        step = f"{what}/" + ",".join(f"{r.pod}:{r.uid}:{r.node}:{r.reason}" for r in refs)
+        return self.rt.emit(kind, f"{self.cluster}/{uid}", step, cluster=self.cluster, job=job, pods=refs)
+
+    def _held(self, job: str, state: domain.ClusterView, held: bool) -> events.ReservationHeld:
+        view = self.jobs[job]
+        reservation = state.reservation(job) or records.ReservationDoc()
+        version = self.reservations.versions.get(job, 0) + 1
+        self.reservations.put(job, records.ReservationDoc(state="Held" if held else "Reserving",
+                                                          attempt=reservation.attempt, uid=view.uid))
+        return self.rt.emit(events.ReservationHeld, f"{self.cluster}/{view.uid}",
+                            f"held/{reservation.attempt}/{held}/{version}",
+                            cluster=self.cluster, child=job, hyperjob=view.gang, attempt=reservation.attempt,
+                            held=held)
+
+    def _phase(self, job: str, phase: str) -> events.PodGroupPhaseChanged:
+        view = self.jobs[job]
+        version = self.phases.versions.get(job, 0) + 1
+        self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, incarnation=view.incarnation))
+        return self.rt.emit(events.PodGroupPhaseChanged, f"{self.cluster}/{job}/{view.incarnation}",
+                            f"phase/{phase}/{version}", cluster=self.cluster, job=job, job_uid=view.uid,
+                            job_version=view.version, phase=phase)
+
+    def _forget_gone_jobs(self) -> None:
+        for table in (self.phases, self.reservations):
+            for job in [j for j in table if j not in self.jobs]:
+                table.delete(job)
+
+    def _record_usage(self, decision: schedcore.Decision) -> None:
+        for queue, usage in sorted(decision.queues.items()):
+            doc = records.QueueUsageDoc(allocated=dict(usage.allocated), deserved=dict(usage.deserved))
+            if self.usage.get(queue) != doc:
+                self.usage.put(queue, doc)
+
+    async def _register_nodes(self) -> None:
+        """Nodes the store's accounting does not know (or knows another size of) get registered
+        before a session may bind to them."""
+        for name, node in sorted(self.nodes.items()):
+            if self.registered.get(name) != node.allocatable:
+                await self.rt.store.set_node_allocatable(self.cluster, name, node.allocatable)
+                self.registered[name] = dict(node.allocatable)
+
+    # -- the summary ----------------------------------------------------------------------------------
+
+    async def report_capacity(self) -> None:
+        """Every period, changed or not: the global scheduler judges a cluster alive by them."""
+        revision = (self.revision, self.bound.revision)
+        if self._summary is None or self._summary[0] != revision:
+            self._summary = (revision, self._summarize())
+        fields = self._summary[1]
+        message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
+        await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
+
+
+    def _summarize(self) -> dict[str, object]:
+        used = self.bound.used
+        rooms = [NodeRoom(name=n.name, allocatable=n.allocatable,
+                          free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
+                          labels=n.labels, taints=n.all_taints(), schedulable=n.ready and not n.unschedulable)
+                 for _, n in sorted(self.nodes.items())]
+        return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
+
+
+def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:
+    return allocatable if "pods" in allocatable else {**allocatable, "pods": domain.DEFAULT_PODS}
+
+
+def _cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A cycle's id, from when it ran and what it decided (it names the cycle's changelog entries
+    and outbox record; the messages' own ids come from what they say)."""
+    digest = hashlib.sha1(repr(now).encode())
+    for _, message in reaction.outputs:
+        digest.update(message.event_id.encode())
+    for b in reaction.binds:
+        digest.update(f"+{b.pod}@{b.node}:{b.uid}".encode())
+    for u in reaction.unbinds:
+        digest.update(f"-{u.pod}".encode())
+    return events.derive_id(instance, f"cycle/{digest.hexdigest()}")
+

@@ -1,0 +1,70 @@
+"""Pure parts of the global-scheduler: the fleet's capacity as the clusters report it, and the
+choices a round makes with it."""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from hyperjob import api
+from hyperjob import events
+from hyperjob import fleetcore
+from hyperjob import records
+from hyperjob.records.capacity import Capacity
+from hyperjob.servicekit import Reaction
+
+__all__ = ["Capacity", "choose", "fleet_queue", "reserve_room", "round_cause"]
+
+
+def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
+    queue = api.decode(msg.manifest)
+    assert isinstance(queue, api.Queue)
+    return msgspec.structs.replace(fleetcore.fleet_queue(queue, msg.created), state=msg.state)
+
+
+def choose(placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity],
+           now: float) -> str | fleetcore.Waiting:
+    """Where a waiting child goes now, and take its room from ``working`` so the next choice of
+    the same round sees it taken. A planned child waits for its cluster's room; a plain job goes
+    to the best live cluster, whose own Volcano queueing takes it from there."""
+    job = api.decode(placement.job)
+    if isinstance(job, api.PodGroup):
+        live = [c for c in (placement.clusters or sorted(working)) if c in working]
+        return live[0] if live else fleetcore.Waiting(reason="no live cluster")
+    assert isinstance(job, api.Job)
+    planned = not placement.plain and len(placement.clusters) == 1
+    chosen = fleetcore.place_job(job.spec, working, now, cluster_names=placement.clusters, wait_for_fit=planned)
+    if isinstance(chosen, str):
+        taken = fleetcore.place_gang(working[chosen], fleetcore.gang_pods(job.spec, {t.name: t.replicas
+                                                                                     for t in job.spec.tasks}))
+        if not isinstance(taken, str):
+            working[chosen] = taken
+    return chosen
+
+
+def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetcore.ClusterCapacity]) -> str | None:
+    """Take the room of every child of a gang from ``working`` (each on its planned cluster), or
+    say which one does not fit (and take nothing)."""
+    trial = dict(working)
+    for child in children:
+        cluster = child.clusters[0] if child.clusters else ""
+        job = api.decode(child.job)
+        assert isinstance(job, api.Job)
+        if cluster not in trial:
+            return f"{child.child}: cluster {cluster or '?'} is not live"
+        taken = fleetcore.place_gang(trial[cluster], fleetcore.gang_pods(job.spec, {t.name: t.replicas
+                                                                                   for t in job.spec.tasks}))
+        if isinstance(taken, str):
+            return f"{child.child}: {taken}"
+        trial[cluster] = taken
+    working.update(trial)
+    return None
+
+
+def round_cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A round's id, from when it ran and what it decided."""
+    digest = hashlib.sha1(repr(now).encode())
+    for _, message in reaction.outputs:
+        digest.update(message.event_id.encode())
+    return events.derive_id(instance, f"round/{digest.hexdigest()}")

@@ -1,0 +1,63 @@
+"""The node-agent's one Settings struct (env ``NODE_AGENT_<FIELD>``), and the host env pods inherit."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import msgspec
+
+from hyperjob.hwprobe import FleetShape
+
+
+class NodeSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One node named explicitly, for fleets whose nodes differ (a scenario's clusters)."""
+
+    name: str
+    allocatable: dict[str, str | int | float]
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    cluster: str
+    # simulate: pods "run" for their sim duration. exec: pods run their command as local processes.
+    mode: Literal["simulate", "exec"] = "simulate"
+    nats_url: str = "nats://127.0.0.1:4222"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    log_level: str = "INFO"
+    # The nodes this agent serves: node_specs (each its own), else node_names, else
+    # <node_prefix or "<cluster>-node">-<i> for i < nodes, all alike (allocatable, labels).
+    node_specs: list[NodeSpec] = []
+    nodes: int = 4
+    node_prefix: str = ""
+    node_names: list[str] = []
+    allocatable: dict[str, str | int | float] = msgspec.field(
+        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
+    labels: dict[str, str] = {}
+    # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m),
+    # or runs until it is stopped ("never").
+    pod_duration: str = "30s"
+    heartbeat_period: float = 2.0
+    # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
+    telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
+    telemetry_period: float = 10.0
+    fleet_shape: FleetShape = FleetShape()  # gpus_per_node follows allocatable's nvidia.com/gpu
+    faults: list[str] = []  # injected into the simulated fleet: KIND@NODE[,key=value...]
+    seed: int = 0
+    xid_hold: float = 300.0
+    infiniband_sysfs: str = "/sys/class/infiniband"
+    # exec mode: pod sandboxes and logs under <work_dir>/<cluster>/<pod>/, the processes' cwd, and
+    # how long a killed pod gets between SIGTERM and SIGKILL.
+    work_dir: str = ".hyperjob/pods"
+    pod_working_dir: str = ""
+    kill_grace: float = 10.0
+
+
+# What a pod's process inherits from the agent's environment (then the pod's env wins).
+INHERITED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT")
+
+
+def host_env() -> dict[str, str]:
+    """The part of the agent's environment every pod process starts from."""
+    return {name: os.environ[name] for name in INHERITED if name in os.environ}

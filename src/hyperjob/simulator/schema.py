@@ -1,0 +1,108 @@
+"""The Scenario file's own shape, decoded strictly (shared/spec/scenario-format.md, "Input").
+
+An unknown field, an unknown event type or a wrong type fails here; ``scenario.load`` turns
+msgspec's message into a ``ScenarioError`` naming the place. Manifests inside ``create`` events
+are kept as plain data: they are admitted at their event time and may be rejected then, which is
+an outcome of the run (a ``Rejected`` event), not an error of the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from hyperjob.api import Taint
+
+Number = int | float
+DurationText = int | float | str
+QuantityValue = str | int | float
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """Base of every scenario struct: camelCase on the wire, unknown fields rejected."""
+
+
+class Metadata(_Strict, frozen=True, kw_only=True):
+    name: str
+
+
+class NodeEntry(_Strict, frozen=True, kw_only=True):
+    name: str
+    count: int | None = None
+    allocatable: dict[str, QuantityValue] = {}
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []
+
+
+class ClusterEntry(_Strict, frozen=True, kw_only=True):
+    name: str
+    labels: dict[str, str] = {}
+    nodes: list[NodeEntry] = []
+
+
+class PriorityClassEntry(_Strict, frozen=True, kw_only=True):
+    name: str
+    value: int
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    global_default: bool = False
+    description: str = ""
+
+
+class ObjectRef(_Strict, frozen=True, kw_only=True):
+    kind: str
+    name: str
+
+
+class NodeRef(_Strict, frozen=True, kw_only=True):
+    cluster: str
+    node: str
+
+
+class ClusterRef(_Strict, frozen=True, kw_only=True):
+    cluster: str
+
+
+class PodFail(_Strict, frozen=True, kw_only=True):
+    pod: str
+    exit_code: int = 1
+
+
+class Command(_Strict, frozen=True, kw_only=True):
+    kind: str
+    name: str
+    action: str
+
+
+class EventEntry(_Strict, frozen=True, kw_only=True):
+    """One timed event; exactly one of the action fields is set (checked by the loader)."""
+
+    at: DurationText
+    create: dict[str, Any] | None = None
+    delete: ObjectRef | None = None
+    node_down: NodeRef | None = None
+    node_up: NodeRef | None = None
+    cluster_down: ClusterRef | None = None
+    cluster_up: ClusterRef | None = None
+    pod_fail: PodFail | None = None
+    command: Command | None = None
+
+
+EVENT_FIELDS = ("create", "delete", "node_down", "node_up", "cluster_down", "cluster_up", "pod_fail", "command")
+
+
+class ScenarioSpec(_Strict, frozen=True, kw_only=True):
+    clusters: list[ClusterEntry]
+    scheduler_conf: str | None = None
+    schedule_period: DurationText = 1
+    queues: list[dict[str, Any]] = []
+    priority_classes: list[PriorityClassEntry] = []
+    events: list[EventEntry] = []
+    until: DurationText | None = None
+
+
+class ScenarioFile(_Strict, frozen=True, kw_only=True):
+    api_version: Literal["hyperjob.io/v1alpha1"]
+    kind: Literal["Scenario"]
+    metadata: Metadata
+    spec: ScenarioSpec
