@@ -1,0 +1,137 @@
+"""Expected GPU fragmentation of a node for a mix of pod shapes (FGD: Weng et al., "Beware of
+Fragmentation", USENIX ATC'23, and its artifact hkust-adsl/kubernetes-scheduler-simulator).
+
+A node's free GPU cores are *fragmented for a pod shape* when that shape cannot use them: all of
+them when the shape cannot land on the node at all (a CPU-only shape, a GPU model it does not
+accept, too little CPU, too few devices with enough free cores), otherwise those of the devices
+whose free cores are below what the shape asks per device. A node's expected fragmentation is
+the popularity-weighted sum of that over the *typical* shapes: the most frequent shapes that
+together make ``coverage`` of the pods (FGD's "typical pods": 95 %, counted one shape at a time).
+
+Units are the node table's: CPU in cores, memory in bytes, GPU in device cores (100 = one GPU,
+``NodeTable.device_free``; -1 marks a device slot the node does not have). Everything here is
+numpy over a batch of node states, so a scorer can evaluate every candidate (node, device) of a
+pod in a few array operations. Pure: no session, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+EPS = 1e-6
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The typical pod shapes of a workload, one entry per shape (length T), and where each may go.
+
+    ``number`` is the devices a shape asks for (0: no GPU), ``cores`` the cores on each of them;
+    ``access[t, n]`` says whether shape t may use node n at all (GPU model, selectors, taints).
+    ``memory`` is only consulted by callers that ask for it (FGD's definition ignores memory).
+    """
+
+    cpu: np.ndarray
+    memory: np.ndarray
+    number: np.ndarray
+    cores: np.ndarray
+    weight: np.ndarray
+    access: np.ndarray
+
+    @property
+    def wants_gpu(self) -> bool:
+        return bool((self.number > 0).any())
+
+
+def typical(counts: Mapping[K, float], coverage: float, order: Callable[[K], object]) -> list[tuple[K, float]]:
+    """The most popular shapes until they make ``coverage`` of the total, with renormalised weights.
+
+    Most frequent first; among equally frequent shapes the larger ``order(key)`` comes first
+    (FGD sorts its pod resources the same way). Always at least one shape when ``counts`` has any.
+    """
+    total = float(sum(counts.values()))
+    if total <= 0:
+        return []
+    ranked = sorted(counts.items(), key=lambda kv: (kv[1], order(kv[0])), reverse=True)
+    chosen: list[tuple[K, float]] = []
+    cum = 0.0
+    for key, count in ranked:
+        if chosen and cum >= coverage * total:
+            break
+        chosen.append((key, count))
+        cum += count
+    return [(key, count / cum) for key, count in chosen]
+
+
+def gpu_free(dev: np.ndarray) -> np.ndarray:
+    """Free device cores per state (the -1 padding of absent devices counts as nothing)."""
+    return np.maximum(dev, 0.0).sum(axis=-1)
+
+
+def expected(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
+             memory: np.ndarray | None = None) -> np.ndarray:
+    """Expected fragmented cores of S node states: state s is node ``rows[s]`` with ``cpu[s]``
+    cores and ``dev[s]`` device cores free (and ``memory[s]`` bytes, when memory should count)."""
+    free = gpu_free(dev)
+    gpu = np.flatnonzero(shapes.number > 0)
+    if len(gpu) == 0 or len(rows) == 0:
+        return free * float(shapes.weight.sum())
+    usable = usable_for(shapes, rows, cpu, dev, memory, gpu)
+    return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
+
+
+def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
+               memory: np.ndarray | None, gpu: np.ndarray) -> np.ndarray:
+    """(S, len(gpu)): free cores each GPU shape could use in each state (0 where it cannot land)."""
+    thresholds, which = np.unique(shapes.cores[gpu], return_inverse=True)
+    positive = np.maximum(dev, 0.0)
+    holds = dev[:, None, :] >= thresholds[None, :, None] - EPS          # (S, K, D)
+    count = holds.sum(axis=2)                                             # (S, K)
+    cores = np.einsum("skd,sd->sk", holds.astype(np.float64), positive)  # (S, K)
+    fits = shapes.access[gpu][:, rows].T & (cpu[:, None] >= shapes.cpu[gpu] - EPS)
+    fits &= count[:, which] >= shapes.number[gpu]
+    if memory is not None:
+        fits &= memory[:, None] >= shapes.memory[gpu] - 1.0
+    return np.where(fits, cores[:, which], 0.0)
+
+
+def stranded(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
+             memory: np.ndarray | None = None) -> np.ndarray:
+    """Expected free cores that a stream of pods of each typical shape could not use.
+
+    Unlike ``expected`` (can one more pod of the shape land?), this counts how many pods of the
+    shape the node could still take, limited by its CPU, memory and devices, so GPUs that the
+    node's CPU or memory could never feed count as stranded.
+    """
+    free = gpu_free(dev)
+    gpu = np.flatnonzero(shapes.number > 0)
+    if len(gpu) == 0 or len(rows) == 0:
+        return free * float(shapes.weight.sum())
+    thresholds, which = np.unique(shapes.cores[gpu], return_inverse=True)
+    slots = np.floor(np.maximum(dev, 0.0)[:, None, :] / thresholds[None, :, None] + EPS).sum(axis=2)  # (S, K)
+    number = shapes.number[gpu]
+    pods = np.floor(slots[:, which] / number + EPS)
+    with np.errstate(divide="ignore"):
+        pods = np.minimum(pods, np.floor(cpu[:, None] / shapes.cpu[gpu] + EPS))
+        if memory is not None:
+            pods = np.minimum(pods, np.floor(memory[:, None] / np.maximum(shapes.memory[gpu], 1.0) + EPS))
+    pods = np.where(shapes.access[gpu][:, rows].T, np.maximum(pods, 0.0), 0.0)
+    usable = np.minimum(pods * number * shapes.cores[gpu], free[:, None])
+    return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
+
+
+def fluid_stranded(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
+    """Free cores the node's CPU (and memory) could not feed at the mix's CPU (memory) per GPU core."""
+    free = gpu_free(dev)
+    gpu = shapes.number > 0
+    cores = float((shapes.weight[gpu] * shapes.number[gpu] * shapes.cores[gpu]).sum())
+    if cores <= 0:
+        return np.zeros(len(free))
+    fed = np.minimum(free, cpu / (float((shapes.weight[gpu] * shapes.cpu[gpu]).sum()) / cores + 1e-12))
+    if memory is not None:
+        fed = np.minimum(fed, memory / (float((shapes.weight[gpu] * shapes.memory[gpu]).sum()) / cores + 1e-12))
+    return free - np.maximum(fed, 0.0)
