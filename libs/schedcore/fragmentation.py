@@ -99,39 +99,20 @@ def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarra
     return np.where(fits, cores[:, which], 0.0)
 
 
-def stranded(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
-             memory: np.ndarray | None = None) -> np.ndarray:
-    """Expected free cores that a stream of pods of each typical shape could not use.
 
-    Unlike ``expected`` (can one more pod of the shape land?), this counts how many pods of the
-    shape the node could still take, limited by its CPU, memory and devices, so GPUs that the
-    node's CPU or memory could never feed count as stranded.
+def unfed(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
+    """Free GPU cores of each state that its free CPU (and memory) cannot feed at the mix's rate.
+
+    The rate is what the whole mix asks per GPU core: the CPU (memory) of every typical pod,
+    CPU-only ones included since they draw on the same nodes, over the GPU cores of the GPU ones.
+    A node whose CPU runs out before its GPUs do will strand the difference whatever pods come.
     """
-    free = gpu_free(dev)
-    gpu = np.flatnonzero(shapes.number > 0)
-    if len(gpu) == 0 or len(rows) == 0:
-        return free * float(shapes.weight.sum())
-    thresholds, which = np.unique(shapes.cores[gpu], return_inverse=True)
-    slots = np.floor(np.maximum(dev, 0.0)[:, None, :] / thresholds[None, :, None] + EPS).sum(axis=2)  # (S, K)
-    number = shapes.number[gpu]
-    pods = np.floor(slots[:, which] / number + EPS)
-    with np.errstate(divide="ignore"):
-        pods = np.minimum(pods, np.floor(cpu[:, None] / shapes.cpu[gpu] + EPS))
-        if memory is not None:
-            pods = np.minimum(pods, np.floor(memory[:, None] / np.maximum(shapes.memory[gpu], 1.0) + EPS))
-    pods = np.where(shapes.access[gpu][:, rows].T, np.maximum(pods, 0.0), 0.0)
-    usable = np.minimum(pods * number * shapes.cores[gpu], free[:, None])
-    return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
-
-
-def fluid_stranded(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
-    """Free cores the node's CPU (and memory) could not feed at the mix's CPU (memory) per GPU core."""
     free = gpu_free(dev)
     gpu = shapes.number > 0
     cores = float((shapes.weight[gpu] * shapes.number[gpu] * shapes.cores[gpu]).sum())
     if cores <= 0:
         return np.zeros(len(free))
-    fed = np.minimum(free, cpu / (float((shapes.weight[gpu] * shapes.cpu[gpu]).sum()) / cores + 1e-12))
+    fed = np.minimum(free, cpu * cores / max(float(shapes.weight @ shapes.cpu), EPS))
     if memory is not None:
-        fed = np.minimum(fed, memory / (float((shapes.weight[gpu] * shapes.memory[gpu]).sum()) / cores + 1e-12))
+        fed = np.minimum(fed, memory * cores / max(float(shapes.weight @ shapes.memory), EPS))
     return free - np.maximum(fed, 0.0)

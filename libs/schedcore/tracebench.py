@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from . import fragmentation as frag
-from .conf import SchedulerConf
+from .conf import LIVE_DEFAULT_CONF, SchedulerConf, parse_conf
 from .model import Decision
 from .nodes import DEVICE_CORES
 from .scheduler import Scheduler
@@ -151,9 +151,11 @@ def fgd_shapes(nodes: list[TraceNode], pods: list[TracePod]) -> frag.Shapes:
                        weight=np.array([w for _, w in chosen]), access=access)
 
 
-# Policy name -> the plugin that scores nodes alone (after ``predicates``) in its conf.
+# Policy name -> the plugin that alone orders the nodes (after ``predicates``) in its conf.
 BASELINES = {"random": "gpurandom", "dotprod": "gpudotprod", "clustering": "gpuclustering",
              "packing": "gpupacking", "bestfit": "gpubestfit", "fgd": "fgd"}
+DEFAULT_POLICY = "gpufrag"
+POLICIES = (DEFAULT_POLICY, *BASELINES)
 
 
 def baseline_conf_text(policy: str, seed: int) -> str:
@@ -166,3 +168,12 @@ tiers:
   - name: predicates
   - name: {plugin}{arguments}
 """
+
+
+def policy_conf(policy: str, seed: int) -> SchedulerConf:
+    """``gpufrag``: the live cluster-scheduler's default conf; a baseline: its conf above."""
+    if policy == DEFAULT_POLICY:
+        return LIVE_DEFAULT_CONF
+    if policy not in BASELINES:
+        raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    return parse_conf(baseline_conf_text(policy, seed))

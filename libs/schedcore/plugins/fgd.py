@@ -57,7 +57,7 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
 class FragScorer(Plugin):
     """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score."""
 
-    WITH_MEMORY = False
+    with_memory = False
     shapes: frag.Shapes | None
     every_device = True  # a shared-GPU pod is tried on each device, else on its best-fit one
 
@@ -73,10 +73,6 @@ class FragScorer(Plugin):
     def coverage(self) -> float:
         return float(self.args.coverage)
 
-    def shape_weight(self, key: tuple[float, float, int, float, bytes]) -> float:
-        """How much one pod of this shape counts in the mix (FGD: one)."""
-        return 1.0
-
     def shape_tasks(self, ssn: Session) -> list[TaskState]:
         """The pods whose mix defines the typical shapes: every pod of the session."""
         return [t for job in ssn.jobs.values() for t in job.tasks]
@@ -85,11 +81,10 @@ class FragScorer(Plugin):
         counts: Counter[tuple[float, float, int, float, bytes]] = Counter()
         sample: dict[tuple[float, float, int, float, bytes], TaskState] = {}
         for t in self.shape_tasks(ssn):
-            key = shape_key(t, self.WITH_MEMORY)
-            counts[key] += self.shape_weight(key)
+            key = shape_key(t, self.with_memory)
+            counts[key] += 1
             sample.setdefault(key, t)
         chosen = frag.typical(counts, self.coverage(), order=lambda k: (k[0], k[3], k[2], k[1], k[4]))
-        chosen = [(key, w) for key, w in chosen if w > 0]
         if not any(key[2] for key, _ in chosen):
             return None
         access = np.array([ssn.placement.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
@@ -105,7 +100,7 @@ class FragScorer(Plugin):
 
     def fragmentation(self, c: Candidates) -> np.ndarray:
         assert self.shapes is not None
-        return frag.expected(self.shapes, c.rows[c.owner], c.cpu, c.dev, c.memory if self.WITH_MEMORY else None)
+        return frag.expected(self.shapes, c.rows[c.owner], c.cpu, c.dev, c.memory if self.with_memory else None)
 
     def current_fragmentation(self, rows: np.ndarray) -> np.ndarray:
         """Fragmentation of ``rows`` now (refreshing the rows changed since the last call)."""
