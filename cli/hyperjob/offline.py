@@ -42,14 +42,26 @@ def bench() -> None:
 @click.option("--per-cycle", type=click.IntRange(min=0), default=0, show_default=True,
               help="pods submitted per cycle (0: all in one cycle)")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
+              help="volcano-scheduler.conf to measure (default: Volcano's default conf)")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, output: str) -> None:
+def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, conf_file: str | None,
+                    output: str) -> None:
     """The scheduling core alone on a synthetic cluster shaped like scheduler_perf's SchedulingBasic."""
     import msgspec
 
+    from schedcore import DEFAULT_CONF, ConfError, parse_conf
     from schedcore import bench as schedbench
 
-    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle)
+    conf = DEFAULT_CONF
+    if conf_file:
+        try:
+            with open(conf_file, encoding="utf-8") as f:
+                conf = parse_conf(f.read())
+        except ConfError as exc:
+            raise click.UsageError(f"{conf_file}: {exc}") from None
+    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle,
+                            conf=conf)
     data = msgspec.to_builtins(result)
     if output == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=True))
