@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 import numpy as np
@@ -42,9 +43,16 @@ class Shapes:
     weight: np.ndarray
     access: np.ndarray
 
-    @property
-    def wants_gpu(self) -> bool:
-        return bool((self.number > 0).any())
+    @cached_property
+    def gpu(self) -> np.ndarray:
+        """Indexes of the shapes that ask for GPU devices."""
+        return np.flatnonzero(self.number > 0)
+
+    @cached_property
+    def thresholds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct per-device cores of the GPU shapes, and which one each GPU shape asks."""
+        values, which = np.unique(self.cores[self.gpu], return_inverse=True)
+        return values, which
 
 
 def typical(counts: Mapping[K, float], coverage: float, order: Callable[[K], object]) -> list[tuple[K, float]]:
@@ -77,17 +85,18 @@ def expected(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
     """Expected fragmented cores of S node states: state s is node ``rows[s]`` with ``cpu[s]``
     cores and ``dev[s]`` device cores free (and ``memory[s]`` bytes, when memory should count)."""
     free = gpu_free(dev)
-    gpu = np.flatnonzero(shapes.number > 0)
+    gpu = shapes.gpu
     if len(gpu) == 0 or len(rows) == 0:
         return free * float(shapes.weight.sum())
-    usable = usable_for(shapes, rows, cpu, dev, memory, gpu)
+    usable = usable_for(shapes, rows, cpu, dev, memory)
     return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
 
 
 def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
-               memory: np.ndarray | None, gpu: np.ndarray) -> np.ndarray:
-    """(S, len(gpu)): free cores each GPU shape could use in each state (0 where it cannot land)."""
-    thresholds, which = np.unique(shapes.cores[gpu], return_inverse=True)
+               memory: np.ndarray | None) -> np.ndarray:
+    """(S, GPU shapes): free cores each GPU shape could use in each state (0 where it cannot land)."""
+    gpu = shapes.gpu
+    thresholds, which = shapes.thresholds
     positive = np.maximum(dev, 0.0)
     holds = dev[:, None, :] >= thresholds[None, :, None] - EPS          # (S, K, D)
     count = holds.sum(axis=2)                                             # (S, K)

@@ -15,7 +15,8 @@ per-node cache of the current fragmentation, and the candidate states after plac
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 import numpy as np
@@ -145,12 +146,14 @@ class FragScorer(Plugin):
 
     @staticmethod
     def best_per_row(c: Candidates, values: np.ndarray, size: int) -> np.ndarray:
-        """The highest value of each row's candidates (-inf for a row without any)."""
+        """The highest value of each row's candidates; 0 for a row where the pod does not fit
+        (the framework drops such rows; a neutral 0 keeps preemption's ranking of them sane)."""
         out = np.full(size, NEG)
         np.maximum.at(out, c.owner, values)
-        return out
+        return np.where(out > NEG, out, 0.0)
 
-    def best_device(self, task: TaskState, row: int, value: Any) -> tuple[int, ...]:
+    def best_device(self, task: TaskState, row: int,
+                    value: Callable[[Candidates, np.ndarray], np.ndarray]) -> tuple[int, ...]:
         """For a shared-GPU pod: the device with the highest ``value(candidates, growth)``, first by index."""
         if not (self.shapes is not None and task.vgpu[0] == 1 and task.vgpu[1] < DEVICE_CORES):
             return ()
