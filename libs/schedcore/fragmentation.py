@@ -109,11 +109,14 @@ def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarra
 
 
 
-def unfed(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
+def unfed(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None,
+          supply: tuple[float, float] = (np.inf, np.inf)) -> np.ndarray:
     """Free GPU cores of each state that its free CPU (and memory) cannot feed at the mix's rate.
 
-    The rate is what the whole mix asks per GPU core: the CPU (memory) of every typical pod,
-    CPU-only ones included since they draw on the same nodes, over the GPU cores of the GPU ones.
+    The rate is what the GPU pods of the mix ask per GPU core, plus a share of what its CPU-only
+    pods ask: they draw on the same nodes, but only as far as the CPU the cluster has beyond its
+    GPU pods' needs (``supply``: the cluster's CPU and memory per GPU core) cannot absorb them.
+    None of it when the spare CPU is plenty, all of it when the CPU-only pods would take it all.
     A node whose CPU runs out before its GPUs do will strand the difference whatever pods come.
     """
     free = gpu_free(dev)
@@ -121,7 +124,16 @@ def unfed(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray |
     cores = float((shapes.weight[gpu] * shapes.number[gpu] * shapes.cores[gpu]).sum())
     if cores <= 0:
         return np.zeros(len(free))
-    fed = np.minimum(free, cpu * cores / max(float(shapes.weight @ shapes.cpu), EPS))
+    fed = np.minimum(free, cpu / _rate(shapes, shapes.cpu, cores, supply[0]))
     if memory is not None:
-        fed = np.minimum(fed, memory * cores / max(float(shapes.weight @ shapes.memory), EPS))
+        fed = np.minimum(fed, memory / _rate(shapes, shapes.memory, cores, supply[1]))
     return free - np.maximum(fed, 0.0)
+
+
+def _rate(shapes: Shapes, amount: np.ndarray, cores: float, supply: float) -> float:
+    """How much of one resource the mix consumes per GPU core (see ``unfed``)."""
+    gpu_pods = float(shapes.weight[shapes.gpu] @ amount[shapes.gpu]) / cores
+    other_pods = float(shapes.weight @ amount) / cores - gpu_pods
+    spare = supply - gpu_pods
+    share = 1.0 if spare <= 0 else min(other_pods / spare, 1.0)
+    return max(gpu_pods + share * other_pods, EPS)

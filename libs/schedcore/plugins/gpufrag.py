@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import fragmentation as frag
 from ..nodes import DEVICE_CORES
+from ..resources import GPU
 from ..state import TaskState
 from .fgd import Candidates, FragScorer, sigmoid_score
 
@@ -57,10 +58,13 @@ class GpuFragPlugin(FragScorer):
 
     def on_session_open(self, ssn: Session) -> None:
         self.with_memory = bool(self.args.memory)
-        super().on_session_open(ssn)
         alloc = ssn.nodes.alloc
         self.max_cpu = float(alloc[:, 0].max()) if ssn.nodes.size else 1.0
         self.max_gpu = max(ssn.nodes.max_devices, 1) * DEVICE_CORES
+        gpu = ssn.space.index.get(GPU)
+        cores = max(float(alloc[:, gpu].sum()) * DEVICE_CORES if gpu is not None else 0.0, 1.0)
+        self.supply = (float(alloc[:, 0].sum()) / cores, float(alloc[:, 1].sum()) / cores)
+        super().on_session_open(ssn)
 
     def shape_tasks(self, ssn: Session) -> list[TaskState]:
         tasks = super().shape_tasks(ssn)
@@ -72,7 +76,8 @@ class GpuFragPlugin(FragScorer):
         out = super().fragmentation(c)
         if self.args.balance:
             assert self.shapes is not None
-            out = out + self.args.balance * frag.unfed(self.shapes, c.cpu, c.dev, c.memory if self.with_memory else None)
+            memory = c.memory if self.with_memory else None
+            out = out + self.args.balance * frag.unfed(self.shapes, c.cpu, c.dev, memory, self.supply)
         return out
 
     def value(self, c: Candidates, grown: np.ndarray) -> np.ndarray:

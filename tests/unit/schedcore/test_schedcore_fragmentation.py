@@ -44,11 +44,16 @@ def test_model_access_is_per_node():
     assert got.tolist() == [0.0, 100.0]
 
 
-def test_unfed_counts_gpus_the_cpu_cannot_feed_at_the_mix_rate():
-    # 10 cores per GPU for the GPU pods, plus CPU-only pods asking as much again: 20 per GPU.
+@pytest.mark.parametrize(("supply", "expected"), [
+    (np.inf, [0.0, 400.0]),          # CPU to spare everywhere: 10 cores per GPU, for the GPU pods
+    (0.125, [0.0, 600.0]),           # the CPU-only pods would take all the spare: 20 per GPU
+    (0.3, [0.0, 800 - 40 / 0.15]),   # they would take half of it: 15 per GPU
+], ids=["cpu-to-spare", "cpu-short", "half-taken"])
+def test_unfed_counts_gpus_the_cpu_cannot_feed_at_the_mix_rate(supply, expected):
+    # GPU pods ask 10 cores per GPU; CPU-only pods ask as much again (cores per GPU core below).
     mix = shapes((10, 0, 1, 100, 0.5), (10, 0, 0, 0, 0.5))
-    got = frag.unfed(mix, np.array([160.0, 40.0]), np.array([[100.0] * 8, [100.0] * 8]))
-    assert got.tolist() == pytest.approx([0.0, 600.0])
+    got = frag.unfed(mix, np.array([160.0, 40.0]), np.array([[100.0] * 8, [100.0] * 8]), supply=(supply, np.inf))
+    assert got.tolist() == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(("coverage", "keys"), [
