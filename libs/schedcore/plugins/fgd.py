@@ -79,12 +79,20 @@ class FragScorer(Plugin):
         return [t for job in ssn.jobs.values() for t in job.tasks]
 
     def _typical_shapes(self, ssn: Session) -> frag.Shapes | None:
+        # Requests are interned per session, so pods group by object identity first (cheap even
+        # for tens of thousands of pods), and only each group's shape key is computed.
+        groups: Counter[tuple[int, tuple[int, float], bytes]] = Counter()
+        first: dict[tuple[int, tuple[int, float], bytes], TaskState] = {}
+        for t in self.shape_tasks(ssn):
+            group = (id(t.req), t.vgpu, t.sel_key)
+            groups[group] += 1
+            first.setdefault(group, t)
         counts: Counter[tuple[float, float, int, float, bytes]] = Counter()
         sample: dict[tuple[float, float, int, float, bytes], TaskState] = {}
-        for t in self.shape_tasks(ssn):
-            key = shape_key(t, self.with_memory)
-            counts[key] += 1
-            sample.setdefault(key, t)
+        for group, n in groups.items():
+            key = shape_key(first[group], self.with_memory)
+            counts[key] += n
+            sample.setdefault(key, first[group])
         chosen = frag.typical(counts, self.coverage(), order=lambda k: (k[0], k[3], k[2], k[1], k[4]))
         if not any(key[2] for key, _ in chosen):
             return None

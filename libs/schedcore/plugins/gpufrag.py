@@ -8,10 +8,11 @@ and the growth adds two measures, in GPU device cores (100 = one GPU):
 - FGD's expected fragmentation (``schedcore.fragmentation.expected``), with memory counted as
   well as CPU (``gpufrag.memory``): free cores a typical shape could not use on the node;
 - the *unfed* cores (``fragmentation.unfed``, times ``gpufrag.balance``): free cores the node's
-  free CPU and memory cannot feed at the rate the whole mix, CPU-only pods included, consumes
-  them per GPU core. FGD only asks whether one more pod fits, so it lets CPU-hungry pods drain
-  the CPU of GPU-dense nodes (12 cores per GPU on the trace's G2 machines) and strand their
-  GPUs at the end; this term steers CPU-hungry pods to CPU-rich nodes early.
+  free CPU and memory cannot feed at the rate the mix consumes them per GPU core (its GPU pods,
+  plus its CPU-only pods as far as the cluster's spare CPU and memory would not absorb them).
+  FGD only asks whether one more pod fits, so it lets CPU-hungry pods drain the CPU of
+  GPU-dense nodes (12 cores per GPU on the trace's G2 machines) and strand their GPUs at the
+  end; this term steers CPU-hungry pods to CPU-rich nodes from the start.
 
 The growth is mapped to FGD's 0-100 scale (``int(100 * sigmoid(-growth / 1 GPU))``), whose
 coarse steps make near-equal nodes tie; ties go to the node with the least CPU and GPU left
