@@ -161,5 +161,5 @@ def _plot_placement(results: list[Any], path: str, title: str) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(f"{title}: seed {results[0].seed}, {results[0].total_gpus} GPUs on {results[0].nodes} nodes")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -18,11 +18,13 @@ The growth is mapped to FGD's 0-100 scale (``int(100 * sigmoid(-growth / 1 GPU))
 coarse steps make near-equal nodes tie; ties go to the node with the least CPU and GPU left
 after the pod (best fit, a fraction of one step), then by name, so work packs onto few nodes and
 whole nodes stay free for big pods. The devices are the best-fit ones (least free cores that
-hold the request): scoring each device separately, as FGD does, measured worse on every trace.
+hold the request): scoring each device separately, as FGD does, measured worse (default and
+gpushare100 traces).
 
-Measured on the Alibaba GPU trace (``hyperjob bench placement``): above FGD's published GPU
-allocation at 130 % demand on all 17 traces of the paper. A session without GPU pods in its mix,
-or without GPU devices, scores every node 0, so CPU-only clusters keep the other plugins' order.
+Measured on the Alibaba GPU trace (``hyperjob bench placement``, docs/gpu-placement.md): more
+GPUs allocated at 130 % demand than FGD on all 17 traces of the paper, on every seed tried. A
+session without GPU pods in its mix, or without GPU devices, scores every node 0, so CPU-only
+clusters keep the other plugins' order.
 """
 
 from __future__ import annotations
