@@ -18,6 +18,7 @@ import telemetry
 from events import subjects
 
 from . import views
+from .admin import admin
 from .agent import agent, logs
 from .client import Client
 from .config import home, load_config, resolve_endpoints
@@ -41,6 +42,7 @@ def main() -> None:
 
 main.add_command(simulate)
 main.add_command(bench)
+main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)
 

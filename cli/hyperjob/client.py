@@ -9,11 +9,10 @@ from typing import Any
 import msgspec
 
 import events
-import records
-from bus import NatsBus
+from bus.natsbus import NatsBus
 from events import subjects
 from events.subjects import STREAMS
-from store import RedisStore
+from store.redis_store import RedisStore
 
 from .config import Endpoints
 
@@ -62,8 +61,28 @@ class Client:
         stored = await self.store.get(kind, name)
         return stored.decode(type_) if stored is not None else None
 
+    async def capacities(self) -> dict[str, events.ClusterCapacityReported]:
+        """Each cluster's latest capacity summary (a cluster is known once it reported)."""
+        decoder = events.decoder(events.ClusterCapacityReported)
+        latest = await self.bus.last_per_subject(subjects.CAPACITY_ALL)
+        reports = [decoder.decode(d.data) for d in latest.values()]
+        return {r.cluster: r for r in sorted(reports, key=lambda r: r.cluster)}
+
     async def cluster_names(self) -> list[str]:
-        return sorted(await self.store.list(records.CLUSTER))
+        return sorted(await self.capacities())
+
+    async def instances(self) -> dict[str, events.InstanceStarted]:
+        """Every service instance that started, by name (its latest start)."""
+        decoder = events.decoder(events.InstanceStarted)
+        latest = await self.bus.last_per_subject(subjects.INSTANCES)
+        started = [decoder.decode(d.data) for d in latest.values()]
+        return {s.instance: s for s in started}
+
+    async def node_statuses(self, cluster: str) -> dict[str, events.NodeStatus]:
+        decoder = events.decoder(events.NodeStatus)
+        latest = await self.bus.last_per_subject(subjects.node_statuses(cluster))
+        statuses = [decoder.decode(d.data) for d in latest.values()]
+        return {s.node: s for s in sorted(statuses, key=lambda s: s.node)}
 
 
 def plain(value: Any) -> Any:

@@ -93,11 +93,15 @@ def queue_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
 
 
 async def clusters(client: Client, name: str | None) -> list[dict[str, Any]]:
-    docs = await client.docs(records.CLUSTER, records.ClusterDoc)
     now = time.time()
-    return [{**{k: v for k, v in msgspec.to_builtins(d).items() if k != "node_free"},
-             "lastReportAge": round(now - d.reported_at, 1)}
-            for n, d in docs.items() if not name or n == name]
+    return [{"name": n, **{k: v for k, v in msgspec.to_builtins(r).items()
+                           if k not in ("node_classes", "cluster") and k not in _ENVELOPE},
+             "lastReportAge": round(now - r.occurred_at, 1)}
+            for n, r in (await client.capacities()).items() if not name or n == name]
+
+
+_ENVELOPE = ("type", "event_id", "occurred_at", "producer", "correlation_id", "causation_id", "aggregate_id",
+             "aggregate_version")
 
 
 def cluster_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -112,12 +116,13 @@ async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:
     items = []
     for cluster in await client.cluster_names():
         usage = await client.store.nodes(cluster)
-        for node in (await client.docs(records.node_kind(cluster), records.NodeDoc)).values():
-            if name and node.name != name:
+        for node in (await client.node_statuses(cluster)).values():
+            if name and node.node != name:
                 continue
-            used = usage[node.name].used if node.name in usage else {}
-            items.append({"name": node.name, "cluster": cluster, "ready": node.ready, "labels": node.labels,
-                          "allocatable": node.allocatable, "used": used})
+            used = usage[node.node].used if node.node in usage else {}
+            items.append({"name": node.node, "cluster": cluster, "ready": node.ready, "labels": node.labels,
+                          "allocatable": node.allocatable, "used": used, "gpuHealthy": node.gpu_ok,
+                          "fabricHealthy": node.fabric_ok, "health": node.health_reasons})
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 

@@ -10,6 +10,9 @@ import yaml
 from .errors import ManifestError
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, Job
+from .kubeflow import KUBEFLOW_KINDS, MPIJob, PyTorchJob, TFJob, to_volcano_job
+from .kubeflow import user_path as kubeflow_user_path
+from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
@@ -22,9 +25,13 @@ KINDS: dict[tuple[str, str], type[Any]] = {
     (SCHEDULING_API_VERSION, "Queue"): Queue,
     (SCHEDULING_API_VERSION, "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    **KUBEFLOW_KINDS,
 }
+"""Every kind ``decode`` accepts; Kubeflow's come back as the Volcano Job that runs them."""
 SHORT_KINDS = {"job": "Job", "vcjob": "Job", "hyperjob": "HyperJob", "hj": "HyperJob", "queue": "Queue",
                "podgroup": "PodGroup", "pg": "PodGroup", "priorityclass": "PriorityClass"}
+# Job plugins of a Kubeflow template that a HyperJob runs at its own level, so the world spans its children.
+_WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
 
 
 def load_documents(text: str) -> list[dict[str, Any]]:
@@ -42,7 +49,11 @@ def load_documents(text: str) -> list[dict[str, Any]]:
 
 
 def decode(document: Any) -> Manifest:
-    """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form."""
+    """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form, a
+    Kubeflow MPIJob, PyTorchJob or TFJob as the Volcano Job that runs it (``api.kubeflow``).
+
+    Container ``requests`` default to ``limits`` first (``with_default_requests``), for every kind.
+    """
     if not isinstance(document, dict):
         raise ManifestError("$", "a manifest must be a mapping with apiVersion, kind, metadata and spec")
     api_version, kind = document.get("apiVersion"), document.get("kind")
@@ -54,14 +65,61 @@ def decode(document: Any) -> Manifest:
     if struct_type is None:
         known = ", ".join(f"{k} ({v})" for v, k in KINDS)
         raise ManifestError("$.kind", f"unknown kind {kind!r} in {api_version!r}; known: {known}")
+    document = with_default_requests(document)
+    if struct_type is TemplatedHyperJob:
+        document = _with_kubeflow_template(document)
+    return _validated(_convert(document, struct_type))
+
+
+def _convert(document: Any, struct_type: type[Any], at: str = "$") -> Any:
     try:
-        obj = msgspec.convert(document, struct_type, strict=True)
+        return msgspec.convert(document, struct_type, strict=True)
     except msgspec.ValidationError as exc:
-        raise _from_validation_error(exc) from None
-    return _validated(obj)
+        error = _from_validation_error(exc)
+        raise ManifestError(at + error.path[1:], error.message) from None
+
+
+def _kubeflow_job(manifest: MPIJob | PyTorchJob | TFJob) -> Job:
+    job = to_volcano_job(manifest)
+    check_sim_annotations(job.metadata.annotations, "$.metadata")
+    try:
+        check_job_spec(job.spec)
+    except ManifestError as exc:
+        raise ManifestError(kubeflow_user_path(manifest, exc.path), exc.message) from None
+    return job
+
+
+def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
+    """A conceptual HyperJob whose ``template`` is a Kubeflow job, with the template translated into
+    a Volcano Job and its framework plugin raised to the HyperJob (unless the HyperJob sets its own),
+    so that one world spans every child: one hostfile, one TF_CONFIG, one set of ranks."""
+    spec = document.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    kind = KUBEFLOW_KINDS.get((template.get("apiVersion"), template.get("kind"))) if isinstance(template, dict) else None
+    if kind is None:
+        return document
+    assert isinstance(spec, dict) and isinstance(template, dict)
+    metadata = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    name = (document.get("metadata") or {}).get("name", "template") if isinstance(document.get("metadata"), dict) else "template"
+    manifest = _convert({**template, "metadata": {"name": name, **metadata}}, kind, "$.spec.template")
+    try:
+        job = _kubeflow_job(manifest)
+    except ManifestError as exc:
+        raise ManifestError("$.spec.template" + exc.path[1:], exc.message) from None
+    promoted = {plugin: args for plugin, args in job.spec.plugins.items() if plugin in _WORLD_PLUGINS}
+    if "pytorch" in promoted:  # the HyperJob's pytorch takes the master and the port only
+        promoted["pytorch"] = [arg for arg in promoted["pytorch"] if not arg.startswith("--worker=")]
+        if not any(task.name == "master" for task in job.spec.tasks):
+            del promoted["pytorch"]
+    translated = {"apiVersion": JOB_API_VERSION, "kind": "Job", "spec": msgspec.to_builtins(job.spec),
+                  "metadata": {"labels": job.metadata.labels, "annotations": job.metadata.annotations}}
+    plugins = spec.get("plugins") if isinstance(spec.get("plugins"), dict) else {}
+    return {**document, "spec": {**spec, "template": translated, "plugins": {**promoted, **plugins}}}
 
 
 def _validated(obj: Any) -> Manifest:
+    if isinstance(obj, (MPIJob, PyTorchJob, TFJob)):
+        return _kubeflow_job(obj)
     if isinstance(obj, TemplatedHyperJob):
         hyperjob = normalize(obj)
         check_hyperjob(hyperjob)

@@ -6,7 +6,7 @@ context, ...) are accepted as opaque maps so real manifests load, and passed thr
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from .base import NonNegative, Opaque, QuantityMap, Spec
 
@@ -123,3 +123,32 @@ class PodTemplateMeta(Spec, frozen=True, kw_only=True):
 class PodTemplateSpec(Spec, frozen=True, kw_only=True):
     metadata: PodTemplateMeta = PodTemplateMeta()
     spec: PodSpec
+
+
+def with_default_requests(data: Any) -> Any:
+    """A copy of raw manifest data in which every container's ``requests`` default to its ``limits``.
+
+    Kubernetes' defaulting rule for every pod of every kind: a resource given only a limit requests
+    that limit (GPUs are usually written this way). Applied to the raw document before it is decoded,
+    so it covers every place a pod template can appear; data of the wrong shape is left for the
+    decoder to reject with its field path.
+    """
+    if isinstance(data, list):
+        return [with_default_requests(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {key: with_default_requests(value) for key, value in data.items()}
+    for key in ("containers", "initContainers"):
+        if isinstance(out.get(key), list):
+            out[key] = [_container_with_default_requests(c) for c in out[key]]
+    return out
+
+
+def _container_with_default_requests(container: Any) -> Any:
+    resources = container.get("resources") if isinstance(container, dict) else None
+    if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
+        return container
+    requests = resources.get("requests", {})
+    if not isinstance(requests, dict):
+        return container
+    return {**container, "resources": {**resources, "requests": {**resources["limits"], **requests}}}

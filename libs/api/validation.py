@@ -12,6 +12,8 @@ from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec, LifecyclePolicy
+from .pod import ResourceRequirements
+from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
 
@@ -20,8 +22,8 @@ from .queue import Queue
 SIM_DURATION = "hyperjob.io/sim-duration"
 SIM_EXIT_CODE = "hyperjob.io/sim-exit-code"
 
-KNOWN_JOB_PLUGINS = frozenset({"env", "svc", "ssh", "pytorch", "mpi", "tensorflow", "ray"})
-KNOWN_HYPERJOB_PLUGINS = frozenset({"pytorch", "env", "svc"})
+KNOWN_JOB_PLUGINS = frozenset(JOB_PLUGIN_FLAGS)
+KNOWN_HYPERJOB_PLUGINS = frozenset(HYPERJOB_PLUGIN_FLAGS)
 
 
 def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
@@ -42,8 +44,9 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
             raise ManifestError(f"{task_path}.template.spec.containers", "a task needs at least one container")
         check_sim_annotations(task.template.metadata.annotations, f"{task_path}.template.metadata")
         for c, container in enumerate(task.template.spec.containers):
-            _check_quantities(container.resources.requests, f"{task_path}.template.spec.containers[{c}].resources.requests")
-            _check_quantities(container.resources.limits, f"{task_path}.template.spec.containers[{c}].resources.limits")
+            _check_resources(container.resources, f"{task_path}.template.spec.containers[{c}].resources")
+        for c, container in enumerate(task.template.spec.init_containers):
+            _check_resources(container.resources, f"{task_path}.template.spec.initContainers[{c}].resources")
         for p, policy in enumerate(task.policies):
             _check_policy(policy, f"{task_path}.policies[{p}]")
     total = template_replicas(spec)
@@ -56,6 +59,32 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
     for plugin in spec.plugins:
         if plugin not in KNOWN_JOB_PLUGINS:
             raise ManifestError(f"{path}.plugins.{plugin}", f"unknown job plugin (known: {', '.join(sorted(KNOWN_JOB_PLUGINS))})")
+    check_plugins(spec.plugins, {task.name or f"default{i}" for i, task in enumerate(spec.tasks)}, f"{path}.plugins")
+
+
+def check_plugins(plugins: Mapping[str, list[str]], tasks: Collection[str], path: str, hyperjob: bool = False) -> None:
+    """Each plugin's flags parse (``api.plugin_flags``), and the tasks that mpi and ray need exist.
+
+    Volcano's webhook rejects an mpi job without its master task; a ray job without its head task
+    is rejected here too, where Volcano would fail every pod creation.
+    """
+    known = HYPERJOB_PLUGIN_FLAGS if hyperjob else JOB_PLUGIN_FLAGS
+    for plugin, args in plugins.items():
+        flags = plugin_flags(plugin, args, f"{path}.{plugin}", known)
+        required = {"mpi": "master", "ray": "head"}.get(plugin)
+        if required is not None and flags[required] not in tasks:
+            raise ManifestError(f"{path}.{plugin}", f"the {plugin} {required} task {flags[required]!r} was not found "
+                                f"(tasks: {', '.join(sorted(tasks))}; name it with --{required}=TASK)")
+        if plugin == "mpi":
+            _check_mpi_extensions(flags, f"{path}.{plugin}")
+
+
+def _check_mpi_extensions(flags: Mapping[str, str], path: str) -> None:
+    if int(flags["slots-per-worker"]) < 1:
+        raise ManifestError(path, f"--slots-per-worker={flags['slots-per-worker']}: must be at least 1")
+    if flags["mpi-implementation"] not in MPI_IMPLEMENTATIONS:
+        raise ManifestError(path, f"--mpi-implementation={flags['mpi-implementation']}: "
+                            f"not one of {', '.join(MPI_IMPLEMENTATIONS)}")
 
 
 def _check_policy(policy: LifecyclePolicy, path: str) -> None:
@@ -82,6 +111,16 @@ def check_sim_annotations(annotations: Mapping[str, str], metadata_path: str) ->
     code = annotations.get(SIM_EXIT_CODE, "0")
     if not code.lstrip("-").isdigit():
         raise ManifestError(f"{metadata_path}.annotations.{SIM_EXIT_CODE}", f"{code!r} is not an integer exit code")
+
+
+def _check_resources(resources: ResourceRequirements, path: str) -> None:
+    """Quantities parse, and no request exceeds its limit (Kubernetes' rule)."""
+    _check_quantities(resources.requests, f"{path}.requests")
+    _check_quantities(resources.limits, f"{path}.limits")
+    for name, limit in resources.limits.items():
+        request = resources.requests.get(name)
+        if request is not None and parse_quantity(request) > parse_quantity(limit):
+            raise ManifestError(f"{path}.requests.{name}", f"{request} is more than its limit {limit}")
 
 
 def _check_quantities(raw: Mapping[str, object], path: str) -> None:
@@ -130,6 +169,22 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
             raise ManifestError(f"{path_prefix}.plugins.{plugin}",
                                 f"unknown HyperJob plugin (known: {', '.join(sorted(KNOWN_HYPERJOB_PLUGINS))})")
+    tasks = {task.name for rj in spec.replicated_jobs for task in rj.template_spec.tasks}
+    check_plugins(spec.plugins, tasks, f"{path_prefix}.plugins", hyperjob=True)
+    if {"mpi", "tensorflow"} & set(spec.plugins):
+        _check_world_hostnames(hyperjob, path_prefix)
+
+
+def _check_world_hostnames(hyperjob: HyperJob, path_prefix: str) -> None:
+    """A world's hosts are ``<child>-<task>-<i>.<child>``: a template may not name its own."""
+    for i, rj in enumerate(hyperjob.spec.replicated_jobs):
+        for t, task in enumerate(rj.template_spec.tasks):
+            spec = task.template.spec
+            for field, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
+                if value:
+                    raise ManifestError(f"{path_prefix}.replicatedJobs[{i}].templateSpec.tasks[{t}].template.spec.{field}",
+                                        "not supported with the HyperJob's mpi or tensorflow plugin, whose world "
+                                        "names every pod <child>-<task>-<i>.<child>")
 
 
 def _check_split(rj: ReplicatedJob, path: str) -> None:

@@ -31,24 +31,25 @@ Handler recipe (``servicekit.Runtime`` implements it)::
         await bus.publish_many(result.outputs)             # on a duplicate: the first run's outputs
         # return -> ack
 
+``NatsBus`` lives in ``bus.natsbus`` (it imports nats-py); this package's top level imports no
+I/O library, so in-process users (the simulator) do not pull nats in.
+
 For throughput, ``consume_batch`` + ``store.apply_many`` + one ``publish_many`` per batch does
 the same for a whole batch in three round trips.
 """
 
 from .dispatch import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_NUM_DELIVERED, H_ORIGINAL_SEQ, H_ORIGINAL_STREAM,
                        H_ORIGINAL_SUBJECT)
-from .errors import (BusClosedError, BusError, ConsumerError, HandlerError, NoStreamError, PublishError,
+from .errors import (BusClosedError, BusError, ConsumerError, HandlerError, InstanceCrash, NoStreamError, PublishError,
                      RetryableError, StreamConfigError, TerminalError)
-from .memory import InMemoryBus
+from .memory import InMemoryBus, Member
 from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
                     PublishAck, StreamSpec, Subscription, as_stream_spec, subject_covers)
-from .natsbus import NatsBus
 from .protocol import Bus
 
 __all__ = [
     "BatchHandler", "Bus", "BusClosedError", "BusError", "ConsumerError", "ConsumerLag", "ConsumerPolicy",
     "DLQ_STREAM", "Delivery", "H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ",
-    "H_ORIGINAL_STREAM", "H_ORIGINAL_SUBJECT", "Handler", "HandlerError", "InMemoryBus", "MSG_ID", "NatsBus",
-    "NoStreamError", "Outgoing", "PublishAck", "PublishError", "RetryableError", "StreamConfigError", "StreamSpec",
+    "H_ORIGINAL_STREAM", "H_ORIGINAL_SUBJECT", "Handler", "HandlerError", "InMemoryBus", "InstanceCrash", "Member", "MSG_ID",     "NoStreamError", "Outgoing", "PublishAck", "PublishError", "RetryableError", "StreamConfigError", "StreamSpec",
     "Subscription", "TerminalError", "as_stream_spec", "subject_covers"
 ]

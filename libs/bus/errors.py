@@ -73,3 +73,9 @@ class BusClosedError(BusError):
     """The bus was closed or its connection is gone."""
 
     transient = True
+
+
+class InstanceCrash(BaseException):
+    """A service instance dies here (the deterministic simulator's injected crash). Not an
+    ``Exception``, so no handler or dispatch code catches it: the batch in hand is left
+    unsettled, as when a process is killed, and the driver restarts the instance."""

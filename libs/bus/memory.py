@@ -1,11 +1,23 @@
-"""``InMemoryBus``: the ``Bus`` API over in-process streams, for unit tests and the simulator.
+"""``InMemoryBus``: the ``Bus`` API over in-process streams, for tests and the simulator.
 
-Same semantics as ``NatsBus`` where a handler can tell the difference: stream sequences, dedup by
-``Nats-Msg-Id`` within the duplicate window, latest-value streams, durable consumers shared by
-every ``consume`` call with the same name, the retry/dead-letter rules of ``dispatch`` (with real
-``asyncio`` delays) and trace context in headers. Not modelled: ``max_age``, ``ack_wait`` timeouts
-(a handler that never returns blocks its loop), persistence. ``fail("publish", n)`` injects
-publish failures to exercise retry paths.
+Same semantics as ``NatsBus`` where a handler can tell the difference: stream sequences, dedup
+by ``Nats-Msg-Id`` within the duplicate window, latest-value streams, durable consumers shared by
+every ``consume`` call with the same name, in-order delivery per consumer, redelivery after a
+nak's delay or after ``ack_wait`` when a delivery was never settled, the retry/dead-letter rules
+of ``dispatch``, watches (last value per subject, then every new message) and trace context in
+headers. Not modelled: ``max_age`` and persistence.
+
+Two ways to run:
+
+- **on its own** (default): every consumer and watch is an asyncio task, like ``NatsBus``;
+  time is ``time.monotonic`` unless a ``clock`` is given.
+- **driven** (``driven=True``, the simulator): nothing runs by itself. The driver asks which
+  ``members`` have a message ready (``ready()``), delivers one batch at a time (``step``) in the
+  order it chooses, and reads ``next_due()`` to know when a redelivery falls due on its clock.
+  A handler that raises ``InstanceCrash`` leaves its batch unsettled, exactly as a process that
+  died mid-batch: the messages come back after ``ack_wait``.
+
+``fail("publish", n)`` injects publish failures to exercise retry paths.
 """
 
 from __future__ import annotations
@@ -15,7 +27,7 @@ import collections
 import contextlib
 import heapq
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -23,40 +35,42 @@ import structlog
 from telemetry import inject
 
 from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
-from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError
+from .errors import BusClosedError, ConsumerError, InstanceCrash, NoStreamError, PublishError
 from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, PublishAck,
                     StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
                     subject_covers, valid_name)
 
-__all__ = ["InMemoryBus"]
+__all__ = ["InMemoryBus", "Member"]
 
 _log = structlog.get_logger("bus")
+Clock = Callable[[], float]
 
 
 class _Stored:
-    __slots__ = ("data", "headers", "seq", "subject")
+    __slots__ = ("data", "gseq", "headers", "seq", "subject")
 
-    def __init__(self, seq: int, subject: str, data: bytes, headers: dict[str, str]) -> None:
-        self.seq, self.subject, self.data, self.headers = seq, subject, data, headers
+    def __init__(self, seq: int, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> None:
+        self.seq, self.subject, self.data, self.headers, self.gseq = seq, subject, data, headers, gseq
 
 
 class _Stream:
-    def __init__(self, spec: StreamSpec) -> None:
+    def __init__(self, spec: StreamSpec, clock: Clock) -> None:
         self.spec = spec
+        self.clock = clock
         self.msgs: dict[int, _Stored] = {}
         self.by_subject: dict[str, collections.deque[int]] = {}
         self.last_seq = 0
         self.seen: dict[str, tuple[int, float]] = {}
 
-    def append(self, subject: str, data: bytes, headers: dict[str, str]) -> PublishAck:
-        now = time.monotonic()
+    def append(self, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> PublishAck:
+        now = self.clock()
         msg_id = headers.get(MSG_ID)
         if msg_id is not None:
             prior = self.seen.get(msg_id)
             if prior is not None and now - prior[1] < self.spec.duplicate_window:
                 return PublishAck(stream=self.spec.name, seq=prior[0], duplicate=True)
         self.last_seq += 1
-        self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers)
+        self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers, gseq)
         seqs = self.by_subject.setdefault(subject, collections.deque())
         seqs.append(self.last_seq)
         if msg_id is not None:
@@ -65,9 +79,20 @@ class _Stream:
             del self.msgs[seqs.popleft()]
         return PublishAck(stream=self.spec.name, seq=self.last_seq)
 
+    def purge(self, subject: str) -> int:
+        seqs = self.by_subject.pop(subject, collections.deque())
+        for seq in seqs:
+            self.msgs.pop(seq, None)
+        return len(seqs)
+
+    def latest(self, subject_filter: str) -> list[_Stored]:
+        """The last message of every subject matching the filter, in stream order."""
+        seqs = sorted(q[-1] for s, q in self.by_subject.items() if q and subject_covers(subject_filter, s))
+        return [self.msgs[q] for q in seqs]
+
 
 class _Consumer:
-    """Durable state shared by every loop of one durable name: cursor, redelivery queue, counts."""
+    """Durable state shared by every member of one durable name: cursor, redeliveries, counts."""
 
     def __init__(self, stream: _Stream, filters: list[str], policy: ConsumerPolicy) -> None:
         self.stream = stream
@@ -77,48 +102,272 @@ class _Consumer:
         self.due: list[tuple[float, int]] = []
         self.delivered: dict[int, int] = {}
 
-    def take(self, limit: int) -> tuple[list[tuple[_Stored, int]], float | None]:
-        """Up to ``limit`` messages ready now, and how long until the next redelivery is due."""
+    def _matches(self, msg: _Stored) -> bool:
+        return any(subject_covers(f, msg.subject) for f in self.filters)
+
+    def take(self, limit: int, now: float) -> list[tuple[_Stored, int]]:
+        """Up to ``limit`` messages ready at ``now``: due redeliveries first, then new ones."""
         out: list[tuple[_Stored, int]] = []
-        now = time.monotonic()
         while self.due and self.due[0][0] <= now and len(out) < limit:
             _, seq = heapq.heappop(self.due)
             if seq in self.stream.msgs:
                 out.append(self._deliver(seq))
+            else:
+                self.delivered.pop(seq, None)
         while len(out) < limit and self.cursor < self.stream.last_seq:
             self.cursor += 1
             msg = self.stream.msgs.get(self.cursor)
-            if msg is not None and any(subject_covers(f, msg.subject) for f in self.filters):
+            if msg is not None and self._matches(msg):
                 out.append(self._deliver(self.cursor))
-        wait = max(0.0, self.due[0][0] - now) if self.due else None
-        return out, wait
+        return out
+
+    def has_ready(self, now: float) -> bool:
+        if self.due and self.due[0][0] <= now:
+            return True
+        self._skip()
+        return self.cursor < self.stream.last_seq
+
+    def _skip(self) -> None:
+        """Move the cursor past messages this consumer will never get (other subjects, replaced
+        latest values), so the next message after it is one to deliver."""
+        msgs, last = self.stream.msgs, self.stream.last_seq
+        while self.cursor < last:
+            msg = msgs.get(self.cursor + 1)
+            if msg is not None and self._matches(msg):
+                return
+            self.cursor += 1
+
+    def next_due(self) -> float | None:
+        return self.due[0][0] if self.due else None
+
+    def next_ready(self, now: float) -> int | None:
+        """The global sequence of the message ``take`` would hand over first (redeliveries first)."""
+        if self.due and self.due[0][0] <= now and self.due[0][1] in self.stream.msgs:
+            return self.stream.msgs[self.due[0][1]].gseq
+        self._skip()
+        return self.stream.msgs[self.cursor + 1].gseq if self.cursor < self.stream.last_seq else None
 
     def _deliver(self, seq: int) -> tuple[_Stored, int]:
         n = self.delivered.get(seq, 0) + 1
         self.delivered[seq] = n
         return self.stream.msgs[seq], n
 
-    def settle(self, seq: int, verdict: Verdict) -> None:
+    def settle(self, seq: int, verdict: Verdict, now: float) -> None:
         if verdict.action == "nak":
-            heapq.heappush(self.due, (time.monotonic() + verdict.delay, seq))
+            heapq.heappush(self.due, (now + verdict.delay, seq))
         else:
             self.delivered.pop(seq, None)
 
-    def requeue(self, seq: int) -> None:
-        heapq.heappush(self.due, (time.monotonic(), seq))
+    def requeue(self, seq: int, at: float) -> None:
+        """Unsettled (the member stopped or crashed): redeliver at ``at`` (the ack wait)."""
+        heapq.heappush(self.due, (at, seq))
+
+    def redeliver_acked(self, seq: int, now: float) -> bool:
+        """Deliver an already acked message again (an ack lost on the way): the simulator's duplicate."""
+        if seq not in self.stream.msgs or seq > self.cursor:
+            return False
+        heapq.heappush(self.due, (now, seq))
+        return True
+
+
+class Member:
+    """One consumer of a durable (or one watch): its handler, and how it is run.
+
+    In driven mode the simulator calls ``step``; otherwise a task does. ``kind`` is
+    ``"consume"``, ``"batch"`` or ``"watch"``."""
+
+    def __init__(self, bus: InMemoryBus, durable: str, handler: Any, kind: str, consumer: _Consumer | None = None,
+                 watch: tuple[_Stream, str] | None = None) -> None:
+        self.durable = durable
+        self.kind = kind
+        self._bus = bus
+        self._consumer = consumer
+        self._handler = handler
+        self._watch = watch
+        self._watch_cursor = watch[0].last_seq if watch else 0
+        self._stopping = False
+        self._idle = False
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event() if not bus.driven else None
+        self.paused = False  # driven mode: a paused member (its instance is cut off) gets nothing
+
+    # -- what the driver asks --------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        if self._bus.driven:
+            return not self._stopping
+        return self._task is not None and not self._task.done()
+
+    def ready(self) -> bool:
+        if self._stopping or self.paused:
+            return False
+        if self._watch is not None:
+            self._skip_watch()
+            return self._watch_cursor < self._watch[0].last_seq
+        assert self._consumer is not None
+        return self._consumer.has_ready(self._bus.clock())
+
+    def _skip_watch(self) -> None:
+        assert self._watch is not None
+        stream, flt = self._watch
+        while self._watch_cursor < stream.last_seq:
+            msg = stream.msgs.get(self._watch_cursor + 1)
+            if msg is not None and subject_covers(flt, msg.subject):
+                return
+            self._watch_cursor += 1
+
+    def next_due(self) -> float | None:
+        return None if self._consumer is None or self._stopping else self._consumer.next_due()
+
+    def next_ready(self) -> int | None:
+        """The global publish sequence of the next message this member would get (None: none)."""
+        if self._stopping or self.paused:
+            return None
+        if self._watch is not None:
+            self._skip_watch()
+            stream = self._watch[0]
+            return stream.msgs[self._watch_cursor + 1].gseq if self._watch_cursor < stream.last_seq else None
+        assert self._consumer is not None
+        return self._consumer.next_ready(self._bus.clock())
+
+    async def step(self) -> int:
+        """Deliver one batch (a watch: every new message); returns how many were delivered."""
+        if self._watch is not None:
+            return await self._step_watch()
+        assert self._consumer is not None
+        batch = self._consumer.take(self._consumer.policy.batch if self.kind != "consume" else 1, self._bus.clock())
+        if batch:
+            await self._process(batch)
+        return len(batch)
+
+    @property
+    def stream(self) -> str:
+        """The stream this member reads."""
+        if self._watch is not None:
+            return self._watch[0].spec.name
+        assert self._consumer is not None
+        return self._consumer.stream.spec.name
+
+    def duplicate(self, seq: int) -> bool:
+        """Deliver an acked message again (the simulator's duplicate)."""
+        return self._consumer is not None and self._consumer.redeliver_acked(seq, self._bus.clock())
+
+    def recent(self, limit: int) -> list[int]:
+        """The stream sequences of up to ``limit`` of the latest messages this consumer has been
+        handed (the candidates for ``duplicate``); none for a watch."""
+        consumer = self._consumer
+        if consumer is None:
+            return []
+        out: list[int] = []
+        seq = consumer.cursor
+        while seq > 0 and len(out) < limit:
+            msg = consumer.stream.msgs.get(seq)
+            if msg is not None and consumer._matches(msg):  # noqa: SLF001 - its own consumer
+                out.append(seq)
+            seq -= 1
+        return out
+
+    # -- running on its own ------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self._bus.driven:
+            self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
+
+    async def stop(self, grace: float = 10.0) -> None:
+        self._stopping = True
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._idle:
+            task.cancel()
+        else:
+            done, _ = await asyncio.wait({task}, timeout=grace)
+            if not done:
+                task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            if not self.ready():
+                self._idle = True
+                try:
+                    wait = self.next_due()
+                    timeout = 1.0 if wait is None else max(0.0, min(wait - self._bus.clock(), 1.0))
+                    await self._wait(timeout)
+                finally:
+                    self._idle = False
+                continue
+            try:
+                await self.step()
+            except Exception:  # noqa: BLE001 - a bug here must not silently end the consumer
+                _log.exception("consume_loop_error", durable=self.durable)
+                await asyncio.sleep(0.5)
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _wait(self, timeout: float) -> None:
+        assert self._wake is not None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        self._wake.clear()
+
+    # -- delivering ----------------------------------------------------------------------------
+
+    async def _step_watch(self) -> int:
+        """Hand over the next new value (one at a time, so deliveries interleave in publish order)."""
+        assert self._watch is not None
+        self._skip_watch()
+        stream = self._watch[0]
+        if self._watch_cursor >= stream.last_seq:
+            return 0
+        self._watch_cursor += 1
+        await self._handler(self._bus.delivery(stream, stream.msgs[self._watch_cursor], 1))
+        return 1
+
+    async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        stream, policy = consumer.stream, consumer.policy
+        deliveries = [self._bus.delivery(stream, m, n) for m, n in batch]
+        unsettled = [m.seq for m, _ in batch]
+        try:
+            if self.kind == "batch":
+                verdicts = await run_batch_handler(self._handler, deliveries, self.durable, policy)
+            else:
+                verdicts = [await run_handler(self._handler, deliveries[0], self.durable, policy)]
+        except (InstanceCrash, asyncio.CancelledError):
+            # Died mid-batch: nothing was settled, the server redelivers after ack_wait.
+            for seq in unsettled:
+                consumer.requeue(seq, self._bus.clock() + self._bus.redelivery_after(policy))
+            raise
+        for (msg, _), delivery, verdict in zip(batch, deliveries, verdicts, strict=True):
+            if verdict.action == "dlq":
+                await self._bus.dead_letter_now(self.durable, delivery, verdict)
+            consumer.settle(msg.seq, verdict, self._bus.clock())
+        if any(v.action == "nak" for v in verdicts):
+            self._bus.notify()
 
 
 class InMemoryBus:
-    """In-process bus with ``NatsBus``'s API. ``await InMemoryBus.connect("memory://", streams)`` or
-    ``InMemoryBus(streams)``."""
+    """In-process bus with ``NatsBus``'s API. ``InMemoryBus(streams)``; see the module docstring
+    for ``clock`` and ``driven``."""
 
-    def __init__(self, streams: Iterable[Any] = ()) -> None:
+    def __init__(self, streams: Iterable[Any] = (), *, clock: Clock | None = None, driven: bool = False,
+                 ack_wait: float | None = None) -> None:
+        self.clock: Clock = clock or time.monotonic
+        self.driven = driven
+        self._ack_wait = ack_wait
         self._streams: dict[str, _Stream] = {}
         self._consumers: dict[tuple[str, str], _Consumer] = {}
-        self._loops: list[_MemLoop] = []
-        self._changed = asyncio.Condition()
+        self.members: list[Member] = []
         self._closed = False
         self._faults: dict[str, int] = {}
+        self.published = 0  # every message stored, in order (the simulator's global sequence)
+        self.observers: list[Callable[[str, str, bytes, dict[str, str]], None]] = []
         self.declare(streams)
 
     def fail(self, op: str = "publish", times: int = 1) -> None:
@@ -144,9 +393,12 @@ class InMemoryBus:
         for spec in specs:
             existing = self._streams.get(spec.name)
             if existing is None:
-                self._streams[spec.name] = _Stream(spec)
+                self._streams[spec.name] = _Stream(spec, self.clock)
             else:
                 existing.spec = spec
+
+    def redelivery_after(self, policy: ConsumerPolicy) -> float:
+        return policy.ack_wait if self._ack_wait is None else self._ack_wait
 
     def _stream_for(self, subjects: Sequence[str], stream: str | None) -> _Stream:
         if stream is not None:
@@ -156,9 +408,15 @@ class InMemoryBus:
             raise NoStreamError(", ".join(subjects))
         return self._streams[spec.name]
 
+    # -- publish ----------------------------------------------------------------------------
+
     async def publish(self, subject: str, event: Any, *, msg_id: str,
                       headers: Mapping[str, str] | None = None) -> PublishAck:
         """As ``NatsBus.publish``."""
+        return self.publish_now(subject, event, msg_id=msg_id, headers=headers)
+
+    def publish_now(self, subject: str, event: Any, *, msg_id: str,
+                    headers: Mapping[str, str] | None = None) -> PublishAck:
         if self._closed:
             raise BusClosedError("bus is closed")
         if self._take_fault("publish"):
@@ -170,45 +428,46 @@ class InMemoryBus:
             stream = self._stream_for([subject], None)
         except NoStreamError as exc:
             raise PublishError(subject, msg_id, str(exc)) from exc
-        ack = stream.append(subject, encode_payload(event), hdrs)
-        async with self._changed:
-            self._changed.notify_all()
+        data = encode_payload(event)
+        ack = stream.append(subject, data, hdrs, self.published + 1)
+        if not ack.duplicate:
+            self.published += 1
+            for observe in self.observers:
+                observe(stream.spec.name, subject, data, hdrs)
+        self.notify()
         return ack
 
     async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
-        """As ``NatsBus.publish_many``."""
+        """As ``NatsBus.publish_many``, stopping at the first failure: what follows it is not
+        stored, so a retry of the whole list keeps the order (the copies are dropped by id)."""
         acks: list[PublishAck] = []
-        first: PublishError | None = None
         for m in messages:
             out = as_outgoing(m)
-            try:
-                acks.append(await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
-            except PublishError as exc:
-                first = first or exc
-        if first is not None:
-            raise first
+            acks.append(self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers))
         return acks
+
+    # -- consume ----------------------------------------------------------------------------
 
     async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
                       stream: str | None = None, batch: int = 100, max_deliver: int = 5,
                       backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                      ack_wait: float = 30.0, concurrency: int = 1) -> _MemLoop:
-        """As ``NatsBus.consume``; loops with the same ``durable`` share one cursor."""
+                      ack_wait: float = 30.0, concurrency: int = 1) -> Member:
+        """As ``NatsBus.consume``; members with the same ``durable`` share one cursor."""
         policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
                                       max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
-        return self._start(durable, subjects, handler, policy, stream, batched=False)
+        return self._start(durable, subjects, handler, policy, stream, kind="consume")
 
     async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
                             stream: str | None = None, batch: int = 100, max_deliver: int = 5,
                             backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                            ack_wait: float = 30.0) -> _MemLoop:
+                            ack_wait: float = 30.0) -> Member:
         """As ``NatsBus.consume_batch``."""
         policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
                                       max_ack_pending=max_ack_pending, ack_wait=ack_wait)
-        return self._start(durable, subjects, handler, policy, stream, batched=True)
+        return self._start(durable, subjects, handler, policy, stream, kind="batch")
 
-    def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
-               policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> _MemLoop:
+    def _start(self, durable: str, subjects: str | Sequence[str], handler: Any, policy: ConsumerPolicy,
+               stream: str | None, *, kind: str) -> Member:
         if not valid_name(durable):
             raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
@@ -219,27 +478,45 @@ class InMemoryBus:
             consumer = self._consumers[key] = _Consumer(target, filters, policy)
         else:
             consumer.filters, consumer.policy = filters, policy
-        loop = _MemLoop(self, consumer, durable, handler, batched=batched)
-        self._loops.append(loop)
-        loop.start()
-        return loop
+        member = Member(self, durable, handler, kind, consumer=consumer)
+        self.members.append(member)
+        member.start()
+        return member
+
+    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None) -> Member:
+        """As ``NatsBus.watch``: the last message of every matching subject is handed to
+        ``handler`` before this returns, then every new one (no acks, nothing redelivered)."""
+        target = self._stream_for([subject_filter], stream)
+        for msg in target.latest(subject_filter):
+            try:
+                await handler(self.delivery(target, msg, 1))
+            except Exception:  # noqa: BLE001 - as NatsBus: one bad value must not end the watch
+                _log.exception("watch_handler_failed", subject=msg.subject)
+        member = Member(self, f"watch-{subject_filter}", handler, "watch", watch=(target, subject_filter))
+        self.members.append(member)
+        member.start()
+        return member
+
+    def delivery(self, stream: _Stream, msg: _Stored, n: int) -> Delivery:
+        return Delivery(subject=msg.subject, data=msg.data, headers=dict(msg.headers), num_delivered=n,
+                        msg_id=msg.headers.get(MSG_ID), stream=stream.spec.name, seq=msg.seq)
+
+    # -- latest values, operations ------------------------------------------------------------
 
     async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None:
         """As ``NatsBus.last``."""
         target = self._stream_for([subject], stream)
         seqs = target.by_subject.get(subject)
-        return self._delivery(target, target.msgs[seqs[-1]], 1) if seqs else None
+        return self.delivery(target, target.msgs[seqs[-1]], 1) if seqs else None
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
         """As ``NatsBus.last_per_subject``."""
         target = self._stream_for([subject_filter], stream)
-        latest = sorted(seqs[-1] for subject, seqs in target.by_subject.items()
-                        if seqs and subject_covers(subject_filter, subject))
-        return {target.msgs[q].subject: self._delivery(target, target.msgs[q], 1) for q in latest}
+        return {m.subject: self.delivery(target, m, 1) for m in target.latest(subject_filter)}
 
-    def _delivery(self, stream: _Stream, msg: _Stored, n: int) -> Delivery:
-        return Delivery(subject=msg.subject, data=msg.data, headers=dict(msg.headers), num_delivered=n,
-                        msg_id=msg.headers.get(MSG_ID), stream=stream.spec.name, seq=msg.seq)
+    async def purge(self, subject: str, *, stream: str | None = None) -> int:
+        """As ``NatsBus.purge``."""
+        return self._stream_for([subject], stream).purge(subject)
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
         """As ``NatsBus.lag``."""
@@ -247,8 +524,7 @@ class InMemoryBus:
         consumer = self._consumers.get((target.spec.name, durable))
         if consumer is None:
             raise ConsumerError(durable, "consumer not found")
-        pending = sum(1 for q, m in target.msgs.items()
-                      if q > consumer.cursor and any(subject_covers(f, m.subject) for f in consumer.filters))
+        pending = sum(1 for q, m in target.msgs.items() if q > consumer.cursor and consumer._matches(m))  # noqa: SLF001
         return ConsumerLag(pending=pending, unacked=len(consumer.delivered))
 
     async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
@@ -257,112 +533,32 @@ class InMemoryBus:
         target = self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream)
         return self._consumers.pop((target.spec.name, durable), None) is not None
 
+    def messages(self, stream: str) -> list[Delivery]:
+        """Every message a stream holds now, in order (tests and the simulator's checks)."""
+        target = self._streams[stream]
+        return [self.delivery(target, m, 1) for _, m in sorted(target.msgs.items())]
+
     async def close(self) -> None:
-        """Stop every loop; further publishes raise ``BusClosedError``."""
-        loops, self._loops = self._loops, []
-        for loop in loops:
-            await loop.stop()
+        """Stop every member; further publishes raise ``BusClosedError``."""
+        members, self.members = self.members, []
+        for member in members:
+            await member.stop()
         self._closed = True
 
-    async def _wait_for_change(self, timeout: float | None) -> None:
-        async with self._changed:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+    def forget(self, member: Member) -> None:
+        """Drop a stopped member (the simulator restarting an instance)."""
+        if member in self.members:
+            self.members.remove(member)
 
-    async def _dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
+    # -- waking ---------------------------------------------------------------------------
+
+    def notify(self) -> None:
+        if not self.driven:
+            for member in self.members:
+                member.wake()
+
+    async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
         out = dead_letter(durable, delivery, verdict)
         _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
                      reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
-        await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
-
-
-class _MemLoop:
-    def __init__(self, bus: InMemoryBus, consumer: _Consumer, durable: str, handler: Handler | BatchHandler, *,
-                 batched: bool) -> None:
-        self.durable = durable
-        self._bus = bus
-        self._consumer = consumer
-        self._handler = handler
-        self._batched = batched
-        self._stopping = False
-        self._idle = False
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    async def stop(self, grace: float = 10.0) -> None:
-        self._stopping = True
-        task, self._task = self._task, None
-        if task is None:
-            return
-        if self._idle:
-            task.cancel()
-        else:
-            done, _ = await asyncio.wait({task}, timeout=grace)
-            if not done:
-                task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    async def _run(self) -> None:
-        while not self._stopping:
-            batch, wait = self._consumer.take(self._consumer.policy.batch)
-            if not batch:
-                self._idle = True
-                try:
-                    await self._bus._wait_for_change(1.0 if wait is None else min(wait, 1.0))  # noqa: SLF001
-                finally:
-                    self._idle = False
-                continue
-            try:
-                await self._process(batch)
-            except Exception:  # noqa: BLE001 - a bug here must not silently end the consumer
-                _log.exception("consume_loop_error", durable=self.durable)
-                await asyncio.sleep(0.5)
-
-    async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
-        pending = [msg.seq for msg, _ in batch]
-        if self._batched:
-            try:
-                deliveries = [self._bus._delivery(self._consumer.stream, m, n) for m, n in batch]  # noqa: SLF001
-                verdicts = await run_batch_handler(self._handler, deliveries, self.durable,  # type: ignore[arg-type]
-                                                   self._consumer.policy)
-                pending.clear()
-            finally:
-                for seq in pending:
-                    self._consumer.requeue(seq)
-            for (msg, _), delivery, verdict in zip(batch, deliveries, verdicts, strict=True):
-                await self._settle(msg, delivery, verdict)
-            return
-        try:
-            sem = asyncio.Semaphore(self._consumer.policy.concurrency)
-
-            async def one(msg: _Stored, n: int) -> None:
-                async with sem:
-                    if self._stopping:
-                        return  # not started: requeued below, like NatsBus gives it back
-                    await self._one(msg, n)
-                pending.remove(msg.seq)
-            await asyncio.gather(*(one(m, n) for m, n in batch))
-        finally:
-            for seq in pending:  # cancelled mid-batch: as if ack_wait expired
-                self._consumer.requeue(seq)
-
-    async def _one(self, msg: _Stored, n: int) -> None:
-        delivery = self._bus._delivery(self._consumer.stream, msg, n)  # noqa: SLF001
-        verdict = await run_handler(self._handler, delivery, self.durable,  # type: ignore[arg-type]
-                                    self._consumer.policy)
-        await self._settle(msg, delivery, verdict)
-
-    async def _settle(self, msg: _Stored, delivery: Delivery, verdict: Verdict) -> None:
-        if verdict.action == "dlq":
-            await self._bus._dead_letter(self.durable, delivery, verdict)  # noqa: SLF001
-        self._consumer.settle(msg.seq, verdict)
-        if verdict.action == "nak":
-            async with self._bus._changed:  # noqa: SLF001 - wake idle loops to schedule the redelivery
-                self._bus._changed.notify_all()  # noqa: SLF001
+        self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import nats
 import nats.errors
 import nats.js.errors
@@ -36,6 +37,9 @@ __all__ = ["NatsBus"]
 _log = structlog.get_logger("bus")
 _STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
+# A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
+# a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
+WATCH_HEARTBEAT = 1.0
 
 
 class _ConnectionEvents:
@@ -63,14 +67,16 @@ class _ConnectionEvents:
 class NatsBus:
     """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
 
-    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "") -> None:
+    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0) -> None:
         if namespace and not valid_name(namespace):
             raise ValueError(f"namespace {namespace!r}: letters, digits, '-' and '_' only")
         self._nc = nc
         self._js = js
         self._ns = namespace
+        self._timeout = timeout
         self._streams: list[StreamSpec] = []
         self._subs: list[PullLoop] = []
+        self._watches: list[_Watch] = []
         self._events: _ConnectionEvents | None = None
 
     @classmethod
@@ -91,7 +97,7 @@ class NatsBus:
                 connect_timeout)
         except (*_NATS_ERRORS, OSError) as exc:
             raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
-        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace)
+        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout)
         bus._events = events
         try:
             await bus.declare(streams)
@@ -302,6 +308,46 @@ class NatsBus:
             raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
         return out
 
+    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None,
+                    catch_up_timeout: float = 60.0) -> _Watch:
+        """Hand ``handler`` the last message of every subject matching ``subject_filter``, then
+        every new one, through an ordered ephemeral consumer (no acks; nats-py recreates it
+        after a gap). Returns once the values that existed at the start have been handled (or
+        after ``catch_up_timeout``, with a warning), so a projection built from them is complete
+        before its owner decides anything. A handler that raises is logged; the watch goes on."""
+        name = self._stream_name(self._stream_for([subject_filter], stream))
+        watch = _Watch(self, subject_filter, handler)
+        try:
+            watch.sub = await self._js.subscribe(
+                self._wire(subject_filter), cb=watch.on_msg, stream=name, ordered_consumer=True,
+                deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT, idle_heartbeat=WATCH_HEARTBEAT)
+            info = await watch.sub.consumer_info()
+        except _NATS_ERRORS as exc:
+            raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
+        if not info.num_pending and not info.delivered.stream_seq:
+            watch.caught_up.set()
+        try:
+            await asyncio.wait_for(watch.caught_up.wait(), catch_up_timeout)
+        except TimeoutError:
+            _log.warning("watch_catch_up_slow", subject=subject_filter, seconds=catch_up_timeout)
+        self._watches.append(watch)
+        return watch
+
+    async def purge(self, subject: str, *, stream: str | None = None) -> int:
+        """Remove every message stored on exactly ``subject`` (a tombstone no longer needed);
+        returns how many were removed."""
+        name = self._stream_name(self._stream_for([subject], stream))
+        request = msgspec.json.encode({"filter": self._wire(subject)})
+        try:
+            # The JetStream API itself: nats-py's purge_stream drops the count the server returns.
+            reply = await self._nc.request(f"$JS.API.STREAM.PURGE.{name}", request, timeout=self._timeout)
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"purge({subject}): {exc}") from exc
+        answer = msgspec.json.decode(reply.data)
+        if "error" in answer:
+            raise BusClosedError(f"purge({subject}): {answer['error'].get('description', answer['error'])}")
+        return int(answer.get("purged", 0))
+
     # -- operations -------------------------------------------------------------------------
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag:
@@ -334,6 +380,9 @@ class NatsBus:
         subs, self._subs = self._subs, []
         for sub in subs:
             await sub.stop()
+        watches, self._watches = self._watches, []
+        for watch in watches:
+            await watch.stop()
         if self._events is not None:
             self._events.closing = True
         if not self._nc.is_closed:
@@ -357,3 +406,32 @@ class NatsBus:
         _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
                      reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
         await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
+
+
+class _Watch:
+    """One ``NatsBus.watch``: an ordered push subscription feeding a handler, in order."""
+
+    def __init__(self, bus: NatsBus, subject_filter: str, handler: Handler) -> None:
+        self.durable = f"watch-{subject_filter}"
+        self._bus = bus
+        self._handler = handler
+        self.caught_up = asyncio.Event()
+        self.sub: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self.sub is not None
+
+    async def on_msg(self, msg: Msg) -> None:
+        try:
+            await self._handler(self._bus.delivery(msg))
+        except Exception:  # noqa: BLE001 - one bad value must not end the watch
+            _log.exception("watch_handler_failed", subject=msg.subject)
+        if not self.caught_up.is_set() and msg.metadata.num_pending == 0:
+            self.caught_up.set()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        sub, self.sub = self.sub, None
+        if sub is not None:
+            with contextlib.suppress(*_NATS_ERRORS):
+                await sub.unsubscribe()

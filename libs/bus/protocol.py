@@ -9,7 +9,8 @@ from .model import BatchHandler, ConsumerLag, Delivery, Handler, PublishAck, Sub
 
 
 class Bus(Protocol):
-    """Publish/consume over durable streams. See ``NatsBus`` for each method's contract."""
+    """Publish/consume over durable streams, watch latest values. See ``NatsBus`` for each
+    method's contract."""
 
     async def publish(self, subject: str, event: Any, *, msg_id: str,
                       headers: Mapping[str, str] | None = None) -> PublishAck: ...
@@ -26,9 +27,13 @@ class Bus(Protocol):
                             backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
                             ack_wait: float = 30.0) -> Subscription: ...
 
+    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None) -> Subscription: ...
+
     async def last(self, subject: str, *, stream: str | None = None) -> Delivery | None: ...
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]: ...
+
+    async def purge(self, subject: str, *, stream: str | None = None) -> int: ...
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag: ...
 

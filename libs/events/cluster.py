@@ -1,40 +1,77 @@
-"""Facts from a cluster's scheduler: podgroup phases, bindings, evictions and capacity."""
+"""Facts from a cluster's scheduler: podgroup phases, bindings, evictions and capacity.
+
+Bindings and evictions travel one message per job and cycle (a whole gang at once), not per pod.
+"""
 
 from __future__ import annotations
+
+import msgspec
 
 from .base import Message
 
 
-class PodGroupPhaseChanged(Message, frozen=True, kw_only=True, tag="sched.podgroup.phase.v1"):
+class PodGroupPhaseChanged(Message, frozen=True, kw_only=True, tag="sched.podgroup.phase.v2"):
+    """The podgroup of one incarnation of a job (``job_uid``/``job_version``) reached ``phase``."""
+
     cluster: str
     job: str
+    job_uid: str = ""
+    job_version: int = 0
     phase: str
     reason: str = ""
 
 
-class PodBound(Message, frozen=True, kw_only=True, tag="sched.pod.bound.v1"):
+class PodRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One pod incarnation (``uid``) on ``node``; ``reason`` for evictions and rejections."""
+
+    pod: str
+    uid: str
+    node: str
+    reason: str = ""
+
+
+class PodsBound(Message, frozen=True, kw_only=True, tag="sched.pods.bound.v1"):
+    """These pods of ``job`` are bound to their nodes and may start."""
+
     cluster: str
     job: str
-    pod: str
-    node: str
-    job_version: int
-    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
+    pods: list[PodRef]
 
 
-class PodEvicted(Message, frozen=True, kw_only=True, tag="sched.pod.evicted.v1"):
-    """The scheduler took a pod off its node: ``reason`` is preempt, reclaim or nodeDown."""
+class PodsEvicted(Message, frozen=True, kw_only=True, tag="sched.pods.evicted.v1"):
+    """The scheduler took these pods off their nodes (``reason``: preempt, reclaim, nodeDown)."""
 
     cluster: str
     job: str
-    pod: str
-    node: str
-    reason: str
-    job_version: int
-    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
+    pods: list[PodRef]
 
 
-class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.cluster.capacity.v1"):
-    """A cluster's summary for global placement; kept as the latest value per cluster."""
+class PodsRejected(Message, frozen=True, kw_only=True, tag="sched.pods.rejected.v1"):
+    """Pods that name their node (``spec.nodeName``) which cannot admit them: they fail with
+    Kubernetes' reason (``OutOfcpu``, ``OutOfnvidia.com/gpu``, ``NodeNotFound`` ...)."""
+
+    cluster: str
+    job: str
+    pods: list[PodRef]
+
+
+class NodeClass(msgspec.Struct, frozen=True, kw_only=True):
+    """``count`` Ready nodes alike in what is free now, allocatable, labels and taints
+    (``name``: the first of them). A summary lists classes, not every node."""
+
+    name: str
+    count: int = 1
+    free: dict[str, float]
+    allocatable: dict[str, float]
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+
+
+class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.cluster.capacity.v2"):
+    """A cluster's summary for global placement; kept as the latest value per cluster.
+
+    ``free_accelerators`` maps a GPU model to its free GPUs; ``gangs`` maps a common pod shape
+    (``1-gpu``, ``8-gpu``, ``1-cpu``) to how many such pods fit now, node by node."""
 
     cluster: str
     labels: dict[str, str] = {}
@@ -43,7 +80,9 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     nodes: int
     ready_nodes: int
     largest_node_free: dict[str, float] = {}
-    free_accelerators: dict[str, float] = {}  # GPU model -> free GPUs
-    gangs: dict[str, int] = {}  # common pod shape (1-gpu, 8-gpu, 1-cpu) -> pods that fit now
+    free_accelerators: dict[str, float] = {}
+    gangs: dict[str, int] = {}
     gpu_healthy_nodes: int = 0
     fabric_healthy_nodes: int = 0
+    node_classes: list[NodeClass] = []
+    links: dict[str, float] = {}

@@ -1,13 +1,23 @@
 """Facts and commands from a cluster's job-controller.
 
 Volcano Job phases: Pending, Aborting, Aborted, Running, Restarting, Completing, Completed,
-Terminating, Terminated, Failed (see jobcore for the transitions). Pod phases reported by nodes:
-Pending, Running, Succeeded, Failed.
+Terminating, Terminated, Failed (see jobcore for the transitions). Pod phases: Pending, Running,
+Succeeded, Failed, Terminating (deleted, still on its node).
+
+``JobState`` is the job as the cluster-scheduler needs it, on the latest-value subject
+``jobstate.<cluster>.<job>.<part>``: big jobs are split into parts of at most ``PART_SIZE`` pods
+so that no message grows past the bus's limit; a removed job leaves a tombstone (``deleted``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from .base import Message
+
+PART_SIZE = 256
 
 
 class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
@@ -18,6 +28,7 @@ class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
     old: str
     new: str
     reason: str = ""
+    attempt: int = 0  # the HyperJob's plan attempt this child was dispatched for
     retry_count: int = 0
     pending: int = 0
     running: int = 0
@@ -27,22 +38,82 @@ class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
     unknown: int = 0
 
 
-class PodsReady(Message, frozen=True, kw_only=True, tag="job.pods.ready.v1"):
-    """A job's pods exist (Pending) and wait for the cluster-scheduler; a wake-up, not state."""
+class JobRemoved(Message, frozen=True, kw_only=True, tag="job.removed.v1"):
+    """A child job and every pod of it are gone from ``cluster`` (after ``RemoveChild``), or the
+    cluster refused it at dispatch (``reason`` says why: its queue closed meanwhile)."""
 
     cluster: str
     job: str
+    hyperjob: str = ""
+    reason: str = ""
 
 
-class StartPod(Message, frozen=True, kw_only=True, tag="job.pod.start.v1"):
-    """Run a bound pod on its node with its full environment (job plugins, HyperJob env)."""
+class TaskScheduling(msgspec.Struct, frozen=True, kw_only=True):
+    """What the scheduler needs of every pod of one task (base units; ``pods: 1`` included).
+    ``tolerations`` and ``affinity`` are the pod template's, as Kubernetes writes them."""
 
-    cluster: str
-    node: str
-    pod: str
-    job: str
+    request: dict[str, float]
+    priority: int = 1
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    preemptable: bool = True
+    node_selector: dict[str, str] = {}
+    tolerations: list[dict[str, Any]] = []
+    affinity: dict[str, Any] | None = None
+    node_name: str = ""
+
+
+class PodState(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One pod incarnation as the job-controller knows it (compact: an array on the wire)."""
+
+    name: str
     task: str
-    job_version: int
+    index: int
+    uid: str
+    version: int
+    phase: str
+    node: str = ""
+    created: float = 0.0
+
+
+class PodGroupSpec(msgspec.Struct, frozen=True, kw_only=True):
+    min_member: int
+    min_task_member: dict[str, int] = {}
+    min_resources: dict[str, float] = {}
+    queue: str
+    priority_class_name: str = ""
+    priority: int = 0
+    job_version: int = 0
+    network_topology: dict[str, Any] | None = None
+
+
+class JobState(Message, frozen=True, kw_only=True, tag="job.state.v1"):
+    """Part ``part`` of ``parts`` of a job's scheduling state. ``gang`` names the HyperJob whose
+    cross-cluster gang holds the job's pods back; ``podgroup`` is None once it is deleted."""
+
+    cluster: str
+    job: str
+    uid: str
+    version: int
+    created: float
+    part: int = 0
+    parts: int = 1
+    namespace: str = "default"
+    gang: str = ""
+    gang_attempt: int = 0
+    deleted: bool = False
+    podgroup: PodGroupSpec | None = None
+    tasks: dict[str, TaskScheduling] = {}
+    pods: list[PodState] = []
+
+
+class PodStart(msgspec.Struct, frozen=True, kw_only=True):
+    """Run one bound pod on its node with its full environment (job plugins, HyperJob env)."""
+
+    pod: str
+    uid: str
+    node: str
+    task: str
     command: list[str] = []
     args: list[str] = []
     env: dict[str, str] = {}
@@ -50,19 +121,23 @@ class StartPod(Message, frozen=True, kw_only=True, tag="job.pod.start.v1"):
     restart_policy: str = "Always"
     sim_duration: float | None = None
     sim_exit_code: int = 0
-    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
 
 
-class StopPod(Message, frozen=True, kw_only=True, tag="job.pod.stop.v1"):
+class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):
     cluster: str
-    node: str
+    job: str
+    job_version: int
+    pods: list[PodStart]
+
+
+class PodStop(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
+    node: str
+    uid: str = ""
+    job: str = ""
     reason: str = ""
 
 
-class JobRemoved(Message, frozen=True, kw_only=True, tag="job.removed.v1"):
-    """A child job and every pod of it are gone from ``cluster`` (after ``RemoveChild``)."""
-
+class StopPods(Message, frozen=True, kw_only=True, tag="job.pods.stop.v1"):
     cluster: str
-    job: str
-    hyperjob: str = ""
+    pods: list[PodStop]

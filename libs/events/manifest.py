@@ -29,6 +29,15 @@ class CommandHyperJob(Message, frozen=True, kw_only=True, tag="hj.hyperjob.comma
     action: HyperJobAction
 
 
+class CommandObject(Message, frozen=True, kw_only=True, tag="hj.object.command.v1"):
+    """A command on a plain Job (a Volcano Job action: AbortJob, ResumeJob, RestartJob,
+    TerminateJob, CompleteJob) or on a Queue (``open``, ``close``)."""
+
+    kind: Literal["Job", "Queue"]
+    name: str
+    action: str
+
+
 class RequestAccepted(Message, frozen=True, kw_only=True, tag="hj.request.accepted.v1"):
     kind: str
     name: str
@@ -41,3 +50,19 @@ class RequestRejected(Message, frozen=True, kw_only=True, tag="hj.request.reject
     kind: str
     name: str
     reason: str
+
+
+class AdminCommand(Message, frozen=True, kw_only=True, tag="admin.command.v1"):
+    """An operator's command to one service instance. ``rebuild``: forget the instance's state in
+    the store and rebuild it from its changelog (``state.<instance>.>``)."""
+
+    instance: str
+    action: Literal["rebuild"]
+
+
+class InstanceStarted(Message, frozen=True, kw_only=True, tag="admin.instance.v1"):
+    """A service instance is up (latest value per instance: what runs, and since when)."""
+
+    instance: str
+    service: str
+    started_at: float

@@ -1,27 +1,59 @@
-"""Facts from node-agents: pod phases, and each node's heartbeat (latest value per node)."""
+"""Facts from node-agents: each node's status (on change), liveness beats, and pod phases.
+
+``NodeStatus`` is the latest value of ``nodestatus.<cluster>.<node>``: what the node offers and
+whether it can take work (``ready``; the health verdict of its GPUs and fabric, judged by the
+agent with ``hwprobe.node_health``). ``AgentHeartbeat`` is one message per agent and period on
+``heartbeat.<cluster>.<agent>``: the agent and the nodes it names as ``silent`` (they stopped
+answering it) — every other node of the agent is alive. Pod phases travel one message per
+agent and tick.
+"""
 
 from __future__ import annotations
+
+import msgspec
 
 from .base import Message
 
 
-class PodPhaseReported(Message, frozen=True, kw_only=True, tag="node.pod.phase.v1"):
+class NodeStatus(Message, frozen=True, kw_only=True, tag="node.status.v1"):
     cluster: str
     node: str
-    pod: str
-    job: str
-    job_version: int
-    phase: str
-    exit_code: int | None = None
-    restarts: int = 0
-    message: str = ""
-    pod_uid: str = ""  # the pod incarnation; a report about an older one is ignored
-
-
-class NodeHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v1"):
-    cluster: str
-    node: str
+    agent: str = ""
     allocatable: dict[str, float]
     labels: dict[str, str] = {}
     taints: list[dict[str, str]] = []
     unschedulable: bool = False
+    ready: bool = True
+    reason: str = ""
+    gpu_ok: bool = True
+    fabric_ok: bool = True
+    sick_gpus: list[int] = []
+    down_ports: list[str] = []
+    health_reasons: list[str] = []
+
+
+class AgentHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v2"):
+    cluster: str
+    agent: str
+    nodes: int
+    silent: list[str] = []
+
+
+class PodReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod incarnation's phase: Running, Succeeded, Failed, or Deleted (stopped on request)."""
+
+    pod: str
+    uid: str
+    job: str
+    node: str
+    phase: str
+    exit_code: int | None = None
+    restarts: int = 0
+    message: str = ""
+    at: float = 0.0
+
+
+class PodPhasesReported(Message, frozen=True, kw_only=True, tag="node.pods.phase.v1"):
+    cluster: str
+    agent: str = ""
+    reports: list[PodReport]

@@ -1,8 +1,10 @@
 """Where each message travels: subjects ``<domain>.<aggregate>.<event>[.<cluster>]`` and the streams.
 
 One stream per domain. Subjects routed to one cluster end in the cluster's name, so a
-cluster-scheduler or job-controller consumes only its own cluster's work. Latest-value streams keep
-one message per subject (heartbeats, capacity summaries), never an ever-growing log.
+cluster-scheduler or job-controller consumes only its own cluster's work. Latest-value streams
+keep one message per subject (configuration, capacity summaries, job states, node status,
+heartbeats, telemetry, changelogs): a reader gets the current value of everything by reading the
+last message of each subject, and they never grow past the state they describe.
 """
 
 from __future__ import annotations
@@ -19,10 +21,17 @@ class StreamDecl(msgspec.Struct, frozen=True, kw_only=True):
     max_age_seconds: float = 7 * 24 * 3600.0
 
 
+def token(name: str) -> str:
+    """A name as one subject token: a ``.`` would split it (``%2E``, and ``%`` itself ``%25``)."""
+    return name.replace("%", "%25").replace(".", "%2E")
+
+
 # API front door (splitter).
 APPLY = "hj.manifest.apply"
 DELETE = "hj.object.delete"
 HYPERJOB_COMMAND = "hj.hyperjob.command"
+OBJECT_COMMAND = "hj.object.command"
+HYPERJOB_SPEC = "hj.hyperjob.spec"
 HYPERJOB_STATUS = "hj.hyperjob.status"
 HYPERJOB_DELETED = "hj.hyperjob.deleted"
 
@@ -32,17 +41,28 @@ def result(request_id: str) -> str:
     return f"hj.result.{request_id}"
 
 
-# Placement (global-scheduler) and per-cluster work.
-PLACE_CHILD = "sched.child.place"
-UNPLACE_CHILD = "sched.child.unplace"
+# Configuration (splitter → everyone), latest values.
+def queue_config(name: str) -> str:
+    return f"cfg.queue.{token(name)}"
+
+
+def priority_class_config(name: str) -> str:
+    return f"cfg.priorityclass.{token(name)}"
+
+
+CONFIG_ALL = "cfg.>"
+
+# Admission and placement (splitter ↔ global-scheduler).
+OWNER_SUBMITTED = "sched.owner.submitted"
+OWNER_WITHDRAWN = "sched.owner.withdrawn"
 OWNER_ADMITTED = "sched.owner.admitted"
+OWNER_LIFECYCLE = "sched.owner.lifecycle"
+PLACE_CHILDREN = "sched.child.place"
+UNPLACE_CHILD = "sched.child.unplace"
 MOVE_CHILD = "sched.child.move"
-RESERVATION_HELD = "sched.reservation.held"
-
-
-def gang_control(cluster: str) -> str:
-    return f"sched.gang.control.{cluster}"
+GANG_RETRY = "sched.gang.retry"
 CHILD_WAITING = "sched.child.waiting"
+RESERVATION_HELD = "sched.reservation.held"
 
 
 def dispatch(cluster: str) -> str:
@@ -57,22 +77,35 @@ def remove_child(cluster: str) -> str:
     return f"sched.child.remove.{cluster}"
 
 
+def gang_control(cluster: str) -> str:
+    return f"sched.gang.control.{cluster}"
+
+
+# A cluster's scheduler (cluster-scheduler → job-controller, global planners).
 def podgroup_phase(cluster: str) -> str:
     return f"sched.podgroup.phase.{cluster}"
 
 
-def pod_bound(cluster: str) -> str:
-    return f"sched.pod.bound.{cluster}"
+def pods_bound(cluster: str) -> str:
+    return f"sched.pods.bound.{cluster}"
 
 
-def pod_evicted(cluster: str) -> str:
-    return f"sched.pod.evicted.{cluster}"
+def pods_evicted(cluster: str) -> str:
+    return f"sched.pods.evicted.{cluster}"
+
+
+def pods_rejected(cluster: str) -> str:
+    return f"sched.pods.rejected.{cluster}"
 
 
 def capacity(cluster: str) -> str:
     return f"capacity.cluster.{cluster}"
 
 
+CAPACITY_ALL = "capacity.cluster.*"
+
+
+# A cluster's job-controller.
 def job_phase(cluster: str) -> str:
     return f"job.phase.{cluster}"
 
@@ -81,37 +114,54 @@ def job_removed(cluster: str) -> str:
     return f"job.removed.{cluster}"
 
 
-def pods_ready(cluster: str) -> str:
-    return f"job.pods.ready.{cluster}"
+def job_state(cluster: str, job: str, part: int) -> str:
+    return f"jobstate.{cluster}.{token(job)}.{part}"
 
 
-def start_pod(cluster: str) -> str:
-    return f"job.pod.start.{cluster}"
+def job_states(cluster: str) -> str:
+    return f"jobstate.{cluster}.>"
 
 
-def stop_pod(cluster: str) -> str:
-    return f"job.pod.stop.{cluster}"
+def start_pods(cluster: str) -> str:
+    return f"job.pods.start.{cluster}"
 
 
-def pod_phase(cluster: str) -> str:
-    return f"node.pod.phase.{cluster}"
+def stop_pods(cluster: str) -> str:
+    return f"job.pods.stop.{cluster}"
 
 
-def heartbeat(cluster: str, node: str) -> str:
-    return f"heartbeat.node.{cluster}.{node}"
+# Node-agents.
+def pod_phases(cluster: str) -> str:
+    return f"node.pods.phase.{cluster}"
+
+
+def node_status(cluster: str, node: str) -> str:
+    return f"nodestatus.{cluster}.{token(node)}"
+
+
+def node_statuses(cluster: str) -> str:
+    return f"nodestatus.{cluster}.*"
+
+
+def heartbeat(cluster: str, agent: str) -> str:
+    return f"heartbeat.{cluster}.{token(agent)}"
+
+
+def heartbeats(cluster: str) -> str:
+    return f"heartbeat.{cluster}.*"
 
 
 def gpu_telemetry(cluster: str, node: str) -> str:
-    return f"telemetry.gpu.{cluster}.{node}"
+    return f"telemetry.gpu.{cluster}.{token(node)}"
 
 
 def fabric_telemetry(cluster: str, node: str) -> str:
-    return f"telemetry.fabric.{cluster}.{node}"
+    return f"telemetry.fabric.{cluster}.{token(node)}"
 
 
 def telemetry_of(cluster: str) -> str:
-    """Every telemetry subject of one cluster's nodes (a filter for ``last_per_subject``)."""
-    return f"telemetry.*.{cluster}.>"
+    """Every telemetry subject of one cluster's nodes."""
+    return f"telemetry.*.{cluster}.*"
 
 
 def node_fault(cluster: str) -> str:
@@ -122,13 +172,30 @@ def dlq(durable: str) -> str:
     return f"dlq.{durable}"
 
 
+def admin(instance: str) -> str:
+    """Operator commands to one service instance."""
+    return f"admin.command.{token(instance)}"
+
+
+def instance(name: str) -> str:
+    return f"admin.instance.{token(name)}"
+
+
+INSTANCES = "admin.instance.*"
+
+
 STREAMS: list[StreamDecl] = [
     StreamDecl(name="HYPERJOB", subjects=["hj.>"]),
+    StreamDecl(name="CONFIG", subjects=["cfg.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="SCHED", subjects=["sched.>"]),
     StreamDecl(name="JOB", subjects=["job.>"]),
+    StreamDecl(name="JOBSTATE", subjects=["jobstate.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="NODE", subjects=["node.>"]),
+    StreamDecl(name="NODESTATUS", subjects=["nodestatus.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="CAPACITY", subjects=["capacity.>"], latest_only=True),
     StreamDecl(name="HEARTBEAT", subjects=["heartbeat.>"], latest_only=True),
     StreamDecl(name="TELEMETRY", subjects=["telemetry.>"], latest_only=True, max_age_seconds=24 * 3600.0),
-    StreamDecl(name="DLQ", subjects=["dlq.>"]),
+    StreamDecl(name="STATE", subjects=["state.>"], latest_only=True, max_age_seconds=0.0),
+    StreamDecl(name="ADMIN", subjects=["admin.>"], latest_only=True, max_age_seconds=0.0),
+    StreamDecl(name="DLQ", subjects=["dlq.>"], max_age_seconds=30 * 24 * 3600.0),
 ]

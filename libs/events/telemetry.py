@@ -102,19 +102,24 @@ class FabricTelemetry(Message, frozen=True, kw_only=True, tag="node.telemetry.fa
     position: FabricPosition = FabricPosition()
 
 
-FaultKind = Literal["gpu-xid", "gpu-ecc", "ib-down", "silent", "clear"]
+FaultKind = Literal["gpu-xid", "gpu-ecc", "ib-down", "silent", "clear", "node-down", "node-up", "pod-exit"]
 
 
 class InjectNodeFault(Message, frozen=True, kw_only=True, tag="node.fault.inject.v1"):
     """Make a simulated node misbehave, or (``kind="clear"``) recover from every injected fault.
 
     ``gpu`` and ``xid`` matter for ``gpu-xid`` (default Xid 79, "GPU has fallen off the bus") and
-    ``gpu-ecc``; ``device``/``port`` for ``ib-down`` (default: the node's first port). A real-mode
-    agent ignores it: it never invents values.
+    ``gpu-ecc``; ``device``/``port`` for ``ib-down`` (default: the node's first port).
+    ``node-down``/``node-up``: the node fails (reported NotReady at once, its pods lost) and
+    comes back. ``pod-exit``: the container of ``pod`` exits now with ``exit_code`` (``node``
+    may be empty: the agent that runs the pod takes it). A real-mode agent ignores node faults:
+    it never invents values.
     """
 
     cluster: str
-    node: str
+    node: str = ""
+    pod: str = ""
+    exit_code: int = 1
     kind: FaultKind = "gpu-xid"
     gpu: int = 0
     xid: int = 79

@@ -74,6 +74,9 @@ Training env (job-controller, when a Job carries ``volcano.sh/hyperjob-name``)
 ``training_env(hj, plan, child, task, index) -> dict[str, str]``: HYPERJOB_NAME,
 HYPERJOB_CHILD_INDEX, HYPERJOB_CLUSTER, HYPERJOB_RANK, HYPERJOB_WORLD_SIZE; with the HyperJob
 ``pytorch`` plugin also MASTER_ADDR (first child's master pod), MASTER_PORT, WORLD_SIZE, RANK.
+``world_of(hj, plan) -> api.World | None``: with the HyperJob ``mpi`` or ``tensorflow`` plugin, the
+world every child carries (annotation ``hyperjob.io/world``, written by ``child_jobs``) from which
+each child's jobcore gives its pods one hostfile / MPI_HOST / TF_CONFIG across all clusters.
 
 Status (status-aggregator; the simulator)
 -----------------------------------------
@@ -123,7 +126,7 @@ from .capacity import (PodShape, could_ever_host, gang_pods, hyperjob_request, m
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
 from .env import local_rank, master_addr, training_env
 from .failover import (ChildCommand, ChildMove, ChildUnplaced, FleetDecision, SetLifecycle, child_failed, failover,
-                       hyperjob_command, settle_lifecycle)
+                       hyperjob_command, plain_failover, settle_lifecycle)
 from .gang import (GANG_TIMEOUT, Bind, GangDecision, GangEvent, GangTimer, HyperJobGang, Release, Reserve,
                    ReservationHeld, ReservationLost, Retry, StartTimer, gang_step, release_gang, start_gang)
 from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION,
@@ -132,6 +135,7 @@ from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, CLUSTER_SELECTOR
                     NodeCapacity, SplitPlan, Waiting, cluster_lost, link, live_clusters)
 from .placement import place_job
 from .split import apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .world import WORLD_PLUGINS, world_of
 from .status import (COMPLETED_REASON, FAILED_REASON, TERMINAL_CHILD_PHASES, ChildStatus, Condition,
                      HyperJobPhase, HyperJobStatus, JobState, Lifecycle, ReplicatedJobStatus, aggregate_status,
                      placement)
@@ -151,6 +155,6 @@ __all__ = [
     "failover", "fleet_capacity", "fleet_queue", "gang_pods", "gang_step", "hyperjob_candidate", "hyperjob_command",
     "hyperjob_request", "job_candidate",
     "link", "live_clusters", "local_rank", "main_shape", "master_addr", "max_replicas", "place_gang", "place_job",
-    "placement", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request", "start_gang",
-    "task_shape", "template_hash", "training_env",
+    "placement", "plain_failover", "plan_split", "release_gang", "settle_lifecycle", "share", "spec_request",
+    "start_gang", "task_shape", "template_hash", "training_env", "WORLD_PLUGINS", "world_of",
 ]

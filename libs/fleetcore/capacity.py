@@ -126,7 +126,7 @@ def max_replicas(cluster: ClusterCapacity, shape: PodShape) -> int:
     if not cluster.nodes:
         request = {k: v for k, v in shape.request.items() if k != "pods"}
         return _units(request, cluster.free) if node_matches(shape, cluster.labels) else 0
-    return sum(_units(shape.request, _free(n)) for n in _usable_nodes(cluster, shape))
+    return sum(_units(shape.request, _free(n)) * n.count for n in _usable_nodes(cluster, shape))
 
 
 def could_ever_host(cluster: ClusterCapacity, shape: PodShape) -> bool:
@@ -150,23 +150,44 @@ def place_gang(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCap
     """Put every pod at once (first-fit decreasing); the capacity left, or why it does not fit.
 
     Identical pods are placed in bulk (each node takes as many as fit before the next is tried),
-    which is what pod-by-pod first fit does, in O(shapes × nodes).
+    which is what pod-by-pod first fit does, in O(shapes × node classes): a class of alike nodes
+    splits into the nodes it filled, the one it half filled, and the ones it did not touch.
     """
     if not cluster.nodes:
         return _place_by_sums(cluster, pods)
-    frees = {n.name: _free(n) for n in cluster.nodes}
+    nodes = list(cluster.nodes)
     for shape, count in sorted(_group(pods), key=lambda sc: _size_key(sc[0].request)):
-        for node in _usable_nodes(cluster, shape):
-            take = min(count, _units(shape.request, frees[node.name]))
-            if take:
-                frees[node.name] = _minus(frees[node.name], scale(shape.request, take))
-                count -= take
-            if count == 0:
-                break
+        placed: list[NodeCapacity] = []
+        for node in nodes:
+            if count and node.ready and node_matches(shape, node.labels, node.taints):
+                taken, count = _take(node, shape.request, count)
+                placed += taken
+            else:
+                placed.append(node)
+        nodes = placed
         if count:
             return _shortfall(cluster, pods)
-    nodes = tuple(msgspec.structs.replace(n, free=frees[n.name]) for n in cluster.nodes)
-    return msgspec.structs.replace(cluster, nodes=nodes, free=_minus(cluster.free, _total(pods)))
+    return msgspec.structs.replace(cluster, nodes=tuple(nodes), free=_minus(cluster.free, _total(pods)))
+
+
+def _take(node: NodeCapacity, request: Mapping[str, float], count: int) -> tuple[list[NodeCapacity], int]:
+    """Place up to ``count`` pods of ``request`` on a class, node after node; (the class as it
+    is now, split where needed, and the pods still to place)."""
+    each = _units(request, _free(node))
+    if each == 0:
+        return [node], count
+    full = min(node.count, count // each)
+    rest = count - full * each
+    partial = 1 if rest and full < node.count else 0
+    parts = []
+    if full:
+        parts.append(msgspec.structs.replace(node, count=full, free=_minus(node.free, scale(request, each))))
+    if partial:
+        parts.append(msgspec.structs.replace(node, count=1, free=_minus(node.free, scale(request, rest))))
+    untouched = node.count - full - partial
+    if untouched:
+        parts.append(msgspec.structs.replace(node, count=untouched))
+    return parts, count - full * each - (rest if partial else 0)
 
 
 def _group(pods: Sequence[PodShape]) -> list[tuple[PodShape, int]]:
@@ -197,7 +218,7 @@ def _shortfall(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> str:
     """Name the first resource the cluster lacks, or say the free capacity is fragmented."""
     need = _total(pods)
     if cluster.nodes:
-        free = add(*(_free(n) for n in _usable_nodes(cluster, pods[0]))) if pods else {}
+        free = add(*(scale(_free(n), n.count) for n in _usable_nodes(cluster, pods[0]))) if pods else {}
     else:
         free = dict(cluster.free)
     lacking = [name for name in sorted(need, key=_scarcity_order)

@@ -12,6 +12,7 @@ import api
 from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, HYPERJOB_NAME_LABEL, RANK_OFFSET_ANNOTATION,
                     REPLICATED_JOB_LABEL, TEMPLATE_HASH_LABEL, WORLD_SIZE_ANNOTATION, ChildJob, ChildPlan,
                     SplitPlan)
+from .world import world_of
 
 
 class ChildChanges(msgspec.Struct, frozen=True, kw_only=True):
@@ -36,22 +37,28 @@ def child_jobs(hyperjob: api.HyperJob, plan: SplitPlan) -> list[ChildJob]:
     """Every child of the plan as a full Volcano Job manifest, in plan order.
 
     Each child's spec is its replicated job's template with the child's task replicas, task and job
-    ``minAvailable`` scaled to the child's share, and (when the HyperJob has its own ``pytorch``
-    plugin) without the template's ``pytorch`` plugin, whose per-child ranks would contradict the
-    HyperJob-wide ones (see ``training_env``).
+    ``minAvailable`` scaled to the child's share, and without the template's job plugins that the
+    HyperJob replaces with its own of the same name (``pytorch``, ``mpi``, ``tensorflow``), whose
+    per-child view would contradict the HyperJob-wide one (see ``training_env`` and ``world_of``).
+    With a world-spanning plugin every child carries the world (annotation ``hyperjob.io/world``).
     """
     replicated = {rj.name: rj for rj in hyperjob.spec.replicated_jobs}
-    return [_child_job(hyperjob, replicated[c.replicated_job], c, plan.world_size) for c in plan.children]
+    world = world_of(hyperjob, plan)
+    encoded = api.encode_world(world) if world is not None else ""
+    return [_child_job(hyperjob, replicated[c.replicated_job], c, plan.world_size, encoded) for c in plan.children]
 
 
-def _child_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, child: ChildPlan, world_size: int) -> ChildJob:
+def _child_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, child: ChildPlan, world_size: int,
+               world: str) -> ChildJob:
     spec = child_spec(hyperjob, rj.template_spec, child)
     digest = template_hash(spec, world_size=world_size, rank_offset=child.rank_offset,
-                           wired=bool(hyperjob.spec.plugins))
+                           wired=bool(hyperjob.spec.plugins), world=world)
     labels = {HYPERJOB_NAME_LABEL: hyperjob.metadata.name, REPLICATED_JOB_LABEL: child.replicated_job,
               TEMPLATE_HASH_LABEL: digest}
     annotations = {CHILD_INDEX_ANNOTATION: str(child.index), RANK_OFFSET_ANNOTATION: str(child.rank_offset),
                    WORLD_SIZE_ANNOTATION: str(world_size), CLUSTER_ANNOTATION: child.cluster}
+    if world:
+        annotations[api.WORLD_ANNOTATION] = world
     template = rj.template_metadata
     metadata = api.ObjectMeta(name=child.name, namespace=hyperjob.metadata.namespace,
                               labels={**(template.labels if template else {}), **labels},
@@ -73,21 +80,32 @@ def child_spec(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan) 
         if min_available is not None and task.replicas and replicas != task.replicas:
             min_available = -(-replicas * min_available // task.replicas)
         tasks.append(msgspec.structs.replace(task, replicas=replicas, min_available=min_available))
-    plugins = dict(template.plugins)
-    if "pytorch" in hyperjob.spec.plugins:
-        plugins.pop("pytorch", None)
-    return msgspec.structs.replace(template, tasks=tasks, min_available=child.min_available, plugins=plugins)
+    return msgspec.structs.replace(template, tasks=tasks, min_available=child.min_available,
+                                   plugins=_child_plugins(template.plugins, hyperjob.spec.plugins))
 
 
-def template_hash(spec: api.JobSpec, *, world_size: int = 0, rank_offset: int = 0, wired: bool = False) -> str:
+def _child_plugins(template: dict[str, list[str]], hyperjob: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The template's job plugins less those the HyperJob spans; what they bring along stays
+    (svc for every framework, ssh for mpi, as Volcano's admission adds them)."""
+    plugins = {name: args for name, args in template.items() if name not in ("pytorch", "mpi", "tensorflow")
+               or name not in hyperjob}
+    if "mpi" in hyperjob:
+        plugins.setdefault("ssh", [])
+    if {"mpi", "tensorflow"} & set(hyperjob):
+        plugins.setdefault("svc", [])
+    return plugins
+
+
+def template_hash(spec: api.JobSpec, *, world_size: int = 0, rank_offset: int = 0, wired: bool = False,
+                  world: str = "") -> str:
     """A stable hash of a child's spec (dict keys sorted), 16 hex digits.
 
-    With ``wired`` (HyperJob plugins set) the world size and rank offset are part of it, because
-    the pods' training env depends on them: a scale that changes them must reach every child.
+    With ``wired`` (HyperJob plugins set) the world size, rank offset and world are part of it,
+    because the pods' training env depends on them: a change of any must reach every child.
     """
     payload = msgspec.json.encode(spec, order="deterministic")
     if wired:
-        payload += f"|{world_size}|{rank_offset}".encode()
+        payload += f"|{world_size}|{rank_offset}".encode() + (f"|{world}".encode() if world else b"")
     return hashlib.sha256(payload).hexdigest()[:16]
 
 

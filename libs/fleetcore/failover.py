@@ -18,6 +18,7 @@ import api
 
 from .capacity import gang_pods
 from .model import ClusterCapacity, SplitPlan, cluster_lost, live_clusters
+from .placement import place_job
 from .split import choose_cluster, eligible_clusters
 from .status import TERMINAL_CHILD_PHASES, Lifecycle
 
@@ -73,6 +74,21 @@ def failover(hyperjob: api.HyperJob, plan: SplitPlan, clusters: Mapping[str, Clu
             continue  # still waiting: nothing new to tell the driver
         decisions.append(decision)
     return plan, decisions
+
+
+def plain_failover(job: api.Job, name: str, cluster: str, clusters: Mapping[str, ClusterCapacity], now: float, *,
+                   finished: bool = False) -> list[FleetDecision]:
+    """A plain Job (not part of a HyperJob) on a lost cluster runs again elsewhere, keeping its
+    name, when its whole gang fits another live cluster now; otherwise it stays where it is and
+    runs again when its cluster comes back."""
+    home = clusters.get(cluster)
+    if finished or not cluster or (home is not None and not cluster_lost(home, now)):
+        return []
+    others = {n: c for n, c in live_clusters(clusters, now).items() if n != cluster}
+    target = place_job(job.spec, others, now, wait_for_fit=True)
+    if not isinstance(target, str):
+        return []
+    return [ChildMove(child=name, from_cluster=cluster, to_cluster=target, reason=f"cluster {cluster} lost")]
 
 
 def child_failed(hyperjob: api.HyperJob, plan: SplitPlan, child: str, clusters: Mapping[str, ClusterCapacity],
@@ -141,15 +157,19 @@ def hyperjob_command(action: HyperJobAction, phases: Mapping[str, str],
                      *(ChildCommand(child=c, action="AbortJob", reason=action) for c in live)]
     if action == "resume":
         stopped = [c for c, p in phases.items() if p in ("Aborted", "Aborting")]
-        return "Active", [SetLifecycle(lifecycle="Active", reason=action),
+        new = "Resuming" if stopped else "Active"
+        return new, [SetLifecycle(lifecycle=new, reason=action),
                           *(ChildCommand(child=c, action="ResumeJob", reason=action) for c in stopped)]
     return "Restarting", [SetLifecycle(lifecycle="Restarting", reason=action),
                           *(ChildCommand(child=c, action="RestartJob", reason=action) for c in phases)]
 
 
 def settle_lifecycle(lifecycle: Lifecycle, phases: Mapping[str, str]) -> Lifecycle:
-    """Restarting ends (Active) once no child is still Restarting, Aborting or Terminating."""
+    """Restarting ends (Active) once no child is still Restarting, Aborting or Terminating;
+    Resuming once no child is still Aborted either (each has come back)."""
     busy = {"Restarting", "Aborting", "Terminating"}
     if lifecycle == "Restarting" and not any(p in busy for p in phases.values()):
+        return "Active"
+    if lifecycle == "Resuming" and not any(p in busy | {"Aborted"} for p in phases.values()):
         return "Active"
     return lifecycle

@@ -26,7 +26,8 @@ DEFAULT_PODS_PER_NODE = 110.0
 
 
 class NodeCapacity(msgspec.Struct, frozen=True, kw_only=True):
-    """One node of a capacity summary: what is free now and what the node can ever give."""
+    """``count`` alike nodes of a capacity summary (one, or a class of them; ``name`` is the
+    first): what each has free now and what each can ever give."""
 
     name: str
     free: ResourceList
@@ -34,6 +35,7 @@ class NodeCapacity(msgspec.Struct, frozen=True, kw_only=True):
     labels: dict[str, str] = {}
     taints: tuple[api.Taint, ...] = ()
     ready: bool = True
+    count: int = 1
 
 
 class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):

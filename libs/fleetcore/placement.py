@@ -20,7 +20,8 @@ def place_job(spec: api.JobSpec, clusters: Mapping[str, ClusterCapacity], now: f
     cluster's own Volcano queueing, preemption and reclaim decide, exactly as with one cluster —
     unless ``wait_for_fit``, which returns ``Waiting`` instead. ``cluster_names`` and
     ``cluster_labels`` restrict the eligible set. ``Waiting`` also when no live cluster could ever
-    host a pod of it.
+    host a pod of it — except when exactly one cluster is eligible: the job lands there, where
+    Volcano keeps what cannot fit Pending (and its PodPending policies apply), as with one cluster.
     """
     live = live_clusters(clusters, now)
     labels = dict(cluster_labels or {})
@@ -28,6 +29,8 @@ def place_job(spec: api.JobSpec, clusters: Mapping[str, ClusterCapacity], now: f
              and all(live[n].labels.get(k) == v for k, v in labels.items())]
     pods = gang_pods(spec, {t.name: t.replicas for t in spec.tasks})
     hosts = [n for n in names if all(could_ever_host(live[n], p) for p in _distinct(pods))]
+    if not hosts and len(names) == 1 and not wait_for_fit:
+        return names[0]
     if not hosts:
         return Waiting(reason="no live cluster can ever host this job's pods" if names else "no eligible cluster")
     working = dict(live)

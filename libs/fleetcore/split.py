@@ -73,7 +73,7 @@ def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working
     elif split.weights:
         counts = _weighted(hyperjob, rj, eligible)
     else:
-        counts = _even(hyperjob, rj, eligible)
+        counts = _even(hyperjob, rj, eligible, working, current)
     if isinstance(counts, Waiting):
         return counts
     parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
@@ -136,12 +136,22 @@ def _explicit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working: Mapping[st
     return counts
 
 
-def _even(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]) -> Parts | Waiting:
-    """Static: accelerators (equivalently replicas, in units of ``granularity``) as evenly as possible."""
-    chosen = list(eligible)[: hyperjob.spec.max_domains or None]
-    if not chosen:
+def _even(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
+          working: Mapping[str, ClusterCapacity], current: SplitPlan | None) -> Parts | Waiting:
+    """Static: accelerators (equivalently replicas, in units of ``granularity``) as evenly as possible.
+
+    When ``maxDomains`` leaves a choice, the eligible clusters that hold an even share now come
+    first (in preference order), so a re-plan moves off a cluster that filled up."""
+    if not eligible:
         return _waiting(hyperjob, rj, "no eligible cluster")
-    return _scaled(rj, chosen, apportion(_units(rj), [1.0] * len(chosen)))
+    k = min(hyperjob.spec.max_domains or len(eligible), len(eligible))
+    units = apportion(_units(rj), [1.0] * k)
+    chosen = list(eligible)
+    if k < len(eligible):
+        shape, held, g = main_shape(rj.template_spec), _current_replicas(current, rj.name), _granularity(rj)
+        room = {n: (max_replicas(working[n], shape) + held.get(n, 0)) // g for n in eligible}
+        chosen = _keep_order(sorted(eligible, key=lambda n: room[n] < units[0])[:k], current, rj.name)
+    return _scaled(rj, chosen, units)
 
 
 def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]) -> Parts | Waiting:

@@ -11,8 +11,9 @@ import api
 
 HyperJobPhase = Literal["Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed",
                         "Terminating"]
-Lifecycle = Literal["Active", "Suspended", "Restarting", "Terminating"]
-"""What the HyperJob's owner (splitter / global-scheduler) is doing with it; fed by commands."""
+Lifecycle = Literal["Active", "Suspended", "Resuming", "Restarting", "Terminating"]
+"""What the HyperJob's owner (splitter / global-scheduler) is doing with it; fed by commands.
+``Resuming``: resumed, its children not all out of Aborted yet (their stopped state is not an end)."""
 
 TERMINAL_CHILD_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 # A child counts toward the HyperJob's minAvailable once it runs (or already ran to completion).
@@ -128,7 +129,7 @@ def _phase(hyperjob: api.HyperJob, children: Sequence[ChildStatus], conditions: 
         return "Terminating"
     if conditions:
         return "Completed" if conditions[0].type == "Completed" else "Failed"
-    if lifecycle != "Active":
+    if lifecycle not in ("Active", "Resuming"):
         return lifecycle
     if hyperjob.spec.child_failure_policy == "FailHyperJob" and any(c.phase == "Failed" for c in children):
         return "Failed"  # the others are being aborted; the condition follows once all are terminal

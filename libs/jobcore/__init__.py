@@ -1,7 +1,8 @@
 """jobcore — the pure lifecycle of one Volcano Job (``batch.volcano.sh/v1alpha1``).
 
 Owns: admission defaults and rejections, PodGroup derivation, pod records (names, annotations,
-requests, job-plugin env/files), the ten-phase state machine, lifecycle policies with timeouts,
+requests, job-plugin env/files/command/ports: env, svc, ssh, pytorch, mpi, tensorflow, ray, and the
+HyperJob world of a child, ``jobcore.world``), the ten-phase state machine, lifecycle policies with timeouts,
 retries and the job version, and commands. Shared by the job-controller service and
 ``hyperjob simulate``; both call ``admit`` once and ``decide`` for every event. Pure: no I/O, no
 clock (``now`` is passed in), no unseeded randomness; the same inputs always give the same outputs.
@@ -48,7 +49,8 @@ minAvailable, else Failed; otherwise Pending if pending > replicas − minAvaila
 
 KillJob(retain): pods not in retain (soft = Succeeded/Failed kept; none = nothing kept; soft is
 forced on the last retry, retryCount ≥ maxRetry−1) become Terminating (``DeletePods``) until the
-driver reports ``PodDeleted``; the podgroup is deleted and the job version bumped. After any phase
+driver reports ``PodDeleted`` (or the pod's own ``PodSucceeded``/``PodFailed``: it ended before the
+delete reached its node); the podgroup is deleted and the job version bumped. After any phase
 change the new phase is synced once more, as Volcano's job-update event does (so a job that
 became Completed by minSuccess kills its remaining pods at once).
 
@@ -85,7 +87,8 @@ from .model import (PHASES, CancelTimer, CommandIssued, Counts, CreatePodGroup, 
                     TimerFired)
 from .podgroup import derive_podgroup, minimum_pods
 from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
-from .plugins import parse_pod_name, pod_environment, svc_data
+from .naming import PodPatch, parse_pod_name
+from .plugins import pod_environment, pod_patch, svc_data
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
 from .status import JobStatus, counts, job_status, task_counts, total_replicas
@@ -102,8 +105,8 @@ __all__ = [
     "Counts", "CreatePodGroup", "JobStatus", "CreatePods", "DelayedAction", "DeletePodGroup", "DeletePods", "Effect", "JobEvent",
     "JobPhaseChanged", "JobRecord", "KeyGen", "PodBound", "PodDeleted", "PodEvicted", "PodFailed", "PodGroupAdmitted",
     "PodGroupInfo", "PodGroupUnknown", "PodRecord", "PodRestarted", "PodRun", "PodRunning", "PodScheduling",
-    "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
+    "PodPatch", "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
     "apply_defaults", "build_pod", "counts", "decide", "derive_podgroup", "deterministic_keygen", "job_status",
-    "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_request",
+    "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_patch", "pod_request",
     "resolve", "svc_data", "task_counts", "total_replicas",
 ]

@@ -39,7 +39,8 @@ def admit(job: api.Job, queues: Mapping[str, str], now: float, priority_classes:
     given, lets admission reject a non-leaf queue. ``priority_classes`` maps PriorityClass name →
     value. ``keygen`` makes the ssh plugin's key pair (default: a pure RSA-2048 generator seeded by
     the job uid — deterministic, fine for the simulator, not for production secrets). ``rank`` and
-    ``extra_env`` are the HyperJob hooks (global rank offset / world size, env for every pod).
+    ``extra_env`` are the HyperJob hooks (global rank offset / world size, env for every pod); a
+    child's cross-cluster world comes with the job itself (annotation ``hyperjob.io/world``).
     The record is Pending with its podgroup (``derive_podgroup``) to be created by the driver.
     """
     _check_spec(job.spec)
@@ -55,7 +56,20 @@ def admit(job: api.Job, queues: Mapping[str, str], now: float, priority_classes:
     return JobRecord(name=job.metadata.name, namespace=job.metadata.namespace, uid=uid, job=defaulted,
                      created_at=now, priority=classes.get(defaulted.spec.priority_class_name, 0), ssh=ssh,
                      rank=rank or RankOverride(), extra_env=dict(extra_env or {}),
-                     priority_classes=dict(classes))
+                     priority_classes=dict(classes), world=_world(job))
+
+
+def _world(job: api.Job) -> api.World | None:
+    """The HyperJob world a child carries (``hyperjob.io/world``), checked: it names this job and its plugins parse."""
+    text = job.metadata.annotations.get(api.WORLD_ANNOTATION)
+    if text is None:
+        return None
+    path = f"$.metadata.annotations.{api.WORLD_ANNOTATION}"
+    world = api.decode_world(text, path)
+    if job.metadata.name not in {child.name for child in world.children}:
+        raise api.ManifestError(path, f"the world of HyperJob {world.hyperjob!r} has no child {job.metadata.name!r}")
+    api.check_plugins(world.plugins, world.task_names(), f"{path}.plugins", hyperjob=True)
+    return world
 
 
 def apply_defaults(job: api.Job) -> api.Job:

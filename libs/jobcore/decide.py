@@ -119,6 +119,14 @@ def _observe(record: JobRecord, pod: PodRecord, event: _PodEvent, now: float) ->
         if phase != "Pending":
             return None
         return _set_status(record, pod, phase="Running", started_at=now), "PodRunning"
+    if isinstance(event, (PodSucceeded, PodFailed)):
+        if phase == "Terminating":
+            # Its container ended by itself while jobcore's delete was on the way: the node has
+            # nothing left to stop (so no PodDeleted will come), and the pod is gone as a deleted one
+            # is. A pod whose end was already seen (``finished_at``) hears it again: nothing new.
+            return (_remove(record, pod), "OutOfSync") if pod.status.finished_at is None else None
+        if phase == "Pending" and node is None:
+            return None  # never bound, so it never ran: a late report of the pod this one replaced
     if isinstance(event, PodSucceeded):
         if not live:
             return None
@@ -140,7 +148,7 @@ def _observe_gone(record: JobRecord, pod: PodRecord, event: _PodEvent) -> tuple[
     phase = pod.status.phase
     if isinstance(event, PodEvicted):
         # Only a pod holding a node can be evicted; a pod that is already finished is not recreated.
-        if phase in ("Succeeded", "Failed") or (phase == "Pending" and pod.status.node is None):
+        if phase in ("Succeeded", "Failed") or (phase in ("Pending", "Terminating") and pod.status.node is None):
             return None
         return _remove(record, pod), "OutOfSync" if phase == "Terminating" else "PodEvicted"
     if isinstance(event, PodDeleted):

@@ -37,10 +37,13 @@ class PodScheduling(_Frozen, frozen=True, kw_only=True):
     tolerations: list[api.Toleration] = []
     affinity: api.pod.Affinity | None = None
     scheduler_name: str = "volcano"
+    node_name: str = ""  # spec.nodeName: bound there at creation, never scheduled
 
 
 class PodRun(_Frozen, frozen=True, kw_only=True):
     """What a node (or the simulator) needs to run a pod: the main container plus plugin env/files.
+
+    ``ports`` are the main container's ports (name → number), the template's and the plugins'.
 
     ``sim_duration`` / ``sim_exit_code`` come from the ``hyperjob.io/sim-duration`` and
     ``hyperjob.io/sim-exit-code`` annotations (pod template first, then the job's).
@@ -51,6 +54,7 @@ class PodRun(_Frozen, frozen=True, kw_only=True):
     args: list[str] = []
     env: dict[str, str] = {}
     files: dict[str, str] = {}
+    ports: dict[str, int] = {}
     restart_policy: str = "Always"
     sim_duration: float | None = None
     sim_exit_code: int = 0
@@ -140,7 +144,8 @@ class JobRecord(_Frozen, frozen=True, kw_only=True):
     """One admitted Volcano Job and everything jobcore knows of it.
 
     ``job`` carries the spec with admission defaults applied. Pod counters are derived from
-    ``pods`` (see ``jobcore.counts``), never stored, so they cannot drift.
+    ``pods`` (see ``jobcore.counts``), never stored, so they cannot drift. ``world`` is the
+    cross-cluster world of a HyperJob child (``api.World``, see ``jobcore.world``).
     """
 
     name: str
@@ -163,6 +168,7 @@ class JobRecord(_Frozen, frozen=True, kw_only=True):
     ssh: SshKeyPair | None = None
     rank: RankOverride = RankOverride()
     extra_env: dict[str, str] = {}
+    world: api.World | None = None
 
     @property
     def spec(self) -> api.JobSpec:

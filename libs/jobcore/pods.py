@@ -11,7 +11,8 @@ from decimal import Decimal
 import api
 
 from .model import JobRecord, PodRecord, PodRun, PodScheduling
-from .plugins import pod_environment, pod_name
+from .naming import pod_name
+from .plugins import pod_patch
 
 SIM_DURATION = api.SIM_DURATION
 SIM_EXIT_CODE = api.SIM_EXIT_CODE
@@ -91,20 +92,22 @@ def _scheduling(record: JobRecord, task: api.TaskSpec) -> PodScheduling:
         priority_class_name=spec.priority_class_name or record.spec.priority_class_name,
         preemption_policy=spec.preemption_policy or "", preemptable=preemptable != "false",
         node_selector=dict(spec.node_selector), tolerations=list(spec.tolerations), affinity=spec.affinity,
-        scheduler_name=spec.scheduler_name or record.spec.scheduler_name)
+        scheduler_name=spec.scheduler_name or record.spec.scheduler_name, node_name=spec.node_name)
 
 
 def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
     spec = task.template.spec
     main = spec.containers[0]
-    plugin_env, files = pod_environment(record, name)
+    patch = pod_patch(record, name)
     env = {var.name: var.value for var in main.env if var.value_from is None}
-    env.update(plugin_env)
+    env.update(patch.env)
+    ports = {port.name or str(port.container_port): port.container_port for port in main.ports}
+    ports.update({n: p for n, p in patch.ports.items() if p not in ports.values()})
     annotations = {**record.job.metadata.annotations, **task.template.metadata.annotations}
     duration = annotations.get(SIM_DURATION)
     exit_code = annotations.get(SIM_EXIT_CODE, "0")
-    return PodRun(image=main.image, command=list(main.command), args=list(main.args), env=env, files=files,
-                  restart_policy=spec.restart_policy,
+    return PodRun(image=main.image, command=list(patch.command if patch.command is not None else main.command),
+                  args=list(main.args), env=env, files=patch.files, ports=ports, restart_policy=spec.restart_policy,
                   sim_duration=api.parse_duration(duration) if duration is not None else None,
                   sim_exit_code=int(exit_code) if exit_code.lstrip("-").isdigit() else 1)
 

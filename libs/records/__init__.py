@@ -1,43 +1,41 @@
-"""The documents the services keep in the store, and who writes each (one writer per kind).
+"""The documents each service keeps in the store: its own projection (ADR 0004), one writer per kind.
 
-| kind                 | writer             | readers                                  |
-|----------------------|--------------------|------------------------------------------|
-| ``queue``            | splitter           | every scheduler, the CLI                 |
-| ``priorityclass``    | splitter           | job-controller                           |
-| ``hyperjob``         | splitter           | global-scheduler, status-aggregator, CLI |
-| ``placement``        | global-scheduler   | splitter (deletes), status-aggregator, CLI |
-| ``admission``        | global-scheduler   | status-aggregator                        |
-| ``gang``             | global-scheduler   | (fleetcore.HyperJobGang: one reservation attempt) |
-| ``gate@<cluster>``   | job-controller     | cluster-scheduler (the job is a gang member) |
-| ``reservation@<cluster>`` | cluster-scheduler | (its state: Reserving, Held, Released, Started) |
-| ``job@<cluster>``    | job-controller     | cluster-scheduler, CLI                   |
-| ``podgroup@<cluster>`` | job-controller   | cluster-scheduler                        |
-| ``podenv@<cluster>`` | job-controller     | job-controller (the HyperJob env per pod) |
-| ``pgphase@<cluster>``  | cluster-scheduler | CLI                                     |
-| ``node@<cluster>``   | cluster-scheduler  | CLI                                      |
-| ``cluster``          | cluster-scheduler  | splitter, global-scheduler, CLI          |
-| ``hjstatus``         | status-aggregator  | CLI                                      |
+| kind                       | writer             | what                                             |
+|----------------------------|--------------------|--------------------------------------------------|
+| ``hyperjob``               | splitter           | HyperJobDoc: a HyperJob (or plain Job), its plan and lifecycle |
+| ``queue``, ``priorityclass`` | splitter         | the objects as applied                           |
+| ``owner``                  | global-scheduler   | OwnerDoc: an admission candidate, admitted or not |
+| ``placement``              | global-scheduler   | PlacementDoc: where one child runs, or why it waits |
+| ``gang``                   | global-scheduler   | fleetcore.HyperJobGang: one reservation attempt  |
+| ``job@<cluster>``          | job-controller     | jobcore.JobRecord                                |
+| ``child@<cluster>``        | job-controller     | ChildInfo: what came with the dispatch           |
+| ``podgroup@<cluster>``     | job-controller     | BarePodGroupDoc: a PodGroup applied on its own   |
+| ``pgphase@<cluster>``      | cluster-scheduler  | PodGroupPhaseDoc                                 |
+| ``reservation@<cluster>``  | cluster-scheduler  | ReservationDoc: a gang member's hold             |
+| ``queueusage@<cluster>``   | cluster-scheduler  | QueueUsageDoc: the last session's share per queue |
+| ``binding@<cluster>``      | cluster-scheduler  | the store's resource accounting (not a document) |
+| ``hjspec``, ``hjstatus``   | status-aggregator  | what it knows of each HyperJob, and the status   |
+| ``agentpod@<agent>``       | node-agent         | the pods it runs                                 |
 
-Documents are msgspec structs stored as JSON; manifests inside them are kept as the plain data
-the user applied (``api.encode``), decoded again with ``api.decode`` by whoever needs the types.
-Pure: no I/O.
+A service reads only its own kinds (from memory; the store only to start). The CLI and the
+simulator read any of them to show the system's state. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-import fleetcore
+import events
 
 QUEUE = "queue"
 PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
+OWNER = "owner"
 PLACEMENT = "placement"
-ADMISSION = "admission"
 GANG = "gang"
-CLUSTER = "cluster"
+HYPERJOB_SPEC = "hjspec"
 HYPERJOB_STATUS = "hjstatus"
 
 
@@ -45,7 +43,11 @@ def job_kind(cluster: str) -> str:
     return f"job@{cluster}"
 
 
-def podgroup_kind(cluster: str) -> str:
+def child_kind(cluster: str) -> str:
+    return f"child@{cluster}"
+
+
+def bare_podgroup_kind(cluster: str) -> str:
     return f"podgroup@{cluster}"
 
 
@@ -53,21 +55,15 @@ def pgphase_kind(cluster: str) -> str:
     return f"pgphase@{cluster}"
 
 
-def gate_kind(cluster: str) -> str:
-    return f"gate@{cluster}"
-
-
 def reservation_kind(cluster: str) -> str:
     return f"reservation@{cluster}"
 
 
-def podenv_kind(cluster: str) -> str:
-    return f"podenv@{cluster}"
+def queue_usage_kind(cluster: str) -> str:
+    return f"queueusage@{cluster}"
 
 
-def node_kind(cluster: str) -> str:
-    return f"node@{cluster}"
-
+# -- splitter -------------------------------------------------------------------------------------
 
 class QueueDoc(msgspec.Struct, frozen=True, kw_only=True):
     manifest: dict[str, Any]
@@ -78,87 +74,105 @@ class QueueDoc(msgspec.Struct, frozen=True, kw_only=True):
 class PriorityClassDoc(msgspec.Struct, frozen=True, kw_only=True):
     manifest: dict[str, Any]
     value: int
+    global_default: bool = False
 
 
-class ChildRef(msgspec.Struct, frozen=True, kw_only=True):
-    """One child job of a HyperJob as the split planned it (the cluster is the plan's, if any):
-    enough to rebuild fleetcore's ``ChildPlan`` for failover."""
-
-    name: str
-    replicated_job: str
-    index: int
-    replicas: int
-    cluster: str = ""
-    template_hash: str = ""
-    tasks: dict[str, int] = {}
-    rank_offset: int = 0
-    min_available: int = 0
+Lifecycle = Literal["Active", "Suspended", "Resuming", "Restarting"]
 
 
 class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """A submitted HyperJob (or a plain Job: ``plain`` true, one child of the same name)."""
+    """A submitted HyperJob (or a plain Job: ``plain``, one child of the same name).
+
+    ``children`` is the plan in force (empty until admitted and planned); ``attempt`` counts the
+    plans a timed-out gang asked for; ``child_phases`` is the latest Job phase of each child.
+    """
 
     name: str
     manifest: dict[str, Any]
     generation: int = 1
     created: float = 0.0
     plain: bool = False
-    children: list[ChildRef] = []
+    admitted: bool = False
+    attempt: int = 1
+    children: list[events.ChildRef] = []
+    world_size: int = 0
     deleting: bool = False
     waiting_reason: str = ""
-    # What the owner is doing with the HyperJob as a whole (fleetcore.Lifecycle): Active,
-    # Suspended or Restarting; ``restarts`` counts restart commands, so the status starts over.
-    lifecycle: str = "Active"
+    lifecycle: Lifecycle = "Active"
     restarts: int = 0
-    world_size: int = 0
+    child_phases: dict[str, str] = {}
+
+
+# -- global-scheduler -----------------------------------------------------------------------------
+
+class OwnerDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """An admission candidate (``events.OwnerSubmitted``) and whether its queue admitted it.
+    While admitted, its ``request`` counts against its queue until every child is done."""
+
+    name: str
+    plain: bool = False
+    queue: str
+    priority: int = 0
+    request: dict[str, float]
+    created: float
+    generation: int = 1
+    admitted: bool = False
+    withdrawn: bool = False  # deleted: forgotten once its last child is gone
+    reason: str = ""  # why its queue does not admit it (yet)
+    gang: int = 0  # children that must hold their reservations before any starts (0: no gang)
+    attempt: int = 1  # the plan (re-planned after a gang attempt timed out)
+    world: events.World | None = None
+
+
+PlacementState = Literal["Waiting", "Dispatched", "Unplaced", "Removing", "Replacing"]
 
 
 class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a child job runs (``cluster``), or why it waits (``reason``)."""
+    """Where a child job runs (``cluster``), or why it waits (``reason``), and what was asked for
+    it. See ``fleetcore.placement_step`` for the states and their transitions."""
 
     child: str
+    owner: str
+    plain: bool = False
+    replicated_job: str = ""
+    clusters: list[str] = []
+    job: dict[str, Any] = {}
+    template_hash: str = ""
+    state: PlacementState = "Waiting"
+    cluster: str = ""
+    reason: str = ""
+    requested_at: float = 0.0
+    attempt: int = 0  # the owner's plan attempt that asked for it
+    finished: bool = False  # the child's Job reached a terminal phase
+    enqueued: bool = False  # its cluster's Volcano admitted the podgroup (a plain Job counts against its queue then)
+    moves: int = 0  # how often failover moved it (its pods' earlier incarnations elsewhere)
+    next: PlacementDoc | None = None  # Replacing: the request placed once the predecessor is gone
+
+
+# -- job-controller -------------------------------------------------------------------------------
+
+class ChildInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What the job-controller keeps of a dispatch besides the job record: the HyperJob it belongs
+    to, its cross-cluster gang, the world for the training env, and whether it is being removed."""
+
     hyperjob: str = ""
     replicated_job: str = ""
-    cluster: str = ""
-    # Waiting | Dispatched | Unplaced (failover found no room) | Removing | Replacing (a changed
-    # child waits for its predecessor of the same name to be gone from its cluster)
-    state: str = "Waiting"
-    reason: str = ""
-    job: dict[str, Any] = {}
-    env: dict[str, str] = {}
-    env_by_pod: dict[str, dict[str, str]] = {}
-    rank_offset: int = 0
-    world_size: int | None = None
-    clusters: list[str] = []
-    requested_at: float = 0.0
-    finished: bool = False  # the child's Job reached a terminal phase
-
-    @property
-    def owner(self) -> str:
-        """The HyperJob this child belongs to (a plain Job is its own owner)."""
-        return self.hyperjob or self.child
+    gang: str = ""
+    gang_attempt: int = 0
+    attempt: int = 0
+    world: events.World | None = None
+    removing: bool = False
 
 
-class AdmissionDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """A HyperJob (or plain Job) its global queue admitted; its request counts against the queue
-    until every child has finished or is gone."""
+class BarePodGroupDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A PodGroup applied on its own (no Job): scheduled like any, with no pods."""
 
-    owner: str
-    queue: str
-    request: dict[str, float]
-    admitted_at: float = 0.0
+    manifest: dict[str, Any]
+    uid: str
+    created: float = 0.0
 
 
-class GateDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """A child of a cross-cluster gang: its pods are held, not started, until told to start."""
-
-    gang: str
-
-
-class ReservationDoc(msgspec.Struct, frozen=True, kw_only=True):
-    state: str = "Reserving"  # Reserving | Held | Released | Started
-    attempt: int = 1
-
+# -- cluster-scheduler ----------------------------------------------------------------------------
 
 class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A podgroup's phase, for one incarnation of it (``<job uid>/<job version>``): a phase left
@@ -169,73 +183,31 @@ class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):
     incarnation: str = ""
 
 
-class NodeDoc(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    allocatable: dict[str, float]
-    labels: dict[str, str] = {}
-    taints: list[dict[str, str]] = []
-    unschedulable: bool = False
-    ready: bool = True
-    last_heartbeat: float = 0.0
+ReservationState = Literal["Reserving", "Held", "Released", "Started"]
 
 
-class NodeFree(msgspec.Struct, frozen=True, kw_only=True):
-    """One schedulable node in a capacity summary, so placement can check a gang node by node."""
+class ReservationDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """The hold of one incarnation (``uid``) of a gang member, for one gang ``attempt``."""
 
-    name: str
-    free: dict[str, float]
-    allocatable: dict[str, float]
-    labels: dict[str, str] = {}
+    state: ReservationState = "Reserving"
+    attempt: int = 1
+    uid: str = ""
 
 
-class ClusterDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """A cluster as its scheduler last summarized it (Ready nodes only; a sick GPU is not free).
+class QueueUsageDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A queue's allocated and deserved resources in one cluster, as the last session saw them."""
 
-    ``free_accelerators`` maps a GPU model to its free GPUs; ``gangs`` maps a common pod shape
-    (``1-gpu``, ``8-gpu``, ``1-cpu``) to how many such pods fit now, node by node; the health
-    counts say how many Ready nodes have healthy GPUs and fabric.
-    """
+    allocated: dict[str, float] = {}
+    deserved: dict[str, float] = {}
 
-    name: str
-    labels: dict[str, str] = {}
-    allocatable: dict[str, float] = {}
-    free: dict[str, float] = {}
-    nodes: int = 0
-    ready_nodes: int = 0
-    largest_node_free: dict[str, float] = {}
-    reported_at: float = 0.0
-    free_accelerators: dict[str, float] = {}
-    gangs: dict[str, int] = {}
-    gpu_healthy_nodes: int = 0
-    fabric_healthy_nodes: int = 0
-    node_free: list[NodeFree] = []
-    links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters
 
+# -- status-aggregator ----------------------------------------------------------------------------
 
 class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """The aggregated status; ``children`` is the latest news of each child (its ``phase`` at least)."""
+    """The aggregated status; ``children`` is the latest news of each child."""
 
     name: str
     phase: str
     status: dict[str, Any]
     updated_at: float = 0.0
     children: dict[str, dict[str, Any]] = {}
-
-    def child_phases(self, names: list[str]) -> dict[str, str]:
-        """Each named child's Volcano Job phase; a child nobody heard of yet is Pending."""
-        return {name: str(self.children.get(name, {}).get("phase", "Pending")) for name in names}
-
-
-class PodEnvDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """The HyperJob-level environment of a child's pods, as dispatched (pod name -> env)."""
-
-    env_by_pod: dict[str, dict[str, str]] = {}
-
-
-def cluster_capacity(doc: ClusterDoc) -> fleetcore.ClusterCapacity:
-    """A cluster summary as fleetcore's ``ClusterCapacity`` (splitter and global-scheduler place by it)."""
-    nodes = tuple(fleetcore.NodeCapacity(name=n.name, free=dict(n.free), allocatable=dict(n.allocatable),
-                                         labels=dict(n.labels)) for n in doc.node_free)
-    return fleetcore.ClusterCapacity(name=doc.name, labels=dict(doc.labels), free=dict(doc.free),
-                                     allocatable=dict(doc.allocatable), nodes=nodes, last_report=doc.reported_at,
-                                     ready=doc.ready_nodes > 0, links=dict(doc.links))

@@ -1,12 +1,17 @@
-"""What every service shares: settings from the environment, the idempotent handler pipeline
-(decode → load → decide → one atomic write with the dedup marker → publish → ack), periodic work,
-and the process lifecycle (telemetry, connections, clean shutdown on SIGTERM/SIGINT).
+"""What every service shares: settings from the environment, the runtime (its own state in
+memory, batched consumers, watches of latest values, rounds and timers on an injected clock, the
+one atomic commit with dedup markers, outbox and changelog), and the live process.
 
-Services build on this and stay thin: they register handlers and tickers, nothing else.
+Services build on this and stay thin: a ``build(settings, runtime)`` that declares tables,
+inputs, rounds and timers, and handlers that decide with the pure cores. The same ``build``
+runs live (``servicekit.process.run_service``, the only part that opens NATS and Redis) and
+inside ``hyperjob simulate``.
 """
 
-from .config import SettingsError, load_settings
-from .runtime import Cause, Reaction, Runtime, emit
-from .process import run_service
+from .config import SettingsError, instance_name, load_settings
+from .projection import Projection, Table
+from .runtime import Reaction, Runtime, parse_state_subject, state_subject
+from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 
-__all__ = ["Cause", "Reaction", "Runtime", "SettingsError", "emit", "load_settings", "run_service"]
+__all__ = ["AsyncioTimers", "Clock", "Projection", "Rank", "Reaction", "Runtime", "SettingsError", "Table", "Timers",
+           "WallClock", "Work", "instance_name", "load_settings", "parse_state_subject", "state_subject"]

@@ -48,3 +48,9 @@ def _parse(value: str) -> Any:
         except msgspec.DecodeError:
             return value
     return value
+
+
+def instance_name(service: str, settings: Any) -> str:
+    """The instance: the service, and its cluster for per-cluster services (``job-controller-c1``)."""
+    cluster = getattr(settings, "cluster", "")
+    return f"{service}-{cluster}" if cluster else service

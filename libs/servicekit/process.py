@@ -1,4 +1,4 @@
-"""A service process: settings → telemetry → connections → handlers → run until SIGTERM/SIGINT."""
+"""A service process: settings → telemetry → connections → build → start → run until SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -12,18 +12,20 @@ import msgspec
 import structlog
 
 import telemetry
-from bus import NatsBus
 from events.subjects import STREAMS
-from store import RedisStore
 
-from .config import SettingsError, load_settings
+from .config import SettingsError, instance_name, load_settings
 from .runtime import Runtime
+from .timers import AsyncioTimers, WallClock
 
 S = TypeVar("S", bound=msgspec.Struct)
+Build = Callable[[Any, Runtime], Awaitable[Any]]
 
 
-def run_service(name: str, settings_type: type[S], build: Callable[[S, Runtime], Awaitable[None]]) -> None:
-    """The whole life of a service process. ``name`` is the deploy name (``global-scheduler``)."""
+def run_service(name: str, settings_type: type[S], build: Build,
+                instance: Callable[[Any], str] | None = None) -> None:
+    """The whole life of a service process. ``name`` is the deploy name (``global-scheduler``);
+    ``instance`` names the instance from its settings when the default (``instance_name``) does not."""
     prefix = name.upper().replace("-", "_")
     try:
         settings = load_settings(settings_type, prefix)
@@ -37,21 +39,26 @@ def run_service(name: str, settings_type: type[S], build: Callable[[S, Runtime],
         uvloop.install()
     except ImportError:  # uvloop is an optimisation, not a requirement
         pass
-    asyncio.run(_serve(name, settings, build))
+    asyncio.run(_serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings)))
 
 
-async def _serve(name: str, settings: Any, build: Callable[[Any, Runtime], Awaitable[None]]) -> None:
+async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
+    from bus.natsbus import NatsBus
+    from store.redis_store import RedisStore
+
     log = structlog.get_logger(name)
     bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name)
     store = await RedisStore.connect(settings.redis_url)
-    runtime = Runtime(name, bus, store)
+    clock = WallClock()
+    runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
         await build(settings, runtime)
-        log.info("service_started")
+        await runtime.start()
+        log.info("service_started", instance=runtime.instance)
         await stop.wait()
     finally:
         log.info("service_stopping")

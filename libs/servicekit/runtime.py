@@ -1,16 +1,27 @@
-"""The handler pipeline every consumer runs, and periodic work.
+"""The runtime every service instance runs on: its state, its inputs, its clock, its one commit.
 
-A handler is ``async (message) -> Reaction``: it loads what it needs, decides in pure code, and
-returns the writes and the messages to publish. The runtime then makes one atomic ``store.apply``
-(writes + dedup marker + the outputs), publishes the outputs, and returns so the bus acks. On a
-redelivery the marker exists: nothing is written and the outputs recorded the first time are
-published again under the same ``Nats-Msg-Id`` (JetStream drops the copies), then acked.
+A service declares, in its ``build``: its tables (``table``), its durable inputs
+(``subscribe``: commands and events, taken in batches), its latest-value inputs (``watch``),
+its rounds (``every``) and what to redo after its state is (re)loaded (``on_load``: derived
+indexes, timers). ``start`` then restores the state if the store lost it, loads it, fills the
+watched projections, and only then starts consuming and running rounds.
+
+Handling a batch of messages (ADR 0002, ADR 0004): decode each (undecodable → dead letter),
+run the handlers in order — they read and change the tables in memory and return a
+``Reaction`` (messages to publish, binds and unbinds) — then one ``store.commit`` with every
+dedup marker, every queued write (version-checked), the binds and the outputs; then publish the
+outputs and the changelog (``state.<instance>.<kind>.<name>``); then the bus acks. If the commit
+is refused (a marker already there, a version conflict from another replica, a refused bind, a
+wiped store) or a handler raised, the tables are reloaded from the store and the batch is
+handled again without what cannot be handled, so memory never keeps an uncommitted change.
+Outputs are recorded in the store's outbox with the commit and removed once published; after a
+crash they are published again (their ids are deterministic, JetStream drops the copies).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -18,175 +29,504 @@ import msgspec
 import structlog
 
 import events
-from bus import Bus, Delivery, RetryableError, Subscription, TerminalError
-from events import Message, derive_id
-from store import Output, Write
+from bus import Bus, Delivery, RetryableError, TerminalError
+from events import Message, derive_id, subjects
+from store import Binding, Commit, CommitResult, Output, Store, StoreUnavailableError, Unbind, Write, binding_kind
+from store import render_entry
+
+from .projection import Projection, Table
+from .timers import Clock, Rank, Timers, Work
+
+__all__ = ["Reaction", "Runtime", "parse_state_subject", "state_subject"]
 
 M = TypeVar("M", bound=Message)
-Handler = Callable[[Any], Awaitable["Reaction"]]
+T = TypeVar("T")
+Handler = Callable[[Any], "Reaction | None | Awaitable[Reaction | None]"]
+WatchHandler = Callable[[Any], None]
+MAX_ATTEMPTS = 5
+H_VERSION = "Hyperjob-Version"
+H_DELETED = "Hyperjob-Deleted"
 
 
 class Reaction(msgspec.Struct, kw_only=True):
-    """What handling one message decided: document writes and messages to publish, in order, and
-    in-process work to do once both are done (``then``, e.g. waking a loop that reads the writes)."""
+    """What handling one message decided besides its table writes: messages to publish (in
+    order), and pods to bind or unbind (the cluster-scheduler's compare-and-set)."""
 
-    writes: list[Write] = []
     outputs: list[tuple[str, Message]] = []
-    after: list[Callable[[], None]] = []
+    binds: list[Binding] = []
+    unbinds: list[Unbind] = []
+    after: list[Callable[[], Awaitable[None]]] = []  # in-process work once committed and published
 
     def publish(self, subject: str, message: Message) -> Reaction:
         self.outputs.append((subject, message))
         return self
 
-    def then(self, work: Callable[[], None]) -> Reaction:
-        self.after.append(work)
+    def extend(self, other: Reaction | None) -> Reaction:
+        if other is not None:
+            self.outputs += other.outputs
+            self.binds += other.binds
+            self.unbinds += other.unbinds
+            self.after += other.after
         return self
 
 
-class Cause(msgspec.Struct, frozen=True, kw_only=True):
-    """What caused a handler's work when it is not a message: a timer, a scheduling cycle.
-    Its ``event_id`` must be deterministic for the work (the dedup marker is keyed by it)."""
-
-    event_id: str
-    correlation_id: str = ""
+def state_subject(instance: str, kind: str, name: str) -> str:
+    """The changelog subject of one document (a ``.`` inside a name would split its token)."""
+    return f"state.{_token(instance)}.{_token(kind)}.{_token(name)}"
 
 
-def emit(message_type: type[M], cause: Message | Cause, step: str, producer: str, **fields: Any) -> M:
-    """A message caused by ``cause``: its id is derived (same on every retry), its correlation id
-    is inherited, so one user request's whole chain shares one correlation id."""
-    return message_type(
-        event_id=derive_id(cause.event_id, step),
-        occurred_at=time.time(),
-        producer=producer,
-        correlation_id=cause.correlation_id or cause.event_id,
-        causation_id=cause.event_id,
-        **fields,
-    )
+def parse_state_subject(instance: str, subject: str) -> tuple[str, str]:
+    """(kind, name) of a changelog subject of ``instance``."""
+    kind, _, name = subject[len(f"state.{_token(instance)}."):].partition(".")
+    return _untoken(kind), _untoken(name)
+
+
+def _token(text: str) -> str:
+    return text.replace("%", "%25").replace(".", "%2E")
+
+
+def _untoken(text: str) -> str:
+    return text.replace("%2E", ".").replace("%25", "%")
+
+
+_ADMIN = events.decoder(events.AdminCommand)
+
+
+def _durable(instance: str) -> str:
+    """A durable consumer's name from an instance name (letters, digits, ``-`` and ``_`` only)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in instance)
+
+
+class _Subscription(msgspec.Struct, kw_only=True):
+    durable: str
+    subjects: list[str]
+    handlers: dict[type, Handler]
+    policy: dict[str, Any]
 
 
 class Runtime:
-    """One service's connections and loops. Built by ``process.run_service``; tests build it directly."""
+    """One service instance's connections, state and time. Built by ``process.run_service`` live
+    and by the simulator; tests build it directly."""
 
-    def __init__(self, name: str, bus: Bus, store: Any) -> None:
-        self.name = name
+    def __init__(self, service: str, instance: str, bus: Bus, store: Store, *, clock: Clock, timers: Timers,
+                 fault: Callable[[str], None] | None = None, changelog: bool = True) -> None:
+        self.service = service
+        self.instance = instance
         self.bus = bus
         self.store = store
-        self.log = structlog.get_logger(name)
-        self._subscriptions: list[Subscription] = []
-        self._tasks: list[asyncio.Task[None]] = []
-        self._unpublished: list[Any] = []
-        self._publisher: asyncio.Task[None] | None = None
+        self.clock = clock
+        self.timers = timers
+        self.fault = fault or (lambda point: None)
+        self.changelog = changelog
+        self.log = structlog.get_logger(service)
+        self.projection = Projection()
+        self._subscriptions: list[_Subscription] = []
+        self._watches: list[tuple[str, dict[type, WatchHandler]]] = []
+        self._on_load: list[Callable[[], Awaitable[None] | None]] = []
+        self._on_stop: list[Callable[[], Awaitable[None]]] = []
+        self._before_commit: list[Callable[[], Reaction | None]] = []
+        self._members: list[Any] = []
+        self._binding_clusters: list[str] = []
+        self._stale = False
+        self._published: list[str] = []
+        self._unpublished: list[tuple[str, list[Output]]] = []
+        self.started = False
+        # One unit of work at a time: a batch, a round or a timer changes memory and commits it
+        # before the next one reads it (they interleave only at awaits, so this is cheap).
+        self.lock = asyncio.Lock()
 
-    async def subscribe(self, durable: str, subjects: str | Sequence[str], handlers: Mapping[type[Message], Handler],
-                        **policy: Any) -> None:
-        """Consume ``subjects`` with a durable consumer shared by every replica of this service."""
-        decoder = events.decoder(*handlers)
-        tags = {msgspec.inspect.type_info(t).tag for t in handlers}  # type: ignore[attr-defined]
+    # -- declarations ------------------------------------------------------------------------------
 
-        async def on_delivery(delivery: Delivery) -> None:
-            message = self._decode(decoder, tags, delivery)
-            if message is None:
-                return
-            reaction = await handlers[type(message)](message)
-            await self.commit(durable, message.event_id, reaction)
+    def table(self, kind: str, type_: type[T]) -> Table[T]:
+        return self.projection.table(kind, type_)
 
-        self._subscriptions.append(await self.bus.consume(durable, subjects, on_delivery, **policy))
+    def subscribe(self, durable: str, subjects: str | Sequence[str], handlers: Mapping[type, Handler], *,
+                  batch: int = 100, max_deliver: int = 5, backoff: Sequence[float] | None = None,
+                  ack_wait: float = 30.0) -> None:
+        """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches."""
+        self._subscriptions.append(_Subscription(
+            durable=durable, subjects=[subjects] if isinstance(subjects, str) else list(subjects),
+            handlers=dict(handlers),
+            policy={"batch": batch, "max_deliver": max_deliver, "backoff": backoff, "ack_wait": ack_wait}))
+
+    def watch(self, subject_filter: str, handlers: Mapping[type, WatchHandler]) -> None:
+        """Follow the latest value of every subject matching ``subject_filter``; ``start`` waits
+        until the existing values are in. A handler only updates in-memory state (never commits)."""
+        self._watches.append((subject_filter, dict(handlers)))
+
+    def every(self, period: float, work: Work, name: str, *, rank: int = 0) -> None:
+        """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``)."""
+        self.timers.every(period, self._exclusive(work), f"{self.instance}/{name}", rank=rank)
+
+    def kick(self, name: str) -> None:
+        self.timers.kick(f"{self.instance}/{name}")
+
+    def at(self, when: float, key: str, work: Work) -> None:
+        """``work`` at ``when`` (a later ``at`` with the same key replaces it); it runs alone."""
+        self.timers.at(when, f"{self.instance}/{key}", self._exclusive(work))
+
+    def _exclusive(self, work: Work) -> Work:
+        async def run() -> None:
+            async with self.lock:
+                await work()
+        return run
+
+    def cancel(self, key: str) -> None:
+        self.timers.cancel(f"{self.instance}/{key}")
+
+    def own_bindings(self, cluster: str) -> None:
+        """This instance owns ``cluster``'s resource accounting (a rebuild restores it too)."""
+        self._binding_clusters.append(cluster)
+
+    def on_load(self, callback: Callable[[], Awaitable[None] | None]) -> None:
+        """Run after every (re)load of the tables: rebuild indexes, re-arm timers from state."""
+        self._on_load.append(callback)
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def emit(self, message_type: type[M], cause: Message | str, step: str, **fields: Any) -> M:
+        """A message caused by ``cause`` (a message, or a cause id for rounds and timers): its id is
+        derived (the same on every retry) and its correlation id inherited."""
+        cause_id = cause if isinstance(cause, str) else cause.event_id
+        correlation = "" if isinstance(cause, str) else (cause.correlation_id or cause.event_id)
+        return message_type(event_id=derive_id(cause_id, step), occurred_at=self.now(), producer=self.service,
+                            correlation_id=correlation or cause_id, causation_id=cause_id, **fields)
+
+    # -- life --------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Restore the state if the store lost it, load it, fill the watches, then go."""
+        await self._restore_if_wiped()
+        await self._load()
+        await self._republish_outbox()
+        for subject_filter, handlers in self._watches:
+            self._members.append(await self.bus.watch(subject_filter, self._watch_handler(subject_filter, handlers)))
+        for sub in self._subscriptions:
+            self._members.append(await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub),
+                                                              **sub.policy))
+        self._members.append(await self.bus.consume(f"{_durable(self.instance)}-admin", subjects.admin(self.instance),
+                                                    self._on_admin, max_deliver=3))
+        self.timers.every(1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox",
+                          rank=Rank.HOUSEKEEPING)
+        self.timers.start()
+        self.started = True
+        started = self.emit(events.InstanceStarted, self.instance, f"started/{self.now()!r}", instance=self.instance,
+                            service=self.service, started_at=self.now())
+        await self.bus.publish(subjects.instance(self.instance), events.encode(started), msg_id=started.event_id)
+
+    def before_commit(self, callback: Callable[[], Reaction | None]) -> None:
+        """Run at the end of every unit of work, before its commit: what it adds is committed and
+        published with the unit (e.g. one summary per changed object instead of one per message)."""
+        self._before_commit.append(callback)
+
+    def on_stop(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run when the instance stops (kill the processes it started, ...)."""
+        self._on_stop.append(callback)
+
+    async def stop(self) -> None:
+        for callback in self._on_stop:
+            await callback()
+        for member in self._members:
+            await member.stop()
+        self._members.clear()
+        await self.timers.stop()
+        self.started = False
+
+    @property
+    def members(self) -> list[Any]:
+        return list(self._members)
+
+    async def _load(self) -> None:
+        await self.projection.load(self.store)
+        self._stale = False
+        for callback in self._on_load:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
+
+    async def ensure_fresh(self) -> None:
+        """Reload the tables if an earlier failure left memory ahead of the store."""
+        if self._stale:
+            self.projection.discard()
+            await self._load()
+
+    async def reload(self) -> None:
+        """Forget what memory holds beyond the store (a refused commit, a failed handler)."""
+        self.projection.discard()
+        self._stale = True
+        await self._load()
+
+    # -- restore from the changelog (ADR 0004 §4) ---------------------------------------------------
+
+    async def _restore_if_wiped(self) -> None:
+        if await self.store.alive(self.instance):
+            return
+        restored = await self.restore_from_changelog() if self.changelog else 0
+        await self.store.mark_alive(self.instance)
+        if restored:
+            self.log.warning("state_restored_from_changelog", instance=self.instance, documents=restored)
+
+    async def _on_admin(self, delivery: Delivery) -> None:
+        try:
+            command = _ADMIN.decode(delivery.data)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise TerminalError(f"not an admin command: {exc}") from None
+        if command.action == "rebuild":
+            await self.rebuild()
+
+    async def rebuild(self) -> None:
+        """Forget this instance's state in the store and rebuild it from its changelog, then
+        reload it: ``hyperjob admin rebuild``. Nothing is handled meanwhile."""
+        async with self.lock:
+            await self.store.forget(self.instance, list(self.projection.tables), self._binding_clusters)
+            await self._restore_if_wiped()
+            await self.reload()
+            self.log.warning("state_rebuilt", instance=self.instance)
+
+    async def restore_from_changelog(self) -> int:
+        """Put back every document this instance's changelog holds; returns how many."""
+        from store import Doc
+
+        latest = await self.bus.last_per_subject(f"state.{_token(self.instance)}.>")
+        docs = []
+        for delivery in latest.values():
+            if delivery.headers.get(H_DELETED):
+                continue
+            kind, name = parse_state_subject(self.instance, delivery.subject)
+            docs.append(Doc(kind=kind, name=name, version=int(delivery.headers.get(H_VERSION, "1")),
+                            data=delivery.data))
+        await self.store.restore(docs)
+        return len(docs)
+
+    # -- handling a batch ----------------------------------------------------------------------------
+
+    def _batch_handler(self, sub: _Subscription) -> Callable[[Sequence[Delivery]], Awaitable[dict[int, BaseException]]]:
+        decoder = events.decoder(*sub.handlers)
+        tags = {msgspec.inspect.type_info(t).tag for t in sub.handlers}  # type: ignore[attr-defined]
+
+        async def on_batch(deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
+            async with self.lock:
+                return await self._on_batch(sub, decoder, tags, deliveries)
+
+        return on_batch
+
+    async def _on_batch(self, sub: _Subscription, decoder: msgspec.json.Decoder[Any], tags: set[str],
+                        deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
+        failures: dict[int, BaseException] = {}
+        batch: list[tuple[int, Message]] = []
+        ids: set[str] = set()
+        for i, delivery in enumerate(deliveries):
+            try:
+                message = self._decode(decoder, tags, delivery)
+            except TerminalError as exc:
+                failures[i] = exc
+                continue
+            if message is not None and message.event_id not in ids:  # a copy in the same batch: once
+                ids.add(message.event_id)
+                batch.append((i, message))
+        await self._handle(sub, batch, failures)
+        return failures
 
     def _decode(self, decoder: msgspec.json.Decoder[Any], tags: set[str], delivery: Delivery) -> Message | None:
         try:
             return decoder.decode(delivery.data)  # type: ignore[no-any-return]
         except msgspec.ValidationError as exc:
             tag = _tag_of(delivery.data)
-            if tag not in tags:
+            if tag not in tags and tag != "?":
                 # Another consumer's message on a shared subject, or a newer version: not ours.
-                self.log.warning("message_type_not_handled", subject=delivery.subject, type=tag)
+                self.log.debug("message_type_not_handled", subject=delivery.subject, type=tag)
                 return None
             raise TerminalError(f"malformed {tag}: {exc}") from None
         except msgspec.DecodeError as exc:
             raise TerminalError(f"not JSON: {exc}") from None
 
-    async def commit(self, consumer: str, event_id: str, reaction: Reaction) -> None:
-        """One atomic write with the dedup marker, then publish what it recorded."""
+    async def _handle(self, sub: _Subscription, batch: list[tuple[int, Message]],
+                      failures: dict[int, BaseException]) -> None:
+        if self._stale:
+            await self._load()
+        done: set[int] = set()  # committed before (a redelivery): acked without handling
+        for _attempt in range(MAX_ATTEMPTS):
+            live = [(i, m) for i, m in batch if i not in failures and i not in done]
+            if not live:
+                return
+            reaction = Reaction()
+            failed = False
+            for i, message in live:
+                try:
+                    reaction.extend(await _call(sub.handlers[type(message)], message))
+                except Exception as exc:  # noqa: BLE001 - the message's own failure, settled by the bus
+                    failures[i] = exc
+                    failed = True
+                    break
+            if failed:
+                await self.reload()
+                continue
+            self._finish_unit(reaction)
+            ids = [m.event_id for _, m in live]
+            result = await self._commit(sub.durable, ids, reaction, unit=ids[0])
+            if result.ok:
+                return
+            await self._after_refusal(result)
+            if result.refusal == "duplicate":
+                done |= await self._skip_processed(sub.durable, live)
+        raise RetryableError(f"{sub.durable}: could not commit after {MAX_ATTEMPTS} attempts")
+
+    async def _skip_processed(self, durable: str, live: list[tuple[int, Message]]) -> set[int]:
+        """Messages committed before (a redelivery): publish again what they recorded."""
+        seen = await self.store.seen(durable, [m.event_id for _, m in live])
+        for outputs in {id(o): o for o in seen.values()}.values():
+            await self.bus.publish_many(outputs)
+        return {i for i, m in live if m.event_id in seen}
+
+    async def _after_refusal(self, result: CommitResult) -> None:
+        if result.refusal == "wiped":
+            self.log.warning("store_wiped", instance=self.instance)
+            await self._restore_if_wiped()
+        elif result.refusal != "duplicate":
+            self.log.info("commit_refused", instance=self.instance, why=result.describe())
+        await self.reload()
+
+    # -- committing ----------------------------------------------------------------------------------
+
+    async def commit(self, cause: str, reaction: Reaction | None = None, *, consumer: str = "") -> bool:
+        """Commit what a round or a timer changed (no message caused it): the queued writes and
+        ``reaction``. ``cause`` is a deterministic id of the work (output ids derive from it).
+        Returns False when the commit was refused (the tables are reloaded; decide again)."""
+        reaction = reaction or Reaction()
+        if self._stale:
+            self.projection.discard()
+            await self._load()
+            return False
+        self._finish_unit(reaction)
+        result = await self._commit(consumer or self.instance, [], reaction, unit=cause)
+        if result.ok:
+            return True
+        await self._after_refusal(result)
+        return False
+
+    def _finish_unit(self, reaction: Reaction) -> None:
+        for callback in self._before_commit:
+            reaction.extend(callback())
+
+    async def _commit(self, consumer: str, event_ids: list[str], reaction: Reaction, *, unit: str) -> CommitResult:
+        if self._unpublished:
+            # Outputs of an earlier commit whose publish failed go out first: published after a
+            # later unit's, they would put old values back on latest-value streams (a changelog
+            # entry older than the document, a stale JobState). Still failing: commit nothing now.
+            try:
+                await self._flush_unpublished()
+            except BaseException:
+                self._stale = True  # this unit's changes are in memory only: reload before the next
+                raise
+        writes = self.projection.take()
         outputs = [Output(subject=subject, msg_id=message.event_id, payload=events.encode(message))
                    for subject, message in reaction.outputs]
-        result = await self.store.apply(consumer, event_id, reaction.writes, outputs)
-        if result.conflict is not None:
-            # Someone else changed the state we decided on: decide again on the new state.
-            raise RetryableError(f"version conflict on {result.conflict.kind}/{result.conflict.name}")
-        if result.duplicate:
-            self.log.debug("duplicate_delivery", consumer=consumer, event_id=event_id)
-        if result.outputs:
-            try:
-                await self.bus.publish_many(result.outputs)
-            except Exception:
-                # The write is committed, so its outputs must go out. A message is redelivered and
-                # republishes them from the marker, but periodic work (a Cause) never comes back
-                # with the same id: keep publishing them in the background until it works (their
-                # ids are deterministic, so JetStream drops any copy).
-                self._publish_later(result.outputs)
-                raise
+        if self.changelog:
+            outputs += self._changelog(writes, reaction, unit)
+        if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
+            return CommitResult()
+        okey = f"o:{self.instance}:{unit}" if outputs else ""
+        published, self._published = self._published, []
+        commit = Commit(consumer=consumer, event_ids=event_ids, writes=writes, binds=reaction.binds,
+                        unbinds=reaction.unbinds, outputs=outputs, sentinel=self.instance, outbox_key=okey,
+                        outbox=self.instance, published=published)
+        try:
+            result = await self.store.commit(commit)
+        except BaseException:
+            self._published = published + self._published
+            self._stale = True
+            raise
+        if not result.ok:
+            self._published = published + self._published
+            return result
+        self.projection.confirm(writes, result.versions)
+        self.fault("after-commit")
+        await self._publish(okey, outputs)
+        self.fault("after-publish")
         for work in reaction.after:
-            work()
+            await work()
+        return result
 
-    def _publish_later(self, outputs: Sequence[Any]) -> None:
-        self._unpublished.extend(outputs)
-        if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.get_running_loop().create_task(self._republish(), name="republish")
-            self._tasks.append(self._publisher)
+    def _changelog(self, writes: list[Write], reaction: Reaction, unit: str) -> list[Output]:
+        """Every document this commit writes, for the changelog (after the outputs)."""
+        out = []
+        for w in writes:
+            # The version this write gives the document: the commit checks ``expected_version``.
+            version = (w.expected_version or 0) + 1
+            out.append(self._state_output(w.kind, w.name, w.data, unit, version))
+        for b in reaction.binds:
+            out.append(self._state_output(binding_kind(b.cluster), b.pod, render_entry(b.node, b.request, b.uid).encode(), unit))
+        for u in reaction.unbinds:
+            out.append(self._state_output(binding_kind(u.cluster), u.pod, None, unit))
+        return out
 
-    async def _republish(self) -> None:
-        delay = 0.1
+    def _state_output(self, kind: str, name: str, data: bytes | None, unit: str, version: int = 1) -> Output:
+        # A tombstone (data None) keeps the subject, saying "gone", until it is purged.
+        headers = {H_DELETED: "1"} if data is None else {H_VERSION: str(version)}
+        return Output(subject=state_subject(self.instance, kind, name), msg_id=derive_id(unit, f"state/{kind}/{name}"),
+                      payload=data or b"", headers=headers)
+
+    async def _publish(self, okey: str, outputs: list[Output]) -> None:
+        if not outputs:
+            return
+        try:
+            await self.bus.publish_many(outputs)
+        except Exception:
+            # Committed, so these must go out: kept (and in the store's outbox) until they do.
+            self._unpublished.append((okey, outputs))
+            raise
+        self._published.append(okey)
+
+    async def _flush_unpublished(self) -> None:
+        """Publish what earlier commits could not, in commit order (callers hold ``lock``)."""
         while self._unpublished:
-            await asyncio.sleep(delay)
-            batch = list(self._unpublished)
+            okey, outputs = self._unpublished[0]
+            await self.bus.publish_many(outputs)
+            self._unpublished.pop(0)
+            self._published.append(okey)
+
+    async def _republish_outbox(self) -> None:
+        """Outputs committed by an earlier life of this instance that may never have gone out."""
+        pending = await self.store.outbox(self.instance)
+        for okey, outputs in pending:
             try:
-                await self.bus.publish_many(batch)
-            except Exception as exc:  # still unreachable: try again later
-                self.log.warning("republish_failed", outputs=len(batch), error=str(exc))
-                delay = min(delay * 2, 5.0)
+                await self.bus.publish_many(outputs)
+            except Exception:  # noqa: BLE001 - retried by the outbox round
+                self._unpublished.append((okey, outputs))
                 continue
-            del self._unpublished[:len(batch)]
+            self._published.append(okey)
 
-    def every(self, period: float, work: Callable[[], Awaitable[None]], name: str) -> None:
-        """Run ``work`` every ``period`` seconds; a failure is logged and the next round still runs."""
+    # -- watches -------------------------------------------------------------------------------------
 
-        async def loop() -> None:
-            while True:
-                started = time.monotonic()
-                try:
-                    await work()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a periodic job must survive one bad round
-                    self.log.exception("periodic_work_failed", work=name)
-                await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+    def _watch_handler(self, subject_filter: str, handlers: dict[type, WatchHandler]
+                       ) -> Callable[[Delivery], Awaitable[None]]:
+        decoder = events.decoder(*handlers)
 
-        self._tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
+        async def on_value(delivery: Delivery) -> None:
+            if not delivery.data:
+                return  # a tombstone without a payload: nothing to decode
+            try:
+                value = decoder.decode(delivery.data)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                self.log.warning("watched_value_unreadable", subject=delivery.subject, error=str(exc))
+                return
+            handlers[type(value)](value)
 
-    def spawn(self, loop: Callable[[], Awaitable[None]], name: str) -> None:
-        """Run a long-lived loop of the service's own (cancelled on stop)."""
-        self._tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
+        return on_value
 
-    async def stop(self) -> None:
-        for subscription in self._subscriptions:
-            await subscription.stop()
-        pending = set(self._tasks)
-        while pending:
-            # Cancel again until every loop has ended: a library call can swallow one cancellation
-            # (Python 3.11's asyncio.wait_for loses it when the awaited result lands at the same
-            # moment), and a loop that lost it would run on and hang stop() forever.
-            for task in pending:
-                task.cancel()
-            _, pending = await asyncio.wait(pending, timeout=0.5)
-        for task in self._tasks:
-            if not task.cancelled():
-                task.exception()  # retrieved: a loop that died of an error was logged already
-        self._subscriptions.clear()
-        self._tasks.clear()
+
+async def _call(handler: Handler, message: Message) -> Reaction | None:
+    result = handler(message)
+    if inspect.isawaitable(result):
+        result = await result
+    return result  # type: ignore[return-value]
 
 
 def _tag_of(data: bytes) -> str:
     try:
         return str(msgspec.json.decode(data, type=dict[str, Any]).get("type", "?"))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return "?"

@@ -1,119 +1,153 @@
 """The Lua scripts: each runs atomically in Redis, so a check and its write can never interleave
-with another client's. Keys are always passed in KEYS (cluster-safe); values in ARGV are exact
-decimal strings, so resource amounts are never rounded by Lua's number formatting."""
+with another client's. Amounts travel as exact decimal strings, so Lua's number formatting never
+rounds them. Keys are derived from the prefix inside the script (one Redis, not Redis Cluster:
+a commit touches documents, markers and nodes that a cluster would spread over slots)."""
 
 from __future__ import annotations
 
-# KEYS[1]      marker key (processed:{consumer}:{event_id}); ignored when ARGV[1] == "0"
-# KEYS[2i]     data hash of write i's kind;  KEYS[2i+1] version hash of write i's kind
-# ARGV[1]      marker TTL in seconds, "0" = no marker (plain CAS)
-# ARGV[2]      outputs blob stored as the marker's value
-# ARGV[3..]    per write: name, expected version ("" = any), op ("p" put / "d" delete), data
-# Returns {0, v1, v2, ...} applied; {1, outputs} duplicate; {2, i, actual} conflict on write i.
-APPLY = """
-local ttl = tonumber(ARGV[1])
-if ttl > 0 then
-  local prior = redis.call('GET', KEYS[1])
-  if prior then return {1, prior} end
+# ARGV[1] key prefix P, ARGV[2] marker TTL (seconds), ARGV[3] msgpack request, ARGV[4] outputs blob:
+#   {sentinel, consumer, ids, writes, binds, unbinds, (unused), outbox_key, outbox, published}
+#   writes:  {{kind, name, expected (-1: any), data or false}}
+#   binds:   {{cluster, pod, node, entry, {res, amount, res, amount, ...}}}
+#   unbinds: {{cluster, pod}}
+# Returns {0, v1, ..., vn} committed (new versions; 0 for deletes)
+#         {1, id}              id was processed already (nothing written)
+#         {2, i, actual}       write i's expected version does not match
+#         {3}                  the sentinel P:alive:<sentinel> is missing (the store was wiped)
+#         {4, pod, node}       a pod to bind is bound to another node
+#         {5, node, res, short, ...}  the node lacks room
+#         {6, node}            the node has no allocatable registered
+COMMIT = """
+local p, ttl = ARGV[1], tonumber(ARGV[2])
+local req = cmsgpack.unpack(ARGV[3])
+local sentinel, consumer, ids, writes, binds, unbinds, blob = req[1], req[2], req[3], req[4], req[5], req[6], ARGV[4]
+local okey, outbox, published = req[8], req[9], req[10]
+if sentinel ~= '' and redis.call('EXISTS', p .. ':alive:' .. sentinel) == 0 then return {3} end
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', p .. ':m:' .. consumer .. ':' .. id) == 1 then return {1, id} end
 end
-local n = (#ARGV - 2) / 4
-for i = 1, n do
-  local base = 3 + (i - 1) * 4
-  local expected = ARGV[base + 1]
-  if expected ~= '' then
-    local actual = tonumber(redis.call('HGET', KEYS[2 * i + 1], ARGV[base]) or '0')
-    if actual ~= tonumber(expected) then return {2, i, actual} end
+for i, w in ipairs(writes) do
+  if w[3] >= 0 then
+    local actual = tonumber(redis.call('HGET', p .. ':v:' .. w[1], w[2]) or '0')
+    if actual ~= w[3] then return {2, i, actual} end
   end
 end
-local result = {0}
-for i = 1, n do
-  local base = 3 + (i - 1) * 4
-  local name = ARGV[base]
-  if ARGV[base + 2] == 'd' then
-    redis.call('HDEL', KEYS[2 * i], name)
-    redis.call('HDEL', KEYS[2 * i + 1], name)
-    result[i + 1] = 0
-  else
-    redis.call('HSET', KEYS[2 * i], name, ARGV[base + 3])
-    result[i + 1] = redis.call('HINCRBY', KEYS[2 * i + 1], name, 1)
+-- resources that unbinds give back and binds take, per node
+local delta, entries, plan = {}, {}, {}
+local function add(key, res, amount)
+  delta[key] = delta[key] or {}
+  delta[key][res] = (delta[key][res] or 0) + amount
+end
+for _, u in ipairs(unbinds) do
+  local bkey = p .. ':bind:' .. u[1]
+  local entry = redis.call('HGET', bkey, u[2])
+  if entry then
+    local node = string.match(entry, '^([^\\n]*)')
+    local ukey = p .. ':node:' .. u[1] .. ':' .. node .. ':used'
+    entries[#entries + 1] = {bkey, u[2], ukey, entry}
+    local first = true
+    for line in string.gmatch(entry, '[^\\n]+') do
+      if first then first = false elseif string.sub(line, 1, 1) ~= '@' then
+        local res, amount = string.match(line, '^(.*)=([^=]*)$')
+        add(ukey, res, -tonumber(amount))
+      end
+    end
   end
 end
-if ttl > 0 then redis.call('SET', KEYS[1], ARGV[2], 'EX', ttl) end
-return result
-"""
-
-# KEYS[1]          binding hash of the cluster (pod -> "node\\nres=amount\\n...")
-# KEYS[2j], [2j+1] allocatable hash and used hash of node j (j = 1..#nodes)
-# ARGV[1]          number of nodes; ARGV[2..1+#nodes] node names
-# then per binding: pod, node index j, entry, k, res_1, amount_1, ..., res_k, amount_k
-# Returns {0} bound; {1, node, res, shortfall, ...} not enough; {2, pod, node} pod bound elsewhere.
-BIND_GANG = """
-local nn = tonumber(ARGV[1])
-local need = {}
-for j = 1, nn do need[j] = {} end
-local plan = {}
-local i = nn + 2
-while i <= #ARGV do
-  local pod, j, entry, k = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
-  local node = ARGV[1 + j]
-  local prior = redis.call('HGET', KEYS[1], pod)
-  local skip = false
-  if prior then
+local touched = {}
+for _, b in ipairs(binds) do
+  local bkey = p .. ':bind:' .. b[1]
+  local prior = redis.call('HGET', bkey, b[2])
+  local released = false
+  for _, e in ipairs(entries) do if e[1] == bkey and e[2] == b[2] then released = true end end
+  if prior and not released then
     local prior_node = string.match(prior, '^([^\\n]*)')
-    if prior_node ~= node then return {2, pod, prior_node} end
-    skip = true
+    if prior_node ~= b[3] then return {4, b[2], prior_node} end
+  else
+    local base = p .. ':node:' .. b[1] .. ':' .. b[3]
+    if redis.call('EXISTS', base .. ':alloc') == 0 then return {6, b[3]} end
+    local amounts = b[5]
+    for r = 1, #amounts, 2 do add(base .. ':used', amounts[r], tonumber(amounts[r + 1])) end
+    touched[base] = true
+    plan[#plan + 1] = {bkey, b[2], b[4], base .. ':used', amounts}
   end
-  local amounts = {}
-  for r = 0, k - 1 do
-    local res, amount = ARGV[i + 4 + 2 * r], ARGV[i + 5 + 2 * r]
-    amounts[#amounts + 1] = {res, amount}
-    if not skip then need[j][res] = (need[j][res] or 0) + tonumber(amount) end
-  end
-  if not skip then plan[#plan + 1] = {pod, j, entry, amounts} end
-  i = i + 4 + 2 * k
 end
-for j = 1, nn do
-  if redis.call('EXISTS', KEYS[2 * j]) == 0 then return {1, ARGV[1 + j]} end
+for base, _ in pairs(touched) do
   local short = {}
-  for res, amount in pairs(need[j]) do
-    local alloc = tonumber(redis.call('HGET', KEYS[2 * j], res) or '0')
-    local used = tonumber(redis.call('HGET', KEYS[2 * j + 1], res) or '0')
-    local tolerance = 1e-9 * math.max(1, math.abs(alloc))
-    if used + amount > alloc + tolerance then
-      short[#short + 1] = res
-      short[#short + 1] = string.format('%.17g', used + amount - alloc)
+  for res, amount in pairs(delta[base .. ':used'] or {}) do
+    local declared = redis.call('HGET', base .. ':alloc', res)
+    if amount > 0 and declared then
+      local alloc = tonumber(declared)
+      local used = tonumber(redis.call('HGET', base .. ':used', res) or '0')
+      if used + amount > alloc + 1e-9 * math.max(1, math.abs(alloc)) then
+        short[#short + 1] = res
+        short[#short + 1] = string.format('%.17g', used + amount - alloc)
+      end
     end
   end
   if #short > 0 then
-    local out = {1, ARGV[1 + j]}
+    local node = string.match(base, ':([^:]*)$')
+    local out = {5, node}
     for _, v in ipairs(short) do out[#out + 1] = v end
     return out
   end
 end
-for _, p in ipairs(plan) do
-  redis.call('HSET', KEYS[1], p[1], p[3])
-  for _, ra in ipairs(p[4]) do redis.call('HINCRBYFLOAT', KEYS[2 * p[2] + 1], ra[1], ra[2]) end
-end
-return {0}
-"""
-
-# KEYS[1] binding hash; KEYS[1+i] used hash of pod i's node. ARGV: per pod: pod, entry as read.
-# Releases each pod whose binding is still exactly that entry. Returns the number released.
-RELEASE = """
-local released = 0
-for i = 1, #ARGV / 2 do
-  local pod, entry = ARGV[2 * i - 1], ARGV[2 * i]
-  if redis.call('HGET', KEYS[1], pod) == entry then
-    redis.call('HDEL', KEYS[1], pod)
-    local first = true
-    for line in string.gmatch(entry, '[^\\n]+') do
-      if first then first = false else
-        local res, amount = string.match(line, '^(.*)=([^=]*)$')
-        redis.call('HINCRBYFLOAT', KEYS[1 + i], res, '-' .. amount)
-      end
+-- everything checked: write
+for _, e in ipairs(entries) do
+  redis.call('HDEL', e[1], e[2])
+  local first = true
+  for line in string.gmatch(e[4], '[^\\n]+') do
+    if first then first = false elseif string.sub(line, 1, 1) ~= '@' then
+      local res, amount = string.match(line, '^(.*)=([^=]*)$')
+      redis.call('HINCRBYFLOAT', e[3], res, '-' .. amount)
     end
-    released = released + 1
   end
 end
-return released
+for _, b in ipairs(plan) do
+  redis.call('HSET', b[1], b[2], b[3])
+  local amounts = b[5]
+  for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', b[4], amounts[r], amounts[r + 1]) end
+end
+local result = {0}
+for i, w in ipairs(writes) do
+  if w[4] == false then
+    redis.call('HDEL', p .. ':d:' .. w[1], w[2])
+    redis.call('HDEL', p .. ':v:' .. w[1], w[2])
+    result[i + 1] = 0
+  else
+    redis.call('HSET', p .. ':d:' .. w[1], w[2], w[4])
+    result[i + 1] = redis.call('HINCRBY', p .. ':v:' .. w[1], w[2], 1)
+  end
+end
+if okey ~= '' then
+  redis.call('SET', p .. ':' .. okey, blob, 'EX', ttl)
+  if outbox ~= '' then redis.call('RPUSH', p .. ':outbox:' .. outbox, okey) end
+end
+for _, id in ipairs(ids) do redis.call('SET', p .. ':m:' .. consumer .. ':' .. id, okey, 'EX', ttl) end
+-- Published outputs are forgotten: a redelivery long after must not send them again (a latest-value
+-- subject would go back to an old value once the bus's duplicate window has passed).
+if outbox ~= '' then
+  for _, k in ipairs(published) do
+    redis.call('LREM', p .. ':outbox:' .. outbox, 0, k)
+    redis.call('DEL', p .. ':' .. k)
+  end
+end
+return result
+"""
+
+# ARGV[1] key prefix P, ARGV[2] msgpack {{cluster, pod, node, entry, {res, amount, ...}}}: bindings a
+# changelog recorded, put back into the accounting. A pod already bound is left as it is, so a
+# restore that runs twice (interrupted before the sentinel was set) books each request once.
+RESTORE_BINDINGS = """
+local p = ARGV[1]
+local restored = 0
+for _, b in ipairs(cmsgpack.unpack(ARGV[2])) do
+  if redis.call('HSETNX', p .. ':bind:' .. b[1], b[2], b[4]) == 1 then
+    local used = p .. ':node:' .. b[1] .. ':' .. b[3] .. ':used'
+    local amounts = b[5]
+    for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', used, amounts[r], amounts[r + 1]) end
+    restored = restored + 1
+  end
+end
+return restored
 """

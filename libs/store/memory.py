@@ -2,21 +2,22 @@
 
 Same results as ``RedisStore`` for the same calls (the contract tests run against both). Each
 method runs without awaiting in between, so on one event loop it is as atomic as a Lua script.
-Markers never expire. ``fail(op, times)`` injects ``StoreUnavailableError``s to exercise retries.
+Markers never expire. ``fail(op, times)`` injects ``StoreUnavailableError``s to exercise retries;
+``wipe()`` loses everything at once, as a flushed or replaced Redis does.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import StoreUnavailableError, UnknownNodeError, VersionConflictError
-from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output, Write,
-                    check_gang)
-from .redis_store import encode_outputs
+from .errors import StoreUnavailableError, VersionConflictError
+from .model import (DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write, binding_kind,
+                    parse_entry, render_entry)
 
 __all__ = ["InMemoryStore"]
+
+_TOLERANCE = 1e-9
 
 
 class InMemoryStore:
@@ -24,15 +25,21 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._faults: dict[str, int] = {}
-        self._docs: dict[tuple[str, str], Doc] = {}
-        self._markers: dict[tuple[str, str], list[Output | bytes]] = {}
+        self.wipe()
+
+    def wipe(self) -> None:
+        self._docs: dict[str, dict[str, Doc]] = {}
+        self._markers: dict[tuple[str, str], str] = {}
+        self._recorded: dict[str, list[Output]] = {}
+        self._outboxes: dict[str, list[str]] = {}
+        self._alive: set[str] = set()
         self._alloc: dict[tuple[str, str], dict[str, float]] = {}
         self._used: dict[tuple[str, str], dict[str, float]] = {}
         self._binds: dict[str, dict[str, Binding]] = {}
 
     def fail(self, op: str = "*", times: int = 1) -> None:
-        """Fault injection for handler tests: the next ``times`` calls of ``op`` (a method name such
-        as ``"apply"``, or ``"*"`` for any) raise ``StoreUnavailableError`` and change nothing."""
+        """The next ``times`` calls of ``op`` (a method name such as ``"commit"``, or ``"*"`` for
+        any) raise ``StoreUnavailableError`` and change nothing."""
         self._faults[op] = self._faults.get(op, 0) + times
 
     def _fault(self, op: str) -> None:
@@ -45,69 +52,175 @@ class InMemoryStore:
         return None
 
     async def clear(self) -> int:
-        n = len(self._docs) + len(self._markers) + len(self._alloc) + len(self._binds)
-        self.__init__()  # type: ignore[misc]
+        n = sum(len(d) for d in self._docs.values()) + len(self._markers) + len(self._alloc) + len(self._binds)
+        self.wipe()
         return n
 
     async def ping(self) -> None:
-        return None
+        self._fault("ping")
+
+    # -- documents --------------------------------------------------------------------------
 
     async def get(self, kind: str, name: str) -> Doc | None:
         self._fault("get")
-        return self._docs.get((kind, name))
+        return self._docs.get(kind, {}).get(name)
 
     async def get_many(self, kind: str, names: Sequence[str]) -> dict[str, Doc | None]:
         self._fault("get_many")
-        return {n: self._docs.get((kind, n)) for n in names}
+        docs = self._docs.get(kind, {})
+        return {n: docs.get(n) for n in names}
+
+    async def list(self, kind: str) -> dict[str, Doc]:
+        self._fault("list")
+        return dict(sorted(self._docs.get(kind, {}).items()))
 
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
-        self._fault("put_if_version")
-        result = self._apply(None, [Write.put(kind, name, doc, expected_version)], [])
-        if result.conflict is not None:
-            c = result.conflict
-            raise VersionConflictError(c.kind, c.name, c.expected, c.actual)
-        return result.versions[0]
+        return (await self._plain(Write.put(kind, name, doc, expected_version))).versions[0]
 
     async def delete(self, kind: str, name: str, expected_version: int | None = None) -> None:
-        self._fault("delete")
-        result = self._apply(None, [Write.delete(kind, name, expected_version)], [])
-        if result.conflict is not None:
-            c = result.conflict
-            raise VersionConflictError(c.kind, c.name, c.expected, c.actual)
+        await self._plain(Write.delete(kind, name, expected_version))
 
-    async def apply(self, consumer: str, event_id: str, writes: Sequence[Write],
-                    outputs: Iterable[Any] = ()) -> ApplyResult:
-        self._fault("apply")
-        return self._apply((consumer, event_id), writes, outputs)
+    async def _plain(self, write: Write) -> CommitResult:
+        result = await self.commit(Commit(writes=[write]))
+        if result.refusal == "conflict":
+            raise VersionConflictError(result.kind, result.name, result.expected, result.actual)
+        return result
 
-    async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]:
-        self._fault("apply_many")
-        return [self._apply((consumer, it.event_id), it.writes, it.outputs) for it in items]
+    # -- the commit ---------------------------------------------------------------------------
 
-    def _apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any]) -> ApplyResult:
-        items, _ = encode_outputs(outputs)
-        if marker is not None and marker in self._markers:
-            return ApplyResult(duplicate=True, outputs=list(self._markers[marker]))
-        for w in writes:
-            current = self._docs.get((w.kind, w.name))
+    async def commit(self, commit: Commit) -> CommitResult:
+        self._fault("commit")
+        refusal = self._check(commit)
+        if refusal is not None:
+            return refusal
+        for unbind in commit.unbinds:
+            self._release(unbind.cluster, unbind.pod)
+        for bind in commit.binds:
+            self._bind(bind)
+        versions = [self._write(w) for w in commit.writes]
+        if commit.outbox_key:
+            self._recorded[commit.outbox_key] = list(commit.outputs)
+            if commit.outbox:
+                self._outboxes.setdefault(commit.outbox, []).append(commit.outbox_key)
+        for event_id in commit.event_ids:
+            self._markers[(commit.consumer, event_id)] = commit.outbox_key
+        if commit.outbox and commit.published:
+            done = set(commit.published)
+            self._outboxes[commit.outbox] = [k for k in self._outboxes.get(commit.outbox, []) if k not in done]
+            for key in done:  # published: a redelivery long after must not send them again
+                self._recorded.pop(key, None)
+        return CommitResult(versions=versions)
+
+    def _check(self, commit: Commit) -> CommitResult | None:
+        if commit.sentinel and commit.sentinel not in self._alive:
+            return CommitResult(refusal="wiped")
+        for event_id in commit.event_ids:
+            if (commit.consumer, event_id) in self._markers:
+                return CommitResult(refusal="duplicate", event_id=event_id)
+        for w in commit.writes:
+            current = self._docs.get(w.kind, {}).get(w.name)
             actual = current.version if current is not None else 0
             if w.expected_version is not None and actual != w.expected_version:
-                return ApplyResult(conflict=Conflict(kind=w.kind, name=w.name, expected=w.expected_version,
-                                                     actual=actual))
-        versions = []
-        for w in writes:
-            key = (w.kind, w.name)
-            if w.data is None:
-                self._docs.pop(key, None)
-                versions.append(0)
+                return CommitResult(refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version,
+                                    actual=actual)
+        return self._check_binds(commit)
+
+    def _check_binds(self, commit: Commit) -> CommitResult | None:
+        released = {(u.cluster, u.pod) for u in commit.unbinds if u.pod in self._binds.get(u.cluster, {})}
+        delta: dict[tuple[str, str], dict[str, float]] = {}
+        for cluster, pod in released:
+            old = self._binds[cluster][pod]
+            slot = delta.setdefault((cluster, old.node), {})
+            for r, a in old.request.items():
+                slot[r] = slot.get(r, 0.0) - a
+        touched = []
+        for b in commit.binds:
+            prior = self._binds.get(b.cluster, {}).get(b.pod)
+            if prior is not None and (b.cluster, b.pod) not in released:
+                if prior.node != b.node:
+                    return CommitResult(refusal="bound-elsewhere", pod=b.pod, node=prior.node)
                 continue
-            current = self._docs.get(key)
-            version = (current.version if current is not None else 0) + 1
-            self._docs[key] = Doc(kind=w.kind, name=w.name, version=version, data=w.data)
-            versions.append(version)
-        if marker is not None:
-            self._markers[marker] = items
-        return ApplyResult(outputs=items, versions=versions)
+            if (b.cluster, b.node) not in self._alloc:
+                return CommitResult(refusal="unknown-node", node=b.node)
+            slot = delta.setdefault((b.cluster, b.node), {})
+            for r, a in b.request.items():
+                slot[r] = slot.get(r, 0.0) + a
+            touched.append((b.cluster, b.node))
+        for key in dict.fromkeys(touched):
+            alloc, used = self._alloc[key], self._used.get(key, {})
+            short = {r: used.get(r, 0.0) + a - alloc[r] for r, a in delta[key].items()
+                     if a > 0 and r in alloc and used.get(r, 0.0) + a > alloc[r] + _TOLERANCE * max(1.0, abs(alloc[r]))}
+            if short:
+                return CommitResult(refusal="no-room", node=key[1], missing=short)
+        return None
+
+    def _release(self, cluster: str, pod: str) -> None:
+        old = self._binds.get(cluster, {}).pop(pod, None)
+        if old is not None:
+            used = self._used.setdefault((cluster, old.node), {})
+            for r, a in old.request.items():
+                used[r] = used.get(r, 0.0) - a
+
+    def _bind(self, bind: Binding) -> None:
+        bound = self._binds.setdefault(bind.cluster, {})
+        if bind.pod in bound:
+            return
+        bound[bind.pod] = bind
+        used = self._used.setdefault((bind.cluster, bind.node), {})
+        for r, a in bind.request.items():
+            used[r] = used.get(r, 0.0) + a
+
+    def _write(self, w: Write) -> int:
+        docs = self._docs.setdefault(w.kind, {})
+        if w.data is None:
+            docs.pop(w.name, None)
+            return 0
+        current = docs.get(w.name)
+        version = (current.version if current is not None else 0) + 1
+        docs[w.name] = Doc(kind=w.kind, name=w.name, version=version, data=w.data)
+        return version
+
+    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
+        self._fault("seen")
+        return {e: list(self._recorded.get(self._markers[(consumer, e)], []))
+                for e in event_ids if (consumer, e) in self._markers}
+
+    async def outbox(self, instance: str) -> list[tuple[str, list[Output]]]:
+        self._fault("outbox")
+        keys = list(dict.fromkeys(self._outboxes.get(instance, [])))
+        return [(k, list(self._recorded[k])) for k in keys if k in self._recorded]
+
+    # -- sentinels and restore ------------------------------------------------------------------
+
+    async def alive(self, instance: str) -> bool:
+        self._fault("alive")
+        return instance in self._alive
+
+    async def mark_alive(self, instance: str) -> None:
+        self._fault("mark_alive")
+        self._alive.add(instance)
+
+    async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
+        self._fault("forget")
+        for kind in kinds:
+            self._docs.pop(kind, None)
+        for cluster in binding_clusters:
+            self._binds.pop(cluster, None)
+            for key in [k for k in self._used if k[0] == cluster]:
+                del self._used[key]
+        self._alive.discard(instance)
+
+    async def restore(self, docs: Sequence[Doc]) -> None:
+        self._fault("restore")
+        for doc in docs:
+            if doc.kind.startswith("binding@"):
+                cluster = doc.kind.split("@", 1)[1]
+                node, request, uid = parse_entry(doc.data.decode())
+                self._bind(Binding(cluster, doc.name, node, request, uid))
+            else:
+                self._docs.setdefault(doc.kind, {})[doc.name] = doc
+
+    # -- node resource accounting -----------------------------------------------------------
 
     async def set_node_allocatable(self, cluster: str, node: str, allocatable: Mapping[str, float]) -> None:
         self._fault("set_node_allocatable")
@@ -118,79 +231,16 @@ class InMemoryStore:
     async def remove_node(self, cluster: str, node: str) -> None:
         self._alloc.pop((cluster, node), None)
 
-    async def bind_gang(self, cluster: str, bindings: Sequence[Binding | tuple[str, str, Mapping[str, float]]]
-                        ) -> BindResult:
-        self._fault("bind_gang")
-        gang = [b if isinstance(b, Binding) else Binding(b[0], b[1], dict(b[2])) for b in bindings]
-        bound = self._binds.setdefault(cluster, {})
-        need: dict[str, dict[str, float]] = {}
-        plan: list[Binding] = []
-        check_gang(gang)
-        for b in gang:
-            prior = bound.get(b.pod)
-            if prior is not None and prior.node != b.node:
-                return BindResult(ok=False, failed_pod=b.pod, bound_node=prior.node)
-            per_node = need.setdefault(b.node, {})
-            if prior is None:
-                plan.append(b)
-                for r, a in b.request.items():
-                    per_node[r] = per_node.get(r, 0.0) + a
-        for node, wanted in need.items():
-            short = self._shortfall(cluster, node, wanted)
-            if short is not None:
-                return BindResult(ok=False, failed_node=node, missing=short)
-        for b in plan:
-            bound[b.pod] = Binding(b.pod, b.node, dict(b.request))
-            used = self._used.setdefault((cluster, b.node), {})
-            for r, a in b.request.items():
-                used[r] = used.get(r, 0.0) + a
-        return BindResult(ok=True)
-
-    def _shortfall(self, cluster: str, node: str, wanted: Mapping[str, float]) -> dict[str, float] | None:
-        alloc = self._alloc.get((cluster, node))
-        if alloc is None:
-            return {}
-        used = self._used.get((cluster, node), {})
-        short = {}
-        for r, a in wanted.items():
-            cap = alloc.get(r, 0.0)
-            if used.get(r, 0.0) + a > cap + 1e-9 * max(1.0, abs(cap)):
-                short[r] = used.get(r, 0.0) + a - cap
-        return short or None
-
-    async def release(self, cluster: str, pod: str) -> bool:
-        return await self.release_many(cluster, [pod]) == 1
-
-    async def release_many(self, cluster: str, pods: Sequence[str]) -> int:
-        self._fault("release_many")
-        bound = self._binds.get(cluster, {})
-        released = 0
-        for pod in pods:
-            b = bound.pop(pod, None)
-            if b is None:
-                continue
-            used = self._used.setdefault((cluster, b.node), {})
-            for r, a in b.request.items():
-                used[r] = used.get(r, 0.0) - a
-            released += 1
-        return released
-
-    async def node_usage(self, cluster: str, node: str) -> NodeUsage:
-        self._fault("node_usage")
-        alloc = self._alloc.get((cluster, node))
-        if alloc is None:
-            raise UnknownNodeError(cluster, node)
-        return NodeUsage(allocatable=dict(alloc), used=dict(self._used.get((cluster, node), {})))
-
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
         self._fault("nodes")
         names = sorted(n for (c, n) in self._alloc if c == cluster)
-        return {n: await self.node_usage(cluster, n) for n in names}
+        return {n: NodeUsage(allocatable=dict(self._alloc[(cluster, n)]), used=dict(self._used.get((cluster, n), {})))
+                for n in names}
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         self._fault("allocations")
-        return {p: copy.copy(b) for p, b in sorted(self._binds.get(cluster, {}).items())}
+        return dict(sorted(self._binds.get(cluster, {}).items()))
 
-    async def list(self, kind: str) -> dict[str, Doc]:
-        self._fault("list")
-        return {name: doc for (k, name), doc in sorted(self._docs.items()) if k == kind}
+    async def binding_docs(self, cluster: str) -> list[Doc]:
+        return [Doc(kind=binding_kind(cluster), name=p, version=1, data=render_entry(b.node, b.request, b.uid).encode())
+                for p, b in sorted(self._binds.get(cluster, {}).items())]

@@ -1,15 +1,17 @@
-"""Values the store takes and returns: documents, writes, outputs, apply and bind results."""
+"""Values the store takes and returns: documents, writes, bindings, commits and their results."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
-__all__ = ["ApplyItem", "ApplyResult", "BindResult", "Binding", "Conflict", "Doc", "NodeUsage", "Output", "Write",
-           "encode_doc", "fmt_amount"]
+__all__ = ["BINDING_KIND_PREFIX", "Binding", "Commit", "CommitResult", "Doc", "NodeUsage", "Output", "Unbind",
+           "Write", "binding_kind", "encode_doc", "fmt_amount", "parse_entry", "render_entry"]
 
 T = TypeVar("T")
+DEFAULT_PODS = 110.0
+BINDING_KIND_PREFIX = "binding@"
 
 
 def encode_doc(doc: Any) -> bytes:
@@ -33,7 +35,7 @@ class Doc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Write(msgspec.Struct, frozen=True, kw_only=True):
-    """One document write inside ``apply``: a put (``data``) or a delete (``data is None``).
+    """One document write inside a commit: a put (``data``) or a delete (``data is None``).
     ``expected_version``: ``None`` writes unconditionally, ``0`` requires the document to be absent,
     ``n`` requires version ``n``. Build with ``Write.put(...)`` / ``Write.delete(...)``."""
 
@@ -52,7 +54,7 @@ class Write(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Output(msgspec.Struct, frozen=True, kw_only=True):
-    """A message a handler will publish after its write; ``bus.publish_many`` accepts it as is."""
+    """A message a handler publishes after its commit; ``bus.publish_many`` accepts it as is."""
 
     subject: str
     msg_id: str
@@ -60,56 +62,93 @@ class Output(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] | None = None
 
 
-class ApplyItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One event's ``apply`` inside ``apply_many``: its id, its writes, the outputs to record."""
-
-    event_id: str
-    writes: list[Write] = []
-    outputs: list[Any] = []
-
-
-class Conflict(msgspec.Struct, frozen=True, kw_only=True):
-    """The first write of an ``apply`` whose expected version did not match (nothing was written)."""
-
-    kind: str
-    name: str
-    expected: int
-    actual: int
-
-
-class ApplyResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``apply`` did. Exactly one of: applied (``ok``), ``duplicate`` (the marker existed:
-    nothing written, ``outputs`` are those recorded the first time), or ``conflict`` (nothing
-    written, no marker set). ``versions`` are the new versions of the writes (0 for deletes)."""
-
-    duplicate: bool = False
-    conflict: Conflict | None = None
-    outputs: list[Output | bytes] = []
-    versions: list[int] = []
-
-    @property
-    def ok(self) -> bool:
-        return not self.duplicate and self.conflict is None
-
-
 class Binding(msgspec.Struct, frozen=True):
-    """One pod of a gang placed on one node with its resource request (base units)."""
+    """One pod placed on one node of ``cluster`` with its resource request (base units);
+    ``uid`` names the pod's incarnation (a pod recreated under the same name is another one)."""
 
+    cluster: str
     pod: str
     node: str
     request: dict[str, float]
+    uid: str = ""
 
 
-class BindResult(msgspec.Struct, frozen=True, kw_only=True):
-    """``ok``: every pod is bound (pods already bound to the same node count as bound).
-    Otherwise nothing changed and either ``failed_node`` lacks ``missing`` (resource -> shortfall;
-    empty when the node is unknown) or ``failed_pod`` is already bound to ``bound_node``."""
+class Unbind(msgspec.Struct, frozen=True):
+    """Give a bound pod's resources back to its node (idempotent: unbound pods are skipped)."""
 
-    ok: bool
-    failed_node: str | None = None
+    cluster: str
+    pod: str
+
+
+class Commit(msgspec.Struct, kw_only=True):
+    """Everything one unit of work changes, applied atomically or not at all.
+
+    ``event_ids`` are the dedup markers of the messages (or the cause) the work handled, under
+    ``consumer``; if any is set already nothing is written (``duplicate``). ``writes`` are checked
+    against their expected versions, ``binds`` against every node's allocatable (a pod already
+    bound to the same node is a no-op, to another node a refusal), ``unbinds`` go first. The
+    (A resource the node does not declare is not accounted: device-level shares such as
+    ``volcano.sh/vgpu-cores`` are the scheduler's to fit, device by device.) The
+    ``outputs`` are recorded with the markers, so a redelivery can publish them again until they
+    are known to be published (then they are forgotten: a redelivery long after, beyond the
+    bus's duplicate window, must not send an old value again).
+    ``sentinel`` names the instance whose liveness key must exist (a wiped store refuses the
+    commit, ``wiped``), so nothing is decided on a store that lost its state. The outputs are
+    also kept under ``outbox_key`` in ``outbox``'s outbox until a later commit lists the key in
+    ``published`` (the transactional outbox: outputs committed but never published are published
+    again after a crash)."""
+
+    consumer: str = ""
+    event_ids: list[str] = []
+    writes: list[Write] = []
+    binds: list[Binding] = []
+    unbinds: list[Unbind] = []
+    outputs: list[Output] = []
+    sentinel: str = ""
+    outbox: str = ""
+    outbox_key: str = ""
+    published: list[str] = []
+
+    @property
+    def empty(self) -> bool:
+        return not (self.event_ids or self.writes or self.binds or self.unbinds)
+
+
+Refusal = Literal["", "duplicate", "conflict", "wiped", "bound-elsewhere", "no-room", "unknown-node"]
+
+
+class CommitResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a commit did: ``ok`` (with the new ``versions`` of the writes, 0 for deletes), or why
+    nothing was written. ``duplicate``: ``event_id`` was processed already and ``outputs`` are
+    what it recorded. ``conflict``: ``kind``/``name`` is at ``actual``, not ``expected``.
+    ``bound-elsewhere``: ``pod`` is bound to ``node``. ``no-room``: ``node`` lacks ``missing``."""
+
+    refusal: Refusal = ""
+    versions: list[int] = []
+    event_id: str = ""
+    outputs: list[Output] = []
+    kind: str = ""
+    name: str = ""
+    expected: int = 0
+    actual: int = 0
+    pod: str = ""
+    node: str = ""
     missing: dict[str, float] = {}
-    failed_pod: str | None = None
-    bound_node: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refusal == ""
+
+    def describe(self) -> str:
+        return {
+            "": "committed",
+            "duplicate": f"event {self.event_id} was processed already",
+            "conflict": f"{self.kind}/{self.name} is at version {self.actual}, not {self.expected}",
+            "wiped": "the store lost this instance's state",
+            "bound-elsewhere": f"pod {self.pod} is bound to {self.node}",
+            "no-room": f"node {self.node} lacks {self.missing}",
+            "unknown-node": f"node {self.node} is not registered",
+        }[self.refusal]
 
 
 class NodeUsage(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,13 +162,9 @@ class NodeUsage(msgspec.Struct, frozen=True, kw_only=True):
         return {r: a - self.used.get(r, 0.0) for r, a in self.allocatable.items()}
 
 
-def check_gang(gang: list[Binding]) -> None:
-    """A gang names each pod once and requests no negative amount (``ValueError`` otherwise)."""
-    if len({b.pod for b in gang}) != len(gang):
-        raise ValueError("a gang names a pod twice")
-    for b in gang:
-        if any(a < 0 for a in b.request.values()):
-            raise ValueError(f"negative request for pod {b.pod}")
+def binding_kind(cluster: str) -> str:
+    """The document kind of a cluster's bindings (one document per pod) in a changelog."""
+    return f"{BINDING_KIND_PREFIX}{cluster}"
 
 
 def fmt_amount(value: float) -> str:
@@ -137,4 +172,20 @@ def fmt_amount(value: float) -> str:
     return repr(float(value))
 
 
-DEFAULT_PODS = 110.0
+def render_entry(node: str, request: dict[str, float], uid: str = "") -> str:
+    """A binding as stored: ``node``, ``@uid``, then one ``resource=amount`` line per resource."""
+    return "\n".join([node, *([f"@{uid}"] if uid else []),
+                      *(f"{r}={fmt_amount(a)}" for r, a in sorted(request.items()))])
+
+
+def parse_entry(entry: str) -> tuple[str, dict[str, float], str]:
+    """(node, request, uid) of a stored binding."""
+    node, *lines = entry.split("\n")
+    request, uid = {}, ""
+    for line in lines:
+        if line.startswith("@"):
+            uid = line[1:]
+            continue
+        res, _, amount = line.rpartition("=")
+        request[res] = float(amount)
+    return node, request, uid

@@ -1,58 +1,50 @@
-"""``RedisStore``: versioned JSON documents, the handler's atomic ``apply``, and node accounting.
+"""``RedisStore``: versioned JSON documents, the atomic commit, and node resource accounting.
 
 Key layout under ``prefix`` (``P``)::
 
-    P:d:<kind>                   hash  name -> JSON document
-    P:v:<kind>                   hash  name -> version (int)
-    P:processed:<consumer>:<id>  str   msgpack of the outputs recorded by apply (TTL marker_ttl)
-    P:node:<cluster>:<node>:alloc  hash resource -> allocatable amount
-    P:node:<cluster>:<node>:used   hash resource -> amount bound pods use
-    P:nodes:<cluster>            set   node names with allocatable registered
-    P:bind:<cluster>             hash  pod -> "node\\nres=amount\\n..." (the binding and its request)
+    P:d:<kind>                     hash  name -> JSON document
+    P:v:<kind>                     hash  name -> version (int)
+    P:m:<consumer>:<event id>      str   dedup marker -> the key of its outputs (TTL)
+    P:o:<consumer>:<event id>      str   msgpack of the outputs one commit recorded (TTL)
+    P:alive:<instance>             str   an instance's sentinel: its state is in this store
+    P:node:<cluster>:<node>:alloc  hash  resource -> allocatable amount
+    P:node:<cluster>:<node>:used   hash  resource -> amount bound pods use
+    P:nodes:<cluster>              set   node names with allocatable registered
+    P:bind:<cluster>               hash  pod -> "node\\nres=amount\\n..." (the binding and its request)
 
-Every read of several keys is one round trip (a MULTI pipeline); every check-then-write is one
-Lua script. redis-py's exceptions are translated here, once, into ``StoreError``s.
+Every read of several keys is one round trip (a pipeline); every check-then-write is the one
+Lua script ``COMMIT``. redis-py's exceptions are translated here, once, into ``StoreError``s.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from .errors import StoreError, StoreUnavailableError, UnknownNodeError, VersionConflictError
-from .lua import APPLY, BIND_GANG, RELEASE
-from .model import (DEFAULT_PODS, ApplyItem, ApplyResult, Binding, BindResult, Conflict, Doc, NodeUsage, Output,
-                    Write, check_gang, encode_doc, fmt_amount)
+from .errors import StoreError, StoreUnavailableError, VersionConflictError
+from .lua import COMMIT, RESTORE_BINDINGS
+from .model import (BINDING_KIND_PREFIX, DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write,
+                    binding_kind, fmt_amount, parse_entry, render_entry)
 
-__all__ = ["MARKER_TTL", "RedisStore", "as_output", "decode_outputs", "encode_outputs"]
+__all__ = ["MARKER_TTL", "RedisStore", "decode_outputs", "encode_outputs"]
 
-MARKER_TTL = 7 * 24 * 3600
-_OUTPUTS = msgspec.msgpack.Decoder(list[Output | bytes])
+# Long enough to outlive every redelivery of a message (max_deliver × backoff, ack waits); a
+# marker only has to say "done" while the bus may still hand the message over again.
+MARKER_TTL = 6 * 3600
+_OUTPUTS = msgspec.msgpack.Decoder(list[Output])
 _ENC = msgspec.msgpack.Encoder()
 
 
-def as_output(item: Any) -> Output | bytes:
-    """``Output`` or bytes as they are; ``(subject, msg_id, payload)`` tuples become ``Output``."""
-    if isinstance(item, Output | bytes):
-        return item
-    if isinstance(item, tuple):
-        subject, msg_id, payload = item
-        return Output(subject=subject, msg_id=msg_id, payload=encode_doc(payload))
-    return Output(subject=item.subject, msg_id=item.msg_id, payload=encode_doc(item.payload),
-                  headers=getattr(item, "headers", None))
+def encode_outputs(outputs: Sequence[Output]) -> bytes:
+    return _ENC.encode(list(outputs))
 
 
-def encode_outputs(outputs: Iterable[Any]) -> tuple[list[Output | bytes], bytes]:
-    items = [as_output(o) for o in outputs]
-    return items, _ENC.encode(items)
-
-
-def decode_outputs(blob: bytes) -> list[Output | bytes]:
+def decode_outputs(blob: bytes) -> list[Output]:
     return _OUTPUTS.decode(blob)
 
 
@@ -66,12 +58,50 @@ def _translate() -> Iterator[None]:
         raise StoreError(str(exc) or type(exc).__name__) from exc
 
 
-def _entry(binding: Binding) -> str:
-    return "\n".join([binding.node, *(f"{r}={fmt_amount(a)}" for r, a in sorted(binding.request.items()))])
-
-
 def _floats(raw: Mapping[bytes, bytes]) -> dict[str, float]:
     return {k.decode(): float(v) for k, v in raw.items()}
+
+
+def commit_request(commit: Commit) -> bytes:
+    """The msgpack request ``COMMIT`` unpacks (see ``lua.COMMIT`` for its layout). Redis' Lua
+    msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
+    writes = [[w.kind, w.name, -1 if w.expected_version is None else w.expected_version,
+               False if w.data is None else w.data.decode()] for w in commit.writes]
+    binds = [_bind_args(b) for b in commit.binds]
+    unbinds = [[u.cluster, u.pod] for u in commit.unbinds]
+    return _ENC.encode([commit.sentinel, commit.consumer, list(commit.event_ids), writes, binds, unbinds,
+                        "", commit.outbox_key, commit.outbox, list(commit.published)])
+
+
+def _bind_args(b: Binding) -> list[Any]:
+    """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
+    return [b.cluster, b.pod, b.node, render_entry(b.node, b.request, b.uid),
+            [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]]
+
+
+def commit_result(reply: Any, commit: Commit) -> CommitResult:
+    code = int(reply[0])
+    if code == 0:
+        return CommitResult(versions=[int(v) for v in reply[1:]])
+    if code == 1:
+        return CommitResult(refusal="duplicate", event_id=_text(reply[1]))
+    if code == 2:
+        w = commit.writes[int(reply[1]) - 1]
+        return CommitResult(refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version or 0,
+                            actual=int(reply[2]))
+    if code == 3:
+        return CommitResult(refusal="wiped")
+    if code == 4:
+        return CommitResult(refusal="bound-elsewhere", pod=_text(reply[1]), node=_text(reply[2]))
+    if code == 5:
+        rest = reply[2:]
+        return CommitResult(refusal="no-room", node=_text(reply[1]),
+                            missing={_text(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)})
+    return CommitResult(refusal="unknown-node", node=_text(reply[1]))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class RedisStore:
@@ -83,9 +113,8 @@ class RedisStore:
                                           health_check_interval=30)
         self._p = prefix
         self._ttl = marker_ttl
-        self._apply = self._r.register_script(APPLY)
-        self._bind = self._r.register_script(BIND_GANG)
-        self._release = self._r.register_script(RELEASE)
+        self._commit = self._r.register_script(COMMIT)
+        self._restore_bindings = self._r.register_script(RESTORE_BINDINGS)
 
     @classmethod
     async def connect(cls, url: str, prefix: str = "hj", **kw: Any) -> RedisStore:
@@ -102,8 +131,7 @@ class RedisStore:
         await self._r.aclose()
 
     async def clear(self) -> int:
-        """Delete every key under the prefix (documents, markers, node accounting); returns how
-        many. For rebuilding state by replaying the log (with ``bus.reset_consumer``) and tests."""
+        """Delete every key under the prefix; returns how many (tests, and a deliberate wipe)."""
         with _translate():
             keys = [k async for k in self._r.scan_iter(match=f"{self._p}:*", count=1000)]
             for i in range(0, len(keys), 1000):
@@ -146,70 +174,106 @@ class RedisStore:
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
         """Write ``doc`` if the stored version is ``expected_version`` (0 = absent, None = any);
         returns the new version. Raises ``VersionConflictError``."""
-        result = await self._run_apply(None, [Write.put(kind, name, doc, expected_version)], [])
-        return result.versions[0]
+        return (await self._plain(Write.put(kind, name, doc, expected_version))).versions[0]
 
     async def delete(self, kind: str, name: str, expected_version: int | None = None) -> None:
         """Delete ``kind/name`` (absent is fine unless a version is expected). Raises
         ``VersionConflictError``."""
-        await self._run_apply(None, [Write.delete(kind, name, expected_version)], [])
+        await self._plain(Write.delete(kind, name, expected_version))
 
-    async def apply(self, consumer: str, event_id: str, writes: Sequence[Write],
-                    outputs: Iterable[Any] = ()) -> ApplyResult:
-        """The handler primitive, one Lua script: if ``processed:<consumer>:<event_id>`` exists,
-        write nothing and return ``duplicate`` with the outputs recorded then; else check every
-        write's expected version (any mismatch: write nothing, return ``conflict``); else write
-        the documents and set the marker (TTL ``marker_ttl``) holding ``outputs``. The caller
-        publishes ``result.outputs`` (same ``msg_id``s on a duplicate) and then acks."""
-        return await self._run_apply((consumer, event_id), writes, outputs, raise_conflict=False)
+    async def _plain(self, write: Write) -> CommitResult:
+        result = await self.commit(Commit(writes=[write]))
+        if result.refusal == "conflict":
+            raise VersionConflictError(result.kind, result.name, result.expected, result.actual)
+        return result
 
-    async def apply_many(self, consumer: str, items: Sequence[ApplyItem]) -> list[ApplyResult]:
-        """``apply`` for many events in ONE round trip (a pipeline of scripts): each item is atomic
-        on its own and gets its own result, exactly as if applied one after the other in order.
-        For batch handlers (``bus.consume_batch``)."""
-        if not items:
-            return []
-        calls = [self._apply_call((consumer, it.event_id), it.writes, it.outputs) for it in items]
+    async def list(self, kind: str) -> dict[str, Doc]:
+        """Every document of ``kind`` by name (one round trip; sorted by name)."""
         with _translate():
-            async with self._r.pipeline(transaction=False) as pipe:
-                for _, keys, args in calls:
-                    await self._apply(keys=keys, args=args, client=pipe)
-                replies = await pipe.execute()
-        return [self._apply_result(reply, it.writes, outs, raise_conflict=False)
-                for reply, it, (outs, _, _) in zip(replies, items, calls, strict=True)]
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.hgetall(self._dkey(kind))
+                pipe.hgetall(self._vkey(kind))
+                datas, versions = await pipe.execute()
+        out: dict[str, Doc] = {}
+        for raw_name in sorted(datas):
+            name = raw_name.decode()
+            out[name] = Doc(kind=kind, name=name, version=int(versions.get(raw_name, 0)), data=datas[raw_name])
+        return out
 
-    def _apply_call(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any]
-                    ) -> tuple[list[Output | bytes], list[str], list[Any]]:
-        items, blob = encode_outputs(outputs)
-        marker_key = f"{self._p}:processed:{marker[0]}:{marker[1]}" if marker else f"{self._p}:processed:-"
-        keys: list[str] = [marker_key]
-        args: list[Any] = [self._ttl if marker else 0, blob]
-        for w in writes:
-            keys += [self._dkey(w.kind), self._vkey(w.kind)]
-            args += [w.name, "" if w.expected_version is None else w.expected_version,
-                     "d" if w.data is None else "p", w.data or b""]
-        return items, keys, args
+    # -- the commit ---------------------------------------------------------------------------
 
-    async def _run_apply(self, marker: tuple[str, str] | None, writes: Sequence[Write], outputs: Iterable[Any],
-                         *, raise_conflict: bool = True) -> ApplyResult:
-        items, keys, args = self._apply_call(marker, writes, outputs)
+    async def commit(self, commit: Commit) -> CommitResult:
+        """Apply a ``Commit`` atomically (one Lua script; see ``Commit`` for the rules), or
+        nothing and say why. Raises ``StoreUnavailableError`` when Redis does not answer."""
         with _translate():
-            reply = await self._apply(keys=keys, args=args)
-        return self._apply_result(reply, writes, items, raise_conflict=raise_conflict)
+            reply = await self._commit(keys=[], args=[self._p, self._ttl, commit_request(commit),
+                                                      encode_outputs(commit.outputs)])
+        return commit_result(reply, commit)
 
-    @staticmethod
-    def _apply_result(reply: Any, writes: Sequence[Write], items: list[Output | bytes], *,
-                      raise_conflict: bool) -> ApplyResult:
-        code = int(reply[0])
-        if code == 1:
-            return ApplyResult(duplicate=True, outputs=decode_outputs(reply[1]))
-        if code == 2:
-            w = writes[int(reply[1]) - 1]
-            conflict = Conflict(kind=w.kind, name=w.name, expected=w.expected_version or 0, actual=int(reply[2]))
-            if raise_conflict:
-                raise VersionConflictError(conflict.kind, conflict.name, conflict.expected, conflict.actual)
-            return ApplyResult(conflict=conflict)
-        return ApplyResult(outputs=items, versions=[int(v) for v in reply[1:]])
+    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
+        """The events of ``event_ids`` already committed under ``consumer``, with the outputs
+        their commit recorded (to publish again), in two round trips."""
+        if not event_ids:
+            return {}
+        with _translate():
+            pointers = await self._r.mget([f"{self._p}:m:{consumer}:{e}" for e in event_ids])
+            found = {e: p.decode() for e, p in zip(event_ids, pointers, strict=True) if p is not None}
+            keys = sorted({p for p in found.values() if p})
+            blobs = dict(zip(keys, await self._r.mget([f"{self._p}:{k}" for k in keys]), strict=True)) if keys else {}
+        return {e: decode_outputs(blobs[p]) if blobs.get(p) else [] for e, p in found.items()}
+
+    async def outbox(self, instance: str) -> list[tuple[str, list[Output]]]:
+        """Outputs ``instance`` committed that no later commit confirmed as published."""
+        with _translate():
+            keys = [k.decode() for k in await self._r.lrange(f"{self._p}:outbox:{instance}", 0, -1)]
+            keys = list(dict.fromkeys(keys))
+            blobs = await self._r.mget([f"{self._p}:{k}" for k in keys]) if keys else []
+        return [(k, decode_outputs(b)) for k, b in zip(keys, blobs, strict=True) if b]
+
+    # -- sentinels and restore ------------------------------------------------------------------
+
+    async def alive(self, instance: str) -> bool:
+        with _translate():
+            return bool(await self._r.exists(f"{self._p}:alive:{instance}"))
+
+    async def mark_alive(self, instance: str) -> None:
+        with _translate():
+            await self._r.set(f"{self._p}:alive:{instance}", "1")
+
+    async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
+        """Drop an instance's state: its documents of ``kinds``, the bindings of
+        ``binding_clusters`` (and what they used on each node), and its sentinel."""
+        with _translate():
+            async with self._r.pipeline(transaction=True) as pipe:
+                for kind in kinds:
+                    pipe.delete(self._dkey(kind), self._vkey(kind))
+                for cluster in binding_clusters:
+                    pipe.delete(self._bind_key(cluster))
+                pipe.delete(f"{self._p}:alive:{instance}")
+                await pipe.execute()
+            for cluster in binding_clusters:
+                keys = [k async for k in self._r.scan_iter(match=f"{self._p}:node:{cluster}:*:used", count=1000)]
+                if keys:
+                    await self._r.delete(*keys)
+
+    async def restore(self, docs: Sequence[Doc]) -> None:
+        """Put documents back as a changelog recorded them (versions included); binding
+        documents (kind ``binding@<cluster>``) go back into the cluster's resource accounting,
+        each pod once (a pod already bound keeps its binding: a repeated restore books nothing)."""
+        bindings = []
+        with _translate():
+            async with self._r.pipeline(transaction=True) as pipe:
+                for doc in docs:
+                    if doc.kind.startswith(BINDING_KIND_PREFIX):
+                        node, request, uid = parse_entry(doc.data.decode())
+                        bindings.append(_bind_args(Binding(doc.kind[len(BINDING_KIND_PREFIX):], doc.name, node,
+                                                           request, uid)))
+                    else:
+                        pipe.hset(self._dkey(doc.kind), doc.name, doc.data)
+                        pipe.hset(self._vkey(doc.kind), doc.name, doc.version)
+                await pipe.execute()
+            if bindings:
+                await self._restore_bindings(keys=[], args=[self._p, _ENC.encode(bindings)])
 
     # -- node resource accounting -----------------------------------------------------------
 
@@ -235,110 +299,33 @@ class RedisStore:
                 pipe.srem(f"{self._p}:nodes:{cluster}", node)
                 await pipe.execute()
 
-    async def bind_gang(self, cluster: str, bindings: Sequence[Binding | tuple[str, str, Mapping[str, float]]]
-                        ) -> BindResult:
-        """Bind every pod of a gang or none, in one Lua compare-and-set over every node it touches:
-        for each node, used + the gang's requests must fit in allocatable for every requested
-        resource. Never oversubscribes, whatever runs concurrently. A pod already bound to the
-        same node is a no-op (a retried bind succeeds); bound to another node fails the gang."""
-        gang = [b if isinstance(b, Binding) else Binding(b[0], b[1], dict(b[2])) for b in bindings]
-        check_gang(gang)
-        if not gang:
-            return BindResult(ok=True)
-        nodes = list(dict.fromkeys(b.node for b in gang))
-        index = {n: i + 1 for i, n in enumerate(nodes)}
-        keys = [self._bind_key(cluster)]
-        for n in nodes:
-            keys += list(self._node_keys(cluster, n))
-        args: list[Any] = [len(nodes), *nodes]
-        for b in gang:
-            args += [b.pod, index[b.node], _entry(b), len(b.request)]
-            for r, a in sorted(b.request.items()):
-                args += [r, fmt_amount(a)]
-        with _translate():
-            reply = await self._bind(keys=keys, args=args)
-        code = int(reply[0])
-        if code == 0:
-            return BindResult(ok=True)
-        if code == 2:
-            return BindResult(ok=False, failed_pod=reply[1].decode(), bound_node=reply[2].decode())
-        rest = reply[2:]
-        missing = {rest[i].decode(): float(rest[i + 1]) for i in range(0, len(rest), 2)}
-        return BindResult(ok=False, failed_node=reply[1].decode(), missing=missing)
-
-    async def release(self, cluster: str, pod: str) -> bool:
-        """Return a pod's request to its node. Idempotent: ``False`` if it was not bound."""
-        return await self.release_many(cluster, [pod]) == 1
-
-    async def release_many(self, cluster: str, pods: Sequence[str]) -> int:
-        """Release several pods in two round trips; returns how many were bound and are now released."""
-        if not pods:
-            return 0
-        with _translate():
-            entries = await self._r.hmget(self._bind_key(cluster), list(pods))
-            keys, args = [self._bind_key(cluster)], []
-            for pod, entry in zip(pods, entries, strict=True):
-                if entry is None:
-                    continue
-                node = entry.split(b"\n", 1)[0].decode()
-                keys.append(self._node_keys(cluster, node)[1])
-                args += [pod, entry]
-            if not args:
-                return 0
-            return int(await self._release(keys=keys, args=args))
-
-    async def node_usage(self, cluster: str, node: str) -> NodeUsage:
-        """Allocatable and used of one node; raises ``UnknownNodeError``."""
-        usage = (await self._usages(cluster, [node]))[node]
-        if usage is None:
-            raise UnknownNodeError(cluster, node)
-        return usage
-
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
         """Every registered node of ``cluster`` with its usage, sorted by name (two round trips)."""
         with _translate():
             names = sorted(m.decode() for m in await self._r.smembers(f"{self._p}:nodes:{cluster}"))
-        usages = await self._usages(cluster, names)
-        return {n: u for n, u in usages.items() if u is not None}
-
-    async def _usages(self, cluster: str, names: Sequence[str]) -> dict[str, NodeUsage | None]:
-        if not names:
-            return {}
-        with _translate():
+            if not names:
+                return {}
             async with self._r.pipeline(transaction=True) as pipe:
                 for n in names:
                     alloc_key, used_key = self._node_keys(cluster, n)
                     pipe.hgetall(alloc_key)
                     pipe.hgetall(used_key)
                 raw = await pipe.execute()
-        return {n: (NodeUsage(allocatable=_floats(raw[2 * i]), used=_floats(raw[2 * i + 1])) if raw[2 * i] else None)
-                for i, n in enumerate(names)}
+        return {n: NodeUsage(allocatable=_floats(raw[2 * i]), used=_floats(raw[2 * i + 1]))
+                for i, n in enumerate(names) if raw[2 * i]}
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         """Every bound pod of ``cluster`` with its node and request."""
         with _translate():
             raw = await self._r.hgetall(self._bind_key(cluster))
-        return {pod.decode(): _parse_entry(pod.decode(), entry.decode()) for pod, entry in sorted(raw.items())}
-
-    # ``list`` comes last so that the builtin ``list`` in the annotations above is not this method.
-    async def list(self, kind: str) -> dict[str, Doc]:
-        """Every document of ``kind`` by name (one round trip; sorted by name)."""
-        with _translate():
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.hgetall(self._dkey(kind))
-                pipe.hgetall(self._vkey(kind))
-                datas, versions = await pipe.execute()
-        out: dict[str, Doc] = {}
-        for raw_name in sorted(datas):
-            name = raw_name.decode()
-            out[name] = Doc(kind=kind, name=name, version=int(versions.get(raw_name, 0)), data=datas[raw_name])
+        out = {}
+        for pod, entry in sorted(raw.items()):
+            node, request, uid = parse_entry(entry.decode())
+            out[pod.decode()] = Binding(cluster, pod.decode(), node, request, uid)
         return out
 
-
-def _parse_entry(pod: str, entry: str) -> Binding:
-    node, *lines = entry.split("\n")
-    request = {}
-    for line in lines:
-        res, _, amount = line.rpartition("=")
-        request[res] = float(amount)
-    return Binding(pod, node, request)
+    async def binding_docs(self, cluster: str) -> list[Doc]:
+        """The cluster's bindings as changelog documents (kind ``binding@<cluster>``)."""
+        with _translate():
+            raw = await self._r.hgetall(self._bind_key(cluster))
+        return [Doc(kind=binding_kind(cluster), name=p.decode(), version=1, data=e) for p, e in sorted(raw.items())]

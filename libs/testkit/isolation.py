@@ -15,8 +15,8 @@ from typing import Any
 import nats
 import redis.asyncio as aioredis
 
-from bus import NatsBus
-from store import RedisStore
+from bus.natsbus import NatsBus
+from store.redis_store import RedisStore
 
 __all__ = ["delete_keys", "delete_streams", "new_namespace", "open_nats_bus", "open_redis_store"]
 

@@ -1,10 +1,10 @@
-"""Wiring: the wake-up consumer and the cycle loop of one cluster's scheduler."""
+"""Wiring: one cluster's views, its gang-control consumer, its cycle and its capacity summary."""
 
 from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Reaction, Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import ClusterScheduler
@@ -12,18 +12,15 @@ from .handlers import ClusterScheduler
 
 async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     scheduler = ClusterScheduler(runtime, settings)
-
-    async def wake(msg: events.PodsReady) -> Reaction:
-        await scheduler.on_pods_ready(msg)
-        return Reaction()
-
-    async def gang_control(msg: events.GangControl) -> Reaction:
-        await scheduler.on_gang_control(msg)
-        return Reaction()
-
-    await runtime.subscribe(f"cluster-scheduler-{settings.cluster}-wake", subjects.pods_ready(settings.cluster),
-                            {events.PodsReady: wake})
-    await runtime.subscribe(f"cluster-scheduler-{settings.cluster}-gang", subjects.gang_control(settings.cluster),
-                            {events.GangControl: gang_control})
-    runtime.spawn(scheduler.run_cycles, "cycles")
+    c = settings.cluster
+    runtime.own_bindings(c)
+    runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue,
+                                        events.PriorityClassChanged: lambda msg: None})
+    runtime.watch(subjects.node_statuses(c), {events.NodeStatus: scheduler.on_node_status})
+    runtime.watch(subjects.heartbeats(c), {events.AgentHeartbeat: scheduler.on_heartbeat})
+    runtime.watch(subjects.job_states(c), {events.JobState: scheduler.on_job_state})
+    runtime.subscribe(f"cluster-scheduler-{c}", subjects.gang_control(c),
+                      {events.GangControl: scheduler.on_gang_control})
+    runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=Rank.REPORT)
+    runtime.every(scheduler.period, scheduler.cycle, "cycle", rank=Rank.SCHEDULE)
     return scheduler

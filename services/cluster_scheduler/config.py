@@ -7,18 +7,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
     schedule_period: str = "1s"
-    # Volcano volcano-scheduler.conf text; empty means Volcano's default conf.
+    # Volcano volcano-scheduler.conf text; empty means the live default (schedcore).
     scheduler_conf: str = ""
     labels: dict[str, str] = {}
     # Declared network bandwidth (Gb/s) from this cluster to others: a HyperJob spanning clusters
     # prefers the best-connected ones.
     links: dict[str, float] = {}
-    # A node whose last heartbeat is older than this is NotReady: nothing new lands on it and its
-    # pods are evicted with reason nodeDown.
+    # A node is NotReady once its agent's beats have not named it alive for this long, measured
+    # against the newest beat this scheduler received (not the wall clock: a scheduler cut off
+    # from the bus judges nothing). Its pods are then evicted with reason nodeDown.
     node_timeout: float = 10.0
-    # How often node health is re-read from the node-agents' telemetry (GPU and fabric faults
-    # taint a node against new GPU / multi-node pods); 0 turns health checks off.
-    health_period: float = 5.0
-    # Telemetry older than this says nothing about a node any more (its agent stopped reporting
-    # it): the node counts as healthy again, as a node without telemetry does.
-    telemetry_max_age: float = 120.0
+    # When more than this share of the cluster's nodes goes NotReady at once, the scheduler
+    # does not evict (Kubernetes' full-disruption rule: it is far likelier that the scheduler or
+    # the bus is cut off than that most nodes died together).
+    eviction_pause_share: float = 0.55

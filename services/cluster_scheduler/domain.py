@@ -1,64 +1,296 @@
-"""Pure parts of a cycle: the snapshot from stored records, node health, and the capacity summary.
+"""Pure parts of one cluster's scheduling: the views the scheduler keeps, the snapshot a session
+reads, and what a session's decision means for bindings and messages.
 
-Node health (from the node-agents' telemetry, judged by ``hwprobe.node_health``) reaches the
-scheduler as two taints with clear names, so schedcore's predicates keep new pods off sick nodes
-without a schedcore feature: ``hyperjob.io/gpu-unhealthy`` (a GPU with uncorrectable ECC errors or
-a fatal Xid) and ``hyperjob.io/fabric-unhealthy`` (an InfiniBand port down), both ``NoSchedule``
-so running pods stay. Pods the taint does not concern get an implicit toleration in the snapshot:
-pods that request no GPU tolerate the GPU taint, and pods of single-pod jobs the fabric taint.
-A node is back as soon as its telemetry is healthy again.
+Node health (the agent's verdict on its GPUs and fabric) reaches the scheduler as two taints with
+clear names, so schedcore's predicates keep new pods off sick nodes without a schedcore feature:
+``hyperjob.io/gpu-unhealthy`` (a GPU with uncorrectable ECC errors or a fatal Xid) and
+``hyperjob.io/fabric-unhealthy`` (an InfiniBand port down), both ``NoSchedule`` so running pods
+stay. Pods the taint does not concern tolerate it: pods that request no GPU tolerate the GPU
+taint, and pods of single-pod jobs the fabric taint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import msgspec
 
 import api
-import hwprobe
+import events
 import records
 import schedcore
-import snapshots
-from jobcore import model as jm
+from store import Binding, Unbind
 
 from .summary import FABRIC_UNHEALTHY, GPU_UNHEALTHY, is_accelerator
 
+TASK_STATUS = {"Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded", "Failed": "Failed",
+               "Terminating": "Releasing"}
+DEFAULT_PODS = 110.0
 
-class ClusterState(msgspec.Struct, kw_only=True):
-    """What one cycle read from the store."""
 
-    nodes: dict[str, records.NodeDoc]
-    queues: dict[str, records.QueueDoc]
-    podgroups: dict[str, jm.PodGroupInfo]
-    jobs: dict[str, jm.JobRecord]
-    phases: dict[str, str]
-    bound: dict[str, str]  # pod -> node, from the resource accounting
+class NodeView(msgspec.Struct, kw_only=True):
+    """A node as its agent reported it, and whether its agent still names it alive."""
+
+    name: str
+    agent: str = ""
+    allocatable: dict[str, float]
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+    unschedulable: bool = False
+    reported_ready: bool = True
+    gpu_ok: bool = True
+    fabric_ok: bool = True
+    sick_gpus: list[int] = []
+    down_ports: list[str] = []
+    last_seen: float = 0.0
+    stale: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.reported_ready and not self.stale
+
+    def all_taints(self) -> list[dict[str, str]]:
+        """The node's taints plus the ones its health earns it."""
+        taints = list(self.taints)
+        if not self.gpu_ok:
+            taints.append({"key": GPU_UNHEALTHY, "value": "-".join(f"gpu{i}" for i in self.sick_gpus),
+                           "effect": "NoSchedule"})
+        if not self.fabric_ok:
+            taints.append({"key": FABRIC_UNHEALTHY, "value": "-".join(p.replace("/", ".p") for p in self.down_ports),
+                           "effect": "NoSchedule"})
+        return taints
+
+
+class Bookings(dict[str, Binding]):
+    """pod → its binding, with what the bindings take on each node kept up to date as they change
+    (the capacity summary reads it every period; summing every binding each time would cost as
+    much as the fleet is big). ``revision`` counts the changes."""
+
+    def __init__(self, bindings: Mapping[str, Binding] | None = None) -> None:
+        super().__init__()
+        self.used: dict[str, dict[str, float]] = {}
+        self.revision = 0
+        for pod, binding in (bindings or {}).items():
+            self[pod] = binding
+
+    def __setitem__(self, pod: str, binding: Binding) -> None:
+        old = self.get(pod)
+        if old is not None:
+            self._account(old, -1.0)
+        super().__setitem__(pod, binding)
+        self._account(binding, 1.0)
+        self.revision += 1
+
+    def __delitem__(self, pod: str) -> None:
+        old = self[pod]
+        super().__delitem__(pod)
+        self._account(old, -1.0)
+        self.revision += 1
+
+    def pop(self, pod: str, default: Binding | None = None) -> Binding | None:  # type: ignore[override]
+        if pod not in self:
+            return default
+        binding = self[pod]
+        del self[pod]
+        return binding
+
+    def _account(self, binding: Binding, sign: float) -> None:
+        slot = self.used.setdefault(binding.node, {})
+        for resource, amount in binding.request.items():
+            slot[resource] = slot.get(resource, 0.0) + sign * amount
+
+
+class JobView(msgspec.Struct, kw_only=True):
+    """A job as the job-controller described it (every part of its ``JobState`` put together)."""
+
+    name: str
+    uid: str
+    version: int
+    created: float
+    namespace: str = "default"
+    gang: str = ""
+    gang_attempt: int = 0
+    podgroup: events.PodGroupSpec | None = None
+    tasks: dict[str, events.TaskScheduling] = {}
+    pods: dict[str, events.PodState] = {}
+
+    @property
+    def incarnation(self) -> str:
+        """Which podgroup of the job a phase belongs to: a restart (new version) or a new job of
+        the same name (new uid) starts from Pending."""
+        return f"{self.uid}/{self.version}"
+
+
+def assemble(parts: Mapping[int, events.JobState]) -> JobView | None:
+    """One job from its parts (parts of another incarnation than part 0's are left out)."""
+    first = parts.get(0)
+    if first is None or first.deleted:
+        return None
+    view = JobView(name=first.job, uid=first.uid, version=first.version, created=first.created,
+                   namespace=first.namespace, gang=first.gang, gang_attempt=first.gang_attempt,
+                   podgroup=first.podgroup)
+    for part in sorted(parts):
+        state = parts[part]
+        if state.uid != first.uid or part >= first.parts:
+            continue
+        view.tasks.update(state.tasks)
+        for pod in state.pods:
+            view.pods[pod.name] = pod
+    return view
+
+
+# -- the session's input -------------------------------------------------------------------------
+
+class ClusterView(msgspec.Struct, kw_only=True):
+    """Everything one session reads, from the scheduler's memory."""
+
+    nodes: dict[str, NodeView]
+    queues: dict[str, events.QueueChanged]
+    jobs: dict[str, JobView]
+    bound: dict[str, Binding]  # pod -> its binding (from our own commits)
+    phases: dict[str, str]  # job -> podgroup phase of the job's current incarnation
+    reservations: dict[str, records.ReservationDoc]
     nominated: dict[str, str] = {}
-    stale_phases: list[str] = []  # phase documents of jobs that are gone
-    gates: dict[str, records.GateDoc] = {}  # jobs of a cross-cluster gang
-    reservations: dict[str, records.ReservationDoc] = {}
 
     def reservation(self, job: str) -> records.ReservationDoc | None:
-        """The reservation state of a gang member (None: not a gang member, schedule as usual)."""
-        if job not in self.gates:
+        """The hold of a cross-cluster gang member (None: not a gang member, schedule as usual)."""
+        view = self.jobs.get(job)
+        if view is None or not view.gang:
             return None
-        return self.reservations.get(job, records.ReservationDoc())
+        return current_reservation(self.reservations.get(job), view)
+
+    def may_start(self, job: str) -> bool:
+        """Bound pods of a gang member start only once the whole cross-cluster gang holds."""
+        reservation = self.reservation(job)
+        return reservation is None or reservation.state == "Started"
 
 
-HEALTH_TAINTS = (GPU_UNHEALTHY, FABRIC_UNHEALTHY)
+def current_reservation(doc: records.ReservationDoc | None, view: JobView) -> records.ReservationDoc:
+    """The hold of this incarnation of a gang member: a document about an earlier incarnation
+    (a re-planned child of the same name) does not apply, and a new one starts Reserving for the
+    attempt it was dispatched with."""
+    if doc is not None and doc.uid in ("", view.uid):
+        return doc
+    return records.ReservationDoc(state="Reserving", attempt=max(view.gang_attempt, 1), uid=view.uid)
 
 
-def health_taints(health: hwprobe.NodeHealth) -> list[dict[str, str]]:
-    """The taints that keep new GPU / multi-node pods off a node, in a fixed order."""
-    taints = []
-    if not health.gpu_ok:
-        taints.append({"key": GPU_UNHEALTHY, "value": "-".join(f"gpu{i}" for i in health.sick_gpus),
-                       "effect": "NoSchedule"})
-    if not health.fabric_ok:
-        taints.append({"key": FABRIC_UNHEALTHY, "value": "-".join(p.replace("/", ".p") for p in health.down_ports),
-                       "effect": "NoSchedule"})
-    return taints
+class SnapshotCache:
+    """The nodes and jobs of the last snapshot, each reused while what it was built from is the
+    same (a session reads every node and job; few change from one second to the next)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[NodeView, bool, schedcore.NodeInfo]] = {}
+        self.jobs: dict[str, tuple[JobView, tuple[object, ...], schedcore.JobInfo | None]] = {}
+
+    def node(self, view: NodeView) -> schedcore.NodeInfo:
+        cached = self.nodes.get(view.name)
+        if cached is not None and cached[0] is view and cached[1] == view.ready:
+            return cached[2]
+        info = node_info(view)
+        self.nodes[view.name] = (view, view.ready, info)
+        return info
+
+    def job(self, view: JobView, state: ClusterView, sick: bool) -> schedcore.JobInfo | None:
+        # What a job's tasks depend on besides the view itself: its podgroup phase, where its pods
+        # are bound, the nodes nominated for them, and whether any node is sick.
+        bound, nominated = state.bound, state.nominated
+        key = (state.phases.get(view.name), sick,
+               tuple((b.node, b.uid) if (b := bound.get(p)) is not None else None for p in view.pods),
+               tuple(nominated.get(p, "") for p in view.pods) if nominated else ())
+        cached = self.jobs.get(view.name)
+        if cached is not None and cached[0] is view and cached[1] == key:
+            return cached[2]
+        info = job_info(view, state, sick)
+        self.jobs[view.name] = (view, key, info)
+        return info
+
+    def forget(self, nodes: Collection[str], jobs: Collection[str]) -> None:
+        """Drop what no longer exists (kept: the names still in ``nodes`` and ``jobs``)."""
+        self.nodes = {n: v for n, v in self.nodes.items() if n in nodes}
+        self.jobs = {j: v for j, v in self.jobs.items() if j in jobs}
+
+
+def snapshot(state: ClusterView, now: float, cache: SnapshotCache | None = None) -> schedcore.Snapshot:
+    """What one session reads: every node (NotReady ones too: schedcore ignores them), every
+    queue (``default`` always exists), every job whose podgroup exists, with its pods as tasks."""
+    cache = cache or SnapshotCache()
+    sick = any(not n.gpu_ok or not n.fabric_ok for n in state.nodes.values())
+    nodes = [cache.node(n) for _, n in sorted(state.nodes.items())]
+    queues = [queue_info(q) for q in state.queues.values()]
+    if api.DEFAULT_QUEUE not in state.queues:
+        queues.append(DEFAULT_QUEUE)
+    jobs = [info for _, view in sorted(state.jobs.items()) if (info := cache.job(view, state, sick))]
+    cache.forget(state.nodes, state.jobs)
+    return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs, now=now)
+
+
+def node_info(node: NodeView) -> schedcore.NodeInfo:
+    return schedcore.NodeInfo(name=node.name, allocatable=node.allocatable, labels=node.labels,
+                              taints=[msgspec.convert(t, api.Taint) for t in node.all_taints()],
+                              unschedulable=node.unschedulable, ready=node.ready)
+
+
+def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
+    manifest = api.decode(queue.manifest)
+    assert isinstance(manifest, api.Queue)
+    spec = manifest.spec
+    parse = api.quantity.parse_resource_list
+    return schedcore.QueueInfo(
+        name=queue.name, weight=float(spec.weight), capability=parse(spec.capability),
+        deserved=parse(spec.deserved), guarantee=parse(spec.guarantee.resource),
+        reclaimable=spec.reclaimable is not False, priority=spec.priority, parent=spec.parent,
+        state=queue.state, created=queue.created)  # type: ignore[arg-type]
+
+
+DEFAULT_QUEUE = schedcore.QueueInfo(name=api.DEFAULT_QUEUE, weight=1.0, reclaimable=True)
+
+
+def job_info(view: JobView, state: ClusterView, sick: bool) -> schedcore.JobInfo | None:
+    pg = view.podgroup
+    if pg is None:
+        return None
+    topology = msgspec.convert(pg.network_topology, api.NetworkTopology) if pg.network_topology else None
+    return schedcore.JobInfo(
+        name=view.name, queue=pg.queue, priority=pg.priority, min_member=pg.min_member,
+        min_task_member=dict(pg.min_task_member), min_resources=dict(pg.min_resources),
+        phase=state.phases.get(view.name, "Pending"), created=view.created,  # type: ignore[arg-type]
+        network_topology=topology, tasks=_tasks(view, state, sick), namespace=view.namespace)
+
+
+def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.TaskInfo]:
+    tasks = []
+    for pod in sorted(view.pods.values(), key=lambda p: p.name):
+        scheduling = view.tasks.get(pod.task)
+        if scheduling is None:
+            continue
+        binding = state.bound.get(pod.name)
+        node = binding.node if binding is not None and binding.uid in ("", pod.uid) else None
+        if pod.phase == "Pending" and node is not None:
+            status = "Bound"  # bound by us, not yet reported running by its node
+        elif pod.phase == "Terminating" and node is None and not pod.node:
+            continue  # never placed: it holds nothing
+        elif pod.phase == "Pending" and scheduling.node_name:
+            continue  # names its node: bound there directly, never scheduled (see ``direct_binds``)
+        else:
+            status = TASK_STATUS.get(pod.phase, "Pending")
+        tasks.append(task_info(view, pod, scheduling, status, node or pod.node or None,
+                               state.nominated.get(pod.name, ""), sick))
+    return tasks
+
+
+def task_info(view: JobView, pod: events.PodState, s: events.TaskScheduling, status: str, node: str | None,
+              nominated: str, sick: bool) -> schedcore.TaskInfo:
+    tolerations = [msgspec.convert(t, api.Toleration) for t in s.tolerations]
+    if sick:  # only then: tolerations take tasks off schedcore's fast path
+        tolerations += health_tolerations(s.request, len(view.pods))
+    return schedcore.TaskInfo(
+        name=pod.name, job=view.name, role=pod.task, index=pod.index,
+        request={k: v for k, v in s.request.items() if k != "pods"},  # schedcore adds the pod slot itself
+        status=status, node=node, priority=s.priority, preemptable=s.preemptable,  # type: ignore[arg-type]
+        node_selector=dict(s.node_selector),
+        affinity=msgspec.convert(s.affinity, api.pod.Affinity) if s.affinity else None,
+        tolerations=tolerations, preemption_policy=s.preemption_policy, namespace=view.namespace,
+        priority_class=s.priority_class_name, created=pod.created, nominated_node=nominated)
 
 
 def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.Toleration]:
@@ -71,63 +303,149 @@ def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.
     return out
 
 
-def _has_health_taint(node: records.NodeDoc) -> bool:
-    return any(t.get("key") in HEALTH_TAINTS for t in node.taints)
+# -- what a cycle does -----------------------------------------------------------------------------
+
+class CycleOutcome(msgspec.Struct, kw_only=True):
+    """What one cycle changes: bindings and releases (committed together), the messages each job
+    gets, the reservations that are now held or lost, and the podgroup phases."""
+
+    binds: list[Binding] = []
+    unbinds: list[Unbind] = []
+    bound: dict[str, list[events.PodRef]] = {}
+    evicted: dict[str, list[events.PodRef]] = {}
+    rejected: dict[str, list[events.PodRef]] = {}
+    held: list[str] = []
+    lost: list[str] = []
+    phases: dict[str, str] = {}
+
+    def add(self, table: dict[str, list[events.PodRef]], job: str, ref: events.PodRef) -> None:
+        table.setdefault(job, []).append(ref)
 
 
-def incarnation(record: jm.JobRecord) -> str:
-    """Which podgroup of a job a phase belongs to: a restart (new version) or a new job of the
-    same name (new uid) starts from Pending."""
-    return f"{record.uid}/{record.version}"
+def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutcome:
+    """Before a session: give back what finished or vanished, take pods off the ``down`` nodes,
+    bind pods that name their node, and announce bound pods whose job may start (a gang that just
+    started, or an announcement a crash lost)."""
+    out = CycleOutcome()
+    pods = {p.name: (view, p) for view in state.jobs.values() for p in view.pods.values()}
+    for name, binding in sorted(state.bound.items()):
+        found = pods.get(name)
+        if found is None or found[1].phase in ("Succeeded", "Failed") or (binding.uid and binding.uid != found[1].uid):
+            out.unbinds.append(Unbind(cluster, name))
+        elif binding.node in down:
+            out.unbinds.append(Unbind(cluster, name))
+            view, pod = found
+            out.add(out.evicted, view.name, events.PodRef(pod=name, uid=pod.uid, node=binding.node, reason="nodeDown"))
+            if state.reservation(view.name) is not None and not state.may_start(view.name):
+                out.lost.append(view.name)
+    released = {u.pod for u in out.unbinds}
+    for view in sorted(state.jobs.values(), key=lambda v: v.name):
+        # Only Pending pods matter here (most pods of a busy cluster run: skip them first).
+        waiting = sorted((p for p in view.pods.values() if p.phase == "Pending"), key=lambda p: p.name)
+        if not waiting:
+            continue
+        _direct_binds(cluster, state, view, waiting, out)
+        if state.may_start(view.name):
+            for pod in waiting:
+                binding = state.bound.get(pod.name)
+                if binding is not None and pod.name not in released and not pod.node and binding.uid in ("", pod.uid):
+                    out.add(out.bound, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=binding.node))
+    return out
 
 
-def current_phases(docs: dict[str, records.PodGroupPhaseDoc], jobs: dict[str, jm.JobRecord]) -> dict[str, str]:
-    return {name: doc.phase for name, doc in docs.items()
-            if name in jobs and doc.incarnation == incarnation(jobs[name])}
+def _direct_binds(cluster: str, state: ClusterView, view: JobView, waiting: list[events.PodState],
+                  out: CycleOutcome) -> None:
+    """Kubernetes' ``spec.nodeName``: the pod is bound to that node at creation and never goes
+    through the scheduler; a node that cannot admit it fails it (``OutOf<resource>``)."""
+    for pod in waiting:
+        s = view.tasks.get(pod.task)
+        if s is None or not s.node_name or pod.name in state.bound:
+            continue
+        reason = _admission_failure(state, s.node_name, s.request, out)
+        ref = events.PodRef(pod=pod.name, uid=pod.uid, node=s.node_name, reason=reason)
+        if reason:
+            out.add(out.rejected, view.name, ref)
+            continue
+        out.binds.append(Binding(cluster, pod.name, s.node_name, dict(s.request), pod.uid))
+        if state.may_start(view.name):
+            out.add(out.bound, view.name, ref)
 
 
-def snapshot(state: ClusterState, now: float) -> schedcore.Snapshot:
-    nodes = [schedcore.NodeInfo(name=n.name, allocatable=n.allocatable, labels=n.labels,
-                                taints=[msgspec.convert(t, api.Taint) for t in n.taints],
-                                unschedulable=n.unschedulable, ready=n.ready)
-             for n in sorted(state.nodes.values(), key=lambda n: n.name)]
-    queues = [snapshots.queue_info(api.decode(q.manifest), q.state, q.created)  # type: ignore[arg-type]
-              for q in state.queues.values()]
-    if api.DEFAULT_QUEUE not in state.queues:
-        queues.append(snapshots.queue_info(snapshots.default_queue(), "Open", 0.0))
-    sick = any(_has_health_taint(n) for n in state.nodes.values())
-    jobs = [snapshots.job_info(pg, phase=state.phases.get(name, "Pending"), created=state.jobs[name].created_at,
-                               tasks=_tasks(state, state.jobs[name], sick))
-            for name, pg in sorted(state.podgroups.items()) if name in state.jobs]
-    return schedcore.Snapshot(nodes=nodes, queues=sorted(queues, key=lambda q: (q.created, q.name)), jobs=jobs, now=now)
+def _admission_failure(state: ClusterView, node: str, request: Mapping[str, float], out: CycleOutcome) -> str:
+    view = state.nodes.get(node)
+    if view is None:
+        return "NodeNotFound"
+    if not view.ready:
+        return "NodeNotReady"
+    used = used_by_node(state.bound.values(), out.binds)
+    taken = used.get(node, {})
+    for resource in sorted(request, key=lambda r: (r in ("cpu", "memory", "pods"), r)):
+        capacity = view.allocatable.get(resource, DEFAULT_PODS if resource == "pods" else 0.0)
+        if taken.get(resource, 0.0) + request[resource] > capacity + 1e-9:
+            return f"OutOf{resource}"
+    return ""
 
 
-def _tasks(state: ClusterState, record: jm.JobRecord, sick: bool = False) -> list[schedcore.TaskInfo]:
-    tasks = []
-    for pod in sorted(record.pods.values(), key=lambda p: p.name):
-        node = state.bound.get(pod.name)
-        if pod.phase == "Pending" and node is not None:
-            # Bound by us, not yet reported running by its node.
-            tasks.append(snapshots.task_info(pod, status="Bound", node=node))
-        elif pod.phase == "Terminating" and node is None:
-            continue  # never placed: it holds nothing
-        else:
-            tasks.append(snapshots.task_info(pod, status=snapshots.TASK_STATUS[pod.phase], node=pod.node or node,
-                                             nominated=state.nominated.get(pod.name, "")))
-    if sick:  # only then: tolerations take tasks off schedcore's fast path
-        tasks = [msgspec.structs.replace(t, tolerations=[*t.tolerations, *health_tolerations(t.request, len(record.pods))])
-                 for t in tasks]
-    return tasks
+def used_by_node(*bindings: object) -> dict[str, dict[str, float]]:
+    used: dict[str, dict[str, float]] = {}
+    for group in bindings:
+        for b in group:  # type: ignore[attr-defined]
+            slot = used.setdefault(b.node, {})
+            for r, a in b.request.items():
+                slot[r] = slot.get(r, 0.0) + a
+    return used
 
 
-def finished_or_gone(state: ClusterState) -> list[str]:
-    """Bound pods whose resources go back to their node: finished, or no longer in any job."""
-    live = {pod.name: pod for record in state.jobs.values() for pod in record.pods.values()}
-    return sorted(name for name in state.bound
-                  if name not in live or live[name].phase in ("Succeeded", "Failed"))
+def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decision, out: CycleOutcome) -> None:
+    """What a session decided, as bindings, releases and messages (``out`` already holds the
+    housekeeping of this cycle)."""
+    pods = {p.name: (view, p) for view in state.jobs.values() for p in view.pods.values()}
+    released = {u.pod for u in out.unbinds}
+    for evict in decision.evictions:
+        found = pods.get(evict.task)
+        if found is None or evict.task not in state.bound or evict.task in released:
+            continue
+        view, pod = found
+        out.unbinds.append(Unbind(cluster, evict.task))
+        out.add(out.evicted, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=evict.node, reason=evict.reason))
+        if state.reservation(view.name) is not None and not state.may_start(view.name) and view.name not in out.lost:
+            out.lost.append(view.name)
+    for job, binds in _by_job(decision.binds).items():
+        _bind_gang(cluster, state, job, binds, pods, out)
+    for job, phase in sorted(decision.podgroup_phases.items()):
+        if job in state.jobs and state.phases.get(job, "Pending") != phase:
+            out.phases[job] = phase
 
 
-def lost_on_down_nodes(state: ClusterState) -> list[tuple[str, str]]:
-    """(pod, node) for bound pods on nodes that stopped heartbeating."""
-    return sorted((pod, node) for pod, node in state.bound.items()
-                  if node in state.nodes and not state.nodes[node].ready)
+def _bind_gang(cluster: str, state: ClusterView, job: str, binds: list[schedcore.Bind],
+               pods: Mapping[str, tuple[JobView, events.PodState]], out: CycleOutcome) -> None:
+    view = state.jobs.get(job)
+    if view is None:
+        return
+    reservation = state.reservation(job)
+    if reservation is not None and reservation.state not in ("Reserving", "Started"):
+        return  # held already, or given back until the global-scheduler asks again
+    for b in binds:
+        _, pod = pods[b.task]
+        s = view.tasks[pod.task]
+        out.binds.append(Binding(cluster, b.task, b.node, dict(s.request), pod.uid))
+        if reservation is None or reservation.state == "Started":
+            out.add(out.bound, job, events.PodRef(pod=b.task, uid=pod.uid, node=b.node))
+    if reservation is not None and reservation.state == "Reserving":
+        out.held.append(job)
+
+
+def _by_job(binds: list[schedcore.Bind]) -> dict[str, list[schedcore.Bind]]:
+    grouped: dict[str, list[schedcore.Bind]] = {}
+    for bind in binds:
+        grouped.setdefault(bind.job, []).append(bind)
+    return dict(sorted(grouped.items()))
+
+
+# -- node liveness ---------------------------------------------------------------------------------
+
+def stale_nodes(nodes: Mapping[str, NodeView], newest_beat: float, timeout: float) -> set[str]:
+    """Nodes their agents have not named alive for ``timeout`` seconds before the newest beat the
+    scheduler received: judged on what arrived, so a scheduler cut off from the bus finds no
+    node stale (it receives no beat at all)."""
+    return {name for name, node in nodes.items() if newest_beat - node.last_seen > timeout}

@@ -1,30 +1,29 @@
-"""One scheduling cycle of one cluster, and what it writes and announces."""
+"""One cluster's scheduler: its view of the cluster, its cycles, and what it commits.
+
+The view is built from latest values (node status and agents' beats, job states, queues), the
+scheduler's own state from its tables (podgroup phases, reservations, queue usage) and from the
+store's resource accounting (bindings). A cycle runs when something changed: housekeeping,
+one Volcano session (``schedcore``), and one commit holding every binding and release of the
+cycle (compare-and-set against each node's allocatable, so a second instance can never
+oversubscribe a node), the podgroup phases, and the messages for the job-controller and the
+global-scheduler. A summary of free capacity goes out every period.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections import defaultdict
-from typing import Any
-
-import msgspec
+import hashlib
 
 import api
 import events
-import hwprobe
 import records
 import schedcore
-from events import derive_id, subjects
-from events.telemetry import FabricTelemetry, GpuTelemetry
-from jobcore import model as jm
-from servicekit import Runtime
-from store import Binding
+from events import subjects
+from servicekit import Reaction, Runtime
+from store import Binding, Unbind
 
 from . import domain
-from .summary import summarize
 from .config import Settings
-
-PRODUCER = "cluster-scheduler"
+from .summary import NodeRoom, summarize
 
 
 class ClusterScheduler:
@@ -35,243 +34,265 @@ class ClusterScheduler:
         conf = schedcore.parse_conf(settings.scheduler_conf) if settings.scheduler_conf else schedcore.DEFAULT_CONF
         self.scheduler = schedcore.Scheduler(conf)
         self.period = api.parse_duration(settings.schedule_period)
-        self.wake = asyncio.Event()
+        c = self.cluster
+        self.phases = runtime.table(records.pgphase_kind(c), records.PodGroupPhaseDoc)
+        self.reservations = runtime.table(records.reservation_kind(c), records.ReservationDoc)
+        self.usage = runtime.table(records.queue_usage_kind(c), records.QueueUsageDoc)
+        self.nodes: dict[str, domain.NodeView] = {}
+        self.queues: dict[str, events.QueueChanged] = {}
+        self.parts: dict[str, dict[int, events.JobState]] = {}
+        self.jobs: dict[str, domain.JobView] = {}
+        self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
+        self.bound = domain.Bookings()
+        self.registered: dict[str, dict[str, float]] = {}
         self.nominated: dict[str, str] = {}
-        self._registered: dict[str, records.NodeDoc] = {}
-        self.health: dict[str, hwprobe.NodeHealth] = {}
-        self._health_read_at = float("-inf")
+        self.dirty = True
+        self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
+        self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
+        self._snapshots = domain.SnapshotCache()
+        runtime.on_load(self.on_loaded)
 
-    async def on_pods_ready(self, msg: events.PodsReady) -> None:
-        self.wake.set()
+    async def on_loaded(self) -> None:
+        self.bound = domain.Bookings(await self.rt.store.allocations(self.cluster))
+        self._summary = None
+        self.registered = {}  # a store that lost its state lost the registrations too
+        self.dirty = True
 
-    async def run_cycles(self) -> None:
-        """Cycle every schedule period, or sooner when new work arrives."""
-        while True:
-            try:
-                await asyncio.wait_for(self.wake.wait(), timeout=self.period)
-            except TimeoutError:
-                pass
-            self.wake.clear()
-            try:
-                await self.cycle()
-            except Exception:  # one failed cycle must not stop scheduling
-                self.rt.log.exception("cycle_failed", cluster=self.cluster)
+    def changed(self) -> None:
+        self.dirty = True
+        self.revision += 1
+        self.rt.kick("cycle")
 
-    async def cycle(self) -> schedcore.Decision:
-        now = time.time()
-        state = await self._load(now)
-        await self._return_resources(state)
-        decision = self.scheduler.cycle(domain.snapshot(state, now))
-        await self._carry_out(state, decision)
-        await self._report_capacity(state, now)
-        return decision
+    # -- what the cluster says ------------------------------------------------------------------
 
-    # -- reading ----------------------------------------------------------------------------------
+    def on_node_status(self, msg: events.NodeStatus) -> None:
+        known = self.nodes.get(msg.node)
+        self.nodes[msg.node] = domain.NodeView(
+            name=msg.node, agent=msg.agent, allocatable=msg.allocatable, labels=msg.labels, taints=msg.taints,
+            unschedulable=msg.unschedulable, reported_ready=msg.ready, gpu_ok=msg.gpu_ok, fabric_ok=msg.fabric_ok,
+            sick_gpus=msg.sick_gpus, down_ports=msg.down_ports,
+            last_seen=known.last_seen if known is not None else self.rt.now(),
+            stale=known.stale if known is not None else False)
+        if known is None or (known.reported_ready, known.allocatable, known.labels, known.taints, known.gpu_ok,
+                             known.fabric_ok) != (msg.ready, msg.allocatable, msg.labels, msg.taints, msg.gpu_ok,
+                                                  msg.fabric_ok):
+            if known is not None and known.reported_ready != msg.ready:
+                self.rt.log.info("node_readiness_changed", cluster=self.cluster, node=msg.node, ready=msg.ready,
+                                 reason=msg.reason)
+            self.changed()
 
-    async def _load(self, now: float) -> domain.ClusterState:
-        store, c = self.rt.store, self.cluster
-        podgroups = {n: d.decode(jm.PodGroupInfo) for n, d in (await store.list(records.podgroup_kind(c))).items()}
-        jobs = {n: d.decode(jm.JobRecord) for n, d in (await store.list(records.job_kind(c))).items()}
-        phase_docs = {n: d.decode(records.PodGroupPhaseDoc) for n, d in (await store.list(records.pgphase_kind(c))).items()}
-        return domain.ClusterState(
-            nodes=await self._nodes(now),
-            queues={n: d.decode(records.QueueDoc) for n, d in (await store.list(records.QUEUE)).items()},
-            podgroups=podgroups, jobs=jobs,
-            phases=domain.current_phases(phase_docs, jobs), stale_phases=sorted(set(phase_docs) - set(jobs)),
-            bound={pod: b.node for pod, b in (await store.allocations(c)).items()},
-            nominated=self.nominated,
-            gates={n: d.decode(records.GateDoc) for n, d in (await store.list(records.gate_kind(c))).items()},
-            reservations={n: d.decode(records.ReservationDoc)
-                          for n, d in (await store.list(records.reservation_kind(c))).items()})
+    def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
+        now = self.rt.now()
+        self.beats[msg.agent] = now
+        silent = set(msg.silent)
+        for node in self.nodes.values():
+            if node.agent == msg.agent and node.name not in silent:
+                node.last_seen = now
+        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), self.settings.node_timeout)
+        for name, node in self.nodes.items():
+            if node.stale != (name in stale):
+                node.stale = name in stale
+                self.rt.log.info("node_liveness_changed", cluster=self.cluster, node=name, stale=node.stale)
+                self.changed()
 
-    async def _nodes(self, now: float) -> dict[str, records.NodeDoc]:
-        """Nodes as their latest heartbeats describe them, tainted by their health; a changed node is
-        registered and recorded."""
-        beats = await self.rt.bus.last_per_subject(f"heartbeat.node.{self.cluster}.>")
-        await self._read_health(now)
-        nodes = {}
-        for delivery in beats.values():
-            beat = msgspec.json.decode(delivery.data, type=events.NodeHeartbeat)
-            health = self.health.get(beat.node)
-            taints = beat.taints + domain.health_taints(health) if health is not None else beat.taints
-            nodes[beat.node] = records.NodeDoc(
-                name=beat.node, allocatable=beat.allocatable, labels=beat.labels, taints=taints,
-                unschedulable=beat.unschedulable, ready=now - beat.occurred_at <= self.settings.node_timeout,
-                last_heartbeat=beat.occurred_at)
-        for name, node in nodes.items():
-            await self._register(node)
-        return nodes
+    def on_job_state(self, msg: events.JobState) -> None:
+        if msg.deleted:
+            self.parts.pop(msg.job, None)
+            self.jobs.pop(msg.job, None)
+        else:
+            parts = self.parts.setdefault(msg.job, {})
+            parts[msg.part] = msg
+            for stale_part in [p for p in parts if p >= msg.parts]:
+                del parts[stale_part]
+            view = domain.assemble(parts)
+            if view is None:
+                self.jobs.pop(msg.job, None)
+            else:
+                self.jobs[msg.job] = view
+        self.changed()
 
-    async def _read_health(self, now: float) -> None:
-        """Every health period, each node's health from its latest GPU and fabric telemetry."""
-        if self.settings.health_period <= 0 or now - self._health_read_at < self.settings.health_period:
-            return
-        self._health_read_at = now
-        gpu: dict[str, GpuTelemetry] = {}
-        fabric: dict[str, FabricTelemetry] = {}
-        fresh = now - self.settings.telemetry_max_age
-        for delivery in (await self.rt.bus.last_per_subject(subjects.telemetry_of(self.cluster))).values():
-            if delivery.subject.startswith("telemetry.gpu."):
-                message = msgspec.json.decode(delivery.data, type=GpuTelemetry)
-                if message.occurred_at >= fresh:
-                    gpu[message.node] = message
-            elif delivery.subject.startswith("telemetry.fabric."):
-                fabric_message = msgspec.json.decode(delivery.data, type=FabricTelemetry)
-                if fabric_message.occurred_at >= fresh:
-                    fabric[fabric_message.node] = fabric_message
-        health = {node: hwprobe.node_health(gpu.get(node), fabric.get(node)) for node in sorted({*gpu, *fabric})}
-        for node, now_health in health.items():
-            if now_health != self.health.get(node, hwprobe.NodeHealth()):
-                self.rt.log.info("node_health_changed", cluster=self.cluster, node=node,
-                                 healthy=now_health.gpu_ok and now_health.fabric_ok, reasons=now_health.reasons)
-        self.health = health
+    def on_queue(self, msg: events.QueueChanged) -> None:
+        if msg.deleted:
+            self.queues.pop(msg.name, None)
+        else:
+            self.queues[msg.name] = msg
+        self.changed()
 
-    async def _register(self, node: records.NodeDoc) -> None:
-        known = self._registered.get(node.name)
-        if known is not None and (known.allocatable, known.ready, known.labels, known.taints) == (
-                node.allocatable, node.ready, node.labels, node.taints):
-            return
-        if known is None or known.allocatable != node.allocatable:
-            await self.rt.store.set_node_allocatable(self.cluster, node.name, node.allocatable)
-        await self.rt.store.put_if_version(records.node_kind(self.cluster), node.name, node, None)
-        self._registered[node.name] = node
+    # -- the global-scheduler's word on a gang member -----------------------------------------------
 
-    # -- writing ----------------------------------------------------------------------------------
-
-    async def _return_resources(self, state: domain.ClusterState) -> None:
-        for job in sorted(set(state.reservations) - set(state.jobs)):
-            await self.rt.store.delete(records.reservation_kind(self.cluster), job)  # the job is gone
-            del state.reservations[job]
-        for job in state.stale_phases:
-            # The job is gone: forget its podgroup's phase, or the documents would pile up for ever.
-            await self.rt.store.delete(records.pgphase_kind(self.cluster), job)
-        done = domain.finished_or_gone(state)
-        if done:
-            await self.rt.store.release_many(self.cluster, done)
-            for pod in done:
-                state.bound.pop(pod, None)
-        lost = domain.lost_on_down_nodes(state)
-        if lost:
-            await self.rt.store.release_many(self.cluster, [pod for pod, _ in lost])
-            await self.rt.bus.publish_many([self._evicted(state, pod, node, "nodeDown") for pod, node in lost])
-            for pod, _ in lost:
-                state.bound.pop(pod, None)
-
-    async def _carry_out(self, state: domain.ClusterState, decision: schedcore.Decision) -> None:
-        outgoing: list[tuple[str, str, bytes]] = []
-        for evict in decision.evictions:
-            if await self.rt.store.release(self.cluster, evict.task):
-                outgoing.append(self._evicted(state, evict.task, evict.node, evict.reason))
-        self.nominated = {b.task: b.node for b in decision.pipelined}
-        for job, binds in _by_job(decision.binds).items():
-            outgoing += await self._bind(state, job, binds)
-        outgoing += self._rebind_announcements(state)
-        outgoing += await self._phases(state, decision.podgroup_phases)
-        if outgoing:
-            await self.rt.bus.publish_many(outgoing)
-
-    async def _bind(self, state: domain.ClusterState, job: str, binds: list[schedcore.Bind]) -> list[Any]:
-        record = state.jobs[job]
-        reservation = state.reservation(job)
-        if reservation is not None and reservation.state != "Reserving" and reservation.state != "Started":
-            return []  # held already, or given back until the global-scheduler asks again
-        gang = [Binding(b.task, b.node, dict(record.pods[b.task].scheduling.request)) for b in binds]
-        result = await self.rt.store.bind_gang(self.cluster, gang)
-        if not result.ok:
-            self.rt.log.info("gang_bind_refused", job=job, node=result.failed_node, missing=result.missing,
-                             pod=result.failed_pod)
-            return []
-        for b in binds:
-            state.bound[b.task] = b.node
-        if reservation is not None and reservation.state == "Reserving":
-            return [await self._held(state, job, reservation)]
-        return [self._bound(record, b.task, b.node) for b in binds]
-
-    async def _held(self, state: domain.ClusterState, job: str, reservation: records.ReservationDoc) -> Any:
-        """A gang member's pods now hold their nodes: tell the global-scheduler, start nothing."""
-        held = records.ReservationDoc(state="Held", attempt=reservation.attempt)
-        await self.rt.store.put_if_version(records.reservation_kind(self.cluster), job, held, None)
-        state.reservations[job] = held
-        message = events.ReservationHeld(
-            event_id=derive_id(f"{self.cluster}/{state.jobs[job].uid}", f"held/{reservation.attempt}"),
-            occurred_at=time.time(), producer=PRODUCER, cluster=self.cluster, child=job,
-            hyperjob=state.gates[job].gang, attempt=reservation.attempt)
-        return subjects.RESERVATION_HELD, message.event_id, events.encode(message)
-
-    async def on_gang_control(self, msg: events.GangControl) -> None:
+    def on_gang_control(self, msg: events.GangControl) -> Reaction | None:
         """reserve: hold the gang when it fits; start: let the held pods run; release: give them back."""
-        kind = records.reservation_kind(self.cluster)
-        stored = await self.rt.store.get(kind, msg.child)
-        current = stored.decode(records.ReservationDoc) if stored else records.ReservationDoc()
-        if msg.attempt < current.attempt or current.state == "Started":
-            return  # an older attempt's word, or already running: nothing to change
+        view = self.jobs.get(msg.child)
+        current = domain.current_reservation(self.reservations.get(msg.child), view) if view is not None else \
+            (self.reservations.get(msg.child) or records.ReservationDoc())
+        if msg.attempt < current.attempt or (current.state == "Started" and msg.attempt == current.attempt):
+            return None  # an older attempt's word, or already running: nothing to change
+        reaction = Reaction()
         if msg.action == "release":
-            record_doc = await self.rt.store.get(records.job_kind(self.cluster), msg.child)
-            pods = list(record_doc.decode(jm.JobRecord).pods) if record_doc else []
-            await self.rt.store.release_many(self.cluster, pods)
+            view = self.jobs.get(msg.child)
+            for pod in sorted(view.pods if view is not None else ()):
+                if pod in self.bound:
+                    reaction.unbinds.append(Unbind(self.cluster, pod))
+                    del self.bound[pod]
+        if msg.action == "start" and view is not None:
+            # The held pods start now: their bindings are in place already.
+            held = [events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
+                    for p in sorted(view.pods.values(), key=lambda p: p.name)
+                    if p.name in self.bound and p.phase == "Pending" and not p.node
+                    and self.bound[p.name].uid in ("", p.uid)]
+            if held:
+                reaction.publish(subjects.pods_bound(self.cluster),
+                                 self._pods_message(events.PodsBound, msg.child, held, "bound"))
         state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
-        await self.rt.store.put_if_version(kind, msg.child, records.ReservationDoc(state=state, attempt=msg.attempt),
-                                           stored.version if stored else 0)
-        self.wake.set()
+        self.reservations.put(msg.child, records.ReservationDoc(state=state, attempt=msg.attempt,  # type: ignore[arg-type]
+                                                                uid=current.uid))
+        self.changed()
+        return reaction
 
-    def _rebind_announcements(self, state: domain.ClusterState) -> list[Any]:
-        """Bound here but the job-controller has not heard it (a crash between bind and publish):
-        announce again; the deterministic id makes a repeat harmless."""
-        return [self._bound(state.jobs[job], pod.name, state.bound[pod.name])
-                for job in sorted(state.jobs) if _may_start(state, job) for pod in state.jobs[job].pods.values()
-                if pod.phase == "Pending" and pod.node is None and pod.name in state.bound]
+    # -- the cycle ----------------------------------------------------------------------------------
 
-    async def _phases(self, state: domain.ClusterState, phases: dict[str, str]) -> list[Any]:
-        out = []
-        for job, phase in sorted(phases.items()):
-            if job not in state.podgroups or state.phases.get(job, "Pending") == phase:
-                continue
-            doc = records.PodGroupPhaseDoc(phase=phase, incarnation=domain.incarnation(state.jobs[job]))
-            version = await self.rt.store.put_if_version(records.pgphase_kind(self.cluster), job, doc, None)
-            message = events.PodGroupPhaseChanged(
-                event_id=derive_id(f"{self.cluster}/{job}/{state.jobs[job].uid}", f"phase/{version}"),
-                occurred_at=time.time(), producer=PRODUCER, cluster=self.cluster, job=job, phase=phase)
-            out.append((subjects.podgroup_phase(self.cluster), message.event_id, events.encode(message)))
-        return out
+    async def cycle(self) -> None:
+        await self.rt.ensure_fresh()
+        if not self.dirty:
+            return
+        self.dirty = False
+        await self._register_nodes()
+        state = self._view()
+        out = domain.housekeeping(self.cluster, state, self._down())
+        self._apply_bindings(state.bound, out)
+        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
+        domain.apply_decision(self.cluster, state, decision, out)
+        reaction = self._reaction(state, out, decision)
+        self.nominated = {b.task: b.node for b in decision.pipelined}
+        if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
+            return
+        self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
+        self._apply_bindings(self.bound, out)
+        if await self.rt.commit(_cause(self.rt.instance, self.rt.now(), reaction), reaction):
+            self.dirty = True  # what this cycle did may let the next one do more
+        else:
+            self.changed()
 
-    def _bound(self, record: jm.JobRecord, pod: str, node: str) -> tuple[str, str, bytes]:
-        p = record.pods[pod]
-        message = events.PodBound(event_id=derive_id(p.uid, f"bound/{node}"), occurred_at=time.time(),
-                                  producer=PRODUCER, cluster=self.cluster, job=record.name, pod=pod, node=node,
-                                  job_version=p.version, pod_uid=p.uid)
-        return subjects.pod_bound(self.cluster), message.event_id, events.encode(message)
+    def _view(self) -> domain.ClusterView:
+        incarnations = {name: view.incarnation for name, view in self.jobs.items()}
+        phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
+        return domain.ClusterView(nodes=self.nodes, queues=self.queues, jobs=self.jobs, bound=dict(self.bound),
+                                  phases=phases, reservations=dict(self.reservations.rows), nominated=self.nominated)
 
-    def _evicted(self, state: domain.ClusterState, pod: str, node: str, reason: str) -> tuple[str, str, bytes]:
-        record = next((r for r in state.jobs.values() if pod in r.pods), None)
-        p = record.pods[pod] if record is not None else None
-        uid = p.uid if p is not None else f"{self.cluster}/{pod}"
-        message = events.PodEvicted(event_id=derive_id(uid, f"evicted/{reason}"), occurred_at=time.time(),
-                                    producer=PRODUCER, cluster=self.cluster, job=record.name if record else "",
-                                    pod=pod, node=node, reason=reason, job_version=p.version if p else 0,
-                                    pod_uid=p.uid if p else "")
-        return subjects.pod_evicted(self.cluster), message.event_id, events.encode(message)
+    def _down(self) -> set[str]:
+        """Nodes whose pods are taken off: reported down, or silent while most of the cluster
+        still answers (when most nodes fall silent at once, the silence is ours: evict nothing)."""
+        reported = {n for n, v in self.nodes.items() if not v.reported_ready}
+        stale = {n for n, v in self.nodes.items() if v.stale}
+        if stale and len(stale) > self.settings.eviction_pause_share * len(self.nodes):
+            self.rt.log.warning("evictions_paused", cluster=self.cluster, silent=len(stale), nodes=len(self.nodes))
+            return reported
+        return reported | stale
 
-    async def _report_capacity(self, state: domain.ClusterState, now: float) -> None:
-        used = {name: usage.used for name, usage in (await self.rt.store.nodes(self.cluster)).items()}
-        summary = summarize(self.cluster, self.settings.labels, state.nodes, used, now, self.settings.links)
-        await self.rt.store.put_if_version(records.CLUSTER, self.cluster, summary, None)
-        message = events.ClusterCapacityReported(
-            event_id=derive_id(self.cluster, f"capacity/{now}"), occurred_at=now, producer=PRODUCER,
-            cluster=self.cluster, labels=summary.labels, allocatable=summary.allocatable, free=summary.free,
-            nodes=summary.nodes, ready_nodes=summary.ready_nodes, largest_node_free=summary.largest_node_free,
-            free_accelerators=summary.free_accelerators, gangs=summary.gangs,
-            gpu_healthy_nodes=summary.gpu_healthy_nodes, fabric_healthy_nodes=summary.fabric_healthy_nodes)
+    @staticmethod
+    def _apply_bindings(bound: dict[str, Binding], out: domain.CycleOutcome) -> None:
+        for unbind in out.unbinds:
+            bound.pop(unbind.pod, None)
+        for bind in out.binds:
+            bound[bind.pod] = bind
+
+    def _reaction(self, state: domain.ClusterView, out: domain.CycleOutcome,
+                  decision: schedcore.Decision) -> Reaction:
+        reaction = Reaction(binds=list(out.binds), unbinds=list(out.unbinds))
+        c = self.cluster
+        for job, refs in sorted(out.evicted.items()):
+            reaction.publish(subjects.pods_evicted(c), self._pods_message(events.PodsEvicted, job, refs, "evicted"))
+        for job, refs in sorted(out.rejected.items()):
+            reaction.publish(subjects.pods_rejected(c), self._pods_message(events.PodsRejected, job, refs, "rejected"))
+        for job, refs in sorted(out.bound.items()):
+            reaction.publish(subjects.pods_bound(c), self._pods_message(events.PodsBound, job, refs, "bound"))
+        for job in out.held:
+            reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=True))
+        for job in out.lost:
+            reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=False))
+        for job, phase in sorted(out.phases.items()):
+            reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase))
+        self._forget_gone_jobs()
+        self._record_usage(decision)
+        return reaction
+
+    def _pods_message(self, kind: type, job: str, refs: list[events.PodRef], what: str) -> events.Message:
+        uid = self.jobs[job].uid if job in self.jobs else job
+        step = f"{what}/" + ",".join(f"{r.pod}:{r.uid}:{r.node}:{r.reason}" for r in refs)
+        return self.rt.emit(kind, f"{self.cluster}/{uid}", step, cluster=self.cluster, job=job, pods=refs)
+
+    def _held(self, job: str, state: domain.ClusterView, held: bool) -> events.ReservationHeld:
+        view = self.jobs[job]
+        reservation = state.reservation(job) or records.ReservationDoc()
+        version = self.reservations.versions.get(job, 0) + 1
+        self.reservations.put(job, records.ReservationDoc(state="Held" if held else "Reserving",
+                                                          attempt=reservation.attempt, uid=view.uid))
+        return self.rt.emit(events.ReservationHeld, f"{self.cluster}/{view.uid}",
+                            f"held/{reservation.attempt}/{held}/{version}",
+                            cluster=self.cluster, child=job, hyperjob=view.gang, attempt=reservation.attempt,
+                            held=held)
+
+    def _phase(self, job: str, phase: str) -> events.PodGroupPhaseChanged:
+        view = self.jobs[job]
+        version = self.phases.versions.get(job, 0) + 1
+        self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, incarnation=view.incarnation))
+        return self.rt.emit(events.PodGroupPhaseChanged, f"{self.cluster}/{job}/{view.incarnation}",
+                            f"phase/{phase}/{version}", cluster=self.cluster, job=job, job_uid=view.uid,
+                            job_version=view.version, phase=phase)
+
+    def _forget_gone_jobs(self) -> None:
+        for table in (self.phases, self.reservations):
+            for job in [j for j in table if j not in self.jobs]:
+                table.delete(job)
+
+    def _record_usage(self, decision: schedcore.Decision) -> None:
+        for queue, usage in sorted(decision.queues.items()):
+            doc = records.QueueUsageDoc(allocated=dict(usage.allocated), deserved=dict(usage.deserved))
+            if self.usage.get(queue) != doc:
+                self.usage.put(queue, doc)
+
+    async def _register_nodes(self) -> None:
+        """Nodes the store's accounting does not know (or knows another size of) get registered
+        before a session may bind to them."""
+        for name, node in sorted(self.nodes.items()):
+            if self.registered.get(name) != node.allocatable:
+                await self.rt.store.set_node_allocatable(self.cluster, name, node.allocatable)
+                self.registered[name] = dict(node.allocatable)
+
+    # -- the summary ----------------------------------------------------------------------------------
+
+    async def report_capacity(self) -> None:
+        """Every period, changed or not: the global scheduler judges a cluster alive by them."""
+        revision = (self.revision, self.bound.revision)
+        if self._summary is None or self._summary[0] != revision:
+            self._summary = (revision, self._summarize())
+        fields = self._summary[1]
+        message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
 
 
-def _may_start(state: domain.ClusterState, job: str) -> bool:
-    """Bound pods of a gang member start only once the whole cross-cluster gang holds."""
-    reservation = state.reservation(job)
-    return reservation is None or reservation.state == "Started"
+    def _summarize(self) -> dict[str, object]:
+        used = self.bound.used
+        rooms = [NodeRoom(name=n.name, allocatable=n.allocatable,
+                          free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
+                          labels=n.labels, taints=n.all_taints(), schedulable=n.ready and not n.unschedulable)
+                 for _, n in sorted(self.nodes.items())]
+        return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
 
 
-def _by_job(binds: list[schedcore.Bind]) -> dict[str, list[schedcore.Bind]]:
-    grouped: defaultdict[str, list[schedcore.Bind]] = defaultdict(list)
-    for bind in binds:
-        grouped[bind.job].append(bind)
-    return dict(grouped)
+def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:
+    return allocatable if "pods" in allocatable else {**allocatable, "pods": domain.DEFAULT_PODS}
+
+
+def _cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A cycle's id, from when it ran and what it decided (it names the cycle's changelog entries
+    and outbox record; the messages' own ids come from what they say)."""
+    digest = hashlib.sha1(repr(now).encode())
+    for _, message in reaction.outputs:
+        digest.update(message.event_id.encode())
+    for b in reaction.binds:
+        digest.update(f"+{b.pod}@{b.node}:{b.uid}".encode())
+    for u in reaction.unbinds:
+        digest.update(f"-{u.pod}".encode())
+    return events.derive_id(instance, f"cycle/{digest.hexdigest()}")
+

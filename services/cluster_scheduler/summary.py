@@ -1,10 +1,18 @@
-"""The cluster's capacity summary, which the global-scheduler and the splitter place by (pure)."""
+"""The cluster's capacity summary, which the global-scheduler and the splitter place by (pure).
+
+Nodes alike in what they have free, what they can ever give, their labels and their taints form
+one class with a count: a summary of 10,000 identical empty nodes is one class, and it grows only
+as the cluster's nodes come to differ.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-import records
+import msgspec
+
+import events
 from api.quantity import add
 
 GPU = "nvidia.com/gpu"
@@ -20,33 +28,66 @@ def is_accelerator(resource: str) -> bool:
     return resource.endswith("/gpu") or resource.startswith("volcano.sh/vgpu")
 
 
-def summarize(cluster: str, labels: Mapping[str, str], nodes: Mapping[str, records.NodeDoc],
-              used: Mapping[str, Mapping[str, float]], now: float,
-              links: Mapping[str, float] | None = None) -> records.ClusterDoc:
-    """Allocatable and free over Ready, schedulable nodes; a node with a sick GPU has no free GPU."""
-    ready = sorted((n for n in nodes.values() if n.ready and not n.unschedulable), key=lambda n: n.name)
-    free_nodes = [records.NodeFree(name=n.name, free=_free(n, used.get(n.name, {})), allocatable=dict(n.allocatable),
-                                   labels=dict(n.labels)) for n in ready]
-    allocatable = add(*(n.allocatable for n in free_nodes))
-    free = add(*(n.free for n in free_nodes))
-    largest = {r: max(n.free.get(r, 0.0) for n in free_nodes) for r in free}
+class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
+    """One Ready node as the summary sees it."""
+
+    name: str
+    allocatable: dict[str, float]
+    free: dict[str, float]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    schedulable: bool = True
+
+
+def summarize(cluster: str, labels: Mapping[str, str], nodes: list[NodeRoom], node_count: int,
+              links: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
+    node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
+    (nodes alike counted once, times their number), so its cost follows how varied the cluster
+    is, not how big."""
+    ready = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
+    groups = classes(ready, [_free(n) for n in ready])
+    free: dict[str, float] = {}
+    allocatable: dict[str, float] = {}
     accelerators: dict[str, float] = {}
-    for node in free_nodes:
-        model = node.labels.get(GPU_MODEL_LABEL)
-        if model and node.free.get(GPU, 0.0) > 0:
-            accelerators[model] = accelerators.get(model, 0.0) + node.free[GPU]
-    return records.ClusterDoc(
-        name=cluster, labels=dict(labels), allocatable=allocatable, free=free, nodes=len(nodes), ready_nodes=len(ready),
-        largest_node_free=largest, reported_at=now, free_accelerators=accelerators,
-        gangs={shape: sum(_fits(n.free, request) for n in free_nodes) for shape, request in SHAPES.items()},
-        gpu_healthy_nodes=sum(1 for n in ready if not _tainted(n, GPU_UNHEALTHY)),
-        fabric_healthy_nodes=sum(1 for n in ready if not _tainted(n, FABRIC_UNHEALTHY)),
-        node_free=free_nodes, links=dict(links or {}))
+    for c in groups:
+        for r, a in c.free.items():
+            free[r] = free.get(r, 0.0) + a * c.count
+        for r, a in c.allocatable.items():
+            allocatable[r] = allocatable.get(r, 0.0) + a * c.count
+        model = c.labels.get(GPU_MODEL_LABEL)
+        if model and c.free.get(GPU, 0.0) > 0:
+            accelerators[model] = accelerators.get(model, 0.0) + c.free[GPU] * c.count
+    return {
+        "cluster": cluster, "labels": dict(labels), "allocatable": allocatable, "free": free,
+        "nodes": node_count, "ready_nodes": len(ready),
+        "largest_node_free": {r: max(c.free.get(r, 0.0) for c in groups) for r in free},
+        "free_accelerators": accelerators,
+        "gangs": {shape: sum(_fits(c.free, request) * c.count for c in groups) for shape, request in SHAPES.items()},
+        "gpu_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, GPU_UNHEALTHY)),
+        "fabric_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, FABRIC_UNHEALTHY)),
+        "node_classes": groups, "links": dict(links or {}),
+    }
 
 
-def _free(node: records.NodeDoc, used: Mapping[str, float]) -> dict[str, float]:
-    free = {r: a - used.get(r, 0.0) for r, a in node.allocatable.items()}
-    if _tainted(node, GPU_UNHEALTHY):
+def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events.NodeClass]:
+    """Nodes grouped by (free, allocatable, labels, taints), in the order of each class's first node."""
+    found: dict[tuple[object, ...], events.NodeClass] = {}
+    for node, free in zip(nodes, frees, strict=True):
+        key = (tuple(sorted(free.items())), tuple(sorted(node.allocatable.items())),
+               tuple(sorted(node.labels.items())), tuple(tuple(sorted(t.items())) for t in node.taints))
+        known = found.get(key)
+        if known is None:
+            found[key] = events.NodeClass(name=node.name, free=free, allocatable=dict(node.allocatable),
+                                          labels=dict(node.labels), taints=list(node.taints))
+        else:
+            found[key] = msgspec.structs.replace(known, count=known.count + 1)
+    return list(found.values())
+
+
+def _free(node: NodeRoom) -> dict[str, float]:
+    free = dict(node.free)
+    if _tainted(node.taints, GPU_UNHEALTHY):
         # A sick GPU node takes no new GPU work: its accelerators are not free to plan with.
         free = {r: 0.0 if is_accelerator(r) else f for r, f in free.items()}
     return free
@@ -59,5 +100,5 @@ def _fits(free: Mapping[str, float], request: Mapping[str, float]) -> int:
     return int(max(0.0, min(counts)))
 
 
-def _tainted(node: records.NodeDoc, key: str) -> bool:
-    return any(t.get("key") == key for t in node.taints)
+def _tainted(taints: list[dict[str, str]], key: str) -> bool:
+    return any(t.get("key") == key for t in taints)

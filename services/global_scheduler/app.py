@@ -1,10 +1,10 @@
-"""Wiring: the global-scheduler's consumers and its admission-and-placement round."""
+"""Wiring: the global-scheduler's consumers, its watches and its round."""
 
 from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import GlobalScheduler
@@ -12,14 +12,26 @@ from .handlers import GlobalScheduler
 
 async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
     scheduler = GlobalScheduler(runtime)
-    await runtime.subscribe("global-scheduler", [subjects.PLACE_CHILD, subjects.UNPLACE_CHILD, subjects.MOVE_CHILD], {
-        events.PlaceChild: scheduler.on_place,
+    runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue,
+                                        events.PriorityClassChanged: lambda msg: None})
+    runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: scheduler.on_capacity})
+    runtime.subscribe("global-scheduler", [subjects.OWNER_SUBMITTED, subjects.OWNER_WITHDRAWN, subjects.OWNER_LIFECYCLE,
+                                           subjects.PLACE_CHILDREN, subjects.UNPLACE_CHILD, subjects.MOVE_CHILD,
+                                           subjects.RESERVATION_HELD], {
+        events.OwnerSubmitted: scheduler.on_submitted,
+        events.OwnerWithdrawn: scheduler.on_withdrawn,
+        events.OwnerLifecycle: scheduler.on_lifecycle,
+        events.PlaceChildren: scheduler.on_place,
         events.RemoveChild: scheduler.on_unplace,
         events.MoveChild: scheduler.on_move,
+        events.ReservationHeld: scheduler.on_reservation,
     })
-    await runtime.subscribe("global-scheduler-removed", "job.removed.*", {events.JobRemoved: scheduler.on_removed})
-    await runtime.subscribe("global-scheduler-phases", "job.phase.*", {events.JobPhaseChanged: scheduler.on_job_phase})
-    await runtime.subscribe("global-scheduler-reservations", subjects.RESERVATION_HELD,
-                            {events.ReservationHeld: scheduler.on_reservation_held})
-    runtime.spawn(lambda: scheduler.run_rounds(settings.retry_period), "admission-and-placement")
+    runtime.subscribe("global-scheduler-podgroups", [subjects.podgroup_phase("*")], {
+        events.PodGroupPhaseChanged: scheduler.on_podgroup_phase})
+    runtime.subscribe("global-scheduler-jobs", ["job.removed.*", "job.phase.*"], {
+        events.JobRemoved: scheduler.on_removed,
+        events.JobPhaseChanged: scheduler.on_job_phase,
+    })
+    runtime.before_commit(lambda: scheduler.end_unit())
+    runtime.every(settings.retry_period, scheduler.round, "round", rank=Rank.ADMIT)
     return scheduler

@@ -1,56 +1,70 @@
-"""Pure parts of the global-scheduler: who waits for admission, and what each admitted one holds."""
+"""Pure parts of the global-scheduler: the fleet's capacity as the clusters report it, and the
+choices a round makes with it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+
+import msgspec
 
 import api
+import events
 import fleetcore
 import records
-from api.quantity import add
+from records.capacity import Capacity
+from servicekit import Reaction
+
+__all__ = ["Capacity", "choose", "fleet_queue", "reserve_room", "round_cause"]
 
 
-def fleet_queues(queues: Mapping[str, records.QueueDoc]) -> dict[str, fleetcore.FleetQueue]:
-    """Every global queue (the ``default`` queue always exists)."""
-    result = {name: fleetcore.fleet_queue(api.decode(doc.manifest), doc.created)  # type: ignore[arg-type]
-              for name, doc in queues.items()}
-    if api.DEFAULT_QUEUE not in result:
-        result[api.DEFAULT_QUEUE] = fleetcore.FleetQueue(name=api.DEFAULT_QUEUE)
-    return result
+def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
+    queue = api.decode(msg.manifest)
+    assert isinstance(queue, api.Queue)
+    return msgspec.structs.replace(fleetcore.fleet_queue(queue, msg.created), state=msg.state)
 
 
-def candidate(owner: records.HyperJobDoc, priority_classes: Mapping[str, int]) -> fleetcore.Candidate:
-    manifest = api.decode(owner.manifest)
-    if isinstance(manifest, api.Job):
-        return fleetcore.job_candidate(manifest, owner.created, priority_classes)
-    assert isinstance(manifest, api.HyperJob)
-    return fleetcore.hyperjob_candidate(manifest, owner.created, priority_classes)
+def choose(placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity],
+           now: float) -> str | fleetcore.Waiting:
+    """Where a waiting child goes now, and take its room from ``working`` so the next choice of
+    the same round sees it taken. A planned child waits for its cluster's room; a plain job goes
+    to the best live cluster, whose own Volcano queueing takes it from there."""
+    job = api.decode(placement.job)
+    if isinstance(job, api.PodGroup):
+        live = [c for c in (placement.clusters or sorted(working)) if c in working]
+        return live[0] if live else fleetcore.Waiting(reason="no live cluster")
+    assert isinstance(job, api.Job)
+    planned = not placement.plain and len(placement.clusters) == 1
+    chosen = fleetcore.place_job(job.spec, working, now, cluster_names=placement.clusters, wait_for_fit=planned)
+    if isinstance(chosen, str):
+        taken = fleetcore.place_gang(working[chosen], fleetcore.gang_pods(job.spec, {t.name: t.replicas
+                                                                                     for t in job.spec.tasks}))
+        if not isinstance(taken, str):
+            working[chosen] = taken
+    return chosen
 
 
-def unadmitted_owners(placements: Mapping[str, records.PlacementDoc], admitted: Mapping[str, object]) -> set[str]:
-    return {p.owner for p in placements.values() if p.state == "Waiting" and p.owner not in admitted}
+def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetcore.ClusterCapacity]) -> str | None:
+    """Take the room of every child of a gang from ``working`` (each on its planned cluster), or
+    say which one does not fit (and take nothing)."""
+    trial = dict(working)
+    for child in children:
+        cluster = child.clusters[0] if child.clusters else ""
+        job = api.decode(child.job)
+        assert isinstance(job, api.Job)
+        if cluster not in trial:
+            return f"{child.child}: cluster {cluster or '?'} is not live"
+        taken = fleetcore.place_gang(trial[cluster], fleetcore.gang_pods(job.spec, {t.name: t.replicas
+                                                                                   for t in job.spec.tasks}))
+        if isinstance(taken, str):
+            return f"{child.child}: {taken}"
+        trial[cluster] = taken
+    working.update(trial)
+    return None
 
 
-def allocated(admissions: Mapping[str, records.AdmissionDoc]) -> dict[str, dict[str, float]]:
-    """Per queue, the requests of what it admitted and has not finished."""
-    usage: dict[str, dict[str, float]] = {}
-    for admission in admissions.values():
-        usage[admission.queue] = add(usage.get(admission.queue, {}), admission.request)
-    return usage
-
-
-def finished_owners(placements: Mapping[str, records.PlacementDoc], admissions: Mapping[str, object]) -> list[str]:
-    """Admitted owners with no child left that still runs (all finished, or all gone)."""
-    live = {p.owner for p in placements.values() if not p.finished}
-    return sorted(owner for owner in admissions if owner not in live)
-
-
-def gang_size(owner: records.HyperJobDoc) -> int:
-    """How many children must hold their reservations before any starts: the HyperJob's
-    ``minAvailable`` (default all), when its children span clusters; 0 when no gang is needed."""
-    if owner.plain or len({ref.cluster for ref in owner.children}) < 2:
-        return 0
-    hyperjob = api.decode(owner.manifest)
-    assert isinstance(hyperjob, api.HyperJob)
-    required = hyperjob.spec.min_available if hyperjob.spec.min_available is not None else len(owner.children)
-    return required if required > 1 else 0
+def round_cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A round's id, from when it ran and what it decided."""
+    digest = hashlib.sha1(repr(now).encode())
+    for _, message in reaction.outputs:
+        digest.update(message.event_id.encode())
+    return events.derive_id(instance, f"round/{digest.hexdigest()}")

@@ -1,314 +1,380 @@
-"""Admitting owners by their global queue, placing their children, retrying and removing them."""
+"""Admitting owners by their global queue, placing their children, and their cross-cluster gangs.
+
+The global-scheduler keeps the admission candidates (``owner``), where each child is
+(``placement``, a ``fleetcore.placement_step`` state machine) and each open gang attempt
+(``gang``, ``fleetcore.gang_step``). It learns capacity from the clusters' summaries and the
+queues from the configuration stream. Its round (every period, and soon after anything changes)
+admits what the queues allow, opens gang attempts that can fit, and places waiting children
+where their whole gang fits now; a gang's deadline is a timer.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
-from msgspec.structs import replace
+import msgspec
 
 import api
 import events
 import fleetcore
 import records
+from api.quantity import add
 from events import subjects
-from servicekit import Cause, Reaction, Runtime, emit
-from store import Write
+from fleetcore import placement_state as ps
+from servicekit import Reaction, Runtime
 
 from . import domain
 
-PRODUCER = "global-scheduler"
-# After a gang attempt timed out, how long before the next attempt (seconds).
-GANG_RETRY_DELAY = 5.0
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
 
 
 class GlobalScheduler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self.wake = asyncio.Event()
+        self.owners = runtime.table(records.OWNER, records.OwnerDoc)
+        self.placements = runtime.table(records.PLACEMENT, records.PlacementDoc)
+        self.children_of = self.placements.index(lambda p: p.owner)
+        self.gangs = runtime.table(records.GANG, fleetcore.HyperJobGang)
+        self.capacity = domain.Capacity()
+        self.queues: dict[str, fleetcore.FleetQueue] = {}
+        self._working: dict[str, fleetcore.ClusterCapacity] | None = None
+        runtime.on_load(self.rearm)
 
-    # -- consumed messages ----------------------------------------------------------------------
+    # -- what it learns ------------------------------------------------------------------------------
 
-    async def on_place(self, msg: events.PlaceChild) -> Reaction:
-        """Record the request; the admission round (woken now) admits and places it."""
-        existing = await self.rt.store.get(records.PLACEMENT, msg.child)
-        current = existing.decode(records.PlacementDoc) if existing is not None else None
-        if current is not None and current.state not in ("Waiting", "Removing", "Replacing"):
-            return Reaction()  # already placed: a repeated request changes nothing
-        placement = records.PlacementDoc(child=msg.child, hyperjob=msg.hyperjob, replicated_job=msg.replicated_job,
-                                         job=msg.job, env=msg.env, env_by_pod=msg.env_by_pod,
-                                         rank_offset=msg.rank_offset, world_size=msg.world_size,
-                                         clusters=msg.clusters, requested_at=time.time(),
-                                         reason="waiting for its queue to admit it")
-        version = existing.version if existing else 0
-        if current is not None and current.state in ("Removing", "Replacing"):
-            # A replacement (a changed template keeps the child's name): the previous child is
-            # still being removed from its cluster. Keep the request, placed once that one is gone.
-            replacing = replace(placement, state="Replacing", cluster=current.cluster,
-                                reason="waiting for the previous child of this name to be removed")
-            return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replacing, version)])
-        return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, placement, version)]).then(self.wake.set)
+    def on_capacity(self, msg: events.ClusterCapacityReported) -> None:
+        if self.capacity.report(msg, self.rt.now()):
+            self.rt.kick("round")
 
-    async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
-        """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
-        stored = await self.rt.store.get(records.PLACEMENT, msg.job)
-        if stored is None:
-            return Reaction()
-        placement = stored.decode(records.PlacementDoc)
-        finished = msg.new in TERMINAL_JOB_PHASES
-        if placement.cluster != msg.cluster or placement.finished == finished:
-            return Reaction()
-        return Reaction(writes=[Write.put(records.PLACEMENT, msg.job, replace(placement, finished=finished),
-                                          stored.version)]).then(self.wake.set)
-
-    async def on_unplace(self, msg: events.RemoveChild) -> Reaction:
-        stored = await self.rt.store.get(records.PLACEMENT, msg.child)
-        if stored is None:
-            return Reaction()
-        placement = stored.decode(records.PlacementDoc)
-        if placement.state in ("Removing", "Removed"):
-            return Reaction()
-        if placement.state == "Replacing":
-            # The replacement is withdrawn; its predecessor is already being removed.
-            return Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replace(placement, state="Removing"),
-                                              stored.version)])
-        if placement.state in ("Waiting", "Unplaced"):
-            # Not dispatched anywhere (any earlier cluster was already told to remove it).
-            reaction = Reaction(writes=[Write.delete(records.PLACEMENT, msg.child, stored.version)]).then(self.wake.set)
-            return reaction.publish(subjects.job_removed("unplaced"), emit(
-                events.JobRemoved, msg, "removed", PRODUCER, cluster="", job=msg.child, hyperjob=placement.hyperjob))
-        reaction = Reaction(writes=[Write.put(records.PLACEMENT, msg.child, replace(placement, state="Removing"),
-                                              stored.version)])
-        return reaction.publish(subjects.remove_child(placement.cluster), emit(
-            events.RemoveChild, msg, "remove", PRODUCER, child=msg.child, cluster=placement.cluster))
-
-    async def on_move(self, msg: events.MoveChild) -> Reaction:
-        """Failover: the child leaves its cluster (removed there, now or when it returns) and runs,
-        under the same name, on ``to_cluster``; with none it is Unplaced until the splitter finds one."""
-        stored = await self.rt.store.get(records.PLACEMENT, msg.child)
-        if stored is None:
-            return Reaction()
-        placement = stored.decode(records.PlacementDoc)
-        if placement.state == "Dispatched" and placement.cluster == msg.to_cluster:
-            return Reaction()  # already there: a repeated move changes nothing
-        reaction = Reaction()
-        if placement.state == "Dispatched" and placement.cluster:
-            reaction.publish(subjects.remove_child(placement.cluster), emit(
-                events.RemoveChild, msg, "remove-moved", PRODUCER, child=msg.child, cluster=placement.cluster))
-        if not msg.to_cluster:
-            moved = replace(placement, state="Unplaced", cluster="", reason=msg.reason, finished=False)
-            reaction.writes.append(Write.put(records.PLACEMENT, msg.child, moved, stored.version))
-            return reaction.publish(subjects.CHILD_WAITING, emit(
-                events.ChildPlacementWaiting, msg, "waiting", PRODUCER, child=msg.child, hyperjob=placement.hyperjob,
-                reason=msg.reason))
-        moved = replace(placement, state="Dispatched", cluster=msg.to_cluster, clusters=[msg.to_cluster], reason="",
-                        finished=False)
-        reaction.writes.append(Write.put(records.PLACEMENT, msg.child, moved, stored.version))
-        return reaction.publish(subjects.dispatch(msg.to_cluster), self._dispatch(msg, moved))
-
-    async def on_removed(self, msg: events.JobRemoved) -> Reaction:
-        stored = await self.rt.store.get(records.PLACEMENT, msg.job)
-        placement = stored.decode(records.PlacementDoc) if stored is not None else None
-        if stored is None or placement is None or placement.cluster != msg.cluster:
-            return Reaction()
-        if placement.state == "Replacing":
-            # The previous child of this name is gone: its replacement may be placed now.
-            waiting = replace(placement, state="Waiting", cluster="", finished=False,
-                              reason="waiting for its queue to admit it")
-            return Reaction(writes=[Write.put(records.PLACEMENT, msg.job, waiting, stored.version)]).then(self.wake.set)
-        return Reaction(writes=[Write.delete(records.PLACEMENT, msg.job, stored.version)]).then(self.wake.set)
-
-    # -- the admission and placement round ----------------------------------------------------------
-
-    async def run_rounds(self, period: float) -> None:
-        while True:
-            try:
-                await asyncio.wait_for(self.wake.wait(), timeout=period)
-            except TimeoutError:
-                pass
-            self.wake.clear()
-            try:
-                await self.round()
-            except Exception:  # one failed round must not stop placement
-                self.rt.log.exception("placement_round_failed")
-
-    async def round(self) -> None:
-        store = self.rt.store
-        placements = {n: d.decode(records.PlacementDoc) for n, d in (await store.list(records.PLACEMENT)).items()}
-        admissions = {n: d.decode(records.AdmissionDoc) for n, d in (await store.list(records.ADMISSION)).items()}
-        capacities = await self._capacities()
-        await self._forget_finished(placements, admissions)
-        await self._admit(placements, admissions, capacities)
-        gangs = await self._gangs(placements, admissions)
-        for name, stored in (await store.list(records.PLACEMENT)).items():
-            placement = stored.decode(records.PlacementDoc)
-            if placement.state == "Waiting" and placement.owner in admissions and placement.owner not in gangs:
-                cause = Cause(event_id=events.derive_id(name, f"place/{placement.requested_at!r}/{stored.version}"))
-                reaction = self._try(cause, placement, capacities, stored.version)
-                # Nothing new (still waiting for the same reason): commit nothing, or the marker of
-                # this placement version would swallow the dispatch once room appears.
-                if reaction.writes or reaction.outputs:
-                    await self.rt.commit("global-scheduler-place", cause.event_id, reaction)
-
-    # -- the cross-cluster gang -------------------------------------------------------------------
-
-    async def _gangs(self, placements: dict[str, records.PlacementDoc],
-                     admissions: dict[str, records.AdmissionDoc]) -> set[str]:
-        """Advance every admitted HyperJob whose children span clusters; return their names."""
-        owners = sorted({p.owner for p in placements.values() if p.hyperjob and p.owner in admissions})
-        docs = await self.rt.store.get_many(records.HYPERJOB, owners) if owners else {}
-        gangs = set()
-        for owner, stored in docs.items():
-            doc = stored.decode(records.HyperJobDoc) if stored else None
-            required = domain.gang_size(doc) if doc else 0
-            if doc is None or not required:
-                continue
-            gangs.add(owner)
-            await self._advance_gang(doc, required, placements)
-        return gangs
-
-    async def _advance_gang(self, doc: records.HyperJobDoc, required: int,
-                            placements: dict[str, records.PlacementDoc]) -> None:
-        now = time.time()
-        stored = await self.rt.store.get(records.GANG, doc.name)
-        gang = stored.decode(fleetcore.HyperJobGang) if stored else None
-        mine = {ref.name: placements.get(ref.name) for ref in doc.children}
-        # Every child of a gang that already started is waiting again: they were all replaced (a
-        # changed template), and the new children need a gang of their own.
-        replaced = gang is not None and gang.phase == "Bound" and all(
-            p is not None and p.state == "Waiting" for p in mine.values())
-        if gang is None or replaced:
-            if any(p is None or p.state != "Waiting" for p in mine.values()):
-                return  # not every child has asked to be placed yet
-            gang, decisions = fleetcore.start_gang(doc.name, {ref.name: ref.cluster for ref in doc.children},
-                                                   required, now, attempt=gang.attempt + 1 if gang else 1)
-        elif gang.phase == "Reserving" and now >= gang.deadline:
-            gang, decisions = fleetcore.gang_step(gang, fleetcore.GangTimer(attempt=gang.attempt), now,
-                                                  retry_delay=GANG_RETRY_DELAY)
-        elif gang.phase == "Released" and gang.retry_at is not None and now >= gang.retry_at:
-            gang, decisions = fleetcore.start_gang(doc.name, gang.children, required, now, attempt=gang.attempt + 1)
+    def on_queue(self, msg: events.QueueChanged) -> None:
+        if msg.deleted:
+            self.queues.pop(msg.name, None)
         else:
-            return
-        cause = Cause(event_id=events.derive_id(doc.name, f"gang/{doc.created!r}/{gang.attempt}/{gang.phase}/{stored.version if stored else 0}"))
-        reaction = self._gang_decisions(cause, gang, decisions, mine)
-        reaction.writes.append(Write.put(records.GANG, doc.name, gang, stored.version if stored else 0))
-        await self.rt.commit("global-scheduler-gang", cause.event_id, reaction)
+            self.queues[msg.name] = domain.fleet_queue(msg)
+        self.rt.kick("round")
 
-    async def on_reservation_held(self, msg: events.ReservationHeld) -> Reaction:
-        stored = await self.rt.store.get(records.GANG, msg.hyperjob)
-        if stored is None:
-            return Reaction()
-        gang = stored.decode(fleetcore.HyperJobGang)
-        if msg.attempt != gang.attempt:
-            return Reaction()  # a reservation of an earlier attempt: already released
-        gang, decisions = fleetcore.gang_step(gang, fleetcore.ReservationHeld(child=msg.child, cluster=msg.cluster),
-                                              time.time())
-        reaction = self._gang_decisions(msg, gang, decisions, {})
-        reaction.writes.append(Write.put(records.GANG, msg.hyperjob, gang, stored.version))
+    # -- owners --------------------------------------------------------------------------------------
+
+    def on_submitted(self, msg: events.OwnerSubmitted) -> None:
+        current = self.owners.get(msg.name)
+        fields = {"queue": msg.queue, "priority": msg.priority, "request": msg.request, "created": msg.created,
+                  "generation": msg.generation}
+        if current is None or current.withdrawn:
+            self.owners.put(msg.name, records.OwnerDoc(name=msg.name, plain=msg.plain, **fields))
+        elif current.generation != msg.generation:
+            self.owners.put(msg.name, msgspec.structs.replace(current, **fields))
+        self.rt.kick("round")
+
+    def on_withdrawn(self, msg: events.OwnerWithdrawn) -> None:
+        owner = self.owners.get(msg.name)
+        if owner is None:
+            return
+        if not owner.admitted and not self._children(msg.name):
+            self.owners.delete(msg.name)
+        else:
+            self.owners.put(msg.name, msgspec.structs.replace(owner, withdrawn=True))
+        self._release_gang(msg.name, Reaction())
+        self.rt.kick("round")
+
+    # -- children ------------------------------------------------------------------------------------
+
+    def on_place(self, msg: events.PlaceChildren) -> Reaction:
+        owner = self.owners.get(msg.owner)
+        if owner is not None:
+            world = events.World(hyperjob=msg.hyperjob, plan=msg.plan, world_size=msg.world_size) if msg.plan else None
+            self.owners.put(msg.owner, msgspec.structs.replace(owner, gang=msg.gang, attempt=msg.attempt, world=world))
+        reaction = Reaction()
+        for child in msg.children:
+            request = records.PlacementDoc(child=child.name, owner=msg.owner, plain=msg.plain,
+                                           replicated_job=child.replicated_job, clusters=list(child.clusters),
+                                           job=child.job, template_hash=child.template_hash,
+                                           requested_at=self.rt.now(), attempt=msg.attempt)
+            self._step(msg, child.name, ps.Requested(), reaction, request=request)
+        self._place_owner(msg.owner, reaction)
         return reaction
 
-    def _gang_decisions(self, cause: events.Message | Cause, gang: fleetcore.HyperJobGang, decisions: list[Any],
-                        placements: dict[str, records.PlacementDoc | None]) -> Reaction:
-        """Reserve: dispatch the child gated (first attempt) or ask its cluster to hold it again;
-        Bind: start it; Release: give its nodes back. Retry and timers live in the gang document."""
-        reaction = Reaction()
+    def on_unplace(self, msg: events.RemoveChild) -> Reaction:
+        return self._step(msg, msg.child, ps.Remove(), Reaction())
+
+    def on_move(self, msg: events.MoveChild) -> Reaction:
+        return self._step(msg, msg.child, ps.Move(to_cluster=msg.to_cluster, reason=msg.reason), Reaction())
+
+    def on_removed(self, msg: events.JobRemoved) -> Reaction:
+        reaction = self._step(msg, msg.job, ps.Removed(cluster=msg.cluster, refused=msg.reason), Reaction())
+        self.rt.kick("round")
+        return reaction
+
+    def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
+        """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
+        self._child_progress(msg.job, msg.cluster, finished=msg.new in TERMINAL_JOB_PHASES)
+
+    def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
+        """A plain Job counts against its global queue once its cluster's Volcano enqueued it."""
+        if msg.phase != "Unknown":
+            self._child_progress(msg.job, msg.cluster, enqueued=msg.phase in ENQUEUED_PODGROUP_PHASES)
+
+    def _child_progress(self, child: str, cluster: str, **progress: bool) -> None:
+        placement = self.placements.get(child)
+        if placement is None or placement.cluster != cluster:
+            return
+        updated = msgspec.structs.replace(placement, **progress)
+        if updated != placement:
+            self.placements.put(child, updated)
+            self.rt.kick("round")
+
+    def _step(self, cause: events.Message | str, child: str, event: ps.PlacementEvent, reaction: Reaction,
+              request: records.PlacementDoc | None = None) -> Reaction:
+        """One placement event: the state machine decides, this carries out its commands."""
+        doc = self.placements.get(child)
+        current = ps.Placement(state=doc.state, cluster=doc.cluster, reason=doc.reason) if doc else None
+        new, commands = ps.placement_step(current, event)
+        if new is None:
+            self.placements.delete(child)
+        else:
+            base = doc if doc is not None else request
+            assert base is not None
+            if isinstance(event, ps.Requested) and request is not None:
+                base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
+            moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
+            self.placements.put(child, msgspec.structs.replace(base, state=new.state, cluster=new.cluster,
+                                                               reason=new.reason, moves=base.moves + moved))
+        for command in commands:
+            self._carry_out(cause, child, doc or request, command, reaction)
+        return reaction
+
+    def _carry_out(self, cause: events.Message | str, child: str, doc: records.PlacementDoc | None,
+                   command: ps.PlacementCommand, reaction: Reaction) -> None:
+        owner = doc.owner if doc is not None else child
+        if isinstance(command, ps.DispatchTo):
+            current = self.placements.get(child)
+            assert current is not None
+            reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, current, command.cluster))
+        elif isinstance(command, ps.RemoveFrom):
+            reaction.publish(subjects.remove_child(command.cluster), self.rt.emit(
+                events.RemoveChild, cause, f"remove/{child}/{command.cluster}", child=child, cluster=command.cluster))
+        elif isinstance(command, ps.Announce):
+            version = self.placements.versions.get(child, 0)
+            reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+                events.ChildPlacementWaiting, cause, f"waiting/{child}/{version}/{command.reason}", child=child,
+                hyperjob="" if doc is not None and doc.plain else owner, reason=command.reason))
+        elif isinstance(command, ps.Forget) and command.unplaced:
+            # Never dispatched anywhere: it is gone as soon as it is forgotten.
+            reaction.publish(subjects.job_removed("unplaced"), self.rt.emit(
+                events.JobRemoved, cause, f"removed/{child}", cluster="", job=child,
+                hyperjob="" if doc is not None and doc.plain else owner))
+        elif isinstance(command, ps.PlaceNext):
+            current = self.placements.get(child)
+            if current is not None and current.next is not None:
+                self.placements.put(child, msgspec.structs.replace(current.next, state="Waiting", cluster="",
+                                                                   reason=ps.QUEUE_WAIT))
+
+    def _dispatch(self, cause: events.Message | str, placement: records.PlacementDoc, cluster: str
+                  ) -> events.DispatchChild:
+        owner = self.owners.get(placement.owner)
+        gang = self.gangs.get(placement.owner)
+        gated = gang is not None and placement.child in gang.children and gang.phase == "Reserving"
+        return self.rt.emit(
+            events.DispatchChild, cause, f"dispatch/{placement.child}/{cluster}/{placement.requested_at!r}",
+            child=placement.child, cluster=cluster, hyperjob="" if placement.plain else placement.owner,
+            replicated_job=placement.replicated_job, job=placement.job,
+            world=owner.world if owner is not None else None, gang=placement.owner if gated else "",
+            gang_attempt=gang.attempt if gated and gang is not None else 0, attempt=placement.attempt)
+
+    def _children(self, owner: str) -> list[records.PlacementDoc]:
+        rows = self.placements.rows
+        return [rows[name] for name in self.children_of.names(owner)]
+
+    # -- the cross-cluster gang ------------------------------------------------------------------------
+
+    def on_reservation(self, msg: events.ReservationHeld) -> Reaction | None:
+        gang = self.gangs.get(msg.hyperjob)
+        if gang is None or msg.attempt != gang.attempt:
+            return None  # a reservation of an earlier attempt: already released
+        event = (fleetcore.ReservationHeld if msg.held else fleetcore.ReservationLost)(child=msg.child,
+                                                                                      cluster=msg.cluster)
+        return self._gang_step(msg, gang, event)
+
+    def _gang_step(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: Any) -> Reaction:
+        gang, decisions = fleetcore.gang_step(gang, event, self.rt.now())
+        self.gangs.put(gang.hyperjob, gang)
+        return self._gang_decisions(cause, gang, decisions, Reaction())
+
+    def _gang_decisions(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, decisions: list[Any],
+                        reaction: Reaction) -> Reaction:
+        """Reserve: dispatch the child gated; Bind: start it; Release: give its nodes back; Retry:
+        ask the splitter for a new plan (it may fit on other clusters now)."""
         for d in decisions:
-            if isinstance(d, fleetcore.Reserve) and placements.get(d.child) is not None:
-                placement = replace(placements[d.child], state="Dispatched", cluster=d.cluster, reason="")  # type: ignore[arg-type]
-                reaction.writes.append(Write.put(records.PLACEMENT, d.child, placement))
-                reaction.publish(subjects.dispatch(d.cluster), self._dispatch(cause, placement, gang=gang.hyperjob))
+            placement = self.placements.get(getattr(d, "child", ""))
+            if isinstance(d, fleetcore.Reserve) and placement is not None and placement.state != "Dispatched":
+                self._step(cause, d.child, ps.Dispatch(cluster=d.cluster), reaction)
             elif isinstance(d, fleetcore.Reserve | fleetcore.Bind | fleetcore.Release):
                 action = {fleetcore.Reserve: "reserve", fleetcore.Bind: "start", fleetcore.Release: "release"}[type(d)]
-                reaction.publish(subjects.gang_control(d.cluster), emit(
-                    events.GangControl, cause, f"gang/{d.child}/{action}/{gang.attempt}", PRODUCER, child=d.child,
+                reaction.publish(subjects.gang_control(d.cluster), self.rt.emit(
+                    events.GangControl, cause, f"gang/{d.child}/{action}/{gang.attempt}", child=d.child,
                     cluster=d.cluster, action=action, attempt=gang.attempt))
+            elif isinstance(d, fleetcore.StartTimer):
+                self._arm(gang.hyperjob, d.attempt, d.at)
             elif isinstance(d, fleetcore.Retry):
-                reaction.publish(subjects.CHILD_WAITING, emit(events.ChildPlacementWaiting, cause, "gang-retry",
-                                                              PRODUCER, child="", hyperjob=gang.hyperjob,
-                                                              reason=d.reason))
+                reaction.publish(subjects.GANG_RETRY, self.rt.emit(
+                    events.GangRetry, cause, f"gang-retry/{gang.attempt}", owner=gang.hyperjob,
+                    attempt=gang.attempt + 1, reason=d.reason))
+                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+                    events.ChildPlacementWaiting, cause, f"gang-retry-reason/{gang.attempt}", child="",
+                    hyperjob=gang.hyperjob, reason=d.reason))
         return reaction
 
-    async def _forget_finished(self, placements: dict[str, records.PlacementDoc],
-                               admissions: dict[str, records.AdmissionDoc]) -> None:
-        for owner in domain.finished_owners(placements, admissions):
-            await self.rt.store.delete(records.ADMISSION, owner)
-            await self.rt.store.delete(records.GANG, owner)
-            del admissions[owner]
+    def on_lifecycle(self, msg: events.OwnerLifecycle) -> Reaction | None:
+        """Suspend gives the gang's holds back; resume and restart start the gang over, so the
+        children's new pods start together again, as at first."""
+        owner = self.owners.get(msg.name)
+        if owner is None or owner.gang < 2:
+            return None
+        if msg.lifecycle == "Suspended":
+            return self._release_gang(msg.name, Reaction())
+        children = self._children(msg.name)
+        if not children or any(p.state != "Dispatched" for p in children):
+            return None  # not placed yet: the round opens the gang when they are
+        gang = self.gangs.get(msg.name)
+        attempt = gang.attempt + 1 if gang is not None else 1
+        gang, decisions = fleetcore.start_gang(msg.name, {p.child: p.cluster for p in sorted(children, key=lambda p: p.child)},
+                                               owner.gang, self.rt.now(), attempt=attempt)
+        self.gangs.put(msg.name, gang)
+        return self._gang_decisions(msg, gang, decisions, Reaction())
 
-    async def _admit(self, placements: dict[str, records.PlacementDoc], admissions: dict[str, records.AdmissionDoc],
-                     capacities: dict[str, fleetcore.ClusterCapacity]) -> None:
-        waiting = domain.unadmitted_owners(placements, admissions)
+    def _release_gang(self, owner: str, reaction: Reaction) -> Reaction:
+        gang = self.gangs.get(owner)
+        if gang is None:
+            return reaction
+        gang, decisions = fleetcore.release_gang(gang)
+        self.gangs.put(owner, gang)
+        return self._gang_decisions(events.derive_id(owner, f"release/{gang.attempt}"), gang, decisions, reaction)
+
+    def rearm(self) -> None:
+        for owner, gang in self.gangs.items():
+            if gang.phase == "Reserving":
+                self._arm(owner, gang.attempt, gang.deadline)
+
+    def _arm(self, owner: str, attempt: int, at: float) -> None:
+        self.rt.at(at, f"gang/{owner}", lambda: self._deadline(owner, attempt))
+
+    async def _deadline(self, owner: str, attempt: int) -> None:
+        gang = self.gangs.get(owner)
+        if gang is None or gang.attempt != attempt or gang.phase != "Reserving":
+            return
+        cause = events.derive_id(owner, f"gang-deadline/{attempt}")
+        await self.rt.commit(cause, self._gang_step(cause, gang, fleetcore.GangTimer(attempt=attempt)))
+
+    # -- the round ------------------------------------------------------------------------------------
+
+    async def round(self) -> None:
+        await self.rt.ensure_fresh()
+        reaction = Reaction()
+        self._forget_finished()
+        self._admit(reaction)
+        for name in sorted(self.owners):
+            self._place_owner(name, reaction)
+        await self.rt.commit(domain.round_cause(self.rt.instance, self.rt.now(), reaction), reaction)
+
+    def working(self) -> dict[str, fleetcore.ClusterCapacity]:
+        """The live clusters' capacity for this unit of work, with what it placed already taken."""
+        if self._working is None:
+            self._working = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+        return self._working
+
+    def end_unit(self) -> None:
+        self._working = None
+
+    def _forget_finished(self) -> None:
+        """An owner whose every child finished no longer holds its queue's share; a deleted one
+        is forgotten once its last child is gone."""
+        for name, owner in self.owners.items():
+            children = self._children(name)
+            if (owner.withdrawn and not children) or (owner.admitted and children and all(c.finished for c in children)):
+                self.owners.delete(name)
+                if name in self.gangs:
+                    self.gangs.delete(name)
+
+    def _admit(self, reaction: Reaction) -> None:
+        """HyperJobs are admitted by their global queue over the fleet. A plain Job goes to its
+        cluster at once, where Volcano's enqueue (and reclaim) decides it as with one cluster; it
+        counts against its global queue by its request from then on, as an admitted HyperJob does."""
+        waiting = [o for o in self.owners.values() if not o.admitted and not o.withdrawn]
+        for owner in [o for o in waiting if o.plain]:
+            self._admitted(owner, reaction)
+        waiting = [o for o in waiting if not o.plain]
         if not waiting:
             return
-        owners = {n: d.decode(records.HyperJobDoc)
-                  for n, d in (await self.rt.store.get_many(records.HYPERJOB, sorted(waiting))).items() if d}
-        classes = {n: d.decode(records.PriorityClassDoc).value
-                   for n, d in (await self.rt.store.list(records.PRIORITY_CLASS)).items()}
-        candidates = [domain.candidate(doc, classes) for doc in owners.values()]
-        queues = domain.fleet_queues({n: d.decode(records.QueueDoc) for n, d in (await self.rt.store.list(records.QUEUE)).items()})
-        capacity = fleetcore.fleet_capacity(fleetcore.live_clusters(capacities, time.time()).values())
-        admission = fleetcore.admit(queues, domain.allocated(admissions), candidates, capacity)
-        by_name = {c.name: c for c in candidates}
-        for owner in admission.admitted:
-            await self._record_admission(by_name[owner], admissions)
-        for owner, reason in admission.waiting.items():
-            await self._record_wait(owner, f"queue {by_name[owner].queue}: {reason}", placements)
+        queues = dict(self.queues)
+        queues.setdefault(api.DEFAULT_QUEUE, fleetcore.FleetQueue(name=api.DEFAULT_QUEUE))
+        allocated: dict[str, dict[str, float]] = {}
+        for owner in self.owners.values():
+            counts = owner.admitted and (not owner.plain or any(
+                p.enqueued and not p.finished for p in self._children(owner.name)))
+            if counts:
+                allocated[owner.queue] = add(allocated.get(owner.queue, {}), owner.request)
+        candidates = [fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request,
+                                          created=o.created) for o in waiting]
+        live = self.capacity.live(self.capacity.now(self.rt.now()))
+        admission = fleetcore.admit(queues, allocated, candidates, fleetcore.fleet_capacity(live.values()))
+        for name in admission.admitted:
+            self._admitted(self.owners.rows[name], reaction)
+        for name, why in admission.waiting.items():
+            self._owner_waits(name, f"queue {self.owners.rows[name].queue}: {why}", reaction)
 
-    async def _record_admission(self, candidate: fleetcore.Candidate, admissions: dict[str, records.AdmissionDoc]) -> None:
-        doc = records.AdmissionDoc(owner=candidate.name, queue=candidate.queue, request=candidate.request,
-                                   admitted_at=time.time())
-        cause = Cause(event_id=events.derive_id(candidate.name, f"admitted/{candidate.created}"))
-        reaction = Reaction(writes=[Write.put(records.ADMISSION, candidate.name, doc, 0)])
-        reaction.publish(subjects.OWNER_ADMITTED, emit(events.OwnerAdmitted, cause, "admitted", PRODUCER,
-                                                       name=candidate.name, queue=candidate.queue))
-        await self.rt.commit("global-scheduler-admit", cause.event_id, reaction)
-        admissions[candidate.name] = doc
+    def _admitted(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
+        self.owners.put(owner.name, msgspec.structs.replace(owner, admitted=True, reason=""))
+        reaction.publish(subjects.OWNER_ADMITTED, self.rt.emit(
+            events.OwnerAdmitted, owner.name, f"admitted/{owner.created!r}/{owner.generation}", name=owner.name,
+            queue=owner.queue, generation=owner.generation))
 
-    async def _record_wait(self, owner: str, reason: str, placements: dict[str, records.PlacementDoc]) -> None:
-        for name, placement in placements.items():
-            if placement.owner != owner or placement.reason == reason:
+    def _owner_waits(self, name: str, reason: str, reaction: Reaction) -> None:
+        owner = self.owners.get(name)
+        if owner is None or owner.reason == reason:
+            return
+        self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
+        version = self.owners.versions.get(name, 0)
+        reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+            events.ChildPlacementWaiting, name, f"owner-wait/{owner.created!r}/{version}/{reason}",
+            child=name if owner.plain else "",
+            hyperjob="" if owner.plain else name, reason=reason))
+
+    def _place_owner(self, name: str, reaction: Reaction) -> None:
+        """Place what the owner has waiting: its gang as a whole, or each child where it fits."""
+        owner = self.owners.get(name)
+        if owner is None or not owner.admitted or owner.withdrawn:
+            return
+        # The children still to place (an update may add some beside children that run): a gang
+        # when more than one must start together.
+        unplaced = [p for p in sorted(self._children(name), key=lambda p: p.child) if p.state != "Dispatched"]
+        if owner.gang >= 2 and len(unplaced) >= 2:
+            self._open_gang(owner, unplaced, reaction)
+            return
+        now = self.capacity.now(self.rt.now())
+        for placement in unplaced:
+            if placement.state != "Waiting":
                 continue
-            stored = await self.rt.store.get(records.PLACEMENT, name)
-            if stored is None:
-                continue
-            cause = Cause(event_id=events.derive_id(name, f"queue-wait/{placement.requested_at!r}/{stored.version}"))
-            reaction = Reaction(writes=[Write.put(records.PLACEMENT, name, replace(placement, reason=reason), stored.version)])
-            reaction.publish(subjects.CHILD_WAITING, emit(events.ChildPlacementWaiting, cause, "waiting", PRODUCER,
-                                                          child=name, hyperjob=placement.hyperjob, reason=reason))
-            await self.rt.commit("global-scheduler-wait", cause.event_id, reaction)
+            chosen = domain.choose(placement, self.working(), now)
+            cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
+            event = ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else \
+                ps.Dispatch(cluster=chosen)
+            self._step(cause, placement.child, event, reaction)
 
-    def _try(self, cause: events.Message | Cause, placement: records.PlacementDoc,
-             capacities: dict[str, fleetcore.ClusterCapacity], version: int) -> Reaction:
-        job = api.decode(placement.job)
-        assert isinstance(job, api.Job)
-        # A child the splitter planned onto one cluster waits for that cluster's room; a plain job
-        # goes to the best live cluster, whose own Volcano queueing takes it from there.
-        planned = len(placement.clusters) == 1 and bool(placement.hyperjob)
-        chosen = fleetcore.place_job(job.spec, capacities, time.time(), cluster_names=placement.clusters,
-                                     wait_for_fit=planned)
-        reaction = Reaction()
-        if isinstance(chosen, fleetcore.Waiting):
-            if chosen.reason != placement.reason:
-                reaction.writes.append(Write.put(records.PLACEMENT, placement.child,
-                                                 replace(placement, reason=chosen.reason), version))
-                reaction.publish(subjects.CHILD_WAITING, emit(
-                    events.ChildPlacementWaiting, cause, "waiting", PRODUCER, child=placement.child,
-                    hyperjob=placement.hyperjob, reason=chosen.reason))
-            return reaction
-        dispatched = replace(placement, state="Dispatched", cluster=chosen, reason="")
-        reaction.writes.append(Write.put(records.PLACEMENT, placement.child, dispatched, version))
-        return reaction.publish(subjects.dispatch(chosen), self._dispatch(cause, dispatched))
-
-    @staticmethod
-    def _dispatch(cause: events.Message | Cause, placement: records.PlacementDoc, gang: str = "") -> events.DispatchChild:
-        return emit(events.DispatchChild, cause, f"dispatch/{placement.child}/{placement.cluster}", PRODUCER,
-                    child=placement.child, cluster=placement.cluster, hyperjob=placement.hyperjob,
-                    replicated_job=placement.replicated_job, job=placement.job, env=placement.env,
-                    env_by_pod=placement.env_by_pod, rank_offset=placement.rank_offset,
-                    world_size=placement.world_size, gang=gang)
-
-    async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
-        return {name: records.cluster_capacity(doc.decode(records.ClusterDoc))
-                for name, doc in (await self.rt.store.list(records.CLUSTER)).items()}
+    def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
+        """A gang attempt opens when every child to place waits and the gang fits the room no open
+        attempt is holding: gangs never wait on each other's partial holds."""
+        gang = self.gangs.get(owner.name)
+        if any(p.state != "Waiting" for p in children):
+            return
+        if gang is not None and gang.phase == "Reserving":
+            return
+        fits = domain.reserve_room(children, self.working())
+        if isinstance(fits, str):
+            self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
+            return
+        attempt = gang.attempt + 1 if gang is not None else 1
+        plan = {p.child: p.clusters[0] for p in children}
+        gang, decisions = fleetcore.start_gang(owner.name, plan, min(owner.gang, len(plan)), self.rt.now(),
+                                               attempt=attempt)
+        self.gangs.put(owner.name, gang)
+        self._gang_decisions(events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)

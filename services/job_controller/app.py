@@ -1,4 +1,4 @@
-"""Wiring: the consumers of one cluster's job-controller and its timer loop."""
+"""Wiring: the consumers of one cluster's job-controller, its configuration watch, its flush."""
 
 from __future__ import annotations
 
@@ -11,19 +11,23 @@ from .handlers import JobController
 
 
 async def build(settings: Settings, runtime: Runtime) -> JobController:
-    controller = JobController(runtime, settings.cluster)
+    controller = JobController(runtime, settings)
     c = settings.cluster
-    await runtime.subscribe(f"job-controller-{c}-sched", [subjects.dispatch(c), subjects.remove_child(c),
-                                                         subjects.command_child(c), subjects.podgroup_phase(c),
-                                                         subjects.pod_bound(c), subjects.pod_evicted(c)], {
+    runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: controller.on_queue,
+                                        events.PriorityClassChanged: controller.on_priority_class})
+    runtime.subscribe(f"job-controller-{c}", [subjects.dispatch(c), subjects.remove_child(c),
+                                              subjects.command_child(c), subjects.podgroup_phase(c),
+                                              subjects.pods_bound(c), subjects.pods_evicted(c),
+                                              subjects.pods_rejected(c)], {
         events.DispatchChild: controller.on_dispatch,
         events.RemoveChild: controller.on_remove,
         events.CommandChild: controller.on_command,
         events.PodGroupPhaseChanged: controller.on_podgroup_phase,
-        events.PodBound: controller.on_bound,
-        events.PodEvicted: controller.on_evicted,
+        events.PodsBound: controller.on_bound,
+        events.PodsEvicted: controller.on_evicted,
+        events.PodsRejected: controller.on_rejected,
     })
-    await runtime.subscribe(f"job-controller-{c}-nodes", subjects.pod_phase(c),
-                            {events.PodPhaseReported: controller.on_pod_phase})
-    runtime.every(settings.timer_period, controller.fire_due_timers, "fire-due-timers")
+    runtime.subscribe(f"job-controller-{c}-nodes", subjects.pod_phases(c),
+                      {events.PodPhasesReported: controller.on_pod_phases})
+    runtime.before_commit(controller.flush)
     return controller

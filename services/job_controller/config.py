@@ -1,3 +1,5 @@
+from typing import Literal
+
 import msgspec
 
 
@@ -6,5 +8,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
-    # How often due policy timeouts (delayed actions) are looked for, in seconds.
-    timer_period: float = 1.0
+    # The ssh plugin's key pairs: from the system's randomness (live), or derived from the job uid
+    # (the simulator, whose output must be the same on every run).
+    ssh_keys: Literal["random", "deterministic"] = "random"

@@ -1,36 +1,42 @@
-"""Driving jobcore for one job: events in, the record and what to do outside out (pure).
+"""Driving jobcore for one job, and what the rest of the system learns from it (pure).
 
 ``jobcore.decide`` may ask to delete pods. A pod that never reached a node is gone at once, so it
 is reported back (``PodDeleted``) right away; a pod on a node must be stopped there first, and the
-node's report brings the ``PodDeleted`` later. This mirrors the simulator's driver.
+node's report brings the ``PodDeleted`` later.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
+import api
+import events
+import fleetcore
 import jobcore
+import records
 from jobcore import model as jm
+
+REPLICATED_JOB_LABEL = fleetcore.REPLICATED_JOB_LABEL
+HYPERJOB_LABEL = fleetcore.HYPERJOB_NAME_LABEL
 
 
 class Outcome(msgspec.Struct, kw_only=True):
     """What the rest of the system must learn or do after some events were decided."""
 
     record: jm.JobRecord
-    stop: list[tuple[str, str]] = []  # (pod, node)
+    stop: list[tuple[str, str, str]] = []  # (pod, node, uid)
     phase_changes: list[jm.JobPhaseChanged] = []
-    podgroup: jm.PodGroupInfo | None = None
-    podgroup_deleted: bool = False
-    pods_created: bool = False
+    timers: list[jm.StartTimer | jm.CancelTimer] = []
 
 
-def run(record: jm.JobRecord, events: list[Any], now: float, initial: list[Any] | None = None) -> Outcome:
+def run(record: jm.JobRecord, todo: list[Any], now: float, initial: list[Any] | None = None) -> Outcome:
     """Decide every event in order, following up on deletions of pods that are on no node."""
     outcome = Outcome(record=record)
-    work: deque[Any] = deque(events)
+    work: deque[Any] = deque(todo)
     for effect in initial or []:
         work.extend(_carry_out(outcome, effect))
     while work:
@@ -50,48 +56,118 @@ def _carry_out(outcome: Outcome, effect: Any) -> list[Any]:
             if pod.node is None:
                 followups.append(jm.PodDeleted(pod=name, job_version=pod.version, uid=pod.uid))
             else:
-                outcome.stop.append((name, pod.node))
+                outcome.stop.append((name, pod.node, pod.uid))
         return followups
-    if isinstance(effect, jm.CreatePods):
-        outcome.pods_created = True
-    elif isinstance(effect, jm.CreatePodGroup):
-        outcome.podgroup, outcome.podgroup_deleted = effect.podgroup, False
-    elif isinstance(effect, jm.DeletePodGroup):
-        outcome.podgroup, outcome.podgroup_deleted = None, True
-    elif isinstance(effect, jm.JobPhaseChanged):
+    if isinstance(effect, jm.JobPhaseChanged):
         outcome.phase_changes.append(effect)
-    # StartTimer/CancelTimer: the delays live in record.delayed; the timer loop reads them there.
+    elif isinstance(effect, jm.StartTimer | jm.CancelTimer):
+        outcome.timers.append(effect)
+    # CreatePods / CreatePodGroup / DeletePodGroup: the record says it all (``job_state``).
     return []
 
 
-def pod_event(record: jm.JobRecord, pod: str, uid: str, phase: str, exit_code: int | None,
-              restarts: int) -> Any | None:
-    """Translate a node's report about a pod into jobcore's event (None: nothing to say).
-
-    The report names the incarnation (``uid``); jobcore ignores one about an older incarnation.
-    """
-    current = record.pods.get(pod)
+def pod_event(record: jm.JobRecord, report: events.PodReport) -> Any | None:
+    """A node's report about a pod as jobcore's event (None: nothing to say). The report names the
+    incarnation (``uid``); jobcore ignores one about an older incarnation."""
+    current = record.pods.get(report.pod)
     if current is None:
         return None
-    common = {"pod": pod, "job_version": current.version, "uid": uid or current.uid}
-    if phase == "Running":
-        if restarts > current.status.container_restarts:
-            return jm.PodRestarted(restarts=restarts, exit_code=exit_code, **common)
+    common = {"pod": report.pod, "job_version": current.version, "uid": report.uid or current.uid}
+    if report.phase == "Running":
+        if report.restarts > current.status.container_restarts:
+            return jm.PodRestarted(restarts=report.restarts, exit_code=report.exit_code, **common)
         return jm.PodRunning(**common)
-    if phase == "Succeeded":
+    if report.phase == "Succeeded":
         return jm.PodSucceeded(**common)
-    if phase == "Failed":
-        return jm.PodFailed(exit_code=exit_code if exit_code is not None else 1, **common)
-    if phase == "Deleted":
+    if report.phase == "Failed":
+        return jm.PodFailed(exit_code=report.exit_code if report.exit_code is not None else 1, **common)
+    if report.phase == "Deleted":
         return jm.PodDeleted(**common)
     return None
-
-
-def due_timers(record: jm.JobRecord, now: float) -> list[jm.TimerFired]:
-    return [jm.TimerFired(key=key) for key, delayed in sorted(record.delayed.items()) if delayed.at <= now]
 
 
 def removable(record: jm.JobRecord) -> bool:
     """A job being removed may be forgotten once no pod of it runs anywhere: finished pods hold
     nothing on their nodes, the others must be stopped (and reported gone) first."""
     return all(pod.phase in ("Succeeded", "Failed") for pod in record.pods.values())
+
+
+def with_default_priority(job: api.Job, classes: Mapping[str, tuple[int, bool]]) -> api.Job:
+    """A job that names no PriorityClass gets the ``globalDefault`` one, as Kubernetes' admission does."""
+    if job.spec.priority_class_name:
+        return job
+    default = sorted(name for name, (_, is_default) in classes.items() if is_default)
+    if not default:
+        return job
+    return msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, priority_class_name=default[0]))
+
+
+def training_env(world: events.World | None, child: str, task: str, index: int) -> dict[str, str]:
+    """The cross-cluster training environment of one pod of a HyperJob's child."""
+    if world is None:
+        return {}
+    hyperjob = api.decode(world.hyperjob)
+    assert isinstance(hyperjob, api.HyperJob)
+    return fleetcore.training_env(hyperjob, split_plan(hyperjob.metadata.name, world), child, task, index)
+
+
+def split_plan(name: str, world: events.World) -> fleetcore.SplitPlan:
+    children = tuple(fleetcore.ChildPlan(name=c.name, replicated_job=c.replicated_job, index=c.index,
+                                         cluster=c.cluster, tasks=dict(c.tasks), replicas=c.replicas,
+                                         rank_offset=c.rank_offset, min_available=c.min_available)
+                     for c in world.plan)
+    return fleetcore.SplitPlan(hyperjob=name, children=children, world_size=world.world_size)
+
+
+# -- what the cluster-scheduler sees of a job ------------------------------------------------------
+
+def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str) -> list[dict[str, Any]]:
+    """The job's scheduling state as ``JobState`` fields, split into parts of at most
+    ``events.PART_SIZE`` pods (task order, then index). A job without pods has one part."""
+    order = {t.name: i for i, t in enumerate(record.spec.tasks)}
+    pods = sorted(record.pods.values(), key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
+    tasks = {}
+    for pod in pods:
+        tasks.setdefault(pod.task, _task_scheduling(pod.scheduling))
+    states = [events.PodState(name=p.name, task=p.task, index=p.index, uid=p.uid, version=p.version, phase=p.phase,
+                              node=p.node or "", created=p.status.created_at) for p in pods]
+    chunks = [states[i:i + events.PART_SIZE] for i in range(0, len(states), events.PART_SIZE)] or [[]]
+    podgroup = _podgroup(record) if record.podgroup_exists else None
+    common = {"cluster": cluster, "job": record.name, "uid": record.uid, "version": record.version,
+              "created": record.created_at, "parts": len(chunks), "namespace": record.namespace, "gang": info.gang,
+              "gang_attempt": info.gang_attempt,
+              "podgroup": podgroup}
+    return [{**common, "part": i, "tasks": {t: s for t, s in tasks.items() if any(p.task == t for p in chunk)},
+             "pods": chunk} for i, chunk in enumerate(chunks)]
+
+
+def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
+    """The ``JobState`` of a PodGroup applied on its own: its podgroup, no pods."""
+    pg = api.decode(doc.manifest)
+    assert isinstance(pg, api.PodGroup)
+    spec = pg.spec
+    resources = api.quantity.parse_resource_list(spec.min_resources) if spec.min_resources is not None else {}
+    topology = msgspec.to_builtins(spec.network_topology) if spec.network_topology is not None else None
+    podgroup = events.PodGroupSpec(min_member=spec.min_member, min_task_member=dict(spec.min_task_member),
+                                   min_resources=resources, queue=spec.queue or api.DEFAULT_QUEUE,
+                                   priority_class_name=spec.priority_class_name, network_topology=topology)
+    return {"cluster": cluster, "job": pg.metadata.name, "uid": doc.uid, "version": 0, "created": doc.created,
+            "part": 0, "parts": 1, "podgroup": podgroup}
+
+
+def _podgroup(record: jm.JobRecord) -> events.PodGroupSpec:
+    pg = jobcore.derive_podgroup(record)
+    topology = msgspec.to_builtins(pg.network_topology) if pg.network_topology is not None else None
+    return events.PodGroupSpec(min_member=pg.min_member, min_task_member=dict(pg.min_task_member),
+                               min_resources=dict(pg.min_resources), queue=pg.queue,
+                               priority_class_name=pg.priority_class_name, priority=pg.priority,
+                               job_version=pg.job_version, network_topology=topology)
+
+
+def _task_scheduling(s: jm.PodScheduling) -> events.TaskScheduling:
+    return events.TaskScheduling(
+        request=dict(s.request), priority=s.priority, priority_class_name=s.priority_class_name,
+        preemption_policy=s.preemption_policy, preemptable=s.preemptable, node_selector=dict(s.node_selector),
+        tolerations=[msgspec.to_builtins(t) for t in s.tolerations],
+        affinity=msgspec.to_builtins(s.affinity) if s.affinity is not None else None,
+        node_name=s.node_name)

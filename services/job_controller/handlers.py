@@ -1,11 +1,17 @@
-"""One handler per consumed message: load the job, decide with jobcore, write, announce."""
+"""One handler per consumed message: find the job, decide with jobcore, record, announce.
+
+The job-controller of one cluster keeps every job dispatched there (``job@<cluster>``, jobcore's
+record) and what came with the dispatch (``child@<cluster>``). It learns the queues and priority
+classes from the configuration stream, and tells the cluster-scheduler what it needs of each job
+through the job's latest state (``JobState``, once per job per unit of work), the node-agents
+which pods to start or stop (one message per job), and everyone else the job's phase changes.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import random
-import time
-from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -16,190 +22,304 @@ import jobcore
 import records
 from events import subjects
 from jobcore import model as jm
-from servicekit import Cause, Reaction, Runtime, emit
-from store import Write
+from servicekit import Reaction, Runtime
 
 from . import domain
+from .config import Settings
 
-PRODUCER = "job-controller"
 ADMITTED_PHASES = ("Inqueue", "Running", "Unknown", "Completed")
 
 
 class JobController:
-    def __init__(self, runtime: Runtime, cluster: str) -> None:
+    def __init__(self, runtime: Runtime, settings: Settings) -> None:
         self.rt = runtime
-        self.cluster = cluster
-        self.kind = records.job_kind(cluster)
-        self.pg_kind = records.podgroup_kind(cluster)
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.cluster = settings.cluster
+        self.random_keys = settings.ssh_keys == "random"
+        self.jobs = runtime.table(f"job@{self.cluster}", jm.JobRecord)
+        self.children = runtime.table(f"child@{self.cluster}", records.ChildInfo)
+        self.bare = runtime.table(records.bare_podgroup_kind(self.cluster), records.BarePodGroupDoc)
+        self.queues: dict[str, str] = {api.DEFAULT_QUEUE: "Open"}
+        self.parents: dict[str, str] = {}
+        self.classes: dict[str, tuple[int, bool]] = {}
+        self.dirty: set[str] = set()  # jobs whose JobState is to be republished by this unit
+        self.published: dict[tuple[str, int], str] = {}  # (job, part) -> digest of what went out
+        runtime.on_load(self.rearm)
 
-    # -- consumed messages ----------------------------------------------------------------------
+    # -- configuration ---------------------------------------------------------------------------
 
-    async def on_dispatch(self, msg: events.DispatchChild) -> Reaction:
-        async with self._locks[msg.child]:
-            if await self.rt.store.get(self.kind, msg.child) is not None:
-                return Reaction()  # already admitted here: a repeated dispatch changes nothing
-            record = await self._admit(msg)
-            outcome = domain.run(record, [], time.time(), initial=jobcore.initial_effects(record))
-            reaction = self._reaction(msg, outcome, expected_version=0, hyperjob=msg.hyperjob, pod_env={})
-            if msg.env_by_pod:
-                reaction.writes.append(Write.put(records.podenv_kind(self.cluster), msg.child,
-                                                 records.PodEnvDoc(env_by_pod=msg.env_by_pod)))
-            if msg.gang:
-                # Written with the podgroup, so the scheduler never sees the pods without the gate.
-                reaction.writes.append(Write.put(records.gate_kind(self.cluster), msg.child,
-                                                 records.GateDoc(gang=msg.gang)))
-            return reaction
+    def on_queue(self, msg: events.QueueChanged) -> None:
+        if msg.deleted:
+            self.queues.pop(msg.name, None)
+            self.parents.pop(msg.name, None)
+        else:
+            self.queues[msg.name] = msg.state
+            self.parents[msg.name] = str(msg.manifest.get("spec", {}).get("parent") or "")
+        self.queues.setdefault(api.DEFAULT_QUEUE, "Open")
 
-    async def _admit(self, msg: events.DispatchChild) -> jm.JobRecord:
+    def on_priority_class(self, msg: events.PriorityClassChanged) -> None:
+        if msg.deleted:
+            self.classes.pop(msg.name, None)
+        else:
+            self.classes[msg.name] = (msg.value, msg.global_default)
+
+    # -- dispatches and commands -------------------------------------------------------------------
+
+    def on_dispatch(self, msg: events.DispatchChild) -> Reaction | None:
+        if msg.child in self.jobs or msg.child in self.bare:
+            return None  # already admitted here: a repeated dispatch changes nothing
+        if msg.job.get("kind") == "PodGroup":
+            self.bare.put(msg.child, records.BarePodGroupDoc(manifest=msg.job, uid=msg.event_id, created=self.rt.now()))
+            self.dirty.add(msg.child)
+            return None
+        try:
+            record = self._admit(msg)
+        except api.ManifestError as exc:
+            # The cluster refuses it (its queue closed since placement): the child is not here.
+            return Reaction().publish(subjects.job_removed(self.cluster), self.rt.emit(
+                events.JobRemoved, msg, "refused", cluster=self.cluster, job=msg.child, hyperjob=msg.hyperjob,
+                reason=str(exc)))
+        info = records.ChildInfo(hyperjob=msg.hyperjob, replicated_job=msg.replicated_job, gang=msg.gang,
+                                gang_attempt=msg.gang_attempt, attempt=msg.attempt, world=msg.world)
+        self.children.put(msg.child, info)
+        outcome = domain.run(record, [], self.rt.now(), initial=jobcore.initial_effects(record))
+        return self._apply(msg, outcome, previous=None)
+
+    def _admit(self, msg: events.DispatchChild) -> jm.JobRecord:
         manifest = api.decode(msg.job)
-        assert isinstance(manifest, api.Job)
+        if not isinstance(manifest, api.Job):
+            raise api.ManifestError("$.kind", "a child must be a Volcano Job")
         if not manifest.metadata.uid:
             # Each dispatch is a new incarnation of the job: its uid (and so its pods' uids and the
             # ids derived from them) must differ from a deleted job's of the same name, or the
             # bus would drop their messages as duplicates and the dedup markers would swallow them.
-            manifest = msgspec.structs.replace(
-                manifest, metadata=msgspec.structs.replace(manifest.metadata, uid=msg.event_id))
-        queues = {name: doc.decode(records.QueueDoc).state for name, doc in (await self.rt.store.list(records.QUEUE)).items()}
-        queues.setdefault(api.DEFAULT_QUEUE, "Open")
-        classes = {name: doc.decode(records.PriorityClassDoc).value
-                   for name, doc in (await self.rt.store.list(records.PRIORITY_CLASS)).items()}
-        rank = jm.RankOverride(rank_offset=msg.rank_offset, world_size=msg.world_size)
-        # jobcore's default ssh key pair is derived from the job uid (fine for the simulator's
-        # byte-identical output); a live job gets a key pair from the system's randomness.
-        return jobcore.admit(manifest, queues, time.time(), classes, rank=rank, extra_env=msg.env,
-                             keygen=lambda _uid: jobcore.generate_rsa_keypair(random.SystemRandom()))
+            manifest = msgspec.structs.replace(manifest, metadata=msgspec.structs.replace(manifest.metadata,
+                                                                                           uid=msg.event_id))
+        manifest = domain.with_default_priority(manifest, self.classes)
+        me = next((c for c in msg.world.plan if c.name == msg.child), None) if msg.world else None
+        rank = jm.RankOverride(rank_offset=me.rank_offset if me else 0,
+                               world_size=msg.world.world_size if msg.world else None)
+        # jobcore's default ssh key pair is derived from the job uid (what the simulator's
+        # byte-identical output needs); a live job gets a key pair from the system's randomness.
+        keygen = (lambda _uid: jobcore.generate_rsa_keypair(random.SystemRandom())) if self.random_keys else None
+        return jobcore.admit(manifest, self.queues, self.rt.now(), {n: v for n, (v, _) in self.classes.items()},
+                             parents=self.parents, rank=rank, keygen=keygen)
 
-    async def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> Reaction:
+    def on_command(self, msg: events.CommandChild) -> Reaction | None:
+        return self._feed(msg, msg.child, lambda r: jm.CommandIssued(action=msg.action, id=msg.event_id))
+
+    def on_remove(self, msg: events.RemoveChild) -> Reaction | None:
+        if msg.child in self.bare:
+            self.bare.delete(msg.child)
+            self.dirty.add(msg.child)
+            return Reaction().publish(subjects.job_removed(self.cluster), self.rt.emit(
+                events.JobRemoved, msg, "removed", cluster=self.cluster, job=msg.child))
+        info = self.children.get(msg.child)
+        if info is None:
+            return None
+        if not info.removing:
+            self.children.put(msg.child, msgspec.structs.replace(info, removing=True))
+        return self._feed(msg, msg.child, lambda r: jm.CommandIssued(action="TerminateJob", id=msg.event_id))
+
+    # -- the scheduler's news ----------------------------------------------------------------------
+
+    def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> Reaction | None:
         def event(record: jm.JobRecord) -> Any:
+            if (msg.job_uid, msg.job_version) != (record.uid, record.version):
+                return None  # about another incarnation of the job or its podgroup
             if msg.phase == "Unknown":
                 return jm.PodGroupUnknown(job_version=record.version)
             if msg.phase in ADMITTED_PHASES and not record.podgroup_admitted:
                 return jm.PodGroupAdmitted(job_version=record.version)
             return None
 
-        return await self._feed(msg, msg.job, event)
+        return self._feed(msg, msg.job, event)
 
-    async def on_bound(self, msg: events.PodBound) -> Reaction:
-        return await self._feed(msg, msg.job, lambda r: jm.PodBound(pod=msg.pod, node=msg.node, uid=msg.pod_uid,
-                                                                    job_version=msg.job_version))
-
-    async def on_evicted(self, msg: events.PodEvicted) -> Reaction:
-        reaction = await self._feed(msg, msg.job, lambda r: jm.PodEvicted(pod=msg.pod, reason=msg.reason, uid=msg.pod_uid,
-                                                                          job_version=msg.job_version))
-        # The scheduler took the node's resources back; the node must stop the pod too.
-        stop = emit(events.StopPod, msg, "stop-evicted", PRODUCER, cluster=self.cluster, node=msg.node, pod=msg.pod,
-                    reason=msg.reason)
-        return reaction.publish(subjects.stop_pod(self.cluster), stop)
-
-    async def on_pod_phase(self, msg: events.PodPhaseReported) -> Reaction:
-        return await self._feed(msg, msg.job, lambda r: domain.pod_event(r, msg.pod, msg.pod_uid, msg.phase,
-                                                                         msg.exit_code, msg.restarts))
-
-    async def on_command(self, msg: events.CommandChild) -> Reaction:
-        return await self._feed(msg, msg.child, lambda r: jm.CommandIssued(action=msg.action, id=msg.event_id))
-
-    async def on_remove(self, msg: events.RemoveChild) -> Reaction:
-        return await self._feed(msg, msg.child, lambda r: jm.CommandIssued(action="TerminateJob", id=msg.event_id),
-                                removing=True)
-
-    # -- timers -----------------------------------------------------------------------------------
-
-    async def fire_due_timers(self) -> None:
-        now = time.time()
-        for name, doc in (await self.rt.store.list(self.kind)).items():
-            record = doc.decode(jm.JobRecord)
-            for timer in domain.due_timers(record, now):
-                at = record.delayed[timer.key].at
-                cause = Cause(event_id=events.derive_id(record.uid, f"timer/{timer.key}/{at}"))
-                reaction = await self._feed(cause, name, lambda r, t=timer: t)
-                await self.rt.commit("job-controller-timers", cause.event_id, reaction)
-
-    # -- the shared pipeline ----------------------------------------------------------------------
-
-    async def _feed(self, msg: events.Message | Cause, job: str, make_event: Any, removing: bool = False) -> Reaction:
-        async with self._locks[job]:
-            doc = await self.rt.store.get(self.kind, job)
-            if doc is None:
-                return Reaction()  # a job this cluster no longer has: nothing to do
-            record = doc.decode(jm.JobRecord)
-            event = make_event(record)
-            if event is None:
-                return Reaction()
-            outcome = domain.run(record, [event], time.time())
-            hyperjob = record.job.metadata.labels.get("volcano.sh/hyperjob-name", "")
-            pod_env = await self._pod_env(job) if isinstance(msg, events.PodBound) else {}
-            return self._reaction(msg, outcome, expected_version=doc.version, hyperjob=hyperjob, pod_env=pod_env,
-                                  removing=removing or record.job.metadata.annotations.get(REMOVING) == "true")
-
-    async def _pod_env(self, job: str) -> dict[str, dict[str, str]]:
-        doc = await self.rt.store.get(records.podenv_kind(self.cluster), job)
-        return doc.decode(records.PodEnvDoc).env_by_pod if doc is not None else {}
-
-    def _reaction(self, cause: events.Message | Cause, outcome: domain.Outcome, *, expected_version: int, hyperjob: str,
-                  pod_env: dict[str, dict[str, str]], removing: bool = False) -> Reaction:
-        record = outcome.record
-        if removing and record.job.metadata.annotations.get(REMOVING) != "true":
-            record = _mark_removing(record)
-        reaction = Reaction()
-        if removing and domain.removable(record):
-            reaction.writes += [Write.delete(self.kind, record.name, expected_version or None),
-                                Write.delete(self.pg_kind, record.name),
-                                Write.delete(records.podenv_kind(self.cluster), record.name),
-                                Write.delete(records.gate_kind(self.cluster), record.name)]
-            reaction.publish(subjects.job_removed(self.cluster), emit(
-                events.JobRemoved, cause, "removed", PRODUCER, cluster=self.cluster, job=record.name, hyperjob=hyperjob))
+    def on_bound(self, msg: events.PodsBound) -> Reaction | None:
+        reaction = self._feed(msg, msg.job, lambda r: [jm.PodBound(pod=p.pod, node=p.node, uid=p.uid,
+                                                                   job_version=_version(r, p.pod)) for p in msg.pods])
+        record = self.jobs.get(msg.job)
+        if record is None:
             return reaction
-        reaction.writes.append(Write.put(self.kind, record.name, record, expected_version))
-        self._podgroup_writes(reaction, outcome, record.name)
-        self._announce(reaction, cause, outcome, hyperjob, pod_env)
+        started = [p for p in msg.pods if (pod := record.pods.get(p.pod)) is not None
+                   and (pod.uid, pod.node) == (p.uid, p.node)]
+        if started:
+            reaction = (reaction or Reaction()).publish(subjects.start_pods(self.cluster), self.rt.emit(
+                events.StartPods, msg, "start", cluster=self.cluster, job=msg.job, job_version=record.version,
+                pods=[self._start(record, p.pod) for p in started]))
         return reaction
 
-    def _podgroup_writes(self, reaction: Reaction, outcome: domain.Outcome, name: str) -> None:
-        if outcome.podgroup is not None:
-            reaction.writes.append(Write.put(self.pg_kind, name, outcome.podgroup))
-        elif outcome.podgroup_deleted:
-            reaction.writes.append(Write.delete(self.pg_kind, name))
+    def _start(self, record: jm.JobRecord, name: str) -> events.PodStart:
+        pod = record.pods[name]
+        info = self.children.get(record.name) or records.ChildInfo()
+        world_env = domain.training_env(info.world, record.name, pod.task, pod.index)
+        env, files = jobcore.pod_environment(record, name, world_env)
+        run = pod.run
+        return events.PodStart(pod=name, uid=pod.uid, node=pod.node or "", task=pod.task, command=run.command,
+                               args=run.args, env={**run.env, **env}, files={**run.files, **files},
+                               restart_policy=run.restart_policy, sim_duration=run.sim_duration,
+                               sim_exit_code=run.sim_exit_code)
 
-    def _announce(self, reaction: Reaction, cause: events.Message | Cause, outcome: domain.Outcome, hyperjob: str,
-                  pod_env: dict[str, dict[str, str]]) -> None:
+    def on_evicted(self, msg: events.PodsEvicted) -> Reaction | None:
+        reaction = self._feed(msg, msg.job, lambda r: [
+            jm.PodEvicted(pod=p.pod, reason=p.reason, uid=p.uid, job_version=_version(r, p.pod)) for p in msg.pods])
+        # The scheduler took the nodes' resources back; the nodes must stop the pods too.
+        stop = self.rt.emit(events.StopPods, msg, "stop-evicted", cluster=self.cluster,
+                            pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, job=msg.job, reason=p.reason)
+                                  for p in msg.pods])
+        return (reaction or Reaction()).publish(subjects.stop_pods(self.cluster), stop)
+
+    def on_rejected(self, msg: events.PodsRejected) -> Reaction | None:
+        """Pods whose named node cannot admit them fail, as a kubelet's admission fails them. Such a
+        pod is on that node from its creation (``spec.nodeName``): jobcore hears it bound there
+        first, since it takes the end of a pod that was never bound for a late report of an
+        earlier incarnation and ignores it."""
+        return self._feed(msg, msg.job, lambda r: [event for p in msg.pods for event in (
+            jm.PodBound(pod=p.pod, node=p.node, uid=p.uid, job_version=_version(r, p.pod)),
+            jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1))])
+
+    def on_pod_phases(self, msg: events.PodPhasesReported) -> Reaction | None:
+        by_job: dict[str, list[events.PodReport]] = {}
+        for report in msg.reports:
+            by_job.setdefault(report.job, []).append(report)
+        reaction = Reaction()
+        for job, reports in sorted(by_job.items()):
+            reaction.extend(self._feed(msg, job, lambda r, rs=reports: [domain.pod_event(r, x) for x in rs]))
+        return reaction
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def rearm(self) -> None:
+        """After a (re)load: every delayed action of every job gets its timer again."""
+        self.dirty.clear()
+        for name, record in self.jobs.items():
+            for delayed in record.delayed.values():
+                self._arm(name, delayed.key, delayed.at)
+
+    def _arm(self, job: str, key: str, at: float) -> None:
+        self.rt.at(at, f"job/{job}/{key}", lambda: self._fire(job, key, at))
+
+    async def _fire(self, job: str, key: str, at: float) -> None:
+        record = self.jobs.get(job)
+        armed = [d for d in record.delayed.values() if d.key == key] if record is not None else []
+        if record is None or not armed or armed[0].at != at:
+            return  # cancelled or re-armed since
+        cause = events.derive_id(record.uid, f"timer/{key}/{at!r}")
+        reaction = self._feed(cause, job, lambda r: jm.TimerFired(key=key))
+        await self.rt.commit(cause, reaction)
+
+    # -- the shared pipeline -----------------------------------------------------------------------
+
+    def _feed(self, cause: events.Message | str, job: str, make: Callable[[jm.JobRecord], Any]) -> Reaction | None:
+        """Decide the events ``make`` gives for ``job`` (one, a list, or None) and apply them."""
+        record = self.jobs.get(job)
+        if record is None:
+            return None  # a job this cluster no longer has: nothing to do
+        made = make(record)
+        todo = [e for e in (made if isinstance(made, list) else [made]) if e is not None]
+        if not todo:
+            return None
+        return self._apply(cause, domain.run(record, todo, self.rt.now()), previous=record)
+
+    def _apply(self, cause: events.Message | str, outcome: domain.Outcome,
+               previous: jm.JobRecord | None) -> Reaction:
         record = outcome.record
-        rj = record.job.metadata.labels.get("volcano.sh/replicatedjob-name", "")
+        info = self.children.get(record.name) or records.ChildInfo()
+        reaction = self._announce(cause, outcome, info)
+        for timer in outcome.timers:
+            if isinstance(timer, jm.StartTimer):
+                self._arm(record.name, timer.key, timer.at)
+            else:
+                self.rt.cancel(f"job/{record.name}/{timer.key}")
+        if info.removing and domain.removable(record):
+            self.jobs.delete(record.name)
+            self.children.delete(record.name)
+            self.dirty.add(record.name)
+            return reaction.publish(subjects.job_removed(self.cluster), self.rt.emit(
+                events.JobRemoved, cause, "removed", cluster=self.cluster, job=record.name, hyperjob=info.hyperjob))
+        if record is not previous:
+            self.jobs.put(record.name, record)
+            if previous is None or (record.pods, record.podgroup_exists, record.version) != (
+                    previous.pods, previous.podgroup_exists, previous.version):
+                self.dirty.add(record.name)
+        return reaction
+
+    def _announce(self, cause: events.Message | str, outcome: domain.Outcome, info: records.ChildInfo) -> Reaction:
+        record = outcome.record
+        reaction = Reaction()
         counts = jobcore.counts(record)
-        for i, change in enumerate(outcome.phase_changes):
-            reaction.publish(subjects.job_phase(self.cluster), emit(
-                events.JobPhaseChanged, cause, f"phase/{i}", PRODUCER, cluster=self.cluster, job=record.name,
-                hyperjob=hyperjob, replicated_job=rj, old=change.old, new=change.new, reason=change.reason,
-                retry_count=record.retry_count, pending=counts.pending, running=counts.running,
-                succeeded=counts.succeeded, failed=counts.failed, terminating=counts.terminating))
-        for pod, node in outcome.stop:
-            reaction.publish(subjects.stop_pod(self.cluster), emit(
-                events.StopPod, cause, f"stop/{pod}", PRODUCER, cluster=self.cluster, node=node, pod=pod))
-        if outcome.pods_created or outcome.podgroup is not None:
-            reaction.publish(subjects.pods_ready(self.cluster), emit(
-                events.PodsReady, cause, "pods-ready", PRODUCER, cluster=self.cluster, job=record.name))
-        for bound in _newly_bound(cause, record):
-            env, files = jobcore.pod_environment(record, bound.name, pod_env.get(bound.name))
-            reaction.publish(subjects.start_pod(self.cluster), emit(
-                events.StartPod, cause, f"start/{bound.name}", PRODUCER, cluster=self.cluster, node=bound.node or "",
-                pod=bound.name, pod_uid=bound.uid, job=record.name, task=bound.task, job_version=bound.version,
-                command=bound.run.command, args=bound.run.args, env={**bound.run.env, **env},
-                files={**bound.run.files, **files}, restart_policy=bound.run.restart_policy,
-                sim_duration=bound.run.sim_duration, sim_exit_code=bound.run.sim_exit_code))
+        for change in outcome.phase_changes:
+            reaction.publish(subjects.job_phase(self.cluster), self.rt.emit(
+                events.JobPhaseChanged, cause, f"phase/{record.uid}/{record.version}/{change.old}/{change.new}",
+                cluster=self.cluster, job=record.name, hyperjob=info.hyperjob, replicated_job=info.replicated_job,
+                old=change.old, new=change.new, reason=change.reason, attempt=info.attempt,
+                retry_count=record.retry_count,
+                pending=counts.pending, running=counts.running, succeeded=counts.succeeded, failed=counts.failed,
+                terminating=counts.terminating))
+        if outcome.stop:
+            reaction.publish(subjects.stop_pods(self.cluster), self.rt.emit(
+                events.StopPods, cause, f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop),
+                cluster=self.cluster, pods=[events.PodStop(pod=p, node=n, uid=u, job=record.name)
+                                           for p, n, u in outcome.stop]))
+        return reaction
+
+    # -- the scheduler's view, once per unit of work -----------------------------------------------
+
+    def flush(self) -> Reaction | None:
+        """The latest ``JobState`` of every job this unit changed (only the parts that changed)."""
+        if not self.dirty:
+            return None
+        reaction, sent = Reaction(), []
+        for job in sorted(self.dirty):
+            for part, message, digest in self._states(job):
+                if self.published.get((job, part)) != digest:
+                    reaction.publish(subjects.job_state(self.cluster, job, part), message)
+                    sent.append(((job, part), digest))
+        self.dirty.clear()
+
+        async def remember() -> None:
+            for key, digest in sent:
+                if digest:
+                    self.published[key] = digest
+                else:
+                    self.published.pop(key, None)
+
+        reaction.after.append(remember)
+        return reaction
+
+    def _states(self, job: str) -> list[tuple[int, events.JobState, str]]:
+        record, info = self.jobs.get(job), self.children.get(job) or records.ChildInfo()
+        bare = self.bare.get(job)
+        if bare is not None:
+            message = self._state(job, domain.bare_state(bare, self.cluster), self.bare.versions.get(job, 0))
+            return [(0, message, _digest(message))]
+        if record is None:  # removed: a tombstone for every part it had
+            parts = sorted(p for j, p in self.published if j == job) or [0]
+            return [(p, self._state(job, {"cluster": self.cluster, "job": job, "uid": "", "version": 0,
+                                          "created": 0.0, "part": p, "parts": len(parts), "deleted": True},
+                                    f"gone/{self.rt.now()!r}"), "")
+                    for p in parts]
+        out = []
+        for fields in domain.job_state_parts(record, info, self.cluster):
+            message = self._state(job, fields, self.jobs.versions.get(job, 0))
+            out.append((fields["part"], message, _digest(message)))
+        return out
+
+    def _state(self, job: str, fields: dict[str, Any], version: object) -> events.JobState:
+        """A part's message; its id names the job's incarnation and record version, so a state
+        that returns to an earlier content is still a new message."""
+        body = msgspec.json.encode(fields)
+        digest = hashlib.sha1(body).hexdigest()
+        return events.JobState(event_id=events.derive_id(f"{self.cluster}/{job}/{fields['part']}",
+                                                         f"{fields['uid']}/{version}/{digest}"),
+                               occurred_at=self.rt.now(), producer=self.rt.service, **fields)
 
 
-REMOVING = "hyperjob.io/removing"
+def _digest(message: events.JobState) -> str:
+    """What a part says, whatever its id: unchanged parts are not sent again."""
+    return hashlib.sha1(msgspec.json.encode(msgspec.structs.replace(
+        message, event_id="", occurred_at=0.0))).hexdigest()
 
 
-def _mark_removing(record: jm.JobRecord) -> jm.JobRecord:
-    metadata = msgspec.structs.replace(record.job.metadata,
-                                       annotations={**record.job.metadata.annotations, REMOVING: "true"})
-    return msgspec.structs.replace(record, job=msgspec.structs.replace(record.job, metadata=metadata))
-
-
-def _newly_bound(cause: events.Message | Cause, record: jm.JobRecord) -> list[jm.PodRecord]:
-    """The pod a binding just placed, if it is still there to start."""
-    if not isinstance(cause, events.PodBound):
-        return []
-    pod = record.pods.get(cause.pod)
-    return [pod] if pod is not None and pod.node == cause.node else []
+def _version(record: jm.JobRecord, pod: str) -> int:
+    current = record.pods.get(pod)
+    return current.version if current is not None else record.version

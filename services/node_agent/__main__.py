@@ -1,6 +1,6 @@
-from servicekit import run_service
+from servicekit.process import run_service
 
-from .app import build
+from .app import agent_name, build
 from .config import Settings
 
-run_service("node-agent", Settings, build)
+run_service("node-agent", Settings, build, instance=agent_name)

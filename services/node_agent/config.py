@@ -10,6 +10,15 @@ import msgspec
 from hwprobe import FleetShape
 
 
+class NodeSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One node named explicitly, for fleets whose nodes differ (a scenario's clusters)."""
+
+    name: str
+    allocatable: dict[str, str | int | float]
+    labels: dict[str, str] = {}
+    taints: list[dict[str, str]] = []
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str
     # simulate: pods "run" for their sim duration. exec: pods run their command as local processes.
@@ -17,17 +26,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
-    # The nodes this agent serves: node_names, else <node_prefix or "<cluster>-node">-<i> for i < nodes.
+    # The nodes this agent serves: node_specs (each its own), else node_names, else
+    # <node_prefix or "<cluster>-node">-<i> for i < nodes, all alike (allocatable, labels).
+    node_specs: list[NodeSpec] = []
     nodes: int = 4
     node_prefix: str = ""
     node_names: list[str] = []
     allocatable: dict[str, str | int | float] = msgspec.field(
         default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
     labels: dict[str, str] = {}
-    # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m).
+    # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m),
+    # or runs until it is stopped ("never").
     pod_duration: str = "30s"
     heartbeat_period: float = 2.0
-    tick_period: float = 0.5
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
     telemetry_period: float = 10.0

@@ -49,7 +49,7 @@ class ProcessRunner:
         self.watchers: dict[str, asyncio.Task[None]] = {}
         self.closed = False
 
-    async def launch(self, msg: events.StartPod, restarts: int = 0) -> None:
+    async def launch(self, msg: events.PodStart, restarts: int = 0) -> None:
         """Start (or restart in place) the container of ``msg.pod`` and watch it."""
         if self.closed:
             return  # the agent is stopping: what has not started stays down
@@ -67,11 +67,11 @@ class ProcessRunner:
             out.flush()
             proc = await self._spawn([*msg.command, *msg.args], env, out)
         if isinstance(proc, int):
-            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.pod_uid, proc))
+            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, proc))
             return
         self.procs[msg.pod] = proc
         (box / "pid").write_text(str(proc.pid))  # lets a restarted agent kill what it can no longer watch
-        self.watchers[msg.pod] = asyncio.create_task(self._watch(msg.pod, msg.pod_uid, proc))
+        self.watchers[msg.pod] = asyncio.create_task(self._watch(msg.pod, msg.uid, proc))
 
     async def _spawn(self, argv: list[str], env: dict[str, str], out: object
                      ) -> asyncio.subprocess.Process | int:

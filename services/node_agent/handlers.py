@@ -1,10 +1,15 @@
-"""The node-agent's work: heartbeats and telemetry for its nodes, pods started and stopped on command.
+"""The node-agent's work: its nodes' status and liveness, and the pods it starts and stops.
 
-In simulate mode a pod finishes on time (its sim duration); in exec mode it runs its command as a
-local process (``execpods``) and finishes when the process exits. Running pods are kept in the
-store (``agentpod@<cluster>``) as well as in memory, so a simulating agent that restarts picks its
-pods up again and finishes them on time; an exec agent that restarts cannot re-attach to the
-processes it lost, so it kills what is left of them and reports those pods Failed (137).
+In simulate mode a pod finishes on time (a timer at its end); in exec mode it runs its command as
+a local process (``execpods``) and finishes when the process exits. Running pods are a table of
+the agent's own (``agentpod@<agent>``), so a simulating agent that restarts picks its pods up
+again and finishes them on time; an exec agent that restarts cannot re-attach to the processes
+it lost, so it kills what is left of them and reports those pods Failed (137).
+
+What the agent says about its nodes: a ``NodeStatus`` for each node when it changes (allocatable,
+labels, readiness, the health verdict of its GPUs and fabric), and one ``AgentHeartbeat`` per
+period naming the nodes that went silent. Liveness and telemetry are published directly (a lost
+one is replaced by the next); pod reports go through the commit, with the pods they change.
 """
 
 from __future__ import annotations
@@ -12,59 +17,267 @@ from __future__ import annotations
 import asyncio
 import itertools
 import signal
-import time
 from collections import Counter
+from collections.abc import Mapping
 
 import api
 import events
+import hwprobe
 from events import subjects
 from hwprobe.simfleet import Fault
-from servicekit import Cause, Reaction, Runtime, emit
-from store import Write
+from servicekit import Reaction, Runtime
 
 from . import domain, execpods
-from .config import Settings, host_env
-from .sensors import Sensors
+from .config import NodeSpec, Settings, host_env
+from .sensors import NoSensors, Reading, Sensors, subject_of
 
-PRODUCER = "node-agent"
 LOST_EXIT_CODE = 137
+_STATUS_FIELDS = ("allocatable", "labels", "taints", "ready", "reason", "gpu_ok", "fabric_ok", "sick_gpus",
+                  "down_ports", "health_reasons")
 
 
-def node_names(settings: Settings) -> list[str]:
-    if settings.node_names:
-        return list(settings.node_names)
+def node_specs(settings: Settings) -> list[NodeSpec]:
+    """The agent's nodes: as listed, or generated alike from the count (or names) and allocatable."""
+    if settings.node_specs:
+        return list(settings.node_specs)
     prefix = settings.node_prefix or f"{settings.cluster}-node"
-    return [f"{prefix}-{i}" for i in range(settings.nodes)]
+    names = list(settings.node_names) or [f"{prefix}-{i}" for i in range(settings.nodes)]
+    return [NodeSpec(name=n, allocatable=dict(settings.allocatable), labels=dict(settings.labels)) for n in names]
 
 
 class NodeAgent:
-    def __init__(self, runtime: Runtime, settings: Settings, sensors: Sensors) -> None:
+    def __init__(self, runtime: Runtime, settings: Settings, sensors: Sensors, agent: str) -> None:
         self.rt = runtime
         self.settings = settings
         self.cluster = settings.cluster
-        self.kind = f"agentpod@{settings.cluster}"
-        self.nodes = node_names(settings)
-        self.node_set = frozenset(self.nodes)
+        self.agent = agent
         self.sensors = sensors
-        self.allocatable = api.parse_resource_list(settings.allocatable)
-        self.default_duration = api.parse_duration(settings.pod_duration)
-        self.pods: dict[str, domain.RunningPod] = {}
-        self.specs: dict[str, events.StartPod] = {}
+        self.specs = {spec.name: spec for spec in node_specs(settings)}
+        self.nodes = list(self.specs)
+        self.allocatable = {name: api.parse_resource_list(spec.allocatable) for name, spec in self.specs.items()}
+        # "never": a pod without a sim duration runs until it is stopped (the simulator's default).
+        self.default_duration = None if settings.pod_duration == "never" else api.parse_duration(settings.pod_duration)
+        self.pods = runtime.table(f"agentpod@{agent}", domain.RunningPod)
+        self.down: dict[str, float] = {}  # node -> when it went down (an injected fault)
+        self.health: dict[str, hwprobe.NodeHealth] = {}
+        self.reported: dict[str, tuple[object, ...]] = {}  # node -> the status last published
+        self._reported_inputs: dict[str, tuple[object, ...]] = {}  # node -> what that status was made of
+        self.starts: dict[str, events.PodStart] = {}  # exec mode: what to run again on a restart in place
         self.runner: execpods.ProcessRunner | None = None
         if settings.mode == "exec":
             self.runner = execpods.ProcessRunner(settings.cluster, settings.work_dir, settings.pod_working_dir,
                                                  host_env(), settings.kill_grace, self.on_exit)
+        runtime.on_load(self.rearm)
 
-    async def load(self) -> None:
-        for name, doc in (await self.rt.store.list(self.kind)).items():
-            self.pods[name] = doc.decode(domain.RunningPod)
-        if self.runner is not None and self.pods:
-            await self._lost_processes()
+    # -- status and liveness -------------------------------------------------------------------
 
-    async def _lost_processes(self) -> None:
-        reports = []
-        for name in sorted(self.pods):
-            pod = self.pods.pop(name)
+    def status(self, node: str) -> events.NodeStatus:
+        return self.rt.emit(events.NodeStatus, f"{self.cluster}/{node}", f"status/{self.rt.now()!r}",
+                            cluster=self.cluster, node=node, agent=self.agent, **self._status_fields(node))
+
+    def _status_fields(self, node: str) -> dict[str, object]:
+        """What a node's status says (``_STATUS_FIELDS``): compared every period, sent on change."""
+        spec, health = self.specs[node], self.health.get(node, hwprobe.NodeHealth())
+        down = node in self.down
+        return {"allocatable": self.allocatable[node], "labels": {**spec.labels, **self.sensors.labels(node)},
+                "taints": list(spec.taints), "ready": not down, "reason": "NodeDown" if down else "",
+                "gpu_ok": health.gpu_ok, "fabric_ok": health.fabric_ok, "sick_gpus": list(health.sick_gpus),
+                "down_ports": list(health.down_ports), "health_reasons": list(health.reasons)}
+
+    async def heartbeat(self) -> None:
+        """Every period: the status of each node that changed, then one beat for the agent."""
+        changed = []
+        for node in self.nodes:
+            # What a status is made of, compared first as is (cheap): the same inputs as when it
+            # was last reported give the same status.
+            inputs = (node in self.down, self.health.get(node), dict(self.sensors.labels(node)))
+            if self._reported_inputs.get(node) == inputs:
+                continue
+            fields = self._status_fields(node)
+            key = tuple(fields[f] for f in _STATUS_FIELDS)
+            if self.sensors.silent(node):
+                continue
+            if self.reported.get(node) != key:
+                changed.append((node, key, inputs, self.status(node)))
+            else:
+                self._reported_inputs[node] = inputs
+        await self.rt.bus.publish_many([(subjects.node_status(self.cluster, n), s.event_id, events.encode(s))
+                                        for n, _, _, s in changed])
+        for node, key, inputs, _ in changed:
+            self.reported[node] = key
+            self._reported_inputs[node] = inputs
+        silent = sorted(n for n in self.nodes if self.sensors.silent(n))
+        beat = self.rt.emit(events.AgentHeartbeat, f"{self.cluster}/{self.agent}", f"beat/{self.rt.now()!r}",
+                            cluster=self.cluster, agent=self.agent, nodes=len(self.nodes), silent=silent)
+        await self.rt.bus.publish(subjects.heartbeat(self.cluster, self.agent), events.encode(beat),
+                                  msg_id=beat.event_id)
+
+    async def telemetry(self) -> None:
+        readings = self.sensors.read(self.cluster, self.nodes, self.busy(), self.rt.now())
+        if not readings:
+            return
+        await self.rt.bus.publish_many([(subject_of(r), r.event_id, events.encode(r)) for r in readings])
+        if self.judge(readings):
+            self.rt.kick("heartbeat")
+
+    def judge(self, readings: list[Reading]) -> bool:
+        """Each node's health from its latest readings; True when any verdict changed."""
+        by_node: dict[str, dict[str, Reading]] = {}
+        for reading in readings:
+            by_node.setdefault(reading.node, {})[type(reading).__name__] = reading
+        changed = False
+        for node, kinds in by_node.items():
+            health = hwprobe.node_health(kinds.get("GpuTelemetry"), kinds.get("FabricTelemetry"))  # type: ignore[arg-type]
+            if health != self.health.get(node, hwprobe.NodeHealth()):
+                self.rt.log.info("node_health_changed", cluster=self.cluster, node=node, reasons=health.reasons)
+                changed = True
+            self.health[node] = health
+        return changed
+
+    def busy(self) -> dict[str, float]:
+        """The fraction of each node's GPUs in use, counting one GPU per running pod (plausible, not exact)."""
+        counts = Counter(p.node for p in self.pods.values())
+        return {node: min(1.0, count / (self.allocatable[node].get("nvidia.com/gpu", 0.0) or 1.0))
+                for node, count in counts.items() if node in self.allocatable}
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    async def on_fault(self, msg: events.InjectNodeFault) -> Reaction | None:
+        if msg.kind == "pod-exit":
+            pod = self.pods.get(msg.pod)
+            if pod is None or not self._reachable(pod):
+                return None
+            pods = self._pods()
+            reports = domain.exited(pods, msg.pod, pod.uid, msg.exit_code, self.rt.now(),
+                                    next_duration=self._duration(pod))
+            reaction = self._reaction(msg, reports, pods)
+            self._arm(self.pods.rows)
+            return reaction
+        if msg.node not in self.specs:
+            self.rt.log.info("fault_for_another_agent", node=msg.node, kind=msg.kind)
+            return None
+        if msg.kind == "node-down":
+            self.down.setdefault(msg.node, self.rt.now())
+        elif msg.kind == "node-up":
+            if self.down.pop(msg.node, None) is not None:
+                self.rearm()  # its pods' clocks run again
+        else:
+            fault = Fault(kind=msg.kind, node=msg.node, gpu=msg.gpu, xid=msg.xid, device=msg.device, port=msg.port)
+            self.sensors.inject(fault, self.rt.now())
+        self.rt.kick("heartbeat")
+        return None
+
+    def _reachable(self, pod: domain.RunningPod) -> bool:
+        """A pod on a node that is down or silent is cut off: it neither finishes nor reports."""
+        return pod.node not in self.down and not self.sensors.silent(pod.node)
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    async def on_start(self, msg: events.StartPods) -> Reaction | None:
+        mine = [p for p in msg.pods if p.node in self.specs]
+        if not mine:
+            return None
+        now = self.rt.now()
+        pods, reports, launch = self._pods(), [], []
+        for start in mine:
+            duration = start.sim_duration if start.sim_duration is not None else self.default_duration
+            pod = domain.RunningPod(pod=start.pod, uid=start.uid, job=msg.job, node=start.node,
+                                    job_version=msg.job_version, started_at=now,
+                                    finishes_at=None if self.runner or duration is None else now + duration,
+                                    exit_code=start.sim_exit_code, restart_policy=start.restart_policy)
+            previous = pods.get(start.pod)
+            started = domain.start(pods, pod)
+            reports += started
+            if started:
+                launch.append((start, previous))
+        reaction = self._reaction(msg, reports, pods)
+        if self.runner is not None and launch:
+            # Processes start once Running is committed, so Running always precedes the exit.
+            reaction.after.append(lambda: self._launch(launch))
+        self._arm(pods)
+        return reaction
+
+    async def _launch(self, launch: list[tuple[events.PodStart, domain.RunningPod | None]]) -> None:
+        assert self.runner is not None
+        for start, previous in launch:
+            if previous is not None:  # a new incarnation replaces the old one's process
+                await self.runner.kill(start.pod)
+            self.starts[start.pod] = start
+            await self.runner.launch(start)
+
+    async def on_stop(self, msg: events.StopPods) -> Reaction | None:
+        mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]
+        if not mine:
+            return None
+        pods, reports = self._pods(), []
+        for stop in mine:
+            current = pods.get(stop.pod)
+            if current is None and stop.node in self.specs:
+                # Ended already (its exit was reported): it is gone from the node all the same,
+                # and whoever stops it waits to hear so.
+                reports.append(domain.Report(pod=stop.pod, uid=stop.uid, job=stop.job, node=stop.node,
+                                             job_version=0, phase="Deleted"))
+                continue
+            if current is None or (stop.uid and current.uid != stop.uid):
+                continue  # another incarnation: nothing to stop
+            if self.runner is not None:
+                await self.runner.kill(stop.pod)
+                self.starts.pop(stop.pod, None)
+            reports += domain.stop(pods, stop.pod)
+        return self._reaction(msg, reports, pods)
+
+    async def finish_due(self) -> None:
+        """Timer: every simulated pod whose time has come finishes (or restarts in place)."""
+        await self.rt.ensure_fresh()
+        pods = self._pods()
+        live = {name: pod for name, pod in pods.items() if self._reachable(pod)}
+        reachable = set(live)
+        reports = domain.advance(live, self.rt.now())  # takes finished pods out of ``live``
+        if not reports:
+            self._arm(pods)
+            return
+        after = {**{n: p for n, p in pods.items() if n not in reachable}, **live}
+        cause = events.derive_id(self.agent, "finish/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}"
+                                                                  for r in reports))
+        if await self.rt.commit(cause, self._reaction(cause, reports, after)):
+            self._arm(self.pods.rows)
+
+    async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
+        """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""
+        report = None
+        for attempt in itertools.count():
+            # No redelivery would bring this report back (the process is gone): retry until it is in.
+            try:
+                async with self.rt.lock:
+                    await self.rt.ensure_fresh()
+                    pods = self._pods()
+                    reports = domain.exited(pods, pod, uid, exit_code, self.rt.now())
+                    if not reports:
+                        return  # that incarnation is no longer here
+                    report = reports[0]
+                    cause = events.derive_id(uid or pod, f"exit/{report.restarts}/{report.phase}/{exit_code}")
+                    if await self.rt.commit(cause, self._reaction(cause, reports, pods)):
+                        break
+            except Exception:  # noqa: BLE001 - store or bus down: wait and try again
+                self.rt.log.warning("exit_report_retry", pod=pod, attempt=attempt, exc_info=True)
+                await asyncio.sleep(min(10.0, 0.5 * 2 ** min(attempt, 5)))
+        start = self.starts.get(pod)
+        if report is None or report.phase != "Running" or start is None:
+            self.starts.pop(pod, None)
+            return
+        await asyncio.sleep(execpods.restart_delay(report.restarts))
+        current = self.pods.get(pod)
+        if current is not None and current.uid == uid and self.runner is not None:
+            await self.runner.launch(start, restarts=report.restarts)
+
+    async def reap_lost_processes(self) -> None:
+        """Exec mode, after a restart: kill what is left of the processes of the pods we had, and
+        report those pods Failed — we cannot watch them any more."""
+        if self.runner is None or not self.pods:
+            return
+        pods, reports = self._pods(), []
+        for name in sorted(pods):
+            pod = pods.pop(name)
             box = execpods.sandbox(self.settings.work_dir, self.cluster, name)
             pid = (box / "pid").read_text().strip() if (box / "pid").is_file() else ""
             if pid.isdigit():
@@ -72,162 +285,56 @@ class NodeAgent:
             reports.append(domain.Report(pod=pod.pod, uid=pod.uid, job=pod.job, node=pod.node,
                                          job_version=pod.job_version, phase="Failed", exit_code=LOST_EXIT_CODE,
                                          restarts=pod.restarts))
-        cause = Cause(event_id=events.derive_id(self.cluster, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports)))
-        await self.rt.commit(f"node-agent-{self.cluster}-lost", cause.event_id,
-                             self._reaction(cause, reports, changed=[r.pod for r in reports]))
-
-    # -- heartbeats and telemetry -------------------------------------------------------------
-
-    async def heartbeat(self) -> None:
-        now = time.time()
-        await self.rt.bus.publish_many([
-            (subjects.heartbeat(self.cluster, node), f"hb-{self.cluster}-{node}-{now:.3f}",
-             events.encode(events.NodeHeartbeat(event_id=f"hb-{node}-{now:.3f}", occurred_at=now, producer=PRODUCER,
-                                                cluster=self.cluster, node=node, allocatable=self.allocatable,
-                                                labels={**self.sensors.labels(node), **self.settings.labels})))
-            for node in self.nodes if not self.sensors.silent(node)])
-
-    async def telemetry(self) -> None:
-        outgoing = self.sensors.read(self.cluster, self.nodes, self.busy(), time.time())
-        if outgoing:
-            await self.rt.bus.publish_many(outgoing)
-
-    def busy(self) -> dict[str, float]:
-        """The fraction of each node's GPUs in use, counting one GPU per running pod (plausible, not exact)."""
-        gpus = self.allocatable.get("nvidia.com/gpu", 0.0) or 1.0
-        return {node: min(1.0, count / gpus) for node, count in Counter(p.node for p in self.pods.values()).items()}
-
-    async def on_fault(self, msg: events.InjectNodeFault) -> Reaction:
-        fault = Fault(kind=msg.kind, node=msg.node, gpu=msg.gpu, xid=msg.xid, device=msg.device, port=msg.port)
-        self.sensors.inject(fault, time.time())
-        return Reaction()
-
-    # -- pods ---------------------------------------------------------------------------------
-
-    async def on_start(self, msg: events.StartPod) -> Reaction:
-        if msg.node not in self.node_set:
-            return self._not_mine(msg)
-        now = time.time()
-        exec_mode = self.runner is not None
-        duration = msg.sim_duration if msg.sim_duration is not None else self.default_duration
-        pod = domain.RunningPod(pod=msg.pod, uid=msg.pod_uid, job=msg.job, node=msg.node, job_version=msg.job_version,
-                                started_at=now, finishes_at=None if exec_mode else now + duration,
-                                exit_code=msg.sim_exit_code, restart_policy=msg.restart_policy)
-        previous = self.pods.get(msg.pod)
-        # Decided on a copy: the pods in memory change only once the write and the report are
-        # committed, so a start whose commit failed is started (and reported) again on redelivery.
-        pods = dict(self.pods)
-        reports = domain.start(pods, pod)
-        if not exec_mode or not reports:
-            return self._reaction(msg, reports, changed=[msg.pod], pods=pods).then(
-                lambda: self._settle(previous, pods, msg.pod))
-        if previous is not None:  # a new incarnation replaces the old one's process
-            await self.runner.kill(msg.pod)  # type: ignore[union-attr]
-        # Report Running before the process can end, so Running always precedes the exit.
-        await self.rt.commit(f"node-agent-{self.cluster}-start", msg.event_id,
-                             self._reaction(msg, reports, changed=[msg.pod], pods=pods))
-        self._settle(previous, pods, msg.pod)
-        self.specs[msg.pod] = msg
-        await self.runner.launch(msg)  # type: ignore[union-attr]
-        return Reaction()
-
-    async def on_stop(self, msg: events.StopPod) -> Reaction:
-        if msg.node not in self.node_set and msg.pod not in self.pods:
-            return self._not_mine(msg)
-        if self.runner is not None:
-            await self.runner.kill(msg.pod)
-            self.specs.pop(msg.pod, None)
-        previous, pods = self.pods.get(msg.pod), dict(self.pods)
-        reports = domain.stop(pods, msg.pod)
-        return self._reaction(msg, reports, changed=[msg.pod], pods=pods).then(
-            lambda: self._settle(previous, pods, msg.pod))
-
-    async def _commit_until_done(self, consumer: str, cause: Cause, reaction: Reaction) -> None:
-        """Commit an exit report, retrying while the store or bus is down: no redelivery would
-        bring it back (the process is gone), and the deterministic id makes a retry harmless."""
-        for attempt in itertools.count():
-            try:
-                await self.rt.commit(consumer, cause.event_id, reaction)
-                return
-            except Exception:  # StoreError, BusError, a version conflict: all worth another try
-                self.rt.log.warning("exit_report_retry", event_id=cause.event_id, attempt=attempt, exc_info=True)
-                await asyncio.sleep(min(10.0, 0.5 * 2 ** attempt))
-
-    def _not_mine(self, msg: events.StartPod | events.StopPod) -> Reaction:
-        """Another agent's node (agents of named nodes all see the cluster's pod commands)."""
-        self.rt.log.debug("pod_for_another_node", pod=msg.pod, node=msg.node)
-        return Reaction()
-
-    async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
-        """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""
-        previous, pods = self.pods.get(pod), dict(self.pods)
-        reports = domain.exited(pods, pod, uid, exit_code, time.time())
-        if not reports:
-            return
-        report = reports[0]
-        cause = Cause(event_id=events.derive_id(uid or pod, f"exit/{report.restarts}/{report.phase}/{exit_code}"))
-        await self._commit_until_done(f"node-agent-{self.cluster}-exit", cause,
-                                      self._reaction(cause, reports, changed=[pod], pods=pods))
-        self._settle(previous, pods, pod)
-        spec = self.specs.get(pod)
-        if report.phase != "Running" or spec is None:
-            self.specs.pop(pod, None)
-            return
-        await asyncio.sleep(execpods.restart_delay(report.restarts))
-        current = self.pods.get(pod)
-        if current is not None and current.uid == uid and self.runner is not None:
-            await self.runner.launch(spec, restarts=report.restarts)
-
-    async def advance(self) -> None:
-        # Pods on a node that stopped heartbeating (an injected fault) are frozen, as if cut off.
-        before = dict(self.pods)
-        cut_off = {name: pod for name, pod in before.items() if self.sensors.silent(pod.node)}
-        live = {name: pod for name, pod in before.items() if name not in cut_off}
-        reports = domain.advance(live, time.time())
-        if not reports:
-            return
-        # Memory changes only after the commit: if it fails, the next tick finishes them again.
-        after = {**live, **cut_off}
-        cause = Cause(event_id=events.derive_id(self.cluster, "advance/" + ",".join(
-            f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)))
-        await self.rt.commit(f"node-agent-{self.cluster}-clock", cause.event_id,
-                             self._reaction(cause, reports, changed=[r.pod for r in reports], pods=after))
-        for report in reports:
-            self._settle(before.get(report.pod), after, report.pod)
+        cause = events.derive_id(self.agent, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports))
+        await self.rt.commit(cause, self._reaction(cause, reports, pods))
 
     async def close(self) -> None:
         if self.runner is not None:
             await self.runner.close()
 
-    async def guard(self) -> None:
-        """Runs until the service stops, then kills every pod process (no orphans outlive the agent)."""
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await self.close()
+    # -- bookkeeping -------------------------------------------------------------------------------
 
-    def _settle(self, previous: domain.RunningPod | None, pods: dict[str, domain.RunningPod], name: str) -> None:
-        """Keep what was committed for pod ``name``, unless another command changed it meanwhile."""
-        if self.pods.get(name) is not previous:
-            return
-        if name in pods:
-            self.pods[name] = pods[name]
-        else:
-            self.pods.pop(name, None)
+    def _pods(self) -> dict[str, domain.RunningPod]:
+        return dict(self.pods.rows)
 
-    def _reaction(self, cause: events.Message | Cause, reports: list[domain.Report], changed: list[str],
-                  pods: dict[str, domain.RunningPod] | None = None) -> Reaction:
+    def _duration(self, pod: domain.RunningPod) -> float | None:
+        if pod.finishes_at is None:
+            return None
+        return pod.finishes_at - pod.started_at
+
+    def _reaction(self, cause: events.Message | str, reports: list[domain.Report],
+                  pods: Mapping[str, domain.RunningPod] | None = None) -> Reaction:
+        """Write the pods that changed, and report them in one message."""
+        if pods is not None:
+            for name in sorted(set(self.pods.rows) | set(pods)):
+                before, after = self.pods.get(name), pods.get(name)
+                if after is None:
+                    self.pods.delete(name)
+                elif after != before:
+                    self.pods.put(name, after)
         reaction = Reaction()
-        for name in changed:
-            pod = (self.pods if pods is None else pods).get(name)
-            reaction.writes.append(Write.put(self.kind, name, pod) if pod else Write.delete(self.kind, name))
-        for report in reports:
-            reaction.publish(subjects.pod_phase(self.cluster), emit(
-                events.PodPhaseReported, cause, f"report/{report.pod}/{report.phase}/{report.restarts}", PRODUCER,
-                cluster=self.cluster, node=report.node, pod=report.pod, pod_uid=report.uid, job=report.job,
-                job_version=report.job_version, phase=report.phase, exit_code=report.exit_code,
-                restarts=report.restarts))
+        if reports:
+            now = self.rt.now()
+            step = "report/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)
+            reaction.publish(subjects.pod_phases(self.cluster), self.rt.emit(
+                events.PodPhasesReported, cause, step, cluster=self.cluster, agent=self.agent,
+                reports=[events.PodReport(pod=r.pod, uid=r.uid, job=r.job, node=r.node, phase=r.phase,
+                                          exit_code=r.exit_code, restarts=r.restarts, at=now) for r in reports]))
         return reaction
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def rearm(self) -> None:
+        """After a (re)load: one timer at the earliest end among the pods that are running."""
+        self._arm(self.pods.rows)
+
+    def _arm(self, pods: Mapping[str, domain.RunningPod]) -> None:
+        ends = [p.finishes_at for p in pods.values() if p.finishes_at is not None and self._reachable(p)]
+        if ends:
+            self.rt.at(min(ends), "finish", self.finish_due)
+        else:
+            self.rt.cancel("finish")
 
 
 SimulatedFleet = NodeAgent  # the name the simulate-only agent had
+__all__ = ["LOST_EXIT_CODE", "NodeAgent", "SimulatedFleet", "node_specs"]

@@ -1,7 +1,8 @@
 """Where a node-agent's telemetry comes from: the simulated fleet, or the real readers.
 
-Both produce, per node, one ``GpuTelemetry`` and one ``FabricTelemetry`` per period, published on
-the node's latest-only subjects. Real mode reads NVML and ``/sys/class/infiniband`` once per
+Both produce, per node, one ``GpuTelemetry`` and one ``FabricTelemetry`` per period, which the
+agent publishes on the node's latest-only subjects and judges (``hwprobe.node_health``) into the
+node's status. Real mode reads NVML and ``/sys/class/infiniband`` once per
 period and reports that reading for every node the agent serves (a real deployment runs one agent
 per node); a kind of device that is absent is said once in the log and reported as an empty list
 with source ``none`` — real mode never invents values. Simulated mode also injects faults.
@@ -21,7 +22,7 @@ from events.telemetry import FabricPosition, FabricTelemetry, GpuTelemetry
 from hwprobe.simfleet import Fault, parse_fault
 
 PRODUCER = "node-agent"
-Outgoing = tuple[str, str, bytes]
+Reading = GpuTelemetry | FabricTelemetry
 log = structlog.get_logger("node-agent")
 
 
@@ -32,23 +33,23 @@ class Sensors(Protocol):
 
     def silent(self, node: str) -> bool: ...
 
-    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Outgoing]: ...
+    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Reading]: ...
 
     def inject(self, fault: Fault, now: float) -> bool: ...
 
 
-def _messages(cluster: str, node: str, now: float, gpu: dict[str, Any], fabric: dict[str, Any]) -> list[Outgoing]:
+def _messages(cluster: str, node: str, now: float, gpu: dict[str, Any], fabric: dict[str, Any]) -> list[Reading]:
     stamp = f"{cluster}/{node}/{now:.3f}"
-    out = []
-    for subject, message in (
-            (subjects.gpu_telemetry(cluster, node), GpuTelemetry(
-                event_id=events.derive_id(stamp, "gpu"), occurred_at=now, producer=PRODUCER, cluster=cluster,
-                node=node, **gpu)),
-            (subjects.fabric_telemetry(cluster, node), FabricTelemetry(
-                event_id=events.derive_id(stamp, "fabric"), occurred_at=now, producer=PRODUCER, cluster=cluster,
-                node=node, **fabric))):
-        out.append((subject, message.event_id, events.encode(message)))
-    return out
+    return [GpuTelemetry(event_id=events.derive_id(stamp, "gpu"), occurred_at=now, producer=PRODUCER,
+                         cluster=cluster, node=node, **gpu),
+            FabricTelemetry(event_id=events.derive_id(stamp, "fabric"), occurred_at=now, producer=PRODUCER,
+                            cluster=cluster, node=node, **fabric)]
+
+
+def subject_of(reading: Reading) -> str:
+    if isinstance(reading, GpuTelemetry):
+        return subjects.gpu_telemetry(reading.cluster, reading.node)
+    return subjects.fabric_telemetry(reading.cluster, reading.node)
 
 
 class SimulatedSensors:
@@ -83,9 +84,9 @@ class SimulatedSensors:
         while self.pending and self.started + self.pending[0].after <= now:
             self.inject(self.pending.pop(0), now)
 
-    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Outgoing]:
+    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Reading]:
         self.due(now)
-        out: list[Outgoing] = []
+        out: list[Reading] = []
         for name in nodes:
             node = self.fleet[name]
             if node.silent:
@@ -121,13 +122,13 @@ class RealSensors:
         log.warning("fault_ignored_in_real_mode", node=fault.node, kind=fault.kind)
         return False
 
-    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Outgoing]:
+    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Reading]:
         gpus = self.nvml.read(now)
         ports = hwprobe.read_ports(self.infiniband_root) if self.ib_present else None
         gpu = {"source": gpus.source, "driver_version": gpus.driver_version, "gpus": gpus.gpus}
         fabric = {"nvlink_source": gpus.source, "infiniband_source": "sysfs" if ports is not None else "none",
                   "nvlink": gpus.links, "infiniband": ports or [], "position": FabricPosition()}
-        out: list[Outgoing] = []
+        out: list[Reading] = []
         for node in nodes:
             out += _messages(cluster, node, now, gpu, fabric)
         return out
@@ -145,5 +146,5 @@ class NoSensors:
     def inject(self, fault: Fault, now: float) -> bool:
         return False
 
-    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Outgoing]:
+    def read(self, cluster: str, nodes: list[str], busy: Mapping[str, float], now: float) -> list[Reading]:
         return []

@@ -1,4 +1,4 @@
-from servicekit import run_service
+from servicekit.process import run_service
 
 from .app import build
 from .config import Settings

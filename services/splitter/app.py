@@ -1,10 +1,10 @@
-"""Wiring: the splitter's consumers and its re-planning loop."""
+"""Wiring: the splitter's consumers, its capacity watch, its re-planning round and its flush."""
 
 from __future__ import annotations
 
 import events
 from events import subjects
-from servicekit import Runtime
+from servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import Splitter
@@ -12,15 +12,22 @@ from .handlers import Splitter
 
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime)
-    await runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND], {
+    runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
+    runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND,
+                                   subjects.OBJECT_COMMAND], {
         events.ApplyManifest: splitter.on_apply,
         events.DeleteObject: splitter.on_delete,
         events.CommandHyperJob: splitter.on_command,
+        events.CommandObject: splitter.on_object_command,
     })
-    await runtime.subscribe("splitter-children", ["job.removed.*", "job.phase.*"], {
+    runtime.subscribe("splitter-sched", [subjects.OWNER_ADMITTED, subjects.GANG_RETRY], {
+        events.OwnerAdmitted: splitter.on_admitted,
+        events.GangRetry: splitter.on_gang_retry,
+    })
+    runtime.subscribe("splitter-children", ["job.removed.*", "job.phase.*"], {
         events.JobRemoved: splitter.on_job_removed,
         events.JobPhaseChanged: splitter.on_job_phase,
     })
-    runtime.every(settings.replan_period, splitter.replan_waiting, "replan-waiting")
-    runtime.every(settings.replan_period, splitter.failover_round, "failover")
+    runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)
+    runtime.before_commit(splitter.flush)
     return splitter

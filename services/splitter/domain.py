@@ -1,4 +1,5 @@
-"""Pure parts of the splitter: planning children and their cross-cluster environment."""
+"""Pure parts of the splitter: what an applied object must refer to, the plan of a HyperJob's
+children, the changes a new plan makes, and what the rest of the system is told."""
 
 from __future__ import annotations
 
@@ -7,37 +8,143 @@ from collections.abc import Mapping
 import msgspec
 
 import api
+import events
 import fleetcore
 import records
 
-
-class PlannedChild(msgspec.Struct, frozen=True, kw_only=True):
-    child: fleetcore.ChildJob
-    plan: fleetcore.ChildPlan
-    env_by_pod: dict[str, dict[str, str]]
+ROOT_QUEUE = "root"
 
 
-def plan(hyperjob: api.HyperJob, clusters: Mapping[str, records.ClusterDoc], now: float
-         ) -> tuple[list[PlannedChild], int] | fleetcore.Waiting:
-    """The children of a HyperJob on the clusters as they are now (and the world size), or why it must wait."""
-    capacities = {name: records.cluster_capacity(doc) for name, doc in clusters.items()}
-    split = fleetcore.plan_split(hyperjob, capacities, now=now)
+# -- references ----------------------------------------------------------------------------------
+
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    """The configuration an applied object is checked against: queue states and parents,
+    priority classes (value, globalDefault), and the clusters the splitter knows."""
+
+    queues: dict[str, str]
+    parents: dict[str, str]
+    classes: dict[str, tuple[int, bool]]
+    clusters: list[str]
+
+    def is_leaf(self, queue: str) -> bool:
+        """A queue is a leaf unless another queue names it as parent (root always has children)."""
+        if queue == ROOT_QUEUE and any(self.parents.values()):
+            return False
+        return queue not in self.parents.values()
+
+    def priority_values(self) -> dict[str, int]:
+        """Class name → value, with ``""`` (no class named) → the ``globalDefault`` class's value."""
+        values = {name: value for name, (value, _) in self.classes.items()}
+        default = sorted(name for name, (_, is_default) in self.classes.items() if is_default)
+        if default:
+            values[""] = values[default[0]]
+        return values
+
+
+def config(queues: Mapping[str, records.QueueDoc], classes: Mapping[str, records.PriorityClassDoc],
+           clusters: list[str]) -> Config:
+    states = {name: doc.state for name, doc in queues.items()}
+    states.setdefault(api.DEFAULT_QUEUE, "Open")
+    parents = {name: str(doc.manifest.get("spec", {}).get("parent") or "") for name, doc in queues.items()}
+    return Config(queues=states, parents=parents, clusters=clusters,
+                  classes={name: (doc.value, doc.global_default) for name, doc in classes.items()})
+
+
+def check_job_references(spec: api.JobSpec, path: str, cfg: Config) -> None:
+    """A Job's queue must exist, be Open and be a leaf; its PriorityClass must exist."""
+    api.check_queue_reference(spec.queue, cfg.queues, f"{path}.queue")
+    queue = spec.queue or api.DEFAULT_QUEUE
+    if not cfg.is_leaf(queue):
+        raise api.ManifestError(f"{path}.queue", f"queue {queue!r} is not a leaf queue; jobs go to leaf queues")
+    if spec.priority_class_name and spec.priority_class_name not in cfg.classes:
+        raise api.ManifestError(f"{path}.priorityClassName",
+                                f"priority class {spec.priority_class_name!r} does not exist")
+
+
+def check_hyperjob_references(hyperjob: api.HyperJob, cfg: Config) -> None:
+    api.check_references(hyperjob, cfg.clusters, cfg.queues)
+    for i, rj in enumerate(hyperjob.spec.replicated_jobs):
+        check_job_references(rj.template_spec, f"$.spec.replicatedJobs[{i}].templateSpec", cfg)
+
+
+def check_podgroup_references(podgroup: api.PodGroup, cfg: Config) -> None:
+    spec = podgroup.spec
+    api.check_queue_reference(spec.queue, cfg.queues, "$.spec.queue")
+    if not cfg.is_leaf(spec.queue or api.DEFAULT_QUEUE):
+        raise api.ManifestError("$.spec.queue", f"queue {spec.queue!r} is not a leaf queue")
+    if spec.priority_class_name and spec.priority_class_name not in cfg.classes:
+        raise api.ManifestError("$.spec.priorityClassName", f"priority class {spec.priority_class_name!r} does not exist")
+    try:
+        api.quantity.parse_resource_list(spec.min_resources or {})
+    except api.QuantityError as exc:
+        raise api.ManifestError("$.spec.minResources", str(exc)) from None
+
+
+def check_queue(queue: api.Queue, cfg: Config) -> None:
+    parent = queue.spec.parent
+    if parent and parent != ROOT_QUEUE and parent not in cfg.queues:
+        raise api.ManifestError("$.spec.parent", f"queue {parent!r} does not exist")
+
+
+# -- admission candidates --------------------------------------------------------------------------
+
+def submission(doc: records.HyperJobDoc, cfg: Config) -> dict[str, object]:
+    """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
+    manifest = api.decode(doc.manifest)
+    values = cfg.priority_values()
+    if isinstance(manifest, api.PodGroup):
+        spec = manifest.spec
+        candidate = fleetcore.Candidate(name=doc.name, queue=spec.queue or api.DEFAULT_QUEUE,
+                                        request=api.quantity.parse_resource_list(spec.min_resources or {}),
+                                        priority=values.get(spec.priority_class_name, 0), created=doc.created)
+    elif isinstance(manifest, api.Job):
+        candidate = fleetcore.job_candidate(manifest, doc.created, values)
+    else:
+        assert isinstance(manifest, api.HyperJob)
+        candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
+    return {"name": doc.name, "plain": doc.plain, "queue": candidate.queue, "priority": candidate.priority,
+            "request": candidate.request, "created": doc.created, "generation": doc.generation}
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+class Planned(msgspec.Struct, frozen=True, kw_only=True):
+    """A HyperJob's children as a split decided them."""
+
+    refs: list[events.ChildRef]
+    children: list[events.PlannedChild]
+    world_size: int
+    gang: int
+
+
+def plan(hyperjob: api.HyperJob, clusters: Mapping[str, fleetcore.ClusterCapacity], now: float,
+         current: fleetcore.SplitPlan | None = None) -> Planned | fleetcore.Waiting:
+    """The children of a HyperJob on the clusters as they are now, or why it must wait; with the
+    plan in force (``current``, an update) its children keep their clusters and only what an
+    update adds must fit."""
+    split = fleetcore.plan_split(hyperjob, clusters, now=now, current=current)
     if isinstance(split, fleetcore.Waiting):
         return split
-    planned = []
-    for child_plan, child in zip(split.children, fleetcore.child_jobs(hyperjob, split), strict=True):
-        env = {f"{child.name}-{task}-{i}": fleetcore.training_env(hyperjob, split, child_plan.name, task, i)
-               for task, replicas in child_plan.tasks.items() for i in range(replicas)}
-        planned.append(PlannedChild(child=child, plan=child_plan, env_by_pod=env))
-    return planned, split.world_size
+    return planned(hyperjob, split)
 
 
-def child_refs(planned: list[PlannedChild]) -> list[records.ChildRef]:
-    return [records.ChildRef(name=p.child.name, replicated_job=p.child.replicated_job, index=p.child.index,
-                             replicas=p.child.replicas, cluster=p.child.cluster, template_hash=p.child.template_hash,
-                             tasks=dict(p.plan.tasks), rank_offset=p.plan.rank_offset,
-                             min_available=p.plan.min_available)
-            for p in planned]
+def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
+    jobs = fleetcore.child_jobs(hyperjob, split)
+    refs = [events.ChildRef(name=c.name, replicated_job=c.replicated_job, index=c.index, cluster=c.cluster,
+                            replicas=c.replicas, tasks=dict(c.tasks), rank_offset=c.rank_offset,
+                            min_available=c.min_available, template_hash=job.template_hash)
+            for c, job in zip(split.children, jobs, strict=True)]
+    children = [events.PlannedChild(name=job.name, replicated_job=job.replicated_job, clusters=[job.cluster],
+                                    job=api.encode(job.job), template_hash=job.template_hash) for job in jobs]
+    return Planned(refs=refs, children=children, world_size=split.world_size, gang=gang_size(hyperjob, len(refs)))
+
+
+def gang_size(hyperjob: api.HyperJob, children: int) -> int:
+    """How many children must hold their reservations before any starts: the HyperJob's
+    ``minAvailable`` (default all); 0 when at most one child must (no cross-cluster gang)."""
+    required = hyperjob.spec.min_available if hyperjob.spec.min_available is not None else children
+    required = min(required, children)
+    return required if required > 1 else 0
 
 
 def split_plan(doc: records.HyperJobDoc) -> fleetcore.SplitPlan:
@@ -50,22 +157,39 @@ def split_plan(doc: records.HyperJobDoc) -> fleetcore.SplitPlan:
                                generation=doc.generation)
 
 
-def with_plan(doc: records.HyperJobDoc, plan: fleetcore.SplitPlan) -> records.HyperJobDoc:
-    """The document with each child's cluster as ``plan`` now says."""
-    clusters = {child.name: child.cluster for child in plan.children}
+def with_plan(doc: records.HyperJobDoc, split: fleetcore.SplitPlan) -> records.HyperJobDoc:
+    """The document with each child's cluster as ``split`` now says."""
+    clusters = {child.name: child.cluster for child in split.children}
     return msgspec.structs.replace(doc, children=[msgspec.structs.replace(ref, cluster=clusters.get(ref.name, ref.cluster))
                                                   for ref in doc.children])
 
 
-def changes(existing: list[records.ChildRef], desired: list[PlannedChild]
-            ) -> tuple[list[PlannedChild], list[records.ChildRef]]:
+def changes(existing: list[events.ChildRef], desired: list[events.ChildRef]) -> tuple[list[str], list[events.ChildRef]]:
     """(children to place, children to remove): a child whose template or cluster changed is
     replaced; one that is no longer desired is removed; an identical one is left alone."""
     current = {ref.name: ref for ref in existing}
-    wanted = {p.child.name for p in desired}
-    place = [p for p in desired if p.child.name not in current
-             or (current[p.child.name].template_hash, current[p.child.name].cluster)
-             != (p.child.template_hash, p.child.cluster)]
-    replaced = {p.child.name for p in place}
-    remove = [ref for ref in existing if ref.name not in wanted or ref.name in replaced]
+    wanted = {ref.name for ref in desired}
+    place = [ref.name for ref in desired if ref.name not in current
+             or (current[ref.name].template_hash, current[ref.name].cluster) != (ref.template_hash, ref.cluster)]
+    remove = [ref for ref in existing if ref.name not in wanted or ref.name in place]
     return place, remove
+
+
+def plain_child(doc: records.HyperJobDoc, clusters: list[str]) -> events.PlannedChild:
+    """A plain Job is placed as the one child of itself, on any cluster."""
+    return events.PlannedChild(name=doc.name, clusters=clusters, job=doc.manifest)
+
+
+def manifest_kind(manifest: dict[str, object]) -> tuple[str, str]:
+    metadata = manifest.get("metadata")
+    name = metadata.get("name", "") if isinstance(metadata, dict) else ""
+    return str(manifest.get("kind", "")), str(name)
+
+
+def queues_of(doc: records.HyperJobDoc) -> set[str]:
+    manifest = api.decode(doc.manifest)
+    if isinstance(manifest, api.PodGroup):
+        return {manifest.spec.queue or api.DEFAULT_QUEUE}
+    specs = [manifest.spec] if isinstance(manifest, api.Job) else \
+        [rj.template_spec for rj in manifest.spec.replicated_jobs]  # type: ignore[union-attr]
+    return {spec.queue or api.DEFAULT_QUEUE for spec in specs}

@@ -1,10 +1,20 @@
-"""The splitter's handlers: apply, delete, and the children's removal."""
+"""The splitter: the API front door, and the owner of every HyperJob's spec, plan and lifecycle.
+
+An applied object is validated (structure in ``api``; what it refers to against the splitter's
+own configuration and the clusters it hears of) and answered on ``hj.result.<request>``; a
+rejected one changes nothing. Queues and priority classes go out on the configuration stream.
+A HyperJob (or plain Job) is submitted for admission; once admitted it is split and its
+children are asked to be placed. The splitter follows each child's phase (the child-failure
+policy, the lifecycle, failover when a cluster is lost) and finishes a deletion only when every
+child is gone from every cluster.
+"""
 
 from __future__ import annotations
 
-import time
+import hashlib
 from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
 import api
@@ -12,279 +22,454 @@ import events
 import fleetcore
 import records
 from events import subjects
-from servicekit import Cause, Reaction, Runtime, emit
-from store import Write
+from records.capacity import Capacity
+from servicekit import Reaction, Runtime
 
 from . import domain
-
-PRODUCER = "splitter"
 
 
 class Splitter:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self.hyperjobs = runtime.table(records.HYPERJOB, records.HyperJobDoc)
+        self.queues = runtime.table(records.QUEUE, records.QueueDoc)
+        self.classes = runtime.table(records.PRIORITY_CLASS, records.PriorityClassDoc)
+        self.capacity = Capacity()
+        self.lost: set[str] = set()
+        self.dirty: set[str] = set()  # HyperJobs whose spec is to be announced by this unit
+        self.announced: dict[str, str] = {}
+        runtime.on_load(self.dirty.clear)
 
-    # -- apply --------------------------------------------------------------------------------------
+    def cfg(self) -> domain.Config:
+        return domain.config(self.queues.rows, self.classes.rows, sorted(self.capacity.clusters))
 
-    async def on_apply(self, msg: events.ApplyManifest) -> Reaction:
-        kind, name = _identity(msg.manifest)
+    # -- what the clusters say -----------------------------------------------------------------------
+
+    def on_capacity(self, msg: events.ClusterCapacityReported) -> None:
+        changed = self.capacity.report(msg, self.rt.now())
+        lost = {name for name, cap in self.capacity.clusters.items()
+                if fleetcore.cluster_lost(cap, self.capacity.newest)}
+        if changed or lost != self.lost:
+            self.lost = lost
+            self.rt.kick("replan")
+
+    # -- apply ---------------------------------------------------------------------------------------
+
+    def on_apply(self, msg: events.ApplyManifest) -> Reaction:
+        kind, name = domain.manifest_kind(msg.manifest)
         try:
             manifest = api.decode(msg.manifest)
             if isinstance(manifest, api.Queue):
-                return await self._apply_queue(msg, manifest)
+                return self._apply_queue(msg, manifest)
             if isinstance(manifest, api.PriorityClass):
-                return await self._apply_priority_class(msg, manifest)
+                return self._apply_priority_class(msg, manifest)
             if isinstance(manifest, api.Job):
-                return await self._apply_job(msg, manifest)
+                return self._apply_job(msg, manifest)
             if isinstance(manifest, api.HyperJob):
-                return await self._apply_hyperjob(msg, manifest)
-            raise api.ManifestError("$.kind", f"{kind} objects are created by the job-controller for each Job; "
-                                              "apply a Job or a HyperJob")
+                return self._apply_hyperjob(msg, manifest)
+            assert isinstance(manifest, api.PodGroup)
+            return self._apply_podgroup(msg, manifest)
         except api.ManifestError as exc:
-            return _answer(msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
 
-    async def _apply_queue(self, msg: events.ApplyManifest, queue: api.Queue) -> Reaction:
+    def _apply_queue(self, msg: events.ApplyManifest, queue: api.Queue) -> Reaction:
+        domain.check_queue(queue, self.cfg())
         name = queue.metadata.name
-        existing = await self.rt.store.get(records.QUEUE, name)
-        created = existing.decode(records.QueueDoc).created if existing else time.time()
-        doc = records.QueueDoc(manifest=api.encode(queue), state=queue.spec.state or "Open", created=created)
-        outcome = "created" if existing is None else "unchanged" if existing.decode(records.QueueDoc) == doc else "configured"
-        reaction = _answer(msg, events.RequestAccepted, kind="Queue", name=name, outcome=outcome)
-        reaction.writes.append(Write.put(records.QUEUE, name, doc, existing.version if existing else 0))
+        existing = self.queues.get(name)
+        state = (queue.status.state if queue.status else None) or queue.spec.state or "Open"
+        doc = records.QueueDoc(manifest=api.encode(queue), state=state,
+                               created=existing.created if existing else self.rt.now())
+        outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=name, outcome=outcome)
+        if outcome != "unchanged":
+            self.queues.put(name, doc)
+            reaction.publish(subjects.queue_config(name), self._queue_changed(msg, name, doc))
         return reaction
 
-    async def _apply_priority_class(self, msg: events.ApplyManifest, pc: api.PriorityClass) -> Reaction:
+    def _queue_changed(self, cause: events.Message, name: str, doc: records.QueueDoc | None) -> events.QueueChanged:
+        if doc is None:
+            return self.rt.emit(events.QueueChanged, cause, f"queue/{name}", name=name, deleted=True)
+        return self.rt.emit(events.QueueChanged, cause, f"queue/{name}", name=name, manifest=doc.manifest,
+                            state=doc.state, created=doc.created)
+
+    def _apply_priority_class(self, msg: events.ApplyManifest, pc: api.PriorityClass) -> Reaction:
         name = pc.metadata.name
-        existing = await self.rt.store.get(records.PRIORITY_CLASS, name)
-        reaction = _answer(msg, events.RequestAccepted, kind="PriorityClass", name=name,
+        existing = self.classes.get(name)
+        doc = records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value, global_default=pc.global_default)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PriorityClass", name=name,
                            outcome="created" if existing is None else "configured")
-        reaction.writes.append(Write.put(records.PRIORITY_CLASS, name,
-                                         records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value)))
-        return reaction
+        self.classes.put(name, doc)
+        return reaction.publish(subjects.priority_class_config(name), self.rt.emit(
+            events.PriorityClassChanged, msg, f"priorityclass/{name}", name=name, value=pc.value,
+            global_default=pc.global_default, preemption_policy=pc.preemption_policy or ""))
 
-    async def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
+    def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
         name = job.metadata.name
-        api.check_queue_reference(job.spec.queue, await self._queue_states(), "$.spec.queue")
-        existing = await self.rt.store.get(records.HYPERJOB, name)
+        domain.check_job_references(job.spec, "$.spec", self.cfg())
+        existing = self.hyperjobs.get(name)
+        owner = next((d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}),
+                     "")
+        if owner:
+            raise api.ManifestError("$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob "
+                                                       f"{owner!r})")
         if existing is not None:
-            doc = existing.decode(records.HyperJobDoc)
-            if doc.manifest == api.encode(job):
-                return _answer(msg, events.RequestAccepted, kind="Job", name=name, outcome="unchanged")
-            raise api.ManifestError("$.metadata.name", f"{doc.manifest.get('kind', 'object')} {name!r} already exists; "
-                                                       "a running Job's tasks cannot change (delete it first)")
-        clusters = sorted((await self.rt.store.list(records.CLUSTER)))
-        total = api.template_replicas(job.spec)
-        doc = records.HyperJobDoc(name=name, manifest=api.encode(job), created=time.time(), plain=True,
-                                  children=[records.ChildRef(name=name, replicated_job="", index=0, replicas=total)])
-        reaction = _answer(msg, events.RequestAccepted, kind="Job", name=name, outcome="created")
-        reaction.writes.append(Write.put(records.HYPERJOB, name, doc, 0))
-        return reaction.publish(subjects.PLACE_CHILD, emit(
-            events.PlaceChild, msg, f"place/{name}", PRODUCER, child=name, clusters=clusters, job=api.encode(job)))
+            if existing.manifest == api.encode(job):
+                return _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="unchanged")
+            raise api.ManifestError("$.metadata.name", f"{existing.manifest.get('kind', 'object')} {name!r} already "
+                                                       "exists; a running Job's tasks cannot change (delete it first)")
+        doc = records.HyperJobDoc(name=name, manifest=api.encode(job), created=self.rt.now(), plain=True,
+                                  children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))])
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="created")
+        return self._submit(reaction, msg, doc)
 
-    async def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
+    def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
+        """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
+        name = podgroup.metadata.name
+        domain.check_podgroup_references(podgroup, self.cfg())
+        existing = self.hyperjobs.get(name)
+        if existing is not None:
+            if existing.manifest == api.encode(podgroup):
+                return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
+            raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
+        doc = records.HyperJobDoc(name=name, manifest=api.encode(podgroup), created=self.rt.now(), plain=True,
+                                  children=[events.ChildRef(name=name)])
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
+        return self._submit(reaction, msg, doc)
+
+    def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
         name = hyperjob.metadata.name
-        clusters = {n: d.decode(records.ClusterDoc) for n, d in (await self.rt.store.list(records.CLUSTER)).items()}
-        api.check_references(hyperjob, clusters, await self._queue_states())
-        existing = await self.rt.store.get(records.HYPERJOB, name)
-        previous = existing.decode(records.HyperJobDoc) if existing else None
+        domain.check_hyperjob_references(hyperjob, self.cfg())
+        previous = self.hyperjobs.get(name)
         if previous is not None and previous.plain:
             raise api.ManifestError("$.metadata.name", f"a Job named {name!r} already exists")
         if previous is not None and previous.deleting:
-            raise api.ManifestError("$.metadata.name", f"HyperJob {name!r} is being deleted; apply it again once it is gone")
+            raise api.ManifestError("$.metadata.name",
+                                    f"HyperJob {name!r} is being deleted; apply it again once it is gone")
         if previous is not None and previous.manifest == api.encode(hyperjob):
-            return _answer(msg, events.RequestAccepted, kind="HyperJob", name=name, outcome="unchanged")
-        doc = records.HyperJobDoc(name=name, manifest=api.encode(hyperjob), created=previous.created if previous else time.time(),
-                                  generation=previous.generation + 1 if previous else 1,
-                                  children=previous.children if previous else [])
-        reaction = _answer(msg, events.RequestAccepted, kind="HyperJob", name=name,
+            return _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=name, outcome="unchanged")
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=name,
                            outcome="created" if previous is None else "configured")
-        return self._split(reaction, msg, doc, hyperjob, clusters, existing.version if existing else 0)
+        if previous is None:
+            doc = records.HyperJobDoc(name=name, manifest=api.encode(hyperjob), created=self.rt.now())
+            return self._submit(reaction, msg, doc)
+        doc = replace(previous, manifest=api.encode(hyperjob), generation=previous.generation + 1)
+        reaction = self._submit(reaction, msg, doc)
+        return self._split(reaction, msg, doc) if doc.admitted else reaction
 
-    def _split(self, reaction: Reaction, cause: events.Message | Cause, doc: records.HyperJobDoc,
-               hyperjob: api.HyperJob, clusters: dict[str, records.ClusterDoc], expected_version: int) -> Reaction:
-        result = domain.plan(hyperjob, clusters, time.time())
+    def _submit(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
+        """Record the owner and ask its queue to admit it (again, for a new generation)."""
+        self._put(doc)
+        return reaction.publish(subjects.OWNER_SUBMITTED, self.rt.emit(
+            events.OwnerSubmitted, cause, f"submit/{doc.name}/{doc.generation}", **domain.submission(doc, self.cfg())))
+
+    # -- admitted: split ---------------------------------------------------------------------------
+
+    def on_admitted(self, msg: events.OwnerAdmitted) -> Reaction | None:
+        doc = self.hyperjobs.get(msg.name)
+        if doc is None or doc.deleting or doc.admitted:
+            return None
+        doc = replace(doc, admitted=True)
+        self._put(doc)
+        if doc.lifecycle != "Active":
+            return None  # suspended before it was placed: planned once resumed
+        if doc.plain:
+            child = domain.plain_child(doc, sorted(self.capacity.clusters))
+            return Reaction().publish(subjects.PLACE_CHILDREN, self.rt.emit(
+                events.PlaceChildren, msg, f"place/{doc.name}/{doc.created!r}", owner=doc.name, plain=True,
+                children=[child]))
+        return self._split(Reaction(), msg, doc)
+
+    def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
+        hyperjob = _hyperjob(doc)
+        live = self.capacity.live(self.capacity.now(self.rt.now()))
+        current = domain.split_plan(doc) if doc.children else None
+        result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
         if isinstance(result, fleetcore.Waiting):
-            reaction.writes.append(Write.put(records.HYPERJOB, doc.name, replace(doc, waiting_reason=result.reason),
-                                             expected_version))
-            return reaction.publish(subjects.CHILD_WAITING, emit(
-                events.ChildPlacementWaiting, cause, "waiting", PRODUCER, child="", hyperjob=doc.name,
-                reason=result.reason))
-        planned, world_size = result
-        place, remove = domain.changes(doc.children, planned)
-        for ref in remove:
-            reaction.publish(subjects.UNPLACE_CHILD, emit(events.RemoveChild, cause, f"unplace/{ref.name}",
-                                                          PRODUCER, child=ref.name, cluster=ref.cluster))
-        for p in place:
-            reaction.publish(subjects.PLACE_CHILD, emit(
-                events.PlaceChild, cause, f"place/{p.child.name}/{p.child.template_hash}", PRODUCER,
-                child=p.child.name, hyperjob=doc.name, replicated_job=p.child.replicated_job, clusters=[p.child.cluster],
-                job=api.encode(p.child.job), env_by_pod=p.env_by_pod, rank_offset=p.child.rank_offset,
-                world_size=p.child.world_size))
-        planned_doc = replace(doc, children=domain.child_refs(planned), waiting_reason="", world_size=world_size)
-        reaction.writes.append(Write.put(records.HYPERJOB, doc.name, planned_doc, expected_version))
-        return reaction
-
-    async def replan_waiting(self) -> None:
-        """HyperJobs that did not fit anywhere are planned again as capacity changes."""
-        clusters = {n: d.decode(records.ClusterDoc) for n, d in (await self.rt.store.list(records.CLUSTER)).items()}
-        for name, stored in (await self.rt.store.list(records.HYPERJOB)).items():
-            doc = stored.decode(records.HyperJobDoc)
-            if doc.plain or doc.deleting or doc.children:
-                continue
-            hyperjob = api.decode(doc.manifest)
-            assert isinstance(hyperjob, api.HyperJob)
-            cause = Cause(event_id=events.derive_id(name, f"replan/{doc.created!r}/{doc.generation}/{stored.version}"))
-            reaction = self._split(Reaction(), cause, doc, hyperjob, clusters, stored.version)
-            if not doc.waiting_reason or any(isinstance(m, events.PlaceChild) for _, m in reaction.outputs):
-                await self.rt.commit("splitter-replan", cause.event_id, reaction)
-
-    # -- delete -------------------------------------------------------------------------------------
-
-    async def on_delete(self, msg: events.DeleteObject) -> Reaction:
-        kind = {"Job": records.HYPERJOB, "HyperJob": records.HYPERJOB, "Queue": records.QUEUE,
-                "PriorityClass": records.PRIORITY_CLASS}.get(msg.kind)
-        stored = await self.rt.store.get(kind, msg.name) if kind else None
-        if stored is None:
-            return _answer(msg, events.RequestRejected, kind=msg.kind, name=msg.name,
-                           reason=f"{msg.kind} {msg.name!r} not found")
-        if kind == records.QUEUE:
-            return await self._delete_queue(msg)
-        if kind == records.PRIORITY_CLASS:
-            reaction = _answer(msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
-            reaction.writes.append(Write.delete(kind, msg.name))
+            if doc.waiting_reason != result.reason:
+                self._put(replace(doc, waiting_reason=result.reason))
+                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+                    events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{result.reason}", child="",
+                    hyperjob=doc.name, reason=result.reason))
             return reaction
-        doc = stored.decode(records.HyperJobDoc)
-        reaction = _answer(msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
-        return self._start_deleting(reaction, msg, doc, stored.version)
+        taken = self._names_taken(doc.name, [ref.name for ref in result.refs])
+        if taken:
+            reason = f"child {taken}: a job of that name already exists"
+            if doc.waiting_reason != reason:
+                self._put(replace(doc, waiting_reason=reason))
+                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
+                    events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{reason}", child="",
+                    hyperjob=doc.name, reason=reason))
+            return reaction
+        place, remove = domain.changes(doc.children, result.refs)
+        for ref in remove:
+            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
+                events.RemoveChild, cause, f"unplace/{ref.name}/{doc.generation}/{doc.attempt}", child=ref.name,
+                cluster=ref.cluster))
+        children = [c for c in result.children if c.name in place]
+        self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
+        return reaction.publish(subjects.PLACE_CHILDREN, self.rt.emit(
+            events.PlaceChildren, cause, f"place/{doc.generation}/{doc.attempt}", owner=doc.name,
+            generation=doc.generation, attempt=doc.attempt, children=children, gang=result.gang,
+            hyperjob=doc.manifest, plan=result.refs, world_size=result.world_size))
 
-    def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc,
-                        version: int) -> Reaction:
-        if not doc.children:
-            reaction.writes.append(Write.delete(records.HYPERJOB, doc.name, version))
-            return reaction.publish(subjects.HYPERJOB_DELETED, emit(events.HyperJobDeleted, cause, "deleted", PRODUCER,
-                                                                    name=doc.name))
+    def _names_taken(self, owner: str, names: list[str]) -> str:
+        """The first of ``names`` another Job or HyperJob child already goes by ("" if none)."""
+        for other, doc in self.hyperjobs.items():
+            if other == owner:
+                continue
+            used = {other} if doc.plain else {ref.name for ref in doc.children}
+            clash = sorted(used & set(names))
+            if clash:
+                return clash[0]
+        return ""
+
+    def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
+        """The gang's reservations did not all hold in time: plan again (it may fit elsewhere now),
+        replacing every child."""
+        doc = self.hyperjobs.get(msg.owner)
+        if doc is None or doc.deleting or msg.attempt <= doc.attempt or doc.lifecycle != "Active":
+            return None
+        reaction = Reaction()
         for ref in doc.children:
-            reaction.publish(subjects.UNPLACE_CHILD, emit(events.RemoveChild, cause, f"unplace/{ref.name}", PRODUCER,
-                                                          child=ref.name, cluster=ref.cluster))
-        deleting = replace(doc, deleting=True)
-        reaction.writes.append(Write.put(records.HYPERJOB, doc.name, deleting, version))
+            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
+                events.RemoveChild, msg, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster))
+        doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
+        self._put(doc)
+        return self._split(reaction, msg, doc)
+
+    async def replan(self) -> None:
+        """Admitted HyperJobs that did not fit anywhere are planned again as capacity changes, and
+        children on a lost cluster (or withdrawn for want of room) are placed again elsewhere."""
+        await self.rt.ensure_fresh()
+        reaction = Reaction()
+        now = self.capacity.now(self.rt.now())
+        alive = {n for n, c in self.capacity.clusters.items() if not fleetcore.cluster_lost(c, now)}
+        for name, doc in self.hyperjobs.items():
+            if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
+                continue
+            if not doc.plain and not doc.children:
+                self._split(reaction, f"replan/{name}", doc)
+            elif doc.manifest.get("kind") != "PodGroup" and any(ref.cluster not in alive for ref in doc.children):
+                self._fail_over(reaction, doc)  # a child on a lost cluster, or on none yet
+        if reaction.outputs or self.rt.projection.pending:
+            await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
+
+    def _fail_over(self, reaction: Reaction, doc: records.HyperJobDoc) -> None:
+        now = self.capacity.now(self.rt.now())
+        finished = [c for c, phase in doc.child_phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
+        if doc.plain:
+            child = doc.children[0]
+            decisions = fleetcore.plain_failover(_job(doc), child.name, child.cluster, self.capacity.clusters, now,
+                                                 finished=bool(finished))
+            split = None
+        else:
+            split, decisions = fleetcore.failover(_hyperjob(doc), domain.split_plan(doc), self.capacity.clusters, now,
+                                                  finished=finished)
+        if not decisions:
+            return
+        self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, decisions)
+        if split is not None:
+            self._put(domain.with_plan(doc, split))
+        else:
+            move = decisions[0]
+            to = move.to_cluster if isinstance(move, fleetcore.ChildMove) else ""
+            self._put(replace(doc, children=[replace(doc.children[0], cluster=to)]))
+
+    # -- delete --------------------------------------------------------------------------------------
+
+    def on_delete(self, msg: events.DeleteObject) -> Reaction:
+        if msg.kind == "Queue":
+            return self._delete_queue(msg)
+        if msg.kind == "PriorityClass" and msg.name in self.classes:
+            self.classes.delete(msg.name)
+            reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
+            return reaction.publish(subjects.priority_class_config(msg.name), self.rt.emit(
+                events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True))
+        doc = self.hyperjobs.get(msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
+        if doc is None or msg.kind != doc.manifest.get("kind"):
+            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
+                           reason=f"{msg.kind} {msg.name!r} not found")
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
+        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn",
+                                                                name=msg.name))
+        return self._start_deleting(reaction, msg, doc)
+
+    def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
+        if not doc.children or not doc.admitted:
+            return self._deleted(reaction, cause, doc)
+        for ref in doc.children:
+            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
+                events.RemoveChild, cause, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster))
+        self._put(replace(doc, deleting=True))
         return reaction
 
-    async def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
-        users = [d.decode(records.HyperJobDoc).name for d in (await self.rt.store.list(records.HYPERJOB)).values()
-                 if msg.name in _queues_of(d.decode(records.HyperJobDoc))]
-        if users:
-            return _answer(msg, events.RequestRejected, kind="Queue", name=msg.name,
-                           reason=f"queue {msg.name!r} is used by {', '.join(sorted(users))}")
-        reaction = _answer(msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="deleted")
-        reaction.writes.append(Write.delete(records.QUEUE, msg.name))
-        return reaction
+    def _deleted(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
+        self.hyperjobs.delete(doc.name)
+        self.dirty.add(doc.name)
+        return reaction.publish(subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, cause, "deleted",
+                                                                        name=doc.name))
 
-    # -- commands on the whole HyperJob ----------------------------------------------------------------
+    def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
+        if msg.name not in self.queues:
+            return _answer(self.rt, msg, events.RequestRejected, kind="Queue", name=msg.name,
+                           reason=f"Queue {msg.name!r} not found")
+        users = sorted(d.name for d in self.hyperjobs.values() if msg.name in domain.queues_of(d))
+        children = sorted(n for n, parent in self.cfg().parents.items() if parent == msg.name)
+        if users or children:
+            return _answer(self.rt, msg, events.RequestRejected, kind="Queue", name=msg.name,
+                           reason=f"queue {msg.name!r} is used by {', '.join(users or children)}")
+        self.queues.delete(msg.name)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="deleted")
+        return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, None))
 
-    async def on_command(self, msg: events.CommandHyperJob) -> Reaction:
+    def on_job_removed(self, msg: events.JobRemoved) -> Reaction | None:
+        """A child is gone from its cluster; the last one gone ends a deletion."""
+        doc = self.hyperjobs.get(msg.hyperjob or msg.job)
+        if doc is None or not doc.deleting:
+            return None
+        remaining = replace(doc, children=[ref for ref in doc.children if ref.name != msg.job])
+        if not remaining.children:
+            return self._deleted(Reaction(), msg, remaining)
+        self._put(remaining)
+        return None
+
+    # -- commands and the children's news -------------------------------------------------------------
+
+    def on_command(self, msg: events.CommandHyperJob) -> Reaction:
         """suspend / resume / restart / abort act on every child, through its cluster's job-controller."""
-        stored = await self.rt.store.get(records.HYPERJOB, msg.name)
-        doc = stored.decode(records.HyperJobDoc) if stored else None
+        doc = self.hyperjobs.get(msg.name)
         if doc is None or doc.plain or doc.deleting:
-            reason = f"HyperJob {msg.name!r} not found" if doc is None or doc.plain else f"HyperJob {msg.name!r} is being deleted"
-            return _answer(msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
-        phases = await self._child_phases(doc)
-        lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)  # type: ignore[arg-type]
+            reason = f"HyperJob {msg.name!r} is being deleted" if doc is not None and doc.deleting else \
+                f"HyperJob {msg.name!r} not found"
+            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+        phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
+        lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
-        reaction = _answer(msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
         self._carry_out(reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
-        reaction.writes.append(Write.put(records.HYPERJOB, msg.name, replace(doc, lifecycle=lifecycle, restarts=restarts),
-                                         stored.version if stored else 0))
-        return reaction
+        doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
+        self._put(doc)
+        if lifecycle == "Active" and doc.admitted and not doc.children:
+            self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
+        return reaction.publish(subjects.OWNER_LIFECYCLE, self.rt.emit(
+            events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts))
 
-    # -- failover and failed children --------------------------------------------------------------
+    def on_object_command(self, msg: events.CommandObject) -> Reaction:
+        """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
+        if msg.kind == "Queue":
+            queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
+            if queue is None or msg.action not in ("open", "close"):
+                return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
+                               reason=f"Queue {msg.name!r} not found" if queue is None else
+                               f"$.action: a Queue takes open or close, not {msg.action!r}")
+            doc = replace(queue, state="Open" if msg.action == "open" else "Closed")
+            self.queues.put(msg.name, doc)
+            reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
+            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, doc))
+        doc = self.hyperjobs.get(msg.name)
+        cluster = doc.children[0].cluster if doc is not None and doc.plain and doc.children else ""
+        if not cluster:
+            reason = f"Job {msg.name!r} not found" if doc is None or not doc.plain else \
+                f"Job {msg.name!r} is not on a cluster yet"
+            return _answer(self.rt, msg, events.RequestRejected, kind="Job", name=msg.name, reason=reason)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=msg.name, outcome="commanded")
+        return reaction.publish(subjects.command_child(cluster), self.rt.emit(
+            events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action))
 
-    async def failover_round(self) -> None:
-        """Children on a lost cluster (silent for 30 s), or withdrawn for want of room, are placed
-        again on another eligible cluster where they fit, keeping their names."""
-        now = time.time()
-        capacities = await self._capacities()
-        for name, stored in (await self.rt.store.list(records.HYPERJOB)).items():
-            doc = stored.decode(records.HyperJobDoc)
-            if doc.plain or doc.deleting or not doc.children or doc.lifecycle != "Active":
-                continue
-            phases = await self._child_phases(doc)
-            finished = [c for c, phase in phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
-            plan, decisions = fleetcore.failover(_hyperjob(doc), domain.split_plan(doc), capacities, now,
-                                                 finished=finished)
-            if not decisions:
-                continue
-            cause = Cause(event_id=events.derive_id(name, f"failover/{doc.created!r}/{stored.version}"))
-            reaction = self._carry_out(Reaction(), cause, doc, decisions)
-            reaction.writes.append(Write.put(records.HYPERJOB, name, domain.with_plan(doc, plan), stored.version))
-            await self.rt.commit("splitter-failover", cause.event_id, reaction)
-
-    async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
-        """A child failed beyond its own retries: the HyperJob's childFailurePolicy decides."""
-        if msg.new != "Failed" or not msg.hyperjob:
-            return Reaction()
-        stored = await self.rt.store.get(records.HYPERJOB, msg.hyperjob)
-        doc = stored.decode(records.HyperJobDoc) if stored else None
-        if doc is None or doc.deleting or doc.lifecycle != "Active" or msg.job not in {r.name for r in doc.children}:
-            return Reaction()
-        phases = {**await self._child_phases(doc), msg.job: "Failed"}
-        plan, decisions = fleetcore.child_failed(_hyperjob(doc), domain.split_plan(doc), msg.job,
-                                                 await self._capacities(), time.time(), phases)
+    def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
+        owner = msg.hyperjob or msg.job
+        doc = self.hyperjobs.get(owner)
+        if doc is None or msg.job not in {r.name for r in doc.children}:
+            return None
+        if doc.plain and doc.children[0].cluster != msg.cluster:
+            doc = replace(doc, children=[replace(doc.children[0], cluster=msg.cluster)])
+        phases = {**doc.child_phases, msg.job: msg.new}
+        lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases) if not doc.plain else doc.lifecycle
+        doc = replace(doc, child_phases=phases, lifecycle=lifecycle)
+        self._put(doc)
+        if msg.new != "Failed" or doc.plain or doc.deleting or doc.lifecycle != "Active":
+            return None
+        # A child failed beyond its own retries: the HyperJob's childFailurePolicy decides.
+        split, decisions = fleetcore.child_failed(_hyperjob(doc), domain.split_plan(doc), msg.job,
+                                                  self.capacity.clusters, self.capacity.now(self.rt.now()), phases)
         reaction = self._carry_out(Reaction(), msg, doc, decisions)
         lifecycle = next((d.lifecycle for d in decisions if isinstance(d, fleetcore.SetLifecycle)), doc.lifecycle)
-        updated = replace(domain.with_plan(doc, plan), lifecycle=lifecycle,
-                          restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0))
-        reaction.writes.append(Write.put(records.HYPERJOB, doc.name, updated, stored.version if stored else 0))
+        self._put(replace(domain.with_plan(doc, split), lifecycle=lifecycle,
+                          restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0)))
         return reaction
 
-    def _carry_out(self, reaction: Reaction, cause: events.Message | Cause, doc: records.HyperJobDoc,
+    def _carry_out(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc,
                    decisions: list[Any]) -> Reaction:
         """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
         clusters = {ref.name: ref.cluster for ref in doc.children}
         for d in decisions:
             if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
-                reaction.publish(subjects.command_child(clusters[d.child]), emit(
-                    events.CommandChild, cause, f"command/{d.child}", PRODUCER, child=d.child,
+                reaction.publish(subjects.command_child(clusters[d.child]), self.rt.emit(
+                    events.CommandChild, cause, f"command/{d.child}/{d.action}/{doc.restarts}", child=d.child,
                     cluster=clusters[d.child], action=d.action, reason=d.reason))
             elif isinstance(d, fleetcore.ChildMove | fleetcore.ChildUnplaced):
                 to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
-                reaction.publish(subjects.MOVE_CHILD, emit(events.MoveChild, cause, f"move/{d.child}/{to}", PRODUCER,
-                                                           child=d.child, to_cluster=to, reason=d.reason))
+                reaction.publish(subjects.MOVE_CHILD, self.rt.emit(
+                    events.MoveChild, cause, f"move/{d.child}/{to}", child=d.child, to_cluster=to, reason=d.reason))
         return reaction
 
-    async def _child_phases(self, doc: records.HyperJobDoc) -> dict[str, str]:
-        status = await self.rt.store.get(records.HYPERJOB_STATUS, doc.name)
-        names = [ref.name for ref in doc.children]
-        return status.decode(records.HyperJobStatusDoc).child_phases(names) if status else dict.fromkeys(names, "Pending")
+    # -- the spec, as the status-aggregator needs it ---------------------------------------------------
 
-    async def _capacities(self) -> dict[str, fleetcore.ClusterCapacity]:
-        return {n: records.cluster_capacity(d.decode(records.ClusterDoc))
-                for n, d in (await self.rt.store.list(records.CLUSTER)).items()}
+    def _put(self, doc: records.HyperJobDoc) -> None:
+        self.hyperjobs.put(doc.name, doc)
+        self.dirty.add(doc.name)
 
-    async def on_job_removed(self, msg: events.JobRemoved) -> Reaction:
-        """A child is gone from its cluster; the last one gone ends a deletion."""
-        owner = msg.hyperjob or msg.job
-        stored = await self.rt.store.get(records.HYPERJOB, owner)
-        if stored is None:
-            return Reaction()
-        doc = stored.decode(records.HyperJobDoc)
-        if not doc.deleting:
-            return Reaction()
-        remaining = replace(doc, children=[ref for ref in doc.children if ref.name != msg.job])
-        if not remaining.children:
-            return self._start_deleting(Reaction(), msg, remaining, stored.version)
-        return Reaction(writes=[Write.put(records.HYPERJOB, owner, remaining, stored.version)])
+    def flush(self) -> Reaction | None:
+        """One ``HyperJobSpecChanged`` per HyperJob this unit changed (what the status shows)."""
+        if not self.dirty:
+            return None
+        reaction, sent = Reaction(), {}
+        for name in sorted(self.dirty):
+            doc = self.hyperjobs.get(name)
+            fields = _spec_fields(name, doc)
+            digest = hashlib.sha1(msgspec.json.encode(fields)).hexdigest()
+            if self.announced.get(name) != digest:
+                sent[name] = digest
+                # The id names this incarnation and version of the document: a spec that returns to
+                # an earlier content (suspend, then resume) is still a new message.
+                which = f"{doc.created!r}/{self.hyperjobs.versions.get(name, 0)}" if doc else f"gone/{self.rt.now()!r}"
+                reaction.publish(subjects.HYPERJOB_SPEC, events.HyperJobSpecChanged(
+                    event_id=events.derive_id(name, f"spec/{which}/{digest}"), occurred_at=self.rt.now(),
+                    producer=self.rt.service, **fields))
+        self.dirty.clear()
 
-    async def _queue_states(self) -> dict[str, str]:
-        states = {n: d.decode(records.QueueDoc).state for n, d in (await self.rt.store.list(records.QUEUE)).items()}
-        states.setdefault(api.DEFAULT_QUEUE, "Open")
-        return states
+        async def remember() -> None:
+            self.announced.update(sent)
+
+        reaction.after.append(remember)
+        return reaction
 
 
-def _answer(msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
-    return Reaction().publish(subjects.result(msg.event_id), emit(message_type, msg, "answer", PRODUCER, **fields))
+def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> dict[str, Any]:
+    if doc is None:
+        return {"name": name, "manifest": {}, "deleting": True, "lifecycle": "Active"}
+    return {"name": name, "manifest": doc.manifest, "plain": doc.plain, "generation": doc.generation,
+            "created": doc.created, "children": doc.children, "world_size": doc.world_size,
+            "lifecycle": doc.lifecycle, "restarts": doc.restarts, "deleting": doc.deleting,
+            "waiting_reason": doc.waiting_reason, "attempt": doc.attempt}
+
+
+def _default_queue() -> records.QueueDoc:
+    """The queue ``default`` (weight 1, reclaimable) that always exists, as in Volcano."""
+    queue = api.Queue(metadata=api.ObjectMeta(name=api.DEFAULT_QUEUE), spec=api.QueueSpec(weight=1, reclaimable=True))
+    return records.QueueDoc(manifest=api.encode(queue))
+
+
+def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
+    return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))
+
+
+def _digest_cause(instance: str, now: float, reaction: Reaction) -> str:
+    digest = hashlib.sha1(repr(now).encode())
+    for _, message in reaction.outputs:
+        digest.update(message.event_id.encode())
+    return events.derive_id(instance, f"replan/{digest.hexdigest()}")
 
 
 def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
@@ -293,13 +478,7 @@ def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
     return hyperjob
 
 
-def _identity(manifest: dict[str, Any]) -> tuple[str, str]:
-    metadata = manifest.get("metadata")
-    name = metadata.get("name", "") if isinstance(metadata, dict) else ""
-    return str(manifest.get("kind", "")), str(name)
-
-
-def _queues_of(doc: records.HyperJobDoc) -> set[str]:
-    manifest = api.decode(doc.manifest)
-    specs = [manifest.spec] if isinstance(manifest, api.Job) else [rj.template_spec for rj in manifest.spec.replicated_jobs]  # type: ignore[union-attr]
-    return {spec.queue or api.DEFAULT_QUEUE for spec in specs}
+def _job(doc: records.HyperJobDoc) -> api.Job:
+    job = api.decode(doc.manifest)
+    assert isinstance(job, api.Job)
+    return job

@@ -1,4 +1,4 @@
-"""Wiring: the status-aggregator's consumers."""
+"""Wiring: the status-aggregator's consumers and its flush."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from .handlers import StatusAggregator
 
 async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
     aggregator = StatusAggregator(runtime)
-    await runtime.subscribe("status-aggregator-jobs", "job.phase.*", {events.JobPhaseChanged: aggregator.on_job_phase})
-    await runtime.subscribe("status-aggregator-waiting", subjects.CHILD_WAITING,
-                            {events.ChildPlacementWaiting: aggregator.on_waiting})
-    await runtime.subscribe("status-aggregator-hyperjobs", subjects.HYPERJOB_DELETED,
-                            {events.HyperJobDeleted: aggregator.on_deleted})
-    await runtime.subscribe("status-aggregator-admissions", subjects.OWNER_ADMITTED,
-                            {events.OwnerAdmitted: aggregator.on_admitted})
+    runtime.subscribe("status-aggregator", [subjects.HYPERJOB_SPEC, subjects.HYPERJOB_DELETED], {
+        events.HyperJobSpecChanged: aggregator.on_spec,
+        events.HyperJobDeleted: aggregator.on_deleted,
+    })
+    runtime.subscribe("status-aggregator-sched", [subjects.OWNER_ADMITTED, subjects.CHILD_WAITING], {
+        events.OwnerAdmitted: aggregator.on_admitted,
+        events.ChildPlacementWaiting: aggregator.on_waiting,
+    })
+    runtime.subscribe("status-aggregator-jobs", "job.phase.*", {events.JobPhaseChanged: aggregator.on_job_phase})
+    runtime.before_commit(aggregator.flush)
     return aggregator

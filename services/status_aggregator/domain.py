@@ -1,4 +1,4 @@
-"""The aggregator's document and how one child's news changes it (pure)."""
+"""The aggregator's documents and how news changes a status (pure)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,25 @@ import msgspec
 from msgspec.structs import replace
 
 import api
+import events
 import fleetcore
-import records
+
+
+class SpecDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """What the aggregator knows of a HyperJob from the splitter (``HyperJobSpecChanged``), and
+    whether its queue admitted it (``OwnerAdmitted``)."""
+
+    name: str
+    manifest: dict[str, object] = {}
+    plain: bool = False
+    generation: int = 1
+    children: list[events.ChildRef] = []
+    lifecycle: str = "Active"
+    restarts: int = 0
+    deleting: bool = False
+    waiting_reason: str = ""
+    admitted: bool = False
+    attempt: int = 1
 
 
 class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,31 +35,69 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     status: dict[str, object] = {}
     updated_at: float = 0.0
     children: dict[str, fleetcore.ChildStatus] = {}
+    attempts: dict[str, int] = {}  # the plan attempt each child's news is about
     waiting_reason: str = ""
     restarts: int = 0  # the owner's restart count this status reflects
+    lifecycle: str = "Active"  # the owner's lifecycle as settled on this status's view of the children
 
 
-def child_changed(doc: AggregateDoc, news: fleetcore.ChildStatus) -> AggregateDoc:
-    return replace(doc, children={**doc.children, news.name: news})
+def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
+    return SpecDoc(name=msg.name, manifest=msg.manifest, plain=msg.plain, generation=msg.generation,
+                   children=list(msg.children), lifecycle=msg.lifecycle, restarts=msg.restarts, deleting=msg.deleting,
+                   waiting_reason=msg.waiting_reason, admitted=current.admitted if current else False,
+                   attempt=msg.attempt)
 
 
-def recompute(doc: AggregateDoc, owner: records.HyperJobDoc, admitted: bool, now: float) -> AggregateDoc:
+def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
+    return fleetcore.ChildStatus(
+        name=msg.job, replicated_job=msg.replicated_job, cluster=msg.cluster, phase=msg.new, reason=msg.reason,
+        last_transition_time=msg.occurred_at, replicas=msg.pending + msg.running + msg.succeeded + msg.failed
+        + msg.terminating, pending=msg.pending, running=msg.running, succeeded=msg.succeeded,
+        failed=msg.failed, terminating=msg.terminating, unknown=msg.unknown)
+
+
+def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     """Fold the children the plan has now (unknown ones Pending) into the HyperJob status."""
-    hyperjob = api.decode(owner.manifest)
+    hyperjob = api.decode(spec.manifest)
     assert isinstance(hyperjob, api.HyperJob)
-    hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=owner.generation))
-    children = [replace(doc.children[ref.name], replicas=ref.replicas) if ref.name in doc.children
+    hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
+    children = [replace(doc.children[ref.name], replicas=ref.replicas, cluster=ref.cluster or doc.children[ref.name].cluster)
+                if ref.name in doc.children and doc.children[ref.name].cluster in ("", ref.cluster)
+                and _of_current_plan(doc.attempts.get(ref.name, 0), spec.attempt)
                 else fleetcore.ChildStatus(name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster,
                                            replicas=ref.replicas)
-                for ref in owner.children]
-    # After a restart the old conditions no longer hold: the status starts over.
-    restarted = owner.restarts != doc.restarts
-    previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
+                for ref in spec.children]
+    # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts
+    # over. Children's news and the owner's commands travel on different streams, so a child that a
+    # suspend aborted may be heard of before the suspend itself: its condition must not stick.
     phases = {child.name: child.phase for child in children}
-    lifecycle = "Terminating" if owner.deleting else fleetcore.settle_lifecycle(owner.lifecycle, phases)  # type: ignore[arg-type]
-    # A child only ever leaves Pending after its owner was admitted (the admission record itself
-    # goes away once the children finish).
-    admitted = admitted or any(child.phase != "Pending" for child in children)
+    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(
+        _unsettled(spec, doc), phases)  # type: ignore[arg-type]
+    restarted = spec.restarts != doc.restarts or lifecycle != doc.lifecycle
+    previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
+    # A child only ever leaves Pending after its owner was admitted.
+    admitted = spec.admitted or any(child.phase != "Pending" for child in children)
     status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle, admitted=admitted,
-                                        waiting_reason=owner.waiting_reason or doc.waiting_reason, now=now)
-    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=owner.restarts)
+                                        waiting_reason=spec.waiting_reason or doc.waiting_reason, now=now)
+    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=spec.restarts,
+                   lifecycle=lifecycle)
+
+
+def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:
+    """The lifecycle to settle on this status's own view of the children. The splitter settles a
+    resume or restart (back to Active) on the child news it has seen, which this service may not
+    have seen yet (another consumer of the same stream): until it has, the children it last heard
+    of as Aborted are still coming back, not failed."""
+    if spec.lifecycle != "Active":
+        return spec.lifecycle
+    if doc.lifecycle in ("Suspended", "Resuming"):
+        return "Resuming"
+    if spec.restarts != doc.restarts or doc.lifecycle == "Restarting":
+        return "Restarting"
+    return spec.lifecycle
+
+
+def _of_current_plan(attempt: int, current: int) -> bool:
+    """News about a child is about the plan in force unless it names an earlier attempt (0: news
+    that names none, about whichever child of that name there is)."""
+    return attempt == 0 or attempt >= current

@@ -1,62 +1,90 @@
-"""Folding child news into HyperJob statuses."""
+"""Folding child news into HyperJob statuses, once per HyperJob and unit of work."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections import defaultdict
+import hashlib
 
+import msgspec
 from msgspec.structs import replace
 
 import events
-import fleetcore
 import records
 from events import subjects
-from servicekit import Reaction, Runtime, emit
-from store import Write
+from servicekit import Reaction, Runtime
 
 from . import domain
-
-PRODUCER = "status-aggregator"
 
 
 class StatusAggregator:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.specs = runtime.table(records.HYPERJOB_SPEC, domain.SpecDoc)
+        self.statuses = runtime.table(records.HYPERJOB_STATUS, domain.AggregateDoc)
+        self.dirty: set[str] = set()
+        runtime.on_load(self.dirty.clear)
 
-    async def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction:
-        if not msg.hyperjob:
-            return Reaction()  # a plain Job: its own record is its status
-        news = fleetcore.ChildStatus(
-            name=msg.job, replicated_job=msg.replicated_job, cluster=msg.cluster, phase=msg.new, reason=msg.reason,
-            last_transition_time=msg.occurred_at, replicas=msg.pending + msg.running + msg.succeeded + msg.failed
-            + msg.terminating, pending=msg.pending, running=msg.running, succeeded=msg.succeeded,
-            failed=msg.failed, terminating=msg.terminating, unknown=msg.unknown)
-        return await self._update(msg, msg.hyperjob, lambda doc: domain.child_changed(doc, news))
+    def on_spec(self, msg: events.HyperJobSpecChanged) -> None:
+        if msg.plain:
+            return  # a plain Job: its own record is its status
+        if not msg.manifest:  # gone
+            self.specs.delete(msg.name)
+            self.statuses.delete(msg.name)
+            self.dirty.discard(msg.name)
+            return
+        self.specs.put(msg.name, domain.spec_changed(self.specs.get(msg.name), msg))
+        self.dirty.add(msg.name)
 
-    async def on_waiting(self, msg: events.ChildPlacementWaiting) -> Reaction:
-        if not msg.hyperjob:
-            return Reaction()
-        return await self._update(msg, msg.hyperjob, lambda doc: replace(doc, waiting_reason=msg.reason))
+    def on_admitted(self, msg: events.OwnerAdmitted) -> None:
+        """Admitted: what its queue made it wait for no longer holds."""
+        spec = self.specs.get(msg.name)
+        if spec is not None and not spec.admitted:
+            self.specs.put(msg.name, replace(spec, admitted=True))
+            doc = self.statuses.get(msg.name)
+            if doc is not None and doc.waiting_reason:
+                self.statuses.put(msg.name, replace(doc, waiting_reason=""))
+            self.dirty.add(msg.name)
 
-    async def on_admitted(self, msg: events.OwnerAdmitted) -> Reaction:
-        return await self._update(msg, msg.name, lambda doc: doc)
+    def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
+        if not msg.hyperjob or msg.hyperjob not in self.specs:
+            return
+        doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
+        if msg.attempt and msg.attempt < doc.attempts.get(msg.job, 0):
+            return  # news of the child an earlier plan attempt dispatched, arriving late
+        self.statuses.put(msg.hyperjob, replace(doc, children={**doc.children, msg.job: domain.child_news(msg)},
+                                                attempts={**doc.attempts, msg.job: msg.attempt}))
+        self.dirty.add(msg.hyperjob)
 
-    async def on_deleted(self, msg: events.HyperJobDeleted) -> Reaction:
-        return Reaction(writes=[Write.delete(records.HYPERJOB_STATUS, msg.name)])
+    def on_waiting(self, msg: events.ChildPlacementWaiting) -> None:
+        if not msg.hyperjob or msg.hyperjob not in self.specs:
+            return
+        doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
+        self.statuses.put(msg.hyperjob, replace(doc, waiting_reason=msg.reason))
+        self.dirty.add(msg.hyperjob)
 
-    async def _update(self, msg: events.Message, name: str, change: object) -> Reaction:
-        async with self._locks[name]:
-            owner = await self.rt.store.get(records.HYPERJOB, name)
-            if owner is None or owner.decode(records.HyperJobDoc).plain:
-                return Reaction()  # gone, or a plain Job (its own record is its status)
-            stored = await self.rt.store.get(records.HYPERJOB_STATUS, name)
-            doc = stored.decode(domain.AggregateDoc) if stored else domain.AggregateDoc(name=name)
-            admitted = await self.rt.store.get(records.ADMISSION, name) is not None
-            new = domain.recompute(change(doc), owner.decode(records.HyperJobDoc), admitted, time.time())  # type: ignore[operator]
-            reaction = Reaction(writes=[Write.put(records.HYPERJOB_STATUS, name, new, stored.version if stored else 0)])
+    def on_deleted(self, msg: events.HyperJobDeleted) -> None:
+        self.specs.delete(msg.name)
+        self.statuses.delete(msg.name)
+        self.dirty.discard(msg.name)
+
+    def flush(self) -> Reaction | None:
+        """The status of every HyperJob this unit touched; a change is announced."""
+        reaction = Reaction()
+        for name in sorted(self.dirty):
+            spec = self.specs.get(name)
+            if spec is None:
+                continue
+            doc = self.statuses.get(name) or domain.AggregateDoc(name=name)
+            new = domain.recompute(doc, spec, self.rt.now())
+            if new == doc:
+                continue
+            self.statuses.put(name, new)
             if (new.phase, new.status) != (doc.phase, doc.status):
-                reaction.publish(subjects.HYPERJOB_STATUS, emit(events.HyperJobStatusChanged, msg, "status", PRODUCER,
-                                                                name=name, phase=new.phase, status=new.status))
-            return reaction
+                reaction.publish(subjects.HYPERJOB_STATUS, self.rt.emit(
+                    events.HyperJobStatusChanged, name, f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
+                    name=name, phase=new.phase, status=new.status))
+        self.dirty.clear()
+        return reaction
+
+
+def hash_of(status: dict[str, object]) -> str:
+    return hashlib.sha1(msgspec.json.encode(status)).hexdigest()[:16]

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from bus import NatsBus
-from store import RedisStore
+from bus.natsbus import NatsBus
+from store.redis_store import RedisStore
 from testkit.isolation import new_namespace, open_nats_bus, open_redis_store
 from testkit.servers import NatsServer, RedisServer
 

@@ -1,5 +1,6 @@
-"""Helpers for the service tests: run a service in-process on the fixtures' bus and store, send it
-catalogue messages, and look at what it stored and published, always with a bounded deadline.
+"""Helpers for the service tests: run a real service (its own ``build`` on a ``Runtime`` over the
+fixtures' ``NatsBus`` and ``RedisStore``, wall clock, asyncio timers) in-process, send it catalogue
+messages, and look at what it stored and published, always with a bounded deadline.
 
 Test modules import this after putting this directory on ``sys.path`` (pytest's importlib mode
 does not add test directories), like the unit suites' builders::
@@ -8,17 +9,24 @@ does not add test directories), like the unit suites' builders::
 
 ``Probe`` reads the streams with a connection of its own (ephemeral consumers, nothing acked), so
 it sees exactly what JetStream stored — a republished output with the same ``Nats-Msg-Id`` is
-dropped by the server and therefore appears once. ``settled(durable)`` waits until a service's
-durable consumer has acked every message it was given: the runtime acks only after its write and
-its publishes, so after ``settled`` every effect of those messages is visible.
+dropped by the server and therefore appears once. ``settled(durable, subject)`` waits until a
+service's durable consumer has acked every message it was given: the runtime acks only after its
+commit and its publishes, so after ``settled`` every effect of those messages is visible.
+
+``Crash(point)`` is a runtime fault hook: at the named point (``after-commit``: the commit landed,
+nothing was published or acked; ``after-publish``: published, not acked) the unit of work fails,
+once, as when the bus does not answer or the process is killed there. A message's batch is then
+redelivered and must have exactly one effect, its outputs published once; a round's outputs are
+published by the instance's next life (its outbox), which the tests start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,22 +36,38 @@ import nats.js.errors
 import yaml
 from nats.js import api as jsapi
 
+import cluster_scheduler.app
+import cluster_scheduler.config
 import events
-import records
-from bus import PublishError, subject_covers
+import global_scheduler.app
+import global_scheduler.config
+import job_controller.app
+import job_controller.config
+import node_agent.app
+import node_agent.config
+import splitter.app
+import splitter.config
+import status_aggregator.app
+import status_aggregator.config
+from bus import subject_covers
 from events import subjects
-from store import StoreUnavailableError, Write
+from servicekit import AsyncioTimers, Runtime, WallClock
+from servicekit.process import instance_name
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
 
 REPO = Path(__file__).resolve().parents[2]
-DEADLINE = 5.0
+DEADLINE = 10.0
 ALL_TYPES = events.decoder(*events.ALL_MESSAGES)
+# A batch a crashed instance held comes back after this (the services' 30 s would make tests slow).
+ACK_WAIT = 2.0
 
+
+# -- messages --------------------------------------------------------------------------------------
 
 def message(message_type: type[M], **fields: Any) -> M:
-    """A message as a client would send it: a fresh request id, everything else as given."""
+    """A message as a client or another service would send it: a fresh id unless given."""
     fields.setdefault("event_id", events.new_request_id())
     fields.setdefault("occurred_at", time.time())
     fields.setdefault("producer", "test")
@@ -93,12 +117,67 @@ async def version(store: Any, kind: str, name: str) -> int:
     return 0 if stored is None else int(stored.version)
 
 
+# -- running a service --------------------------------------------------------------------------------
+
+class TestRuntime(Runtime):
+    """The runtime every service runs on, with a short ack wait so that a batch a crashed instance
+    held comes back within a test's deadline."""
+
+    __test__ = False  # not a pytest test class
+
+    def subscribe(self, durable: str, subject_list: str | Sequence[str], handlers: Any, **kw: Any) -> None:
+        kw["ack_wait"] = ACK_WAIT
+        kw.setdefault("backoff", [0.1, 0.5, 1.0])
+        super().subscribe(durable, subject_list, handlers, **kw)
+
+
+class InjectedCrash(ConnectionError):
+    """What ``Crash`` raises: transient, so the bus logs it as an expected retry."""
+
+    transient = True
+
+
+class Crash:
+    """A fault hook: raises at ``point`` (``after-commit`` or ``after-publish``) the first ``times``
+    times the runtime passes it: the unit of work ends there, unacknowledged."""
+
+    def __init__(self, point: str, times: int = 1) -> None:
+        self.point = point
+        self.left = times
+        self.fired = 0
+
+    def __call__(self, point: str) -> None:
+        if point == self.point and self.left > 0:
+            self.left -= 1
+            self.fired += 1
+            raise InjectedCrash(f"injected crash {point}")
+
+
+@contextlib.asynccontextmanager
+async def running(service: str, build: Callable[[Any, Runtime], Awaitable[Any]], settings: Any, bus: Any, store: Any,
+                  *, instance: str | None = None, fault: Callable[[str], None] | None = None
+                  ) -> AsyncIterator[tuple[Runtime, Any]]:
+    """The service built and started on ``bus`` and ``store``; stopped on exit."""
+    clock = WallClock()
+    runtime = TestRuntime(service, instance or instance_name(service, settings), bus, store, clock=clock,
+                          timers=AsyncioTimers(clock), fault=fault)
+    built = await build(settings, runtime)
+    await runtime.start()
+    try:
+        yield runtime, built
+    finally:
+        await runtime.stop()
+
+
+# -- reading the streams --------------------------------------------------------------------------
+
 class Stored(msgspec.Struct, frozen=True):
     """One message as JetStream stored it."""
 
     subject: str
     msg_id: str
     data: bytes
+    headers: dict[str, str] = {}
 
     def decode(self) -> events.Message:
         return ALL_TYPES.decode(self.data)  # type: ignore[no-any-return]
@@ -141,18 +220,17 @@ class Probe:
                 remaining -= len(batch)
                 for msg in batch:
                     headers = dict(msg.headers or {})
-                    out.append(Stored(msg.subject[len(self._ns) + 1:], headers.get("Nats-Msg-Id", ""), msg.data))
+                    out.append(Stored(msg.subject[len(self._ns) + 1:], headers.get("Nats-Msg-Id", ""), msg.data,
+                                      headers))
         finally:
             await psub.unsubscribe()
-            try:
+            with contextlib.suppress(nats.js.errors.NotFoundError):
                 await self._js.delete_consumer(stream, info.name)
-            except nats.js.errors.NotFoundError:
-                pass
         return out
 
     async def decoded(self, subject_filter: str, type_: type[M] | None = None) -> list[M]:
         """The stored messages on ``subject_filter`` decoded (only those of ``type_`` if given)."""
-        found = [m.decode() for m in await self.messages(subject_filter)]
+        found = [m.decode() for m in await self.messages(subject_filter) if m.data]
         return [m for m in found if type_ is None or isinstance(m, type_)]  # type: ignore[misc]
 
     async def wait(self, subject_filter: str, type_: type[M] | None = None, *, count: int = 1,
@@ -180,31 +258,43 @@ class Probe:
 
         await until(probe, timeout=timeout, what=f"consumer {durable} settled")
 
+    async def changelog(self, instance: str) -> dict[str, Stored]:
+        """The latest changelog entry of every document of ``instance`` (``kind/name`` → entry)."""
+        from servicekit import parse_state_subject  # noqa: PLC0415
+
+        latest: dict[str, Stored] = {}
+        for m in await self.messages(f"state.{subjects.token(instance)}.>"):
+            kind, name = parse_state_subject(instance, m.subject)
+            latest[f"{kind}/{name}"] = m
+        return latest
+
 
 async def probe_for(nats_url: str, namespace: str) -> Probe:
     return await Probe.connect(nats_url, namespace)
 
 
-# -- fixtures of state as the other services write it -----------------------------------------------
+# -- what the clusters and clients send ----------------------------------------------------------------
 
 NODE_ALLOCATABLE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0, "pods": 110.0}
 
 
-def cluster_doc(name: str, nodes: int = 4, allocatable: dict[str, float] | None = None,
-                now: float | None = None, full: bool = False) -> records.ClusterDoc:
-    """A cluster summary as the cluster-scheduler writes it: ``nodes`` idle nodes (every resource
-    in use if ``full``), just reported."""
+def capacity(cluster: str, nodes: int = 4, allocatable: dict[str, float] | None = None,
+             full: bool = False) -> events.ClusterCapacityReported:
+    """A cluster's summary as its cluster-scheduler publishes it: ``nodes`` alike idle nodes (every
+    resource in use if ``full``), all Ready."""
     per_node = allocatable or NODE_ALLOCATABLE
+    free = {r: 0.0 for r in per_node} if full else dict(per_node)
     total = {r: a * nodes for r, a in per_node.items()}
-    free = {r: 0.0 for r in total} if full else dict(total)
-    largest = {r: 0.0 for r in per_node} if full else dict(per_node)
-    return records.ClusterDoc(name=name, allocatable=total, free=free, nodes=nodes, ready_nodes=nodes,
-                              largest_node_free=largest, reported_at=time.time() if now is None else now)
+    return message(events.ClusterCapacityReported, cluster=cluster, allocatable=total,
+                   free={r: f * nodes for r, f in free.items()}, nodes=nodes, ready_nodes=nodes,
+                   largest_node_free=dict(free),
+                   node_classes=[events.NodeClass(name=f"{cluster}-node-0", count=nodes, free=free,
+                                                  allocatable=dict(per_node))])
 
 
-async def put_clusters(store: Any, *docs: records.ClusterDoc) -> None:
-    for d in docs:
-        await store.put_if_version(records.CLUSTER, d.name, d, None)
+async def report_capacity(bus: Any, *caps: events.ClusterCapacityReported) -> None:
+    for cap in caps:
+        await send(bus, subjects.capacity(cap.cluster), cap)
 
 
 def example_documents(name: str = "hyperjob-llm.yaml") -> list[dict[str, Any]]:
@@ -240,71 +330,71 @@ def job_manifest(name: str, *, replicas: int = 2, queue: str = "default", min_av
 
 
 def hyperjob_manifest(name: str, clusters: dict[str, int], *, queue: str = "default",
-                      min_available: int | None = None) -> dict[str, Any]:
+                      min_available: int | None = None, duration: str = "10s",
+                      plugins: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """A HyperJob of one template (task ``worker``: 1 GPU, 8 cpu per pod) split ByCluster."""
     total = sum(clusters.values())
-    template = job_manifest(name, replicas=total, queue=queue, min_available=min_available)
+    template = job_manifest(name, replicas=total, queue=queue, min_available=min_available, duration=duration)
     del template["metadata"]
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name},
-            "spec": {"template": template,
-                     "splitPolicy": {"strategy": "ByCluster",
-                                     "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]}}}
+    spec: dict[str, Any] = {"template": template,
+                            "splitPolicy": {"strategy": "ByCluster",
+                                            "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]}}
+    if plugins is not None:
+        spec["plugins"] = plugins
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name}, "spec": spec}
 
 
-def plain_owner(manifest: dict[str, Any]) -> records.HyperJobDoc:
-    """A plain Job's document as the splitter stores it (its own single child)."""
-    name = manifest["metadata"]["name"]
-    replicas = sum(t["replicas"] for t in manifest["spec"]["tasks"])
-    return records.HyperJobDoc(name=name, manifest=manifest, created=time.time(), plain=True,
-                               children=[records.ChildRef(name=name, replicated_job="", index=0, replicas=replicas)])
+def apply(manifest: dict[str, Any]) -> events.ApplyManifest:
+    return message(events.ApplyManifest, manifest=manifest)
 
 
-def hyperjob_owner(manifest: dict[str, Any], children: list[records.ChildRef]) -> records.HyperJobDoc:
-    """A HyperJob's document as the splitter stores it once split into ``children``."""
-    return records.HyperJobDoc(name=manifest["metadata"]["name"], manifest=manifest, created=time.time(),
-                               children=children)
+# -- the whole system ---------------------------------------------------------------------------------
 
+class Fleet:
+    """Every service of a small fleet, in-process on one bus and one store: per cluster a
+    simulating node-agent, a cluster-scheduler and a job-controller; the splitter, the
+    global-scheduler and the status-aggregator. ``period`` paces every round."""
 
-async def put(store: Any, kind: str, name: str, value: Any) -> None:
-    await store.put_if_version(kind, name, value, None)
+    def __init__(self, bus: Any, store: Any, clusters: Sequence[str], *, nodes: int = 2, period: float = 0.2) -> None:
+        self.bus = bus
+        self.store = store
+        self.clusters = list(clusters)
+        self.nodes = nodes
+        self.period = period
+        self.runtimes: dict[str, Runtime] = {}
+        self._stack = contextlib.AsyncExitStack()
 
+    def plans(self) -> list[tuple[str, Any, Any, str]]:
+        """(service, build, settings, instance) of every instance, in the order they start: the nodes,
+        then each cluster's controllers, then the fleet's services."""
+        out: list[tuple[str, Any, Any, str]] = []
+        for c in self.clusters:
+            agent = node_agent.config.Settings(cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never",
+                                               heartbeat_period=self.period)
+            out.append(("node-agent", node_agent.app.build, agent, node_agent.app.agent_name(agent)))
+        for c in self.clusters:
+            cs = cluster_scheduler.config.Settings(cluster=c, schedule_period=f"{self.period}s")
+            jc = job_controller.config.Settings(cluster=c)
+            out.append(("cluster-scheduler", cluster_scheduler.app.build, cs, instance_name("cluster-scheduler", cs)))
+            out.append(("job-controller", job_controller.app.build, jc, instance_name("job-controller", jc)))
+        out.append(("splitter", splitter.app.build, splitter.config.Settings(replan_period=self.period), "splitter"))
+        out.append(("global-scheduler", global_scheduler.app.build,
+                    global_scheduler.config.Settings(retry_period=self.period), "global-scheduler"))
+        out.append(("status-aggregator", status_aggregator.app.build, status_aggregator.config.Settings(),
+                    "status-aggregator"))
+        return out
 
-async def write_docs(store: Any, writes: list[Write]) -> None:
-    result = await store.apply("test-setup", events.new_request_id(), writes)
-    assert result.ok, result
+    async def __aenter__(self) -> Fleet:
+        await self._stack.__aenter__()
+        for service, build_service, settings, instance in self.plans():
+            if service == "splitter":
+                # The splitter checks the clusters a HyperJob names against the summaries it watched.
+                for c in self.clusters:
+                    await until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}")
+            runtime, _ = await self._stack.enter_async_context(
+                running(service, build_service, settings, self.bus, self.store, instance=instance))
+            self.runtimes[instance] = runtime
+        return self
 
-
-class FlakyBus:
-    """The real bus, except that the first ``failures`` calls of ``publish_many`` (what the runtime
-    publishes after a commit) fail as if NATS were unreachable."""
-
-    def __init__(self, inner: Any, failures: int = 1) -> None:
-        self.inner = inner
-        self.failures = failures
-
-    async def publish_many(self, messages: Any, **kw: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            first = list(messages)[0]
-            raise PublishError(getattr(first, "subject", "?"), getattr(first, "msg_id", "?"), "injected: publish failed")
-        return await self.inner.publish_many(messages, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class FlakyStore:
-    """The real store, except that the first ``failures`` calls of ``apply`` fail (Redis unavailable)."""
-
-    def __init__(self, inner: Any, failures: int = 1) -> None:
-        self.inner = inner
-        self.failures = failures
-
-    async def apply(self, *args: Any, **kw: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            raise StoreUnavailableError("injected: store unavailable")
-        return await self.inner.apply(*args, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._stack.__aexit__(*exc)

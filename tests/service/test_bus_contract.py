@@ -1,15 +1,20 @@
-"""The bus contract, run against the real ``NatsBus`` (JetStream) and ``InMemoryBus``."""
+"""The bus contract, run against the real ``NatsBus`` (JetStream) and ``InMemoryBus`` alike:
+publishing with ``Nats-Msg-Id`` dedup, durable consumers (one at a time and in batches) with
+redelivery and dead-lettering, latest values (``last``, ``last_per_subject``, ``watch``) and
+``purge``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NatsBus,
-                 NoStreamError, PublishError, RetryableError, StreamSpec, TerminalError)
+from bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NoStreamError,
+                 PublishError, RetryableError, StreamSpec, TerminalError)
+from bus.natsbus import NatsBus
 from store import Output
 from testkit import eventually, until
 from testkit.isolation import new_namespace, open_nats_bus
@@ -235,12 +240,18 @@ async def test_durable_names_must_be_one_subject_token(any_bus) -> None:
             await any_bus.consume(bad, "work.>", Recorder())
 
 
-async def test_publish_many_with_one_bad_subject_still_publishes_the_others(any_bus) -> None:
+async def test_publish_many_names_the_first_failure_and_a_retry_stores_each_message_once(any_bus) -> None:
+    rec = Recorder()
+    await any_bus.consume("reader", "work.>", rec)
     with pytest.raises(PublishError) as err:
         await any_bus.publish_many([("work.a", "1", b"a"), ("nowhere.b", "2", b"b"), ("work.c", "3", b"c")])
-    assert err.value.subject == "nowhere.b"
-    per = await any_bus.last_per_subject("work.*")
-    assert {s: d.data for s, d in per.items()} == {"work.a": b"a", "work.c": b"c"}
+    assert err.value.subject == "nowhere.b" and err.value.msg_id == "2"
+    assert (await any_bus.last("work.a")).data == b"a"  # what came before the failure is stored
+    await any_bus.publish_many([("work.a", "1", b"a"), ("work.c", "3", b"c")])  # the retry, without the bad one
+    await eventually(lambda: len(rec.seen) >= 2)
+    await any_bus.publish("work.z", b"z", msg_id="z")
+    await eventually(lambda: rec.datas()[-1:] == [b"z"])
+    assert rec.datas() == [b"a", b"c", b"z"]  # each once, in order
 
 
 async def test_lag_reports_pending_and_unacked_and_reset_replays_from_the_start(any_bus) -> None:
@@ -264,3 +275,153 @@ async def test_lag_reports_pending_and_unacked_and_reset_replays_from_the_start(
     await eventually(lambda: len(again.seen) == 4)
     assert again.datas() == [b"0", b"1", b"2", b"3"] and all(d.num_delivered == 1 for d in again.seen)
 
+
+
+# -- batches -----------------------------------------------------------------------------------
+
+async def test_batches_come_in_stream_order_and_at_most_batch_at_a_time(any_bus) -> None:
+    calls: list[list[int]] = []
+
+    async def handler(ds) -> None:  # noqa: ANN001
+        calls.append([int(d.data) for d in ds])
+
+    await any_bus.publish_many([("work.x", f"m{i}", str(i).encode()) for i in range(25)])
+    await any_bus.consume_batch("batcher", "work.>", handler, batch=10)
+    await eventually(lambda: sum(len(c) for c in calls) == 25)
+    assert [i for c in calls for i in c] == list(range(25))
+    assert all(1 <= len(c) <= 10 for c in calls)
+
+
+async def test_batch_members_sharing_a_durable_split_the_messages(any_bus) -> None:
+    a: list[bytes] = []
+    b: list[bytes] = []
+
+    def into(target: list[bytes]):  # noqa: ANN202
+        async def handler(ds) -> None:  # noqa: ANN001
+            target.extend(d.data for d in ds)
+        return handler
+
+    await any_bus.consume_batch("group", "work.>", into(a), batch=5)
+    await any_bus.consume_batch("group", "work.>", into(b), batch=5)
+    await any_bus.publish_many([(f"work.{i}", f"id-{i}", str(i).encode()) for i in range(100)])
+    await eventually(lambda: len(a) + len(b) >= 100)
+    assert sorted(a + b, key=int) == [str(i).encode() for i in range(100)]
+
+
+async def test_a_batch_member_that_stops_mid_batch_leaves_it_to_be_redelivered(any_bus) -> None:
+    started = asyncio.Event()
+    first: list[Delivery] = []
+    second: list[Delivery] = []
+
+    async def stuck(ds) -> None:  # noqa: ANN001
+        first.extend(ds)
+        started.set()
+        await asyncio.Event().wait()
+
+    async def fine(ds) -> None:  # noqa: ANN001
+        second.extend(ds)
+
+    await any_bus.publish_many([("work.x", f"m{i}", str(i).encode()) for i in range(3)])
+    member = await any_bus.consume_batch("crashy", "work.>", stuck, batch=10, ack_wait=0.5)
+    await asyncio.wait_for(started.wait(), 5)
+    await member.stop(grace=0.05)  # the process died with the batch in hand: nothing was acked
+    await any_bus.consume_batch("crashy", "work.>", fine, batch=10, ack_wait=0.5)
+    await eventually(lambda: len(second) >= 3)
+    assert sorted(d.data for d in second) == [b"0", b"1", b"2"] and all(d.num_delivered >= 2 for d in second)
+
+
+# -- watches -----------------------------------------------------------------------------------
+
+class Watcher:
+    def __init__(self, fail_on: bytes | None = None) -> None:
+        self.seen: list[tuple[str, bytes]] = []
+        self.fail_on = fail_on
+
+    async def __call__(self, d: Delivery) -> None:
+        self.seen.append((d.subject, d.data))
+        if d.data == self.fail_on:
+            raise KeyError("a bug in the handler")
+
+
+async def test_a_watch_returns_once_the_last_value_of_every_subject_is_in_then_follows_new_ones(any_bus) -> None:
+    for i in range(3):
+        await any_bus.publish("latest.node.c1.n1", f"n1-{i}".encode(), msg_id=f"n1-{i}")
+    await any_bus.publish("latest.node.c1.n2", b"n2-0", msg_id="n2-0")
+    await any_bus.publish("latest.node.c2.n9", b"n9-0", msg_id="n9-0")
+    watcher = Watcher()
+    member = await any_bus.watch("latest.node.c1.*", watcher)
+    # No waiting: what existed when the watch started is in when it returns.
+    assert sorted(watcher.seen) == [("latest.node.c1.n1", b"n1-2"), ("latest.node.c1.n2", b"n2-0")]
+    await any_bus.publish("latest.node.c1.n2", b"n2-1", msg_id="n2-1")
+    await any_bus.publish("latest.node.c2.n9", b"n9-1", msg_id="n9-1")
+    await any_bus.publish("latest.node.c1.n3", b"n3-0", msg_id="n3-0")
+    await eventually(lambda: len(watcher.seen) == 4)
+    assert watcher.seen[2:] == [("latest.node.c1.n2", b"n2-1"), ("latest.node.c1.n3", b"n3-0")]
+    assert member.running
+    await member.stop()
+    await any_bus.publish("latest.node.c1.n1", b"n1-after", msg_id="n1-after")
+    await any_bus.publish("work.flush", b"", msg_id="flush")  # gives a late delivery time to show up
+    await asyncio.sleep(0.2)
+    assert len(watcher.seen) == 4 and not member.running
+
+
+async def test_a_watch_of_nothing_returns_at_once_and_still_follows(any_bus) -> None:
+    watcher = Watcher()
+    await asyncio.wait_for(any_bus.watch("latest.empty.*", watcher), 5)
+    assert watcher.seen == []
+    await any_bus.publish("latest.empty.a", b"first", msg_id="first")
+    await eventually(lambda: watcher.seen == [("latest.empty.a", b"first")])
+
+
+async def test_a_watch_of_a_log_stream_gives_the_last_message_of_each_subject(any_bus) -> None:
+    await any_bus.publish_many([("work.a", "a1", b"a1"), ("work.b", "b1", b"b1"), ("work.a", "a2", b"a2")])
+    watcher = Watcher()
+    await any_bus.watch("work.*", watcher)
+    assert sorted(watcher.seen) == [("work.a", b"a2"), ("work.b", b"b1")]
+
+
+async def test_a_watch_handler_that_fails_does_not_end_the_watch(any_bus) -> None:
+    await any_bus.publish("latest.x.a", b"bad", msg_id="bad")
+    await any_bus.publish("latest.x.b", b"good", msg_id="good")
+    watcher = Watcher(fail_on=b"bad")
+    await any_bus.watch("latest.x.*", watcher)
+    assert sorted(watcher.seen) == [("latest.x.a", b"bad"), ("latest.x.b", b"good")]
+    await any_bus.publish("latest.x.a", b"bad", msg_id="bad-again")
+    await any_bus.publish("latest.x.c", b"later", msg_id="later")
+    await eventually(lambda: ("latest.x.c", b"later") in watcher.seen)
+
+
+async def test_an_empty_payload_is_a_value_like_any_other(any_bus) -> None:
+    # Changelog tombstones are empty messages with a header: a watch and last() hand them over.
+    await any_bus.publish("latest.state.a", b"", msg_id="t", headers={"Hyperjob-Deleted": "1"})
+    watcher = Watcher()
+    await any_bus.watch("latest.state.*", watcher)
+    assert watcher.seen == [("latest.state.a", b"")]
+    last = await any_bus.last("latest.state.a")
+    assert last is not None and last.data == b"" and last.headers["Hyperjob-Deleted"] == "1"
+
+
+# -- purge ---------------------------------------------------------------------------------------
+
+async def test_purge_removes_every_message_of_exactly_one_subject(any_bus) -> None:
+    await any_bus.publish_many([("work.a", "a1", b"a1"), ("work.a", "a2", b"a2"), ("work.b", "b1", b"b1"),
+                                ("work.a.deeper", "d1", b"d1")])
+    assert await any_bus.purge("work.a") == 2
+    assert await any_bus.last("work.a") is None
+    assert {s: d.data for s, d in (await any_bus.last_per_subject("work.>")).items()} == {
+        "work.b": b"b1", "work.a.deeper": b"d1"}
+    watcher = Watcher()
+    await any_bus.watch("work.*", watcher)
+    assert watcher.seen == [("work.b", b"b1")]
+    assert await any_bus.purge("work.a") == 0
+    await any_bus.publish("work.a", b"a3", msg_id="a3")  # the subject lives on after a purge
+    assert (await any_bus.last("work.a")).data == b"a3"
+
+
+async def test_a_durable_consumer_never_gets_what_was_purged_before_it_read_it(any_bus) -> None:
+    rec = Recorder()
+    await any_bus.publish_many([("work.a", "a1", b"a1"), ("work.b", "b1", b"b1")])
+    await any_bus.purge("work.a")
+    await any_bus.consume("late", "work.>", rec)
+    await eventually(lambda: len(rec.seen) == 1)
+    assert rec.datas() == [b"b1"]

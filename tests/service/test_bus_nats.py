@@ -10,7 +10,8 @@ import pytest
 import structlog
 import structlog.testing
 
-from bus import (H_DLQ_REASON, BusClosedError, Delivery, NatsBus, PublishError, StreamSpec)
+from bus import H_DLQ_REASON, BusClosedError, Delivery, PublishError, StreamSpec
+from bus.natsbus import NatsBus
 from events.subjects import STREAMS
 from testkit import eventually
 from testkit.isolation import new_namespace, open_nats_bus
@@ -236,23 +237,45 @@ async def test_deleted_consumer_is_reported_without_spinning(nats_url, namespace
     assert 1 <= len(refusals) <= 4 and refusals[0]["status"] == "409"
 
 
-async def test_lost_state_is_rebuilt_by_replaying_the_stream(bus: NatsBus, store) -> None:  # noqa: ANN001
-    from store import Write  # noqa: PLC0415
-    from testkit import until  # noqa: PLC0415
+async def test_a_watch_catches_up_on_thousands_of_subjects_before_it_returns(nats_url, namespace) -> None:
+    latest = [StreamSpec(name="LATEST", subjects=["latest.>"], max_msgs_per_subject=1)]
+    async with open_nats_bus(nats_url, namespace, latest) as bus:
+        for start in range(0, 3000, 1000):
+            await bus.publish_many([(f"latest.n.{i}", f"{i}-old", b"old") for i in range(start, start + 1000)])
+        await bus.publish_many([(f"latest.n.{i}", f"{i}-new", b"new") for i in range(0, 3000, 3)])
+        seen: dict[str, bytes] = {}
+
+        async def handler(d: Delivery) -> None:
+            seen[d.subject] = d.data
+
+        await bus.watch("latest.n.*", handler)
+        assert len(seen) == 3000  # every subject, before watch returned
+        assert sum(1 for v in seen.values() if v == b"new") == 1000
+
+
+async def test_a_watch_follows_new_values_after_the_server_restarts(tmp_path: Path) -> None:
+    latest = [StreamSpec(name="LATEST", subjects=["latest.>"], max_msgs_per_subject=1)]
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    port = server.port
+    seen: list[bytes] = []
 
     async def handler(d: Delivery) -> None:
-        doc = await store.get("count", d.subject)
-        n = (doc.decode(int) if doc else 0) + 1
-        await store.apply("counter", d.msg_id or "", [Write.put("count", d.subject, n, doc.version if doc else 0)])
+        seen.append(d.data)
 
-    subject = "job.phase.c1"
-    await bus.publish_many([(subject, f"e{i}", b"{}") for i in range(5)])
-    sub = await bus.consume("counter", subject, handler)
-    await until(lambda: bus.lag("counter", subject), lambda lag: lag.settled)
-    assert (await store.get("count", subject)).decode(int) == 5
-    await sub.stop()
-    await store.clear()  # Redis lost everything
-    assert await bus.reset_consumer("counter", subject)
-    await bus.consume("counter", subject, handler)
-    await until(lambda: bus.lag("counter", subject), lambda lag: lag.settled)
-    assert (await store.get("count", subject)).decode(int) == 5
+    try:
+        bus = await NatsBus.connect(server.url, latest)
+        try:
+            await bus.publish("latest.a", b"before", msg_id="1")
+            await bus.watch("latest.*", handler)
+            assert seen == [b"before"]
+            await asyncio.to_thread(server.stop)
+            server = NatsServer(tmp_path / "nats", port=port)
+            await asyncio.to_thread(server.start)
+            await eventually(lambda: bus._nc.stats["reconnects"] >= 1, timeout=10)  # noqa: SLF001
+            await bus.publish("latest.a", b"after", msg_id="2")
+            await eventually(lambda: seen[-1:] == [b"after"], timeout=15)
+        finally:
+            await bus.close()
+    finally:
+        server.stop()

@@ -1,13 +1,15 @@
-"""One cluster's scheduler in-process on real JetStream and Redis: nodes come from heartbeats, jobs
-from the records the job-controller writes; one cycle binds a whole gang (``PodBound`` for each
-pod, allocations in the store) and reports the cluster's capacity; two schedulers cycling at once
-on the same cluster never oversubscribe a node and never split a gang."""
+"""One cluster's scheduler (its own ``build`` on a runtime over real JetStream and Redis): it follows
+its nodes (``NodeStatus``), the jobs (``JobState``, as the job-controller describes them) and the
+queues, and each cycle admits podgroups and binds whole gangs with one compare-and-set commit —
+never above a node's allocatable, even with two instances deciding at once. A cross-cluster gang
+member is held until the global-scheduler says start; pods of a node that goes down are evicted;
+finished pods give their resources back; a pod naming a node without room is rejected. Every
+decision is in its changelog, bindings included."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,198 +17,259 @@ import pytest
 
 import api
 import events
-import jobcore
+import jobcore as jc
 import records
-import schedcore
 from cluster_scheduler.app import build
 from cluster_scheduler.config import Settings
-from cluster_scheduler.handlers import ClusterScheduler
 from events import subjects
-from jobcore import model as jm
+from job_controller import domain as jc_domain
 from servicekit import Runtime
-from store import Write
-from testkit.isolation import open_redis_store
+from store import Binding
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
-C = "cluster-a"
+C = "c1"
+INSTANCE = f"cluster-scheduler-{C}"
 NODE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0, "pods": 110.0}
 
 
-def settings(**fields: Any) -> Settings:
-    return Settings(cluster=C, health_period=0.0, **fields)
+def settings() -> Settings:
+    return Settings(cluster=C, schedule_period="0.1s")
 
 
-async def heartbeats(bus: Any, count: int, allocatable: dict[str, float] = NODE) -> list[str]:
-    """Each node's heartbeat as its node-agent publishes it."""
-    names = [f"{C}-node-{i}" for i in range(count)]
-    now = time.time()
-    for node in names:
-        beat = events.NodeHeartbeat(event_id=f"hb-{node}-{now}", occurred_at=now, producer="node-agent", cluster=C,
-                                    node=node, allocatable=allocatable)
-        await bus.publish(subjects.heartbeat(C, node), events.encode(beat), msg_id=beat.event_id)
-    return names
+@pytest.fixture
+async def scheduler(bus, store) -> AsyncIterator[Runtime]:
+    await nodes_report(bus, "n1", "n2")
+    async with sh.running("cluster-scheduler", build, settings(), bus, store) as (runtime, _):
+        yield runtime
 
 
-def job_record(name: str, replicas: int, gpu: str = "1") -> tuple[jm.JobRecord, jm.PodGroupInfo]:
-    """A job as the job-controller keeps it once its podgroup is Inqueue: record with Pending pods."""
-    manifest = api.decode(sh.job_manifest(name, replicas=replicas, gpu=gpu))
-    assert isinstance(manifest, api.Job)
-    record = jobcore.admit(manifest, {"default": "Open"}, time.time(), {})
-    podgroup = jobcore.derive_podgroup(record)
-    record, _ = jobcore.decide(record, jm.PodGroupAdmitted(job_version=record.version), time.time())
-    assert len(record.pods) == replicas
-    return record, podgroup
+# -- what the cluster says ------------------------------------------------------------------------
+
+async def nodes_report(bus: Any, *names: str, ready: bool = True, allocatable: dict[str, float] | None = None) -> None:
+    for name in names:
+        await sh.send(bus, subjects.node_status(C, name), sh.message(
+            events.NodeStatus, cluster=C, node=name, agent="agent-1", allocatable=allocatable or NODE, ready=ready,
+            reason="" if ready else "NodeDown"))
 
 
-async def write_job(store: Any, name: str, replicas: int, gpu: str = "1") -> jm.JobRecord:
-    record, podgroup = job_record(name, replicas, gpu)
-    await sh.write_docs(store, [Write.put(records.job_kind(C), name, record),
-                                Write.put(records.podgroup_kind(C), name, podgroup),
-                                Write.put(records.pgphase_kind(C), name, records.PodGroupPhaseDoc(phase="Inqueue"))])
-    return record
+class Job:
+    """A job as the job-controller keeps it (jobcore's record), described to the scheduler as it
+    is, through the job-controller's own ``job_state_parts``."""
+
+    def __init__(self, name: str, replicas: int = 2, gpu: str = "4", gang: str = "", node_name: str = "") -> None:
+        manifest = sh.job_manifest(name, replicas=replicas, gpu=gpu)
+        if node_name:
+            manifest["spec"]["tasks"][0]["template"]["spec"]["nodeName"] = node_name
+        job = api.decode(manifest)
+        assert isinstance(job, api.Job)
+        self.record = jc.admit(job, {"default": "Open"}, 0.0)
+        self.info = records.ChildInfo(gang=gang, gang_attempt=1 if gang else 0)
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    def admit(self) -> Job:
+        """The podgroup went Inqueue: its pods are created."""
+        self.record, _ = jc.decide(self.record, jc.PodGroupAdmitted(job_version=self.record.version), 1.0)
+        assert self.record.pods
+        return self
+
+    def run_to_end(self, bindings: dict[str, Binding]) -> Job:
+        """Every pod bound where the scheduler put it, ran, and succeeded, as its node reported."""
+        for name, pod in sorted(self.record.pods.items()):
+            common = {"pod": name, "uid": pod.uid, "job_version": pod.version}
+            for event in (jc.PodBound(node=bindings[name].node, **common), jc.PodRunning(**common),
+                          jc.PodSucceeded(**common)):
+                self.record, _ = jc.decide(self.record, event, 2.0)
+        assert all(p.phase == "Succeeded" for p in self.record.pods.values())
+        return self
+
+    def states(self) -> list[events.JobState]:
+        return [sh.message(events.JobState, **fields) for fields in jc_domain.job_state_parts(self.record, self.info, C)]
+
+    async def send(self, bus: Any) -> None:
+        for state in self.states():
+            await sh.send(bus, subjects.job_state(C, self.name, state.part), state)
+
+    async def gone(self, bus: Any) -> None:
+        await sh.send(bus, subjects.job_state(C, self.name, 0), sh.message(
+            events.JobState, cluster=C, job=self.name, uid="", version=0, created=0.0, deleted=True))
 
 
-class CountingStore:
-    """The real store, counting the gang bindings it refused."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.refused = 0
-
-    async def bind_gang(self, *args: Any, **kw: Any) -> Any:
-        result = await self.inner.bind_gang(*args, **kw)
-        self.refused += not result.ok
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+async def bound(probe: sh.Probe, job: str) -> list[events.PodRef]:
+    return [p for m in await probe.decoded(subjects.pods_bound(C), events.PodsBound) if m.job == job for p in m.pods]
 
 
-async def assert_never_oversubscribed(store: Any) -> dict[str, Any]:
-    usage = await store.nodes(C)
-    for node, u in usage.items():
-        for resource, amount in u.used.items():
-            assert amount <= u.allocatable.get(resource, 0.0) + 1e-9, (node, resource, amount, u.allocatable)
-    return usage
+async def allocations(store: Any, count: int) -> dict[str, Binding]:
+    [found] = await sh.until(lambda: _allocations_if(store, count), what=f"{count} bindings")
+    return found
 
 
-async def test_one_cycle_binds_the_gang_and_reports_capacity(bus, store, probe) -> None:
-    runtime = Runtime("cluster-scheduler", bus, store)
-    scheduler = ClusterScheduler(runtime, settings())
-    nodes = await heartbeats(bus, 3)
-    record = await write_job(store, "j1", replicas=4)
-
-    decision = await scheduler.cycle()
-    assert sorted(b.task for b in decision.binds) == sorted(record.pods)
-    bound = await probe.wait(subjects.pod_bound(C), events.PodBound, count=4)
-    assert sorted(b.pod for b in bound) == sorted(record.pods)
-    assert all(b.job == "j1" and b.node in nodes and b.pod_uid == record.pods[b.pod].uid
-               and b.job_version == record.pods[b.pod].version for b in bound)
-    allocations = await store.allocations(C)
-    assert {pod: a.node for pod, a in allocations.items()} == {b.pod: b.node for b in bound}
-    assert all(a.request["nvidia.com/gpu"] == 1.0 for a in allocations.values())
-
-    cluster = (await store.get(records.CLUSTER, C)).decode(records.ClusterDoc)
-    assert (cluster.nodes, cluster.ready_nodes) == (3, 3)
-    assert cluster.allocatable["nvidia.com/gpu"] == 24.0 and cluster.free["nvidia.com/gpu"] == 20.0
-    reported = await probe.wait(subjects.capacity(C), events.ClusterCapacityReported)
-    assert reported[-1].free["nvidia.com/gpu"] == 20.0
-    assert sorted((await store.list(records.node_kind(C)))) == nodes
-
-    # The next cycle binds nothing new; bindings the job-controller has not heard yet are
-    # announced again under the same ids, which JetStream drops.
-    again = await scheduler.cycle()
-    assert again.binds == []
-    assert len(await probe.messages(subjects.pod_bound(C))) == 4
-    assert len(await store.allocations(C)) == 4
-    await runtime.stop()
+async def _allocations_if(store: Any, count: int) -> list[dict[str, Binding]]:
+    found = await store.allocations(C)
+    return [found] if len(found) == count else []
 
 
-async def test_gang_that_does_not_fit_is_not_bound_at_all(bus, store, probe) -> None:
-    runtime = Runtime("cluster-scheduler", bus, store)
-    scheduler = ClusterScheduler(runtime, settings())
-    await heartbeats(bus, 2)  # 16 GPUs
-    await write_job(store, "big", replicas=20)
-    await scheduler.cycle()
-    await scheduler.cycle()
-    assert await store.allocations(C) == {}
-    assert await probe.messages(subjects.pod_bound(C)) == []
-    await runtime.stop()
+async def within_allocatable(store: Any) -> None:
+    for node, usage in (await store.nodes(C)).items():
+        for resource, amount in usage.used.items():
+            assert amount <= usage.allocatable.get(resource, amount) + 1e-9, (node, resource, usage)
 
 
-async def test_pods_ready_wakes_the_running_service_which_binds_once(bus, store, probe) -> None:
-    runtime = Runtime("cluster-scheduler", bus, store)
-    await build(settings(schedule_period="1h"), runtime)  # only a wake-up makes it cycle
-    await heartbeats(bus, 2)
-    record = await write_job(store, "j1", replicas=3)
-    ready = sh.message(events.PodsReady, cluster=C, job="j1")
-    await sh.send(bus, subjects.pods_ready(C), ready)
-    await sh.send(bus, subjects.pods_ready(C), ready, copy=1)
-    await probe.wait(subjects.pod_bound(C), events.PodBound, count=3)
-    await probe.settled(f"cluster-scheduler-{C}-wake", subjects.pods_ready(C))
-    await runtime.stop()
-    assert sorted(await store.allocations(C)) == sorted(record.pods)
-    assert len(await probe.messages(subjects.pod_bound(C))) == 3
+# -- admission and binding ------------------------------------------------------------------------
+
+async def test_a_podgroup_is_admitted_then_its_gang_is_bound_within_allocatable(scheduler, bus, store, probe) -> None:
+    job = Job("j1", replicas=4, gpu="4")
+    await job.send(bus)
+    [phase] = await probe.wait(subjects.podgroup_phase(C), events.PodGroupPhaseChanged)
+    assert (phase.job, phase.phase, phase.job_uid, phase.job_version) == ("j1", "Inqueue", job.record.uid, 0)
+    await job.admit().send(bus)
+    refs = await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert sorted(p.pod for p in refs[0].pods) == sorted(job.record.pods) and len(refs) == 1
+    assert {p.uid for p in refs[0].pods} == {p.uid for p in job.record.pods.values()}
+    found = await allocations(store, 4)
+    assert sorted({b.node for b in found.values()}) == ["n1", "n2"]  # 16 GPUs: two pods of 4 on each node
+    await within_allocatable(store)
+    changelog = await probe.changelog(INSTANCE)
+    assert {k for k in changelog if k.startswith("binding@")} == {f"binding@{C}/{p}" for p in job.record.pods}
+    assert (await store.get(records.pgphase_kind(C), "j1")).decode(records.PodGroupPhaseDoc).phase in (
+        "Inqueue", "Running")
+    await job.send(bus)  # the same state again: nothing new to decide
+    await probe.wait(subjects.capacity(C), events.ClusterCapacityReported,
+                     where=lambda m: m.free.get("nvidia.com/gpu") == 0.0)
+    assert len(await bound(probe, "j1")) == 4
 
 
-async def test_two_schedulers_cycling_at_once_never_oversubscribe_a_node(bus, store, probe, redis_url,
-                                                                         key_prefix) -> None:
-    nodes = await heartbeats(bus, 4)
-    jobs = {f"j{i:02d}": 2 + i % 3 for i in range(24)}  # 24 gangs of 2-4 pods: 72 GPUs asked, 32 exist
-    for name, replicas in jobs.items():
-        await write_job(store, name, replicas)
-    # Two replicas of the cluster-scheduler with their own connections to the same store; the
-    # second packs nodes (binpack) where the first spreads (nodeorder), so from the same
-    # snapshot they pick different nodes for the same pods and must collide.
-    async with open_redis_store(redis_url, key_prefix, cleanup=False) as other_store:
-        first_store, second_store = CountingStore(store), CountingStore(other_store)
-        first = ClusterScheduler(Runtime("cluster-scheduler", bus, first_store), settings())
-        second = ClusterScheduler(Runtime("cluster-scheduler", bus, second_store),
-                                  settings(scheduler_conf=schedcore.DEFAULT_CONF_TEXT.replace("nodeorder", "binpack")))
-        for _ in range(3):
-            await asyncio.gather(*(s.cycle() for s in (first, second) for _ in range(4)))
-            await assert_never_oversubscribed(store)
-        await first.cycle()  # a quiet cycle alone: whatever gang still fits is bound now
-
-    refused = first_store.refused + second_store.refused
-    assert refused > 0, "the two schedulers never competed for a node"
-    usage = await assert_never_oversubscribed(store)
-    assert sorted(usage) == nodes
-    allocations = await store.allocations(C)
-    per_job: dict[str, int] = {}
-    for pod in allocations:
-        job = pod.rsplit("-worker-", 1)[0]
-        per_job[job] = per_job.get(job, 0) + 1
-    # Every gang whole or not at all, and the cluster is as full as its gangs allow (GPUs are
-    # the only scarce resource here, and a gang may span nodes).
-    assert all(per_job[job] == jobs[job] for job in per_job), per_job
-    gpus = sum(u.used.get("nvidia.com/gpu", 0.0) for u in usage.values())
-    assert gpus == len(allocations) <= 32
-    unbound = [replicas for job, replicas in jobs.items() if job not in per_job]
-    assert not unbound or 32 - gpus < min(unbound), (gpus, unbound)
-    # Each pod is announced bound exactly once, to the node it holds.
-    bound = await probe.wait(subjects.pod_bound(C), events.PodBound, count=len(allocations))
-    assert sorted(b.pod for b in bound) == sorted(allocations)
-    assert all(allocations[b.pod].node == b.node for b in bound)
+async def test_a_gang_that_does_not_fit_binds_nothing(scheduler, bus, store, probe) -> None:
+    await Job("big", replicas=5, gpu="4").admit().send(bus)  # 20 GPUs on a 16-GPU cluster
+    small = Job("small", replicas=1, gpu="8").admit()
+    await small.send(bus)
+    await probe.wait(subjects.pods_bound(C), events.PodsBound, where=lambda m: m.job == "small")
+    assert await bound(probe, "big") == []
+    assert set(await store.allocations(C)) == set(small.record.pods)
 
 
-async def test_the_phase_of_a_gone_job_is_forgotten_and_a_new_job_of_its_name_starts_afresh(bus, store, probe) -> None:
-    runtime = Runtime("cluster-scheduler", bus, store)
-    scheduler = ClusterScheduler(runtime, settings())
-    await heartbeats(bus, 1)
-    # What a finished and removed job "j1" left behind: its podgroup's last phase.
-    await sh.put(store, records.pgphase_kind(C), "j1", records.PodGroupPhaseDoc(phase="Completed"))
-    await scheduler.cycle()
-    assert await store.get(records.pgphase_kind(C), "j1") is None
-    # A new job of the same name is enqueued and bound like any other.
-    record, podgroup = job_record("j1", replicas=2)
-    await sh.write_docs(store, [Write.put(records.job_kind(C), "j1", record),
-                                Write.put(records.podgroup_kind(C), "j1", podgroup)])
-    await scheduler.cycle()
-    phases = await probe.wait(subjects.podgroup_phase(C), events.PodGroupPhaseChanged)
-    assert [p.phase for p in phases] == ["Inqueue"]
-    await runtime.stop()
+# -- the cross-cluster gang -------------------------------------------------------------------------
+
+async def test_a_gang_member_is_held_until_the_global_scheduler_says_start(scheduler, bus, store, probe) -> None:
+    job = Job("train-0", gang="train").admit()
+    await job.send(bus)
+    [held] = await probe.wait(subjects.RESERVATION_HELD, events.ReservationHeld)
+    assert (held.child, held.cluster, held.hyperjob, held.attempt, held.held) == ("train-0", C, "train", 1, True)
+    await allocations(store, 2)
+    assert await bound(probe, "train-0") == []  # held, not started
+    start = sh.message(events.GangControl, child="train-0", cluster=C, action="start", attempt=1)
+    await sh.send(bus, subjects.gang_control(C), start)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    await sh.send(bus, subjects.gang_control(C), start, copy=1)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert sorted(p.pod for p in await bound(probe, "train-0")) == sorted(job.record.pods)
+    reservation = await sh.doc(store, records.reservation_kind(C), "train-0", records.ReservationDoc)
+    assert (reservation.state, reservation.attempt) == ("Started", 1)
+    assert len(await probe.messages(subjects.RESERVATION_HELD)) == 1
+
+
+async def test_a_released_gang_member_gives_its_nodes_back(scheduler, bus, store, probe) -> None:
+    await Job("train-0", gang="train").admit().send(bus)
+    await probe.wait(subjects.RESERVATION_HELD, events.ReservationHeld)
+    release = sh.message(events.GangControl, child="train-0", cluster=C, action="release", attempt=1)
+    await sh.send(bus, subjects.gang_control(C), release)
+    await allocations(store, 0)
+    reservation = await sh.doc(store, records.reservation_kind(C), "train-0", records.ReservationDoc)
+    assert reservation.state == "Released"
+    assert await bound(probe, "train-0") == []
+    tombstones = [k for k, m in (await probe.changelog(INSTANCE)).items()
+                  if k.startswith("binding@") and m.headers.get("Hyperjob-Deleted")]
+    assert len(tombstones) == 2
+
+
+# -- nodes, finished pods, named nodes ------------------------------------------------------------------
+
+async def test_the_pods_of_a_node_that_goes_down_are_evicted(scheduler, bus, store, probe) -> None:
+    job = Job("j1", replicas=2, gpu="8").admit()
+    await job.send(bus)
+    found = await allocations(store, 2)
+    down = found[sorted(found)[0]].node
+    await nodes_report(bus, down, ready=False)
+    [evicted] = await probe.wait(subjects.pods_evicted(C), events.PodsEvicted)
+    assert evicted.job == "j1" and [(p.node, p.reason) for p in evicted.pods] == [(down, "nodeDown")]
+    remaining = await allocations(store, 1)
+    assert all(b.node != down for b in remaining.values())
+    await probe.wait(subjects.capacity(C), events.ClusterCapacityReported, where=lambda m: m.ready_nodes == 1)
+
+
+async def test_finished_pods_and_removed_jobs_give_their_resources_back(scheduler, bus, store, probe) -> None:
+    job = Job("j1", replicas=2, gpu="8").admit()
+    await job.send(bus)
+    await job.run_to_end(await allocations(store, 2)).send(bus)
+    await allocations(store, 0)
+    other = Job("j2", replicas=2, gpu="8").admit()
+    await other.send(bus)
+    await allocations(store, 2)
+    await other.gone(bus)
+    await allocations(store, 0)
+    await sh.until(lambda: _absent(store, records.pgphase_kind(C), "j2"), what="phase of a removed job forgotten")
+
+
+async def test_a_pod_naming_a_node_without_room_is_rejected_and_one_with_room_bound_there(scheduler, bus, store,
+                                                                                         probe) -> None:
+    await Job("fits", replicas=1, gpu="8", node_name="n2").admit().send(bus)
+    [ok] = await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert [(p.node, p.reason) for p in ok.pods] == [("n2", "")]
+    await Job("too-big", replicas=1, gpu="8", node_name="n2").admit().send(bus)
+    [rejected] = await probe.wait(subjects.pods_rejected(C), events.PodsRejected)
+    assert rejected.job == "too-big" and [(p.node, p.reason) for p in rejected.pods] == [("n2", "OutOfnvidia.com/gpu")]
+    await Job("nowhere", replicas=1, gpu="1", node_name="n9").admit().send(bus)
+    await probe.wait(subjects.pods_rejected(C), events.PodsRejected,
+                     where=lambda m: m.job == "nowhere" and m.pods[0].reason == "NodeNotFound")
+    assert set(await store.allocations(C)) == {"fits-worker-0"}
+
+
+# -- two instances, crashes ----------------------------------------------------------------------------
+
+async def test_two_instances_deciding_at_once_never_oversubscribe_a_node(bus, store, probe) -> None:
+    await nodes_report(bus, "n1", "n2")
+    jobs = [Job(f"j{i}", replicas=2, gpu="4").admit() for i in range(6)]  # 48 GPUs asked of 16
+    async with sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-a"), \
+            sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-b"):
+        for job in jobs:
+            await job.send(bus)
+        await allocations(store, 4)
+        await probe.wait(subjects.pods_bound(C), events.PodsBound, count=2)
+        await probe.wait(subjects.capacity(C), events.ClusterCapacityReported,
+                         where=lambda m: m.free.get("nvidia.com/gpu") == 0.0)
+    await within_allocatable(store)
+    found = await store.allocations(C)
+    assert len(found) == 4
+    announced: dict[str, str] = {}
+    for msg in await probe.decoded(subjects.pods_bound(C), events.PodsBound):
+        for ref in msg.pods:
+            assert announced.setdefault(ref.pod, ref.node) == ref.node  # never bound to two nodes
+    assert announced == {p: b.node for p, b in found.items()}
+    assert len({p.rsplit("-worker-", 1)[0] for p in found}) == 2  # whole gangs only: two jobs of two pods
+
+
+async def test_a_cycle_that_crashed_after_its_commit_announces_its_bindings_on_restart(bus, store, probe) -> None:
+    await nodes_report(bus, "n1", "n2")
+    crash = sh.Crash("after-commit")
+    job = Job("j1", replicas=2, gpu="8").admit()
+    async with sh.running("cluster-scheduler", build, settings(), bus, store, fault=crash):
+        await job.send(bus)
+        await allocations(store, 2)
+        await sh.until(lambda: crash.fired, what="the crash")
+    # The process died with its commit in and nothing published; the next life publishes its outbox.
+    async with sh.running("cluster-scheduler", build, settings(), bus, store):
+        await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert sorted(p.pod for p in await bound(probe, "j1")) == sorted(job.record.pods)
+    assert len(await store.allocations(C)) == 2
+    await within_allocatable(store)
+
+
+async def _absent(store: Any, kind: str, name: str) -> bool:
+    return await store.get(kind, name) is None

@@ -1,9 +1,9 @@
-"""The global-scheduler in-process on real JetStream and Redis: a requested child is admitted by its
-global queue and dispatched to a cluster with room; one that does not fit waits (with its reason)
-and the retry round dispatches it once capacity appears; removal goes to the child's cluster; a
-finished owner gives its queue share back; every handler applied twice has one effect.
-
-The owners' documents (``hyperjob``) are written as the splitter writes them."""
+"""The global-scheduler (its own ``build`` on a runtime over real JetStream and Redis): owners are
+admitted by their global queue (watched from the configuration stream) over the fleet's capacity
+(watched from the clusters' summaries); each child is dispatched to a cluster where its whole gang
+fits, or waits and says why; a cross-cluster gang is dispatched held and started once every
+member holds; removals, moves and finished children are followed. Every handler given the same
+message twice has one effect, and so has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import events
+import fleetcore
 import records
 from events import subjects
 from global_scheduler.app import build
@@ -27,237 +28,242 @@ import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
-DURABLES = [("global-scheduler", subjects.PLACE_CHILD), ("global-scheduler-removed", subjects.job_removed("x")),
-            ("global-scheduler-phases", subjects.job_phase("x"))]
+HJ = "train"
+DURABLE = "global-scheduler"
 
 
 @pytest.fixture
 async def scheduler(bus, store) -> AsyncIterator[Runtime]:
-    runtime = Runtime("global-scheduler", bus, store)
-    await build(Settings(retry_period=0.1), runtime)
-    yield runtime
-    await runtime.stop()
+    await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))
+    async with sh.running("global-scheduler", build, Settings(retry_period=0.2), bus, store) as (runtime, _):
+        yield runtime
 
 
-async def settled(probe: sh.Probe) -> None:
-    for durable, subject in DURABLES:
-        await probe.settled(durable, subject)
-
-
-async def plain_job(store: Any, name: str, clusters: list[str], replicas: int = 2) -> events.PlaceChild:
-    """A plain Job as the splitter stores it, and the PlaceChild it sends."""
-    manifest = sh.job_manifest(name, replicas=replicas)
-    await sh.put(store, records.HYPERJOB, name, sh.plain_owner(manifest))
-    return sh.message(events.PlaceChild, child=name, clusters=clusters, job=manifest)
-
-
-async def planned_child(store: Any, hyperjob: str, cluster: str, replicas: int = 2) -> events.PlaceChild:
-    """A HyperJob split onto one cluster as the splitter stores it, and its child's PlaceChild."""
-    manifest = sh.hyperjob_manifest(hyperjob, {cluster: replicas})
-    child = f"{hyperjob}-job-0"
-    ref = records.ChildRef(name=child, replicated_job="job", index=0, replicas=replicas, cluster=cluster)
-    await sh.put(store, records.HYPERJOB, hyperjob, sh.hyperjob_owner(manifest, [ref]))
-    job = sh.job_manifest(child, replicas=replicas)
-    return sh.message(events.PlaceChild, child=child, hyperjob=hyperjob, replicated_job="job", clusters=[cluster],
-                      job=job, env_by_pod={f"{child}-worker-0": {"HYPERJOB_RANK": "0"}}, world_size=replicas)
-
-
-async def send(bus: Any, subject: str, msg: events.Message, *, twice: bool = False) -> None:
+async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
+               durable: str = DURABLE) -> events.Message:
     await sh.send(bus, subject, msg)
-    if twice:
+    await probe.settled(durable, subject)
+    if again:
         await sh.send(bus, subject, msg, copy=1)
+        await probe.settled(durable, subject)
+    return msg
 
 
-async def test_child_is_admitted_and_dispatched_once_to_the_cluster_with_room(scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True), sh.cluster_doc("cluster-b"))
-    msg = await plain_job(store, "train-1", ["cluster-a", "cluster-b"])
-    await send(bus, subjects.PLACE_CHILD, msg, twice=True)
-    dispatched = await probe.wait(subjects.dispatch("cluster-b"), events.DispatchChild)
-    await settled(probe)
-    assert len(await probe.messages("sched.child.dispatch.>")) == 1
-    d = dispatched[0]
-    assert (d.child, d.cluster, d.job, d.gang) == ("train-1", "cluster-b", msg.job, "")
-    assert d.correlation_id  # a derived message of the chain
-    stored = await store.get(records.PLACEMENT, "train-1")
-    placement = stored.decode(records.PlacementDoc)
-    assert (placement.state, placement.cluster, placement.reason) == ("Dispatched", "cluster-b", "")
-    assert stored.version == 2  # recorded once (Waiting), dispatched once
-    admitted = await probe.decoded(subjects.OWNER_ADMITTED)
-    assert [a.name for a in admitted] == ["train-1"]  # type: ignore[attr-defined]
-    assert (await store.get(records.ADMISSION, "train-1")) is not None
+def submitted(name: str = HJ, *, gpus: float = 4.0, queue: str = "default", plain: bool = False
+              ) -> events.OwnerSubmitted:
+    return sh.message(events.OwnerSubmitted, name=name, plain=plain, queue=queue,
+                      request={"cpu": 8.0 * gpus, "nvidia.com/gpu": gpus, "pods": gpus}, created=time.time())
 
 
-async def test_a_new_place_request_for_a_dispatched_child_changes_nothing(scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", ["cluster-a"]))
-    await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    await settled(probe)
-    version = await sh.version(store, records.PLACEMENT, "train-1")
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", ["cluster-a"]))
-    await settled(probe)
-    assert len(await probe.messages("sched.child.dispatch.>")) == 1
-    assert await sh.version(store, records.PLACEMENT, "train-1") == version
+def child(name: str, clusters: list[str], replicas: int = 2) -> events.PlannedChild:
+    return events.PlannedChild(name=name, clusters=clusters, job=sh.job_manifest(name, replicas=replicas))
 
 
-async def test_planned_child_that_does_not_fit_waits_then_the_retry_round_dispatches_it(scheduler, bus, store,
-                                                                                       probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True), sh.cluster_doc("cluster-b"))
-    msg = await planned_child(store, "hj", "cluster-a")
-    await send(bus, subjects.PLACE_CHILD, msg, twice=True)
-    waiting = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting,
-                               where=lambda w: "fits" in w.reason)
-    assert (waiting[-1].child, waiting[-1].hyperjob) == (msg.child, "hj")
-    placement = await sh.doc(store, records.PLACEMENT, msg.child, records.PlacementDoc,
-                             where=lambda p: "fits" in p.reason)
-    assert placement.state == "Waiting"
-    assert await probe.messages("sched.child.dispatch.>") == []
-
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    assert [(d.child, d.hyperjob, d.world_size) for d in dispatched] == [(msg.child, "hj", 2)]
-    assert dispatched[0].env_by_pod == msg.env_by_pod
-    placement = await sh.doc(store, records.PLACEMENT, msg.child, records.PlacementDoc,
-                             where=lambda p: p.state == "Dispatched")
-    assert placement.cluster == "cluster-a" and not placement.reason
-    await settled(probe)
-    assert await probe.messages(subjects.dispatch("cluster-b")) == []
-    # The retry round ran many times meanwhile, but said nothing new while nothing changed.
-    reasons = [w.reason for w in await probe.decoded(subjects.CHILD_WAITING, events.ChildPlacementWaiting)]
-    assert len(reasons) == len(set(reasons)), reasons
+def place(owner: str, *children: events.PlannedChild, gang: int = 0, plain: bool = False) -> events.PlaceChildren:
+    plan = [events.ChildRef(name=c.name, cluster=c.clusters[0], replicas=2, tasks={"worker": 2}, rank_offset=2 * i)
+            for i, c in enumerate(children)]
+    return sh.message(events.PlaceChildren, owner=owner, plain=plain, children=list(children), gang=gang,
+                      plan=[] if plain else plan, world_size=0 if plain else 2 * len(children),
+                      hyperjob={} if plain else sh.hyperjob_manifest(owner, {c.clusters[0]: 2 for c in children}))
 
 
-async def test_plain_job_waits_for_a_live_cluster_and_is_dispatched_when_one_reports(scheduler, bus, store,
-                                                                                     probe) -> None:
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", []))
-    waiting = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
-    assert waiting[0].child == "train-1"
-    await sh.put_clusters(store, sh.cluster_doc("cluster-b"))
-    dispatched = await probe.wait(subjects.dispatch("cluster-b"), events.DispatchChild)
-    assert [d.child for d in dispatched] == ["train-1"]
+async def admitted(bus: Any, probe: sh.Probe, owner: events.OwnerSubmitted) -> events.OwnerAdmitted:
+    await send(bus, probe, subjects.OWNER_SUBMITTED, owner)
+    [found] = await probe.wait(subjects.OWNER_ADMITTED, events.OwnerAdmitted, where=lambda m: m.name == owner.name)
+    return found
 
 
-async def test_a_silent_cluster_gets_no_work(scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", now=time.time() - 120), sh.cluster_doc("cluster-b"))
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", ["cluster-a", "cluster-b"]))
-    dispatched = await probe.wait("sched.child.dispatch.>", events.DispatchChild)
-    assert [d.cluster for d in dispatched] == ["cluster-b"]
+async def placement(store: Any, name: str, state: str) -> records.PlacementDoc:
+    return await sh.doc(store, records.PLACEMENT, name, records.PlacementDoc, where=lambda p: p.state == state)
 
 
-async def test_removing_a_dispatched_child_asks_its_cluster_once_and_forgets_it_when_gone(scheduler, bus, store,
-                                                                                         probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", ["cluster-a"]))
-    await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    await settled(probe)
-    version = await sh.version(store, records.PLACEMENT, "train-1")
-    unplace = sh.message(events.RemoveChild, child="train-1", cluster="")
-    await send(bus, subjects.UNPLACE_CHILD, unplace, twice=True)
-    removes = await probe.wait(subjects.remove_child("cluster-a"), events.RemoveChild)
-    await settled(probe)
-    assert [(r.child, r.cluster) for r in removes] == [("train-1", "cluster-a")]
-    stored = await store.get(records.PLACEMENT, "train-1")
-    assert stored.version == version + 1 and stored.decode(records.PlacementDoc).state == "Removing"
-
-    # Another cluster reporting a job of the same name gone changes nothing.
-    await send(bus, subjects.job_removed("cluster-b"), sh.message(events.JobRemoved, cluster="cluster-b",
-                                                                   job="train-1"))
-    await settled(probe)
-    assert await sh.version(store, records.PLACEMENT, "train-1") == version + 1
-    gone = sh.message(events.JobRemoved, cluster="cluster-a", job="train-1")
-    await send(bus, subjects.job_removed("cluster-a"), gone, twice=True)
-    await settled(probe)
-    assert await store.get(records.PLACEMENT, "train-1") is None
+async def dispatches(probe: sh.Probe, cluster: str) -> list[events.DispatchChild]:
+    return await probe.decoded(subjects.dispatch(cluster), events.DispatchChild)
 
 
-async def test_removing_a_waiting_child_forgets_it_at_once(scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True))
-    msg = await planned_child(store, "hj", "cluster-a")
-    await send(bus, subjects.PLACE_CHILD, msg)
-    await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting, where=lambda w: "fits" in w.reason)
-    unplace = sh.message(events.RemoveChild, child=msg.child, cluster="")
-    await send(bus, subjects.UNPLACE_CHILD, unplace, twice=True)
-    removed = await probe.wait("job.removed.>", events.JobRemoved)
-    await settled(probe)
-    assert [(r.job, r.hyperjob) for r in removed] == [(msg.child, "hj")]
-    assert await store.get(records.PLACEMENT, msg.child) is None
-    assert await probe.messages("sched.child.remove.>") == []
+# -- admission ------------------------------------------------------------------------------------
 
-    # When room appears the retry round dispatches what still waits, and not the removed child.
-    other = await plain_job(store, "train-2", ["cluster-a"])
-    await send(bus, subjects.PLACE_CHILD, other)
-    await sh.doc(store, records.PLACEMENT, "train-2", records.PlacementDoc)
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    assert [d.child for d in dispatched] == ["train-2"]
-    assert await store.get(records.PLACEMENT, msg.child) is None
+async def test_a_submitted_owner_is_admitted_once(scheduler, bus, store, probe) -> None:
+    owner = submitted()
+    await send(bus, probe, subjects.OWNER_SUBMITTED, owner, again=True)
+    [found] = await probe.wait(subjects.OWNER_ADMITTED, events.OwnerAdmitted)
+    assert (found.name, found.queue, found.generation) == (HJ, "default", 1)
+    doc = await sh.doc(store, records.OWNER, HJ, records.OwnerDoc, where=lambda o: o.admitted)
+    assert doc.request["nvidia.com/gpu"] == 4.0
+    assert await sh.version(store, records.OWNER, HJ) == 2  # recorded, then admitted; the copy changed nothing
+    assert len(await probe.messages(subjects.OWNER_ADMITTED)) == 1
 
 
-async def test_remove_of_an_unknown_child_changes_nothing(scheduler, bus, store, probe) -> None:
-    await send(bus, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="nope", cluster=""))
-    await settled(probe)
-    assert await probe.messages("sched.child.remove.>") == [] and await probe.messages("job.>") == []
+async def test_an_owner_waits_for_its_queue_and_is_admitted_when_the_queue_grows(scheduler, bus, store,
+                                                                                 probe) -> None:
+    small = sh.queue_manifest("small", capability={"nvidia.com/gpu": "2"})
+    await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=small))
+    await send(bus, probe, subjects.OWNER_SUBMITTED, submitted(queue="small"))
+    [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
+    assert (waiting.hyperjob, waiting.child) == (HJ, "") and "queue small" in waiting.reason
+    assert not (await store.get(records.OWNER, HJ)).decode(records.OwnerDoc).admitted
+    assert await probe.messages(subjects.OWNER_ADMITTED) == []
+    bigger = sh.queue_manifest("small", capability={"nvidia.com/gpu": "8"})
+    await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=bigger))
+    [found] = await probe.wait(subjects.OWNER_ADMITTED, events.OwnerAdmitted)
+    assert found.name == HJ
 
 
-async def test_a_finished_child_frees_its_owners_admission_once(scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    await send(bus, subjects.PLACE_CHILD, await plain_job(store, "train-1", ["cluster-a"]))
-    await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    await sh.doc(store, records.ADMISSION, "train-1", records.AdmissionDoc)
-    await settled(probe)
-    version = await sh.version(store, records.PLACEMENT, "train-1")
-    done = sh.message(events.JobPhaseChanged, cluster="cluster-a", job="train-1", old="Running", new="Completed")
-    await send(bus, subjects.job_phase("cluster-a"), done, twice=True)
-    await sh.until(lambda: _absent(store, records.ADMISSION, "train-1"), what="admission released")
-    await settled(probe)
-    stored = await store.get(records.PLACEMENT, "train-1")
-    assert stored.version == version + 1 and stored.decode(records.PlacementDoc).finished
+async def test_a_withdrawn_owner_is_forgotten_before_admission_and_kept_while_its_children_run(scheduler, bus, store,
+                                                                                               probe) -> None:
+    small = sh.queue_manifest("small", capability={"nvidia.com/gpu": "2"})
+    await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=small))
+    await send(bus, probe, subjects.OWNER_SUBMITTED, submitted("waiting", queue="small"))
+    await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
+    await send(bus, probe, subjects.OWNER_WITHDRAWN, sh.message(events.OwnerWithdrawn, name="waiting"), again=True)
+    assert await store.get(records.OWNER, "waiting") is None
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    await placement(store, "train-0", "Dispatched")
+    await send(bus, probe, subjects.OWNER_WITHDRAWN, sh.message(events.OwnerWithdrawn, name=HJ), again=True)
+    assert (await store.get(records.OWNER, HJ)).decode(records.OwnerDoc).withdrawn  # its child still runs
+    await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"))
+    await send(bus, probe, subjects.job_removed("c1"), sh.message(events.JobRemoved, cluster="c1", job="train-0",
+                                                                  hyperjob=HJ), durable="global-scheduler-jobs")
+    await sh.until(lambda: _absent(store, records.OWNER, HJ), what="owner forgotten once its child is gone")
+
+
+# -- placing children -------------------------------------------------------------------------------
+
+async def test_a_plain_job_is_dispatched_once_to_a_cluster_where_it_fits(scheduler, bus, store, probe) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1", full=True))
+    await admitted(bus, probe, submitted("solo", plain=True))
+    await send(bus, probe, subjects.PLACE_CHILDREN, place("solo", child("solo", ["c1", "c2"]), plain=True), again=True)
+    doc = await placement(store, "solo", "Dispatched")
+    assert doc.cluster == "c2"  # c1 is full
+    [dispatch] = await dispatches(probe, "c2")
+    assert (dispatch.child, dispatch.cluster, dispatch.hyperjob, dispatch.gang) == ("solo", "c2", "", "")
+    assert dispatch.job["metadata"]["name"] == "solo"
+    assert await dispatches(probe, "c1") == []
+
+
+async def test_a_planned_child_waits_for_its_clusters_room(scheduler, bus, store, probe) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1", full=True))
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting,
+                                 where=lambda m: m.child == "train-0")
+    assert waiting.hyperjob == HJ and waiting.reason
+    assert (await placement(store, "train-0", "Waiting")).reason == waiting.reason
+    await sh.report_capacity(bus, sh.capacity("c1"))  # room: the next round dispatches it
+    [dispatch] = await probe.wait(subjects.dispatch("c1"), events.DispatchChild)
+    assert dispatch.child == "train-0" and dispatch.world is not None and dispatch.world.world_size == 2
+    assert [(r.name, r.rank_offset) for r in dispatch.world.plan] == [("train-0", 0)]
+
+
+async def test_a_cross_cluster_gang_is_dispatched_held_and_started_once_every_member_holds(scheduler, bus, store,
+                                                                                          probe) -> None:
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]),
+                                                           gang=2))
+    for name, cluster in (("train-0", "c1"), ("train-1", "c2")):
+        [dispatch] = await probe.wait(subjects.dispatch(cluster), events.DispatchChild)
+        assert (dispatch.child, dispatch.gang, dispatch.gang_attempt) == (name, HJ, 1)
+    gang = await sh.doc(store, records.GANG, HJ, fleetcore.HyperJobGang)
+    assert (gang.phase, gang.attempt, gang.required) == ("Reserving", 1, 2)
+    held = sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1)
+    await send(bus, probe, subjects.RESERVATION_HELD, held, again=True)
+    assert await probe.messages(subjects.gang_control("c1")) == []  # one of two holds: nothing starts
+    await send(bus, probe, subjects.RESERVATION_HELD,
+               sh.message(events.ReservationHeld, child="train-1", cluster="c2", hyperjob=HJ, attempt=1), again=True)
+    for name, cluster in (("train-0", "c1"), ("train-1", "c2")):
+        [control] = await probe.decoded(subjects.gang_control(cluster), events.GangControl)
+        assert (control.child, control.action, control.attempt) == (name, "start", 1)
+    gang = await sh.doc(store, records.GANG, HJ, fleetcore.HyperJobGang, where=lambda g: g.phase != "Reserving")
+    assert set(gang.bound) == {"train-0", "train-1"}
+    stale = sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=0)
+    await send(bus, probe, subjects.RESERVATION_HELD, stale)
+    assert len(await probe.messages(subjects.gang_control("c1"))) == 1
+
+
+async def test_suspending_a_holding_gang_releases_its_reservations(scheduler, bus, store, probe) -> None:
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]),
+                                                           gang=2))
+    await send(bus, probe, subjects.RESERVATION_HELD,
+               sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1))
+    await send(bus, probe, subjects.OWNER_LIFECYCLE, sh.message(events.OwnerLifecycle, name=HJ, lifecycle="Suspended"),
+               again=True)
+    for cluster in ("c1", "c2"):
+        [control] = await probe.wait(subjects.gang_control(cluster), events.GangControl)
+        assert (control.action, control.attempt) == ("release", 1)
+    assert (await sh.doc(store, records.GANG, HJ, fleetcore.HyperJobGang)).phase != "Reserving"
+
+
+# -- removing, moving, finishing -------------------------------------------------------------------
+
+async def test_removing_a_dispatched_child_waits_for_its_cluster_to_say_it_is_gone(scheduler, bus, store,
+                                                                                   probe) -> None:
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    await placement(store, "train-0", "Dispatched")
+    await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"),
+               again=True)
+    [remove] = await probe.decoded(subjects.remove_child("c1"), events.RemoveChild)
+    assert remove.child == "train-0"
+    await placement(store, "train-0", "Removing")
+    gone = sh.message(events.JobRemoved, cluster="c1", job="train-0", hyperjob=HJ)
+    await send(bus, probe, subjects.job_removed("c1"), gone, again=True, durable="global-scheduler-jobs")
+    await sh.until(lambda: _absent(store, records.PLACEMENT, "train-0"), what="placement forgotten")
+
+
+async def test_removing_a_child_that_never_left_the_waiting_line_says_it_is_gone(scheduler, bus, store,
+                                                                                 probe) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1", full=True))
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    await placement(store, "train-0", "Waiting")
+    await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"))
+    [gone] = await probe.wait(subjects.job_removed("unplaced"), events.JobRemoved)
+    assert (gone.job, gone.hyperjob) == ("train-0", HJ)
+    assert await store.get(records.PLACEMENT, "train-0") is None
+    assert await probe.messages(subjects.remove_child("c1")) == []
+
+
+async def test_a_moved_child_leaves_its_cluster_and_goes_to_the_other(scheduler, bus, store, probe) -> None:
+    await admitted(bus, probe, submitted("solo", plain=True))
+    await send(bus, probe, subjects.PLACE_CHILDREN, place("solo", child("solo", ["c1"]), plain=True))
+    await placement(store, "solo", "Dispatched")
+    move = sh.message(events.MoveChild, child="solo", to_cluster="c2", reason="cluster c1 lost")
+    await send(bus, probe, subjects.MOVE_CHILD, move, again=True)
+    [remove] = await probe.decoded(subjects.remove_child("c1"), events.RemoveChild)
+    [dispatch] = await probe.decoded(subjects.dispatch("c2"), events.DispatchChild)
+    assert remove.child == dispatch.child == "solo"
+    doc = await placement(store, "solo", "Dispatched")
+    assert (doc.cluster, doc.moves) == ("c2", 1)
+
+
+async def test_an_owner_whose_children_all_finished_is_forgotten(scheduler, bus, store, probe) -> None:
+    await admitted(bus, probe, submitted())
+    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
+    await placement(store, "train-0", "Dispatched")
+    done = sh.message(events.JobPhaseChanged, cluster="c1", job="train-0", hyperjob=HJ, old="Running", new="Completed")
+    await send(bus, probe, subjects.job_phase("c1"), done, again=True, durable="global-scheduler-jobs")
+    assert (await store.get(records.PLACEMENT, "train-0")).decode(records.PlacementDoc).finished
+    await sh.until(lambda: _absent(store, records.OWNER, HJ), what="owner forgotten")
+
+
+# -- crashes ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("point", ["after-commit", "after-publish"])
+async def test_a_crash_after_the_commit_dispatches_once(bus, store, probe, point) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))
+    async with sh.running("global-scheduler", build, Settings(retry_period=0.2), bus, store):
+        await admitted(bus, probe, submitted("solo", plain=True))
+    crash = sh.Crash(point)
+    async with sh.running("global-scheduler", build, Settings(retry_period=0.2), bus, store, fault=crash):
+        await send(bus, probe, subjects.PLACE_CHILDREN, place("solo", child("solo", ["c1"]), plain=True))
+        await placement(store, "solo", "Dispatched")
+        assert crash.fired == 1
+        await probe.wait(subjects.dispatch("c1"), events.DispatchChild)
+    assert len(await dispatches(probe, "c1")) == 1
+    assert await sh.version(store, records.PLACEMENT, "solo") == 1
 
 
 async def _absent(store: Any, kind: str, name: str) -> bool:
     return await store.get(kind, name) is None
-
-
-async def test_dispatch_whose_publish_failed_after_the_write_still_goes_out(bus, store, probe) -> None:
-    # The round is periodic work: no redelivery will republish what its commit recorded.
-    flaky = sh.FlakyBus(bus, failures=0)
-    runtime = Runtime("global-scheduler", flaky, store)
-    await build(Settings(retry_period=0.1), runtime)
-    try:
-        await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True))
-        msg = await planned_child(store, "hj", "cluster-a")
-        await send(bus, subjects.PLACE_CHILD, msg)
-        await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting, where=lambda w: "fits" in w.reason)
-        flaky.failures = 1  # the next publish (the round's dispatch) fails after its write
-        await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-        await sh.doc(store, records.PLACEMENT, msg.child, records.PlacementDoc, where=lambda p: p.state == "Dispatched")
-        assert flaky.failures == 0
-        dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-        assert [d.child for d in dispatched] == [msg.child]
-    finally:
-        await runtime.stop()
-
-
-async def test_a_child_replaced_while_its_predecessor_is_removed_is_placed_once_that_one_is_gone(
-        scheduler, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"))
-    first = await planned_child(store, "hj", "cluster-a")
-    await send(bus, subjects.PLACE_CHILD, first)
-    await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild)
-    # A changed template: the splitter unplaces the child and places its replacement (same name).
-    await send(bus, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child=first.child, cluster="cluster-a"))
-    replacement = sh.message(events.PlaceChild, child=first.child, hyperjob="hj", replicated_job="job",
-                             clusters=["cluster-a"], job=sh.job_manifest(first.child, replicas=2, duration="1s"))
-    await send(bus, subjects.PLACE_CHILD, replacement, twice=True)
-    await probe.wait(subjects.remove_child("cluster-a"), events.RemoveChild)
-    await settled(probe)
-    placement = await sh.doc(store, records.PLACEMENT, first.child, records.PlacementDoc)
-    assert (placement.state, placement.cluster) == ("Replacing", "cluster-a")
-    assert len(await probe.messages(subjects.dispatch("cluster-a"))) == 1
-
-    await send(bus, subjects.job_removed("cluster-a"), sh.message(events.JobRemoved, cluster="cluster-a",
-                                                                   job=first.child, hyperjob="hj"))
-    dispatched = await probe.wait(subjects.dispatch("cluster-a"), events.DispatchChild, count=2)
-    assert dispatched[-1].job == replacement.job
-    placement = await sh.doc(store, records.PLACEMENT, first.child, records.PlacementDoc,
-                             where=lambda p: p.state == "Dispatched")
-    assert placement.job == replacement.job

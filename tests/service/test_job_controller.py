@@ -1,8 +1,9 @@
-"""One cluster's job-controller in-process on real JetStream and Redis: a dispatched child becomes a
-job record and a podgroup; an admitted podgroup gets its pods; a bound pod is started with its
-whole environment; node reports drive the job to Running, Completed, or through its restart
-policy to Failed; removal stops the pods and forgets the job. Every message applied twice has
-one effect. The scheduler's and the nodes' messages are sent by the test."""
+"""One cluster's job-controller (its own ``build`` on a runtime over real JetStream and Redis): a
+dispatched child becomes a jobcore record and a ``JobState`` for the scheduler; its podgroup's
+admission creates the pods; bound pods are started on their nodes with their whole environment
+(the cross-cluster rank included); nodes' reports drive the job to its end; removal stops the pods
+and ends with ``JobRemoved`` once they are gone. Every handler given the same message twice has
+one effect, and so has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
@@ -26,278 +27,235 @@ import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
-C = "cluster-a"
-JOB_KIND = records.job_kind(C)
+C = "c1"
+DURABLE = f"job-controller-{C}"
+NODES_DURABLE = f"job-controller-{C}-nodes"
+JOB_KIND = f"job@{C}"
 
 
 @pytest.fixture
 async def controller(bus, store) -> AsyncIterator[Runtime]:
-    runtime = Runtime("job-controller", bus, store)
-    await build(Settings(cluster=C, timer_period=0.1), runtime)
-    yield runtime
-    await runtime.stop()
+    async with sh.running("job-controller", build, Settings(cluster=C), bus, store) as (runtime, _):
+        yield runtime
 
 
-async def settled(probe: sh.Probe) -> None:
-    await probe.settled(f"job-controller-{C}-sched", subjects.dispatch(C))
-    await probe.settled(f"job-controller-{C}-nodes", subjects.pod_phase(C))
-
-
-async def send(bus: Any, subject: str, msg: events.Message, *, twice: bool = False) -> events.Message:
+async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
+               durable: str = DURABLE) -> events.Message:
     await sh.send(bus, subject, msg)
-    if twice:
+    await probe.settled(durable, subject)
+    if again:
         await sh.send(bus, subject, msg, copy=1)
+        await probe.settled(durable, subject)
     return msg
 
 
-async def record(store: Any, name: str = "j1") -> jm.JobRecord:
-    stored = await store.get(JOB_KIND, name)
-    assert stored is not None, f"no job record {name}"
-    return stored.decode(jm.JobRecord)
+def dispatch(name: str = "j1", replicas: int = 2, world: events.World | None = None, hyperjob: str = "",
+             **job: Any) -> events.DispatchChild:
+    return sh.message(events.DispatchChild, child=name, cluster=C, hyperjob=hyperjob,
+                      job=sh.job_manifest(name, replicas=replicas, **job), world=world)
+
+
+async def record(store: Any, name: str = "j1", where: Any = lambda _r: True) -> jm.JobRecord:
+    return await sh.doc(store, JOB_KIND, name, jm.JobRecord, where=where)
+
+
+async def job_state(bus: Any, name: str = "j1", where: Any = lambda _s: True) -> events.JobState:
+    async def latest() -> events.JobState | None:
+        found = await bus.last(subjects.job_state(C, name, 0))
+        state = sh.ALL_TYPES.decode(found.data) if found is not None else None
+        return state if state is not None and where(state) else None
+
+    return await sh.until(latest, what=f"job state of {name}")
 
 
 async def phases(probe: sh.Probe, job: str = "j1") -> list[str]:
     return [m.new for m in await probe.decoded(subjects.job_phase(C), events.JobPhaseChanged) if m.job == job]
 
 
-async def wait_phase(probe: sh.Probe, phase: str, count: int = 1, job: str = "j1") -> list[events.JobPhaseChanged]:
-    return await probe.wait(subjects.job_phase(C), events.JobPhaseChanged, count=count,
-                            where=lambda m: m.job == job and m.new == phase)
+async def admitted_job(bus: Any, probe: sh.Probe, store: Any, msg: events.DispatchChild) -> jm.JobRecord:
+    """Dispatched, and its podgroup admitted by the scheduler: its pods exist."""
+    await send(bus, probe, subjects.dispatch(C), msg)
+    rec = await record(store, msg.child)
+    await send(bus, probe, subjects.podgroup_phase(C), sh.message(
+        events.PodGroupPhaseChanged, cluster=C, job=msg.child, job_uid=rec.uid, job_version=rec.version,
+        phase="Inqueue"))
+    return await record(store, msg.child, where=lambda r: bool(r.pods))
 
 
-async def dispatch(bus: Any, manifest: dict[str, Any], *, twice: bool = False, **fields: Any) -> events.DispatchChild:
-    msg = sh.message(events.DispatchChild, child=manifest["metadata"]["name"], cluster=C, job=manifest, **fields)
-    await send(bus, subjects.dispatch(C), msg, twice=twice)
-    return msg
+async def bind_all(bus: Any, probe: sh.Probe, rec: jm.JobRecord, node: str = "n1", *, again: bool = False) -> None:
+    refs = [events.PodRef(pod=p.name, uid=p.uid, node=node) for p in rec.pods.values()]
+    await send(bus, probe, subjects.pods_bound(C), sh.message(events.PodsBound, cluster=C, job=rec.name, pods=refs),
+               again=again)
 
 
-async def admit_podgroup(bus: Any, job: str = "j1", *, twice: bool = False) -> events.PodGroupPhaseChanged:
-    msg = sh.message(events.PodGroupPhaseChanged, cluster=C, job=job, phase="Inqueue")
-    await send(bus, subjects.podgroup_phase(C), msg, twice=twice)
-    return msg
+async def report(bus: Any, probe: sh.Probe, rec: jm.JobRecord, phase: str, node: str = "n1", **kw: Any) -> None:
+    reports = [events.PodReport(pod=p.name, uid=p.uid, job=rec.name, node=node, phase=phase, **kw)
+               for p in rec.pods.values()]
+    await send(bus, probe, subjects.pod_phases(C), sh.message(events.PodPhasesReported, cluster=C, reports=reports),
+               durable=NODES_DURABLE)
 
 
-async def pods_created(store: Any, count: int, job: str = "j1") -> jm.JobRecord:
-    async def probe() -> jm.JobRecord | None:
-        stored = await store.get(JOB_KIND, job)
-        rec = stored.decode(jm.JobRecord) if stored else None
-        return rec if rec and len(rec.pods) == count and all(p.phase == "Pending" for p in rec.pods.values()) else None
+# -- dispatch and admission -------------------------------------------------------------------------
 
-    return await sh.until(probe, what=f"{count} pending pods of {job}")
-
-
-async def bind_all(bus: Any, store: Any, node: str = "node-0", job: str = "j1", *, twice: bool = False) -> None:
-    for name, pod in sorted((await record(store, job)).pods.items()):
-        await send(bus, subjects.pod_bound(C), sh.message(events.PodBound, cluster=C, job=job, pod=name, node=node,
-                                                          job_version=pod.version, pod_uid=pod.uid), twice=twice)
-
-
-async def report(bus: Any, store: Any, phase: str, *, pods: list[str] | None = None, job: str = "j1",
-                 exit_code: int | None = None, twice: bool = False) -> None:
-    rec = await record(store, job)
-    for name in pods if pods is not None else sorted(rec.pods):
-        pod = rec.pods[name]
-        await send(bus, subjects.pod_phase(C), sh.message(
-            events.PodPhaseReported, cluster=C, node=pod.node or "", pod=name, job=job, job_version=pod.version,
-            pod_uid=pod.uid, phase=phase, exit_code=exit_code), twice=twice)
-
-
-async def running_job(bus: Any, store: Any, probe: sh.Probe, manifest: dict[str, Any], pods: int) -> None:
-    """Dispatch, admit, bind and run every pod: the job is Running."""
-    await dispatch(bus, manifest)
-    await wait_phase(probe, "Pending")
-    await admit_podgroup(bus)
-    await pods_created(store, pods)
-    await bind_all(bus, store)
-    await probe.wait(subjects.start_pod(C), events.StartPod, count=pods)
-    await report(bus, store, "Running")
-    await wait_phase(probe, "Running")
-
-
-async def test_dispatched_child_is_admitted_once_with_its_podgroup(controller, bus, store, probe) -> None:
-    msg = await dispatch(bus, sh.job_manifest("j1"), twice=True, env_by_pod={"j1-worker-0": {"HYPERJOB_RANK": "7"}})
-    pending = await wait_phase(probe, "Pending")
-    await settled(probe)
-    assert await phases(probe) == ["Pending"]
-    assert pending[0].causation_id == msg.event_id and pending[0].cluster == C
-    stored = await store.get(JOB_KIND, "j1")
-    assert stored.version == 1 and stored.decode(jm.JobRecord).pods == {}
-    podgroup = (await store.get(records.podgroup_kind(C), "j1")).decode(jm.PodGroupInfo)
-    assert podgroup.min_member == 2
-    env = (await store.get(records.podenv_kind(C), "j1")).decode(records.PodEnvDoc)
-    assert env.env_by_pod == {"j1-worker-0": {"HYPERJOB_RANK": "7"}}
-
-    # A new dispatch of a child this cluster already has changes nothing.
-    await dispatch(bus, sh.job_manifest("j1"))
-    await settled(probe)
-    assert (await store.get(JOB_KIND, "j1")).version == 1 and await phases(probe) == ["Pending"]
-
-
-async def test_admitted_podgroup_gets_its_pods_once(controller, bus, store, probe) -> None:
-    await dispatch(bus, sh.job_manifest("j1", replicas=3))
-    await wait_phase(probe, "Pending")
-    await settled(probe)
-    version = await sh.version(store, JOB_KIND, "j1")
-    inqueue = await admit_podgroup(bus, twice=True)
-    rec = await pods_created(store, 3)
-    await settled(probe)
-    assert sorted(rec.pods) == ["j1-worker-0", "j1-worker-1", "j1-worker-2"]
-    assert await sh.version(store, JOB_KIND, "j1") == version + 1
-    ready = [m for m in await probe.decoded(subjects.pods_ready(C), events.PodsReady) if m.causation_id == inqueue.event_id]
-    assert len(ready) == 1
-    # The podgroup reported Running later (already admitted) creates nothing more.
-    await send(bus, subjects.podgroup_phase(C), sh.message(events.PodGroupPhaseChanged, cluster=C, job="j1",
-                                                           phase="Running"))
-    await settled(probe)
-    assert await sh.version(store, JOB_KIND, "j1") == version + 1
-
-
-async def test_bound_pod_is_started_once_with_its_environment(controller, bus, store, probe) -> None:
-    await dispatch(bus, sh.job_manifest("j1"), env={"TEAM": "llm"},
-                   env_by_pod={"j1-worker-1": {"HYPERJOB_RANK": "33", "MASTER_ADDR": "j1-worker-0.a"}})
-    await admit_podgroup(bus)
-    rec = await pods_created(store, 2)
-    pod = rec.pods["j1-worker-1"]
-    bound = sh.message(events.PodBound, cluster=C, job="j1", pod="j1-worker-1", node="node-3",
-                       job_version=pod.version, pod_uid=pod.uid)
-    await send(bus, subjects.pod_bound(C), bound, twice=True)
-    started = await probe.wait(subjects.start_pod(C), events.StartPod)
-    await settled(probe)
-    assert len(await probe.messages(subjects.start_pod(C))) == 1
-    start = started[0]
-    assert (start.pod, start.node, start.job, start.task, start.pod_uid) == ("j1-worker-1", "node-3", "j1", "worker",
-                                                                            pod.uid)
-    assert start.env["TEAM"] == "llm" and start.env["HYPERJOB_RANK"] == "33"
-    assert start.env["MASTER_ADDR"] == "j1-worker-0.a"
-    assert start.sim_duration == 10.0 and start.restart_policy == "Never"
-    assert (await record(store)).pods["j1-worker-1"].node == "node-3"
-
-
-async def test_running_then_succeeded_pods_complete_the_job_and_redeliveries_change_nothing(controller, bus, store,
-                                                                                           probe) -> None:
-    await running_job(bus, store, probe, sh.job_manifest("j1"), 2)
-    await settled(probe)
-    before, messages = await record(store), len(await probe.messages("job.>"))
-    await report(bus, store, "Running", twice=True)  # the nodes say it again (new reports, and copies)
-    await settled(probe)
-    assert await record(store) == before and len(await probe.messages("job.>")) == messages
-    assert await phases(probe) == ["Pending", "Running"]
-
-    await report(bus, store, "Succeeded", exit_code=0, twice=True)
-    completed = await wait_phase(probe, "Completed")
-    await settled(probe)
-    assert await phases(probe) == ["Pending", "Running", "Completed"]
-    assert completed[0].succeeded == 2
-    assert all(p.phase == "Succeeded" for p in (await record(store)).pods.values())
-
-
-async def test_pod_failure_restarts_the_job_until_max_retry_then_fails_it(controller, bus, store, probe) -> None:
-    manifest = sh.job_manifest("j1", policies=[{"event": "PodFailed", "action": "RestartJob"}], max_retry=2)
-    await running_job(bus, store, probe, manifest, 2)
-
-    # First failure: the job restarts; the pods on nodes are stopped and, once gone, recreated.
-    await report(bus, store, "Failed", pods=["j1-worker-0"], exit_code=3, twice=True)
-    await wait_phase(probe, "Restarting")
-    stops = await probe.wait(subjects.stop_pod(C), events.StopPod, count=2)
-    assert sorted(s.pod for s in stops) == ["j1-worker-0", "j1-worker-1"]
-    await settled(probe)
-    await report(bus, store, "Deleted", twice=True)
-    await wait_phase(probe, "Pending", count=2)
+async def test_a_dispatched_child_is_recorded_once_and_described_to_the_scheduler(controller, bus, store,
+                                                                                  probe) -> None:
+    msg = dispatch(hyperjob="train")
+    await send(bus, probe, subjects.dispatch(C), msg, again=True)
     rec = await record(store)
-    assert rec.retry_count == 1 and rec.pods == {}
-    await admit_podgroup(bus)
-    await pods_created(store, 2)
-    await bind_all(bus, store)
-    await probe.wait(subjects.start_pod(C), events.StartPod, count=4)
-    await report(bus, store, "Running")
-    await wait_phase(probe, "Running", count=2)
-
-    # Second failure: maxRetry reached, the job fails.
-    await report(bus, store, "Failed", pods=["j1-worker-1"], exit_code=3, twice=True)
-    failed = await wait_phase(probe, "Failed")
-    await settled(probe)
-    assert failed[0].retry_count == 2
-    assert await phases(probe) == ["Pending", "Running", "Restarting", "Pending", "Running", "Restarting", "Failed"]
-    assert len(await probe.messages(subjects.stop_pod(C))) == 3  # the survivor of the second run
-    # Nothing the nodes say now changes a failed job.
-    before, messages = await record(store), len(await probe.messages("job.>"))
-    await report(bus, store, "Failed", pods=["j1-worker-1"], exit_code=3)
-    await settled(probe)
-    assert await record(store) == before and len(await probe.messages("job.>")) == messages
+    assert (rec.uid, rec.version, rec.podgroup_exists, rec.pods) == (msg.event_id, 0, True, {})
+    assert await sh.version(store, JOB_KIND, "j1") == 1
+    info = (await store.get(f"child@{C}", "j1")).decode(records.ChildInfo)
+    assert info.hyperjob == "train"
+    state = await job_state(bus)
+    assert (state.uid, state.podgroup.min_member, state.podgroup.queue, state.pods) == (msg.event_id, 2, "default", [])
+    [pending] = await probe.decoded(subjects.job_phase(C), events.JobPhaseChanged)
+    assert (pending.job, pending.hyperjob, pending.old, pending.new) == ("j1", "train", "", "Pending")
 
 
-async def test_removed_child_stops_its_pods_and_is_forgotten_once_they_are_gone(controller, bus, store, probe) -> None:
-    await running_job(bus, store, probe, sh.job_manifest("j1"), 2)
-    remove = sh.message(events.RemoveChild, child="j1", cluster=C)
-    await send(bus, subjects.remove_child(C), remove, twice=True)
-    stops = await probe.wait(subjects.stop_pod(C), events.StopPod, count=2)
-    await settled(probe)
-    assert len(stops) == 2 and await probe.messages(subjects.job_removed(C)) == []
-    await report(bus, store, "Deleted", twice=True)
-    removed = await probe.wait(subjects.job_removed(C), events.JobRemoved)
-    await settled(probe)
-    assert [r.job for r in removed] == ["j1"]
+async def test_the_podgroups_admission_creates_the_pods_and_another_incarnations_phase_does_not(controller, bus,
+                                                                                            store, probe) -> None:
+    await send(bus, probe, subjects.dispatch(C), dispatch())
+    rec = await record(store)
+    stale = sh.message(events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid="an-earlier-j1", job_version=0,
+                       phase="Inqueue")
+    await send(bus, probe, subjects.podgroup_phase(C), stale)
+    assert (await record(store)).pods == {}
+    inqueue = sh.message(events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid=rec.uid, job_version=0,
+                         phase="Inqueue")
+    await send(bus, probe, subjects.podgroup_phase(C), inqueue, again=True)
+    rec = await record(store, where=lambda r: bool(r.pods))
+    assert sorted(rec.pods) == ["j1-worker-0", "j1-worker-1"]
+    state = await job_state(bus, where=lambda s: len(s.pods) == 2)
+    assert {(p.name, p.uid, p.phase) for p in state.pods} == {(p.name, p.uid, "Pending") for p in rec.pods.values()}
+    assert await sh.version(store, JOB_KIND, "j1") == 2
+
+
+async def test_a_child_dispatched_into_a_closed_queue_is_refused(bus, store, probe) -> None:
+    closed = sh.queue_manifest("shut")
+    await sh.send(bus, subjects.queue_config("shut"),
+                  sh.message(events.QueueChanged, name="shut", manifest=closed, state="Closed"))
+    async with sh.running("job-controller", build, Settings(cluster=C), bus, store):  # it knows the queue
+        await send(bus, probe, subjects.dispatch(C), dispatch(queue="shut"))
+        [refused] = await probe.wait(subjects.job_removed(C), events.JobRemoved)
+    assert refused.job == "j1" and "shut" in refused.reason and "closed" in refused.reason.lower()
+    assert await store.get(JOB_KIND, "j1") is None
+
+
+# -- running the pods -------------------------------------------------------------------------------
+
+async def test_bound_pods_are_started_once_with_their_rank_in_the_hyperjobs_world(controller, bus, store,
+                                                                                   probe) -> None:
+    hyperjob = sh.hyperjob_manifest("train", {"c0": 2, C: 2})
+    plan = [events.ChildRef(name="train-0", cluster="c0", replicas=2, tasks={"worker": 2}, rank_offset=0),
+            events.ChildRef(name="j1", cluster=C, replicas=2, tasks={"worker": 2}, rank_offset=2)]
+    world = events.World(hyperjob=hyperjob, plan=plan, world_size=4)
+    rec = await admitted_job(bus, probe, store, dispatch(world=world, hyperjob="train"))
+    await bind_all(bus, probe, rec, again=True)
+    [start] = await probe.decoded(subjects.start_pods(C), events.StartPods)
+    assert (start.job, start.job_version) == ("j1", 0)
+    ranks = {p.pod: (p.node, p.uid, p.env["HYPERJOB_RANK"], p.env["HYPERJOB_WORLD_SIZE"]) for p in start.pods}
+    assert ranks == {"j1-worker-0": ("n1", rec.pods["j1-worker-0"].uid, "2", "4"),
+                     "j1-worker-1": ("n1", rec.pods["j1-worker-1"].uid, "3", "4")}
+    assert all(p.sim_duration == 10.0 for p in start.pods)
+    state = await job_state(bus, where=lambda s: all(p.node for p in s.pods))
+    assert {p.node for p in state.pods} == {"n1"}
+
+
+async def test_node_reports_drive_the_job_to_completed(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await report(bus, probe, rec, "Running")
+    await sh.until(lambda: _has(probe, "Running"), what="Running")
+    reports = [events.PodReport(pod=p.name, uid=p.uid, job="j1", node="n1", phase="Succeeded", exit_code=0)
+               for p in rec.pods.values()]
+    succeeded = sh.message(events.PodPhasesReported, cluster=C, reports=reports)
+    await send(bus, probe, subjects.pod_phases(C), succeeded, again=True, durable=NODES_DURABLE)
+    await report(bus, probe, rec, "Succeeded", exit_code=0)  # a node repeating itself
+    done = await record(store, where=lambda r: r.phase == "Completed")
+    assert all(p.phase == "Succeeded" for p in done.pods.values())
+    assert await phases(probe) == ["Pending", "Running", "Completed"]
+    [completed] = [m for m in await probe.decoded(subjects.job_phase(C), events.JobPhaseChanged) if m.new == "Completed"]
+    assert (completed.succeeded, completed.running, completed.failed) == (2, 0, 0)
+
+
+async def test_evicted_pods_are_stopped_on_their_nodes_and_created_again(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await report(bus, probe, rec, "Running")
+    victim = rec.pods["j1-worker-0"]
+    evicted = sh.message(events.PodsEvicted, cluster=C, job="j1",
+                         pods=[events.PodRef(pod=victim.name, uid=victim.uid, node="n1", reason="nodeDown")])
+    await send(bus, probe, subjects.pods_evicted(C), evicted, again=True)
+    stops = await probe.wait(subjects.stop_pods(C), events.StopPods)
+    assert [(p.pod, p.uid, p.node, p.reason) for m in stops for p in m.pods] == [
+        (victim.name, victim.uid, "n1", "nodeDown")]
+    await sh.send(bus, subjects.pod_phases(C), sh.message(events.PodPhasesReported, cluster=C, reports=[
+        events.PodReport(pod=victim.name, uid=victim.uid, job="j1", node="n1", phase="Deleted")]))
+    again = await record(store, where=lambda r: r.pods["j1-worker-0"].uid != victim.uid)
+    assert again.pods["j1-worker-0"].phase == "Pending" and again.pods["j1-worker-0"].node is None
+
+
+async def test_a_pod_its_named_node_rejects_fails_as_a_kubelets_admission_fails_it(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch(replicas=1))
+    [pod] = rec.pods.values()
+    rejected = sh.message(events.PodsRejected, cluster=C, job="j1", pods=[
+        events.PodRef(pod=pod.name, uid=pod.uid, node="n2", reason="OutOfnvidia.com/gpu")])
+    await send(bus, probe, subjects.pods_rejected(C), rejected, again=True)
+    done = await record(store, where=lambda r: r.phase == "Failed")
+    failed = done.pods[pod.name]
+    assert (failed.uid, failed.phase, failed.status.node, failed.status.exit_code) == (pod.uid, "Failed", "n2", 1)
+    assert (await phases(probe))[-1] == "Failed"
+    assert await probe.messages(subjects.start_pods(C)) == []
+    assert await sh.version(store, JOB_KIND, "j1") == 3  # dispatched, admitted, rejected; the copy changed nothing
+
+
+# -- removal and commands -----------------------------------------------------------------------------
+
+async def test_a_removed_child_stops_its_pods_and_is_gone_once_they_are(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch(hyperjob="train"))
+    await bind_all(bus, probe, rec)
+    await report(bus, probe, rec, "Running")
+    await send(bus, probe, subjects.remove_child(C), sh.message(events.RemoveChild, child="j1", cluster=C), again=True)
+    stops = await probe.wait(subjects.stop_pods(C), events.StopPods)
+    assert sorted(p.pod for m in stops for p in m.pods) == sorted(rec.pods)
+    assert await probe.messages(subjects.job_removed(C)) == []
+    await report(bus, probe, rec, "Deleted")
+    [removed] = await probe.wait(subjects.job_removed(C), events.JobRemoved)
+    assert (removed.job, removed.hyperjob, removed.reason) == ("j1", "train", "")
+    assert await store.get(JOB_KIND, "j1") is None and await store.get(f"child@{C}", "j1") is None
+    await job_state(bus, where=lambda s: s.deleted)  # the scheduler forgets it too
+    await send(bus, probe, subjects.remove_child(C), sh.message(events.RemoveChild, child="j1", cluster=C))
     assert len(await probe.messages(subjects.job_removed(C))) == 1
-    for kind in (JOB_KIND, records.podgroup_kind(C), records.podenv_kind(C)):
-        assert await store.get(kind, "j1") is None
 
 
-async def test_messages_about_an_unknown_job_change_nothing(controller, bus, store, probe) -> None:
-    await admit_podgroup(bus, job="ghost")
-    await send(bus, subjects.pod_bound(C), sh.message(events.PodBound, cluster=C, job="ghost", pod="ghost-w-0",
-                                                      node="node-0", job_version=0))
-    await send(bus, subjects.pod_phase(C), sh.message(events.PodPhaseReported, cluster=C, node="node-0",
-                                                      pod="ghost-w-0", job="ghost", job_version=0, phase="Running"))
-    await settled(probe)
-    assert await store.list(JOB_KIND) == {}
-    assert await probe.messages("job.>") == [] and await probe.messages(subjects.dlq(f"job-controller-{C}-sched")) == []
+async def test_an_abort_command_stops_the_pods_and_ends_aborted(controller, bus, store, probe) -> None:
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await report(bus, probe, rec, "Running")
+    abort = sh.message(events.CommandChild, child="j1", cluster=C, action="AbortJob")
+    await send(bus, probe, subjects.command_child(C), abort, again=True)
+    stops = await probe.wait(subjects.stop_pods(C), events.StopPods)
+    assert sorted(p.pod for m in stops for p in m.pods) == sorted(rec.pods)
+    await report(bus, probe, rec, "Deleted")
+    await record(store, where=lambda r: r.phase == "Aborted")
+    assert (await phases(probe))[-2:] == ["Aborting", "Aborted"]
 
 
-@pytest.mark.parametrize("fault", ["publish", "store"])
-async def test_bound_pod_is_started_exactly_once_when_the_first_attempt_fails(bus, store, probe, fault) -> None:
-    flaky_bus, flaky_store = sh.FlakyBus(bus, failures=0), sh.FlakyStore(store, failures=0)
-    runtime = Runtime("job-controller", flaky_bus, flaky_store)
-    await build(Settings(cluster=C, timer_period=0.1), runtime)
-    try:
-        await dispatch(bus, sh.job_manifest("j1"))
-        await admit_podgroup(bus)
-        rec = await pods_created(store, 2)
-        await settled(probe)
-        version = await sh.version(store, JOB_KIND, "j1")
-        if fault == "publish":
-            flaky_bus.failures = 1  # the StartPod is not published though the binding was written
-        else:
-            flaky_store.failures = 1  # the binding is not written at all
-        pod = rec.pods["j1-worker-0"]
-        await send(bus, subjects.pod_bound(C), sh.message(events.PodBound, cluster=C, job="j1", pod="j1-worker-0",
-                                                          node="node-0", job_version=pod.version, pod_uid=pod.uid))
-        started = await probe.wait(subjects.start_pod(C), events.StartPod)
-        await settled(probe)
-        assert [s.pod for s in started] == ["j1-worker-0"]
-        assert len(await probe.messages(subjects.start_pod(C))) == 1
-        assert await sh.version(store, JOB_KIND, "j1") == version + 1
-        assert (flaky_bus.failures, flaky_store.failures) == (0, 0)
-    finally:
-        await runtime.stop()
+# -- crashes ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("point", ["after-commit", "after-publish"])
+async def test_a_crash_after_the_commit_starts_the_pods_once(bus, store, probe, point) -> None:
+    async with sh.running("job-controller", build, Settings(cluster=C), bus, store):
+        rec = await admitted_job(bus, probe, store, dispatch())
+    crash = sh.Crash(point)
+    async with sh.running("job-controller", build, Settings(cluster=C), bus, store, fault=crash):
+        await bind_all(bus, probe, rec)
+        assert crash.fired == 1
+        await probe.wait(subjects.start_pods(C), events.StartPods)
+    [start] = await probe.decoded(subjects.start_pods(C), events.StartPods)
+    assert sorted(p.pod for p in start.pods) == sorted(rec.pods)
+    assert await sh.version(store, JOB_KIND, "j1") == 3  # dispatched, pods created, pods bound
 
 
-async def test_task_completed_completes_the_job_while_its_sidecar_still_runs(controller, bus, store, probe) -> None:
-    manifest = sh.job_manifest("j1", replicas=1)
-    trainer = manifest["spec"]["tasks"][0]
-    trainer["name"] = "trainer"
-    trainer["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
-    sidecar = {**trainer, "name": "sidecar", "policies": []}
-    manifest["spec"]["tasks"] = [trainer, sidecar]
-    manifest["spec"]["minAvailable"] = 2
-    await running_job(bus, store, probe, manifest, 2)
-
-    # The trainer finishes; the sidecar never would. TaskCompleted -> CompleteJob ends the job anyway.
-    await report(bus, store, "Succeeded", pods=["j1-trainer-0"], twice=True)
-    [completing] = await wait_phase(probe, "Completing")
-    assert completing.reason.startswith("TaskCompleted: CompleteJob")
-    [stop] = await probe.wait(subjects.stop_pod(C), events.StopPod, count=1)
-    assert stop.pod == "j1-sidecar-0"
-    await report(bus, store, "Deleted", pods=["j1-sidecar-0"], twice=True)
-    await wait_phase(probe, "Completed")
-    await settled(probe)
-    assert await phases(probe) == ["Pending", "Running", "Completing", "Completed"]
+async def _has(probe: sh.Probe, phase: str) -> bool:
+    return phase in await phases(probe)

@@ -1,10 +1,12 @@
-"""The splitter in-process on real JetStream and Redis: applies answer on ``hj.result.<id>``, accepted
-objects are stored and split into ``PlaceChild`` requests, rejected ones change nothing, deletes
-wait for every child to be gone; every handler applied twice has one effect."""
+"""The splitter (its own ``build`` on a runtime over real JetStream and Redis): applies are answered on
+``hj.result.<id>``; accepted objects are stored, announced and submitted for admission; an
+admitted HyperJob is split into one ``PlaceChildren``; a rejected manifest changes nothing;
+deletes wait for every child to be gone; commands go to each child's cluster. Every handler
+given the same message twice has one effect, and so has a message whose handling crashed after
+its commit."""
 
 from __future__ import annotations
 
-import copy
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,28 +21,31 @@ from servicekit import Runtime
 from splitter.app import build
 from splitter.config import Settings
 
-
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
-HJ = "llm-train-hyperjob"
+HJ = "train"
+CLUSTERS = {"c1": 2, "c2": 2}
 
 
 @pytest.fixture
 async def splitter(bus, store) -> AsyncIterator[Runtime]:
-    runtime = Runtime("splitter", bus, store)
-    await build(Settings(replan_period=0.1), runtime)
-    yield runtime
-    await runtime.stop()
+    await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))
+    async with sh.running("splitter", build, Settings(replan_period=0.2), bus, store) as (runtime, _):
+        yield runtime
 
 
-async def apply(bus: Any, manifest: dict[str, Any], *, twice: bool = False) -> events.ApplyManifest:
-    msg = sh.message(events.ApplyManifest, manifest=manifest)
-    await sh.send(bus, subjects.APPLY, msg)
-    if twice:
-        await sh.send(bus, subjects.APPLY, msg, copy=1)
+async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
+               durable: str = "splitter") -> events.Message:
+    """Send ``msg`` and wait until it is handled; ``again``: then send it once more (a redelivery,
+    after the first was committed) and wait for that too."""
+    await sh.send(bus, subject, msg)
+    await probe.settled(durable, subject)
+    if again:
+        await sh.send(bus, subject, msg, copy=1)
+        await probe.settled(durable, subject)
     return msg
 
 
@@ -50,302 +55,226 @@ async def answer(probe: sh.Probe, msg: events.Message) -> events.RequestAccepted
     return found[0]  # type: ignore[return-value]
 
 
-async def settled(probe: sh.Probe) -> None:
-    await probe.settled("splitter", subjects.APPLY)
-    await probe.settled("splitter-children", subjects.job_removed("x"))
+async def hyperjob_doc(store: Any, name: str = HJ) -> records.HyperJobDoc:
+    return await sh.doc(store, records.HYPERJOB, name, records.HyperJobDoc)
 
 
-def example() -> tuple[dict[str, Any], dict[str, Any]]:
-    queue, hyperjob = sh.example_documents()
-    return queue, hyperjob
+async def applied_and_admitted(bus: Any, probe: sh.Probe, manifest: dict[str, Any]) -> events.PlaceChildren:
+    await send(bus, probe, subjects.APPLY, sh.apply(manifest))
+    name = manifest["metadata"]["name"]
+    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=name, queue="default"),
+               durable="splitter-sched")
+    [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren, where=lambda m: m.owner == name)
+    return place
 
 
-async def with_clusters(store: Any) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"), sh.cluster_doc("cluster-b"))
+# -- queues and priority classes ----------------------------------------------------------------
 
-
-# -- Queue ----------------------------------------------------------------------------------------
-
-async def test_queue_applied_twice_is_stored_once_and_answered_once(splitter, bus, store, probe) -> None:
-    msg = await apply(bus, sh.queue_manifest("team-a"), twice=True)
+async def test_a_queue_applied_twice_is_stored_announced_and_answered_once(splitter, bus, store, probe) -> None:
+    msg = await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")), again=True)
     accepted = await answer(probe, msg)
     assert isinstance(accepted, events.RequestAccepted)
     assert (accepted.kind, accepted.name, accepted.outcome) == ("Queue", "team-a", "created")
-    await settled(probe)
     stored = await store.get(records.QUEUE, "team-a")
     assert stored.version == 1 and stored.decode(records.QueueDoc).state == "Open"
-    assert len(await probe.messages(subjects.result(msg.event_id))) == 1
+    [announced] = await probe.decoded(subjects.queue_config("team-a"), events.QueueChanged)
+    assert (announced.name, announced.state, announced.manifest["kind"]) == ("team-a", "Open", "Queue")
+    changelog = await probe.changelog("splitter")
+    assert changelog["queue/team-a"].headers["Hyperjob-Version"] == "1"
+    assert changelog["queue/team-a"].data == stored.data
 
 
-async def test_queue_applied_again_with_a_change_is_configured(splitter, bus, store, probe) -> None:
-    await answer(probe, await apply(bus, sh.queue_manifest("team-a")))
-    again = await answer(probe, await apply(bus, sh.queue_manifest("team-a", weight=3)))
-    assert again.outcome == "configured"
-    assert (await store.get(records.QUEUE, "team-a")).decode(records.QueueDoc).manifest["spec"]["weight"] == 3
+async def test_a_queue_applied_again_is_configured_or_unchanged(splitter, bus, store, probe) -> None:
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")))
+    changed = await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a", weight=3)))
+    same = await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a", weight=3)))
+    assert (await answer(probe, changed)).outcome == "configured"  # type: ignore[union-attr]
+    assert (await answer(probe, same)).outcome == "unchanged"  # type: ignore[union-attr]
+    assert await sh.version(store, records.QUEUE, "team-a") == 2
+    [announced] = await probe.decoded(subjects.queue_config("team-a"), events.QueueChanged)
+    assert announced.manifest["spec"]["weight"] == 3
 
 
-# -- Job ------------------------------------------------------------------------------------------
-
-async def test_job_applied_twice_is_stored_once_and_placed_once(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    msg = await apply(bus, sh.job_manifest("train-1", replicas=4), twice=True)
-    accepted = await answer(probe, msg)
-    assert (accepted.kind, accepted.name, accepted.outcome) == ("Job", "train-1", "created")
-    await settled(probe)
-    places = await probe.decoded(subjects.PLACE_CHILD, events.PlaceChild)
-    assert len(places) == 1
-    place = places[0]
-    assert (place.child, place.hyperjob, place.clusters) == ("train-1", "", ["cluster-a", "cluster-b"])
-    assert place.job["spec"]["tasks"][0]["replicas"] == 4 and place.correlation_id == msg.event_id
-    stored = await store.get(records.HYPERJOB, "train-1")
-    doc = stored.decode(records.HyperJobDoc)
-    assert stored.version == 1 and doc.plain and [c.name for c in doc.children] == ["train-1"]
+async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused(splitter, bus, store,
+                                                                                probe) -> None:
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")))
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS, queue="team-a")))
+    close = await send(bus, probe, subjects.OBJECT_COMMAND,
+                       sh.message(events.CommandObject, kind="Queue", name="team-a", action="close"), again=True)
+    assert (await answer(probe, close)).outcome == "commanded"  # type: ignore[union-attr]
+    [announced] = await probe.decoded(subjects.queue_config("team-a"), events.QueueChanged)
+    assert announced.state == "Closed"
+    delete = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="Queue", name="team-a"))
+    refused = await answer(probe, delete)
+    assert isinstance(refused, events.RequestRejected) and HJ in refused.reason
+    assert (await store.get(records.QUEUE, "team-a")).decode(records.QueueDoc).state == "Closed"
+    assert await sh.version(store, records.QUEUE, "team-a") == 2  # created, closed; the copy changed nothing
 
 
-# -- HyperJob -------------------------------------------------------------------------------------
-
-async def test_example_hyperjob_is_split_32_32_and_each_child_placed_once(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    queue, hyperjob = example()
-    assert (await answer(probe, await apply(bus, queue))).outcome == "created"
-    msg = await apply(bus, hyperjob, twice=True)
-    accepted = await answer(probe, msg)
-    assert (accepted.kind, accepted.name, accepted.outcome) == ("HyperJob", HJ, "created")
-    await probe.wait(subjects.PLACE_CHILD, events.PlaceChild, count=2)
-    await settled(probe)
-
-    places = sorted(await probe.decoded(subjects.PLACE_CHILD, events.PlaceChild), key=lambda p: p.rank_offset)
-    assert len(places) == 2
-    assert [p.clusters for p in places] == [["cluster-a"], ["cluster-b"]]
-    assert [p.hyperjob for p in places] == [HJ, HJ] and [p.rank_offset for p in places] == [0, 32]
-    assert all(p.world_size == 64 and p.job["spec"]["tasks"][0]["replicas"] == 32 for p in places)
-    ranks = sorted(int(env["HYPERJOB_RANK"]) for p in places for env in p.env_by_pod.values())
-    assert ranks == list(range(64))
-    stored = await store.get(records.HYPERJOB, HJ)
-    doc = stored.decode(records.HyperJobDoc)
-    assert stored.version == 1 and doc.generation == 1 and not doc.waiting_reason
-    assert sorted((c.cluster, c.replicas) for c in doc.children) == [("cluster-a", 32), ("cluster-b", 32)]
-    assert sorted(c.name for c in doc.children) == sorted(p.child for p in places)
+async def test_a_priority_class_is_stored_and_announced(splitter, bus, store, probe) -> None:
+    manifest = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                "value": 1000, "globalDefault": True}
+    msg = await send(bus, probe, subjects.APPLY, sh.apply(manifest))
+    assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+    stored = (await store.get(records.PRIORITY_CLASS, "high")).decode(records.PriorityClassDoc)
+    assert (stored.value, stored.global_default) == (1000, True)
+    [announced] = await probe.decoded(subjects.priority_class_config("high"), events.PriorityClassChanged)
+    assert (announced.value, announced.global_default) == (1000, True)
 
 
-async def test_example_hyperjob_applied_unchanged_places_nothing_more(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    queue, hyperjob = example()
-    await answer(probe, await apply(bus, queue))
-    await answer(probe, await apply(bus, hyperjob))
-    again = await answer(probe, await apply(bus, hyperjob))
-    assert again.outcome == "unchanged"
-    await settled(probe)
-    assert len(await probe.messages(subjects.PLACE_CHILD)) == 2
-    assert (await store.get(records.HYPERJOB, HJ)).version == 1
+# -- rejections ---------------------------------------------------------------------------------
 
-
-async def test_hyperjob_without_room_waits_and_is_split_when_capacity_appears(splitter, bus, store, probe) -> None:
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", full=True), sh.cluster_doc("cluster-b"))
-    queue, hyperjob = example()
-    await answer(probe, await apply(bus, queue))
-    accepted = await answer(probe, await apply(bus, hyperjob))
-    assert accepted.outcome == "created"
-    waiting = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
-    assert waiting[0].hyperjob == HJ and "cluster-a" in waiting[0].reason
-    doc = await sh.doc(store, records.HYPERJOB, HJ, records.HyperJobDoc)
-    assert doc.waiting_reason and doc.children == []
-    assert await probe.messages(subjects.PLACE_CHILD) == []
-
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a"), sh.cluster_doc("cluster-b"))
-    places = await probe.wait(subjects.PLACE_CHILD, events.PlaceChild, count=2)
-    assert sorted(p.clusters[0] for p in places) == ["cluster-a", "cluster-b"]
-    doc = await sh.doc(store, records.HYPERJOB, HJ, records.HyperJobDoc, where=lambda d: bool(d.children))
-    assert not doc.waiting_reason and len(doc.children) == 2
-    await settled(probe)
-    assert len(await probe.messages(subjects.PLACE_CHILD)) == 2
-
-
-# -- rejections -----------------------------------------------------------------------------------
-
-def _hyperjob(change: Any) -> dict[str, Any]:
-    manifest = copy.deepcopy(example()[1])
-    change(manifest)
-    return manifest
-
-
-def _job(change: Any) -> dict[str, Any]:
-    manifest = sh.job_manifest("train-bad", queue="global-ai")
-    change(manifest)
-    return manifest
-
-
-REJECTIONS = [
-    pytest.param(_hyperjob(lambda m: m["spec"].update(bogus=1)), "$.spec", "bogus", id="unknown-field"),
-    pytest.param(_hyperjob(lambda m: m["spec"]["template"]["spec"]["tasks"][0].update(replicas=-1)),
-                 "$.spec.template.spec.tasks[0].replicas", ">= 0", id="negative-replicas"),
-    pytest.param(_job(lambda m: m["spec"]["tasks"][0].update(replicas=-2)),
-                 "$.spec.tasks[0].replicas", ">= 0", id="job-negative-replicas"),
-    pytest.param(_hyperjob(lambda m: m["spec"]["splitPolicy"]["clusters"][1].update(replicas=31)),
-                 "$.spec.splitPolicy.clusters", "63", id="split-counts-do-not-add-up"),
-    pytest.param(_hyperjob(lambda m: m["spec"]["splitPolicy"]["clusters"][1].update(name="cluster-z")),
-                 "$.spec.splitPolicy.clusters[1].name", "cluster-z", id="unknown-cluster"),
-    pytest.param(_hyperjob(lambda m: m["spec"]["template"]["spec"].update(queue="no-such-queue")),
-                 "$.spec.template.spec.queue", "no-such-queue", id="hyperjob-missing-queue"),
-    pytest.param(_job(lambda m: m["spec"].update(queue="no-such-queue")),
-                 "$.spec.queue", "no-such-queue", id="job-missing-queue"),
-]
-
-
-@pytest.mark.parametrize(("manifest", "path", "detail"), REJECTIONS)
-async def test_bad_manifest_is_rejected_naming_the_field_and_changes_nothing(splitter, bus, store, probe,
-                                                                             manifest, path, detail) -> None:
-    await with_clusters(store)
-    await answer(probe, await apply(bus, example()[0]))  # the queue global-ai
-    hj_before = await probe.messages("hj.>")
-    msg = await apply(bus, manifest, twice=True)
+@pytest.mark.parametrize(("manifest", "path"), [
+    (sh.hyperjob_manifest(HJ, CLUSTERS, queue="nope"), "queue"),
+    (sh.hyperjob_manifest(HJ, {"c1": 2, "c9": 2}), "splitPolicy.clusters[1]"),
+    ({**sh.job_manifest("j"), "spec": {**sh.job_manifest("j")["spec"], "tasks": []}}, "$.spec.tasks"),
+    ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}, "kind"),
+], ids=["unknown-queue", "unknown-cluster", "no-tasks", "unknown-kind"])
+async def test_a_rejected_manifest_names_the_field_and_changes_nothing(splitter, bus, store, probe, manifest,
+                                                                        path) -> None:
+    msg = await send(bus, probe, subjects.APPLY, sh.apply(manifest))
     rejected = await answer(probe, msg)
-    assert isinstance(rejected, events.RequestRejected), rejected
-    assert rejected.reason.startswith(path + ":") and detail in rejected.reason, rejected.reason
-    assert rejected.name == manifest["metadata"]["name"] and rejected.kind == manifest["kind"]
-    await settled(probe)
-    assert await store.list(records.HYPERJOB) == {}
-    assert list(await store.list(records.QUEUE)) == ["global-ai"]
-    assert await probe.messages("sched.>") == []
-    hj_after = await probe.messages("hj.>")
-    new = [m.subject for m in hj_after[len(hj_before):]]
-    assert new == [subjects.APPLY, subjects.APPLY, subjects.result(msg.event_id)]
+    assert isinstance(rejected, events.RequestRejected) and path in rejected.reason, rejected
+    name = manifest["metadata"]["name"]
+    assert await store.get(records.HYPERJOB, name) is None
+    assert await probe.messages(subjects.OWNER_SUBMITTED) == [] and await probe.messages(subjects.HYPERJOB_SPEC) == []
+    assert await probe.changelog("splitter") == {}
 
 
-# -- deletes --------------------------------------------------------------------------------------
+# -- a HyperJob's life --------------------------------------------------------------------------
 
-async def removed(bus: Any, cluster: str, job: str, hyperjob: str = "", *, twice: bool = False) -> events.JobRemoved:
-    msg = sh.message(events.JobRemoved, cluster=cluster, job=job, hyperjob=hyperjob)
-    await sh.send(bus, subjects.job_removed(cluster), msg)
-    if twice:
-        await sh.send(bus, subjects.job_removed(cluster), msg, copy=1)
-    return msg
-
-
-async def test_deleting_a_job_removes_its_child_then_forgets_it(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    await answer(probe, await apply(bus, sh.job_manifest("train-1")))
-    delete = sh.message(events.DeleteObject, kind="Job", name="train-1")
-    await sh.send(bus, subjects.DELETE, delete)
-    await sh.send(bus, subjects.DELETE, delete, copy=1)
-    accepted = await answer(probe, delete)
-    assert accepted.outcome == "deleting"
-    unplace = await probe.wait(subjects.UNPLACE_CHILD, events.RemoveChild)
-    assert [u.child for u in unplace] == ["train-1"]
-    doc = await sh.doc(store, records.HYPERJOB, "train-1", records.HyperJobDoc)
-    assert doc.deleting
-    await settled(probe)
-    assert len(await probe.messages(subjects.UNPLACE_CHILD)) == 1
-    assert (await store.get(records.HYPERJOB, "train-1")).version == 2
-
-    await removed(bus, "cluster-a", "train-1", twice=True)
-    gone = await probe.wait(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)
-    assert [g.name for g in gone] == ["train-1"]
-    await settled(probe)
-    assert await store.get(records.HYPERJOB, "train-1") is None
-    assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1
+async def test_an_applied_hyperjob_is_stored_announced_and_submitted_once(splitter, bus, store, probe) -> None:
+    msg = await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)), again=True)
+    assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+    doc = await hyperjob_doc(store)
+    assert (doc.admitted, doc.children, doc.generation) == (False, [], 1)
+    assert await sh.version(store, records.HYPERJOB, HJ) == 1
+    [submitted] = await probe.decoded(subjects.OWNER_SUBMITTED, events.OwnerSubmitted)
+    assert (submitted.name, submitted.queue, submitted.plain, submitted.generation) == (HJ, "default", False, 1)
+    assert submitted.request["nvidia.com/gpu"] == 4.0 and submitted.request["cpu"] == 32.0
+    assert submitted.causation_id == msg.event_id
+    [spec] = await probe.decoded(subjects.HYPERJOB_SPEC, events.HyperJobSpecChanged)
+    assert (spec.name, spec.manifest["kind"], spec.children) == (HJ, "HyperJob", [])
 
 
-async def test_deleting_a_hyperjob_ends_only_when_every_child_is_gone(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    queue, hyperjob = example()
-    await answer(probe, await apply(bus, queue))
-    await answer(probe, await apply(bus, hyperjob))
-    places = await probe.wait(subjects.PLACE_CHILD, events.PlaceChild, count=2)
-    delete = sh.message(events.DeleteObject, kind="HyperJob", name=HJ)
-    await sh.send(bus, subjects.DELETE, delete)
-    assert (await answer(probe, delete)).outcome == "deleting"
-    unplaced = await probe.wait(subjects.UNPLACE_CHILD, events.RemoveChild, count=2)
-    assert sorted(u.child for u in unplaced) == sorted(p.child for p in places)
+async def test_an_admitted_hyperjob_is_split_into_one_placement_request(splitter, bus, store, probe) -> None:
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
+    admitted = sh.message(events.OwnerAdmitted, name=HJ, queue="default")
+    await send(bus, probe, subjects.OWNER_ADMITTED, admitted, again=True, durable="splitter-sched")
+    [place] = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert (place.owner, place.plain, place.gang, place.world_size, place.attempt) == (HJ, False, 2, 4, 1)
+    assert [(c.clusters, c.job["spec"]["tasks"][0]["replicas"]) for c in place.children] == [(["c1"], 2), (["c2"], 2)]
+    assert [(r.cluster, r.rank_offset) for r in place.plan] == [("c1", 0), ("c2", 2)]
+    assert place.hyperjob["metadata"]["name"] == HJ
+    doc = await hyperjob_doc(store)
+    assert doc.admitted and [r.name for r in doc.children] == [c.name for c in place.children]
+    assert await sh.version(store, records.HYPERJOB, HJ) == 2  # applied, then admitted: the copy changed nothing
+    specs = await probe.decoded(subjects.HYPERJOB_SPEC, events.HyperJobSpecChanged)
+    assert [len(s.children) for s in specs] == [0, 2]
 
-    first, second = sorted(places, key=lambda p: p.rank_offset)
-    await removed(bus, "cluster-a", first.child, HJ, twice=True)
-    await settled(probe)
-    doc = await sh.doc(store, records.HYPERJOB, HJ, records.HyperJobDoc)
-    assert doc.deleting and [c.name for c in doc.children] == [second.child]
+
+async def test_deleting_a_placed_hyperjob_waits_for_every_child_to_be_gone(splitter, bus, store, probe) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    first, second = (c.name for c in place.children)
+    delete = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ),
+                        again=True)
+    assert (await answer(probe, delete)).outcome == "deleting"  # type: ignore[union-attr]
+    assert [w.name for w in await probe.decoded(subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn)] == [HJ]
+    unplaced = await probe.decoded(subjects.UNPLACE_CHILD, events.RemoveChild)
+    assert sorted((r.child, r.cluster) for r in unplaced) == [(first, "c1"), (second, "c2")]
+    assert (await hyperjob_doc(store)).deleting
+    removed = sh.message(events.JobRemoved, cluster="c1", job=first, hyperjob=HJ)
+    await send(bus, probe, subjects.job_removed("c1"), removed, again=True, durable="splitter-children")
+    assert [r.name for r in (await hyperjob_doc(store)).children] == [second]
     assert await probe.messages(subjects.HYPERJOB_DELETED) == []
-
-    await removed(bus, "cluster-b", second.child, HJ)
-    await probe.wait(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)
-    await settled(probe)
-    assert await store.get(records.HYPERJOB, HJ) is None
-
-
-async def test_hyperjob_applied_while_deleting_is_rejected(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    queue, hyperjob = example()
-    await answer(probe, await apply(bus, queue))
-    await answer(probe, await apply(bus, hyperjob))
-    delete = sh.message(events.DeleteObject, kind="HyperJob", name=HJ)
-    await sh.send(bus, subjects.DELETE, delete)
-    await answer(probe, delete)
-    again = await answer(probe, await apply(bus, hyperjob))
-    assert isinstance(again, events.RequestRejected) and again.reason.startswith("$.metadata.name:")
+    await send(bus, probe, subjects.job_removed("c2"), sh.message(events.JobRemoved, cluster="c2", job=second,
+                                                                  hyperjob=HJ), durable="splitter-children")
+    [deleted] = await probe.decoded(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)
+    assert deleted.name == HJ and await store.get(records.HYPERJOB, HJ) is None
+    tombstone = (await probe.changelog("splitter"))[f"hyperjob/{HJ}"]
+    assert tombstone.headers.get("Hyperjob-Deleted") == "1" and tombstone.data == b""
 
 
-async def test_deleting_a_waiting_hyperjob_is_immediate(splitter, bus, store, probe) -> None:
-    queue, hyperjob = example()
-    await sh.put_clusters(store, sh.cluster_doc("cluster-a", nodes=1), sh.cluster_doc("cluster-b", nodes=1))
-    await answer(probe, await apply(bus, queue))
-    await answer(probe, await apply(bus, hyperjob))
-    await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
-    delete = sh.message(events.DeleteObject, kind="HyperJob", name=HJ)
-    await sh.send(bus, subjects.DELETE, delete)
-    assert (await answer(probe, delete)).outcome == "deleting"
-    await probe.wait(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)
-    await settled(probe)
-    assert await store.get(records.HYPERJOB, HJ) is None
-    assert await probe.messages(subjects.UNPLACE_CHILD) == []
+async def test_deleting_a_hyperjob_nobody_admitted_is_immediate(splitter, bus, store, probe) -> None:
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
+    await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ))
+    assert [d.name for d in await probe.decoded(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)] == [HJ]
+    assert await store.get(records.HYPERJOB, HJ) is None and await probe.messages(subjects.UNPLACE_CHILD) == []
+    missing = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ))
+    assert isinstance(await answer(probe, missing), events.RequestRejected)
 
 
-async def test_delete_of_unknown_object_is_rejected(splitter, bus, store, probe) -> None:
-    delete = sh.message(events.DeleteObject, kind="HyperJob", name="nope")
-    await sh.send(bus, subjects.DELETE, delete)
-    rejected = await answer(probe, delete)
-    assert isinstance(rejected, events.RequestRejected) and "not found" in rejected.reason
+async def test_a_gang_that_timed_out_is_planned_again_once(splitter, bus, store, probe) -> None:
+    first = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    retry = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="c2 did not hold in time")
+    await send(bus, probe, subjects.GANG_RETRY, retry, again=True, durable="splitter-sched")
+    unplaced = await probe.decoded(subjects.UNPLACE_CHILD, events.RemoveChild)
+    assert sorted((r.child, r.cluster) for r in unplaced) == [(c.name, c.clusters[0]) for c in first.children]
+    places = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert [(p.attempt, len(p.children)) for p in places] == [(1, 2), (2, 2)]
+    doc = await hyperjob_doc(store)
+    assert (doc.attempt, len(doc.children)) == (2, 2)
+    stale = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="the same attempt, told again")
+    await send(bus, probe, subjects.GANG_RETRY, stale, durable="splitter-sched")
+    assert len(await probe.messages(subjects.PLACE_CHILDREN)) == 2
 
 
-async def test_queue_in_use_is_not_deleted_and_an_unused_one_is(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    await answer(probe, await apply(bus, sh.queue_manifest("busy")))
-    await answer(probe, await apply(bus, sh.queue_manifest("idle")))
-    await answer(probe, await apply(bus, sh.job_manifest("train-1", queue="busy")))
-    busy = sh.message(events.DeleteObject, kind="Queue", name="busy")
-    idle = sh.message(events.DeleteObject, kind="Queue", name="idle")
-    await sh.send(bus, subjects.DELETE, busy)
-    await sh.send(bus, subjects.DELETE, idle)
-    refused = await answer(probe, busy)
-    assert isinstance(refused, events.RequestRejected) and "train-1" in refused.reason
-    assert (await answer(probe, idle)).outcome == "deleted"
-    await settled(probe)
-    assert list(await store.list(records.QUEUE)) == ["busy"]
+async def test_suspend_goes_to_every_childs_cluster_and_to_the_global_scheduler(splitter, bus, store, probe) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    suspend = sh.message(events.CommandHyperJob, name=HJ, action="suspend")
+    await send(bus, probe, subjects.HYPERJOB_COMMAND, suspend, again=True)
+    assert (await answer(probe, suspend)).outcome == "commanded"  # type: ignore[union-attr]
+    for child, cluster in zip((c.name for c in place.children), ("c1", "c2"), strict=True):
+        [command] = await probe.decoded(subjects.command_child(cluster), events.CommandChild)
+        assert (command.child, command.action) == (child, "AbortJob")
+    [lifecycle] = await probe.decoded(subjects.OWNER_LIFECYCLE, events.OwnerLifecycle)
+    assert (lifecycle.name, lifecycle.lifecycle) == (HJ, "Suspended")
+    assert (await hyperjob_doc(store)).lifecycle == "Suspended"
 
 
-async def test_job_removed_for_a_job_not_being_deleted_changes_nothing(splitter, bus, store, probe) -> None:
-    await with_clusters(store)
-    await answer(probe, await apply(bus, sh.job_manifest("train-1")))
-    await removed(bus, "cluster-a", "train-1")
-    await settled(probe)
-    stored = await store.get(records.HYPERJOB, "train-1")
-    assert stored.version == 1 and not stored.decode(records.HyperJobDoc).deleting
+async def test_child_phases_are_followed_and_a_plain_job_is_its_own_child(splitter, bus, store, probe) -> None:
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.job_manifest("solo")))
+    [submitted] = await probe.decoded(subjects.OWNER_SUBMITTED, events.OwnerSubmitted)
+    assert (submitted.name, submitted.plain) == ("solo", True)
+    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name="solo", queue="default"),
+               durable="splitter-sched")
+    [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert (place.plain, place.gang, [c.name for c in place.children]) == (True, 0, ["solo"])
+    assert place.children[0].clusters == ["c1", "c2"]  # any live cluster
+    running = sh.message(events.JobPhaseChanged, cluster="c2", job="solo", old="Pending", new="Running", running=2)
+    await send(bus, probe, subjects.job_phase("c2"), running, again=True, durable="splitter-children")
+    doc = await hyperjob_doc(store, "solo")
+    assert doc.child_phases == {"solo": "Running"} and doc.children[0].cluster == "c2"
 
 
-async def test_hyperjob_whose_publish_failed_after_the_write_is_answered_and_placed_once(bus, store, probe) -> None:
-    flaky = sh.FlakyBus(bus, failures=0)
-    runtime = Runtime("splitter", flaky, store)
-    await build(Settings(replan_period=0.1), runtime)
-    try:
-        await with_clusters(store)
-        queue, hyperjob = example()
-        await answer(probe, await apply(bus, queue))
-        flaky.failures = 1
-        msg = await apply(bus, hyperjob)
-        assert (await answer(probe, msg)).outcome == "created"
-        await probe.wait(subjects.PLACE_CHILD, events.PlaceChild, count=2)
-        await settled(probe)
-        assert flaky.failures == 0
-        assert len(await probe.messages(subjects.PLACE_CHILD)) == 2
-        assert len(await probe.messages(subjects.result(msg.event_id))) == 1
-        assert await sh.version(store, records.HYPERJOB, HJ) == 1
-    finally:
-        await runtime.stop()
+async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appears(splitter, bus, store,
+                                                                                   probe) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1", full=True), sh.capacity("c2", full=True))
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
+    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
+               durable="splitter-sched")
+    [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
+    assert waiting.hyperjob == HJ and waiting.reason
+    assert await probe.messages(subjects.PLACE_CHILDREN) == []
+    assert (await hyperjob_doc(store)).waiting_reason == waiting.reason
+    await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))  # the round plans it again
+    [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert place.owner == HJ and len(place.children) == 2
+    planned = await sh.doc(store, records.HYPERJOB, HJ, records.HyperJobDoc, where=lambda d: bool(d.children))
+    assert planned.waiting_reason == ""
+
+
+# -- crashes ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("point", ["after-commit", "after-publish"])
+async def test_a_crash_after_the_commit_has_one_effect_once_redelivered(bus, store, probe, point) -> None:
+    await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))
+    crash = sh.Crash(point)
+    async with sh.running("splitter", build, Settings(replan_period=0.2), bus, store, fault=crash):
+        msg = await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
+        assert crash.fired == 1
+        assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+    assert await sh.version(store, records.HYPERJOB, HJ) == 1
+    assert len(await probe.messages(subjects.OWNER_SUBMITTED)) == 1
+    assert len(await probe.messages(subjects.HYPERJOB_SPEC)) == 1
+    assert (await probe.changelog("splitter"))[f"hyperjob/{HJ}"].headers["Hyperjob-Version"] == "1"

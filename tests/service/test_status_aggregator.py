@@ -1,9 +1,8 @@
-"""The status-aggregator in-process on real JetStream and Redis: the children's phase changes fold
-into the HyperJob's ``hjstatus`` document (Running, then Completed with its condition), each
-change announced once; waiting reasons show; a deleted HyperJob's status goes away.
-
-The HyperJob, its split and its admission are written as the splitter and the global-scheduler
-write them (the example HyperJob, 32 + 32 trainers on cluster-a and cluster-b)."""
+"""The status-aggregator (its own ``build`` on a runtime over real JetStream and Redis): it keeps
+what the splitter says of each HyperJob (``HyperJobSpecChanged``, ``OwnerAdmitted``), folds each
+child's phase news and the reasons it waits into one status, stores it and announces each change
+once on ``hj.hyperjob.status``; a deleted HyperJob is forgotten. Every handler given the same
+message twice has one effect, and so has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
@@ -15,144 +14,133 @@ from typing import Any
 
 import pytest
 
+import api
 import events
 import records
 from events import subjects
+from records.capacity import cluster_capacity
 from servicekit import Runtime
+from splitter import domain as splitter_domain
 from status_aggregator.app import build
 from status_aggregator.config import Settings
+from status_aggregator.domain import AggregateDoc, SpecDoc
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
-HJ = "llm-train-hyperjob"
-DURABLES = [("status-aggregator-jobs", subjects.job_phase("x")), ("status-aggregator-waiting", subjects.CHILD_WAITING),
-            ("status-aggregator-hyperjobs", subjects.HYPERJOB_DELETED),
-            ("status-aggregator-admissions", subjects.OWNER_ADMITTED)]
+HJ = "train"
 
 
 @pytest.fixture
 async def aggregator(bus, store) -> AsyncIterator[Runtime]:
-    runtime = Runtime("status-aggregator", bus, store)
-    await build(Settings(), runtime)
-    yield runtime
-    await runtime.stop()
+    async with sh.running("status-aggregator", build, Settings(), bus, store) as (runtime, _):
+        yield runtime
 
 
-async def settled(probe: sh.Probe) -> None:
-    for durable, subject in DURABLES:
+def spec(**fields: Any) -> events.HyperJobSpecChanged:
+    """What the splitter announces of a HyperJob split over c1 and c2 (its own planning code)."""
+    manifest = sh.hyperjob_manifest(HJ, {"c1": 2, "c2": 2})
+    hyperjob = api.decode(manifest)
+    assert isinstance(hyperjob, api.HyperJob)
+    now = time.time()
+    clusters = {c: cluster_capacity(sh.capacity(c), now) for c in ("c1", "c2")}
+    planned = splitter_domain.plan(hyperjob, clusters, now)
+    assert isinstance(planned, splitter_domain.Planned)
+    return sh.message(events.HyperJobSpecChanged, name=HJ, manifest=api.encode(hyperjob), children=planned.refs,
+                      world_size=planned.world_size, **fields)
+
+
+async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, durable: str, *,
+               again: bool = False) -> None:
+    await sh.send(bus, subject, msg)
+    await probe.settled(durable, subject)
+    if again:
+        await sh.send(bus, subject, msg, copy=1)
         await probe.settled(durable, subject)
 
 
-async def split_example(store: Any, *, admitted: bool = True) -> list[records.ChildRef]:
-    """The example HyperJob as the splitter stores it once split (and as admitted by its queue)."""
-    manifest = sh.example_documents()[1]
-    refs = [records.ChildRef(name=f"{HJ}-job-{i}", replicated_job="job", index=i, replicas=32, cluster=cluster)
-            for i, cluster in enumerate(["cluster-a", "cluster-b"])]
-    await sh.put(store, records.HYPERJOB, HJ, sh.hyperjob_owner(manifest, refs))
-    if admitted:
-        await sh.put(store, records.ADMISSION, HJ, records.AdmissionDoc(owner=HJ, queue="global-ai",
-                                                                          request={}, admitted_at=time.time()))
-    return refs
+async def child_phase(bus: Any, probe: sh.Probe, ref: events.ChildRef, new: str, *, again: bool = False,
+                      **counts: int) -> None:
+    msg = sh.message(events.JobPhaseChanged, cluster=ref.cluster, job=ref.name, hyperjob=HJ,
+                     replicated_job=ref.replicated_job, old="", new=new, **counts)
+    await send(bus, probe, subjects.job_phase(ref.cluster), msg, "status-aggregator-jobs", again=again)
 
 
-def phase_changed(ref: records.ChildRef, old: str, new: str, **counts: int) -> events.JobPhaseChanged:
-    return sh.message(events.JobPhaseChanged, cluster=ref.cluster, job=ref.name, hyperjob=HJ,
-                      replicated_job=ref.replicated_job, old=old, new=new, **counts)
+async def statuses(probe: sh.Probe) -> list[events.HyperJobStatusChanged]:
+    return await probe.decoded(subjects.HYPERJOB_STATUS, events.HyperJobStatusChanged)
 
 
-async def send(bus: Any, msg: events.Message, subject: str, *, twice: bool = False) -> None:
-    await sh.send(bus, subject, msg)
-    if twice:
-        await sh.send(bus, subject, msg, copy=1)
+async def status_doc(store: Any, phase: str) -> AggregateDoc:
+    return await sh.doc(store, records.HYPERJOB_STATUS, HJ, AggregateDoc, where=lambda d: d.phase == phase)
 
 
-async def status(store: Any, phase: str) -> records.HyperJobStatusDoc:
-    return await sh.doc(store, records.HYPERJOB_STATUS, HJ, records.HyperJobStatusDoc, where=lambda d: d.phase == phase)
+async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to_completed(aggregator, bus, store,
+                                                                                          probe) -> None:
+    announced = spec()
+    await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator", again=True)
+    await status_doc(store, "Pending")
+    assert (await store.get(records.HYPERJOB_SPEC, HJ)).decode(SpecDoc).children == announced.children
+    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
+               "status-aggregator-sched", again=True)
+    await status_doc(store, "Admitted")
+    first, second = announced.children
+    await child_phase(bus, probe, first, "Running", again=True, running=2)
+    await status_doc(store, "Admitted")  # one of two children running
+    await child_phase(bus, probe, second, "Running", running=2)
+    running = await status_doc(store, "Running")
+    assert running.status["placement"] == {"c1": 2, "c2": 2}
+    for ref in (first, second):
+        await child_phase(bus, probe, ref, "Completed", succeeded=2)
+    done = await status_doc(store, "Completed")
+    assert [c["type"] for c in done.status["conditions"]] == ["Completed"]
+    # One announcement per change (six pieces of news; the three copies changed nothing).
+    assert [s.phase for s in await statuses(probe)] == ["Pending", "Admitted", "Admitted", "Running", "Running",
+                                                        "Completed"]
 
 
-def conditions(doc: records.HyperJobStatusDoc) -> list[dict[str, Any]]:
-    return list(doc.status.get("conditions", []))
+async def test_why_a_hyperjob_waits_is_in_its_status(aggregator, bus, store, probe) -> None:
+    await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
+    waiting = sh.message(events.ChildPlacementWaiting, child="", hyperjob=HJ, reason="queue default: no room")
+    await send(bus, probe, subjects.CHILD_WAITING, waiting, "status-aggregator-sched", again=True)
+    doc = await sh.doc(store, records.HYPERJOB_STATUS, HJ, AggregateDoc,
+                       where=lambda d: d.status.get("waitingReason") == "queue default: no room")
+    assert doc.phase == "Pending"
+    [_, latest] = await statuses(probe)
+    assert latest.status["waitingReason"] == "queue default: no room"
+    other = sh.message(events.ChildPlacementWaiting, child="", hyperjob="someone-else", reason="x")
+    await send(bus, probe, subjects.CHILD_WAITING, other, "status-aggregator-sched")
+    assert await store.get(records.HYPERJOB_STATUS, "someone-else") is None
 
 
-async def test_children_running_then_completed_make_the_hyperjob_running_then_completed(aggregator, bus, store,
-                                                                                        probe) -> None:
-    refs = await split_example(store)
-    assert sorted(r.cluster for r in refs) == ["cluster-a", "cluster-b"]
-    for ref in refs:
-        await send(bus, phase_changed(ref, "Pending", "Running", running=32), subjects.job_phase(ref.cluster),
-                   twice=True)
-    running = await status(store, "Running")
-    assert running.status["phase"] == "Running" and not any(c["type"] == "Completed" for c in conditions(running))
-    await settled(probe)
-    running_version = await sh.version(store, records.HYPERJOB_STATUS, HJ)
-    assert running_version == 2  # one write per child's news, the copies changed nothing
-
-    for ref in refs:
-        await send(bus, phase_changed(ref, "Running", "Completed", succeeded=32), subjects.job_phase(ref.cluster),
-                   twice=True)
-    completed = await status(store, "Completed")
-    assert [c["status"] for c in conditions(completed) if c["type"] == "Completed"] == ["True"]
-    await settled(probe)
-    assert await sh.version(store, records.HYPERJOB_STATUS, HJ) == running_version + 2
-    announced = await probe.decoded(subjects.HYPERJOB_STATUS, events.HyperJobStatusChanged)
-    assert [a.phase for a in announced][-1] == "Completed"
-    assert len({a.event_id for a in announced}) == len(announced)  # each change announced once
-    assert [a.phase for a in announced].count("Completed") == 1
+async def test_plain_jobs_are_not_aggregated_and_a_deleted_hyperjob_is_forgotten(aggregator, bus, store,
+                                                                                  probe) -> None:
+    plain = sh.message(events.HyperJobSpecChanged, name="solo", manifest=sh.job_manifest("solo"), plain=True)
+    await send(bus, probe, subjects.HYPERJOB_SPEC, plain, "status-aggregator")
+    assert await store.get(records.HYPERJOB_SPEC, "solo") is None
+    await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
+    await status_doc(store, "Pending")
+    await send(bus, probe, subjects.HYPERJOB_DELETED, sh.message(events.HyperJobDeleted, name=HJ), "status-aggregator",
+               again=True)
+    assert await store.get(records.HYPERJOB_SPEC, HJ) is None and await store.get(records.HYPERJOB_STATUS, HJ) is None
+    news = sh.message(events.JobPhaseChanged, cluster="c1", job="train-0", hyperjob=HJ, old="", new="Running")
+    await send(bus, probe, subjects.job_phase("c1"), news, "status-aggregator-jobs")
+    assert await store.get(records.HYPERJOB_STATUS, HJ) is None  # news of a forgotten HyperJob
 
 
-async def test_a_failed_child_fails_the_hyperjob(aggregator, bus, store, probe) -> None:
-    refs = await split_example(store)
-    for ref in refs:
-        await send(bus, phase_changed(ref, "Pending", "Running", running=32), subjects.job_phase(ref.cluster))
-    await status(store, "Running")
-    await send(bus, phase_changed(refs[0], "Running", "Failed", failed=1, running=31), subjects.job_phase(refs[0].cluster))
-    failed = await status(store, "Failed")
-    assert conditions(failed) == []  # the condition follows once every child is terminal
-    await send(bus, phase_changed(refs[1], "Running", "Aborted", terminating=0), subjects.job_phase(refs[1].cluster))
-    failed = await sh.doc(store, records.HYPERJOB_STATUS, HJ, records.HyperJobStatusDoc,
-                          where=lambda d: bool(conditions(d)))
-    assert failed.phase == "Failed"
-    assert [(c["type"], c["status"]) for c in conditions(failed)] == [("Failed", "True")]
+async def test_a_spec_in_deletion_shows_terminating(aggregator, bus, store, probe) -> None:
+    await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
+    await send(bus, probe, subjects.HYPERJOB_SPEC, spec(deleting=True), "status-aggregator")
+    await status_doc(store, "Terminating")
 
 
-async def test_waiting_reason_shows_in_the_status(aggregator, bus, store, probe) -> None:
-    await split_example(store, admitted=False)
-    waiting = sh.message(events.ChildPlacementWaiting, child="", hyperjob=HJ, reason="cluster-a lacks 8 GPUs")
-    await send(bus, waiting, subjects.CHILD_WAITING, twice=True)
-    doc = await sh.doc(store, records.HYPERJOB_STATUS, HJ, records.HyperJobStatusDoc)
-    await settled(probe)
-    assert doc.phase == "Pending" and "cluster-a lacks 8 GPUs" in doc.status.get("waitingReason", "")
+@pytest.mark.parametrize("point", ["after-commit", "after-publish"])
+async def test_a_crash_after_the_commit_announces_the_status_once(bus, store, probe, point) -> None:
+    crash = sh.Crash(point)
+    async with sh.running("status-aggregator", build, Settings(), bus, store, fault=crash):
+        await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
+        assert crash.fired == 1
+        await probe.wait(subjects.HYPERJOB_STATUS, events.HyperJobStatusChanged)
+    assert [s.phase for s in await statuses(probe)] == ["Pending"]
     assert await sh.version(store, records.HYPERJOB_STATUS, HJ) == 1
-    assert len(await probe.messages(subjects.HYPERJOB_STATUS)) == 1
-
-
-async def test_deleted_hyperjob_loses_its_status(aggregator, bus, store, probe) -> None:
-    refs = await split_example(store)
-    await send(bus, phase_changed(refs[0], "Pending", "Running", running=32), subjects.job_phase(refs[0].cluster))
-    await sh.doc(store, records.HYPERJOB_STATUS, HJ, records.HyperJobStatusDoc)
-    await send(bus, sh.message(events.HyperJobDeleted, name=HJ), subjects.HYPERJOB_DELETED, twice=True)
-    await settled(probe)
-    assert await store.get(records.HYPERJOB_STATUS, HJ) is None
-
-
-async def test_news_of_plain_jobs_and_unknown_hyperjobs_changes_nothing(aggregator, bus, store, probe) -> None:
-    await send(bus, sh.message(events.JobPhaseChanged, cluster="cluster-a", job="plain", old="Pending", new="Running"),
-               subjects.job_phase("cluster-a"))
-    ghost = records.ChildRef(name="ghost-job-0", replicated_job="job", index=0, replicas=1, cluster="cluster-a")
-    await send(bus, sh.message(events.JobPhaseChanged, cluster="cluster-a", job=ghost.name, hyperjob="ghost",
-                               old="Pending", new="Running"), subjects.job_phase("cluster-a"))
-    await settled(probe)
-    assert await store.list(records.HYPERJOB_STATUS) == {}
-    assert await probe.messages(subjects.HYPERJOB_STATUS) == []
-
-
-async def test_admission_of_a_plain_job_is_acked_and_changes_nothing(aggregator, bus, store, probe) -> None:
-    manifest = sh.job_manifest("plain")
-    await sh.put(store, records.HYPERJOB, "plain", sh.plain_owner(manifest))
-    await send(bus, sh.message(events.OwnerAdmitted, name="plain", queue="default"), subjects.OWNER_ADMITTED)
-    await settled(probe)
-    assert await store.list(records.HYPERJOB_STATUS) == {}
-    assert await probe.messages(subjects.dlq("status-aggregator-admissions")) == []

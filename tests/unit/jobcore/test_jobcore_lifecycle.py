@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import jobcore as jc
 from jobcore_builders import Driver, admitted, of_type, task
 
@@ -152,3 +154,20 @@ def test_limits_stand_in_for_missing_requests():
     t["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8", "cpu": "4"},
                                                            "requests": {"cpu": "2"}}
     assert _first_pod(t).request == {"cpu": 2.0, "nvidia.com/gpu": 8.0, "pods": 1.0}
+
+
+@pytest.mark.parametrize("ended", [jc.PodSucceeded, jc.PodFailed], ids=["succeeded", "failed"])
+def test_a_pod_that_ends_while_its_delete_is_on_the_way_is_gone(ended):
+    # The launcher completes the job (CompleteJob kills the running worker), but the worker's own exit
+    # reached the node first: the node has nothing to stop and never reports PodDeleted.
+    launcher = task("launcher", 1, policies=[{"event": "TaskCompleted", "action": "CompleteJob"}])
+    d = Driver(admitted(launcher, task("worker", 1)))
+    d.start()
+    d.run_all()
+    d.send(jc.PodSucceeded(pod="job1-launcher-0", job_version=d.version_of("job1-launcher-0")))
+    assert d.record.phase == "Completing" and d.pod("job1-worker-0").phase == "Terminating"
+    version = d.version_of("job1-worker-0")
+    d.send(ended(pod="job1-worker-0", job_version=version))
+    assert d.record.phase == "Completed" and "job1-worker-0" not in d.record.pods
+    d.send(jc.PodDeleted(pod="job1-worker-0", job_version=version))  # a late report changes nothing
+    assert d.record.phase == "Completed"

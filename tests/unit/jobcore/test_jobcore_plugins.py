@@ -84,7 +84,8 @@ def test_ssh_keygen_can_be_injected_and_path_flag_is_honoured():
 
 
 def test_mpi_gets_ssh_and_svc():
-    record = _record(task("mpimaster", 1), task("mpiworker", 2), plugins={"mpi": []},
+    record = _record(task("mpimaster", 1), task("mpiworker", 2),
+                     plugins={"mpi": ["--master=mpimaster", "--worker=mpiworker"]},
                      keygen=lambda seed: jc.SshKeyPair(private_key="k", public_key="p"))
     env, files = jc.pod_environment(record, "mnist-mpiworker-1")
     assert "/root/.ssh/id_rsa" in files and env["VC_MPIWORKER_NUM"] == "2"

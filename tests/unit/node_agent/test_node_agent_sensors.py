@@ -1,11 +1,12 @@
 """The simulated fleet's sensors: configured faults happen on time and recover after their duration;
-silent nodes publish nothing; real sensors report no devices where there are none."""
+silent nodes publish nothing; real sensors report no devices where there are none; and the agent
+judges what it reads into the health verdict its ``NodeStatus`` carries."""
 
-import msgspec
+import pytest
 
 import hwprobe
 from events.telemetry import FabricTelemetry, GpuTelemetry
-from node_agent.sensors import RealSensors, SimulatedSensors
+from node_agent.sensors import RealSensors, SimulatedSensors, subject_of
 
 NODES = ["c1-node-0", "c1-node-1"]
 
@@ -14,31 +15,65 @@ def sensors(*faults):
     return SimulatedSensors("c1", NODES, hwprobe.FleetShape(gpus_per_node=2), list(faults), seed=0, started=100.0)
 
 
-def decoded(outgoing):
-    return {(subject.split(".")[1], subject.rsplit(".", 1)[-1]): msgspec.json.decode(
-        data, type=GpuTelemetry if ".gpu." in subject else FabricTelemetry) for subject, _, data in outgoing}
+def by_node(readings):
+    """``{("gpu" | "fabric", node): message}`` of one read."""
+    out = {}
+    for r in readings:
+        assert isinstance(r, GpuTelemetry | FabricTelemetry)
+        out[("gpu" if isinstance(r, GpuTelemetry) else "fabric", r.node)] = r
+    return out
+
+
+def health(readings, node):
+    found = by_node(readings)
+    return hwprobe.node_health(found.get(("gpu", node)), found.get(("fabric", node)))
 
 
 def test_a_configured_fault_happens_after_its_delay_and_clears_after_its_duration():
     s = sensors("gpu-ecc@c1-node-1,gpu=1,after=10,for=20")
-    assert decoded(s.read("c1", NODES, {}, now=109.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
-    assert decoded(s.read("c1", NODES, {}, now=110.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
-    assert decoded(s.read("c1", NODES, {}, now=129.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
-    assert decoded(s.read("c1", NODES, {}, now=130.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
+    assert by_node(s.read("c1", NODES, {}, now=109.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
+    assert by_node(s.read("c1", NODES, {}, now=110.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
+    assert by_node(s.read("c1", NODES, {}, now=129.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
+    assert by_node(s.read("c1", NODES, {}, now=130.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
 
 
 def test_a_silent_node_publishes_no_telemetry_and_unknown_nodes_are_ignored():
     s = sensors("silent@c1-node-0", "silent@nowhere")
-    out = decoded(s.read("c1", NODES, {}, now=100.0))
+    out = by_node(s.read("c1", NODES, {}, now=100.0))
     assert sorted(out) == [("fabric", "c1-node-1"), ("gpu", "c1-node-1")]
     assert s.silent("c1-node-0") and not s.silent("c1-node-1")
 
 
-def test_every_message_names_its_node_and_source_and_ids_are_deterministic():
+def test_every_message_names_its_node_source_and_subject_and_ids_are_deterministic():
     first, second = sensors().read("c1", NODES, {"c1-node-0": 1.0}, now=5.0), sensors().read("c1", NODES, {}, now=5.0)
-    assert [msg_id for _, msg_id, _ in first] == [msg_id for _, msg_id, _ in second]
-    gpu = decoded(first)[("gpu", "c1-node-0")]
-    assert (gpu.node, gpu.source, len(gpu.gpus)) == ("c1-node-0", "simulated", 2)
+    assert [m.event_id for m in first] == [m.event_id for m in second]
+    assert len({m.event_id for m in first}) == len(first) == 4
+    gpu = by_node(first)[("gpu", "c1-node-0")]
+    assert (gpu.node, gpu.cluster, gpu.source, len(gpu.gpus)) == ("c1-node-0", "c1", "simulated", 2)
+    assert subject_of(gpu) == "telemetry.gpu.c1.c1-node-0"
+    assert subject_of(by_node(first)[("fabric", "c1-node-1")]) == "telemetry.fabric.c1.c1-node-1"
+
+
+@pytest.mark.parametrize(("fault", "gpu_ok", "fabric_ok"), [
+    ("gpu-xid@c1-node-0,gpu=1,xid=79", False, True),
+    ("gpu-ecc@c1-node-0,gpu=0", False, True),
+    ("ib-down@c1-node-0", True, False),
+], ids=["fatal-xid", "ecc", "ib-port-down"])
+def test_what_the_sensors_read_is_judged_into_the_verdict_the_node_status_carries(fault, gpu_ok, fabric_ok):
+    s = sensors(fault)
+    verdict = health(s.read("c1", NODES, {}, now=100.0), "c1-node-0")
+    assert (verdict.gpu_ok, verdict.fabric_ok) == (gpu_ok, fabric_ok) and verdict.reasons
+    assert (not gpu_ok) == bool(verdict.sick_gpus) and (not fabric_ok) == bool(verdict.down_ports)
+    healthy = health(s.read("c1", NODES, {}, now=100.0), "c1-node-1")
+    assert healthy == hwprobe.NodeHealth()
+
+
+def test_an_injected_fault_is_applied_now_and_recovers_after_it_lasts():
+    s = sensors()
+    assert s.inject(hwprobe.Fault(kind="gpu-ecc", node="c1-node-1", gpu=0, lasting=5.0), now=200.0)
+    assert not s.inject(hwprobe.Fault(kind="gpu-ecc", node="elsewhere", gpu=0), now=200.0)
+    assert health(s.read("c1", NODES, {}, now=201.0), "c1-node-1").sick_gpus == [0]
+    assert health(s.read("c1", NODES, {}, now=205.0), "c1-node-1") == hwprobe.NodeHealth()
 
 
 class NoNvml:
@@ -48,7 +83,8 @@ class NoNvml:
 
 def test_real_sensors_without_devices_report_empty_lists_with_source_none(tmp_path):
     real = RealSensors(hwprobe.NvmlReader(NoNvml()), str(tmp_path / "no-such-dir"))
-    out = decoded(real.read("c1", ["host-a"], {}, now=1.0))
+    out = by_node(real.read("c1", ["host-a"], {}, now=1.0))
     gpu, fabric = out[("gpu", "host-a")], out[("fabric", "host-a")]
     assert (gpu.source, gpu.gpus) == ("none", [])
     assert (fabric.nvlink_source, fabric.infiniband_source, fabric.infiniband) == ("none", "none", [])
+    assert health(list(out.values()), "host-a") == hwprobe.NodeHealth()  # nothing read: nothing wrong

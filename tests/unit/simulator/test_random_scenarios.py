@@ -7,13 +7,15 @@ combinations no hand-written scenario covers.
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
 import yaml
 
 import simulator
-from simulator.engine import Engine, prepare
+from simulator.engine import Engine
+from simulator.scenario import load
 
 POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
 JOB_PHASES = {"Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed", "Terminating",
@@ -148,8 +150,8 @@ def _queue(r: random.Random, name: str) -> dict:
 @pytest.mark.parametrize("seed", range(24))
 def test_random_scenario_runs_deterministically_and_keeps_invariants(seed: int) -> None:
     text = scenario(seed)
-    engine = prepare(text)
-    result = engine.run()
+    engine = Engine(load(text))
+    result = asyncio.run(engine.run())
     assert simulator.to_json(result) == simulator.to_json(simulator.run(text))
     times = [e["time"] for e in result["events"]]
     assert times == sorted(times)
@@ -163,13 +165,8 @@ def test_random_scenario_runs_deterministically_and_keeps_invariants(seed: int) 
 
 
 def _no_node_overcommitted(engine: Engine) -> None:
-    used: dict[tuple[str, str], dict[str, float]] = {}
-    for pod in engine.world.pods.values():
-        if pod.phase == "Running" or pod.reserved:
-            slot = used.setdefault((pod.cluster, pod.node or ""), {})
-            for name, amount in pod.record.scheduling.request.items():
-                slot[name] = slot.get(name, 0.0) + amount
-    for (cluster, node), request in used.items():
-        allocatable = engine.world.clusters[cluster].nodes[node].allocatable
-        for name, amount in request.items():
-            assert amount <= allocatable.get(name, 0.0) + 1e-9, (cluster, node, name, amount)
+    """What the services booked on each node (the store's accounting) never exceeds it."""
+    for cluster in engine.scenario.clusters:
+        for node, usage in asyncio.run(engine.store.nodes(cluster.name)).items():
+            for name, amount in usage.used.items():
+                assert amount <= usage.allocatable.get(name, 0.0) + 1e-9, (cluster.name, node, name, amount)

@@ -1,0 +1,323 @@
+"""Kubeflow's job kinds — MPIJob (``kubeflow.org/v2beta1``), PyTorchJob and TFJob (``kubeflow.org/v1``) —
+accepted as their users write them and run as the Volcano Job their operator would gang-schedule.
+
+``to_volcano_job(manifest)`` gives the Volcano Job: one task per replica type (``launcher``/``worker``;
+``master``/``worker``; ``chief``/``master``/``ps``/``worker``/``evaluator``, in that order, so a
+HyperJob split gives contiguous ranks), the framework's job plugin, and the gang the operators
+create with ``--gang-scheduling=volcano``: ``minAvailable`` = every replica unless
+``runPolicy.schedulingPolicy.minAvailable`` says otherwise; queue from
+``schedulingPolicy.queue``, else the ``scheduling.volcano.sh/queue-name`` annotation; priority class
+from ``schedulingPolicy.priorityClass``, else the first replica template's.
+
+What each operator gives its pods, and how it is given here:
+
+* MPIJob (mpi-operator v2): pods ``<job>-launcher-0`` / ``<job>-worker-<i>`` (the operator names the
+  launcher ``<job>-launcher``); plugins ``mpi`` (``--master=launcher --worker=worker``, hostfile
+  ``/etc/mpi/hostfile`` with ``slotsPerWorker`` slots in ``mpiImplementation``'s format), ``ssh``
+  (keys under ``sshAuthMountPath``) and ``svc``; the launcher's env as the operator sets it
+  (``K_MPI_JOB_ROLE``, ``OMPI_MCA_orte_default_hostfile`` … or ``HYDRA_HOST_FILE`` / ``I_MPI_*``,
+  ``NVIDIA_VISIBLE_DEVICES=""``); workers without a command run ``/usr/sbin/sshd -De``. The job
+  completes when the launcher does and is terminated when a launcher pod fails.
+* PyTorchJob: plugin ``pytorch`` (``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK``, the port of
+  the ``pytorch`` container's ``pytorchjob-port``, default 23456) and ``PYTHONUNBUFFERED=1``; the job
+  completes with the master (without one, with every worker).
+* TFJob: plugin ``tensorflow`` (``TF_CONFIG`` in Volcano's form; ``Master`` is the chief role), the
+  port of the ``tensorflow`` container's ``tfjob-port``, default 2222; the job completes with the
+  chief (without one, with every worker).
+
+Fields the translation cannot honour are rejected by name, never ignored: ``runPolicy``'s
+``activeDeadlineSeconds``, ``backoffLimit``, ``suspend: true``, ``managedBy``, ``cleanPodPolicy``
+other than ``Running`` (a finished job's running pods are always stopped), ``schedulingPolicy``'s
+``minResources`` and ``scheduleTimeoutSeconds``; replica ``restartPolicy: ExitCode``; MPIJob
+``runLauncherAsWorker: true`` and ``launcherCreationPolicy: WaitForWorkersReady``; PyTorchJob
+``elasticPolicy`` and ``nprocPerNode``; TFJob ``enableDynamicWorker: true``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from .base import NonNegative, ObjectMeta, Opaque, Positive, QuantityMap, Spec
+from .errors import ManifestError
+from .job import Job, JobSpec, LifecyclePolicy, TaskSpec
+from .pod import EnvVar, PodTemplateSpec
+
+MPI_API_VERSION = "kubeflow.org/v2beta1"
+TRAINING_API_VERSION = "kubeflow.org/v1"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+SOURCE_KIND_ANNOTATION = "hyperjob.io/source-kind"
+MPI_CONFIG_DIR = "/etc/mpi"
+
+
+class SchedulingPolicy(Spec, frozen=True, kw_only=True):
+    min_available: NonNegative | None = None
+    queue: str = ""
+    min_resources: QuantityMap | None = None
+    priority_class: str = ""
+    schedule_timeout_seconds: int | None = None
+
+
+class RunPolicy(Spec, frozen=True, kw_only=True):
+    clean_pod_policy: Literal["All", "Running", "None"] | None = None
+    ttl_seconds_after_finished: NonNegative | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+    suspend: bool | None = None
+    managed_by: str | None = None
+
+
+class ReplicaSpec(Spec, frozen=True, kw_only=True):
+    replicas: NonNegative | None = None
+    template: PodTemplateSpec
+    restart_policy: Literal["Always", "OnFailure", "Never", "ExitCode"] | None = None
+
+
+class MPIJobSpec(Spec, frozen=True, kw_only=True):
+    mpi_replica_specs: dict[Literal["Launcher", "Worker"], ReplicaSpec]
+    slots_per_worker: Positive | None = None
+    run_launcher_as_worker: bool | None = None
+    run_policy: RunPolicy = RunPolicy()
+    ssh_auth_mount_path: str = ""
+    launcher_creation_policy: Literal["AtStartup", "WaitForWorkersReady"] | None = None
+    mpi_implementation: Literal["OpenMPI", "Intel", "MPICH"] | None = None
+
+
+class MPIJob(Spec, frozen=True, kw_only=True):
+    api_version: Literal["kubeflow.org/v2beta1"] = MPI_API_VERSION
+    kind: Literal["MPIJob"] = "MPIJob"
+    metadata: ObjectMeta
+    spec: MPIJobSpec
+
+
+class PyTorchJobSpec(Spec, frozen=True, kw_only=True):
+    pytorch_replica_specs: dict[Literal["Master", "Worker"], ReplicaSpec]
+    run_policy: RunPolicy = RunPolicy()
+    elastic_policy: Opaque | None = None
+    nproc_per_node: str | None = None
+
+
+class PyTorchJob(Spec, frozen=True, kw_only=True):
+    api_version: Literal["kubeflow.org/v1"] = TRAINING_API_VERSION
+    kind: Literal["PyTorchJob"] = "PyTorchJob"
+    metadata: ObjectMeta
+    spec: PyTorchJobSpec
+
+
+class TFJobSpec(Spec, frozen=True, kw_only=True):
+    tf_replica_specs: dict[Literal["Chief", "Master", "PS", "Worker", "Evaluator"], ReplicaSpec]
+    run_policy: RunPolicy = RunPolicy()
+    success_policy: Literal["", "AllWorkers"] = ""
+    enable_dynamic_worker: bool = False
+
+
+class TFJob(Spec, frozen=True, kw_only=True):
+    api_version: Literal["kubeflow.org/v1"] = TRAINING_API_VERSION
+    kind: Literal["TFJob"] = "TFJob"
+    metadata: ObjectMeta
+    spec: TFJobSpec
+
+
+KubeflowJob = MPIJob | PyTorchJob | TFJob
+KUBEFLOW_KINDS: dict[tuple[str, str], type[Any]] = {
+    (MPI_API_VERSION, "MPIJob"): MPIJob,
+    (TRAINING_API_VERSION, "PyTorchJob"): PyTorchJob,
+    (TRAINING_API_VERSION, "TFJob"): TFJob,
+}
+# Replica types in task order (the order of global ranks when a HyperJob splits the job).
+_ORDER = {"MPIJob": ("Launcher", "Worker"), "PyTorchJob": ("Master", "Worker"),
+          "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator")}
+_REPLICAS_FIELD = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
+
+
+def to_volcano_job(manifest: KubeflowJob) -> Job:
+    """The Volcano Job that runs ``manifest`` (see the module docstring); ``ManifestError`` names
+    the field the translation cannot honour."""
+    _check_run_policy(manifest.spec.run_policy)
+    if isinstance(manifest, MPIJob):
+        tasks, plugins = _mpi_tasks(manifest)
+    elif isinstance(manifest, PyTorchJob):
+        tasks, plugins = _pytorch_tasks(manifest)
+    else:
+        tasks, plugins = _tf_tasks(manifest)
+    return Job(metadata=_metadata(manifest), spec=_job_spec(manifest, tasks, plugins))
+
+
+def user_path(manifest: KubeflowJob, path: str) -> str:
+    """Map a path in the translated Volcano Job back to the Kubeflow field (``$.spec.tasks[1].template``
+    → ``$.spec.mpiReplicaSpecs.Worker.template``)."""
+    if not path.startswith("$.spec.tasks["):
+        return path
+    index, _, rest = path.removeprefix("$.spec.tasks[").partition("]")
+    types = list(_replicas(manifest))
+    if not index.isdigit() or int(index) >= len(types):
+        return path
+    return f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{types[int(index)]}{rest}"
+
+
+# ------------------------------------------------------------------------------------------ common
+def _check_run_policy(policy: RunPolicy) -> None:
+    path = "$.spec.runPolicy"
+    unsupported = {"activeDeadlineSeconds": policy.active_deadline_seconds, "backoffLimit": policy.backoff_limit,
+                   "managedBy": policy.managed_by}
+    for field, value in unsupported.items():
+        if value is not None:
+            raise ManifestError(f"{path}.{field}", "not supported: the Volcano Job that runs this job has no equivalent")
+    if policy.suspend:
+        raise ManifestError(f"{path}.suspend", "not supported: submit the job when it should run")
+    if policy.clean_pod_policy not in (None, "Running"):
+        raise ManifestError(f"{path}.cleanPodPolicy", "only Running is supported: when the job finishes, its running "
+                            "pods are stopped and its finished pods are kept")
+    scheduling = policy.scheduling_policy or SchedulingPolicy()
+    if scheduling.min_resources is not None:
+        raise ManifestError(f"{path}.schedulingPolicy.minResources", "not supported: the gang's minimum resources "
+                            "are those of its first minAvailable pods")
+    if scheduling.schedule_timeout_seconds is not None:
+        raise ManifestError(f"{path}.schedulingPolicy.scheduleTimeoutSeconds", "not supported: the gang waits until it fits")
+
+
+def _replicas(manifest: KubeflowJob) -> dict[str, ReplicaSpec]:
+    specs: Mapping[str, ReplicaSpec]
+    if isinstance(manifest, MPIJob):
+        specs = manifest.spec.mpi_replica_specs
+    elif isinstance(manifest, PyTorchJob):
+        specs = manifest.spec.pytorch_replica_specs
+    else:
+        specs = manifest.spec.tf_replica_specs
+    return {rtype: specs[rtype] for rtype in _ORDER[manifest.kind] if rtype in specs}  # type: ignore[index]
+
+
+def _task(manifest: KubeflowJob, rtype: str, replica: ReplicaSpec, default_replicas: int, default_restart: str,
+          env: list[EnvVar], policies: list[LifecyclePolicy], command: list[str] | None = None) -> TaskSpec:
+    path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{rtype}"
+    if replica.restart_policy == "ExitCode":
+        raise ManifestError(f"{path}.restartPolicy", "ExitCode is not supported (Always, OnFailure or Never)")
+    template = replica.template
+    if not template.spec.containers:
+        raise ManifestError(f"{path}.template.spec.containers", "a replica needs at least one container")
+    main = template.spec.containers[0]
+    main = msgspec.structs.replace(main, env=[*main.env, *env],
+                                   command=command if command is not None and not main.command and not main.args
+                                   else main.command)
+    labels = {**template.metadata.labels, "training.kubeflow.org/job-name": manifest.metadata.name,
+              "training.kubeflow.org/replica-type": rtype.lower()}
+    # The operators set the pod's restart policy from the replica spec (its default, not the template's).
+    spec = msgspec.structs.replace(template.spec, containers=[main, *template.spec.containers[1:]],
+                                   restart_policy=replica.restart_policy or default_restart)
+    return TaskSpec(name=rtype.lower(), replicas=default_replicas if replica.replicas is None else replica.replicas,
+                    template=PodTemplateSpec(metadata=msgspec.structs.replace(template.metadata, labels=labels),
+                                             spec=spec),
+                    policies=policies)
+
+
+def _metadata(manifest: KubeflowJob) -> ObjectMeta:
+    annotations = {**manifest.metadata.annotations, SOURCE_KIND_ANNOTATION: f"{manifest.api_version}/{manifest.kind}"}
+    return msgspec.structs.replace(manifest.metadata, annotations=annotations)
+
+
+def _job_spec(manifest: KubeflowJob, tasks: list[TaskSpec], plugins: dict[str, list[str]]) -> JobSpec:
+    policy = manifest.spec.run_policy
+    scheduling = policy.scheduling_policy or SchedulingPolicy()
+    total = sum(task.replicas for task in tasks)
+    if scheduling.min_available is not None and scheduling.min_available > total:
+        raise ManifestError("$.spec.runPolicy.schedulingPolicy.minAvailable",
+                            f"{scheduling.min_available} is more than the job's replicas ({total})")
+    priority_class = scheduling.priority_class or next(
+        (t.template.spec.priority_class_name for t in tasks if t.template.spec.priority_class_name), "")
+    return JobSpec(tasks=tasks, min_available=total if scheduling.min_available is None else scheduling.min_available,
+                   queue=scheduling.queue or manifest.metadata.annotations.get(QUEUE_ANNOTATION, ""),
+                   priority_class_name=priority_class, plugins=plugins,
+                   ttl_seconds_after_finished=policy.ttl_seconds_after_finished)
+
+
+def _container_port(replica: ReplicaSpec | None, container: str, port_name: str, default: int) -> int:
+    for c in replica.template.spec.containers if replica else []:
+        if c.name == container:
+            for port in c.ports:
+                if port.name == port_name:
+                    return port.container_port
+    return default
+
+
+COMPLETE_WITH_TASK = [LifecyclePolicy(event="TaskCompleted", action="CompleteJob")]
+
+
+# --------------------------------------------------------------------------------------------- MPI
+def _mpi_env(spec: MPIJobSpec) -> list[EnvVar]:
+    hostfile, slots = f"{MPI_CONFIG_DIR}/hostfile", str(spec.slots_per_worker or 1)
+    env = {"K_MPI_JOB_ROLE": "launcher"}
+    implementation = spec.mpi_implementation or "OpenMPI"
+    if implementation == "OpenMPI":
+        env |= {"OMPI_MCA_orte_keep_fqdn_hostnames": "true", "OMPI_MCA_orte_default_hostfile": hostfile,
+                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_orte_set_default_slots": slots}
+    elif implementation == "Intel":
+        env |= {"I_MPI_HYDRA_HOST_FILE": hostfile, "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
+                "I_MPI_PERHOST": slots}
+    else:
+        env |= {"HYDRA_HOST_FILE": hostfile, "HYDRA_LAUNCH_EXTRA_ARGS": "-o ConnectionAttempts=10"}
+    # The operator blanks these so that a launcher never grabs GPUs by mistake.
+    env |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+    return [EnvVar(name=name, value=value) for name, value in env.items()]
+
+
+def _mpi_tasks(job: MPIJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
+    spec, path = job.spec, "$.spec"
+    if spec.run_launcher_as_worker:
+        raise ManifestError(f"{path}.runLauncherAsWorker", "not supported: the launcher only launches")
+    if spec.launcher_creation_policy == "WaitForWorkersReady":
+        raise ManifestError(f"{path}.launcherCreationPolicy", "only AtStartup is supported: the gang starts together")
+    replicas = _replicas(job)
+    launcher = replicas.get("Launcher")
+    if launcher is None:
+        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher", "required")
+    if launcher.replicas not in (None, 1):
+        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher.replicas", f"must be 1, not {launcher.replicas}")
+    tasks = [_task(job, "Launcher", launcher, 1, "OnFailure", _mpi_env(spec),
+                   [*COMPLETE_WITH_TASK, LifecyclePolicy(event="PodFailed", action="TerminateJob")])]
+    if "Worker" in replicas:
+        tasks.append(_task(job, "Worker", replicas["Worker"], 0, "Never",
+                           [EnvVar(name="K_MPI_JOB_ROLE", value="worker")], [], command=["/usr/sbin/sshd", "-De"]))
+    mpi = ["--master=launcher", "--worker=worker", f"--hostfile={MPI_CONFIG_DIR}/hostfile",
+           f"--slots-per-worker={spec.slots_per_worker or 1}", f"--mpi-implementation={spec.mpi_implementation or 'OpenMPI'}"]
+    ssh = [f"--ssh-key-file-path={spec.ssh_auth_mount_path or '/root/.ssh'}"]
+    return tasks, {"mpi": mpi, "ssh": ssh, "svc": []}
+
+
+# ----------------------------------------------------------------------------------------- PyTorch
+def _pytorch_tasks(job: PyTorchJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
+    spec, path = job.spec, "$.spec"
+    if spec.elastic_policy is not None:
+        raise ManifestError(f"{path}.elasticPolicy", "not supported: a gang has a fixed size")
+    if spec.nproc_per_node is not None:
+        raise ManifestError(f"{path}.nprocPerNode", "not supported: one process per pod (WORLD_SIZE counts pods)")
+    replicas = _replicas(job)
+    master = replicas.get("Master")
+    if master is not None and master.replicas not in (None, 1):
+        raise ManifestError(f"{path}.pytorchReplicaSpecs.Master.replicas", f"must be 1, not {master.replicas}")
+    env = [EnvVar(name="PYTHONUNBUFFERED", value="1")]
+    completing = "Master" if master is not None else "Worker"
+    tasks = [_task(job, rtype, replica, 1 if rtype == "Master" else 0, "OnFailure", env,
+                   COMPLETE_WITH_TASK if rtype == completing else []) for rtype, replica in replicas.items()]
+    port = _container_port(master or replicas.get("Worker"), "pytorch", "pytorchjob-port", 23456)
+    return tasks, {"pytorch": ["--master=master", "--worker=worker", f"--port={port}"], "svc": []}
+
+
+# -------------------------------------------------------------------------------------- TensorFlow
+def _tf_tasks(job: TFJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
+    spec, path = job.spec, "$.spec"
+    if spec.enable_dynamic_worker:
+        raise ManifestError(f"{path}.enableDynamicWorker", "not supported: TF_CONFIG lists the whole cluster")
+    replicas = _replicas(job)
+    if "Chief" in replicas and "Master" in replicas:
+        raise ManifestError(f"{path}.tfReplicaSpecs.Master", "Chief and Master are the same role: give one of them")
+    chief = "Chief" if "Chief" in replicas else "Master" if "Master" in replicas else None
+    completing = chief or "Worker"
+    tasks = [_task(job, rtype, replica, 1, "Never", [], COMPLETE_WITH_TASK if rtype == completing else [])
+             for rtype, replica in replicas.items()]
+    port = next((_container_port(r, "tensorflow", "tfjob-port", 0) for r in replicas.values()
+                 if _container_port(r, "tensorflow", "tfjob-port", 0)), 2222)
+    args = [f"--port={port}"] + (["--chief=master"] if chief == "Master" else [])
+    return tasks, {"tensorflow": args, "svc": []}

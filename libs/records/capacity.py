@@ -1,0 +1,52 @@
+"""The fleet as the clusters' capacity summaries describe it, for the splitter and the
+global-scheduler (each keeps its own, from the ``capacity.cluster.<c>`` stream). Pure."""
+
+from __future__ import annotations
+
+import msgspec
+
+import api
+import events
+import fleetcore
+
+
+class Capacity:
+    """The latest summary of every cluster, stamped with when it arrived here.
+
+    A cluster's ``last_report`` is the arrival of its latest summary that showed a Ready node, and
+    liveness is judged against the newest summary from any cluster (``now``): a scheduler cut off
+    from the bus receives nothing and so judges no cluster lost.
+    """
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, fleetcore.ClusterCapacity] = {}
+        self.newest = 0.0
+
+    def report(self, msg: events.ClusterCapacityReported, arrived: float) -> bool:
+        """Take a summary in; True when what placement sees changed."""
+        known = self.clusters.get(msg.cluster)
+        last = arrived if msg.ready_nodes > 0 else (known.last_report if known is not None else arrived)
+        capacity = cluster_capacity(msg, last)
+        self.clusters[msg.cluster] = capacity
+        self.newest = max(self.newest, arrived)
+        return known is None or msgspec.structs.replace(known, last_report=0.0) != \
+            msgspec.structs.replace(capacity, last_report=0.0)
+
+    def now(self, clock: float) -> float:
+        return self.newest if self.clusters else clock
+
+    def live(self, now: float) -> dict[str, fleetcore.ClusterCapacity]:
+        return fleetcore.live_clusters(self.clusters, now)
+
+
+def cluster_capacity(msg: events.ClusterCapacityReported, last_report: float) -> fleetcore.ClusterCapacity:
+    """A summary as fleetcore's ``ClusterCapacity`` (node classes with their counts)."""
+    nodes = tuple(fleetcore.NodeCapacity(name=c.name, free=dict(c.free), allocatable=dict(c.allocatable),
+                                         labels=dict(c.labels),
+                                         taints=tuple(msgspec.convert(t, api.Taint) for t in c.taints),
+                                         count=c.count) for c in msg.node_classes)
+    return fleetcore.ClusterCapacity(name=msg.cluster, labels=dict(msg.labels), free=dict(msg.free),
+                                     allocatable=dict(msg.allocatable), nodes=nodes, last_report=last_report,
+                                     ready=msg.ready_nodes > 0, links=dict(msg.links))
+
+
