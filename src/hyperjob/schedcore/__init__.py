@@ -12,6 +12,13 @@ Invariants:
   is a few vector operations, and identical pods reuse one cached vector.
 - Expected rejections are values (``Decision.unschedulable``); only a bad conf raises
   (``ConfError``).
+- GPU pods (``nvidia.com/gpu`` whole GPUs, Volcano vGPU ``volcano.sh/vgpu-number``/``-cores``
+  shares) take devices; ``Bind.devices`` says which, and a driver passes them back as
+  ``TaskInfo.devices`` so later cycles see the same per-device free cores.
+
+Confs: ``DEFAULT_CONF`` is Volcano's default (``hyperjob simulate`` without a schedulerConf);
+``LIVE_DEFAULT_CONF`` adds the fragmentation-aware GPU scorer ``gpufrag`` and is what the live
+cluster-scheduler should run when none is configured. ``tracebench`` replays GPU cluster traces.
 
 Driver contract (what a caller of ``cycle`` must do):
 - Snapshot: every queue the jobs use (the core invents none, not even ``default``); jobs with
@@ -27,14 +34,15 @@ Driver contract (what a caller of ``cycle`` must do):
   back as ``JobInfo.phase``; create a job's pods once its phase is Inqueue or later.
 """
 
-from .conf import DEFAULT_CONF, DEFAULT_CONF_TEXT, PluginConf, SchedulerConf, parse_conf
+from .conf import (DEFAULT_CONF, DEFAULT_CONF_TEXT, LIVE_DEFAULT_CONF, LIVE_DEFAULT_CONF_TEXT, PluginConf, SchedulerConf,
+                   parse_conf)
 from .errors import ConfError
 from .model import Bind, Decision, Evict, JobInfo, NodeInfo, QueueInfo, QueueUsage, Snapshot, TaskInfo
 from .registry import build_registry
 from .scheduler import Scheduler
 
 __all__ = [
-    "DEFAULT_CONF", "DEFAULT_CONF_TEXT", "Bind", "ConfError", "Decision", "Evict", "JobInfo", "NodeInfo",
+    "DEFAULT_CONF", "DEFAULT_CONF_TEXT", "LIVE_DEFAULT_CONF", "LIVE_DEFAULT_CONF_TEXT", "Bind", "ConfError", "Decision", "Evict", "JobInfo", "NodeInfo",
     "PluginConf", "QueueInfo", "QueueUsage", "Scheduler", "SchedulerConf", "Snapshot", "TaskInfo",
     "build_registry", "parse_conf",
 ]

@@ -145,3 +145,12 @@ def _plugin(path: str, raw: Any) -> PluginConf:
 
 
 DEFAULT_CONF = parse_conf(DEFAULT_CONF_TEXT)
+
+LIVE_DEFAULT_CONF_TEXT = DEFAULT_CONF_TEXT + "  - name: gpufrag\n"
+"""The conf the live cluster-scheduler uses when none is configured: Volcano's default plus
+``gpufrag``, the fragmentation-aware GPU scorer. ``gpufrag`` scores every node 0 in a session
+without GPU devices or without GPU pods in its mix, so CPU-only clusters get exactly the
+decisions of ``DEFAULT_CONF``; on GPU nodes its score outweighs ``nodeorder``'s, which then only
+breaks its ties. ``hyperjob simulate`` keeps ``DEFAULT_CONF`` (scenario-format.md)."""
+
+LIVE_DEFAULT_CONF = parse_conf(LIVE_DEFAULT_CONF_TEXT)

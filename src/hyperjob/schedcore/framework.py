@@ -173,6 +173,19 @@ class NodeScore(Protocol):
 
 
 @runtime_checkable
+class DeviceChoice(Protocol):
+    """The GPU devices of node ``row`` to give a GPU pod just placed there.
+
+    Called once per allocation of a pod with a device request (``task.vgpu``: count, cores per
+    device). Return ``task.vgpu[0]`` distinct device indexes that each have the cores free, or
+    an empty tuple to abstain; an answer that does not hold the request is ignored, and with no
+    answer the node table takes the best-fit devices (least free cores first, then by index).
+    """
+
+    def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]: ...
+
+
+@runtime_checkable
 class EventHandler(Protocol):
     """Told of every allocate/pipeline (``on_allocate``) and evict/undo (``on_deallocate``)."""
 
@@ -199,5 +212,6 @@ HOOKS: dict[str, tuple[type, str | None]] = {
     "job_enqueueable": (JobEnqueueable, "enableJobEnqueued"),
     "predicate": (Predicate, "enablePredicate"),
     "node_score": (NodeScore, "enableNodeOrder"),
+    "device_choice": (DeviceChoice, "enableNodeOrder"),
     "event": (EventHandler, None),
 }

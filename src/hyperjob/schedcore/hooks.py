@@ -161,6 +161,14 @@ class Dispatch:
         for _, p in self.hooks["job_enqueueable"]:
             p.job_enqueued(job)
 
+    def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]:
+        """The first device-choosing plugin's answer; empty lets the node table pick best-fit."""
+        for _, p in self.hooks["device_choice"]:
+            devices = p.choose_devices(task, row)
+            if devices:
+                return tuple(devices)
+        return ()
+
     def fire_allocate(self, task: TaskState) -> None:
         for _, p in self.hooks["event"]:
             p.on_allocate(task)

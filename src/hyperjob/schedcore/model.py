@@ -49,6 +49,8 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
 
     ``node`` is set for Bound/Running/Releasing pods (and for finished pods that still hold one);
     ``nominated_node`` is the node an earlier preempt/reclaim pipelined this pod onto.
+    ``devices`` are the GPU device indexes a placed GPU pod holds on its node (from its
+    ``Bind.devices``); empty means "not recorded", and the session then picks them best-fit.
     """
 
     name: str
@@ -70,6 +72,7 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
     created: float = 0.0
     gated: bool = False
     nominated_node: str = ""
+    devices: tuple[int, ...] = ()
 
 
 class JobInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,9 +101,13 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Bind(msgspec.Struct, frozen=True, kw_only=True):
+    """``devices``: the GPU device indexes chosen on ``node`` for a GPU pod (whole GPUs or vGPU
+    shares), to record with the pod and pass back as ``TaskInfo.devices``; empty for other pods."""
+
     task: str
     job: str
     node: str
+    devices: tuple[int, ...] = ()
 
 
 class Evict(msgspec.Struct, frozen=True, kw_only=True):

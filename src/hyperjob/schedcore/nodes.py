@@ -99,11 +99,23 @@ class NodeTable:
         """Nodes with at least ``number`` GPU devices that each have ``cores`` free."""
         return (self.device_free >= cores - 1e-9).sum(axis=1) >= number
 
-    def take_devices(self, row: int, number: int, cores: float) -> tuple[int, ...]:
-        # Best fit: the devices with the least free cores that still hold the request, by index.
+    def best_fit_devices(self, row: int, number: int, cores: float) -> tuple[int, ...]:
+        """The devices with the least free cores that still hold ``cores``, ties by index."""
         free = self.device_free[row]
         order = sorted((float(free[d]), d) for d in range(len(free)) if free[d] >= cores - 1e-9)
-        chosen = tuple(d for _, d in order[:number])
+        return tuple(d for _, d in order[:number])
+
+    def holds(self, row: int, devices: tuple[int, ...], number: int, cores: float) -> bool:
+        """Are ``devices`` ``number`` distinct devices of ``row`` that each have ``cores`` free."""
+        free = self.device_free[row]
+        return (len(devices) == number == len(set(devices))
+                and all(0 <= d < len(free) and free[d] >= cores - 1e-9 for d in devices))
+
+    def take_devices(self, row: int, number: int, cores: float, devices: tuple[int, ...] = ()) -> tuple[int, ...]:
+        """Take ``devices`` when they hold the request, else the best-fit ones; return those taken."""
+        chosen = devices if devices and self.holds(row, devices, number, cores) else \
+            self.best_fit_devices(row, number, cores)
+        free = self.device_free[row]
         for d in chosen:
             free[d] -= cores
         return chosen

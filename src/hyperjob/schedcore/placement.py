@@ -4,12 +4,14 @@ A "class" is (request vector, selector fields, vGPU shape, node restriction). Fo
 session keeps the score of every node and two masked copies: nodes where the pod fits Idle and
 nodes where it fits FutureIdle (-inf elsewhere). A node change marks its row dirty; a class
 refreshes only its dirty rows before the next lookup, so placing the n-th identical pod costs
-one row update and one argmax, not a pass over all nodes in Python.
+one row update and one argmax, not a pass over all nodes in Python. A scorer whose scores
+depend on the pod itself rather than on its shape (``per_task = True``: a seeded random choice
+or tie-break) is kept out of the cache and added over every node when that pod picks one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +37,25 @@ class Placement:
         self._masks: dict[bytes, np.ndarray] = {}
         self._classes: dict[tuple[object, ...], _Class] = {}
         self._scalar_ok: bool | None = None
+        self._scorers: tuple[list[Any], list[Any]] | None = None
+
+    @property
+    def shape_scorers(self) -> list[Any]:
+        """Scorers whose scores depend on the pod's shape only (cached per class)."""
+        return self._split()[0]
+
+    @property
+    def task_scorers(self) -> list[Any]:
+        """Scorers marked ``per_task``: added afresh whenever a pod picks a node."""
+        return self._split()[1]
+
+    def _split(self) -> tuple[list[Any], list[Any]]:
+        # Plugins are bound after the placement is built, so the split is made on first use.
+        if self._scorers is None:
+            scorers = [p for _, p in self.ssn.hooks["node_score"]]
+            self._scorers = ([p for p in scorers if not getattr(p, "per_task", False)],
+                             [p for p in scorers if getattr(p, "per_task", False)])
+        return self._scorers
 
     def static_mask(self, t: TaskState) -> np.ndarray:
         """AND of the enabled predicate plugins' masks for the task's selector (cached)."""
@@ -48,9 +69,10 @@ class Placement:
             self._masks[t.sel_key] = mask
         return mask
 
-    def scores(self, t: TaskState, rows: np.ndarray) -> np.ndarray:
+    def scores(self, t: TaskState, rows: np.ndarray, per_task: bool = False) -> np.ndarray:
+        """Sum of the shape scorers on ``rows`` (and of the per-task ones too, when asked)."""
         total = np.zeros(len(rows))
-        for _, p in self.ssn.hooks["node_score"]:
+        for p in self.shape_scorers + (self.task_scorers if per_task else []):
             total += p.score(t, rows)
         return total
 
@@ -61,7 +83,7 @@ class Placement:
         return ok
 
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
-        if len(rows) == 1 and not c.vgpu[0] and self._scalar():
+        if len(rows) == 1 and self._scalar():
             self._refresh_one(c, t, int(rows[0]))
             return
         base = c.base[rows]
@@ -72,7 +94,7 @@ class Placement:
     def _scalar(self) -> bool:
         """Every scorer has a plain-float ``score_one`` (then single rows skip numpy)."""
         if self._scalar_ok is None:
-            self._scalar_ok = all(hasattr(p, "score_one") for _, p in self.ssn.hooks["node_score"])
+            self._scalar_ok = all(hasattr(p, "score_one") for p in self.shape_scorers)
         return self._scalar_ok
 
     def _refresh_one(self, c: _Class, t: TaskState, row: int) -> None:
@@ -80,12 +102,17 @@ class Placement:
             c.eff_idle[row] = c.eff_fut[row] = NEG
             return
         score = 0.0
-        for _, p in self.ssn.hooks["node_score"]:
+        for p in self.shape_scorers:
             score += p.score_one(t, row)
         dims, need = c.dims_list, c.need_list
         idle, fidle = self.nodes.idle[row].tolist(), self.nodes.fidle[row].tolist()
-        c.eff_idle[row] = score if all(idle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
-        c.eff_fut[row] = score if all(fidle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
+        devices_ok = not c.vgpu[0] or self._devices_fit(c, row)
+        c.eff_idle[row] = score if devices_ok and all(idle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
+        c.eff_fut[row] = score if devices_ok and all(fidle[d] >= n for d, n in zip(dims, need, strict=True)) else NEG
+
+    def _devices_fit(self, c: _Class, row: int) -> bool:
+        number, cores = c.vgpu
+        return sum(1 for free in self.nodes.device_free[row].tolist() if free >= cores - 1e-9) >= number
 
     def klass(self, t: TaskState, restrict: np.ndarray | None = None, key: object = None) -> _Class:
         """The up-to-date class of ``t`` (optionally restricted to a node mask named ``key``)."""
@@ -122,13 +149,23 @@ class Placement:
                 return nominated, True
             if c.eff_fut[nominated] > NEG:
                 return nominated, False
-        i = int(np.argmax(c.eff_idle))
-        if c.eff_idle[i] > NEG:
+        eff_idle, eff_fut = c.eff_idle, c.eff_fut
+        if self.task_scorers:
+            extra = self._task_scores(t)
+            eff_idle, eff_fut = eff_idle + extra, eff_fut + extra
+        i = int(np.argmax(eff_idle))
+        if eff_idle[i] > NEG:
             return i, True
-        i = int(np.argmax(c.eff_fut))
-        if c.eff_fut[i] > NEG:
+        i = int(np.argmax(eff_fut))
+        if eff_fut[i] > NEG:
             return i, False
         return None
+
+    def _task_scores(self, t: TaskState) -> np.ndarray:
+        total = np.zeros(self.nodes.size)
+        for p in self.task_scorers:
+            total += p.score(t, self.all_rows)
+        return total
 
     def fits_future(self, t: TaskState, row: int) -> bool:
         """Does ``t`` fit ``row``'s FutureIdle right now (preempt/reclaim's final check)."""
@@ -148,5 +185,5 @@ class Placement:
         rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return []
-        s = self.scores(t, rows)
+        s = self.scores(t, rows, per_task=True)
         return rows[np.lexsort((rows, -s))].tolist()

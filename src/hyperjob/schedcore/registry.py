@@ -7,7 +7,11 @@ from .plugins.binpack import BinpackPlugin
 from .plugins.capacity import CapacityPlugin
 from .plugins.conformance import ConformancePlugin
 from .plugins.drf import DrfPlugin
+from .plugins.fgd import FgdPlugin
 from .plugins.gang import GangPlugin
+from .plugins.gpufrag import GpuFragPlugin
+from .plugins.gpubaselines import (GpuBestFitPlugin, GpuClusteringPlugin, GpuDotProdPlugin, GpuPackingPlugin,
+                                   GpuRandomPlugin)
 from .plugins.nodeorder import NodeOrderPlugin
 from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
@@ -16,7 +20,8 @@ from .plugins.proportion import ProportionPlugin
 
 _BUILTIN: tuple[type[Plugin], ...] = (
     PriorityPlugin, GangPlugin, ConformancePlugin, OvercommitPlugin, DrfPlugin, PredicatesPlugin,
-    ProportionPlugin, CapacityPlugin, NodeOrderPlugin, BinpackPlugin,
+    ProportionPlugin, CapacityPlugin, NodeOrderPlugin, BinpackPlugin, FgdPlugin, GpuRandomPlugin, GpuDotProdPlugin,
+    GpuClusteringPlugin, GpuPackingPlugin, GpuBestFitPlugin, GpuFragPlugin,
 )
 
 

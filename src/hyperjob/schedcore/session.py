@@ -86,7 +86,7 @@ class Session(Dispatch):
         for t in placed:
             nodes.tasks[t.node].append(t)
             if t.vgpu[0]:
-                t.devices = nodes.take_devices(t.node, *t.vgpu)
+                t.devices = nodes.take_devices(t.node, *t.vgpu, t.info.devices)
 
     def releasable(self) -> np.ndarray:
         """Per node, what Running/Bound preemptable pods hold: an upper bound on what evictions free."""
@@ -109,7 +109,7 @@ class Session(Dispatch):
         self.nodes.change(row, idle=-t.req)
         self.nodes.tasks[row].append(t)
         if t.vgpu[0]:
-            t.devices = self.nodes.take_devices(row, *t.vgpu)
+            t.devices = self.nodes.take_devices(row, *t.vgpu, self.choose_devices(t, row))
         self._queue_add(job, t.req)
         self.fire_allocate(t)
 

@@ -9,7 +9,7 @@ import msgspec
 import numpy as np
 
 from .model import JobInfo, QueueInfo, TaskInfo
-from .resources import VGPU_CORES, VGPU_NUMBER, ResourceSpace
+from .resources import GPU, VGPU_CORES, VGPU_NUMBER, ResourceSpace
 
 ALLOCATED = frozenset({"Allocated", "Binding", "Bound", "Running"})
 READY = frozenset({"Allocated", "Binding", "Bound", "Running", "Succeeded"})
@@ -68,9 +68,15 @@ _NO_VGPU = (0, 100.0)
 
 
 def _vgpu(request: dict[str, float]) -> tuple[int, float]:
-    if VGPU_NUMBER not in request:
-        return _NO_VGPU
-    return int(request[VGPU_NUMBER]), float(request.get(VGPU_CORES, 100.0) or 100.0)
+    """The pod's GPU devices as (count, cores per device): a vGPU share, or whole GPUs.
+
+    Whole GPUs (``nvidia.com/gpu``) take devices too, so per-device free cores stay true on
+    nodes that run both kinds of pod.
+    """
+    if VGPU_NUMBER in request:
+        return int(request[VGPU_NUMBER]), float(request.get(VGPU_CORES, 100.0) or 100.0)
+    whole = int(request.get(GPU, 0))
+    return (whole, 100.0) if whole > 0 else _NO_VGPU
 
 
 def _name_index(name: str) -> int:

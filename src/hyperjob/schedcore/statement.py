@@ -61,7 +61,7 @@ class Statement:
             assert job is not None
             if kind == "allocate":
                 job.move(task, "Binding")
-                ssn.binds.append(Bind(task=task.name, job=job.name, node=names[task.node]))
+                ssn.binds.append(Bind(task=task.name, job=job.name, node=names[task.node], devices=task.devices))
             elif kind == "pipeline":
                 ssn.pipelined.append(Bind(task=task.name, job=job.name, node=names[task.node]))
             else:
