@@ -36,36 +36,23 @@ import nats.js.errors
 import yaml
 from nats.js import api as jsapi
 
-import hyperjob.services.cluster_scheduler.app
-
-from hyperjob.services import cluster_scheduler
-import hyperjob.services.cluster_scheduler.config
-from hyperjob.services import cluster_scheduler
 from hyperjob import events
-import hyperjob.services.global_scheduler.app
-from hyperjob.services import global_scheduler
-import hyperjob.services.global_scheduler.config
-from hyperjob.services import global_scheduler
-import hyperjob.services.job_controller.app
-from hyperjob.services import job_controller
-import hyperjob.services.job_controller.config
-from hyperjob.services import job_controller
-import hyperjob.services.node_agent.app
-from hyperjob.services import node_agent
-import hyperjob.services.node_agent.config
-from hyperjob.services import node_agent
-import hyperjob.services.splitter.app
-from hyperjob.services import splitter
-import hyperjob.services.splitter.config
-from hyperjob.services import splitter
-import hyperjob.services.status_aggregator.app
-from hyperjob.services import status_aggregator
-import hyperjob.services.status_aggregator.config
-from hyperjob.services import status_aggregator
+from hyperjob.services.cluster_scheduler import app as cs_app
+from hyperjob.services.cluster_scheduler import config as cs_config
+from hyperjob.services.global_scheduler import app as gs_app
+from hyperjob.services.global_scheduler import config as gs_config
+from hyperjob.services.job_controller import app as jc_app
+from hyperjob.services.job_controller import config as jc_config
+from hyperjob.services.node_agent import app as na_app
+from hyperjob.services.node_agent import config as na_config
+from hyperjob.services.splitter import app as sp_app
+from hyperjob.services.splitter import config as sp_config
+from hyperjob.services.status_aggregator import app as sa_app
+from hyperjob.services.status_aggregator import config as sa_config
 from hyperjob.bus import subject_covers
 from hyperjob.events import subjects
 from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock
-from hyperjob.servicekit.process import instance_name
+from hyperjob.servicekit import instance_name
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
@@ -382,18 +369,18 @@ class Fleet:
         then each cluster's controllers, then the fleet's services."""
         out: list[tuple[str, Any, Any, str]] = []
         for c in self.clusters:
-            agent = node_agent.config.Settings(cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never",
+            agent = na_config.Settings(cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never",
                                                heartbeat_period=self.period)
-            out.append(("node-agent", node_agent.app.build, agent, node_agent.app.agent_name(agent)))
+            out.append(("node-agent", na_app.build, agent, na_app.agent_name(agent)))
         for c in self.clusters:
-            cs = cluster_scheduler.config.Settings(cluster=c, schedule_period=f"{self.period}s")
-            jc = job_controller.config.Settings(cluster=c)
-            out.append(("cluster-scheduler", cluster_scheduler.app.build, cs, instance_name("cluster-scheduler", cs)))
-            out.append(("job-controller", job_controller.app.build, jc, instance_name("job-controller", jc)))
-        out.append(("splitter", splitter.app.build, splitter.config.Settings(replan_period=self.period), "splitter"))
-        out.append(("global-scheduler", global_scheduler.app.build,
-                    global_scheduler.config.Settings(retry_period=self.period), "global-scheduler"))
-        out.append(("status-aggregator", status_aggregator.app.build, status_aggregator.config.Settings(),
+            cs = cs_config.Settings(cluster=c, schedule_period=f"{self.period}s")
+            jc = jc_config.Settings(cluster=c)
+            out.append(("cluster-scheduler", cs_app.build, cs, instance_name("cluster-scheduler", cs)))
+            out.append(("job-controller", jc_app.build, jc, instance_name("job-controller", jc)))
+        out.append(("splitter", sp_app.build, sp_config.Settings(replan_period=self.period), "splitter"))
+        out.append(("global-scheduler", gs_app.build,
+                    gs_config.Settings(retry_period=self.period), "global-scheduler"))
+        out.append(("status-aggregator", sa_app.build, sa_config.Settings(),
                     "status-aggregator"))
         return out
 

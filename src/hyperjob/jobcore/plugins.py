@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from hyperjob import api
 from .frameworks import Flags, mpi_plugin, pytorch_plugin, ray_plugin, tensorflow_plugin
 from .model import JobRecord
-from .naming import SVC_MOUNT, PodPatch, parse_pod_name, pod_name, svc_entries, svc_patch, task_hosts
+from .naming import PodPatch, parse_pod_name, pod_name, svc_entries, svc_patch, task_hosts
 from .world import world_patch
 
 Env = dict[str, str]

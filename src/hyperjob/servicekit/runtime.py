@@ -31,8 +31,7 @@ import structlog
 from hyperjob import events
 from hyperjob.bus import Bus, Delivery, RetryableError, TerminalError
 from hyperjob.events import Message, derive_id, subjects
-from hyperjob.store import Binding, Commit, CommitResult, Output, Store, StoreUnavailableError, Unbind, Write, binding_kind
-from hyperjob.store import render_entry
+from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
 
 from .projection import Projection, Table
 from .timers import Clock, Rank, Timers, Work
@@ -458,7 +457,7 @@ class Runtime:
             version = (w.expected_version or 0) + 1
             out.append(self._state_output(w.kind, w.name, w.data, unit, version))
         for b in reaction.binds:
-            out.append(self._state_output(binding_kind(b.cluster), b.pod, render_entry(b.node, b.request, b.uid).encode(), unit))
+            out.append(self._state_output(binding_kind(b.cluster), b.pod, entry_of(b).encode(), unit))
         for u in reaction.unbinds:
             out.append(self._state_output(binding_kind(u.cluster), u.pod, None, unit))
         return out

@@ -13,32 +13,20 @@ from typing import Any
 
 import msgspec
 
-import hyperjob.services.cluster_scheduler.app
-
-from hyperjob.services import cluster_scheduler
-import hyperjob.services.cluster_scheduler.config
-from hyperjob.services import cluster_scheduler
-import hyperjob.services.global_scheduler.app
-from hyperjob.services import global_scheduler
-import hyperjob.services.global_scheduler.config
-from hyperjob.services import global_scheduler
-import hyperjob.services.job_controller.app
-from hyperjob.services import job_controller
-import hyperjob.services.job_controller.config
-from hyperjob.services import job_controller
-import hyperjob.services.node_agent.app
-from hyperjob.services import node_agent
-import hyperjob.services.node_agent.config
-from hyperjob.services import node_agent
-import hyperjob.services.splitter.app
-from hyperjob.services import splitter
-import hyperjob.services.splitter.config
-from hyperjob.services import splitter
-import hyperjob.services.status_aggregator.app
-from hyperjob.services import status_aggregator
-import hyperjob.services.status_aggregator.config
-from hyperjob.services import status_aggregator
+from hyperjob.schedcore import DEFAULT_CONF_TEXT
 from hyperjob.servicekit import instance_name
+from hyperjob.services.cluster_scheduler import app as cs_app
+from hyperjob.services.cluster_scheduler import config as cs_config
+from hyperjob.services.global_scheduler import app as gs_app
+from hyperjob.services.global_scheduler import config as gs_config
+from hyperjob.services.job_controller import app as jc_app
+from hyperjob.services.job_controller import config as jc_config
+from hyperjob.services.node_agent import app as na_app
+from hyperjob.services.node_agent import config as na_config
+from hyperjob.services.splitter import app as sp_app
+from hyperjob.services.splitter import config as sp_config
+from hyperjob.services.status_aggregator import app as sa_app
+from hyperjob.services.status_aggregator import config as sa_config
 
 from .scenario import ClusterSpec, Scenario
 
@@ -59,9 +47,9 @@ class InstancePlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _BUILDS: dict[str, Build] = {
-    "node-agent": node_agent.app.build, "cluster-scheduler": cluster_scheduler.app.build,
-    "job-controller": job_controller.app.build, "splitter": splitter.app.build,
-    "global-scheduler": global_scheduler.app.build, "status-aggregator": status_aggregator.app.build,
+    "node-agent": na_app.build, "cluster-scheduler": cs_app.build,
+    "job-controller": jc_app.build, "splitter": sp_app.build,
+    "global-scheduler": gs_app.build, "status-aggregator": sa_app.build,
 }
 
 
@@ -69,26 +57,28 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
     """Every instance, in the order they start: the nodes first, then each cluster's controllers,
     then the fleet's services (each finds the others' latest values when it starts)."""
     period = f"{scenario.period!r}s"
+    # Without a schedulerConf a scenario runs Volcano's default conf (scenario-format.md), not the
+    # live default that adds the fragmentation-aware GPU scorer.
     plans = [_agent(c) for c in scenario.clusters]
     for c in scenario.clusters:
-        cs = cluster_scheduler.config.Settings(cluster=c.name, schedule_period=period,
-                                               scheduler_conf=scenario.scheduler_conf or "", labels=dict(c.labels))
-        jc = job_controller.config.Settings(cluster=c.name, ssh_keys="deterministic")
+        cs = cs_config.Settings(cluster=c.name, schedule_period=period,
+                                               scheduler_conf=scenario.scheduler_conf or DEFAULT_CONF_TEXT, labels=dict(c.labels))
+        jc = jc_config.Settings(cluster=c.name, ssh_keys="deterministic")
         plans += [_plan("cluster-scheduler", cs, c.name), _plan("job-controller", jc, c.name)]
     plans += [
-        _plan("splitter", splitter.config.Settings(replan_period=scenario.period)),
-        _plan("global-scheduler", global_scheduler.config.Settings(retry_period=scenario.period)),
-        _plan("status-aggregator", status_aggregator.config.Settings()),
+        _plan("splitter", sp_config.Settings(replan_period=scenario.period)),
+        _plan("global-scheduler", gs_config.Settings(retry_period=scenario.period)),
+        _plan("status-aggregator", sa_config.Settings()),
     ]
     return plans
 
 
 def _agent(cluster: ClusterSpec) -> InstancePlan:
-    specs = [node_agent.config.NodeSpec(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
+    specs = [na_config.NodeSpec(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
                                         taints=[msgspec.to_builtins(t) for t in n.taints]) for n in cluster.nodes]
-    settings = node_agent.config.Settings(cluster=cluster.name, node_specs=specs, telemetry="off",
+    settings = na_config.Settings(cluster=cluster.name, node_specs=specs, telemetry="off",
                                           pod_duration="never", heartbeat_period=2.0)
-    return InstancePlan(service="node-agent", name=node_agent.app.agent_name(settings), settings=settings,
+    return InstancePlan(service="node-agent", name=na_app.agent_name(settings), settings=settings,
                         cluster=cluster.name)
 
 

@@ -140,7 +140,7 @@ def _plain(path: str) -> str:
 def _duration(value: Any, path: str) -> float:
     try:
         return api.parse_duration(value)
-    except api.DurationError as exc:
+    except api.DurationError:
         raise ScenarioError(path, f"not a duration ({value!r}; expected e.g. 30, 500ms, 10s, 5m, 2h)") from None
 
 

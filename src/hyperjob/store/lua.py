@@ -9,6 +9,7 @@ from __future__ import annotations
 #   {sentinel, consumer, ids, writes, binds, unbinds, (unused), outbox_key, outbox, published}
 #   writes:  {{kind, name, expected (-1: any), data or false}}
 #   binds:   {{cluster, pod, node, entry, {res, amount, res, amount, ...}}}
+#   (an entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line per resource)
 #   unbinds: {{cluster, pod}}
 # Returns {0, v1, ..., vn} committed (new versions; 0 for deletes)
 #         {1, id}              id was processed already (nothing written)
@@ -47,7 +48,7 @@ for _, u in ipairs(unbinds) do
     entries[#entries + 1] = {bkey, u[2], ukey, entry}
     local first = true
     for line in string.gmatch(entry, '[^\\n]+') do
-      if first then first = false elseif string.sub(line, 1, 1) ~= '@' then
+      if first then first = false elseif not string.find('@#', string.sub(line, 1, 1), 1, true) then
         local res, amount = string.match(line, '^(.*)=([^=]*)$')
         add(ukey, res, -tonumber(amount))
       end
@@ -97,7 +98,7 @@ for _, e in ipairs(entries) do
   redis.call('HDEL', e[1], e[2])
   local first = true
   for line in string.gmatch(e[4], '[^\\n]+') do
-    if first then first = false elseif string.sub(line, 1, 1) ~= '@' then
+    if first then first = false elseif not string.find('@#', string.sub(line, 1, 1), 1, true) then
       local res, amount = string.match(line, '^(.*)=([^=]*)$')
       redis.call('HINCRBYFLOAT', e[3], res, '-' .. amount)
     end

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import StoreUnavailableError, VersionConflictError
 from .model import (DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write, binding_kind,
-                    parse_entry, render_entry)
+                    entry_of, parse_entry)
 
 __all__ = ["InMemoryStore"]
 
@@ -215,8 +215,7 @@ class InMemoryStore:
         for doc in docs:
             if doc.kind.startswith("binding@"):
                 cluster = doc.kind.split("@", 1)[1]
-                node, request, uid = parse_entry(doc.data.decode())
-                self._bind(Binding(cluster, doc.name, node, request, uid))
+                self._bind(parse_entry(cluster, doc.name, doc.data.decode()))
             else:
                 self._docs.setdefault(doc.kind, {})[doc.name] = doc
 
@@ -242,5 +241,5 @@ class InMemoryStore:
         return dict(sorted(self._binds.get(cluster, {}).items()))
 
     async def binding_docs(self, cluster: str) -> list[Doc]:
-        return [Doc(kind=binding_kind(cluster), name=p, version=1, data=render_entry(b.node, b.request, b.uid).encode())
+        return [Doc(kind=binding_kind(cluster), name=p, version=1, data=entry_of(b).encode())
                 for p, b in sorted(self._binds.get(cluster, {}).items())]

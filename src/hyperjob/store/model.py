@@ -7,7 +7,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 __all__ = ["BINDING_KIND_PREFIX", "Binding", "Commit", "CommitResult", "Doc", "NodeUsage", "Output", "Unbind",
-           "Write", "binding_kind", "encode_doc", "fmt_amount", "parse_entry", "render_entry"]
+           "Write", "binding_kind", "encode_doc", "entry_of", "fmt_amount", "parse_entry", "render_entry"]
 
 T = TypeVar("T")
 DEFAULT_PODS = 110.0
@@ -64,13 +64,15 @@ class Output(msgspec.Struct, frozen=True, kw_only=True):
 
 class Binding(msgspec.Struct, frozen=True):
     """One pod placed on one node of ``cluster`` with its resource request (base units);
-    ``uid`` names the pod's incarnation (a pod recreated under the same name is another one)."""
+    ``uid`` names the pod's incarnation (a pod recreated under the same name is another one);
+    ``devices`` the GPU device indexes it holds there (whole GPUs or vGPU shares), if any."""
 
     cluster: str
     pod: str
     node: str
     request: dict[str, float]
     uid: str = ""
+    devices: tuple[int, ...] = ()
 
 
 class Unbind(msgspec.Struct, frozen=True):
@@ -172,20 +174,28 @@ def fmt_amount(value: float) -> str:
     return repr(float(value))
 
 
-def render_entry(node: str, request: dict[str, float], uid: str = "") -> str:
-    """A binding as stored: ``node``, ``@uid``, then one ``resource=amount`` line per resource."""
-    return "\n".join([node, *([f"@{uid}"] if uid else []),
+def render_entry(node: str, request: dict[str, float], uid: str = "", devices: tuple[int, ...] = ()) -> str:
+    """A binding as stored: ``node``, ``@uid``, ``#devices`` (comma-separated), then one
+    ``resource=amount`` line per resource."""
+    return "\n".join([node, *([f"@{uid}"] if uid else []), *([f"#{','.join(map(str, devices))}"] if devices else []),
                       *(f"{r}={fmt_amount(a)}" for r, a in sorted(request.items()))])
 
 
-def parse_entry(entry: str) -> tuple[str, dict[str, float], str]:
-    """(node, request, uid) of a stored binding."""
+def entry_of(binding: Binding) -> str:
+    return render_entry(binding.node, binding.request, binding.uid, binding.devices)
+
+
+def parse_entry(cluster: str, pod: str, entry: str) -> Binding:
+    """The binding a stored entry describes."""
     node, *lines = entry.split("\n")
-    request, uid = {}, ""
+    request: dict[str, float] = {}
+    uid, devices = "", ()
     for line in lines:
         if line.startswith("@"):
             uid = line[1:]
-            continue
-        res, _, amount = line.rpartition("=")
-        request[res] = float(amount)
-    return node, request, uid
+        elif line.startswith("#"):
+            devices = tuple(int(d) for d in line[1:].split(","))
+        else:
+            res, _, amount = line.rpartition("=")
+            request[res] = float(amount)
+    return Binding(cluster, pod, node, request, uid, devices)

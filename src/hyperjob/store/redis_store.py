@@ -29,7 +29,7 @@ import redis.exceptions
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
 from .lua import COMMIT, RESTORE_BINDINGS
 from .model import (BINDING_KIND_PREFIX, DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write,
-                    binding_kind, fmt_amount, parse_entry, render_entry)
+                    binding_kind, entry_of, fmt_amount, parse_entry)
 
 __all__ = ["MARKER_TTL", "RedisStore", "decode_outputs", "encode_outputs"]
 
@@ -75,7 +75,7 @@ def commit_request(commit: Commit) -> bytes:
 
 def _bind_args(b: Binding) -> list[Any]:
     """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
-    return [b.cluster, b.pod, b.node, render_entry(b.node, b.request, b.uid),
+    return [b.cluster, b.pod, b.node, entry_of(b),
             [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]]
 
 
@@ -265,9 +265,8 @@ class RedisStore:
             async with self._r.pipeline(transaction=True) as pipe:
                 for doc in docs:
                     if doc.kind.startswith(BINDING_KIND_PREFIX):
-                        node, request, uid = parse_entry(doc.data.decode())
-                        bindings.append(_bind_args(Binding(doc.kind[len(BINDING_KIND_PREFIX):], doc.name, node,
-                                                           request, uid)))
+                        cluster = doc.kind[len(BINDING_KIND_PREFIX):]
+                        bindings.append(_bind_args(parse_entry(cluster, doc.name, doc.data.decode())))
                     else:
                         pipe.hset(self._dkey(doc.kind), doc.name, doc.data)
                         pipe.hset(self._vkey(doc.kind), doc.name, doc.version)
@@ -320,8 +319,7 @@ class RedisStore:
             raw = await self._r.hgetall(self._bind_key(cluster))
         out = {}
         for pod, entry in sorted(raw.items()):
-            node, request, uid = parse_entry(entry.decode())
-            out[pod.decode()] = Binding(cluster, pod.decode(), node, request, uid)
+            out[pod.decode()] = parse_entry(cluster, pod.decode(), entry.decode())
         return out
 
     async def binding_docs(self, cluster: str) -> list[Doc]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from hyperjob.bus import DLQ_STREAM, ConsumerPolicy, Outgoing, StreamSpec, as_stream_spec, subject_covers
+from hyperjob.bus import DLQ_STREAM, ConsumerPolicy, Outgoing, as_stream_spec, subject_covers
 from hyperjob.bus.model import as_outgoing, encode_payload, find_stream
 from hyperjob.events.subjects import STREAMS
 from hyperjob.store import Output

@@ -7,7 +7,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
     schedule_period: str = "1s"
-    # Volcano volcano-scheduler.conf text; empty means the live default (schedcore).
+    # Volcano volcano-scheduler.conf text; empty means the live default: Volcano's default conf
+    # plus the fragmentation-aware GPU scorer (``schedcore.LIVE_DEFAULT_CONF``).
     scheduler_conf: str = ""
     labels: dict[str, str] = {}
     # Declared network bandwidth (Gb/s) from this cluster to others: a HyperJob spanning clusters

@@ -195,7 +195,7 @@ class SnapshotCache:
         # are bound, the nodes nominated for them, and whether any node is sick.
         bound, nominated = state.bound, state.nominated
         key = (state.phases.get(view.name), sick,
-               tuple((b.node, b.uid) if (b := bound.get(p)) is not None else None for p in view.pods),
+               tuple((b.node, b.uid, b.devices) if (b := bound.get(p)) is not None else None for p in view.pods),
                tuple(nominated.get(p, "") for p in view.pods) if nominated else ())
         cached = self.jobs.get(view.name)
         if cached is not None and cached[0] is view and cached[1] == key:
@@ -264,7 +264,9 @@ def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.Task
         if scheduling is None:
             continue
         binding = state.bound.get(pod.name)
-        node = binding.node if binding is not None and binding.uid in ("", pod.uid) else None
+        if binding is not None and binding.uid not in ("", pod.uid):
+            binding = None
+        node = binding.node if binding is not None else None
         if pod.phase == "Pending" and node is not None:
             status = "Bound"  # bound by us, not yet reported running by its node
         elif pod.phase == "Terminating" and node is None and not pod.node:
@@ -274,12 +276,12 @@ def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.Task
         else:
             status = TASK_STATUS.get(pod.phase, "Pending")
         tasks.append(task_info(view, pod, scheduling, status, node or pod.node or None,
-                               state.nominated.get(pod.name, ""), sick))
+                               state.nominated.get(pod.name, ""), sick, binding.devices if binding else ()))
     return tasks
 
 
 def task_info(view: JobView, pod: events.PodState, s: events.TaskScheduling, status: str, node: str | None,
-              nominated: str, sick: bool) -> schedcore.TaskInfo:
+              nominated: str, sick: bool, devices: tuple[int, ...] = ()) -> schedcore.TaskInfo:
     tolerations = [msgspec.convert(t, api.Toleration) for t in s.tolerations]
     if sick:  # only then: tolerations take tasks off schedcore's fast path
         tolerations += health_tolerations(s.request, len(view.pods))
@@ -290,7 +292,7 @@ def task_info(view: JobView, pod: events.PodState, s: events.TaskScheduling, sta
         node_selector=dict(s.node_selector),
         affinity=msgspec.convert(s.affinity, api.pod.Affinity) if s.affinity else None,
         tolerations=tolerations, preemption_policy=s.preemption_policy, namespace=view.namespace,
-        priority_class=s.priority_class_name, created=pod.created, nominated_node=nominated)
+        priority_class=s.priority_class_name, created=pod.created, nominated_node=nominated, devices=devices)
 
 
 def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.Toleration]:
@@ -428,7 +430,7 @@ def _bind_gang(cluster: str, state: ClusterView, job: str, binds: list[schedcore
     for b in binds:
         _, pod = pods[b.task]
         s = view.tasks[pod.task]
-        out.binds.append(Binding(cluster, b.task, b.node, dict(s.request), pod.uid))
+        out.binds.append(Binding(cluster, b.task, b.node, dict(s.request), pod.uid, tuple(b.devices)))
         if reservation is None or reservation.state == "Started":
             out.add(out.bound, job, events.PodRef(pod=b.task, uid=pod.uid, node=b.node))
     if reservation is not None and reservation.state == "Reserving":

@@ -31,7 +31,7 @@ class ClusterScheduler:
         self.rt = runtime
         self.settings = settings
         self.cluster = settings.cluster
-        conf = schedcore.parse_conf(settings.scheduler_conf) if settings.scheduler_conf else schedcore.DEFAULT_CONF
+        conf = schedcore.parse_conf(settings.scheduler_conf) if settings.scheduler_conf else schedcore.LIVE_DEFAULT_CONF
         self.scheduler = schedcore.Scheduler(conf)
         self.period = api.parse_duration(settings.schedule_period)
         c = self.cluster

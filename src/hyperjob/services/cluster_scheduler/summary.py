@@ -13,7 +13,6 @@ from typing import Any
 import msgspec
 
 from hyperjob import events
-from hyperjob.api.quantity import add
 
 GPU = "nvidia.com/gpu"
 GPU_MODEL_LABEL = "nvidia.com/gpu.product"

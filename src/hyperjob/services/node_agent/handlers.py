@@ -29,7 +29,7 @@ from hyperjob.servicekit import Reaction, Runtime
 
 from . import domain, execpods
 from .config import NodeSpec, Settings, host_env
-from .sensors import NoSensors, Reading, Sensors, subject_of
+from .sensors import Reading, Sensors, subject_of
 
 LOST_EXIT_CODE = 137
 _STATUS_FIELDS = ("allocatable", "labels", "taints", "ready", "reason", "gpu_ok", "fabric_ok", "sick_gpus",
