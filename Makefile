@@ -22,6 +22,8 @@ run: $(STAMP)
 
 ## The whole test suite: unit, contract, service (real NATS + Redis) and end-to-end.
 test: $(STAMP)
+	$(BIN)/ruff format --check --quiet src tests
+	$(BIN)/ruff check --quiet src tests
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 

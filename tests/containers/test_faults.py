@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 import observe
 import podman_kit
+import pytest
 from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, FINAL_PHASES, BookingSampler, Deployment
 
 # A fault test waits through its outage and recovery: longer than the suite's 300 s per test.
@@ -28,8 +27,13 @@ RECOVERY = 180.0
 EXPECTED = {EXAMPLE_NAME: "Completed"}
 
 
-def run_through_outage(deployment: Deployment, test: str, inject: Callable[[], Any],
-                       heal: Callable[[Any], None], notes: dict[str, Any] | None = None) -> observe.Figures:
+def run_through_outage(
+    deployment: Deployment,
+    test: str,
+    inject: Callable[[], Any],
+    heal: Callable[[Any], None],
+    notes: dict[str, Any] | None = None,
+) -> observe.Figures:
     """Apply the example; once it runs, ``inject()``, wait ``OUTAGE``, ``heal(what inject returned)``;
     wait for a final phase; the figures (also printed at the end of the run), with ``notes``."""
     cli, notes = deployment.cli, notes if notes is not None else {}
@@ -53,15 +57,23 @@ def test_a_cluster_partitioned_from_the_control_plane_for_45s(deploy: Callable[.
     """cluster-a's node-agent and cluster-scheduler lose the network (NATS and Redis) and get it back."""
     deployment = deploy()
     cut = ("node-agent-a", "cluster-scheduler-a")
-    figures = run_through_outage(deployment, "a: cluster-a partitioned 45 s",
-                                 lambda: deployment.system.disconnect(*cut), deployment.system.connect)
+    figures = run_through_outage(
+        deployment,
+        "a: cluster-a partitioned 45 s",
+        lambda: deployment.system.disconnect(*cut),
+        deployment.system.connect,
+    )
     assert figures.problems() == []
 
 
 def test_redis_partitioned_from_the_services_for_45s(deploy: Callable[..., Deployment]) -> None:
     deployment = deploy()
-    figures = run_through_outage(deployment, "b: Redis partitioned 45 s",
-                                 lambda: deployment.system.disconnect("redis"), deployment.system.connect)
+    figures = run_through_outage(
+        deployment,
+        "b: Redis partitioned 45 s",
+        lambda: deployment.system.disconnect("redis"),
+        deployment.system.connect,
+    )
     assert figures.problems() == []
 
 

@@ -26,7 +26,9 @@ class Cli:
         self.env = env
 
     def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([HYPERJOB, *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [HYPERJOB, *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"hyperjob {' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}")
         return done
@@ -98,7 +100,9 @@ def service_pids(module: str, home: str, cluster: str | None = None) -> list[int
             environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if [b"-m", f"hyperjob.services.{module}".encode()] != cmdline[1:3] or f"HYPERJOB_HOME={home}".encode() not in environ:
+        if [b"-m", f"hyperjob.services.{module}".encode()] != cmdline[
+            1:3
+        ] or f"HYPERJOB_HOME={home}".encode() not in environ:
             continue
         if cluster is None or any(v.endswith(f"_CLUSTER={cluster}".encode()) for v in environ):
             pids.append(int(proc.name))

@@ -15,15 +15,21 @@ EXAMPLE = (REPO / "examples" / "hyperjob-llm.yaml").read_text()
 
 
 def _variant(name: str, duration: str, split: str, replicas: int) -> str:
-    return (EXAMPLE.replace("name: llm-train-hyperjob", f"name: {name}").replace("sim-duration: 10s", f"sim-duration: {duration}")
-            .replace("replicas: 64", f"replicas: {replicas}").replace("minAvailable: 64", f"minAvailable: {replicas}")
-            .replace("    - {name: cluster-a, replicas: 32}\n    - {name: cluster-b, replicas: 32}", split))
+    return (
+        EXAMPLE.replace("name: llm-train-hyperjob", f"name: {name}")
+        .replace("sim-duration: 10s", f"sim-duration: {duration}")
+        .replace("replicas: 64", f"replicas: {replicas}")
+        .replace("minAvailable: 64", f"minAvailable: {replicas}")
+        .replace("    - {name: cluster-a, replicas: 32}\n    - {name: cluster-b, replicas: 32}", split)
+    )
 
 
 def test_gang_waits_while_one_cluster_is_full_then_starts_everywhere_at_once(cli: Cli, tmp_path: Path) -> None:
     filler, gang = tmp_path / "filler.yaml", tmp_path / "gang.yaml"
     filler.write_text(_variant("filler", "600s", "    - {name: cluster-b, replicas: 32}", 32))
-    gang.write_text(_variant("gang", "600s", "    - {name: cluster-a, replicas: 8}\n    - {name: cluster-b, replicas: 8}", 16))
+    gang.write_text(
+        _variant("gang", "600s", "    - {name: cluster-a, replicas: 8}\n    - {name: cluster-b, replicas: 8}", 16)
+    )
     with cli.applied(filler, "filler"):
         cli.wait_for("cluster-b to be full", lambda: cli.json("get", "hyperjobs", "filler")["phase"] == "Running")
         with cli.applied(gang, "gang"):

@@ -35,18 +35,29 @@ def free_port() -> int:
 def exec_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     home = tmp_path_factory.mktemp("hyperjob-exec-home")
     config = yaml.safe_load(CONFIG.read_text())
-    config["clusters"].append({"name": SIM, "nodes": 3, "podDuration": "15s",
-                               "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"}})
+    config["clusters"].append(
+        {
+            "name": SIM,
+            "nodes": 3,
+            "podDuration": "15s",
+            "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"},
+        }
+    )
     (home / "up.yaml").write_text(yaml.safe_dump(config))
     # Faster fault detection than the defaults (every service inherits these).
-    faster = {"CLUSTER_SCHEDULER_NODE_TIMEOUT": "6", "CLUSTER_SCHEDULER_HEALTH_PERIOD": "1",
-              "NODE_AGENT_TELEMETRY_PERIOD": "1"}
+    faster = {
+        "CLUSTER_SCHEDULER_NODE_TIMEOUT": "6",
+        "CLUSTER_SCHEDULER_HEALTH_PERIOD": "1",
+        "NODE_AGENT_TELEMETRY_PERIOD": "1",
+    }
     with running_system(home, 3, "--config", str(home / "up.yaml"), env=faster) as cli:
         yield cli
 
 
 def manifest(tmp_path: Path, name: str, port: int, command: str | None = None) -> Path:
-    text = EXAMPLE.read_text().replace("name: ring-allreduce", f"name: {name}").replace("--port=29517", f"--port={port}")
+    text = (
+        EXAMPLE.read_text().replace("name: ring-allreduce", f"name: {name}").replace("--port=29517", f"--port={port}")
+    )
     if command is not None:
         text = text.replace("command: [python3, examples/exec/ring_allreduce.py]", f"command: {command}")
     path = tmp_path / f"{name}.yaml"
@@ -78,17 +89,19 @@ def test_workers_in_two_clusters_train_as_one_job_and_their_logs_show_it(exec_cl
 
 
 def test_a_failing_command_fails_the_hyperjob_with_its_exit_code(exec_cli: Cli, tmp_path: Path) -> None:
-    command = '[python3, -c, "import sys; print(\'bad input\'); sys.exit(7)"]'
+    command = "[python3, -c, \"import sys; print('bad input'); sys.exit(7)\"]"
     exec_cli.run("apply", "-f", str(manifest(tmp_path, "failing", free_port(), command)))
     hyperjob = exec_cli.wait_for("the HyperJob to finish", lambda: finished(exec_cli, "failing"), timeout=120)
     assert hyperjob["phase"] == "Failed"
     # The first worker to fail fails the job, which may kill the others before they print.
-    outputs = [exec_cli.run("logs", f"failing-job-{child}-worker-{index}").stdout for child in (0, 1) for index in (0, 1)]
+    outputs = [
+        exec_cli.run("logs", f"failing-job-{child}-worker-{index}").stdout for child in (0, 1) for index in (0, 1)
+    ]
     assert any("bad input" in output for output in outputs)
 
 
 def test_deleting_a_hyperjob_kills_its_running_processes(exec_cli: Cli, tmp_path: Path) -> None:
-    command = '[python3, -c, "import time; print(\'working\', flush=True); time.sleep(600)"]'
+    command = "[python3, -c, \"import time; print('working', flush=True); time.sleep(600)\"]"
     exec_cli.run("apply", "-f", str(manifest(tmp_path, "sleepy", free_port(), command)))
     home = Path(exec_cli.env["HYPERJOB_HOME"])
     pids = exec_cli.wait_for("all four processes to start", lambda: _pids(home, "sleepy"), timeout=120)
@@ -153,14 +166,20 @@ def test_sick_gpus_keep_pods_away_and_a_silent_nodes_pods_start_again_elsewhere(
     cli.wait_for("the sick node's GPUs to leave the free capacity", lambda: sim_gpus_free(cli) == 4.0, timeout=60)
     (tmp_path / "job.yaml").write_text(SIM_JOB)
     cli.run("apply", "-f", str(tmp_path / "job.yaml"))
-    placed = cli.wait_for("all four pods to be placed", lambda: (n := pod_nodes(cli, "healthy-only-job-0"))
-                          and len(n) == 4 and n, timeout=60)
+    placed = cli.wait_for(
+        "all four pods to be placed",
+        lambda: (n := pod_nodes(cli, "healthy-only-job-0")) and len(n) == 4 and n,
+        timeout=60,
+    )
     assert set(placed.values()) == {f"{SIM}-node-0", f"{SIM}-node-1"}  # never the node with the failed GPU
 
     cli.run("agent", "--cluster", SIM, "fault", f"clear@{sick}")
     cli.run("agent", "--cluster", SIM, "fault", f"silent@{lost}")
-    moved = cli.wait_for("the lost node's pods to start on the recovered node", lambda: (
-        n := pod_nodes(cli, "healthy-only-job-0")) and sum(node == sick for node in n.values()) == 2 and n, timeout=90)
+    moved = cli.wait_for(
+        "the lost node's pods to start on the recovered node",
+        lambda: (n := pod_nodes(cli, "healthy-only-job-0")) and sum(node == sick for node in n.values()) == 2 and n,
+        timeout=90,
+    )
     assert lost not in moved.values()
     hyperjob = cli.wait_for("the HyperJob to finish", lambda: finished(cli, "healthy-only"), timeout=120)
     assert hyperjob["phase"] == "Completed"

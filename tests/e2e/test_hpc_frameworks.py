@@ -41,8 +41,14 @@ def free_port() -> int:
 def hpc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     home = tmp_path_factory.mktemp("hyperjob-hpc-home")
     config = yaml.safe_load((REPO / "examples" / "exec" / "up-exec.yaml").read_text())
-    config["clusters"].append({"name": SIM, "nodes": 3, "podDuration": "10s",
-                               "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"}})
+    config["clusters"].append(
+        {
+            "name": SIM,
+            "nodes": 3,
+            "podDuration": "10s",
+            "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"},
+        }
+    )
     (home / "up.yaml").write_text(yaml.safe_dump(config))
     with running_system(home, 3, "--config", str(home / "up.yaml")) as cli:
         yield cli
@@ -110,8 +116,10 @@ spec:
 def test_every_pod_of_a_split_tensorflow_hyperjob_sees_one_tf_config(hpc: Cli, tmp_path: Path) -> None:
     (tmp_path / "tf.yaml").write_text(TF_HYPERJOB)
     with hpc.applied(tmp_path / "tf.yaml", "tf-world"):
-        assert hpc.wait_for("the HyperJob to finish", lambda: finished(hpc, "hyperjobs", "tf-world"),
-                            timeout=120) == "Completed"
+        assert (
+            hpc.wait_for("the HyperJob to finish", lambda: finished(hpc, "hyperjobs", "tf-world"), timeout=120)
+            == "Completed"
+        )
         pods = {"tf-world-job-0": [("chief", 1), ("ps", 2), ("worker", 1)], "tf-world-job-1": [("worker", 3)]}
         seen: dict[str, Any] = {}
         for child, tasks in pods.items():
@@ -152,9 +160,16 @@ def test_the_guides_mpijob_runs_unchanged_as_one_gang_and_a_second_waits_wholly(
             counts.append(sum(1 for pod in second_job["pods"] if pod.get("node")))
         assert counts and set(counts) == {0}  # wholly Pending while the GPUs are held
         assert phase_of(hpc, "jobs", "tensorflow-benchmarks") == "Completed"
-        seen = hpc.wait_for("the second gang to be bound", lambda: bound(hpc, "tensorflow-benchmarks-2") == 5, timeout=60)
-        assert seen and hpc.wait_for("the second to finish", lambda: finished(hpc, "jobs", "tensorflow-benchmarks-2"),
-                                     timeout=60) == "Completed"
+        seen = hpc.wait_for(
+            "the second gang to be bound", lambda: bound(hpc, "tensorflow-benchmarks-2") == 5, timeout=60
+        )
+        assert (
+            seen
+            and hpc.wait_for(
+                "the second to finish", lambda: finished(hpc, "jobs", "tensorflow-benchmarks-2"), timeout=60
+            )
+            == "Completed"
+        )
         job = {j["name"]: j for j in hpc.json("get", "jobs")}["tensorflow-benchmarks"]
         assert job["cluster"] == SIM  # the only cluster with GPUs
     finally:

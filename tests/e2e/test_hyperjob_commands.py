@@ -15,8 +15,12 @@ NAME = "llm-suspend"
 
 def test_suspend_aborts_every_child_and_resume_runs_them_again(cli: Cli, tmp_path: Path) -> None:
     manifest = tmp_path / "hyperjob.yaml"
-    manifest.write_text((REPO / "examples" / "hyperjob-llm.yaml").read_text()
-                        .replace("name: llm-train-hyperjob", f"name: {NAME}").replace("sim-duration: 10s", "sim-duration: 300s"))
+    manifest.write_text(
+        (REPO / "examples" / "hyperjob-llm.yaml")
+        .read_text()
+        .replace("name: llm-train-hyperjob", f"name: {NAME}")
+        .replace("sim-duration: 10s", "sim-duration: 300s")
+    )
     with cli.applied(manifest, NAME):
         cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
         _suspend_and_resume(cli)

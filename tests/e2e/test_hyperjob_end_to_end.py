@@ -47,7 +47,10 @@ def _runs_to_completion(cli: Cli) -> None:
 
 def test_deleting_a_hyperjob_removes_every_child_from_every_cluster(cli: Cli) -> None:
     cli.run("apply", "-f", str(EXAMPLE))
-    cli.wait_for("the children to exist", lambda: {j["name"] for j in cli.json("get", "jobs")} >= {f"{NAME}-job-0", f"{NAME}-job-1"})
+    cli.wait_for(
+        "the children to exist",
+        lambda: {j["name"] for j in cli.json("get", "jobs")} >= {f"{NAME}-job-0", f"{NAME}-job-1"},
+    )
     deleted = cli.run("delete", "hyperjob", NAME, "--timeout", "120")
     assert "deleted" in deleted.stdout
     assert NAME not in {h["name"] for h in cli.json("get", "hyperjobs")}
@@ -56,12 +59,18 @@ def test_deleting_a_hyperjob_removes_every_child_from_every_cluster(cli: Cli) ->
 
 BAD_INPUTS = {
     "malformed-yaml": ("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: broken\n", "not valid YAML"),
-    "negative-replicas": (EXAMPLE.read_text().replace("replicas: 64", "replicas: -64"),
-                          "$.spec.template.spec.tasks[0].replicas: Expected `int` >= 0"),
-    "split-does-not-add-up": (EXAMPLE.read_text().replace("{name: cluster-b, replicas: 32}", "{name: cluster-b, replicas: 30}"),
-                              "$.spec.splitPolicy.clusters: replicas add up to 62, but the template has 64"),
-    "unknown-cluster": (EXAMPLE.read_text().replace("{name: cluster-b, replicas: 32}", "{name: cluster-z, replicas: 32}"),
-                        "$.spec.splitPolicy.clusters[1].name: cluster 'cluster-z' does not exist"),
+    "negative-replicas": (
+        EXAMPLE.read_text().replace("replicas: 64", "replicas: -64"),
+        "$.spec.template.spec.tasks[0].replicas: Expected `int` >= 0",
+    ),
+    "split-does-not-add-up": (
+        EXAMPLE.read_text().replace("{name: cluster-b, replicas: 32}", "{name: cluster-b, replicas: 30}"),
+        "$.spec.splitPolicy.clusters: replicas add up to 62, but the template has 64",
+    ),
+    "unknown-cluster": (
+        EXAMPLE.read_text().replace("{name: cluster-b, replicas: 32}", "{name: cluster-z, replicas: 32}"),
+        "$.spec.splitPolicy.clusters[1].name: cluster 'cluster-z' does not exist",
+    ),
 }
 
 
@@ -81,6 +90,8 @@ def test_bad_input_is_rejected_naming_the_field_and_changes_nothing(cli: Cli, tm
 
 def _state(cli: Cli) -> dict[str, object]:
     """What a rejected manifest must not change: every object's name and phase."""
-    return {"hyperjobs": sorted((h["name"], h["phase"]) for h in cli.json("get", "hyperjobs")),
-            "jobs": sorted((j["name"], j["phase"]) for j in cli.json("get", "jobs")),
-            "queues": cli.json("get", "queues")}
+    return {
+        "hyperjobs": sorted((h["name"], h["phase"]) for h in cli.json("get", "hyperjobs")),
+        "jobs": sorted((j["name"], j["phase"]) for j in cli.json("get", "jobs")),
+        "queues": cli.json("get", "queues"),
+    }

@@ -37,6 +37,9 @@ import yaml
 from nats.js import api as jsapi
 
 from hyperjob import events
+from hyperjob.bus import subject_covers
+from hyperjob.events import subjects
+from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock, instance_name
 from hyperjob.services.cluster_scheduler import app as cs_app
 from hyperjob.services.cluster_scheduler import config as cs_config
 from hyperjob.services.global_scheduler import app as gs_app
@@ -49,10 +52,6 @@ from hyperjob.services.splitter import app as sp_app
 from hyperjob.services.splitter import config as sp_config
 from hyperjob.services.status_aggregator import app as sa_app
 from hyperjob.services.status_aggregator import config as sa_config
-from hyperjob.bus import subject_covers
-from hyperjob.events import subjects
-from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock
-from hyperjob.servicekit import instance_name
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
@@ -65,6 +64,7 @@ ACK_WAIT = 2.0
 
 
 # -- messages --------------------------------------------------------------------------------------
+
 
 def message(message_type: type[M], **fields: Any) -> M:
     """A message as a client or another service would send it: a fresh id unless given."""
@@ -81,8 +81,9 @@ async def send(bus: Any, subject: str, msg: events.Message, *, copy: int = 0) ->
     await bus.publish(subject, events.encode(msg), msg_id=msg_id)
 
 
-async def until(probe: Callable[[], Awaitable[T] | T], *, timeout: float = DEADLINE, what: str = "condition",
-                interval: float = 0.02) -> T:
+async def until(
+    probe: Callable[[], Awaitable[T] | T], *, timeout: float = DEADLINE, what: str = "condition", interval: float = 0.02
+) -> T:
     """Poll ``probe`` (sync or async) until it returns something truthy, which is returned;
     AssertionError naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -98,8 +99,15 @@ async def until(probe: Callable[[], Awaitable[T] | T], *, timeout: float = DEADL
         await asyncio.sleep(interval)
 
 
-async def doc(store: Any, kind: str, name: str, type_: type[T], *, timeout: float = DEADLINE,
-              where: Callable[[T], bool] = lambda _d: True) -> T:
+async def doc(
+    store: Any,
+    kind: str,
+    name: str,
+    type_: type[T],
+    *,
+    timeout: float = DEADLINE,
+    where: Callable[[T], bool] = lambda _d: True,
+) -> T:
     """Wait for the document ``kind/name`` to exist (and satisfy ``where``); return it decoded."""
 
     async def probe() -> T | None:
@@ -118,6 +126,7 @@ async def version(store: Any, kind: str, name: str) -> int:
 
 
 # -- running a service --------------------------------------------------------------------------------
+
 
 class TestRuntime(Runtime):
     """The runtime every service runs on, with a short ack wait so that a batch a crashed instance
@@ -154,13 +163,27 @@ class Crash:
 
 
 @contextlib.asynccontextmanager
-async def running(service: str, build: Callable[[Any, Runtime], Awaitable[Any]], settings: Any, bus: Any, store: Any,
-                  *, instance: str | None = None, fault: Callable[[str], None] | None = None
-                  ) -> AsyncIterator[tuple[Runtime, Any]]:
+async def running(
+    service: str,
+    build: Callable[[Any, Runtime], Awaitable[Any]],
+    settings: Any,
+    bus: Any,
+    store: Any,
+    *,
+    instance: str | None = None,
+    fault: Callable[[str], None] | None = None,
+) -> AsyncIterator[tuple[Runtime, Any]]:
     """The service built and started on ``bus`` and ``store``; stopped on exit."""
     clock = WallClock()
-    runtime = TestRuntime(service, instance or instance_name(service, settings), bus, store, clock=clock,
-                          timers=AsyncioTimers(clock), fault=fault)
+    runtime = TestRuntime(
+        service,
+        instance or instance_name(service, settings),
+        bus,
+        store,
+        clock=clock,
+        timers=AsyncioTimers(clock),
+        fault=fault,
+    )
     built = await build(settings, runtime)
     await runtime.start()
     try:
@@ -170,6 +193,7 @@ async def running(service: str, build: Callable[[Any, Runtime], Awaitable[Any]],
 
 
 # -- reading the streams --------------------------------------------------------------------------
+
 
 class Stored(msgspec.Struct, frozen=True):
     """One message as JetStream stored it."""
@@ -207,9 +231,13 @@ class Probe:
     async def messages(self, subject_filter: str) -> list[Stored]:
         """Every message stored on subjects matching ``subject_filter``, in stream order."""
         stream = self._stream(subject_filter)
-        config = jsapi.ConsumerConfig(ack_policy=jsapi.AckPolicy.NONE, deliver_policy=jsapi.DeliverPolicy.ALL,
-                                      filter_subject=f"{self._ns}.{subject_filter}", inactive_threshold=30.0,
-                                      mem_storage=True)
+        config = jsapi.ConsumerConfig(
+            ack_policy=jsapi.AckPolicy.NONE,
+            deliver_policy=jsapi.DeliverPolicy.ALL,
+            filter_subject=f"{self._ns}.{subject_filter}",
+            inactive_threshold=30.0,
+            mem_storage=True,
+        )
         info = await self._js.add_consumer(stream, config)
         psub = await self._js.pull_subscribe_bind(durable=None, stream=stream, name=info.name)
         out: list[Stored] = []
@@ -220,8 +248,9 @@ class Probe:
                 remaining -= len(batch)
                 for msg in batch:
                     headers = dict(msg.headers or {})
-                    out.append(Stored(msg.subject[len(self._ns) + 1:], headers.get("Nats-Msg-Id", ""), msg.data,
-                                      headers))
+                    out.append(
+                        Stored(msg.subject[len(self._ns) + 1 :], headers.get("Nats-Msg-Id", ""), msg.data, headers)
+                    )
         finally:
             await psub.unsubscribe()
             with contextlib.suppress(nats.js.errors.NotFoundError):
@@ -233,16 +262,24 @@ class Probe:
         found = [m.decode() for m in await self.messages(subject_filter) if m.data]
         return [m for m in found if type_ is None or isinstance(m, type_)]  # type: ignore[misc]
 
-    async def wait(self, subject_filter: str, type_: type[M] | None = None, *, count: int = 1,
-                   timeout: float = DEADLINE, where: Callable[[M], bool] = lambda _m: True) -> list[M]:
+    async def wait(
+        self,
+        subject_filter: str,
+        type_: type[M] | None = None,
+        *,
+        count: int = 1,
+        timeout: float = DEADLINE,
+        where: Callable[[M], bool] = lambda _m: True,
+    ) -> list[M]:
         """Wait until at least ``count`` matching messages are stored; return all matching ones."""
 
         async def probe() -> list[M]:
             found = [m for m in await self.decoded(subject_filter, type_) if where(m)]
             return found if len(found) >= count else []
 
-        return await until(probe, timeout=timeout, what=f"{count} x {type_.__name__ if type_ else 'message'} "
-                                                        f"on {subject_filter}")
+        return await until(
+            probe, timeout=timeout, what=f"{count} x {type_.__name__ if type_ else 'message'} on {subject_filter}"
+        )
 
     async def settled(self, durable: str, subject: str, *, timeout: float = DEADLINE) -> None:
         """Wait until the durable consumer ``durable`` (on ``subject``'s stream) has no message
@@ -278,18 +315,24 @@ async def probe_for(nats_url: str, namespace: str) -> Probe:
 NODE_ALLOCATABLE = {"cpu": 96.0, "memory": float(1 << 40), "nvidia.com/gpu": 8.0, "pods": 110.0}
 
 
-def capacity(cluster: str, nodes: int = 4, allocatable: dict[str, float] | None = None,
-             full: bool = False) -> events.ClusterCapacityReported:
+def capacity(
+    cluster: str, nodes: int = 4, allocatable: dict[str, float] | None = None, full: bool = False
+) -> events.ClusterCapacityReported:
     """A cluster's summary as its cluster-scheduler publishes it: ``nodes`` alike idle nodes (every
     resource in use if ``full``), all Ready."""
     per_node = allocatable or NODE_ALLOCATABLE
     free = {r: 0.0 for r in per_node} if full else dict(per_node)
     total = {r: a * nodes for r, a in per_node.items()}
-    return message(events.ClusterCapacityReported, cluster=cluster, allocatable=total,
-                   free={r: f * nodes for r, f in free.items()}, nodes=nodes, ready_nodes=nodes,
-                   largest_node_free=dict(free),
-                   node_classes=[events.NodeClass(name=f"{cluster}-node-0", count=nodes, free=free,
-                                                  allocatable=dict(per_node))])
+    return message(
+        events.ClusterCapacityReported,
+        cluster=cluster,
+        allocatable=total,
+        free={r: f * nodes for r, f in free.items()},
+        nodes=nodes,
+        ready_nodes=nodes,
+        largest_node_free=dict(free),
+        node_classes=[events.NodeClass(name=f"{cluster}-node-0", count=nodes, free=free, allocatable=dict(per_node))],
+    )
 
 
 async def report_capacity(bus: Any, *caps: events.ClusterCapacityReported) -> None:
@@ -304,23 +347,50 @@ def example_documents(name: str = "hyperjob-llm.yaml") -> list[dict[str, Any]]:
 
 
 def queue_manifest(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": {"weight": 1, **spec}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1, **spec},
+    }
 
 
-def job_manifest(name: str, *, replicas: int = 2, queue: str = "default", min_available: int | None = None,
-                 gpu: str = "1", duration: str = "10s", policies: list[dict[str, Any]] | None = None,
-                 max_retry: int | None = None, restart_policy: str = "Never") -> dict[str, Any]:
+def job_manifest(
+    name: str,
+    *,
+    replicas: int = 2,
+    queue: str = "default",
+    min_available: int | None = None,
+    gpu: str = "1",
+    duration: str = "10s",
+    policies: list[dict[str, Any]] | None = None,
+    max_retry: int | None = None,
+    restart_policy: str = "Never",
+) -> dict[str, Any]:
     """A Volcano Job of one task ``worker`` with ``replicas`` pods, each asking one GPU and 8 cpu."""
     spec: dict[str, Any] = {
         "minAvailable": replicas if min_available is None else min_available,
-        "schedulerName": "volcano", "queue": queue,
-        "tasks": [{"name": "worker", "replicas": replicas, "template": {
-            "metadata": {"annotations": {"hyperjob.io/sim-duration": duration}},
-            "spec": {"containers": [{"name": "worker", "image": "example.com/w:1",
-                                     "resources": {"requests": {"cpu": "8", "memory": "16Gi",
-                                                                "nvidia.com/gpu": gpu}}}],
-                     "restartPolicy": restart_policy}}}],
+        "schedulerName": "volcano",
+        "queue": queue,
+        "tasks": [
+            {
+                "name": "worker",
+                "replicas": replicas,
+                "template": {
+                    "metadata": {"annotations": {"hyperjob.io/sim-duration": duration}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "worker",
+                                "image": "example.com/w:1",
+                                "resources": {"requests": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": gpu}},
+                            }
+                        ],
+                        "restartPolicy": restart_policy,
+                    },
+                },
+            }
+        ],
     }
     if policies is not None:
         spec["policies"] = policies
@@ -329,16 +399,23 @@ def job_manifest(name: str, *, replicas: int = 2, queue: str = "default", min_av
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
 
 
-def hyperjob_manifest(name: str, clusters: dict[str, int], *, queue: str = "default",
-                      min_available: int | None = None, duration: str = "10s",
-                      plugins: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def hyperjob_manifest(
+    name: str,
+    clusters: dict[str, int],
+    *,
+    queue: str = "default",
+    min_available: int | None = None,
+    duration: str = "10s",
+    plugins: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     """A HyperJob of one template (task ``worker``: 1 GPU, 8 cpu per pod) split ByCluster."""
     total = sum(clusters.values())
     template = job_manifest(name, replicas=total, queue=queue, min_available=min_available, duration=duration)
     del template["metadata"]
-    spec: dict[str, Any] = {"template": template,
-                            "splitPolicy": {"strategy": "ByCluster",
-                                            "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]}}
+    spec: dict[str, Any] = {
+        "template": template,
+        "splitPolicy": {"strategy": "ByCluster", "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]},
+    }
     if plugins is not None:
         spec["plugins"] = plugins
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name}, "spec": spec}
@@ -349,6 +426,7 @@ def apply(manifest: dict[str, Any]) -> events.ApplyManifest:
 
 
 # -- the whole system ---------------------------------------------------------------------------------
+
 
 class Fleet:
     """Every service of a small fleet, in-process on one bus and one store: per cluster a
@@ -369,8 +447,9 @@ class Fleet:
         then each cluster's controllers, then the fleet's services."""
         out: list[tuple[str, Any, Any, str]] = []
         for c in self.clusters:
-            agent = na_config.Settings(cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never",
-                                               heartbeat_period=self.period)
+            agent = na_config.Settings(
+                cluster=c, nodes=self.nodes, telemetry="off", pod_duration="never", heartbeat_period=self.period
+            )
             out.append(("node-agent", na_app.build, agent, na_app.agent_name(agent)))
         for c in self.clusters:
             cs = cs_config.Settings(cluster=c, schedule_period=f"{self.period}s")
@@ -378,10 +457,8 @@ class Fleet:
             out.append(("cluster-scheduler", cs_app.build, cs, instance_name("cluster-scheduler", cs)))
             out.append(("job-controller", jc_app.build, jc, instance_name("job-controller", jc)))
         out.append(("splitter", sp_app.build, sp_config.Settings(replan_period=self.period), "splitter"))
-        out.append(("global-scheduler", gs_app.build,
-                    gs_config.Settings(retry_period=self.period), "global-scheduler"))
-        out.append(("status-aggregator", sa_app.build, sa_config.Settings(),
-                    "status-aggregator"))
+        out.append(("global-scheduler", gs_app.build, gs_config.Settings(retry_period=self.period), "global-scheduler"))
+        out.append(("status-aggregator", sa_app.build, sa_config.Settings(), "status-aggregator"))
         return out
 
     async def __aenter__(self) -> Fleet:
@@ -392,7 +469,8 @@ class Fleet:
                 for c in self.clusters:
                     await until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}")
             runtime, _ = await self._stack.enter_async_context(
-                running(service, build_service, settings, self.bus, self.store, instance=instance))
+                running(service, build_service, settings, self.bus, self.store, instance=instance)
+            )
             self.runtimes[instance] = runtime
         return self
 

@@ -12,8 +12,19 @@ import pytest
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from hyperjob.bus import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_ORIGINAL_SUBJECT, Delivery, InMemoryBus, NoStreamError,
-                 PublishError, RetryableError, StreamSpec, TerminalError)
+from hyperjob.bus import (
+    H_DLQ_REASON,
+    H_ERROR,
+    H_ERROR_TYPE,
+    H_ORIGINAL_SUBJECT,
+    Delivery,
+    InMemoryBus,
+    NoStreamError,
+    PublishError,
+    RetryableError,
+    StreamSpec,
+    TerminalError,
+)
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.store import Output
 from hyperjob.testkit import eventually, until
@@ -210,8 +221,10 @@ async def test_batch_handler_settles_each_delivery_by_its_own_outcome(any_bus) -
 
     await any_bus.consume_batch("batcher", "work.>", handler, batch=50, backoff=[0.05])
     await any_bus.consume("dlq-reader", "dlq.batcher", dlq)
-    await any_bus.publish_many([("work.x", f"m{i}", f"ok{i}".encode()) for i in range(20)]
-                               + [("work.x", "p", b"poison"), ("work.x", "f", b"flaky")])
+    await any_bus.publish_many(
+        [("work.x", f"m{i}", f"ok{i}".encode()) for i in range(20)]
+        + [("work.x", "p", b"poison"), ("work.x", "f", b"flaky")]
+    )
     await eventually(lambda: sum(len(c) for c in calls) == 23 and len(dlq.seen) == 1)
     handled = [x for c in calls for x in c]
     assert sorted(handled[:22]) == sorted([f"ok{i}".encode() for i in range(20)] + [b"poison", b"flaky"])
@@ -276,8 +289,8 @@ async def test_lag_reports_pending_and_unacked_and_reset_replays_from_the_start(
     assert again.datas() == [b"0", b"1", b"2", b"3"] and all(d.num_delivered == 1 for d in again.seen)
 
 
-
 # -- batches -----------------------------------------------------------------------------------
+
 
 async def test_batches_come_in_stream_order_and_at_most_batch_at_a_time(any_bus) -> None:
     calls: list[list[int]] = []
@@ -299,6 +312,7 @@ async def test_batch_members_sharing_a_durable_split_the_messages(any_bus) -> No
     def into(target: list[bytes]):  # noqa: ANN202
         async def handler(ds) -> None:  # noqa: ANN001
             target.extend(d.data for d in ds)
+
         return handler
 
     await any_bus.consume_batch("group", "work.>", into(a), batch=5)
@@ -331,6 +345,7 @@ async def test_a_batch_member_that_stops_mid_batch_leaves_it_to_be_redelivered(a
 
 
 # -- watches -----------------------------------------------------------------------------------
+
 
 class Watcher:
     def __init__(self, fail_on: bytes | None = None) -> None:
@@ -403,13 +418,17 @@ async def test_an_empty_payload_is_a_value_like_any_other(any_bus) -> None:
 
 # -- purge ---------------------------------------------------------------------------------------
 
+
 async def test_purge_removes_every_message_of_exactly_one_subject(any_bus) -> None:
-    await any_bus.publish_many([("work.a", "a1", b"a1"), ("work.a", "a2", b"a2"), ("work.b", "b1", b"b1"),
-                                ("work.a.deeper", "d1", b"d1")])
+    await any_bus.publish_many(
+        [("work.a", "a1", b"a1"), ("work.a", "a2", b"a2"), ("work.b", "b1", b"b1"), ("work.a.deeper", "d1", b"d1")]
+    )
     assert await any_bus.purge("work.a") == 2
     assert await any_bus.last("work.a") is None
     assert {s: d.data for s, d in (await any_bus.last_per_subject("work.>")).items()} == {
-        "work.b": b"b1", "work.a.deeper": b"d1"}
+        "work.b": b"b1",
+        "work.a.deeper": b"d1",
+    }
     watcher = Watcher()
     await any_bus.watch("work.*", watcher)
     assert watcher.seen == [("work.b", b"b1")]

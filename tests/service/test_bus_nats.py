@@ -35,7 +35,9 @@ async def _js_info(url: str, stream: str, consumer: str | None = None):  # noqa:
 
 async def test_consumer_is_created_with_explicit_ack_pending_and_one_spare_delivery(nats_url, namespace) -> None:
     async with open_nats_bus(nats_url, namespace, WORK) as bus:
+
         async def noop(_: Delivery) -> None: ...
+
         await bus.consume("svc", "work.>", noop, batch=250, max_deliver=4, max_ack_pending=3000, ack_wait=12)
         info = await _js_info(nats_url, f"{namespace}_WORK", "svc")
     assert info.config.max_ack_pending == 3000 and info.config.max_deliver == 5
@@ -94,6 +96,7 @@ async def test_namespaces_isolate_buses_on_one_server(nats_url) -> None:
     async def into(target: list[bytes]):  # noqa: ANN202
         async def handler(d: Delivery) -> None:
             target.append(d.data)
+
         return handler
 
     async with open_nats_bus(nats_url, new_namespace(), WORK) as a, open_nats_bus(nats_url, new_namespace(), WORK) as b:
@@ -223,7 +226,9 @@ async def test_stopping_hands_unstarted_messages_to_the_group_at_once(nats_url, 
 
 async def test_deleted_consumer_is_reported_without_spinning(nats_url, namespace) -> None:
     async with open_nats_bus(nats_url, namespace, WORK) as bus:
+
         async def noop(_: Delivery) -> None: ...
+
         sub = await bus.consume("svc", "work.>", noop)
         with structlog.testing.capture_logs() as logs:
             nc = await nats.connect(nats_url)

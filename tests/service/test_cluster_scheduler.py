@@ -15,15 +15,13 @@ from typing import Any
 
 import pytest
 
-from hyperjob import api
-from hyperjob import events
+from hyperjob import api, events, records
 from hyperjob import jobcore as jc
-from hyperjob import records
+from hyperjob.events import subjects
+from hyperjob.servicekit import Runtime
 from hyperjob.services.cluster_scheduler.app import build
 from hyperjob.services.cluster_scheduler.config import Settings
-from hyperjob.events import subjects
 from hyperjob.services.job_controller import domain as jc_domain
-from hyperjob.servicekit import Runtime
 from hyperjob.store import Binding
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -49,11 +47,22 @@ async def scheduler(bus, store) -> AsyncIterator[Runtime]:
 
 # -- what the cluster says ------------------------------------------------------------------------
 
+
 async def nodes_report(bus: Any, *names: str, ready: bool = True, allocatable: dict[str, float] | None = None) -> None:
     for name in names:
-        await sh.send(bus, subjects.node_status(C, name), sh.message(
-            events.NodeStatus, cluster=C, node=name, agent="agent-1", allocatable=allocatable or NODE, ready=ready,
-            reason="" if ready else "NodeDown"))
+        await sh.send(
+            bus,
+            subjects.node_status(C, name),
+            sh.message(
+                events.NodeStatus,
+                cluster=C,
+                node=name,
+                agent="agent-1",
+                allocatable=allocatable or NODE,
+                ready=ready,
+                reason="" if ready else "NodeDown",
+            ),
+        )
 
 
 class Job:
@@ -83,22 +92,30 @@ class Job:
         """Every pod bound where the scheduler put it, ran, and succeeded, as its node reported."""
         for name, pod in sorted(self.record.pods.items()):
             common = {"pod": name, "uid": pod.uid, "job_version": pod.version}
-            for event in (jc.PodBound(node=bindings[name].node, **common), jc.PodRunning(**common),
-                          jc.PodSucceeded(**common)):
+            for event in (
+                jc.PodBound(node=bindings[name].node, **common),
+                jc.PodRunning(**common),
+                jc.PodSucceeded(**common),
+            ):
                 self.record, _ = jc.decide(self.record, event, 2.0)
         assert all(p.phase == "Succeeded" for p in self.record.pods.values())
         return self
 
     def states(self) -> list[events.JobState]:
-        return [sh.message(events.JobState, **fields) for fields in jc_domain.job_state_parts(self.record, self.info, C)]
+        return [
+            sh.message(events.JobState, **fields) for fields in jc_domain.job_state_parts(self.record, self.info, C)
+        ]
 
     async def send(self, bus: Any) -> None:
         for state in self.states():
             await sh.send(bus, subjects.job_state(C, self.name, state.part), state)
 
     async def gone(self, bus: Any) -> None:
-        await sh.send(bus, subjects.job_state(C, self.name, 0), sh.message(
-            events.JobState, cluster=C, job=self.name, uid="", version=0, created=0.0, deleted=True))
+        await sh.send(
+            bus,
+            subjects.job_state(C, self.name, 0),
+            sh.message(events.JobState, cluster=C, job=self.name, uid="", version=0, created=0.0, deleted=True),
+        )
 
 
 async def bound(probe: sh.Probe, job: str) -> list[events.PodRef]:
@@ -123,6 +140,7 @@ async def within_allocatable(store: Any) -> None:
 
 # -- admission and binding ------------------------------------------------------------------------
 
+
 async def test_a_podgroup_is_admitted_then_its_gang_is_bound_within_allocatable(scheduler, bus, store, probe) -> None:
     job = Job("j1", replicas=4, gpu="4")
     await job.send(bus)
@@ -138,10 +156,13 @@ async def test_a_podgroup_is_admitted_then_its_gang_is_bound_within_allocatable(
     changelog = await probe.changelog(INSTANCE)
     assert {k for k in changelog if k.startswith("binding@")} == {f"binding@{C}/{p}" for p in job.record.pods}
     assert (await store.get(records.pgphase_kind(C), "j1")).decode(records.PodGroupPhaseDoc).phase in (
-        "Inqueue", "Running")
+        "Inqueue",
+        "Running",
+    )
     await job.send(bus)  # the same state again: nothing new to decide
-    await probe.wait(subjects.capacity(C), events.ClusterCapacityReported,
-                     where=lambda m: m.free.get("nvidia.com/gpu") == 0.0)
+    await probe.wait(
+        subjects.capacity(C), events.ClusterCapacityReported, where=lambda m: m.free.get("nvidia.com/gpu") == 0.0
+    )
     assert len(await bound(probe, "j1")) == 4
 
 
@@ -155,6 +176,7 @@ async def test_a_gang_that_does_not_fit_binds_nothing(scheduler, bus, store, pro
 
 
 # -- the cross-cluster gang -------------------------------------------------------------------------
+
 
 async def test_a_gang_member_is_held_until_the_global_scheduler_says_start(scheduler, bus, store, probe) -> None:
     job = Job("train-0", gang="train").admit()
@@ -184,12 +206,16 @@ async def test_a_released_gang_member_gives_its_nodes_back(scheduler, bus, store
     reservation = await sh.doc(store, records.reservation_kind(C), "train-0", records.ReservationDoc)
     assert reservation.state == "Released"
     assert await bound(probe, "train-0") == []
-    tombstones = [k for k, m in (await probe.changelog(INSTANCE)).items()
-                  if k.startswith("binding@") and m.headers.get("Hyperjob-Deleted")]
+    tombstones = [
+        k
+        for k, m in (await probe.changelog(INSTANCE)).items()
+        if k.startswith("binding@") and m.headers.get("Hyperjob-Deleted")
+    ]
     assert len(tombstones) == 2
 
 
 # -- nodes, finished pods, named nodes ------------------------------------------------------------------
+
 
 async def test_the_pods_of_a_node_that_goes_down_are_evicted(scheduler, bus, store, probe) -> None:
     job = Job("j1", replicas=2, gpu="8").admit()
@@ -217,8 +243,9 @@ async def test_finished_pods_and_removed_jobs_give_their_resources_back(schedule
     await sh.until(lambda: _absent(store, records.pgphase_kind(C), "j2"), what="phase of a removed job forgotten")
 
 
-async def test_a_pod_naming_a_node_without_room_is_rejected_and_one_with_room_bound_there(scheduler, bus, store,
-                                                                                         probe) -> None:
+async def test_a_pod_naming_a_node_without_room_is_rejected_and_one_with_room_bound_there(
+    scheduler, bus, store, probe
+) -> None:
     await Job("fits", replicas=1, gpu="8", node_name="n2").admit().send(bus)
     [ok] = await probe.wait(subjects.pods_bound(C), events.PodsBound)
     assert [(p.node, p.reason) for p in ok.pods] == [("n2", "")]
@@ -226,24 +253,31 @@ async def test_a_pod_naming_a_node_without_room_is_rejected_and_one_with_room_bo
     [rejected] = await probe.wait(subjects.pods_rejected(C), events.PodsRejected)
     assert rejected.job == "too-big" and [(p.node, p.reason) for p in rejected.pods] == [("n2", "OutOfnvidia.com/gpu")]
     await Job("nowhere", replicas=1, gpu="1", node_name="n9").admit().send(bus)
-    await probe.wait(subjects.pods_rejected(C), events.PodsRejected,
-                     where=lambda m: m.job == "nowhere" and m.pods[0].reason == "NodeNotFound")
+    await probe.wait(
+        subjects.pods_rejected(C),
+        events.PodsRejected,
+        where=lambda m: m.job == "nowhere" and m.pods[0].reason == "NodeNotFound",
+    )
     assert set(await store.allocations(C)) == {"fits-worker-0"}
 
 
 # -- two instances, crashes ----------------------------------------------------------------------------
 
+
 async def test_two_instances_deciding_at_once_never_oversubscribe_a_node(bus, store, probe) -> None:
     await nodes_report(bus, "n1", "n2")
     jobs = [Job(f"j{i}", replicas=2, gpu="4").admit() for i in range(6)]  # 48 GPUs asked of 16
-    async with sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-a"), \
-            sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-b"):
+    async with (
+        sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-a"),
+        sh.running("cluster-scheduler", build, settings(), bus, store, instance=f"{INSTANCE}-b"),
+    ):
         for job in jobs:
             await job.send(bus)
         await allocations(store, 4)
         await probe.wait(subjects.pods_bound(C), events.PodsBound, count=2)
-        await probe.wait(subjects.capacity(C), events.ClusterCapacityReported,
-                         where=lambda m: m.free.get("nvidia.com/gpu") == 0.0)
+        await probe.wait(
+            subjects.capacity(C), events.ClusterCapacityReported, where=lambda m: m.free.get("nvidia.com/gpu") == 0.0
+        )
     await within_allocatable(store)
     found = await store.allocations(C)
     assert len(found) == 4

@@ -15,13 +15,11 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import records
+from hyperjob import events, fleetcore, records
 from hyperjob.events import subjects
+from hyperjob.servicekit import Runtime
 from hyperjob.services.global_scheduler.app import build
 from hyperjob.services.global_scheduler.config import Settings
-from hyperjob.servicekit import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -39,8 +37,9 @@ async def scheduler(bus, store) -> AsyncIterator[Runtime]:
         yield runtime
 
 
-async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
-               durable: str = DURABLE) -> events.Message:
+async def send(
+    bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False, durable: str = DURABLE
+) -> events.Message:
     await sh.send(bus, subject, msg)
     await probe.settled(durable, subject)
     if again:
@@ -49,10 +48,17 @@ async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, 
     return msg
 
 
-def submitted(name: str = HJ, *, gpus: float = 4.0, queue: str = "default", plain: bool = False
-              ) -> events.OwnerSubmitted:
-    return sh.message(events.OwnerSubmitted, name=name, plain=plain, queue=queue,
-                      request={"cpu": 8.0 * gpus, "nvidia.com/gpu": gpus, "pods": gpus}, created=time.time())
+def submitted(
+    name: str = HJ, *, gpus: float = 4.0, queue: str = "default", plain: bool = False
+) -> events.OwnerSubmitted:
+    return sh.message(
+        events.OwnerSubmitted,
+        name=name,
+        plain=plain,
+        queue=queue,
+        request={"cpu": 8.0 * gpus, "nvidia.com/gpu": gpus, "pods": gpus},
+        created=time.time(),
+    )
 
 
 def child(name: str, clusters: list[str], replicas: int = 2) -> events.PlannedChild:
@@ -60,11 +66,20 @@ def child(name: str, clusters: list[str], replicas: int = 2) -> events.PlannedCh
 
 
 def place(owner: str, *children: events.PlannedChild, gang: int = 0, plain: bool = False) -> events.PlaceChildren:
-    plan = [events.ChildRef(name=c.name, cluster=c.clusters[0], replicas=2, tasks={"worker": 2}, rank_offset=2 * i)
-            for i, c in enumerate(children)]
-    return sh.message(events.PlaceChildren, owner=owner, plain=plain, children=list(children), gang=gang,
-                      plan=[] if plain else plan, world_size=0 if plain else 2 * len(children),
-                      hyperjob={} if plain else sh.hyperjob_manifest(owner, {c.clusters[0]: 2 for c in children}))
+    plan = [
+        events.ChildRef(name=c.name, cluster=c.clusters[0], replicas=2, tasks={"worker": 2}, rank_offset=2 * i)
+        for i, c in enumerate(children)
+    ]
+    return sh.message(
+        events.PlaceChildren,
+        owner=owner,
+        plain=plain,
+        children=list(children),
+        gang=gang,
+        plan=[] if plain else plan,
+        world_size=0 if plain else 2 * len(children),
+        hyperjob={} if plain else sh.hyperjob_manifest(owner, {c.clusters[0]: 2 for c in children}),
+    )
 
 
 async def admitted(bus: Any, probe: sh.Probe, owner: events.OwnerSubmitted) -> events.OwnerAdmitted:
@@ -83,6 +98,7 @@ async def dispatches(probe: sh.Probe, cluster: str) -> list[events.DispatchChild
 
 # -- admission ------------------------------------------------------------------------------------
 
+
 async def test_a_submitted_owner_is_admitted_once(scheduler, bus, store, probe) -> None:
     owner = submitted()
     await send(bus, probe, subjects.OWNER_SUBMITTED, owner, again=True)
@@ -94,8 +110,7 @@ async def test_a_submitted_owner_is_admitted_once(scheduler, bus, store, probe) 
     assert len(await probe.messages(subjects.OWNER_ADMITTED)) == 1
 
 
-async def test_an_owner_waits_for_its_queue_and_is_admitted_when_the_queue_grows(scheduler, bus, store,
-                                                                                 probe) -> None:
+async def test_an_owner_waits_for_its_queue_and_is_admitted_when_the_queue_grows(scheduler, bus, store, probe) -> None:
     small = sh.queue_manifest("small", capability={"nvidia.com/gpu": "2"})
     await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=small))
     await send(bus, probe, subjects.OWNER_SUBMITTED, submitted(queue="small"))
@@ -109,8 +124,9 @@ async def test_an_owner_waits_for_its_queue_and_is_admitted_when_the_queue_grows
     assert found.name == HJ
 
 
-async def test_a_withdrawn_owner_is_forgotten_before_admission_and_kept_while_its_children_run(scheduler, bus, store,
-                                                                                               probe) -> None:
+async def test_a_withdrawn_owner_is_forgotten_before_admission_and_kept_while_its_children_run(
+    scheduler, bus, store, probe
+) -> None:
     small = sh.queue_manifest("small", capability={"nvidia.com/gpu": "2"})
     await sh.send(bus, subjects.queue_config("small"), sh.message(events.QueueChanged, name="small", manifest=small))
     await send(bus, probe, subjects.OWNER_SUBMITTED, submitted("waiting", queue="small"))
@@ -123,12 +139,18 @@ async def test_a_withdrawn_owner_is_forgotten_before_admission_and_kept_while_it
     await send(bus, probe, subjects.OWNER_WITHDRAWN, sh.message(events.OwnerWithdrawn, name=HJ), again=True)
     assert (await store.get(records.OWNER, HJ)).decode(records.OwnerDoc).withdrawn  # its child still runs
     await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"))
-    await send(bus, probe, subjects.job_removed("c1"), sh.message(events.JobRemoved, cluster="c1", job="train-0",
-                                                                  hyperjob=HJ), durable="global-scheduler-jobs")
+    await send(
+        bus,
+        probe,
+        subjects.job_removed("c1"),
+        sh.message(events.JobRemoved, cluster="c1", job="train-0", hyperjob=HJ),
+        durable="global-scheduler-jobs",
+    )
     await sh.until(lambda: _absent(store, records.OWNER, HJ), what="owner forgotten once its child is gone")
 
 
 # -- placing children -------------------------------------------------------------------------------
+
 
 async def test_a_plain_job_is_dispatched_once_to_a_cluster_where_it_fits(scheduler, bus, store, probe) -> None:
     await sh.report_capacity(bus, sh.capacity("c1", full=True))
@@ -146,8 +168,9 @@ async def test_a_planned_child_waits_for_its_clusters_room(scheduler, bus, store
     await sh.report_capacity(bus, sh.capacity("c1", full=True))
     await admitted(bus, probe, submitted())
     await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
-    [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting,
-                                 where=lambda m: m.child == "train-0")
+    [waiting] = await probe.wait(
+        subjects.CHILD_WAITING, events.ChildPlacementWaiting, where=lambda m: m.child == "train-0"
+    )
     assert waiting.hyperjob == HJ and waiting.reason
     assert (await placement(store, "train-0", "Waiting")).reason == waiting.reason
     await sh.report_capacity(bus, sh.capacity("c1"))  # room: the next round dispatches it
@@ -156,11 +179,13 @@ async def test_a_planned_child_waits_for_its_clusters_room(scheduler, bus, store
     assert [(r.name, r.rank_offset) for r in dispatch.world.plan] == [("train-0", 0)]
 
 
-async def test_a_cross_cluster_gang_is_dispatched_held_and_started_once_every_member_holds(scheduler, bus, store,
-                                                                                          probe) -> None:
+async def test_a_cross_cluster_gang_is_dispatched_held_and_started_once_every_member_holds(
+    scheduler, bus, store, probe
+) -> None:
     await admitted(bus, probe, submitted())
-    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]),
-                                                           gang=2))
+    await send(
+        bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]), gang=2)
+    )
     for name, cluster in (("train-0", "c1"), ("train-1", "c2")):
         [dispatch] = await probe.wait(subjects.dispatch(cluster), events.DispatchChild)
         assert (dispatch.child, dispatch.gang, dispatch.gang_attempt) == (name, HJ, 1)
@@ -169,8 +194,13 @@ async def test_a_cross_cluster_gang_is_dispatched_held_and_started_once_every_me
     held = sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1)
     await send(bus, probe, subjects.RESERVATION_HELD, held, again=True)
     assert await probe.messages(subjects.gang_control("c1")) == []  # one of two holds: nothing starts
-    await send(bus, probe, subjects.RESERVATION_HELD,
-               sh.message(events.ReservationHeld, child="train-1", cluster="c2", hyperjob=HJ, attempt=1), again=True)
+    await send(
+        bus,
+        probe,
+        subjects.RESERVATION_HELD,
+        sh.message(events.ReservationHeld, child="train-1", cluster="c2", hyperjob=HJ, attempt=1),
+        again=True,
+    )
     for name, cluster in (("train-0", "c1"), ("train-1", "c2")):
         [control] = await probe.decoded(subjects.gang_control(cluster), events.GangControl)
         assert (control.child, control.action, control.attempt) == (name, "start", 1)
@@ -183,12 +213,22 @@ async def test_a_cross_cluster_gang_is_dispatched_held_and_started_once_every_me
 
 async def test_suspending_a_holding_gang_releases_its_reservations(scheduler, bus, store, probe) -> None:
     await admitted(bus, probe, submitted())
-    await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]),
-                                                           gang=2))
-    await send(bus, probe, subjects.RESERVATION_HELD,
-               sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1))
-    await send(bus, probe, subjects.OWNER_LIFECYCLE, sh.message(events.OwnerLifecycle, name=HJ, lifecycle="Suspended"),
-               again=True)
+    await send(
+        bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"]), child("train-1", ["c2"]), gang=2)
+    )
+    await send(
+        bus,
+        probe,
+        subjects.RESERVATION_HELD,
+        sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1),
+    )
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_LIFECYCLE,
+        sh.message(events.OwnerLifecycle, name=HJ, lifecycle="Suspended"),
+        again=True,
+    )
     for cluster in ("c1", "c2"):
         [control] = await probe.wait(subjects.gang_control(cluster), events.GangControl)
         assert (control.action, control.attempt) == ("release", 1)
@@ -197,13 +237,16 @@ async def test_suspending_a_holding_gang_releases_its_reservations(scheduler, bu
 
 # -- removing, moving, finishing -------------------------------------------------------------------
 
-async def test_removing_a_dispatched_child_waits_for_its_cluster_to_say_it_is_gone(scheduler, bus, store,
-                                                                                   probe) -> None:
+
+async def test_removing_a_dispatched_child_waits_for_its_cluster_to_say_it_is_gone(
+    scheduler, bus, store, probe
+) -> None:
     await admitted(bus, probe, submitted())
     await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
     await placement(store, "train-0", "Dispatched")
-    await send(bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"),
-               again=True)
+    await send(
+        bus, probe, subjects.UNPLACE_CHILD, sh.message(events.RemoveChild, child="train-0", cluster="c1"), again=True
+    )
     [remove] = await probe.decoded(subjects.remove_child("c1"), events.RemoveChild)
     assert remove.child == "train-0"
     await placement(store, "train-0", "Removing")
@@ -212,8 +255,7 @@ async def test_removing_a_dispatched_child_waits_for_its_cluster_to_say_it_is_go
     await sh.until(lambda: _absent(store, records.PLACEMENT, "train-0"), what="placement forgotten")
 
 
-async def test_removing_a_child_that_never_left_the_waiting_line_says_it_is_gone(scheduler, bus, store,
-                                                                                 probe) -> None:
+async def test_removing_a_child_that_never_left_the_waiting_line_says_it_is_gone(scheduler, bus, store, probe) -> None:
     await sh.report_capacity(bus, sh.capacity("c1", full=True))
     await admitted(bus, probe, submitted())
     await send(bus, probe, subjects.PLACE_CHILDREN, place(HJ, child("train-0", ["c1"])))
@@ -249,6 +291,7 @@ async def test_an_owner_whose_children_all_finished_is_forgotten(scheduler, bus,
 
 
 # -- crashes ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("point", ["after-commit", "after-publish"])
 async def test_a_crash_after_the_commit_dispatches_once(bus, store, probe, point) -> None:

@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events
-from hyperjob import records
+from hyperjob import events, records
 from hyperjob.events import subjects
-from hyperjob.services.job_controller.app import build
-from hyperjob.services.job_controller.config import Settings
 from hyperjob.jobcore import model as jm
 from hyperjob.servicekit import Runtime
+from hyperjob.services.job_controller.app import build
+from hyperjob.services.job_controller.config import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -39,8 +38,9 @@ async def controller(bus, store) -> AsyncIterator[Runtime]:
         yield runtime
 
 
-async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
-               durable: str = DURABLE) -> events.Message:
+async def send(
+    bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False, durable: str = DURABLE
+) -> events.Message:
     await sh.send(bus, subject, msg)
     await probe.settled(durable, subject)
     if again:
@@ -49,10 +49,17 @@ async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, 
     return msg
 
 
-def dispatch(name: str = "j1", replicas: int = 2, world: events.World | None = None, hyperjob: str = "",
-             **job: Any) -> events.DispatchChild:
-    return sh.message(events.DispatchChild, child=name, cluster=C, hyperjob=hyperjob,
-                      job=sh.job_manifest(name, replicas=replicas, **job), world=world)
+def dispatch(
+    name: str = "j1", replicas: int = 2, world: events.World | None = None, hyperjob: str = "", **job: Any
+) -> events.DispatchChild:
+    return sh.message(
+        events.DispatchChild,
+        child=name,
+        cluster=C,
+        hyperjob=hyperjob,
+        job=sh.job_manifest(name, replicas=replicas, **job),
+        world=world,
+    )
 
 
 async def record(store: Any, name: str = "j1", where: Any = lambda _r: True) -> jm.JobRecord:
@@ -76,29 +83,52 @@ async def admitted_job(bus: Any, probe: sh.Probe, store: Any, msg: events.Dispat
     """Dispatched, and its podgroup admitted by the scheduler: its pods exist."""
     await send(bus, probe, subjects.dispatch(C), msg)
     rec = await record(store, msg.child)
-    await send(bus, probe, subjects.podgroup_phase(C), sh.message(
-        events.PodGroupPhaseChanged, cluster=C, job=msg.child, job_uid=rec.uid, job_version=rec.version,
-        phase="Inqueue"))
+    await send(
+        bus,
+        probe,
+        subjects.podgroup_phase(C),
+        sh.message(
+            events.PodGroupPhaseChanged,
+            cluster=C,
+            job=msg.child,
+            job_uid=rec.uid,
+            job_version=rec.version,
+            phase="Inqueue",
+        ),
+    )
     return await record(store, msg.child, where=lambda r: bool(r.pods))
 
 
 async def bind_all(bus: Any, probe: sh.Probe, rec: jm.JobRecord, node: str = "n1", *, again: bool = False) -> None:
     refs = [events.PodRef(pod=p.name, uid=p.uid, node=node) for p in rec.pods.values()]
-    await send(bus, probe, subjects.pods_bound(C), sh.message(events.PodsBound, cluster=C, job=rec.name, pods=refs),
-               again=again)
+    await send(
+        bus,
+        probe,
+        subjects.pods_bound(C),
+        sh.message(events.PodsBound, cluster=C, job=rec.name, pods=refs),
+        again=again,
+    )
 
 
 async def report(bus: Any, probe: sh.Probe, rec: jm.JobRecord, phase: str, node: str = "n1", **kw: Any) -> None:
-    reports = [events.PodReport(pod=p.name, uid=p.uid, job=rec.name, node=node, phase=phase, **kw)
-               for p in rec.pods.values()]
-    await send(bus, probe, subjects.pod_phases(C), sh.message(events.PodPhasesReported, cluster=C, reports=reports),
-               durable=NODES_DURABLE)
+    reports = [
+        events.PodReport(pod=p.name, uid=p.uid, job=rec.name, node=node, phase=phase, **kw) for p in rec.pods.values()
+    ]
+    await send(
+        bus,
+        probe,
+        subjects.pod_phases(C),
+        sh.message(events.PodPhasesReported, cluster=C, reports=reports),
+        durable=NODES_DURABLE,
+    )
 
 
 # -- dispatch and admission -------------------------------------------------------------------------
 
-async def test_a_dispatched_child_is_recorded_once_and_described_to_the_scheduler(controller, bus, store,
-                                                                                  probe) -> None:
+
+async def test_a_dispatched_child_is_recorded_once_and_described_to_the_scheduler(
+    controller, bus, store, probe
+) -> None:
     msg = dispatch(hyperjob="train")
     await send(bus, probe, subjects.dispatch(C), msg, again=True)
     rec = await record(store)
@@ -112,16 +142,19 @@ async def test_a_dispatched_child_is_recorded_once_and_described_to_the_schedule
     assert (pending.job, pending.hyperjob, pending.old, pending.new) == ("j1", "train", "", "Pending")
 
 
-async def test_the_podgroups_admission_creates_the_pods_and_another_incarnations_phase_does_not(controller, bus,
-                                                                                            store, probe) -> None:
+async def test_the_podgroups_admission_creates_the_pods_and_another_incarnations_phase_does_not(
+    controller, bus, store, probe
+) -> None:
     await send(bus, probe, subjects.dispatch(C), dispatch())
     rec = await record(store)
-    stale = sh.message(events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid="an-earlier-j1", job_version=0,
-                       phase="Inqueue")
+    stale = sh.message(
+        events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid="an-earlier-j1", job_version=0, phase="Inqueue"
+    )
     await send(bus, probe, subjects.podgroup_phase(C), stale)
     assert (await record(store)).pods == {}
-    inqueue = sh.message(events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid=rec.uid, job_version=0,
-                         phase="Inqueue")
+    inqueue = sh.message(
+        events.PodGroupPhaseChanged, cluster=C, job="j1", job_uid=rec.uid, job_version=0, phase="Inqueue"
+    )
     await send(bus, probe, subjects.podgroup_phase(C), inqueue, again=True)
     rec = await record(store, where=lambda r: bool(r.pods))
     assert sorted(rec.pods) == ["j1-worker-0", "j1-worker-1"]
@@ -132,8 +165,11 @@ async def test_the_podgroups_admission_creates_the_pods_and_another_incarnations
 
 async def test_a_child_dispatched_into_a_closed_queue_is_refused(bus, store, probe) -> None:
     closed = sh.queue_manifest("shut")
-    await sh.send(bus, subjects.queue_config("shut"),
-                  sh.message(events.QueueChanged, name="shut", manifest=closed, state="Closed"))
+    await sh.send(
+        bus,
+        subjects.queue_config("shut"),
+        sh.message(events.QueueChanged, name="shut", manifest=closed, state="Closed"),
+    )
     async with sh.running("job-controller", build, Settings(cluster=C), bus, store):  # it knows the queue
         await send(bus, probe, subjects.dispatch(C), dispatch(queue="shut"))
         [refused] = await probe.wait(subjects.job_removed(C), events.JobRemoved)
@@ -143,19 +179,25 @@ async def test_a_child_dispatched_into_a_closed_queue_is_refused(bus, store, pro
 
 # -- running the pods -------------------------------------------------------------------------------
 
-async def test_bound_pods_are_started_once_with_their_rank_in_the_hyperjobs_world(controller, bus, store,
-                                                                                   probe) -> None:
+
+async def test_bound_pods_are_started_once_with_their_rank_in_the_hyperjobs_world(
+    controller, bus, store, probe
+) -> None:
     hyperjob = sh.hyperjob_manifest("train", {"c0": 2, C: 2})
-    plan = [events.ChildRef(name="train-0", cluster="c0", replicas=2, tasks={"worker": 2}, rank_offset=0),
-            events.ChildRef(name="j1", cluster=C, replicas=2, tasks={"worker": 2}, rank_offset=2)]
+    plan = [
+        events.ChildRef(name="train-0", cluster="c0", replicas=2, tasks={"worker": 2}, rank_offset=0),
+        events.ChildRef(name="j1", cluster=C, replicas=2, tasks={"worker": 2}, rank_offset=2),
+    ]
     world = events.World(hyperjob=hyperjob, plan=plan, world_size=4)
     rec = await admitted_job(bus, probe, store, dispatch(world=world, hyperjob="train"))
     await bind_all(bus, probe, rec, again=True)
     [start] = await probe.decoded(subjects.start_pods(C), events.StartPods)
     assert (start.job, start.job_version) == ("j1", 0)
     ranks = {p.pod: (p.node, p.uid, p.env["HYPERJOB_RANK"], p.env["HYPERJOB_WORLD_SIZE"]) for p in start.pods}
-    assert ranks == {"j1-worker-0": ("n1", rec.pods["j1-worker-0"].uid, "2", "4"),
-                     "j1-worker-1": ("n1", rec.pods["j1-worker-1"].uid, "3", "4")}
+    assert ranks == {
+        "j1-worker-0": ("n1", rec.pods["j1-worker-0"].uid, "2", "4"),
+        "j1-worker-1": ("n1", rec.pods["j1-worker-1"].uid, "3", "4"),
+    }
     assert all(p.sim_duration == 10.0 for p in start.pods)
     state = await job_state(bus, where=lambda s: all(p.node for p in s.pods))
     assert {p.node for p in state.pods} == {"n1"}
@@ -166,15 +208,19 @@ async def test_node_reports_drive_the_job_to_completed(controller, bus, store, p
     await bind_all(bus, probe, rec)
     await report(bus, probe, rec, "Running")
     await sh.until(lambda: _has(probe, "Running"), what="Running")
-    reports = [events.PodReport(pod=p.name, uid=p.uid, job="j1", node="n1", phase="Succeeded", exit_code=0)
-               for p in rec.pods.values()]
+    reports = [
+        events.PodReport(pod=p.name, uid=p.uid, job="j1", node="n1", phase="Succeeded", exit_code=0)
+        for p in rec.pods.values()
+    ]
     succeeded = sh.message(events.PodPhasesReported, cluster=C, reports=reports)
     await send(bus, probe, subjects.pod_phases(C), succeeded, again=True, durable=NODES_DURABLE)
     await report(bus, probe, rec, "Succeeded", exit_code=0)  # a node repeating itself
     done = await record(store, where=lambda r: r.phase == "Completed")
     assert all(p.phase == "Succeeded" for p in done.pods.values())
     assert await phases(probe) == ["Pending", "Running", "Completed"]
-    [completed] = [m for m in await probe.decoded(subjects.job_phase(C), events.JobPhaseChanged) if m.new == "Completed"]
+    [completed] = [
+        m for m in await probe.decoded(subjects.job_phase(C), events.JobPhaseChanged) if m.new == "Completed"
+    ]
     assert (completed.succeeded, completed.running, completed.failed) == (2, 0, 0)
 
 
@@ -183,23 +229,41 @@ async def test_evicted_pods_are_stopped_on_their_nodes_and_created_again(control
     await bind_all(bus, probe, rec)
     await report(bus, probe, rec, "Running")
     victim = rec.pods["j1-worker-0"]
-    evicted = sh.message(events.PodsEvicted, cluster=C, job="j1",
-                         pods=[events.PodRef(pod=victim.name, uid=victim.uid, node="n1", reason="nodeDown")])
+    evicted = sh.message(
+        events.PodsEvicted,
+        cluster=C,
+        job="j1",
+        pods=[events.PodRef(pod=victim.name, uid=victim.uid, node="n1", reason="nodeDown")],
+    )
     await send(bus, probe, subjects.pods_evicted(C), evicted, again=True)
     stops = await probe.wait(subjects.stop_pods(C), events.StopPods)
     assert [(p.pod, p.uid, p.node, p.reason) for m in stops for p in m.pods] == [
-        (victim.name, victim.uid, "n1", "nodeDown")]
-    await sh.send(bus, subjects.pod_phases(C), sh.message(events.PodPhasesReported, cluster=C, reports=[
-        events.PodReport(pod=victim.name, uid=victim.uid, job="j1", node="n1", phase="Deleted")]))
+        (victim.name, victim.uid, "n1", "nodeDown")
+    ]
+    await sh.send(
+        bus,
+        subjects.pod_phases(C),
+        sh.message(
+            events.PodPhasesReported,
+            cluster=C,
+            reports=[events.PodReport(pod=victim.name, uid=victim.uid, job="j1", node="n1", phase="Deleted")],
+        ),
+    )
     again = await record(store, where=lambda r: r.pods["j1-worker-0"].uid != victim.uid)
     assert again.pods["j1-worker-0"].phase == "Pending" and again.pods["j1-worker-0"].node is None
 
 
-async def test_a_pod_its_named_node_rejects_fails_as_a_kubelets_admission_fails_it(controller, bus, store, probe) -> None:
+async def test_a_pod_its_named_node_rejects_fails_as_a_kubelets_admission_fails_it(
+    controller, bus, store, probe
+) -> None:
     rec = await admitted_job(bus, probe, store, dispatch(replicas=1))
     [pod] = rec.pods.values()
-    rejected = sh.message(events.PodsRejected, cluster=C, job="j1", pods=[
-        events.PodRef(pod=pod.name, uid=pod.uid, node="n2", reason="OutOfnvidia.com/gpu")])
+    rejected = sh.message(
+        events.PodsRejected,
+        cluster=C,
+        job="j1",
+        pods=[events.PodRef(pod=pod.name, uid=pod.uid, node="n2", reason="OutOfnvidia.com/gpu")],
+    )
     await send(bus, probe, subjects.pods_rejected(C), rejected, again=True)
     done = await record(store, where=lambda r: r.phase == "Failed")
     failed = done.pods[pod.name]
@@ -210,6 +274,7 @@ async def test_a_pod_its_named_node_rejects_fails_as_a_kubelets_admission_fails_
 
 
 # -- removal and commands -----------------------------------------------------------------------------
+
 
 async def test_a_removed_child_stops_its_pods_and_is_gone_once_they_are(controller, bus, store, probe) -> None:
     rec = await admitted_job(bus, probe, store, dispatch(hyperjob="train"))
@@ -242,6 +307,7 @@ async def test_an_abort_command_stops_the_pods_and_ends_aborted(controller, bus,
 
 
 # -- crashes ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("point", ["after-commit", "after-publish"])
 async def test_a_crash_after_the_commit_starts_the_pods_once(bus, store, probe, point) -> None:

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from hyperjob import events
+from hyperjob.events import subjects
+from hyperjob.servicekit import Runtime
 from hyperjob.services.cluster_scheduler.app import build as build_cluster_scheduler
 from hyperjob.services.cluster_scheduler.config import Settings as ClusterSchedulerSettings
-from hyperjob.events import subjects
 from hyperjob.services.node_agent import domain
 from hyperjob.services.node_agent.app import build
 from hyperjob.services.node_agent.config import Settings
-from hyperjob.servicekit import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -36,8 +36,14 @@ NODE = f"{C}-node-1"
 
 
 def settings(**overrides: Any) -> Settings:
-    fields: dict[str, Any] = {"cluster": C, "nodes": 2, "heartbeat_period": 0.2, "telemetry": "off",
-                              "pod_duration": "never", **overrides}
+    fields: dict[str, Any] = {
+        "cluster": C,
+        "nodes": 2,
+        "heartbeat_period": 0.2,
+        "telemetry": "off",
+        "pod_duration": "never",
+        **overrides,
+    }
     return Settings(**fields)
 
 
@@ -47,19 +53,42 @@ async def agent(bus, store) -> AsyncIterator[Runtime]:
         yield runtime
 
 
-def start(pod: str = "j1-worker-0", *, duration: float | None = 30.0, exit_code: int = 0, node: str = NODE,
-          uid: str = "uid-1", restart_policy: str = "Never") -> events.StartPods:
-    return sh.message(events.StartPods, cluster=C, job="j1", job_version=0, pods=[events.PodStart(
-        pod=pod, uid=uid, node=node, task="worker", env={"RANK": "0"}, restart_policy=restart_policy,
-        sim_duration=duration, sim_exit_code=exit_code)])
+def start(
+    pod: str = "j1-worker-0",
+    *,
+    duration: float | None = 30.0,
+    exit_code: int = 0,
+    node: str = NODE,
+    uid: str = "uid-1",
+    restart_policy: str = "Never",
+) -> events.StartPods:
+    return sh.message(
+        events.StartPods,
+        cluster=C,
+        job="j1",
+        job_version=0,
+        pods=[
+            events.PodStart(
+                pod=pod,
+                uid=uid,
+                node=node,
+                task="worker",
+                env={"RANK": "0"},
+                restart_policy=restart_policy,
+                sim_duration=duration,
+                sim_exit_code=exit_code,
+            )
+        ],
+    )
 
 
 def stop(pod: str = "j1-worker-0", uid: str = "uid-1", node: str = NODE) -> events.StopPods:
     return sh.message(events.StopPods, cluster=C, pods=[events.PodStop(pod=pod, node=node, uid=uid, job="j1")])
 
 
-async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
-               durable: str = AGENT) -> None:
+async def send(
+    bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False, durable: str = AGENT
+) -> None:
     await sh.send(bus, subject, msg)
     await probe.settled(durable, subject)
     if again:
@@ -68,8 +97,12 @@ async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, 
 
 
 async def reports(probe: sh.Probe, pod: str = "j1-worker-0") -> list[events.PodReport]:
-    return [r for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported) for r in m.reports
-            if r.pod == pod]
+    return [
+        r
+        for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
+        for r in m.reports
+        if r.pod == pod
+    ]
 
 
 async def phases(probe: sh.Probe, pod: str = "j1-worker-0") -> list[str]:
@@ -86,8 +119,10 @@ async def _reports_in(probe: sh.Probe, pod: str, phase: str) -> list[events.PodR
 
 
 async def statuses(bus: Any) -> dict[str, events.NodeStatus]:
-    return {s.rsplit(".", 1)[-1]: sh.ALL_TYPES.decode(d.data)
-            for s, d in (await bus.last_per_subject(subjects.node_statuses(C))).items()}
+    return {
+        s.rsplit(".", 1)[-1]: sh.ALL_TYPES.decode(d.data)
+        for s, d in (await bus.last_per_subject(subjects.node_statuses(C))).items()
+    }
 
 
 async def status_when(bus: Any, node: str, condition: Any) -> events.NodeStatus:
@@ -99,6 +134,7 @@ async def status_when(bus: Any, node: str, condition: Any) -> events.NodeStatus:
 
 
 # -- what the agent says of its nodes ---------------------------------------------------------------
+
 
 async def test_each_node_has_its_status_and_the_agent_beats(agent, bus, probe) -> None:
     found = await sh.until(lambda: _all_statuses(bus, 2), what="node statuses")
@@ -128,6 +164,7 @@ async def test_a_node_that_goes_down_is_reported_not_ready_and_its_pods_wait_for
 
 
 # -- pods ---------------------------------------------------------------------------------------------
+
 
 async def test_a_started_pod_runs_once_then_succeeds_after_its_duration(agent, bus, store, probe) -> None:
     msg = start(duration=0.4)
@@ -194,12 +231,15 @@ async def test_a_crash_after_the_commit_reports_running_once(bus, store, probe, 
 
 # -- telemetry and health ---------------------------------------------------------------------------
 
+
 async def test_telemetry_faults_become_the_verdict_the_cluster_scheduler_follows(bus, store, probe) -> None:
     faults = ["gpu-ecc@c1-node-0,gpu=5", "ib-down@c1-node-1", "silent@c1-node-2"]
     agent_settings = settings(nodes=4, telemetry="simulated", telemetry_period=0.2, faults=faults)
     scheduler = ClusterSchedulerSettings(cluster=C, schedule_period="0.1s", node_timeout=0.6)
-    async with sh.running("node-agent", build, agent_settings, bus, store, instance=AGENT) as (_, agent), \
-            sh.running("cluster-scheduler", build_cluster_scheduler, scheduler, bus, store):
+    async with (
+        sh.running("node-agent", build, agent_settings, bus, store, instance=AGENT) as (_, agent),
+        sh.running("cluster-scheduler", build_cluster_scheduler, scheduler, bus, store),
+    ):
         sick = await status_when(bus, f"{C}-node-0", lambda s: not s.gpu_ok)
         assert sick.sick_gpus == [5] and sick.fabric_ok and sick.health_reasons
         cut = await status_when(bus, f"{C}-node-1", lambda s: not s.fabric_ok)
@@ -208,15 +248,23 @@ async def test_telemetry_faults_become_the_verdict_the_cluster_scheduler_follows
         assert sorted(s.rsplit(".", 1)[-1] for s in gpus) == [f"{C}-node-{i}" for i in (0, 1, 3)]  # node-2 is silent
         beat = (await probe.wait(subjects.heartbeats(C), events.AgentHeartbeat))[-1]
         assert beat.silent == [f"{C}-node-2"]
-        summary = await probe.wait(subjects.capacity(C), events.ClusterCapacityReported, timeout=15,
-                                   where=lambda m: m.ready_nodes == 3 and m.gpu_healthy_nodes == 2
-                                   and m.fabric_healthy_nodes == 2)
+        summary = await probe.wait(
+            subjects.capacity(C),
+            events.ClusterCapacityReported,
+            timeout=15,
+            where=lambda m: m.ready_nodes == 3 and m.gpu_healthy_nodes == 2 and m.fabric_healthy_nodes == 2,
+        )
         assert summary[-1].free["nvidia.com/gpu"] == 16.0  # node-0's GPUs are not free, node-2 is gone
-        await sh.send(bus, subjects.node_fault(C), sh.message(events.InjectNodeFault, cluster=C, node=f"{C}-node-0",
-                                                              kind="clear"))
+        await sh.send(
+            bus, subjects.node_fault(C), sh.message(events.InjectNodeFault, cluster=C, node=f"{C}-node-0", kind="clear")
+        )
         await status_when(bus, f"{C}-node-0", lambda s: s.gpu_ok)
-        await probe.wait(subjects.capacity(C), events.ClusterCapacityReported, timeout=15,
-                         where=lambda m: m.gpu_healthy_nodes == 3 and m.free["nvidia.com/gpu"] == 24.0)
+        await probe.wait(
+            subjects.capacity(C),
+            events.ClusterCapacityReported,
+            timeout=15,
+            where=lambda m: m.gpu_healthy_nodes == 3 and m.free["nvidia.com/gpu"] == 24.0,
+        )
         assert not (await statuses(bus))[f"{C}-node-1"].fabric_ok  # the other fault stays until it is cleared
         assert agent.health[f"{C}-node-0"].gpu_ok
 

@@ -31,8 +31,16 @@ C = "c1"
 
 
 def settings(tmp_path: Path, **overrides: Any) -> Settings:
-    fields: dict[str, Any] = {"cluster": C, "nodes": 1, "mode": "exec", "telemetry": "off", "heartbeat_period": 1.0,
-                              "work_dir": str(tmp_path), "kill_grace": 5.0, **overrides}
+    fields: dict[str, Any] = {
+        "cluster": C,
+        "nodes": 1,
+        "mode": "exec",
+        "telemetry": "off",
+        "heartbeat_period": 1.0,
+        "work_dir": str(tmp_path),
+        "kill_grace": 5.0,
+        **overrides,
+    }
     return Settings(**fields)
 
 
@@ -43,20 +51,48 @@ async def agent(bus, store, tmp_path) -> AsyncIterator[NodeAgent]:
         yield built
 
 
-def start(pod: str, code: str, *, node: str = f"{C}-node-0", uid: str = "", policy: str = "Never",
-          env: dict[str, str] | None = None, files: dict[str, str] | None = None) -> events.StartPods:
-    return sh.message(events.StartPods, cluster=C, job="j", job_version=0, pods=[events.PodStart(
-        pod=pod, uid=uid or f"{pod}-uid", node=node, task="worker", command=[sys.executable, "-c", code],
-        env=env or {}, files=files or {}, restart_policy=policy)])
+def start(
+    pod: str,
+    code: str,
+    *,
+    node: str = f"{C}-node-0",
+    uid: str = "",
+    policy: str = "Never",
+    env: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
+) -> events.StartPods:
+    return sh.message(
+        events.StartPods,
+        cluster=C,
+        job="j",
+        job_version=0,
+        pods=[
+            events.PodStart(
+                pod=pod,
+                uid=uid or f"{pod}-uid",
+                node=node,
+                task="worker",
+                command=[sys.executable, "-c", code],
+                env=env or {},
+                files=files or {},
+                restart_policy=policy,
+            )
+        ],
+    )
 
 
 async def phases(probe: sh.Probe, pod: str) -> list[tuple[str, int | None]]:
-    return [(r.phase, r.exit_code) for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
-            for r in m.reports if r.pod == pod]
+    return [
+        (r.phase, r.exit_code)
+        for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
+        for r in m.reports
+        if r.pod == pod
+    ]
 
 
-async def phases_reach(probe: sh.Probe, pod: str, count: int, timeout: float = sh.DEADLINE
-                       ) -> list[tuple[str, int | None]]:
+async def phases_reach(
+    probe: sh.Probe, pod: str, count: int, timeout: float = sh.DEADLINE
+) -> list[tuple[str, int | None]]:
     async def enough() -> list[tuple[str, int | None]]:
         found = await phases(probe, pod)
         return found if len(found) >= count else []
@@ -70,10 +106,15 @@ def log_says(tmp_path: Path, pod: str, text: str) -> Callable[[], bool]:
 
 
 async def test_pods_run_with_their_env_and_files_and_report_their_exit(agent, bus, probe, tmp_path) -> None:
-    code = ("import os, pathlib; print('addr', os.environ['MASTER_ADDR'], os.environ['RANK']);"
-            "print(pathlib.Path(os.environ['HYPERJOB_FILES_ROOT'], 'etc/volcano/w.host').read_text())")
-    await sh.send(bus, subjects.start_pods(C), start("ok", code, env={"MASTER_ADDR": "j-w-0.j", "RANK": "3"},
-                                                     files={"/etc/volcano/w.host": "j-w-0.j"}))
+    code = (
+        "import os, pathlib; print('addr', os.environ['MASTER_ADDR'], os.environ['RANK']);"
+        "print(pathlib.Path(os.environ['HYPERJOB_FILES_ROOT'], 'etc/volcano/w.host').read_text())"
+    )
+    await sh.send(
+        bus,
+        subjects.start_pods(C),
+        start("ok", code, env={"MASTER_ADDR": "j-w-0.j", "RANK": "3"}, files={"/etc/volcano/w.host": "j-w-0.j"}),
+    )
     await sh.send(bus, subjects.start_pods(C), start("bad", "import sys; print('oops'); sys.exit(3)"))
     assert await phases_reach(probe, "ok", 2) == [("Running", None), ("Succeeded", 0)]
     assert await phases_reach(probe, "bad", 2) == [("Running", None), ("Failed", 3)]
@@ -83,14 +124,24 @@ async def test_pods_run_with_their_env_and_files_and_report_their_exit(agent, bu
     assert agent.pods.rows == {}
 
 
-async def test_a_stopped_pods_process_is_killed_and_a_failing_one_restarts_in_place(agent, bus, probe,
-                                                                                   tmp_path) -> None:
-    await sh.send(bus, subjects.start_pods(C), start("sleeper", "import time; print('up', flush=True); time.sleep(600)"))
+async def test_a_stopped_pods_process_is_killed_and_a_failing_one_restarts_in_place(
+    agent, bus, probe, tmp_path
+) -> None:
+    await sh.send(
+        bus, subjects.start_pods(C), start("sleeper", "import time; print('up', flush=True); time.sleep(600)")
+    )
     await sh.send(bus, subjects.start_pods(C), start("flaky", "import sys; sys.exit(1)", policy="OnFailure"))
     await sh.until(log_says(tmp_path, "sleeper", "up"), what="the sleeper up")
     process = agent.runner.procs["sleeper"]
-    await sh.send(bus, subjects.stop_pods(C), sh.message(events.StopPods, cluster=C, pods=[
-        events.PodStop(pod="sleeper", node=f"{C}-node-0", uid="sleeper-uid", job="j")]))
+    await sh.send(
+        bus,
+        subjects.stop_pods(C),
+        sh.message(
+            events.StopPods,
+            cluster=C,
+            pods=[events.PodStop(pod="sleeper", node=f"{C}-node-0", uid="sleeper-uid", job="j")],
+        ),
+    )
     assert await phases_reach(probe, "sleeper", 2) == [("Running", None), ("Deleted", None)]
     assert process.returncode is not None  # the process is gone, not just forgotten
     await sh.until(lambda: _restarts(probe, "flaky"), what="a restart in place")
@@ -100,8 +151,22 @@ async def test_a_stopped_pods_process_is_killed_and_a_failing_one_restarts_in_pl
 async def test_a_command_that_does_not_exist_fails_with_127(agent, bus, probe) -> None:
     msg = start("missing", "")
     pod = msg.pods[0]
-    missing = sh.message(events.StartPods, cluster=C, job="j", job_version=0, pods=[events.PodStart(
-        pod=pod.pod, uid=pod.uid, node=pod.node, task="worker", command=["/no/such/binary"], restart_policy="Never")])
+    missing = sh.message(
+        events.StartPods,
+        cluster=C,
+        job="j",
+        job_version=0,
+        pods=[
+            events.PodStart(
+                pod=pod.pod,
+                uid=pod.uid,
+                node=pod.node,
+                task="worker",
+                command=["/no/such/binary"],
+                restart_policy="Never",
+            )
+        ],
+    )
     await sh.send(bus, subjects.start_pods(C), missing)
     assert await phases_reach(probe, "missing", 2) == [("Running", None), ("Failed", 127)]
 
@@ -155,7 +220,9 @@ async def test_an_exit_while_the_store_is_down_is_reported_once_it_is_back(bus, 
     s = settings(tmp_path)
     flaky = DownForAWhile(store)
     release = tmp_path / "go"
-    code = f"import pathlib, sys, time\nwhile not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nsys.exit(4)"
+    code = (
+        f"import pathlib, sys, time\nwhile not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nsys.exit(4)"
+    )
     async with sh.running("node-agent", build, s, bus, flaky, instance=agent_name(s)) as (_, agent):
         await sh.send(bus, subjects.start_pods(C), start("late", code))
         await phases_reach(probe, "late", 1)
@@ -168,18 +235,29 @@ async def test_an_exit_while_the_store_is_down_is_reported_once_it_is_back(bus, 
 async def test_agents_of_named_nodes_each_run_only_their_own_pods(bus, store, probe, tmp_path) -> None:
     left, right = settings(tmp_path, node_names=["left"]), settings(tmp_path, node_names=["right"])
     assert agent_name(left) != agent_name(right)
-    async with sh.running("node-agent", build, left, bus, store, instance=agent_name(left)) as (_, a), \
-            sh.running("node-agent", build, right, bus, store, instance=agent_name(right)) as (_, b):
+    async with (
+        sh.running("node-agent", build, left, bus, store, instance=agent_name(left)) as (_, a),
+        sh.running("node-agent", build, right, bus, store, instance=agent_name(right)) as (_, b),
+    ):
         for node in ("left", "right"):
             await sh.send(bus, subjects.start_pods(C), start(f"on-{node}", "print('hi')", node=node))
-        assert await phases_reach(probe, "on-left", 2) == await phases_reach(probe, "on-right", 2) == [
-            ("Running", None), ("Succeeded", 0)]
+        assert (
+            await phases_reach(probe, "on-left", 2)
+            == await phases_reach(probe, "on-right", 2)
+            == [("Running", None), ("Succeeded", 0)]
+        )
         reports = [m for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)]
         assert {(m.agent, r.pod) for m in reports for r in m.reports} == {
-            (agent_name(left), "on-left"), (agent_name(right), "on-right")}
+            (agent_name(left), "on-left"),
+            (agent_name(right), "on-right"),
+        }
         assert (a.pods.rows, b.pods.rows) == ({}, {})
 
 
 async def _restarts(probe: sh.Probe, pod: str) -> bool:
-    return any(r.restarts >= 1 for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
-               for r in m.reports if r.pod == pod)
+    return any(
+        r.restarts >= 1
+        for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
+        for r in m.reports
+        if r.pod == pod
+    )

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events
-from hyperjob import records
+from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.services.status_aggregator.domain import AggregateDoc
 
@@ -36,16 +35,23 @@ async def apply(bus: Any, probe: sh.Probe, manifest: dict[str, Any]) -> None:
 
 
 async def phase(store: Any, name: str, wanted: str, timeout: float = 60.0) -> AggregateDoc:
-    return await sh.doc(store, records.HYPERJOB_STATUS, name, AggregateDoc, timeout=timeout,
-                        where=lambda d: d.phase == wanted)
+    return await sh.doc(
+        store, records.HYPERJOB_STATUS, name, AggregateDoc, timeout=timeout, where=lambda d: d.phase == wanted
+    )
 
 
 async def test_a_hyperjob_across_two_clusters_runs_to_completed_each_pod_started_once_with_its_rank(
-        bus, store, probe) -> None:
+    bus, store, probe
+) -> None:
     async with sh.Fleet(bus, store, CLUSTERS, nodes=2):
         await apply(bus, probe, sh.queue_manifest("global-ai"))
-        manifest = sh.hyperjob_manifest(HJ, {"c1": 3, "c2": 3}, queue="global-ai", duration="1s",
-                                        plugins={"pytorch": ["--master=worker", "--port=23456"]})
+        manifest = sh.hyperjob_manifest(
+            HJ,
+            {"c1": 3, "c2": 3},
+            queue="global-ai",
+            duration="1s",
+            plugins={"pytorch": ["--master=worker", "--port=23456"]},
+        )
         await apply(bus, probe, manifest)
         done = await phase(store, HJ, "Completed")
         assert [c["type"] for c in done.status["conditions"]] == ["Completed"]
@@ -53,8 +59,9 @@ async def test_a_hyperjob_across_two_clusters_runs_to_completed_each_pod_started
         for c in CLUSTERS:  # every pod's resources are given back
             await sh.until(lambda c=c: _no_bindings(store, c), what=f"no bindings left in {c}")
 
-    starts = {c: [p for m in await probe.decoded(subjects.start_pods(c), events.StartPods) for p in m.pods]
-              for c in CLUSTERS}
+    starts = {
+        c: [p for m in await probe.decoded(subjects.start_pods(c), events.StartPods) for p in m.pods] for c in CLUSTERS
+    }
     pods = [p for c in CLUSTERS for p in starts[c]]
     assert len(pods) == 6 and max(Counter(p.pod for p in pods).values()) == 1  # each pod started once
     for c in CLUSTERS:
@@ -68,7 +75,8 @@ async def test_a_hyperjob_across_two_clusters_runs_to_completed_each_pod_started
     for c in CLUSTERS:
         reports = [r for m in await probe.decoded(subjects.pod_phases(c), events.PodPhasesReported) for r in m.reports]
         assert Counter((r.pod, r.phase) for r in reports) == Counter(
-            {(p.pod, phase): 1 for p in starts[c] for phase in ("Running", "Succeeded")})
+            {(p.pod, phase): 1 for p in starts[c] for phase in ("Running", "Succeeded")}
+        )
         phases = [m.new for m in await probe.decoded(subjects.job_phase(c), events.JobPhaseChanged)]
         assert phases == ["Pending", "Running", "Completed"]
         [held] = [m for m in await probe.decoded(subjects.RESERVATION_HELD, events.ReservationHeld) if m.cluster == c]

@@ -18,8 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 import structlog.testing
 
-from hyperjob import events
-from hyperjob import records
+from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.store.redis_store import RedisStore
 from hyperjob.testkit.isolation import open_redis_store
@@ -76,12 +75,17 @@ async def started_pods(probe: sh.Probe) -> list[events.PodStart]:
 
 
 async def completed(probe: sh.Probe) -> set[str]:
-    return {m.job for c in CLUSTERS for m in await probe.decoded(subjects.job_phase(c), events.JobPhaseChanged)
-            if m.new == "Completed"}
+    return {
+        m.job
+        for c in CLUSTERS
+        for m in await probe.decoded(subjects.job_phase(c), events.JobPhaseChanged)
+        if m.new == "Completed"
+    }
 
 
 async def test_a_wiped_redis_is_rebuilt_from_the_changelogs_and_the_run_finishes_with_nothing_lost_or_doubled(
-        bus, probe, own_redis) -> None:
+    bus, probe, own_redis
+) -> None:
     url, store = own_redis
     async with Run(bus, probe, store) as run:
         async with sh.Fleet(bus, store, CLUSTERS, nodes=2):
@@ -144,15 +148,23 @@ class Run:
         self._wiped_at = len(self.logs)
 
     async def wait_for_the_end(self) -> None:
-        await sh.until(lambda: _superset(completed(self.probe), self.expected), what="every job Completed",
-                       timeout=60)
+        await sh.until(lambda: _superset(completed(self.probe), self.expected), what="every job Completed", timeout=60)
         for name in HYPERJOBS:
-            await sh.doc(self.store, records.HYPERJOB_STATUS, name, records.HyperJobStatusDoc, timeout=30,
-                         where=lambda d: d.phase == "Completed")
+            await sh.doc(
+                self.store,
+                records.HYPERJOB_STATUS,
+                name,
+                records.HyperJobStatusDoc,
+                timeout=30,
+                where=lambda d: d.phase == "Completed",
+            )
         for c in CLUSTERS:
             await sh.until(lambda c=c: _no_bindings(self.store, c), what=f"no bindings left in {c}", timeout=30)
-        self.restored = {e["instance"]: e["documents"] for e in self.logs[self._wiped_at:]
-                         if e["event"] == "state_restored_from_changelog"}
+        self.restored = {
+            e["instance"]: e["documents"]
+            for e in self.logs[self._wiped_at :]
+            if e["event"] == "state_restored_from_changelog"
+        }
         for instance in self.restored:
             assert await self.store.alive(instance), instance
 
@@ -163,8 +175,9 @@ class Run:
         assert len(pods) == 2 * len(JOBS) + 4 * len(HYPERJOBS)
         assert max(Counter(p.pod for p in pods).values()) == 1
         for c in CLUSTERS:
-            reports = [r for m in await probe.decoded(subjects.pod_phases(c), events.PodPhasesReported)
-                       for r in m.reports]
+            reports = [
+                r for m in await probe.decoded(subjects.pod_phases(c), events.PodPhasesReported) for r in m.reports
+            ]
             assert max(Counter((r.pod, r.phase) for r in reports).values()) == 1
             bound: dict[str, str] = {}
             for msg in await probe.decoded(subjects.pods_bound(c), events.PodsBound):

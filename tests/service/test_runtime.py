@@ -50,10 +50,16 @@ class Counter:
         self.failing: set[str] = set()
         self.queues: dict[str, str] = {}
         self.seen_queues_at_first_call: dict[str, str] | None = None
-        runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: self.on_queue,
-                                            events.PriorityClassChanged: lambda _m: None})
-        runtime.subscribe(DURABLE, subjects.DELETE, {events.DeleteObject: self.on_delete},
-                          backoff=backoff or [0.05], max_deliver=max_deliver)
+        runtime.watch(
+            subjects.CONFIG_ALL, {events.QueueChanged: self.on_queue, events.PriorityClassChanged: lambda _m: None}
+        )
+        runtime.subscribe(
+            DURABLE,
+            subjects.DELETE,
+            {events.DeleteObject: self.on_delete},
+            backoff=backoff or [0.05],
+            max_deliver=max_deliver,
+        )
 
     def on_queue(self, msg: events.QueueChanged) -> None:
         self.queues[msg.name] = msg.state
@@ -66,14 +72,18 @@ class Counter:
         self.counts.put(msg.name, Count(current.n + 1, msg.event_id))
         if msg.name in self.failing:
             raise RuntimeError(f"injected: handler of {msg.name} fails")
-        reaction = Reaction().publish(subjects.result(msg.event_id), self.rt.emit(
-            events.RequestAccepted, msg, "answer", kind=msg.kind, name=msg.name, outcome="deleted"))
-        return reaction.publish(subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, msg, "deleted",
-                                                                        name=msg.name))
+        reaction = Reaction().publish(
+            subjects.result(msg.event_id),
+            self.rt.emit(events.RequestAccepted, msg, "answer", kind=msg.kind, name=msg.name, outcome="deleted"),
+        )
+        return reaction.publish(
+            subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, msg, "deleted", name=msg.name)
+        )
 
 
-def runtime_on(bus: Any, store: Any, *, instance: str = INSTANCE, fault: Callable[[str], None] | None = None
-               ) -> Runtime:
+def runtime_on(
+    bus: Any, store: Any, *, instance: str = INSTANCE, fault: Callable[[str], None] | None = None
+) -> Runtime:
     clock = WallClock()
     return Runtime("counter", instance, bus, store, clock=clock, timers=AsyncioTimers(clock), fault=fault)
 
@@ -116,6 +126,7 @@ async def changelog_of(probe: sh.Probe, name: str = "c", instance: str = INSTANC
 
 # -- batches, redeliveries, dead letters --------------------------------------------------------------
 
+
 async def test_a_batch_is_handled_in_order_and_each_message_counted_once(counter, bus, store, probe) -> None:
     ticks = [tick("c") for _ in range(30)] + [tick("d") for _ in range(5)]
     await bus.publish_many([(subjects.DELETE, t.event_id, events.encode(t)) for t in ticks])
@@ -127,8 +138,9 @@ async def test_a_batch_is_handled_in_order_and_each_message_counted_once(counter
     assert await changelog_of(probe, "c") == await count(store, "c")
 
 
-async def test_a_redelivered_message_has_one_effect_and_its_outputs_go_out_under_their_first_ids(counter, bus, store,
-                                                                                                 probe) -> None:
+async def test_a_redelivered_message_has_one_effect_and_its_outputs_go_out_under_their_first_ids(
+    counter, bus, store, probe
+) -> None:
     msg = tick()
     await sh.send(bus, subjects.DELETE, msg)
     await probe.settled(DURABLE, subjects.DELETE)
@@ -141,8 +153,7 @@ async def test_a_redelivered_message_has_one_effect_and_its_outputs_go_out_under
     assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1
 
 
-async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skipped(counter, bus, store,
-                                                                                   probe) -> None:
+async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skipped(counter, bus, store, probe) -> None:
     await bus.publish(subjects.DELETE, b"not json", msg_id="garbage")
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "event_id": "x"}', msg_id="incomplete")
     other = sh.message(events.ApplyManifest, manifest={})  # a type this consumer does not handle
@@ -155,8 +166,7 @@ async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skip
     assert await count(store) == (1, 1)
 
 
-async def test_a_failing_handler_leaves_nothing_in_memory_and_ends_in_the_dead_letter_queue(bus, store,
-                                                                                           probe) -> None:
+async def test_a_failing_handler_leaves_nothing_in_memory_and_ends_in_the_dead_letter_queue(bus, store, probe) -> None:
     async with Running(bus, store, max_deliver=3) as counter:
         counter.failing.add("bad")
         await bus.publish_many([(subjects.DELETE, t.event_id, events.encode(t)) for t in (tick(), tick("bad"), tick())])
@@ -169,8 +179,9 @@ async def test_a_failing_handler_leaves_nothing_in_memory_and_ends_in_the_dead_l
     assert dead.headers["Hyperjob-Dlq-Reason"] == "max_deliver" and counter.calls.count("bad") == 3
 
 
-async def test_replicas_sharing_a_consumer_refuse_each_others_stale_decisions_and_lose_no_count(bus, store,
-                                                                                              probe) -> None:
+async def test_replicas_sharing_a_consumer_refuse_each_others_stale_decisions_and_lose_no_count(
+    bus, store, probe
+) -> None:
     async with Running(bus, store, instance="counter-a") as a, Running(bus, store, instance="counter-b") as b:
         for _ in range(4):
             ticks = [tick() for _ in range(10)]
@@ -182,6 +193,7 @@ async def test_replicas_sharing_a_consumer_refuse_each_others_stale_decisions_an
 
 
 # -- after a commit -------------------------------------------------------------------------------------
+
 
 class PublishFailsOnce:
     """The real bus, except that the first ``publish_many`` after ``arm()`` fails (JetStream did not
@@ -244,8 +256,10 @@ async def test_outputs_committed_by_an_instance_that_died_go_out_when_it_restart
 
 # -- a wiped store --------------------------------------------------------------------------------------
 
-async def test_a_wiped_store_is_seen_at_the_next_commit_and_rebuilt_from_the_changelog(counter, bus, store,
-                                                                                         probe) -> None:
+
+async def test_a_wiped_store_is_seen_at_the_next_commit_and_rebuilt_from_the_changelog(
+    counter, bus, store, probe
+) -> None:
     for name in ("c", "c", "c", "d", "gone"):
         await sh.send(bus, subjects.DELETE, tick(name))
         await probe.settled(DURABLE, subjects.DELETE)  # one commit each
@@ -287,6 +301,7 @@ async def test_the_changelog_keeps_tombstones_and_restores_nothing_of_another_in
 
 
 # -- watches ----------------------------------------------------------------------------------------------
+
 
 async def test_watched_values_are_in_before_anything_is_handled(bus, store, probe) -> None:
     for name in ("q1", "q2", "q3"):

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events
-from hyperjob import records
+from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 from hyperjob.services.splitter.app import build
@@ -37,8 +36,9 @@ async def splitter(bus, store) -> AsyncIterator[Runtime]:
         yield runtime
 
 
-async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False,
-               durable: str = "splitter") -> events.Message:
+async def send(
+    bus: Any, probe: sh.Probe, subject: str, msg: events.Message, *, again: bool = False, durable: str = "splitter"
+) -> events.Message:
     """Send ``msg`` and wait until it is handled; ``again``: then send it once more (a redelivery,
     after the first was committed) and wait for that too."""
     await sh.send(bus, subject, msg)
@@ -62,13 +62,19 @@ async def hyperjob_doc(store: Any, name: str = HJ) -> records.HyperJobDoc:
 async def applied_and_admitted(bus: Any, probe: sh.Probe, manifest: dict[str, Any]) -> events.PlaceChildren:
     await send(bus, probe, subjects.APPLY, sh.apply(manifest))
     name = manifest["metadata"]["name"]
-    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=name, queue="default"),
-               durable="splitter-sched")
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_ADMITTED,
+        sh.message(events.OwnerAdmitted, name=name, queue="default"),
+        durable="splitter-sched",
+    )
     [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren, where=lambda m: m.owner == name)
     return place
 
 
 # -- queues and priority classes ----------------------------------------------------------------
+
 
 async def test_a_queue_applied_twice_is_stored_announced_and_answered_once(splitter, bus, store, probe) -> None:
     msg = await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")), again=True)
@@ -95,12 +101,16 @@ async def test_a_queue_applied_again_is_configured_or_unchanged(splitter, bus, s
     assert announced.manifest["spec"]["weight"] == 3
 
 
-async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused(splitter, bus, store,
-                                                                                probe) -> None:
+async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused(splitter, bus, store, probe) -> None:
     await send(bus, probe, subjects.APPLY, sh.apply(sh.queue_manifest("team-a")))
     await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS, queue="team-a")))
-    close = await send(bus, probe, subjects.OBJECT_COMMAND,
-                       sh.message(events.CommandObject, kind="Queue", name="team-a", action="close"), again=True)
+    close = await send(
+        bus,
+        probe,
+        subjects.OBJECT_COMMAND,
+        sh.message(events.CommandObject, kind="Queue", name="team-a", action="close"),
+        again=True,
+    )
     assert (await answer(probe, close)).outcome == "commanded"  # type: ignore[union-attr]
     [announced] = await probe.decoded(subjects.queue_config("team-a"), events.QueueChanged)
     assert announced.state == "Closed"
@@ -112,8 +122,13 @@ async def test_closing_a_queue_is_announced_and_deleting_a_used_queue_is_refused
 
 
 async def test_a_priority_class_is_stored_and_announced(splitter, bus, store, probe) -> None:
-    manifest = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
-                "value": 1000, "globalDefault": True}
+    manifest = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+        "globalDefault": True,
+    }
     msg = await send(bus, probe, subjects.APPLY, sh.apply(manifest))
     assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
     stored = (await store.get(records.PRIORITY_CLASS, "high")).decode(records.PriorityClassDoc)
@@ -124,14 +139,20 @@ async def test_a_priority_class_is_stored_and_announced(splitter, bus, store, pr
 
 # -- rejections ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("manifest", "path"), [
-    (sh.hyperjob_manifest(HJ, CLUSTERS, queue="nope"), "queue"),
-    (sh.hyperjob_manifest(HJ, {"c1": 2, "c9": 2}), "splitPolicy.clusters[1]"),
-    ({**sh.job_manifest("j"), "spec": {**sh.job_manifest("j")["spec"], "tasks": []}}, "$.spec.tasks"),
-    ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}, "kind"),
-], ids=["unknown-queue", "unknown-cluster", "no-tasks", "unknown-kind"])
-async def test_a_rejected_manifest_names_the_field_and_changes_nothing(splitter, bus, store, probe, manifest,
-                                                                        path) -> None:
+
+@pytest.mark.parametrize(
+    ("manifest", "path"),
+    [
+        (sh.hyperjob_manifest(HJ, CLUSTERS, queue="nope"), "queue"),
+        (sh.hyperjob_manifest(HJ, {"c1": 2, "c9": 2}), "splitPolicy.clusters[1]"),
+        ({**sh.job_manifest("j"), "spec": {**sh.job_manifest("j")["spec"], "tasks": []}}, "$.spec.tasks"),
+        ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Gadget", "metadata": {"name": "g"}}, "kind"),
+    ],
+    ids=["unknown-queue", "unknown-cluster", "no-tasks", "unknown-kind"],
+)
+async def test_a_rejected_manifest_names_the_field_and_changes_nothing(
+    splitter, bus, store, probe, manifest, path
+) -> None:
     msg = await send(bus, probe, subjects.APPLY, sh.apply(manifest))
     rejected = await answer(probe, msg)
     assert isinstance(rejected, events.RequestRejected) and path in rejected.reason, rejected
@@ -142,6 +163,7 @@ async def test_a_rejected_manifest_names_the_field_and_changes_nothing(splitter,
 
 
 # -- a HyperJob's life --------------------------------------------------------------------------
+
 
 async def test_an_applied_hyperjob_is_stored_announced_and_submitted_once(splitter, bus, store, probe) -> None:
     msg = await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)), again=True)
@@ -176,8 +198,9 @@ async def test_an_admitted_hyperjob_is_split_into_one_placement_request(splitter
 async def test_deleting_a_placed_hyperjob_waits_for_every_child_to_be_gone(splitter, bus, store, probe) -> None:
     place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
     first, second = (c.name for c in place.children)
-    delete = await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ),
-                        again=True)
+    delete = await send(
+        bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ), again=True
+    )
     assert (await answer(probe, delete)).outcome == "deleting"  # type: ignore[union-attr]
     assert [w.name for w in await probe.decoded(subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn)] == [HJ]
     unplaced = await probe.decoded(subjects.UNPLACE_CHILD, events.RemoveChild)
@@ -187,8 +210,13 @@ async def test_deleting_a_placed_hyperjob_waits_for_every_child_to_be_gone(split
     await send(bus, probe, subjects.job_removed("c1"), removed, again=True, durable="splitter-children")
     assert [r.name for r in (await hyperjob_doc(store)).children] == [second]
     assert await probe.messages(subjects.HYPERJOB_DELETED) == []
-    await send(bus, probe, subjects.job_removed("c2"), sh.message(events.JobRemoved, cluster="c2", job=second,
-                                                                  hyperjob=HJ), durable="splitter-children")
+    await send(
+        bus,
+        probe,
+        subjects.job_removed("c2"),
+        sh.message(events.JobRemoved, cluster="c2", job=second, hyperjob=HJ),
+        durable="splitter-children",
+    )
     [deleted] = await probe.decoded(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)
     assert deleted.name == HJ and await store.get(records.HYPERJOB, HJ) is None
     tombstone = (await probe.changelog("splitter"))[f"hyperjob/{HJ}"]
@@ -236,8 +264,13 @@ async def test_child_phases_are_followed_and_a_plain_job_is_its_own_child(splitt
     await send(bus, probe, subjects.APPLY, sh.apply(sh.job_manifest("solo")))
     [submitted] = await probe.decoded(subjects.OWNER_SUBMITTED, events.OwnerSubmitted)
     assert (submitted.name, submitted.plain) == ("solo", True)
-    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name="solo", queue="default"),
-               durable="splitter-sched")
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_ADMITTED,
+        sh.message(events.OwnerAdmitted, name="solo", queue="default"),
+        durable="splitter-sched",
+    )
     [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren)
     assert (place.plain, place.gang, [c.name for c in place.children]) == (True, 0, ["solo"])
     assert place.children[0].clusters == ["c1", "c2"]  # any live cluster
@@ -247,12 +280,16 @@ async def test_child_phases_are_followed_and_a_plain_job_is_its_own_child(splitt
     assert doc.child_phases == {"solo": "Running"} and doc.children[0].cluster == "c2"
 
 
-async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appears(splitter, bus, store,
-                                                                                   probe) -> None:
+async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appears(splitter, bus, store, probe) -> None:
     await sh.report_capacity(bus, sh.capacity("c1", full=True), sh.capacity("c2", full=True))
     await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
-    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
-               durable="splitter-sched")
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_ADMITTED,
+        sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
+        durable="splitter-sched",
+    )
     [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
     assert waiting.hyperjob == HJ and waiting.reason
     assert await probe.messages(subjects.PLACE_CHILDREN) == []
@@ -265,6 +302,7 @@ async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appea
 
 
 # -- crashes ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("point", ["after-commit", "after-publish"])
 async def test_a_crash_after_the_commit_has_one_effect_once_redelivered(bus, store, probe, point) -> None:

@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import records
+from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.records.capacity import cluster_capacity
 from hyperjob.servicekit import Runtime
@@ -48,12 +46,19 @@ def spec(**fields: Any) -> events.HyperJobSpecChanged:
     clusters = {c: cluster_capacity(sh.capacity(c), now) for c in ("c1", "c2")}
     planned = splitter_domain.plan(hyperjob, clusters, now)
     assert isinstance(planned, splitter_domain.Planned)
-    return sh.message(events.HyperJobSpecChanged, name=HJ, manifest=api.encode(hyperjob), children=planned.refs,
-                      world_size=planned.world_size, **fields)
+    return sh.message(
+        events.HyperJobSpecChanged,
+        name=HJ,
+        manifest=api.encode(hyperjob),
+        children=planned.refs,
+        world_size=planned.world_size,
+        **fields,
+    )
 
 
-async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, durable: str, *,
-               again: bool = False) -> None:
+async def send(
+    bus: Any, probe: sh.Probe, subject: str, msg: events.Message, durable: str, *, again: bool = False
+) -> None:
     await sh.send(bus, subject, msg)
     await probe.settled(durable, subject)
     if again:
@@ -61,10 +66,19 @@ async def send(bus: Any, probe: sh.Probe, subject: str, msg: events.Message, dur
         await probe.settled(durable, subject)
 
 
-async def child_phase(bus: Any, probe: sh.Probe, ref: events.ChildRef, new: str, *, again: bool = False,
-                      **counts: int) -> None:
-    msg = sh.message(events.JobPhaseChanged, cluster=ref.cluster, job=ref.name, hyperjob=HJ,
-                     replicated_job=ref.replicated_job, old="", new=new, **counts)
+async def child_phase(
+    bus: Any, probe: sh.Probe, ref: events.ChildRef, new: str, *, again: bool = False, **counts: int
+) -> None:
+    msg = sh.message(
+        events.JobPhaseChanged,
+        cluster=ref.cluster,
+        job=ref.name,
+        hyperjob=HJ,
+        replicated_job=ref.replicated_job,
+        old="",
+        new=new,
+        **counts,
+    )
     await send(bus, probe, subjects.job_phase(ref.cluster), msg, "status-aggregator-jobs", again=again)
 
 
@@ -76,14 +90,21 @@ async def status_doc(store: Any, phase: str) -> AggregateDoc:
     return await sh.doc(store, records.HYPERJOB_STATUS, HJ, AggregateDoc, where=lambda d: d.phase == phase)
 
 
-async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to_completed(aggregator, bus, store,
-                                                                                          probe) -> None:
+async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to_completed(
+    aggregator, bus, store, probe
+) -> None:
     announced = spec()
     await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator", again=True)
     await status_doc(store, "Pending")
     assert (await store.get(records.HYPERJOB_SPEC, HJ)).decode(SpecDoc).children == announced.children
-    await send(bus, probe, subjects.OWNER_ADMITTED, sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
-               "status-aggregator-sched", again=True)
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_ADMITTED,
+        sh.message(events.OwnerAdmitted, name=HJ, queue="default"),
+        "status-aggregator-sched",
+        again=True,
+    )
     await status_doc(store, "Admitted")
     first, second = announced.children
     await child_phase(bus, probe, first, "Running", again=True, running=2)
@@ -96,16 +117,27 @@ async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to
     done = await status_doc(store, "Completed")
     assert [c["type"] for c in done.status["conditions"]] == ["Completed"]
     # One announcement per change (six pieces of news; the three copies changed nothing).
-    assert [s.phase for s in await statuses(probe)] == ["Pending", "Admitted", "Admitted", "Running", "Running",
-                                                        "Completed"]
+    assert [s.phase for s in await statuses(probe)] == [
+        "Pending",
+        "Admitted",
+        "Admitted",
+        "Running",
+        "Running",
+        "Completed",
+    ]
 
 
 async def test_why_a_hyperjob_waits_is_in_its_status(aggregator, bus, store, probe) -> None:
     await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
     waiting = sh.message(events.ChildPlacementWaiting, child="", hyperjob=HJ, reason="queue default: no room")
     await send(bus, probe, subjects.CHILD_WAITING, waiting, "status-aggregator-sched", again=True)
-    doc = await sh.doc(store, records.HYPERJOB_STATUS, HJ, AggregateDoc,
-                       where=lambda d: d.status.get("waitingReason") == "queue default: no room")
+    doc = await sh.doc(
+        store,
+        records.HYPERJOB_STATUS,
+        HJ,
+        AggregateDoc,
+        where=lambda d: d.status.get("waitingReason") == "queue default: no room",
+    )
     assert doc.phase == "Pending"
     [_, latest] = await statuses(probe)
     assert latest.status["waitingReason"] == "queue default: no room"
@@ -114,15 +146,20 @@ async def test_why_a_hyperjob_waits_is_in_its_status(aggregator, bus, store, pro
     assert await store.get(records.HYPERJOB_STATUS, "someone-else") is None
 
 
-async def test_plain_jobs_are_not_aggregated_and_a_deleted_hyperjob_is_forgotten(aggregator, bus, store,
-                                                                                  probe) -> None:
+async def test_plain_jobs_are_not_aggregated_and_a_deleted_hyperjob_is_forgotten(aggregator, bus, store, probe) -> None:
     plain = sh.message(events.HyperJobSpecChanged, name="solo", manifest=sh.job_manifest("solo"), plain=True)
     await send(bus, probe, subjects.HYPERJOB_SPEC, plain, "status-aggregator")
     assert await store.get(records.HYPERJOB_SPEC, "solo") is None
     await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
     await status_doc(store, "Pending")
-    await send(bus, probe, subjects.HYPERJOB_DELETED, sh.message(events.HyperJobDeleted, name=HJ), "status-aggregator",
-               again=True)
+    await send(
+        bus,
+        probe,
+        subjects.HYPERJOB_DELETED,
+        sh.message(events.HyperJobDeleted, name=HJ),
+        "status-aggregator",
+        again=True,
+    )
     assert await store.get(records.HYPERJOB_SPEC, HJ) is None and await store.get(records.HYPERJOB_STATUS, HJ) is None
     news = sh.message(events.JobPhaseChanged, cluster="c1", job="train-0", hyperjob=HJ, old="", new="Running")
     await send(bus, probe, subjects.job_phase("c1"), news, "status-aggregator-jobs")

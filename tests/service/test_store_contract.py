@@ -14,8 +14,18 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from hyperjob.store import (Binding, Commit, Doc, InMemoryStore, Output, Unbind, VersionConflictError, Write, binding_kind,
-                   render_entry)
+from hyperjob.store import (
+    Binding,
+    Commit,
+    Doc,
+    InMemoryStore,
+    Output,
+    Unbind,
+    VersionConflictError,
+    Write,
+    binding_kind,
+    render_entry,
+)
 from hyperjob.store.redis_store import RedisStore
 from hyperjob.testkit.isolation import new_namespace, open_redis_store
 
@@ -48,6 +58,7 @@ async def used(store: AnyStore, cluster: str, node: str) -> dict[str, float]:
 
 
 # -- documents ---------------------------------------------------------------------------------
+
 
 async def test_put_creates_version_one_and_each_write_increments(any_store) -> None:
     assert await any_store.put_if_version("job", "a", JobDoc("a", "Pending"), 0) == 1
@@ -87,20 +98,31 @@ async def test_delete_is_idempotent_and_version_checked(any_store) -> None:
 
 # -- markers ----------------------------------------------------------------------------------
 
+
 async def test_a_commit_writes_every_document_and_returns_their_versions(any_store) -> None:
     await any_store.put_if_version("job", "old", {}, None)
-    result = await any_store.commit(Commit(consumer="c", event_ids=["e1"], writes=[
-        Write.put("job", "a", JobDoc("a", "Pending"), 0), Write.put("job", "old", {"n": 2}, 1),
-        Write.delete("job", "gone")]))
+    result = await any_store.commit(
+        Commit(
+            consumer="c",
+            event_ids=["e1"],
+            writes=[
+                Write.put("job", "a", JobDoc("a", "Pending"), 0),
+                Write.put("job", "old", {"n": 2}, 1),
+                Write.delete("job", "gone"),
+            ],
+        )
+    )
     assert result.ok and result.versions == [1, 2, 0] and result.describe() == "committed"
     assert (await any_store.get("job", "old")).version == 2
 
 
 async def test_the_same_event_committed_twice_has_one_effect(any_store) -> None:
-    first = await any_store.commit(Commit(consumer="job-controller", event_ids=["evt-1"],
-                                          writes=[Write.put("job", "a", {"n": 1})]))
-    second = await any_store.commit(Commit(consumer="job-controller", event_ids=["evt-1"],
-                                           writes=[Write.put("job", "a", {"n": 2})]))
+    first = await any_store.commit(
+        Commit(consumer="job-controller", event_ids=["evt-1"], writes=[Write.put("job", "a", {"n": 1})])
+    )
+    second = await any_store.commit(
+        Commit(consumer="job-controller", event_ids=["evt-1"], writes=[Write.put("job", "a", {"n": 2})])
+    )
     assert first.ok and not second.ok
     assert (second.refusal, second.event_id) == ("duplicate", "evt-1") and "evt-1" in second.describe()
     doc = await any_store.get("job", "a")
@@ -109,8 +131,9 @@ async def test_the_same_event_committed_twice_has_one_effect(any_store) -> None:
 
 async def test_one_seen_event_in_a_batch_refuses_the_whole_batch(any_store) -> None:
     assert (await any_store.commit(Commit(consumer="c", event_ids=["e2"]))).ok
-    result = await any_store.commit(Commit(consumer="c", event_ids=["e1", "e2", "e3"],
-                                           writes=[Write.put("job", "a", {})]))
+    result = await any_store.commit(
+        Commit(consumer="c", event_ids=["e1", "e2", "e3"], writes=[Write.put("job", "a", {})])
+    )
     assert (result.refusal, result.event_id) == ("duplicate", "e2")
     assert await any_store.get("job", "a") is None
     assert set(await any_store.seen("c", ["e1", "e2", "e3"])) == {"e2"}  # e1, e3: no marker was set
@@ -133,9 +156,20 @@ async def test_seen_returns_what_each_event_recorded_to_publish_again(any_store)
 
 
 async def test_concurrent_commits_of_one_event_have_one_effect(any_store) -> None:
-    results = await asyncio.gather(*(any_store.commit(Commit(
-        consumer="c", event_ids=["same"], writes=[Write.put("n", "x", {"i": i})], outputs=[out("s", f"m{i}")],
-        outbox_key=f"o:c:{i}")) for i in range(20)))
+    results = await asyncio.gather(
+        *(
+            any_store.commit(
+                Commit(
+                    consumer="c",
+                    event_ids=["same"],
+                    writes=[Write.put("n", "x", {"i": i})],
+                    outputs=[out("s", f"m{i}")],
+                    outbox_key=f"o:c:{i}",
+                )
+            )
+            for i in range(20)
+        )
+    )
     assert sum(r.ok for r in results) == 1 and sum(r.refusal == "duplicate" for r in results) == 19
     winner = next(i for i, r in enumerate(results) if r.ok)
     assert (await any_store.get("n", "x")).data == msgspec.json.encode({"i": winner})
@@ -144,18 +178,33 @@ async def test_concurrent_commits_of_one_event_have_one_effect(any_store) -> Non
 
 # -- versions ---------------------------------------------------------------------------------
 
+
 async def test_a_version_conflict_writes_nothing_sets_no_marker_and_records_nothing(any_store) -> None:
     await any_store.put_if_version("job", "a", {"v": 1}, None)
     writes = [Write.put("job", "b", {"v": 1}, 0), Write.put("job", "a", {"v": 2}, 5)]
-    result = await any_store.commit(Commit(consumer="c", event_ids=["e"], writes=writes, outputs=[out("s", "m")],
-                                           outbox="i", outbox_key="o:i:e", sentinel=""))
+    result = await any_store.commit(
+        Commit(
+            consumer="c",
+            event_ids=["e"],
+            writes=writes,
+            outputs=[out("s", "m")],
+            outbox="i",
+            outbox_key="o:i:e",
+            sentinel="",
+        )
+    )
     assert result.refusal == "conflict"
     assert (result.kind, result.name, result.expected, result.actual) == ("job", "a", 5, 1)
     assert "job/a is at version 1, not 5" in result.describe()
     assert await any_store.get("job", "b") is None
     assert await any_store.seen("c", ["e"]) == {} and await any_store.outbox("i") == []
-    retry = await any_store.commit(Commit(consumer="c", event_ids=["e"],
-                                          writes=[Write.put("job", "b", {"v": 1}, 0), Write.put("job", "a", {"v": 2}, 1)]))
+    retry = await any_store.commit(
+        Commit(
+            consumer="c",
+            event_ids=["e"],
+            writes=[Write.put("job", "b", {"v": 1}, 0), Write.put("job", "a", {"v": 2}, 1)],
+        )
+    )
     assert retry.ok and retry.versions == [1, 2]
 
 
@@ -169,9 +218,16 @@ async def test_creating_what_exists_and_deleting_at_a_stale_version_conflict(any
 
 async def test_two_replicas_deciding_on_the_same_version_one_wins(any_store) -> None:
     await any_store.put_if_version("owner", "h", {"admitted": False}, None)
-    results = await asyncio.gather(*(any_store.commit(Commit(consumer=f"replica-{i}", event_ids=[f"round-{i}"],
-                                                             writes=[Write.put("owner", "h", {"by": i}, 1)]))
-                                     for i in range(10)))
+    results = await asyncio.gather(
+        *(
+            any_store.commit(
+                Commit(
+                    consumer=f"replica-{i}", event_ids=[f"round-{i}"], writes=[Write.put("owner", "h", {"by": i}, 1)]
+                )
+            )
+            for i in range(10)
+        )
+    )
     assert sum(r.ok for r in results) == 1 and all(r.refusal == "conflict" for r in results if not r.ok)
     assert (await any_store.get("owner", "h")).version == 2
 
@@ -238,8 +294,9 @@ async def test_an_unbind_and_a_bind_in_one_commit_make_room_first(any_store) -> 
     await any_store.set_node_allocatable("c1", "n1", {"cpu": 4.0})
     await any_store.set_node_allocatable("c1", "n2", {"cpu": 4.0})
     assert (await any_store.commit(Commit(binds=[bind("p", "n1", {"cpu": 4.0}, uid="u1")]))).ok
-    swap = Commit(unbinds=[Unbind("c1", "p")], binds=[bind("p", "n2", {"cpu": 4.0}, uid="u2"),
-                                                      bind("q", "n1", {"cpu": 4.0})])
+    swap = Commit(
+        unbinds=[Unbind("c1", "p")], binds=[bind("p", "n2", {"cpu": 4.0}, uid="u2"), bind("q", "n1", {"cpu": 4.0})]
+    )
     assert (await any_store.commit(swap)).ok
     bound = await any_store.allocations("c1")
     assert (bound["p"].node, bound["p"].uid, bound["q"].node) == ("n2", "u2", "n1")
@@ -303,11 +360,13 @@ async def test_nodes_lists_registered_nodes_per_cluster_and_pods_default(any_sto
 
 # -- outbox -----------------------------------------------------------------------------------
 
+
 async def test_outputs_stay_in_the_outbox_until_a_later_commit_says_they_went_out(any_store) -> None:
     first, second = [out("a", "1")], [out("b", "2"), out("b", "3")]
     await any_store.commit(Commit(consumer="c", event_ids=["e1"], outputs=first, outbox="inst", outbox_key="o:inst:e1"))
-    await any_store.commit(Commit(event_ids=[], outputs=second, outbox="inst", outbox_key="o:inst:r1",
-                                  writes=[Write.put("k", "x", {})]))
+    await any_store.commit(
+        Commit(event_ids=[], outputs=second, outbox="inst", outbox_key="o:inst:r1", writes=[Write.put("k", "x", {})])
+    )
     assert await any_store.outbox("inst") == [("o:inst:e1", first), ("o:inst:r1", second)]
     assert await any_store.outbox("other") == []
     await any_store.commit(Commit(writes=[Write.put("k", "y", {})], outbox="inst", published=["o:inst:e1"]))
@@ -320,23 +379,35 @@ async def test_outputs_stay_in_the_outbox_until_a_later_commit_says_they_went_ou
 
 async def test_a_refused_commit_leaves_the_outbox_as_it_was(any_store) -> None:
     await any_store.commit(Commit(outputs=[out("a", "1")], outbox="inst", outbox_key="o:inst:1"))
-    refused = await any_store.commit(Commit(writes=[Write.put("k", "x", {}, 3)], outputs=[out("a", "2")],
-                                            outbox="inst", outbox_key="o:inst:2", published=["o:inst:1"]))
+    refused = await any_store.commit(
+        Commit(
+            writes=[Write.put("k", "x", {}, 3)],
+            outputs=[out("a", "2")],
+            outbox="inst",
+            outbox_key="o:inst:2",
+            published=["o:inst:1"],
+        )
+    )
     assert refused.refusal == "conflict"
     assert await any_store.outbox("inst") == [("o:inst:1", [out("a", "1")])]
 
 
 # -- sentinels, wipes and restore --------------------------------------------------------------
 
+
 async def test_a_commit_naming_a_sentinel_is_refused_until_the_instance_is_marked_alive(any_store) -> None:
-    refused = await any_store.commit(Commit(consumer="c", event_ids=["e"], writes=[Write.put("k", "x", {})],
-                                            sentinel="splitter"))
+    refused = await any_store.commit(
+        Commit(consumer="c", event_ids=["e"], writes=[Write.put("k", "x", {})], sentinel="splitter")
+    )
     assert refused.refusal == "wiped" and await any_store.get("k", "x") is None
     assert not await any_store.alive("splitter")
     await any_store.mark_alive("splitter")
     assert await any_store.alive("splitter") and not await any_store.alive("global-scheduler")
-    assert (await any_store.commit(Commit(consumer="c", event_ids=["e"], writes=[Write.put("k", "x", {})],
-                                          sentinel="splitter"))).ok
+    assert (
+        await any_store.commit(
+            Commit(consumer="c", event_ids=["e"], writes=[Write.put("k", "x", {})], sentinel="splitter")
+        )
+    ).ok
 
 
 async def test_a_wiped_store_refuses_every_instance_until_each_restores(any_store) -> None:
@@ -353,14 +424,17 @@ async def test_a_wiped_store_refuses_every_instance_until_each_restores(any_stor
     assert await any_store.seen("c", ["e"]) == {}  # the markers went too
     await any_store.mark_alive("splitter")
     assert (await any_store.commit(Commit(writes=[Write.put("k", "x", {})], sentinel="splitter"))).ok
-    assert (await any_store.commit(Commit(writes=[Write.put("k", "y", {})],
-                                          sentinel="job-controller-c1"))).refusal == "wiped"
+    assert (
+        await any_store.commit(Commit(writes=[Write.put("k", "y", {})], sentinel="job-controller-c1"))
+    ).refusal == "wiped"
 
 
 async def test_restore_puts_documents_back_at_their_recorded_versions(any_store) -> None:
-    docs = [Doc(kind="hyperjob", name="h1", version=7, data=b'{"n":"h1"}'),
-            Doc(kind="hyperjob", name="h2", version=1, data=b'{"n":"h2"}'),
-            Doc(kind="queue", name="q", version=3, data=b'{"q":1}')]
+    docs = [
+        Doc(kind="hyperjob", name="h1", version=7, data=b'{"n":"h1"}'),
+        Doc(kind="hyperjob", name="h2", version=1, data=b'{"n":"h2"}'),
+        Doc(kind="queue", name="q", version=3, data=b'{"q":1}'),
+    ]
     await any_store.restore(docs)
     assert await any_store.list("hyperjob") == {d.name: d for d in docs[:2]}
     assert await any_store.get("queue", "q") == docs[2]

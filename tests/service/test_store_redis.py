@@ -26,17 +26,32 @@ async def _keys_and_ttls(url: str, prefix: str) -> dict[str, int]:
         await client.aclose()
 
 
-async def test_markers_and_recorded_outputs_expire_and_everything_lives_under_the_prefix(store: RedisStore, redis_url,
-                                                                                         key_prefix) -> None:
+async def test_markers_and_recorded_outputs_expire_and_everything_lives_under_the_prefix(
+    store: RedisStore, redis_url, key_prefix
+) -> None:
     await store.mark_alive("splitter")
-    result = await store.commit(Commit(consumer="splitter", event_ids=["evt-9"], writes=[Write.put("hyperjob", "h", {})],
-                                       outputs=[Output(subject="s", msg_id="m", payload=b"")], sentinel="splitter",
-                                       outbox="splitter", outbox_key="o:splitter:evt-9"))
+    result = await store.commit(
+        Commit(
+            consumer="splitter",
+            event_ids=["evt-9"],
+            writes=[Write.put("hyperjob", "h", {})],
+            outputs=[Output(subject="s", msg_id="m", payload=b"")],
+            sentinel="splitter",
+            outbox="splitter",
+            outbox_key="o:splitter:evt-9",
+        )
+    )
     assert result.ok
     ttls = await _keys_and_ttls(redis_url, key_prefix)
     p = key_prefix
-    assert sorted(ttls) == [f"{p}:alive:splitter", f"{p}:d:hyperjob", f"{p}:m:splitter:evt-9", f"{p}:o:splitter:evt-9",
-                            f"{p}:outbox:splitter", f"{p}:v:hyperjob"]
+    assert sorted(ttls) == [
+        f"{p}:alive:splitter",
+        f"{p}:d:hyperjob",
+        f"{p}:m:splitter:evt-9",
+        f"{p}:o:splitter:evt-9",
+        f"{p}:outbox:splitter",
+        f"{p}:v:hyperjob",
+    ]
     for expiring in (f"{p}:m:splitter:evt-9", f"{p}:o:splitter:evt-9"):
         assert MARKER_TTL - 5 <= ttls[expiring] <= MARKER_TTL
     for lasting in (f"{p}:alive:splitter", f"{p}:d:hyperjob", f"{p}:outbox:splitter"):
@@ -48,8 +63,9 @@ async def test_two_scheduler_replicas_on_separate_connections_never_oversubscrib
         await a.set_node_allocatable("c1", "n1", {"nvidia.com/gpu": 8.0, "cpu": 96.0})
 
         async def gang(store: RedisStore, i: int) -> bool:
-            pods = [Binding("c1", f"j{i}-{k}", "n1", {"nvidia.com/gpu": 1.0, "cpu": 4.0, "pods": 1.0})
-                    for k in range(3)]
+            pods = [
+                Binding("c1", f"j{i}-{k}", "n1", {"nvidia.com/gpu": 1.0, "cpu": 4.0, "pods": 1.0}) for k in range(3)
+            ]
             return (await store.commit(Commit(consumer=f"cycle-{i}", binds=pods))).ok
 
         results = await asyncio.gather(*(gang(a if i % 2 else b, i) for i in range(30)))
@@ -80,10 +96,20 @@ async def test_state_survives_a_restart_with_append_only_file(tmp_path: Path) ->
         async with open_redis_store(server.url, "p", cleanup=False) as s:
             await s.mark_alive("i")
             await s.set_node_allocatable("c1", "n1", {"cpu": 2.0})
-            assert (await s.commit(Commit(consumer="c", event_ids=["e"], writes=[Write.put("job", "a", {"x": 1})],
-                                          binds=[Binding("c1", "p0", "n1", {"cpu": 1.5})], sentinel="i",
-                                          outputs=[Output(subject="s", msg_id="m", payload=b"")],
-                                          outbox="i", outbox_key="o:i:e"))).ok
+            assert (
+                await s.commit(
+                    Commit(
+                        consumer="c",
+                        event_ids=["e"],
+                        writes=[Write.put("job", "a", {"x": 1})],
+                        binds=[Binding("c1", "p0", "n1", {"cpu": 1.5})],
+                        sentinel="i",
+                        outputs=[Output(subject="s", msg_id="m", payload=b"")],
+                        outbox="i",
+                        outbox_key="o:i:e",
+                    )
+                )
+            ).ok
         server.stop()
         server = RedisServer(tmp_path / "redis", port=port, appendonly=True)
         server.start()
@@ -130,7 +156,9 @@ async def test_one_store_instance_carries_on_after_redis_restarts(tmp_path: Path
         result = None
         for _ in range(20):
             try:
-                result = await s.commit(Commit(consumer="c", event_ids=["e2"], writes=[Write.put("job", "a", {"n": 2}, 1)]))
+                result = await s.commit(
+                    Commit(consumer="c", event_ids=["e2"], writes=[Write.put("job", "a", {"n": 2}, 1)])
+                )
                 break
             except StoreUnavailableError:
                 await asyncio.sleep(0.1)

@@ -11,25 +11,88 @@ beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names
 from .base import ObjectMeta
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
-from .hyperjob import (ClusterReplicas, HyperJob, HyperJobSpec, ReplicatedJob, SplitPolicy, TemplatedHyperJob,
-                       normalize, template_replicas, user_path)
+from .hyperjob import (
+    ClusterReplicas,
+    HyperJob,
+    HyperJobSpec,
+    ReplicatedJob,
+    SplitPolicy,
+    TemplatedHyperJob,
+    normalize,
+    template_replicas,
+    user_path,
+)
 from .job import Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
 from .manifest import Manifest, decode, encode, load, load_documents
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
 from .queue import DEFAULT_QUEUE, PodGroup, PriorityClass, Queue, QueueSpec
-from .validation import (SIM_DURATION, SIM_EXIT_CODE, accelerator_request, check_job_spec, check_plugins,
-                         check_queue_reference, check_references, check_sim_annotations)
+from .validation import (
+    SIM_DURATION,
+    SIM_EXIT_CODE,
+    accelerator_request,
+    check_job_spec,
+    check_plugins,
+    check_queue_reference,
+    check_references,
+    check_sim_annotations,
+)
 from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_world
 
 __all__ = [
-    "HYPERJOB_PLUGIN_FLAGS", "JOB_PLUGIN_FLAGS", "MPI_IMPLEMENTATIONS", "WORLD_ANNOTATION", "World", "WorldChild",
-    "decode_world", "encode_world", "plugin_flags",
-    "DEFAULT_QUEUE", "SIM_DURATION", "SIM_EXIT_CODE", "ClusterReplicas", "Container", "DurationError", "HyperJob", "HyperJobSpec", "Job", "JobSpec",
-    "LifecyclePolicy", "Manifest", "ManifestError", "NetworkTopology", "ObjectMeta", "PodGroup", "PodSpec",
-    "PodTemplateSpec", "PriorityClass", "QuantityError", "Queue", "QueueSpec", "ReplicatedJob", "ResourceList",
-    "SplitPolicy", "Taint", "TaskSpec", "TemplatedHyperJob", "Toleration", "accelerator_request",
-    "check_job_spec", "check_plugins", "check_queue_reference", "check_references", "check_sim_annotations", "decode", "encode", "load", "load_documents",
-    "normalize", "parse_duration", "parse_quantity", "parse_resource_list", "template_replicas", "user_path",
+    "HYPERJOB_PLUGIN_FLAGS",
+    "JOB_PLUGIN_FLAGS",
+    "MPI_IMPLEMENTATIONS",
+    "WORLD_ANNOTATION",
+    "World",
+    "WorldChild",
+    "decode_world",
+    "encode_world",
+    "plugin_flags",
+    "DEFAULT_QUEUE",
+    "SIM_DURATION",
+    "SIM_EXIT_CODE",
+    "ClusterReplicas",
+    "Container",
+    "DurationError",
+    "HyperJob",
+    "HyperJobSpec",
+    "Job",
+    "JobSpec",
+    "LifecyclePolicy",
+    "Manifest",
+    "ManifestError",
+    "NetworkTopology",
+    "ObjectMeta",
+    "PodGroup",
+    "PodSpec",
+    "PodTemplateSpec",
+    "PriorityClass",
+    "QuantityError",
+    "Queue",
+    "QueueSpec",
+    "ReplicatedJob",
+    "ResourceList",
+    "SplitPolicy",
+    "Taint",
+    "TaskSpec",
+    "TemplatedHyperJob",
+    "Toleration",
+    "accelerator_request",
+    "check_job_spec",
+    "check_plugins",
+    "check_queue_reference",
+    "check_references",
+    "check_sim_annotations",
+    "decode",
+    "encode",
+    "load",
+    "load_documents",
+    "normalize",
+    "parse_duration",
+    "parse_quantity",
+    "parse_resource_list",
+    "template_replicas",
+    "user_path",
 ]

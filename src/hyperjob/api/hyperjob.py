@@ -122,7 +122,8 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
         template_metadata=spec.template.metadata if spec.template.metadata != PodTemplateMeta() else None,
     )
     metadata = msgspec.structs.replace(
-        hyperjob.metadata, annotations={**hyperjob.metadata.annotations, FORM_ANNOTATION: "conceptual"})
+        hyperjob.metadata, annotations={**hyperjob.metadata.annotations, FORM_ANNOTATION: "conceptual"}
+    )
     return HyperJob(
         metadata=metadata,
         spec=HyperJobSpec(

@@ -9,10 +9,31 @@ from .pod import PodTemplateSpec
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 
-PolicyEvent = Literal["*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "TaskCompleted",
-                      "TaskFailed", "Unknown", "OutOfSync", "CommandIssued", "JobUpdated"]
-PolicyAction = Literal["AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition",
-                       "TerminateJob", "CompleteJob", "ResumeJob", "SyncJob", "EnqueueJob"]
+PolicyEvent = Literal[
+    "*",
+    "PodFailed",
+    "PodEvicted",
+    "PodPending",
+    "PodRunning",
+    "TaskCompleted",
+    "TaskFailed",
+    "Unknown",
+    "OutOfSync",
+    "CommandIssued",
+    "JobUpdated",
+]
+PolicyAction = Literal[
+    "AbortJob",
+    "RestartJob",
+    "RestartTask",
+    "RestartPod",
+    "RestartPartition",
+    "TerminateJob",
+    "CompleteJob",
+    "ResumeJob",
+    "SyncJob",
+    "EnqueueJob",
+]
 
 
 class LifecyclePolicy(Spec, frozen=True, kw_only=True):

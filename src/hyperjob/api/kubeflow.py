@@ -128,8 +128,11 @@ KUBEFLOW_KINDS: dict[tuple[str, str], type[Any]] = {
     (TRAINING_API_VERSION, "TFJob"): TFJob,
 }
 # Replica types in task order (the order of global ranks when a HyperJob splits the job).
-_ORDER = {"MPIJob": ("Launcher", "Worker"), "PyTorchJob": ("Master", "Worker"),
-          "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator")}
+_ORDER = {
+    "MPIJob": ("Launcher", "Worker"),
+    "PyTorchJob": ("Master", "Worker"),
+    "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator"),
+}
 _REPLICAS_FIELD = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
 
 
@@ -161,22 +164,34 @@ def user_path(manifest: KubeflowJob, path: str) -> str:
 # ------------------------------------------------------------------------------------------ common
 def _check_run_policy(policy: RunPolicy) -> None:
     path = "$.spec.runPolicy"
-    unsupported = {"activeDeadlineSeconds": policy.active_deadline_seconds, "backoffLimit": policy.backoff_limit,
-                   "managedBy": policy.managed_by}
+    unsupported = {
+        "activeDeadlineSeconds": policy.active_deadline_seconds,
+        "backoffLimit": policy.backoff_limit,
+        "managedBy": policy.managed_by,
+    }
     for field, value in unsupported.items():
         if value is not None:
-            raise ManifestError(f"{path}.{field}", "not supported: the Volcano Job that runs this job has no equivalent")
+            raise ManifestError(
+                f"{path}.{field}", "not supported: the Volcano Job that runs this job has no equivalent"
+            )
     if policy.suspend:
         raise ManifestError(f"{path}.suspend", "not supported: submit the job when it should run")
     if policy.clean_pod_policy not in (None, "Running"):
-        raise ManifestError(f"{path}.cleanPodPolicy", "only Running is supported: when the job finishes, its running "
-                            "pods are stopped and its finished pods are kept")
+        raise ManifestError(
+            f"{path}.cleanPodPolicy",
+            "only Running is supported: when the job finishes, its running "
+            "pods are stopped and its finished pods are kept",
+        )
     scheduling = policy.scheduling_policy or SchedulingPolicy()
     if scheduling.min_resources is not None:
-        raise ManifestError(f"{path}.schedulingPolicy.minResources", "not supported: the gang's minimum resources "
-                            "are those of its first minAvailable pods")
+        raise ManifestError(
+            f"{path}.schedulingPolicy.minResources",
+            "not supported: the gang's minimum resources are those of its first minAvailable pods",
+        )
     if scheduling.schedule_timeout_seconds is not None:
-        raise ManifestError(f"{path}.schedulingPolicy.scheduleTimeoutSeconds", "not supported: the gang waits until it fits")
+        raise ManifestError(
+            f"{path}.schedulingPolicy.scheduleTimeoutSeconds", "not supported: the gang waits until it fits"
+        )
 
 
 def _replicas(manifest: KubeflowJob) -> dict[str, ReplicaSpec]:
@@ -190,8 +205,16 @@ def _replicas(manifest: KubeflowJob) -> dict[str, ReplicaSpec]:
     return {rtype: specs[rtype] for rtype in _ORDER[manifest.kind] if rtype in specs}  # type: ignore[index]
 
 
-def _task(manifest: KubeflowJob, rtype: str, replica: ReplicaSpec, default_replicas: int, default_restart: str,
-          env: list[EnvVar], policies: list[LifecyclePolicy], command: list[str] | None = None) -> TaskSpec:
+def _task(
+    manifest: KubeflowJob,
+    rtype: str,
+    replica: ReplicaSpec,
+    default_replicas: int,
+    default_restart: str,
+    env: list[EnvVar],
+    policies: list[LifecyclePolicy],
+    command: list[str] | None = None,
+) -> TaskSpec:
     path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{rtype}"
     if replica.restart_policy == "ExitCode":
         raise ManifestError(f"{path}.restartPolicy", "ExitCode is not supported (Always, OnFailure or Never)")
@@ -199,18 +222,28 @@ def _task(manifest: KubeflowJob, rtype: str, replica: ReplicaSpec, default_repli
     if not template.spec.containers:
         raise ManifestError(f"{path}.template.spec.containers", "a replica needs at least one container")
     main = template.spec.containers[0]
-    main = msgspec.structs.replace(main, env=[*main.env, *env],
-                                   command=command if command is not None and not main.command and not main.args
-                                   else main.command)
-    labels = {**template.metadata.labels, "training.kubeflow.org/job-name": manifest.metadata.name,
-              "training.kubeflow.org/replica-type": rtype.lower()}
+    main = msgspec.structs.replace(
+        main,
+        env=[*main.env, *env],
+        command=command if command is not None and not main.command and not main.args else main.command,
+    )
+    labels = {
+        **template.metadata.labels,
+        "training.kubeflow.org/job-name": manifest.metadata.name,
+        "training.kubeflow.org/replica-type": rtype.lower(),
+    }
     # The operators set the pod's restart policy from the replica spec (its default, not the template's).
-    spec = msgspec.structs.replace(template.spec, containers=[main, *template.spec.containers[1:]],
-                                   restart_policy=replica.restart_policy or default_restart)
-    return TaskSpec(name=rtype.lower(), replicas=default_replicas if replica.replicas is None else replica.replicas,
-                    template=PodTemplateSpec(metadata=msgspec.structs.replace(template.metadata, labels=labels),
-                                             spec=spec),
-                    policies=policies)
+    spec = msgspec.structs.replace(
+        template.spec,
+        containers=[main, *template.spec.containers[1:]],
+        restart_policy=replica.restart_policy or default_restart,
+    )
+    return TaskSpec(
+        name=rtype.lower(),
+        replicas=default_replicas if replica.replicas is None else replica.replicas,
+        template=PodTemplateSpec(metadata=msgspec.structs.replace(template.metadata, labels=labels), spec=spec),
+        policies=policies,
+    )
 
 
 def _metadata(manifest: KubeflowJob) -> ObjectMeta:
@@ -223,14 +256,21 @@ def _job_spec(manifest: KubeflowJob, tasks: list[TaskSpec], plugins: dict[str, l
     scheduling = policy.scheduling_policy or SchedulingPolicy()
     total = sum(task.replicas for task in tasks)
     if scheduling.min_available is not None and scheduling.min_available > total:
-        raise ManifestError("$.spec.runPolicy.schedulingPolicy.minAvailable",
-                            f"{scheduling.min_available} is more than the job's replicas ({total})")
+        raise ManifestError(
+            "$.spec.runPolicy.schedulingPolicy.minAvailable",
+            f"{scheduling.min_available} is more than the job's replicas ({total})",
+        )
     priority_class = scheduling.priority_class or next(
-        (t.template.spec.priority_class_name for t in tasks if t.template.spec.priority_class_name), "")
-    return JobSpec(tasks=tasks, min_available=total if scheduling.min_available is None else scheduling.min_available,
-                   queue=scheduling.queue or manifest.metadata.annotations.get(QUEUE_ANNOTATION, ""),
-                   priority_class_name=priority_class, plugins=plugins,
-                   ttl_seconds_after_finished=policy.ttl_seconds_after_finished)
+        (t.template.spec.priority_class_name for t in tasks if t.template.spec.priority_class_name), ""
+    )
+    return JobSpec(
+        tasks=tasks,
+        min_available=total if scheduling.min_available is None else scheduling.min_available,
+        queue=scheduling.queue or manifest.metadata.annotations.get(QUEUE_ANNOTATION, ""),
+        priority_class_name=priority_class,
+        plugins=plugins,
+        ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
+    )
 
 
 def _container_port(replica: ReplicaSpec | None, container: str, port_name: str, default: int) -> int:
@@ -251,11 +291,18 @@ def _mpi_env(spec: MPIJobSpec) -> list[EnvVar]:
     env = {"K_MPI_JOB_ROLE": "launcher"}
     implementation = spec.mpi_implementation or "OpenMPI"
     if implementation == "OpenMPI":
-        env |= {"OMPI_MCA_orte_keep_fqdn_hostnames": "true", "OMPI_MCA_orte_default_hostfile": hostfile,
-                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_orte_set_default_slots": slots}
+        env |= {
+            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+            "OMPI_MCA_orte_default_hostfile": hostfile,
+            "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+            "OMPI_MCA_orte_set_default_slots": slots,
+        }
     elif implementation == "Intel":
-        env |= {"I_MPI_HYDRA_HOST_FILE": hostfile, "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
-                "I_MPI_PERHOST": slots}
+        env |= {
+            "I_MPI_HYDRA_HOST_FILE": hostfile,
+            "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
+            "I_MPI_PERHOST": slots,
+        }
     else:
         env |= {"HYDRA_HOST_FILE": hostfile, "HYDRA_LAUNCH_EXTRA_ARGS": "-o ConnectionAttempts=10"}
     # The operator blanks these so that a launcher never grabs GPUs by mistake.
@@ -275,13 +322,37 @@ def _mpi_tasks(job: MPIJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
         raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher", "required")
     if launcher.replicas not in (None, 1):
         raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher.replicas", f"must be 1, not {launcher.replicas}")
-    tasks = [_task(job, "Launcher", launcher, 1, "OnFailure", _mpi_env(spec),
-                   [*COMPLETE_WITH_TASK, LifecyclePolicy(event="PodFailed", action="TerminateJob")])]
+    tasks = [
+        _task(
+            job,
+            "Launcher",
+            launcher,
+            1,
+            "OnFailure",
+            _mpi_env(spec),
+            [*COMPLETE_WITH_TASK, LifecyclePolicy(event="PodFailed", action="TerminateJob")],
+        )
+    ]
     if "Worker" in replicas:
-        tasks.append(_task(job, "Worker", replicas["Worker"], 0, "Never",
-                           [EnvVar(name="K_MPI_JOB_ROLE", value="worker")], [], command=["/usr/sbin/sshd", "-De"]))
-    mpi = ["--master=launcher", "--worker=worker", f"--hostfile={MPI_CONFIG_DIR}/hostfile",
-           f"--slots-per-worker={spec.slots_per_worker or 1}", f"--mpi-implementation={spec.mpi_implementation or 'OpenMPI'}"]
+        tasks.append(
+            _task(
+                job,
+                "Worker",
+                replicas["Worker"],
+                0,
+                "Never",
+                [EnvVar(name="K_MPI_JOB_ROLE", value="worker")],
+                [],
+                command=["/usr/sbin/sshd", "-De"],
+            )
+        )
+    mpi = [
+        "--master=launcher",
+        "--worker=worker",
+        f"--hostfile={MPI_CONFIG_DIR}/hostfile",
+        f"--slots-per-worker={spec.slots_per_worker or 1}",
+        f"--mpi-implementation={spec.mpi_implementation or 'OpenMPI'}",
+    ]
     ssh = [f"--ssh-key-file-path={spec.ssh_auth_mount_path or '/root/.ssh'}"]
     return tasks, {"mpi": mpi, "ssh": ssh, "svc": []}
 
@@ -299,8 +370,18 @@ def _pytorch_tasks(job: PyTorchJob) -> tuple[list[TaskSpec], dict[str, list[str]
         raise ManifestError(f"{path}.pytorchReplicaSpecs.Master.replicas", f"must be 1, not {master.replicas}")
     env = [EnvVar(name="PYTHONUNBUFFERED", value="1")]
     completing = "Master" if master is not None else "Worker"
-    tasks = [_task(job, rtype, replica, 1 if rtype == "Master" else 0, "OnFailure", env,
-                   COMPLETE_WITH_TASK if rtype == completing else []) for rtype, replica in replicas.items()]
+    tasks = [
+        _task(
+            job,
+            rtype,
+            replica,
+            1 if rtype == "Master" else 0,
+            "OnFailure",
+            env,
+            COMPLETE_WITH_TASK if rtype == completing else [],
+        )
+        for rtype, replica in replicas.items()
+    ]
     port = _container_port(master or replicas.get("Worker"), "pytorch", "pytorchjob-port", 23456)
     return tasks, {"pytorch": ["--master=master", "--worker=worker", f"--port={port}"], "svc": []}
 
@@ -315,9 +396,17 @@ def _tf_tasks(job: TFJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
         raise ManifestError(f"{path}.tfReplicaSpecs.Master", "Chief and Master are the same role: give one of them")
     chief = "Chief" if "Chief" in replicas else "Master" if "Master" in replicas else None
     completing = chief or "Worker"
-    tasks = [_task(job, rtype, replica, 1, "Never", [], COMPLETE_WITH_TASK if rtype == completing else [])
-             for rtype, replica in replicas.items()]
-    port = next((_container_port(r, "tensorflow", "tfjob-port", 0) for r in replicas.values()
-                 if _container_port(r, "tensorflow", "tfjob-port", 0)), 2222)
+    tasks = [
+        _task(job, rtype, replica, 1, "Never", [], COMPLETE_WITH_TASK if rtype == completing else [])
+        for rtype, replica in replicas.items()
+    ]
+    port = next(
+        (
+            _container_port(r, "tensorflow", "tfjob-port", 0)
+            for r in replicas.values()
+            if _container_port(r, "tensorflow", "tfjob-port", 0)
+        ),
+        2222,
+    )
     args = [f"--port={port}"] + (["--chief=master"] if chief == "Master" else [])
     return tasks, {"tensorflow": args, "svc": []}

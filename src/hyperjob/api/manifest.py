@@ -28,8 +28,16 @@ KINDS: dict[tuple[str, str], type[Any]] = {
     **KUBEFLOW_KINDS,
 }
 """Every kind ``decode`` accepts; Kubeflow's come back as the Volcano Job that runs them."""
-SHORT_KINDS = {"job": "Job", "vcjob": "Job", "hyperjob": "HyperJob", "hj": "HyperJob", "queue": "Queue",
-               "podgroup": "PodGroup", "pg": "PodGroup", "priorityclass": "PriorityClass"}
+SHORT_KINDS = {
+    "job": "Job",
+    "vcjob": "Job",
+    "hyperjob": "HyperJob",
+    "hj": "HyperJob",
+    "queue": "Queue",
+    "podgroup": "PodGroup",
+    "pg": "PodGroup",
+    "priorityclass": "PriorityClass",
+}
 # Job plugins of a Kubeflow template that a HyperJob runs at its own level, so the world spans its children.
 _WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
 
@@ -95,12 +103,18 @@ def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
     so that one world spans every child: one hostfile, one TF_CONFIG, one set of ranks."""
     spec = document.get("spec")
     template = spec.get("template") if isinstance(spec, dict) else None
-    kind = KUBEFLOW_KINDS.get((template.get("apiVersion"), template.get("kind"))) if isinstance(template, dict) else None
+    kind = (
+        KUBEFLOW_KINDS.get((template.get("apiVersion"), template.get("kind"))) if isinstance(template, dict) else None
+    )
     if kind is None:
         return document
     assert isinstance(spec, dict) and isinstance(template, dict)
     metadata = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-    name = (document.get("metadata") or {}).get("name", "template") if isinstance(document.get("metadata"), dict) else "template"
+    name = (
+        (document.get("metadata") or {}).get("name", "template")
+        if isinstance(document.get("metadata"), dict)
+        else "template"
+    )
     manifest = _convert({**template, "metadata": {"name": name, **metadata}}, kind, "$.spec.template")
     try:
         job = _kubeflow_job(manifest)
@@ -111,8 +125,12 @@ def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
         promoted["pytorch"] = [arg for arg in promoted["pytorch"] if not arg.startswith("--worker=")]
         if not any(task.name == "master" for task in job.spec.tasks):
             del promoted["pytorch"]
-    translated = {"apiVersion": JOB_API_VERSION, "kind": "Job", "spec": msgspec.to_builtins(job.spec),
-                  "metadata": {"labels": job.metadata.labels, "annotations": job.metadata.annotations}}
+    translated = {
+        "apiVersion": JOB_API_VERSION,
+        "kind": "Job",
+        "spec": msgspec.to_builtins(job.spec),
+        "metadata": {"labels": job.metadata.labels, "annotations": job.metadata.annotations},
+    }
     plugins = spec.get("plugins") if isinstance(spec.get("plugins"), dict) else {}
     return {**document, "spec": {**spec, "template": translated, "plugins": {**promoted, **plugins}}}
 
@@ -144,7 +162,9 @@ def load(text: str) -> list[Manifest]:
         except ManifestError as exc:
             if len(documents) == 1:
                 raise
-            name = (document.get("metadata") or {}).get("name", "?") if isinstance(document.get("metadata"), dict) else "?"
+            name = (
+                (document.get("metadata") or {}).get("name", "?") if isinstance(document.get("metadata"), dict) else "?"
+            )
             raise ManifestError(f"document {i} ({document.get('kind', '?')} {name}) {exc.path}", exc.message) from None
     return manifests
 

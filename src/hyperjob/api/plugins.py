@@ -27,20 +27,49 @@ MPI_IMPLEMENTATIONS = ("OpenMPI", "MPICH", "Intel")
 
 JOB_PLUGIN_FLAGS: dict[str, Flags] = {
     "env": {},
-    "svc": {"publish-not-ready-addresses": ("bool", "false"), "disable-network-policy": ("bool", "false"),
-            "inject-hosts-env": ("bool", "true")},
-    "ssh": {"ssh-key-file-path": ("str", "/root/.ssh"), "ssh-private-key": ("str", ""),
-            "ssh-public-key": ("str", ""), "ssh-port": ("int", "22")},
-    "pytorch": {"master": ("str", "master"), "worker": ("str", "worker"), "port": ("int", "23456"),
-                "wait-master-enabled": ("bool", "false"), "wait-master-timeout": ("int", "300"),
-                "wait-master-image": ("str", "busybox:1.36.1")},
-    "mpi": {"master": ("str", "master"), "worker": ("str", "worker"), "port": ("int", "22"),
-            "hostfile": ("str", ""), "slots-per-worker": ("int", "1"), "mpi-implementation": ("str", "OpenMPI")},
-    "tensorflow": {"ps": ("str", "ps"), "worker": ("str", "worker"), "chief": ("str", "chief"),
-                   "evaluator": ("str", "evaluator"), "port": ("int", "2222")},
-    "ray": {"head": ("str", "head"), "headContainer": ("str", "head"), "worker": ("str", "worker"),
-            "workerContainer": ("str", "worker"), "port": ("int", "6379"), "dashboardPort": ("int", "8265"),
-            "clientPort": ("int", "10001")},
+    "svc": {
+        "publish-not-ready-addresses": ("bool", "false"),
+        "disable-network-policy": ("bool", "false"),
+        "inject-hosts-env": ("bool", "true"),
+    },
+    "ssh": {
+        "ssh-key-file-path": ("str", "/root/.ssh"),
+        "ssh-private-key": ("str", ""),
+        "ssh-public-key": ("str", ""),
+        "ssh-port": ("int", "22"),
+    },
+    "pytorch": {
+        "master": ("str", "master"),
+        "worker": ("str", "worker"),
+        "port": ("int", "23456"),
+        "wait-master-enabled": ("bool", "false"),
+        "wait-master-timeout": ("int", "300"),
+        "wait-master-image": ("str", "busybox:1.36.1"),
+    },
+    "mpi": {
+        "master": ("str", "master"),
+        "worker": ("str", "worker"),
+        "port": ("int", "22"),
+        "hostfile": ("str", ""),
+        "slots-per-worker": ("int", "1"),
+        "mpi-implementation": ("str", "OpenMPI"),
+    },
+    "tensorflow": {
+        "ps": ("str", "ps"),
+        "worker": ("str", "worker"),
+        "chief": ("str", "chief"),
+        "evaluator": ("str", "evaluator"),
+        "port": ("int", "2222"),
+    },
+    "ray": {
+        "head": ("str", "head"),
+        "headContainer": ("str", "head"),
+        "worker": ("str", "worker"),
+        "workerContainer": ("str", "worker"),
+        "port": ("int", "6379"),
+        "dashboardPort": ("int", "8265"),
+        "clientPort": ("int", "10001"),
+    },
 }
 """Every job plugin Volcano knows, with its flags: name → (kind, default)."""
 
@@ -54,8 +83,9 @@ HYPERJOB_PLUGIN_FLAGS: dict[str, Flags] = {
 """HyperJob-level plugins (one world across every child): same flags as the job plugins of the same name."""
 
 
-def plugin_flags(plugin: str, args: list[str], path: str, known: Mapping[str, Flags] = JOB_PLUGIN_FLAGS
-                 ) -> dict[str, str]:
+def plugin_flags(
+    plugin: str, args: list[str], path: str, known: Mapping[str, Flags] = JOB_PLUGIN_FLAGS
+) -> dict[str, str]:
     """Every flag of ``plugin`` (defaults filled in) from its ``args``; ``ManifestError`` names the bad one.
 
     ``path`` is the plugin's field (``$.spec.plugins.mpi``); an error names the argument's index.

@@ -12,8 +12,8 @@ from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec, LifecyclePolicy
-from .pod import ResourceRequirements
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
+from .pod import ResourceRequirements
 from .quantity import QuantityError, parse_quantity, parse_resource_list
 from .queue import Queue
 
@@ -38,8 +38,9 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
             raise ManifestError(f"{task_path}.name", f"duplicate task name {name!r}")
         seen.add(name)
         if task.min_available is not None and task.min_available > task.replicas:
-            raise ManifestError(f"{task_path}.minAvailable",
-                                f"{task.min_available} is more than the task's replicas ({task.replicas})")
+            raise ManifestError(
+                f"{task_path}.minAvailable", f"{task.min_available} is more than the task's replicas ({task.replicas})"
+            )
         if not task.template.spec.containers:
             raise ManifestError(f"{task_path}.template.spec.containers", "a task needs at least one container")
         check_sim_annotations(task.template.metadata.annotations, f"{task_path}.template.metadata")
@@ -51,14 +52,18 @@ def check_job_spec(spec: JobSpec, path: str = "$.spec") -> None:
             _check_policy(policy, f"{task_path}.policies[{p}]")
     total = template_replicas(spec)
     if spec.min_available > total:
-        raise ManifestError(f"{path}.minAvailable", f"{spec.min_available} is more than the job's total replicas ({total})")
+        raise ManifestError(
+            f"{path}.minAvailable", f"{spec.min_available} is more than the job's total replicas ({total})"
+        )
     if spec.min_success is not None and spec.min_success > total:
         raise ManifestError(f"{path}.minSuccess", f"{spec.min_success} is more than the job's total replicas ({total})")
     for p, policy in enumerate(spec.policies):
         _check_policy(policy, f"{path}.policies[{p}]")
     for plugin in spec.plugins:
         if plugin not in KNOWN_JOB_PLUGINS:
-            raise ManifestError(f"{path}.plugins.{plugin}", f"unknown job plugin (known: {', '.join(sorted(KNOWN_JOB_PLUGINS))})")
+            raise ManifestError(
+                f"{path}.plugins.{plugin}", f"unknown job plugin (known: {', '.join(sorted(KNOWN_JOB_PLUGINS))})"
+            )
     check_plugins(spec.plugins, {task.name or f"default{i}" for i, task in enumerate(spec.tasks)}, f"{path}.plugins")
 
 
@@ -73,8 +78,11 @@ def check_plugins(plugins: Mapping[str, list[str]], tasks: Collection[str], path
         flags = plugin_flags(plugin, args, f"{path}.{plugin}", known)
         required = {"mpi": "master", "ray": "head"}.get(plugin)
         if required is not None and flags[required] not in tasks:
-            raise ManifestError(f"{path}.{plugin}", f"the {plugin} {required} task {flags[required]!r} was not found "
-                                f"(tasks: {', '.join(sorted(tasks))}; name it with --{required}=TASK)")
+            raise ManifestError(
+                f"{path}.{plugin}",
+                f"the {plugin} {required} task {flags[required]!r} was not found "
+                f"(tasks: {', '.join(sorted(tasks))}; name it with --{required}=TASK)",
+            )
         if plugin == "mpi":
             _check_mpi_extensions(flags, f"{path}.{plugin}")
 
@@ -83,8 +91,9 @@ def _check_mpi_extensions(flags: Mapping[str, str], path: str) -> None:
     if int(flags["slots-per-worker"]) < 1:
         raise ManifestError(path, f"--slots-per-worker={flags['slots-per-worker']}: must be at least 1")
     if flags["mpi-implementation"] not in MPI_IMPLEMENTATIONS:
-        raise ManifestError(path, f"--mpi-implementation={flags['mpi-implementation']}: "
-                            f"not one of {', '.join(MPI_IMPLEMENTATIONS)}")
+        raise ManifestError(
+            path, f"--mpi-implementation={flags['mpi-implementation']}: not one of {', '.join(MPI_IMPLEMENTATIONS)}"
+        )
 
 
 def _check_policy(policy: LifecyclePolicy, path: str) -> None:
@@ -134,8 +143,11 @@ def _check_quantities(raw: Mapping[str, object], path: str) -> None:
 
 
 def check_queue(queue: Queue) -> None:
-    for field, raw in (("capability", queue.spec.capability), ("deserved", queue.spec.deserved),
-                       ("guarantee.resource", queue.spec.guarantee.resource)):
+    for field, raw in (
+        ("capability", queue.spec.capability),
+        ("deserved", queue.spec.deserved),
+        ("guarantee.resource", queue.spec.guarantee.resource),
+    ):
         _check_quantities(raw, f"$.spec.{field}")
     if queue.metadata.name == "root" and queue.spec.parent:
         raise ManifestError("$.spec.parent", "the root queue has no parent")
@@ -167,8 +179,10 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         _check_split(rj, path)
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
-            raise ManifestError(f"{path_prefix}.plugins.{plugin}",
-                                f"unknown HyperJob plugin (known: {', '.join(sorted(KNOWN_HYPERJOB_PLUGINS))})")
+            raise ManifestError(
+                f"{path_prefix}.plugins.{plugin}",
+                f"unknown HyperJob plugin (known: {', '.join(sorted(KNOWN_HYPERJOB_PLUGINS))})",
+            )
     tasks = {task.name for rj in spec.replicated_jobs for task in rj.template_spec.tasks}
     check_plugins(spec.plugins, tasks, f"{path_prefix}.plugins", hyperjob=True)
     if {"mpi", "tensorflow"} & set(spec.plugins):
@@ -182,9 +196,11 @@ def _check_world_hostnames(hyperjob: HyperJob, path_prefix: str) -> None:
             spec = task.template.spec
             for field, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
                 if value:
-                    raise ManifestError(f"{path_prefix}.replicatedJobs[{i}].templateSpec.tasks[{t}].template.spec.{field}",
-                                        "not supported with the HyperJob's mpi or tensorflow plugin, whose world "
-                                        "names every pod <child>-<task>-<i>.<child>")
+                    raise ManifestError(
+                        f"{path_prefix}.replicatedJobs[{i}].templateSpec.tasks[{t}].template.spec.{field}",
+                        "not supported with the HyperJob's mpi or tensorflow plugin, whose world "
+                        "names every pod <child>-<task>-<i>.<child>",
+                    )
 
 
 def _check_split(rj: ReplicatedJob, path: str) -> None:
@@ -192,7 +208,9 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
     if split is None:
         return
     if rj.replicas > 1:
-        raise ManifestError(f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)")
+        raise ManifestError(
+            f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)"
+        )
     total = template_replicas(rj.template_spec)
     if split.clusters:
         names = [c.name for c in split.clusters]
@@ -201,8 +219,9 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
             raise ManifestError(f"{path}.splitPolicy.clusters", f"cluster {duplicates[0]!r} is listed twice")
         counted = sum(c.replicas for c in split.clusters)
         if counted != total:
-            raise ManifestError(f"{path}.splitPolicy.clusters",
-                                f"replicas add up to {counted}, but the template has {total}")
+            raise ManifestError(
+                f"{path}.splitPolicy.clusters", f"replicas add up to {counted}, but the template has {total}"
+            )
         if split.mode == "auto":
             raise ManifestError(f"{path}.splitPolicy.mode", "explicit clusters and mode auto are mutually exclusive")
     if split.accelerators is not None:
@@ -210,18 +229,24 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
             raise ManifestError(f"{path}.splitPolicy.acceleratorType", "required when accelerators is set")
         requested = accelerator_request(rj.template_spec, split.accelerator_type)
         if requested != split.accelerators:
-            raise ManifestError(f"{path}.splitPolicy.accelerators",
-                                f"{split.accelerators} does not match the template's total {split.accelerator_type} request ({requested:g})")
+            raise ManifestError(
+                f"{path}.splitPolicy.accelerators",
+                f"{split.accelerators} does not match the template's total {split.accelerator_type} "
+                f"request ({requested:g})",
+            )
     if total % split.granularity:
-        raise ManifestError(f"{path}.splitPolicy.granularity",
-                            f"{total} replicas cannot be divided in units of {split.granularity}")
+        raise ManifestError(
+            f"{path}.splitPolicy.granularity", f"{total} replicas cannot be divided in units of {split.granularity}"
+        )
 
 
 def accelerator_request(spec: JobSpec, resource: str) -> float:
     """The whole job's request of one resource (all replicas of all tasks)."""
     amount = 0.0
     for task in spec.tasks:
-        per_pod = sum(parse_resource_list(c.resources.requests).get(resource, 0.0) for c in task.template.spec.containers)
+        per_pod = sum(
+            parse_resource_list(c.resources.requests).get(resource, 0.0) for c in task.template.spec.containers
+        )
         amount += per_pod * task.replicas
     return amount
 
@@ -248,7 +273,7 @@ def _check_references(hyperjob: HyperJob, clusters: Collection[str], queues: Map
         for j, name in enumerate(rj.cluster_names):
             if name not in clusters:
                 raise ManifestError(f"{path}.clusterNames[{j}]", f"cluster {name!r} does not exist")
-        for name in (split.weights if split else {}):
+        for name in split.weights if split else {}:
             if name not in clusters:
                 raise ManifestError(f"{path}.splitPolicy.weights.{name}", f"cluster {name!r} does not exist")
         check_queue_reference(rj.template_spec.queue, queues, f"{path}.templateSpec.queue")

@@ -46,8 +46,9 @@ class World(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         return [f"{c.name}-{task}-{i}.{c.name}" for c in self.children for i in range(c.tasks.get(task, 0))]
 
     def task_offset(self, child: str, task: str) -> int:
-        """Replicas of ``task`` in the children before ``child``: its pod ``i`` is the world's replica ``offset + i``."""
-        return sum(c.tasks.get(task, 0) for c in self.children[:self.position(child)])
+        """Replicas of ``task`` in the children before ``child``: its pod ``i`` is the world's
+        replica ``offset + i``."""
+        return sum(c.tasks.get(task, 0) for c in self.children[: self.position(child)])
 
     def task_names(self) -> list[str]:
         """Every task of the world, in order of first appearance."""

@@ -38,18 +38,77 @@ For throughput, ``consume_batch`` + ``store.apply_many`` + one ``publish_many`` 
 the same for a whole batch in three round trips.
 """
 
-from .dispatch import (H_DLQ_REASON, H_ERROR, H_ERROR_TYPE, H_NUM_DELIVERED, H_ORIGINAL_SEQ, H_ORIGINAL_STREAM,
-                       H_ORIGINAL_SUBJECT)
-from .errors import (BusClosedError, BusError, ConsumerError, HandlerError, InstanceCrash, NoStreamError, PublishError,
-                     RetryableError, StreamConfigError, TerminalError)
+from .dispatch import (
+    H_DLQ_REASON,
+    H_ERROR,
+    H_ERROR_TYPE,
+    H_NUM_DELIVERED,
+    H_ORIGINAL_SEQ,
+    H_ORIGINAL_STREAM,
+    H_ORIGINAL_SUBJECT,
+)
+from .errors import (
+    BusClosedError,
+    BusError,
+    ConsumerError,
+    HandlerError,
+    InstanceCrash,
+    NoStreamError,
+    PublishError,
+    RetryableError,
+    StreamConfigError,
+    TerminalError,
+)
 from .memory import InMemoryBus, Member
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
-                    PublishAck, StreamSpec, Subscription, as_stream_spec, subject_covers)
+from .model import (
+    DLQ_STREAM,
+    MSG_ID,
+    BatchHandler,
+    ConsumerLag,
+    ConsumerPolicy,
+    Delivery,
+    Handler,
+    Outgoing,
+    PublishAck,
+    StreamSpec,
+    Subscription,
+    as_stream_spec,
+    subject_covers,
+)
 from .protocol import Bus
 
 __all__ = [
-    "BatchHandler", "Bus", "BusClosedError", "BusError", "ConsumerError", "ConsumerLag", "ConsumerPolicy",
-    "DLQ_STREAM", "Delivery", "H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ",
-    "H_ORIGINAL_STREAM", "H_ORIGINAL_SUBJECT", "Handler", "HandlerError", "InMemoryBus", "InstanceCrash", "Member", "MSG_ID",     "NoStreamError", "Outgoing", "PublishAck", "PublishError", "RetryableError", "StreamConfigError", "StreamSpec",
-    "Subscription", "TerminalError", "as_stream_spec", "subject_covers"
+    "BatchHandler",
+    "Bus",
+    "BusClosedError",
+    "BusError",
+    "ConsumerError",
+    "ConsumerLag",
+    "ConsumerPolicy",
+    "DLQ_STREAM",
+    "Delivery",
+    "H_DLQ_REASON",
+    "H_ERROR",
+    "H_ERROR_TYPE",
+    "H_NUM_DELIVERED",
+    "H_ORIGINAL_SEQ",
+    "H_ORIGINAL_STREAM",
+    "H_ORIGINAL_SUBJECT",
+    "Handler",
+    "HandlerError",
+    "InMemoryBus",
+    "InstanceCrash",
+    "Member",
+    "MSG_ID",
+    "NoStreamError",
+    "Outgoing",
+    "PublishAck",
+    "PublishError",
+    "RetryableError",
+    "StreamConfigError",
+    "StreamSpec",
+    "Subscription",
+    "TerminalError",
+    "as_stream_spec",
+    "subject_covers",
 ]

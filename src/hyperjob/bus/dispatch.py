@@ -31,8 +31,20 @@ from hyperjob.telemetry import extract
 from .errors import RetryableError, TerminalError
 from .model import MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing
 
-__all__ = ["H_DLQ_REASON", "H_ERROR", "H_ERROR_TYPE", "H_NUM_DELIVERED", "H_ORIGINAL_SEQ", "H_ORIGINAL_STREAM",
-           "H_ORIGINAL_SUBJECT", "Verdict", "dead_letter", "run_batch_handler", "run_handler", "verdict_for"]
+__all__ = [
+    "H_DLQ_REASON",
+    "H_ERROR",
+    "H_ERROR_TYPE",
+    "H_NUM_DELIVERED",
+    "H_ORIGINAL_SEQ",
+    "H_ORIGINAL_STREAM",
+    "H_ORIGINAL_SUBJECT",
+    "Verdict",
+    "dead_letter",
+    "run_batch_handler",
+    "run_handler",
+    "verdict_for",
+]
 
 H_DLQ_REASON = "Hyperjob-Dlq-Reason"
 H_ERROR = "Hyperjob-Error"
@@ -61,8 +73,12 @@ ACK = Verdict("ack")
 
 def _exhausted(delivery: Delivery, policy: ConsumerPolicy) -> Verdict | None:
     if delivery.num_delivered > policy.max_deliver:
-        return Verdict("dlq", reason="max_deliver", error_type="MaxDeliverExceeded",
-                       error=f"not settled after {policy.max_deliver} deliveries")
+        return Verdict(
+            "dlq",
+            reason="max_deliver",
+            error_type="MaxDeliverExceeded",
+            error=f"not settled after {policy.max_deliver} deliveries",
+        )
     return None
 
 
@@ -72,11 +88,20 @@ async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy
     exhausted = _exhausted(delivery, policy)
     if exhausted is not None:
         return exhausted
-    attributes = {"messaging.system": "nats", "messaging.destination.name": delivery.subject,
-                  "messaging.consumer.group.name": durable, "messaging.message.id": delivery.msg_id or ""}
-    with _tracer.start_as_current_span(f"consume {delivery.subject}", context=extract(delivery.headers),
-                                       kind=trace.SpanKind.CONSUMER, attributes=attributes,
-                                       record_exception=False, set_status_on_exception=False) as span:
+    attributes = {
+        "messaging.system": "nats",
+        "messaging.destination.name": delivery.subject,
+        "messaging.consumer.group.name": durable,
+        "messaging.message.id": delivery.msg_id or "",
+    }
+    with _tracer.start_as_current_span(
+        f"consume {delivery.subject}",
+        context=extract(delivery.headers),
+        kind=trace.SpanKind.CONSUMER,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
         try:
             await handler(delivery)
             return ACK
@@ -85,8 +110,9 @@ async def run_handler(handler: Handler, delivery: Delivery, durable: str, policy
             return verdict_for(exc, delivery, durable, policy)
 
 
-async def run_batch_handler(handler: BatchHandler, deliveries: Sequence[Delivery], durable: str,
-                            policy: ConsumerPolicy) -> list[Verdict]:
+async def run_batch_handler(
+    handler: BatchHandler, deliveries: Sequence[Delivery], durable: str, policy: ConsumerPolicy
+) -> list[Verdict]:
     """Call ``handler`` once with every delivery not yet past ``max_deliver``, inside ONE span for
     the batch (linked to each message's producer context, at most 128 links), and return one
     verdict per delivery: ``None`` from the handler acks all; a mapping ``index -> exception``
@@ -94,12 +120,19 @@ async def run_batch_handler(handler: BatchHandler, deliveries: Sequence[Delivery
     verdicts: list[Verdict | None] = [_exhausted(d, policy) for d in deliveries]
     live = [i for i, v in enumerate(verdicts) if v is None]
     if live:
-        links = [trace.Link(ctx) for i in live[:128]
-                 if (ctx := trace.get_current_span(extract(deliveries[i].headers)).get_span_context()).is_valid]
-        with _tracer.start_as_current_span(f"consume batch {durable}", kind=trace.SpanKind.CONSUMER, links=links,
-                                           attributes={"messaging.batch.message_count": len(live),
-                                                       "messaging.consumer.group.name": durable},
-                                           record_exception=False, set_status_on_exception=False) as span:
+        links = [
+            trace.Link(ctx)
+            for i in live[:128]
+            if (ctx := trace.get_current_span(extract(deliveries[i].headers)).get_span_context()).is_valid
+        ]
+        with _tracer.start_as_current_span(
+            f"consume batch {durable}",
+            kind=trace.SpanKind.CONSUMER,
+            links=links,
+            attributes={"messaging.batch.message_count": len(live), "messaging.consumer.group.name": durable},
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
             try:
                 failures = await handler([deliveries[i] for i in live]) or {}
             except Exception as exc:  # noqa: BLE001 - the whole batch shares the outcome
@@ -114,8 +147,9 @@ async def run_batch_handler(handler: BatchHandler, deliveries: Sequence[Delivery
 def verdict_for(exc: BaseException, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
     """The verdict for a handler that raised ``exc`` on ``delivery`` (see the module table)."""
     if isinstance(exc, TerminalError):
-        _log.warning("message_terminal", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
-                     error=str(exc))
+        _log.warning(
+            "message_terminal", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id, error=str(exc)
+        )
         return Verdict("dlq", reason="terminal", error_type=type(exc).__name__, error=str(exc))
     return _retry_verdict(exc, delivery, durable, policy)
 
@@ -124,8 +158,14 @@ def _retry_verdict(exc: BaseException, delivery: Delivery, durable: str, policy:
     # Expected transient failures (ours, or any exception marked ``transient = True`` such as
     # ``store.StoreUnavailableError``) are logged without a traceback; anything else is a bug.
     known = isinstance(exc, RetryableError) or getattr(exc, "transient", False) is True
-    fields = {"durable": durable, "subject": delivery.subject, "msg_id": delivery.msg_id,
-              "num_delivered": delivery.num_delivered, "error": str(exc), "error_type": type(exc).__name__}
+    fields = {
+        "durable": durable,
+        "subject": delivery.subject,
+        "msg_id": delivery.msg_id,
+        "num_delivered": delivery.num_delivered,
+        "error": str(exc),
+        "error_type": type(exc).__name__,
+    }
     if known:
         _log.info("message_retry", **fields)
     else:
@@ -147,16 +187,22 @@ def dead_letter(durable: str, delivery: Delivery, verdict: Verdict) -> Outgoing:
     is dropped as a duplicate."""
     headers = dict(delivery.headers)
     headers.pop(MSG_ID, None)
-    headers.update({
-        H_DLQ_REASON: verdict.reason,
-        H_ERROR_TYPE: verdict.error_type,
-        H_ERROR: _header_value(verdict.error),
-        H_ORIGINAL_SUBJECT: delivery.subject,
-        H_ORIGINAL_STREAM: delivery.stream,
-        H_ORIGINAL_SEQ: str(delivery.seq),
-        H_NUM_DELIVERED: str(delivery.num_delivered),
-    })
+    headers.update(
+        {
+            H_DLQ_REASON: verdict.reason,
+            H_ERROR_TYPE: verdict.error_type,
+            H_ERROR: _header_value(verdict.error),
+            H_ORIGINAL_SUBJECT: delivery.subject,
+            H_ORIGINAL_STREAM: delivery.stream,
+            H_ORIGINAL_SEQ: str(delivery.seq),
+            H_NUM_DELIVERED: str(delivery.num_delivered),
+        }
+    )
     if delivery.msg_id:
         headers["Hyperjob-Original-Msg-Id"] = delivery.msg_id
-    return Outgoing(subject=f"dlq.{durable}", msg_id=f"dlq.{durable}.{delivery.stream}.{delivery.seq}",
-                    payload=delivery.data, headers=headers)
+    return Outgoing(
+        subject=f"dlq.{durable}",
+        msg_id=f"dlq.{durable}.{delivery.stream}.{delivery.seq}",
+        payload=delivery.data,
+        headers=headers,
+    )

@@ -36,9 +36,24 @@ from hyperjob.telemetry import inject
 
 from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
 from .errors import BusClosedError, ConsumerError, InstanceCrash, NoStreamError, PublishError
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, PublishAck,
-                    StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
-                    subject_covers, valid_name)
+from .model import (
+    DLQ_STREAM,
+    MSG_ID,
+    BatchHandler,
+    ConsumerLag,
+    ConsumerPolicy,
+    Delivery,
+    Handler,
+    PublishAck,
+    StreamSpec,
+    as_outgoing,
+    as_stream_spec,
+    encode_payload,
+    find_stream,
+    merged_headers,
+    subject_covers,
+    valid_name,
+)
 
 __all__ = ["InMemoryBus", "Member"]
 
@@ -176,8 +191,15 @@ class Member:
     In driven mode the simulator calls ``step``; otherwise a task does. ``kind`` is
     ``"consume"``, ``"batch"`` or ``"watch"``."""
 
-    def __init__(self, bus: InMemoryBus, durable: str, handler: Any, kind: str, consumer: _Consumer | None = None,
-                 watch: tuple[_Stream, str] | None = None) -> None:
+    def __init__(
+        self,
+        bus: InMemoryBus,
+        durable: str,
+        handler: Any,
+        kind: str,
+        consumer: _Consumer | None = None,
+        watch: tuple[_Stream, str] | None = None,
+    ) -> None:
         self.durable = durable
         self.kind = kind
         self._bus = bus
@@ -356,8 +378,14 @@ class InMemoryBus:
     """In-process bus with ``NatsBus``'s API. ``InMemoryBus(streams)``; see the module docstring
     for ``clock`` and ``driven``."""
 
-    def __init__(self, streams: Iterable[Any] = (), *, clock: Clock | None = None, driven: bool = False,
-                 ack_wait: float | None = None) -> None:
+    def __init__(
+        self,
+        streams: Iterable[Any] = (),
+        *,
+        clock: Clock | None = None,
+        driven: bool = False,
+        ack_wait: float | None = None,
+    ) -> None:
         self.clock: Clock = clock or time.monotonic
         self.driven = driven
         self._ack_wait = ack_wait
@@ -410,13 +438,15 @@ class InMemoryBus:
 
     # -- publish ----------------------------------------------------------------------------
 
-    async def publish(self, subject: str, event: Any, *, msg_id: str,
-                      headers: Mapping[str, str] | None = None) -> PublishAck:
+    async def publish(
+        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+    ) -> PublishAck:
         """As ``NatsBus.publish``."""
         return self.publish_now(subject, event, msg_id=msg_id, headers=headers)
 
-    def publish_now(self, subject: str, event: Any, *, msg_id: str,
-                    headers: Mapping[str, str] | None = None) -> PublishAck:
+    def publish_now(
+        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+    ) -> PublishAck:
         if self._closed:
             raise BusClosedError("bus is closed")
         if self._take_fault("publish"):
@@ -448,26 +478,60 @@ class InMemoryBus:
 
     # -- consume ----------------------------------------------------------------------------
 
-    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
-                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                      ack_wait: float = 30.0, concurrency: int = 1) -> Member:
+    async def consume(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: Handler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+        concurrency: int = 1,
+    ) -> Member:
         """As ``NatsBus.consume``; members with the same ``durable`` share one cursor."""
-        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
-                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
+        policy = ConsumerPolicy.build(
+            batch=batch,
+            max_deliver=max_deliver,
+            backoff=backoff,
+            max_ack_pending=max_ack_pending,
+            ack_wait=ack_wait,
+            concurrency=concurrency,
+        )
         return self._start(durable, subjects, handler, policy, stream, kind="consume")
 
-    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
-                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                            ack_wait: float = 30.0) -> Member:
+    async def consume_batch(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: BatchHandler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+    ) -> Member:
         """As ``NatsBus.consume_batch``."""
-        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
-                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait)
+        policy = ConsumerPolicy.build(
+            batch=batch, max_deliver=max_deliver, backoff=backoff, max_ack_pending=max_ack_pending, ack_wait=ack_wait
+        )
         return self._start(durable, subjects, handler, policy, stream, kind="batch")
 
-    def _start(self, durable: str, subjects: str | Sequence[str], handler: Any, policy: ConsumerPolicy,
-               stream: str | None, *, kind: str) -> Member:
+    def _start(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: Any,
+        policy: ConsumerPolicy,
+        stream: str | None,
+        *,
+        kind: str,
+    ) -> Member:
         if not valid_name(durable):
             raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
@@ -498,8 +562,15 @@ class InMemoryBus:
         return member
 
     def delivery(self, stream: _Stream, msg: _Stored, n: int) -> Delivery:
-        return Delivery(subject=msg.subject, data=msg.data, headers=dict(msg.headers), num_delivered=n,
-                        msg_id=msg.headers.get(MSG_ID), stream=stream.spec.name, seq=msg.seq)
+        return Delivery(
+            subject=msg.subject,
+            data=msg.data,
+            headers=dict(msg.headers),
+            num_delivered=n,
+            msg_id=msg.headers.get(MSG_ID),
+            stream=stream.spec.name,
+            seq=msg.seq,
+        )
 
     # -- latest values, operations ------------------------------------------------------------
 
@@ -527,8 +598,7 @@ class InMemoryBus:
         pending = sum(1 for q, m in target.msgs.items() if q > consumer.cursor and consumer._matches(m))  # noqa: SLF001
         return ConsumerLag(pending=pending, unacked=len(consumer.delivered))
 
-    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
-                             stream: str | None = None) -> bool:
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> bool:
         """As ``NatsBus.reset_consumer``."""
         target = self._stream_for([subjects] if isinstance(subjects, str) else subjects, stream)
         return self._consumers.pop((target.spec.name, durable), None) is not None
@@ -559,6 +629,13 @@ class InMemoryBus:
 
     async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
         out = dead_letter(durable, delivery, verdict)
-        _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
-                     reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
+        _log.warning(
+            "message_dead_lettered",
+            durable=durable,
+            subject=delivery.subject,
+            msg_id=delivery.msg_id,
+            reason=verdict.reason,
+            error_type=verdict.error_type,
+            num_delivered=delivery.num_delivered,
+        )
         self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)

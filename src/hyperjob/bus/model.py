@@ -8,9 +8,25 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-__all__ = ["DEFAULT_BACKOFF", "DLQ_STREAM", "MSG_ID", "BatchHandler", "ConsumerLag", "ConsumerPolicy", "Delivery",
-           "Handler", "Outgoing", "PublishAck", "StreamSpec", "Subscription", "as_outgoing", "as_stream_spec",
-           "encode_payload", "subject_covers", "valid_name"]
+__all__ = [
+    "DEFAULT_BACKOFF",
+    "DLQ_STREAM",
+    "MSG_ID",
+    "BatchHandler",
+    "ConsumerLag",
+    "ConsumerPolicy",
+    "Delivery",
+    "Handler",
+    "Outgoing",
+    "PublishAck",
+    "StreamSpec",
+    "Subscription",
+    "as_outgoing",
+    "as_stream_spec",
+    "encode_payload",
+    "subject_covers",
+    "valid_name",
+]
 
 MSG_ID = "Nats-Msg-Id"
 DEFAULT_BACKOFF: tuple[float, ...] = (1.0, 5.0, 30.0)
@@ -45,9 +61,12 @@ def as_stream_spec(decl: Any) -> StreamSpec:
     if isinstance(decl, StreamSpec):
         return decl
     latest = bool(getattr(decl, "latest_only", False))
-    return StreamSpec(name=decl.name, subjects=list(decl.subjects),
-                      max_age=float(getattr(decl, "max_age_seconds", 7 * _DAY)),
-                      max_msgs_per_subject=1 if latest else -1)
+    return StreamSpec(
+        name=decl.name,
+        subjects=list(decl.subjects),
+        max_age=float(getattr(decl, "max_age_seconds", 7 * _DAY)),
+        max_msgs_per_subject=1 if latest else -1,
+    )
 
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,11 +137,25 @@ class ConsumerPolicy(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("backoff delays must be >= 0")
 
     @classmethod
-    def build(cls, *, batch: int = 100, max_deliver: int = 5, backoff: Sequence[float] | None = None,
-              max_ack_pending: int | None = None, ack_wait: float = 30.0, concurrency: int = 1) -> ConsumerPolicy:
+    def build(
+        cls,
+        *,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+        concurrency: int = 1,
+    ) -> ConsumerPolicy:
         """The policy from ``consume``'s keyword arguments (``backoff=None`` = the default)."""
-        return cls(batch=batch, max_deliver=max_deliver, max_ack_pending=max_ack_pending, ack_wait=ack_wait,
-                   concurrency=concurrency, backoff=DEFAULT_BACKOFF if backoff is None else tuple(backoff))
+        return cls(
+            batch=batch,
+            max_deliver=max_deliver,
+            max_ack_pending=max_ack_pending,
+            ack_wait=ack_wait,
+            concurrency=concurrency,
+            backoff=DEFAULT_BACKOFF if backoff is None else tuple(backoff),
+        )
 
     @property
     def ack_pending(self) -> int:
@@ -165,8 +198,12 @@ def as_outgoing(item: Any) -> Outgoing:
     if isinstance(item, tuple):
         subject, msg_id, payload = item
         return Outgoing(subject=subject, msg_id=msg_id, payload=encode_payload(payload))
-    return Outgoing(subject=item.subject, msg_id=item.msg_id, payload=encode_payload(item.payload),
-                    headers=getattr(item, "headers", None))
+    return Outgoing(
+        subject=item.subject,
+        msg_id=item.msg_id,
+        payload=encode_payload(item.payload),
+        headers=getattr(item, "headers", None),
+    )
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")

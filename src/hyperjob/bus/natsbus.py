@@ -27,9 +27,24 @@ from hyperjob.telemetry import inject
 
 from .dispatch import Verdict, dead_letter
 from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
-from .model import (DLQ_STREAM, MSG_ID, BatchHandler, ConsumerLag, ConsumerPolicy, Delivery, Handler, Outgoing,
-                    PublishAck, StreamSpec, as_outgoing, as_stream_spec, encode_payload, find_stream, merged_headers,
-                    valid_name)
+from .model import (
+    DLQ_STREAM,
+    MSG_ID,
+    BatchHandler,
+    ConsumerLag,
+    ConsumerPolicy,
+    Delivery,
+    Handler,
+    Outgoing,
+    PublishAck,
+    StreamSpec,
+    as_outgoing,
+    as_stream_spec,
+    encode_payload,
+    find_stream,
+    merged_headers,
+    valid_name,
+)
 from .pull import PullLoop
 
 __all__ = ["NatsBus"]
@@ -80,9 +95,17 @@ class NatsBus:
         self._events: _ConnectionEvents | None = None
 
     @classmethod
-    async def connect(cls, url: str, streams: Iterable[Any] = (), *, namespace: str = "", name: str | None = None,
-                      max_pending_publishes: int = 4000, timeout: float = 5.0,
-                      connect_timeout: float = 10.0) -> NatsBus:
+    async def connect(
+        cls,
+        url: str,
+        streams: Iterable[Any] = (),
+        *,
+        namespace: str = "",
+        name: str | None = None,
+        max_pending_publishes: int = 4000,
+        timeout: float = 5.0,
+        connect_timeout: float = 10.0,
+    ) -> NatsBus:
         """Connect and declare ``streams`` (``StreamSpec`` or ``events.subjects.StreamDecl``). A stream
         for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
         or a stream conflicts. ``timeout`` bounds each JetStream request (publish ack, API call);
@@ -91,13 +114,24 @@ class NatsBus:
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
             nc = await asyncio.wait_for(
-                nats.connect(url, name=name, connect_timeout=2, max_reconnect_attempts=-1, reconnect_time_wait=0.5,
-                             allow_reconnect=True, error_cb=events.error, disconnected_cb=events.disconnected,
-                             reconnected_cb=events.reconnected),
-                connect_timeout)
+                nats.connect(
+                    url,
+                    name=name,
+                    connect_timeout=2,
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=0.5,
+                    allow_reconnect=True,
+                    error_cb=events.error,
+                    disconnected_cb=events.disconnected,
+                    reconnected_cb=events.reconnected,
+                ),
+                connect_timeout,
+            )
         except (*_NATS_ERRORS, OSError) as exc:
             raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
-        bus = cls(nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout)
+        bus = cls(
+            nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
+        )
         bus._events = events
         try:
             await bus.declare(streams)
@@ -112,7 +146,7 @@ class NatsBus:
         return f"{self._ns}.{subject}" if self._ns else subject
 
     def _logical(self, subject: str) -> str:
-        return subject[len(self._ns) + 1:] if self._ns else subject
+        return subject[len(self._ns) + 1 :] if self._ns else subject
 
     def _stream_name(self, name: str) -> str:
         return f"{self._ns}_{name}" if self._ns else name
@@ -130,11 +164,16 @@ class NatsBus:
 
     async def _declare_one(self, spec: StreamSpec) -> None:
         config = api.StreamConfig(
-            name=self._stream_name(spec.name), subjects=[self._wire(s) for s in spec.subjects],
+            name=self._stream_name(spec.name),
+            subjects=[self._wire(s) for s in spec.subjects],
             storage=api.StorageType.FILE if spec.storage == "file" else api.StorageType.MEMORY,
-            max_age=spec.max_age, duplicate_window=spec.duplicate_window,
-            max_msgs_per_subject=spec.max_msgs_per_subject, max_msgs=spec.max_msgs, max_bytes=spec.max_bytes,
-            allow_direct=True)
+            max_age=spec.max_age,
+            duplicate_window=spec.duplicate_window,
+            max_msgs_per_subject=spec.max_msgs_per_subject,
+            max_msgs=spec.max_msgs,
+            max_bytes=spec.max_bytes,
+            allow_direct=True,
+        )
         try:
             try:
                 await self._js.add_stream(config)
@@ -161,21 +200,23 @@ class NatsBus:
             inject(out)
         return out
 
-    async def publish(self, subject: str, event: Any, *, msg_id: str,
-                      headers: Mapping[str, str] | None = None) -> PublishAck:
+    async def publish(
+        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+    ) -> PublishAck:
         """Publish one message and wait for the stream's ack. ``event`` is bytes or a msgspec Struct
         (JSON). ``msg_id`` becomes ``Nats-Msg-Id``: a republish within the stream's duplicate
         window is acked with ``duplicate=True`` and not stored again. The current trace context is
         added as ``traceparent`` unless ``headers`` carry one. Raises ``PublishError``."""
         try:
-            ack = await self._js.publish(self._wire(subject), encode_payload(event),
-                                         headers=self._headers(headers, msg_id))
+            ack = await self._js.publish(
+                self._wire(subject), encode_payload(event), headers=self._headers(headers, msg_id)
+            )
         except _NATS_ERRORS as exc:
             raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
         return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
 
     def _logical_stream(self, name: str) -> str:
-        return name[len(self._ns) + 1:] if self._ns and name.startswith(f"{self._ns}_") else name
+        return name[len(self._ns) + 1 :] if self._ns and name.startswith(f"{self._ns}_") else name
 
     async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
         """Publish many messages with up to ``max_pending_publishes`` acks in flight; returns the acks
@@ -186,9 +227,14 @@ class NatsBus:
         futures: list[asyncio.Future[api.PubAck]] = []
         try:
             for item in items:
-                futures.append(await self._js.publish_async(
-                    self._wire(item.subject), item.payload, headers=self._headers(item.headers, item.msg_id),
-                    wait_stall=None))
+                futures.append(
+                    await self._js.publish_async(
+                        self._wire(item.subject),
+                        item.payload,
+                        headers=self._headers(item.headers, item.msg_id),
+                        wait_stall=None,
+                    )
+                )
             results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
         except _NATS_ERRORS as exc:
             for fut in futures:
@@ -199,53 +245,91 @@ class NatsBus:
         for item, res in zip(items, results, strict=True):
             if isinstance(res, BaseException):
                 raise PublishError(item.subject, item.msg_id, str(res) or type(res).__name__) from res
-            acks.append(PublishAck(stream=self._logical_stream(res.stream), seq=res.seq,
-                                   duplicate=bool(res.duplicate)))
+            acks.append(PublishAck(stream=self._logical_stream(res.stream), seq=res.seq, duplicate=bool(res.duplicate)))
         return acks
 
     # -- consume ----------------------------------------------------------------------------
 
-    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
-                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                      ack_wait: float = 30.0, concurrency: int = 1) -> PullLoop:
+    async def consume(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: Handler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+        concurrency: int = 1,
+    ) -> PullLoop:
         """Create (or update) the durable pull consumer ``durable`` on the stream capturing
         ``subjects`` and start a loop feeding ``handler`` one ``Delivery`` at a time (``concurrency``
         at once; 1 keeps stream order). Every process consuming the same ``durable`` shares the
         messages. ``batch`` is how many are pulled at once (about two batches are requested ahead);
         ``ack_wait`` must exceed one handler call. Returns the running subscription; ``stop()`` it
         or ``close()`` the bus. Raises ``NoStreamError``/``ConsumerError``."""
-        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
-                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait, concurrency=concurrency)
+        policy = ConsumerPolicy.build(
+            batch=batch,
+            max_deliver=max_deliver,
+            backoff=backoff,
+            max_ack_pending=max_ack_pending,
+            ack_wait=ack_wait,
+            concurrency=concurrency,
+        )
         return await self._start(durable, subjects, handler, policy, stream, batched=False)
 
-    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
-                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                            ack_wait: float = 30.0) -> PullLoop:
+    async def consume_batch(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: BatchHandler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+    ) -> PullLoop:
         """As ``consume``, but ``handler`` gets up to ``batch`` deliveries at once (in stream order)
         so it can load and write state for all of them in one Redis round trip
         (``store.apply_many``) and publish all outputs with one ``publish_many``. It returns
         ``None`` to ack all, or ``{index: exception}`` for the ones that failed; raising settles
         the whole batch by that exception. One span per batch (see ``dispatch``)."""
-        policy = ConsumerPolicy.build(batch=batch, max_deliver=max_deliver, backoff=backoff,
-                                      max_ack_pending=max_ack_pending, ack_wait=ack_wait)
+        policy = ConsumerPolicy.build(
+            batch=batch, max_deliver=max_deliver, backoff=backoff, max_ack_pending=max_ack_pending, ack_wait=ack_wait
+        )
         return await self._start(durable, subjects, handler, policy, stream, batched=True)
 
-    async def _start(self, durable: str, subjects: str | Sequence[str], handler: Handler | BatchHandler,
-                     policy: ConsumerPolicy, stream: str | None, *, batched: bool) -> PullLoop:
+    async def _start(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: Handler | BatchHandler,
+        policy: ConsumerPolicy,
+        stream: str | None,
+        *,
+        batched: bool,
+    ) -> PullLoop:
         if not valid_name(durable):
             raise ConsumerError(durable, "a durable name is letters, digits, '-' and '_'")
         filters = [subjects] if isinstance(subjects, str) else list(subjects)
         wire_stream = self._stream_name(self._stream_for(filters, stream))
         wire_filters = [self._wire(f) for f in filters]
         config = api.ConsumerConfig(
-            name=durable, durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
-            deliver_policy=api.DeliverPolicy.ALL, ack_wait=policy.ack_wait,
+            name=durable,
+            durable_name=durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_wait=policy.ack_wait,
             max_deliver=policy.max_deliver + 1,  # the extra delivery dead-letters a message that timed out
-            max_ack_pending=policy.ack_pending, max_waiting=512,
+            max_ack_pending=policy.ack_pending,
+            max_waiting=512,
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
-            filter_subjects=wire_filters if len(wire_filters) > 1 else None)
+            filter_subjects=wire_filters if len(wire_filters) > 1 else None,
+        )
         loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy, batched=batched)
         try:
             await self._js.add_consumer(wire_stream, config)
@@ -261,9 +345,15 @@ class NatsBus:
         """The ``Delivery`` of a JetStream message (namespace stripped)."""
         meta = msg.metadata
         headers = dict(msg.headers) if msg.headers else {}
-        return Delivery(subject=self._logical(msg.subject), data=msg.data, headers=headers,
-                        num_delivered=meta.num_delivered, msg_id=headers.get(MSG_ID),
-                        stream=self._logical_stream(meta.stream), seq=meta.sequence.stream)
+        return Delivery(
+            subject=self._logical(msg.subject),
+            data=msg.data,
+            headers=headers,
+            num_delivered=meta.num_delivered,
+            msg_id=headers.get(MSG_ID),
+            stream=self._logical_stream(meta.stream),
+            seq=meta.sequence.stream,
+        )
 
     # -- latest values ----------------------------------------------------------------------
 
@@ -277,17 +367,26 @@ class NatsBus:
         except _NATS_ERRORS as exc:
             raise BusClosedError(f"last({subject}): {exc}") from exc
         headers = dict(raw.headers) if raw.headers else {}
-        return Delivery(subject=self._logical(raw.subject or self._wire(subject)), data=raw.data or b"",
-                        headers=headers, msg_id=headers.get(MSG_ID), stream=self._logical_stream(name),
-                        seq=raw.seq or 0)
+        return Delivery(
+            subject=self._logical(raw.subject or self._wire(subject)),
+            data=raw.data or b"",
+            headers=headers,
+            msg_id=headers.get(MSG_ID),
+            stream=self._logical_stream(name),
+            seq=raw.seq or 0,
+        )
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
         """The last message of every subject matching ``subject_filter`` (e.g. all node heartbeats
         of a cluster: ``heartbeat.node.c1.*``), keyed by logical subject. One ephemeral consumer."""
         name = self._stream_name(self._stream_for([subject_filter], stream))
-        config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE, deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
-                                    filter_subject=self._wire(subject_filter), inactive_threshold=30.0,
-                                    mem_storage=True)
+        config = api.ConsumerConfig(
+            ack_policy=api.AckPolicy.NONE,
+            deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+            filter_subject=self._wire(subject_filter),
+            inactive_threshold=30.0,
+            mem_storage=True,
+        )
         out: dict[str, Delivery] = {}
         try:
             info = await self._js.add_consumer(name, config)
@@ -308,8 +407,9 @@ class NatsBus:
             raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
         return out
 
-    async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None,
-                    catch_up_timeout: float = 60.0) -> _Watch:
+    async def watch(
+        self, subject_filter: str, handler: Handler, *, stream: str | None = None, catch_up_timeout: float = 60.0
+    ) -> _Watch:
         """Hand ``handler`` the last message of every subject matching ``subject_filter``, then
         every new one, through an ordered ephemeral consumer (no acks; nats-py recreates it
         after a gap). Returns once the values that existed at the start have been handled (or
@@ -319,8 +419,13 @@ class NatsBus:
         watch = _Watch(self, subject_filter, handler)
         try:
             watch.sub = await self._js.subscribe(
-                self._wire(subject_filter), cb=watch.on_msg, stream=name, ordered_consumer=True,
-                deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT, idle_heartbeat=WATCH_HEARTBEAT)
+                self._wire(subject_filter),
+                cb=watch.on_msg,
+                stream=name,
+                ordered_consumer=True,
+                deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+                idle_heartbeat=WATCH_HEARTBEAT,
+            )
             info = await watch.sub.consumer_info()
         except _NATS_ERRORS as exc:
             raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
@@ -360,8 +465,7 @@ class NatsBus:
             raise ConsumerError(durable, str(exc) or type(exc).__name__) from exc
         return ConsumerLag(pending=info.num_pending or 0, unacked=info.num_ack_pending or 0)
 
-    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
-                             stream: str | None = None) -> bool:
+    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> bool:
         """Forget ``durable`` so the next ``consume`` starts again from the stream's first message:
         the way to rebuild lost state by replaying the log (clear the store's keys too, or the dedup
         markers make the replay a no-op). Stop its loops first. ``False`` if it did not exist."""
@@ -403,8 +507,15 @@ class NatsBus:
 
     async def publish_dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
         out: Outgoing = dead_letter(durable, delivery, verdict)
-        _log.warning("message_dead_lettered", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id,
-                     reason=verdict.reason, error_type=verdict.error_type, num_delivered=delivery.num_delivered)
+        _log.warning(
+            "message_dead_lettered",
+            durable=durable,
+            subject=delivery.subject,
+            msg_id=delivery.msg_id,
+            reason=verdict.reason,
+            error_type=verdict.error_type,
+            num_delivered=delivery.num_delivered,
+        )
         await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
 
 

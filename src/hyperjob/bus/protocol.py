@@ -12,20 +12,40 @@ class Bus(Protocol):
     """Publish/consume over durable streams, watch latest values. See ``NatsBus`` for each
     method's contract."""
 
-    async def publish(self, subject: str, event: Any, *, msg_id: str,
-                      headers: Mapping[str, str] | None = None) -> PublishAck: ...
+    async def publish(
+        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+    ) -> PublishAck: ...
 
     async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]: ...
 
-    async def consume(self, durable: str, subjects: str | Sequence[str], handler: Handler, *,
-                      stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                      backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                      ack_wait: float = 30.0, concurrency: int = 1) -> Subscription: ...
+    async def consume(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: Handler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+        concurrency: int = 1,
+    ) -> Subscription: ...
 
-    async def consume_batch(self, durable: str, subjects: str | Sequence[str], handler: BatchHandler, *,
-                            stream: str | None = None, batch: int = 100, max_deliver: int = 5,
-                            backoff: Sequence[float] | None = None, max_ack_pending: int | None = None,
-                            ack_wait: float = 30.0) -> Subscription: ...
+    async def consume_batch(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handler: BatchHandler,
+        *,
+        stream: str | None = None,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        max_ack_pending: int | None = None,
+        ack_wait: float = 30.0,
+    ) -> Subscription: ...
 
     async def watch(self, subject_filter: str, handler: Handler, *, stream: str | None = None) -> Subscription: ...
 
@@ -37,7 +57,8 @@ class Bus(Protocol):
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag: ...
 
-    async def reset_consumer(self, durable: str, subjects: str | Sequence[str], *,
-                             stream: str | None = None) -> bool: ...
+    async def reset_consumer(
+        self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None
+    ) -> bool: ...
 
     async def close(self) -> None: ...

@@ -48,8 +48,17 @@ class _Request:
 class PullLoop:
     """One member of a durable consumer group. Built and started by ``NatsBus.consume``."""
 
-    def __init__(self, bus: _BusSide, nc: NatsClient, stream: str, durable: str, handler: Handler | BatchHandler,
-                 policy: ConsumerPolicy, *, batched: bool = False) -> None:
+    def __init__(
+        self,
+        bus: _BusSide,
+        nc: NatsClient,
+        stream: str,
+        durable: str,
+        handler: Handler | BatchHandler,
+        policy: ConsumerPolicy,
+        *,
+        batched: bool = False,
+    ) -> None:
         self.durable = durable
         self._bus = bus
         self._nc = nc
@@ -69,8 +78,9 @@ class PullLoop:
 
     async def start(self) -> None:
         self._inbox = self._nc.new_inbox()
-        self._sub = await self._nc.subscribe(self._inbox, cb=self._on_msg, pending_msgs_limit=-1,
-                                             pending_bytes_limit=-1)
+        self._sub = await self._nc.subscribe(
+            self._inbox, cb=self._on_msg, pending_msgs_limit=-1, pending_bytes_limit=-1
+        )
         self._task = asyncio.create_task(self._run(), name=f"consume-{self.durable}")
         self._keeper = asyncio.create_task(self._keepalive(), name=f"keepalive-{self.durable}")
 
@@ -186,6 +196,7 @@ class PullLoop:
                 async with sem:
                     if not self._stopping:
                         await self._one(self._buffer.popleft())
+
             await asyncio.gather(*(guarded() for _ in range(n)))
         _log.debug("batch_consumed", durable=self.durable, size=n)
 
@@ -207,8 +218,12 @@ class PullLoop:
 
     async def _batch(self, msgs: list[Msg]) -> None:
         deliveries = [self._bus.delivery(m) for m in msgs]
-        verdicts = await run_batch_handler(self._handler, deliveries, self.durable,  # type: ignore[arg-type]
-                                           self._policy)
+        verdicts = await run_batch_handler(
+            self._handler,
+            deliveries,
+            self.durable,  # type: ignore[arg-type]
+            self._policy,
+        )
         for msg, delivery, verdict in zip(msgs, deliveries, verdicts, strict=True):
             await self._settle(msg, delivery, verdict)
 

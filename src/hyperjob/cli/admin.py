@@ -31,15 +31,22 @@ def rebuild(service: str | None) -> None:
         client = await Client.connect(resolve_endpoints())
         try:
             instances = await client.instances()
-            chosen = sorted(name for name, started in instances.items()
-                            if service is None or service in (name, started.service))
+            chosen = sorted(
+                name for name, started in instances.items() if service is None or service in (name, started.service)
+            )
             if not chosen:
-                click.echo(f"error: no running instance of {service!r} (running: {', '.join(sorted(instances))})",
-                           err=True)
+                click.echo(
+                    f"error: no running instance of {service!r} (running: {', '.join(sorted(instances))})", err=True
+                )
                 return False
             for instance in chosen:
-                command = events.AdminCommand(event_id=events.new_request_id(), occurred_at=time.time(),
-                                              producer="hyperjob-cli", instance=instance, action="rebuild")
+                command = events.AdminCommand(
+                    event_id=events.new_request_id(),
+                    occurred_at=time.time(),
+                    producer="hyperjob-cli",
+                    instance=instance,
+                    action="rebuild",
+                )
                 await client.bus.publish(subjects.admin(instance), events.encode(command), msg_id=command.event_id)
                 click.echo(f"{instance}: rebuild requested")
             return True

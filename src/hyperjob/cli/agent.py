@@ -23,19 +23,35 @@ from hyperjob.events import subjects
 from .client import Client
 from .config import home, resolve_endpoints
 
-SHAPE_OPTIONS = {"gpu_model": "gpu_model", "nvlinks": "nvlinks_per_gpu", "nvlink_version": "nvlink_version",
-                 "nvlink_domain_nodes": "nodes_per_nvlink_domain", "nodes_per_leaf": "nodes_per_leaf",
-                 "leaves_per_spine": "leaves_per_spine", "ib_ports": "ib_ports_per_node", "ib_rate": "ib_rate_gbps"}
+SHAPE_OPTIONS = {
+    "gpu_model": "gpu_model",
+    "nvlinks": "nvlinks_per_gpu",
+    "nvlink_version": "nvlink_version",
+    "nvlink_domain_nodes": "nodes_per_nvlink_domain",
+    "nodes_per_leaf": "nodes_per_leaf",
+    "leaves_per_spine": "leaves_per_spine",
+    "ib_ports": "ib_ports_per_node",
+    "ib_rate": "ib_rate_gbps",
+}
 
 
 @click.group(invoke_without_command=True)
 @click.option("--cluster", required=True, help="the cluster whose nodes this agent serves")
-@click.option("--simulate/--exec", "simulate", default=True, show_default=True,
-              help="simulated pods and telemetry, or pods as local processes with the real telemetry readers")
+@click.option(
+    "--simulate/--exec",
+    "simulate",
+    default=True,
+    show_default=True,
+    help="simulated pods and telemetry, or pods as local processes with the real telemetry readers",
+)
 @click.option("--nodes", type=int, default=4, show_default=True)
 @click.option("--node-prefix", default="", help="node names are <prefix>-<i> (default <cluster>-node)")
-@click.option("--node-name", "node_names", multiple=True,
-              help="serve exactly these nodes (repeatable; e.g. this host's name for a real node's agent)")
+@click.option(
+    "--node-name",
+    "node_names",
+    multiple=True,
+    help="serve exactly these nodes (repeatable; e.g. this host's name for a real node's agent)",
+)
 @click.option("--gpus", type=int, default=8, show_default=True, help="GPUs per node (nvidia.com/gpu)")
 @click.option("--cpu", default="96", show_default=True)
 @click.option("--memory", default="1Ti", show_default=True)
@@ -47,16 +63,33 @@ SHAPE_OPTIONS = {"gpu_model": "gpu_model", "nvlinks": "nvlinks_per_gpu", "nvlink
 @click.option("--leaves-per-spine", type=int, default=4, show_default=True)
 @click.option("--ib-ports", type=int, default=-1, show_default=True, help="InfiniBand ports per node (-1: one per GPU)")
 @click.option("--ib-rate", type=float, default=400.0, show_default=True, help="Gb/s per port")
-@click.option("--fault", "faults", multiple=True, metavar="KIND@NODE[,k=v]",
-              help="inject: gpu-xid|gpu-ecc|ib-down|silent@NODE with gpu=, xid=, device=, after=, for= (repeatable)")
+@click.option(
+    "--fault",
+    "faults",
+    multiple=True,
+    metavar="KIND@NODE[,k=v]",
+    help="inject: gpu-xid|gpu-ecc|ib-down|silent@NODE with gpu=, xid=, device=, after=, for= (repeatable)",
+)
 @click.option("--telemetry-period", type=float, default=10.0, show_default=True)
 @click.option("--heartbeat-period", type=float, default=2.0, show_default=True)
 @click.option("--pod-duration", default="30s", show_default=True, help="simulated pods without a sim-duration")
 @click.pass_context
-def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_prefix: str, node_names: tuple[str, ...],
-          gpus: int, cpu: str,
-          memory: str, faults: tuple[str, ...], telemetry_period: float, heartbeat_period: float, pod_duration: str,
-          **shape: object) -> None:
+def agent(
+    ctx: click.Context,
+    cluster: str,
+    simulate: bool,
+    nodes: int,
+    node_prefix: str,
+    node_names: tuple[str, ...],
+    gpus: int,
+    cpu: str,
+    memory: str,
+    faults: tuple[str, ...],
+    telemetry_period: float,
+    heartbeat_period: float,
+    pod_duration: str,
+    **shape: object,
+) -> None:
     """Run a node-agent for CLUSTER (or, with a subcommand, talk to a running one)."""
     ctx.ensure_object(dict)["cluster"] = cluster
     if ctx.invoked_subcommand is not None:
@@ -64,14 +97,25 @@ def agent(ctx: click.Context, cluster: str, simulate: bool, nodes: int, node_pre
     _check_faults(faults)
     endpoints = resolve_endpoints()
     settings = {
-        "CLUSTER": cluster, "MODE": "simulate" if simulate else "exec", "NODES": str(nodes), "NODE_PREFIX": node_prefix,
+        "CLUSTER": cluster,
+        "MODE": "simulate" if simulate else "exec",
+        "NODES": str(nodes),
+        "NODE_PREFIX": node_prefix,
         "ALLOCATABLE": _json({"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}),
         "FLEET_SHAPE": _json({field: shape[option] for option, field in SHAPE_OPTIONS.items()}),
-        "NODE_NAMES": _json(list(node_names)), "FAULTS": _json(list(faults)), "TELEMETRY_PERIOD": str(telemetry_period),
-        "HEARTBEAT_PERIOD": str(heartbeat_period), "POD_DURATION": pod_duration, "WORK_DIR": str(home() / "pods"),
+        "NODE_NAMES": _json(list(node_names)),
+        "FAULTS": _json(list(faults)),
+        "TELEMETRY_PERIOD": str(telemetry_period),
+        "HEARTBEAT_PERIOD": str(heartbeat_period),
+        "POD_DURATION": pod_duration,
+        "WORK_DIR": str(home() / "pods"),
     }
-    env = {**os.environ, "NATS_URL": endpoints.nats_url, "REDIS_URL": endpoints.redis_url,
-           **{f"NODE_AGENT_{key}": value for key, value in settings.items()}}
+    env = {
+        **os.environ,
+        "NATS_URL": endpoints.nats_url,
+        "REDIS_URL": endpoints.redis_url,
+        **{f"NODE_AGENT_{key}": value for key, value in settings.items()},
+    }
     count = len(node_names) or nodes
     click.echo(f"node-agent for {cluster}: {count} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
     os.execve(sys.executable, [sys.executable, "-m", "hyperjob.services.node_agent"], env)
@@ -89,9 +133,18 @@ def fault(ctx: click.Context, spec: str) -> None:
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     cluster = ctx.obj["cluster"]
-    message = events.InjectNodeFault(event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli",
-                                     cluster=cluster, node=parsed.node, kind=parsed.kind, gpu=parsed.gpu, xid=parsed.xid,
-                                     device=parsed.device, port=parsed.port)
+    message = events.InjectNodeFault(
+        event_id=events.new_request_id(),
+        occurred_at=time.time(),
+        producer="hyperjob-cli",
+        cluster=cluster,
+        node=parsed.node,
+        kind=parsed.kind,
+        gpu=parsed.gpu,
+        xid=parsed.xid,
+        device=parsed.device,
+        port=parsed.port,
+    )
 
     async def send() -> None:
         client = await Client.connect(resolve_endpoints())
@@ -126,8 +179,9 @@ def find_log(root: Path, pod: str, cluster: str = "") -> Path:
     """``<root>/<cluster>/<pod>/log``; a clear error when there is none or the name is ambiguous."""
     found = sorted(root.glob(f"{cluster or '*'}/{pod}/log"))
     if not found:
-        raise click.ClickException(f"no log for pod {pod!r} under {root} (logs exist only for pods of exec-mode "
-                                   "agents on this machine)")
+        raise click.ClickException(
+            f"no log for pod {pod!r} under {root} (logs exist only for pods of exec-mode agents on this machine)"
+        )
     if len(found) > 1:
         clusters = ", ".join(p.parent.parent.name for p in found)
         raise click.ClickException(f"pod {pod!r} exists in several clusters ({clusters}): pass --cluster")

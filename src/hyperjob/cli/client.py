@@ -33,8 +33,9 @@ class Client:
         await self.bus.close()
         await self.store.close()
 
-    async def request(self, subject: str, message: events.Message, timeout: float = 30.0
-                      ) -> events.RequestAccepted | events.RequestRejected:
+    async def request(
+        self, subject: str, message: events.Message, timeout: float = 30.0
+    ) -> events.RequestAccepted | events.RequestRejected:
         """Send a command and wait for its answer (the splitter publishes it into the stream, so an
         answer that arrives before we look is not missed)."""
         await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
@@ -47,12 +48,20 @@ class Client:
         raise TimeoutError(f"no answer within {timeout:g}s: is the system running (hyperjob up)?")
 
     async def apply(self, manifest: dict[str, Any]) -> events.RequestAccepted | events.RequestRejected:
-        return await self.request(subjects.APPLY, events.ApplyManifest(
-            event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", manifest=manifest))
+        return await self.request(
+            subjects.APPLY,
+            events.ApplyManifest(
+                event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", manifest=manifest
+            ),
+        )
 
     async def delete(self, kind: str, name: str) -> events.RequestAccepted | events.RequestRejected:
-        return await self.request(subjects.DELETE, events.DeleteObject(
-            event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", kind=kind, name=name))
+        return await self.request(
+            subjects.DELETE,
+            events.DeleteObject(
+                event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", kind=kind, name=name
+            ),
+        )
 
     async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
         return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}

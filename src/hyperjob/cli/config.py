@@ -21,7 +21,8 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     labels: dict[str, str] = {}
     nodes: int = 4
     allocatable: dict[str, str | int | float] = msgspec.field(
-        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
+        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+    )
     node_labels: dict[str, str] = msgspec.field(default_factory=lambda: {"nvidia.com/gpu.product": "H100"})
     # Declared bandwidth (Gb/s) to other clusters, e.g. {cluster-b: 400}.
     links: dict[str, float] = {}
@@ -33,7 +34,8 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     clusters: list[ClusterConfig] = msgspec.field(
-        default_factory=lambda: [ClusterConfig(name="cluster-a"), ClusterConfig(name="cluster-b")])
+        default_factory=lambda: [ClusterConfig(name="cluster-a"), ClusterConfig(name="cluster-b")]
+    )
     schedule_period: str = "1s"
 
 
@@ -71,7 +73,10 @@ def resolve_endpoints() -> Endpoints:
         return Endpoints(nats_url=nats_url, redis_url=redis_url)
     path = endpoints_file()
     if not path.is_file():
-        raise SystemExit(f"no running system: start one with `hyperjob up` (looked for {path}), "
-                         "or set NATS_URL and REDIS_URL")
+        raise SystemExit(
+            f"no running system: start one with `hyperjob up` (looked for {path}), or set NATS_URL and REDIS_URL"
+        )
     recorded = msgspec.json.decode(path.read_bytes(), type=Endpoints)
-    return Endpoints(nats_url=nats_url or recorded.nats_url, redis_url=redis_url or recorded.redis_url, pid=recorded.pid)
+    return Endpoints(
+        nats_url=nats_url or recorded.nats_url, redis_url=redis_url or recorded.redis_url, pid=recorded.pid
+    )

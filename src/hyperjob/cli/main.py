@@ -12,9 +12,7 @@ from typing import Any
 import click
 import yaml
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import telemetry
+from hyperjob import api, events, telemetry
 from hyperjob.events import subjects
 
 from . import views
@@ -25,12 +23,29 @@ from .config import home, load_config, resolve_endpoints
 from .offline import bench, simulate
 from .up import System, run_forever
 
-KINDS = {"hyperjobs": views.hyperjobs, "jobs": views.jobs, "queues": views.queues, "clusters": views.clusters,
-         "nodes": views.nodes}
-ROWS = {"hyperjobs": views.hyperjob_rows, "jobs": views.job_rows, "queues": views.queue_rows,
-        "clusters": views.cluster_rows, "nodes": views.node_rows}
-ALIASES = {"hyperjob": "hyperjobs", "hj": "hyperjobs", "job": "jobs", "vcjob": "jobs", "queue": "queues",
-           "cluster": "clusters", "node": "nodes"}
+KINDS = {
+    "hyperjobs": views.hyperjobs,
+    "jobs": views.jobs,
+    "queues": views.queues,
+    "clusters": views.clusters,
+    "nodes": views.nodes,
+}
+ROWS = {
+    "hyperjobs": views.hyperjob_rows,
+    "jobs": views.job_rows,
+    "queues": views.queue_rows,
+    "clusters": views.cluster_rows,
+    "nodes": views.node_rows,
+}
+ALIASES = {
+    "hyperjob": "hyperjobs",
+    "hj": "hyperjobs",
+    "job": "jobs",
+    "vcjob": "jobs",
+    "queue": "queues",
+    "cluster": "clusters",
+    "node": "nodes",
+}
 
 
 @click.group()
@@ -60,16 +75,21 @@ def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
 
 # -- running the system ---------------------------------------------------------------------------
 
+
 @main.command()
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="clusters to simulate (YAML)")
+@click.option(
+    "--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="clusters to simulate (YAML)"
+)
 def up(config_path: str | None) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C stops it all."""
     import os
 
     system = System(load_config(config_path))
     endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
-    click.echo(f"hyperjob is up: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
-               f"{len(system.services)} service processes (logs in {home() / 'logs'}). Ctrl-C to stop.")
+    click.echo(
+        f"hyperjob is up: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
+        f"{len(system.services)} service processes (logs in {home() / 'logs'}). Ctrl-C to stop."
+    )
     run_forever(system, click.echo)
 
 
@@ -126,6 +146,7 @@ async def _demo(file: str, clusters: int, timeout: float) -> str:
 
 
 # -- talking to it ----------------------------------------------------------------------------------
+
 
 @main.command()
 @click.option("-f", "--filename", "file", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
@@ -217,8 +238,13 @@ def describe(kind: str, name: str) -> None:
 @click.option("--timeout", type=float, default=300.0, show_default=True)
 def delete(kind: str, name: str, wait: bool, timeout: float) -> None:
     """Delete an object; a HyperJob is gone only once every child is gone from every cluster."""
-    api_kind = {"hyperjob": "HyperJob", "hj": "HyperJob", "job": "Job", "queue": "Queue",
-                "priorityclass": "PriorityClass"}[kind]
+    api_kind = {
+        "hyperjob": "HyperJob",
+        "hj": "HyperJob",
+        "job": "Job",
+        "queue": "Queue",
+        "priorityclass": "PriorityClass",
+    }[kind]
 
     async def work(client: Client) -> bool:
         answer = await client.delete(api_kind, name)
@@ -269,13 +295,17 @@ async def _watch(client: Client, name: str, timeout: float) -> str:
 
 def _status_line(item: dict[str, Any]) -> str:
     status = item["status"]
-    counts = {k: sum(rj.get(k, 0) for rj in status.get("replicatedJobsStatus", []))
-              for k in ("pending", "running", "succeeded", "failed")}
+    counts = {
+        k: sum(rj.get(k, 0) for rj in status.get("replicatedJobsStatus", []))
+        for k in ("pending", "running", "succeeded", "failed")
+    }
     placement = status.get("placement") or {}
     where = " ".join(f"{c}={n}" for c, n in sorted(placement.items()))
     waiting = f" waiting: {item['waitingReason']}" if item["waitingReason"] else ""
-    return (f"{item['name']} {item['phase']} pods pending={counts['pending']} running={counts['running']} "
-            f"succeeded={counts['succeeded']} failed={counts['failed']} placement: {where or '-'}{waiting}")
+    return (
+        f"{item['name']} {item['phase']} pods pending={counts['pending']} running={counts['running']} "
+        f"succeeded={counts['succeeded']} failed={counts['failed']} placement: {where or '-'}{waiting}"
+    )
 
 
 def _hyperjob_command(action: str) -> click.Command:
@@ -283,9 +313,16 @@ def _hyperjob_command(action: str) -> click.Command:
     @click.argument("name")
     def command(name: str) -> None:
         async def work(client: Client) -> bool:
-            answer = await client.request(subjects.HYPERJOB_COMMAND, events.CommandHyperJob(
-                event_id=events.new_request_id(), occurred_at=time.time(), producer="hyperjob-cli", name=name,
-                action=action))  # type: ignore[arg-type]
+            answer = await client.request(
+                subjects.HYPERJOB_COMMAND,
+                events.CommandHyperJob(
+                    event_id=events.new_request_id(),
+                    occurred_at=time.time(),
+                    producer="hyperjob-cli",
+                    name=name,
+                    action=action,
+                ),
+            )  # type: ignore[arg-type]
             _print_answer(answer)
             return isinstance(answer, events.RequestAccepted)
 

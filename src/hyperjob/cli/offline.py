@@ -13,11 +13,22 @@ import click
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-@click.option("--chaos", "chaos_seed", type=int, default=None, metavar="SEED",
-              help="run under deterministic fault injection (crashes, redeliveries, duplicates, reordering); "
-                   "the same seed replays the same run")
-@click.option("--chaos-runs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="soak: N chaos runs, seeds SEED .. SEED+N-1 (SEED from --chaos, else 1); one line per run")
+@click.option(
+    "--chaos",
+    "chaos_seed",
+    type=int,
+    default=None,
+    metavar="SEED",
+    help="run under deterministic fault injection (crashes, redeliveries, duplicates, reordering); "
+    "the same seed replays the same run",
+)
+@click.option(
+    "--chaos-runs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="soak: N chaos runs, seeds SEED .. SEED+N-1 (SEED from --chaos, else 1); one line per run",
+)
 def simulate(file: str, output: str, chaos_seed: int | None, chaos_runs: int | None) -> None:
     """Run a scenario file through the services themselves in virtual time (no NATS, no Redis).
 
@@ -25,6 +36,7 @@ def simulate(file: str, output: str, chaos_seed: int | None, chaos_runs: int | N
     the run without chaos; the first violation is printed with its seed, virtual time and step
     (exit status 1)."""
     from hyperjob import simulator
+
     with open(file, encoding="utf-8") as handle:
         text = handle.read()
     try:
@@ -57,18 +69,38 @@ def bench() -> None:
 @bench.command("scheduler")
 @click.option("--nodes", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--pods", type=click.IntRange(min=1), default=20_000, show_default=True)
-@click.option("--gang", type=click.IntRange(min=1), default=1, show_default=True,
-              help="pods per job; each job has minAvailable = gang")
-@click.option("--initial", type=click.IntRange(min=0), default=0, show_default=True,
-              help="pods already running before the measured cycles")
-@click.option("--per-cycle", type=click.IntRange(min=0), default=0, show_default=True,
-              help="pods submitted per cycle (0: all in one cycle)")
+@click.option(
+    "--gang",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="pods per job; each job has minAvailable = gang",
+)
+@click.option(
+    "--initial",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="pods already running before the measured cycles",
+)
+@click.option(
+    "--per-cycle",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="pods submitted per cycle (0: all in one cycle)",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-              help="volcano-scheduler.conf to measure (default: Volcano's default conf)")
+@click.option(
+    "--conf",
+    "conf_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="volcano-scheduler.conf to measure (default: Volcano's default conf)",
+)
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, conf_file: str | None,
-                    output: str) -> None:
+def bench_scheduler(
+    nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, conf_file: str | None, output: str
+) -> None:
     """The scheduling core alone on a synthetic cluster shaped like scheduler_perf's SchedulingBasic."""
     import msgspec
 
@@ -82,8 +114,9 @@ def bench_scheduler(nodes: int, pods: int, gang: int, initial: int, per_cycle: i
                 conf = parse_conf(f.read())
         except ConfError as exc:
             raise click.UsageError(f"{conf_file}: {exc}") from None
-    result = schedbench.run(nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle,
-                            conf=conf)
+    result = schedbench.run(
+        nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle, conf=conf
+    )
     _print_figures(msgspec.to_builtins(result), output)
 
 
@@ -114,22 +147,53 @@ def _print_figures(data: dict[str, object], output: str) -> None:
 
 
 @bench.command("placement")
-@click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="node list CSV: sn,cpu_milli,memory_mib,gpu,model")
-@click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="pod list CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec]")
-@click.option("--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-              help="a volcano-scheduler.conf to replay instead of a named policy")
-@click.option("--policy", "policies", multiple=True,
-              help="gpufrag (the live default conf; default), random, dotprod, clustering, packing, bestfit, "
-                   "fgd, or all; repeat or comma-separate to compare")
+@click.option(
+    "--nodes",
+    "nodes_file",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="node list CSV: sn,cpu_milli,memory_mib,gpu,model",
+)
+@click.option(
+    "--pods",
+    "pods_file",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="pod list CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec]",
+)
+@click.option(
+    "--conf",
+    "conf_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="a volcano-scheduler.conf to replay instead of a named policy",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help="gpufrag (the live default conf; default), random, dotprod, clustering, packing, bestfit, "
+    "fgd, or all; repeat or comma-separate to compare",
+)
 @click.option("--seed", type=int, default=42, show_default=True, help="arrival sampling and order, tie order")
-@click.option("--demand", type=click.FloatRange(min=0.01, max=10.0), default=1.3, show_default=True,
-              help="total GPU request of the arrivals, as a share of the fleet's GPUs")
+@click.option(
+    "--demand",
+    type=click.FloatRange(min=0.01, max=10.0),
+    default=1.3,
+    show_default=True,
+    help="total GPU request of the arrivals, as a share of the fleet's GPUs",
+)
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="PNG of the allocation curves")
-def bench_placement(nodes_file: str, pods_file: str, conf_file: str | None, policies: tuple[str, ...], seed: int,
-                    demand: float, output: str, plot_file: str | None) -> None:
+def bench_placement(
+    nodes_file: str,
+    pods_file: str,
+    conf_file: str | None,
+    policies: tuple[str, ...],
+    seed: int,
+    demand: float,
+    output: str,
+    plot_file: str | None,
+) -> None:
     """Replay a GPU cluster trace pod by pod, FGD's way (USENIX ATC'23), through the scheduler core."""
     import msgspec
 
@@ -153,13 +217,17 @@ def bench_placement(nodes_file: str, pods_file: str, conf_file: str | None, poli
         data = [msgspec.to_builtins(r) for r in results]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
         return
-    click.echo(f"{'POLICY':<14} {'SEED':>5} {'GPUS':>6} {'SCHEDULED':>9} {'SKIPPED':>8} "
-               f"{'ALLOC@100%':>10} {'ALLOC@END':>9} {'FRAG@END':>8} {'SECONDS':>7}")
+    click.echo(
+        f"{'POLICY':<14} {'SEED':>5} {'GPUS':>6} {'SCHEDULED':>9} {'SKIPPED':>8} "
+        f"{'ALLOC@100%':>10} {'ALLOC@END':>9} {'FRAG@END':>8} {'SECONDS':>7}"
+    )
     for r in results:
         at100 = r.gpu_allocation_percent[min(100, len(r.gpu_allocation_percent) - 1)]
-        click.echo(f"{r.policy:<14} {r.seed:>5} {r.total_gpus:>6} {r.pods_scheduled:>9} {r.pods_skipped:>8} "
-                   f"{at100:>10.2f} {r.gpu_allocation_percent[-1]:>9.2f} {r.gpu_fragmentation_percent[-1]:>8.2f} "
-                   f"{r.seconds:>7.1f}")
+        click.echo(
+            f"{r.policy:<14} {r.seed:>5} {r.total_gpus:>6} {r.pods_scheduled:>9} {r.pods_skipped:>8} "
+            f"{at100:>10.2f} {r.gpu_allocation_percent[-1]:>9.2f} {r.gpu_fragmentation_percent[-1]:>8.2f} "
+            f"{r.seconds:>7.1f}"
+        )
 
 
 def _placement_runs(conf_file: str | None, policies: tuple[str, ...]) -> list[tuple[str, str | None]]:
@@ -194,10 +262,17 @@ def _plot_placement(results: list[Any], path: str, title: str) -> None:
         label = f"{r.policy} ({r.gpu_allocation_percent[-1]:.2f} %)"
         alloc.plot(range(len(r.gpu_allocation_percent)), r.gpu_allocation_percent, linewidth=1.4, label=label)
         frag.plot(range(len(r.gpu_fragmentation_percent)), r.gpu_fragmentation_percent, linewidth=1.4, label=r.policy)
-    alloc.set(xlabel="arrived GPU demand (% of the fleet's GPUs)", ylabel="GPUs allocated (%)",
-              ylim=(max(0, min(r.gpu_allocation_percent[-1] for r in results) - 15), 100), xlim=(60, points - 1))
-    frag.set(xlabel="arrived GPU demand (% of the fleet's GPUs)", ylabel="GPUs fragmented (%, FGD's definition)",
-             xlim=(0, points - 1))
+    alloc.set(
+        xlabel="arrived GPU demand (% of the fleet's GPUs)",
+        ylabel="GPUs allocated (%)",
+        ylim=(max(0, min(r.gpu_allocation_percent[-1] for r in results) - 15), 100),
+        xlim=(60, points - 1),
+    )
+    frag.set(
+        xlabel="arrived GPU demand (% of the fleet's GPUs)",
+        ylabel="GPUs fragmented (%, FGD's definition)",
+        xlim=(0, points - 1),
+    )
     alloc.legend(fontsize=8, loc="lower right")
     frag.legend(fontsize=8)
     for ax in (alloc, frag):

@@ -44,8 +44,13 @@ class ServiceProcess:
 
     def start(self) -> None:
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
-        self.proc = subprocess.Popen([sys.executable, "-m", self.module], env=self.env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.started_at = time.monotonic()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -91,8 +96,10 @@ class System:
         plan = [ServiceProcess(name, _module(name), dict(base), logs / f"{name}.log") for name in GLOBAL_SERVICES]
         for cluster in self.config.clusters:
             env = {**base, **_cluster_env(cluster, self.config.schedule_period)}
-            plan += [ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
-                     for name in CLUSTER_SERVICES]
+            plan += [
+                ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
+                for name in CLUSTER_SERVICES
+            ]
         return plan
 
     def supervise_once(self) -> list[str]:

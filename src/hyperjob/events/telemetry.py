@@ -40,9 +40,9 @@ class GpuDevice(msgspec.Struct, frozen=True, kw_only=True):
     utilization_percent: float | None = None
     temperature_celsius: float | None = None
     power_watts: float | None = None
-    ecc_corrected: int | None = None      # volatile (since the last driver load / GPU reset)
-    ecc_uncorrected: int | None = None    # volatile; > 0 makes the GPU unhealthy
-    xid_events: list[XidEvent] = []       # the Xids seen within the agent's hold window
+    ecc_corrected: int | None = None  # volatile (since the last driver load / GPU reset)
+    ecc_uncorrected: int | None = None  # volatile; > 0 makes the GPU unhealthy
+    xid_events: list[XidEvent] = []  # the Xids seen within the agent's hold window
 
 
 class NvLink(msgspec.Struct, frozen=True, kw_only=True):

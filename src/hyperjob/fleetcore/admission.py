@@ -67,29 +67,45 @@ def fleet_queue(queue: api.Queue, created: float = 0.0) -> FleetQueue:
     """The global view of a Queue manifest (``created`` is the driver's creation time)."""
     spec = queue.spec
     state = (queue.status.state if queue.status else None) or spec.state or "Open"
-    return FleetQueue(name=queue.metadata.name, weight=spec.weight, capability=parse_resource_list(spec.capability),
-                      guarantee=parse_resource_list(spec.guarantee.resource), priority=spec.priority,
-                      created=created, state=state,
-                      strict_fifo=queue.metadata.annotations.get(STRICT_FIFO_ANNOTATION) == STRICT_FIFO)
+    return FleetQueue(
+        name=queue.metadata.name,
+        weight=spec.weight,
+        capability=parse_resource_list(spec.capability),
+        guarantee=parse_resource_list(spec.guarantee.resource),
+        priority=spec.priority,
+        created=created,
+        state=state,
+        strict_fifo=queue.metadata.annotations.get(STRICT_FIFO_ANNOTATION) == STRICT_FIFO,
+    )
 
 
-def hyperjob_candidate(hyperjob: api.HyperJob, created: float,
-                       priority_classes: Mapping[str, int] | None = None) -> Candidate:
+def hyperjob_candidate(
+    hyperjob: api.HyperJob, created: float, priority_classes: Mapping[str, int] | None = None
+) -> Candidate:
     """A HyperJob as an admission candidate: every task of every child counted; its queue is the
     first replicated job's (``default`` when empty); its priority the highest PriorityClass value
     among its templates (unknown or empty names count 0)."""
     values = priority_classes or {}
     templates = [rj.template_spec for rj in hyperjob.spec.replicated_jobs]
     queue = (templates[0].queue if templates else "") or api.DEFAULT_QUEUE
-    return Candidate(name=hyperjob.metadata.name, queue=queue, request=hyperjob_request(hyperjob), created=created,
-                     priority=max((values.get(t.priority_class_name, 0) for t in templates), default=0))
+    return Candidate(
+        name=hyperjob.metadata.name,
+        queue=queue,
+        request=hyperjob_request(hyperjob),
+        created=created,
+        priority=max((values.get(t.priority_class_name, 0) for t in templates), default=0),
+    )
 
 
 def job_candidate(job: api.Job, created: float, priority_classes: Mapping[str, int] | None = None) -> Candidate:
     """A plain Volcano Job as an admission candidate (same rules as ``hyperjob_candidate``)."""
-    return Candidate(name=job.metadata.name, queue=job.spec.queue or api.DEFAULT_QUEUE,
-                     request=spec_request(job.spec), created=created,
-                     priority=(priority_classes or {}).get(job.spec.priority_class_name, 0))
+    return Candidate(
+        name=job.metadata.name,
+        queue=job.spec.queue or api.DEFAULT_QUEUE,
+        request=spec_request(job.spec),
+        created=created,
+        priority=(priority_classes or {}).get(job.spec.priority_class_name, 0),
+    )
 
 
 def fleet_capacity(clusters: Iterable[ClusterCapacity]) -> ResourceList:
@@ -97,8 +113,12 @@ def fleet_capacity(clusters: Iterable[ClusterCapacity]) -> ResourceList:
     return add(*(c.allocatable for c in clusters))
 
 
-def admit(queues: Mapping[str, FleetQueue], allocated: Mapping[str, ResourceList], pending: Sequence[Candidate],
-          capacity: ResourceList) -> Admission:
+def admit(
+    queues: Mapping[str, FleetQueue],
+    allocated: Mapping[str, ResourceList],
+    pending: Sequence[Candidate],
+    capacity: ResourceList,
+) -> Admission:
     """One admission pass. Pure; the same inputs give the same answer.
 
     ``allocated``: per queue, the requests of what it already has admitted and not finished.
@@ -129,8 +149,10 @@ def admit(queues: Mapping[str, FleetQueue], allocated: Mapping[str, ResourceList
                     promised = add(promised, chosen.request)
                     waiting.pop(chosen.name, None)
                     progress = True
-    shares = {n: QueueShare(allocated=usage[n], deserved=deserved[n], share=share(usage[n], deserved[n]))
-              for n in sorted(queues)}
+    shares = {
+        n: QueueShare(allocated=usage[n], deserved=deserved[n], share=share(usage[n], deserved[n]))
+        for n in sorted(queues)
+    }
     return Admission(admitted=tuple(admitted), waiting=dict(sorted(waiting.items())), queues=shares)
 
 
@@ -147,8 +169,15 @@ def _queue_key(queue: FleetQueue, usage: ResourceList, deserved: ResourceList) -
     return (-queue.priority, share(usage, deserved), queue.created, queue.name)
 
 
-def _turn(queue: FleetQueue, line: list[Candidate], usage: ResourceList, promised: ResourceList,
-          capacity: ResourceList, waiting: dict[str, str], limit: ResourceList | None) -> Candidate | None:
+def _turn(
+    queue: FleetQueue,
+    line: list[Candidate],
+    usage: ResourceList,
+    promised: ResourceList,
+    capacity: ResourceList,
+    waiting: dict[str, str],
+    limit: ResourceList | None,
+) -> Candidate | None:
     """A queue's turn: admit its first candidate that fits (within ``limit`` when given)."""
     for position, cand in enumerate(line):
         reason = _blocker(queue, cand, usage, promised, capacity)
@@ -159,14 +188,15 @@ def _turn(queue: FleetQueue, line: list[Candidate], usage: ResourceList, promise
         if reason:
             waiting[cand.name] = reason
         if queue.strict_fifo:
-            for behind in line[position + 1:]:
+            for behind in line[position + 1 :]:
                 waiting[behind.name] = f"queue {queue.name} is strict FIFO: waiting behind {cand.name}"
             return None
     return None
 
 
-def _blocker(queue: FleetQueue, cand: Candidate, usage: ResourceList, promised: ResourceList,
-             capacity: ResourceList) -> str:
+def _blocker(
+    queue: FleetQueue, cand: Candidate, usage: ResourceList, promised: ResourceList, capacity: ResourceList
+) -> str:
     if queue.state != "Open":
         return f"queue {queue.name} is {queue.state}"
     for name, amount in sorted(cand.request.items()):
@@ -174,8 +204,10 @@ def _blocker(queue: FleetQueue, cand: Candidate, usage: ResourceList, promised: 
             continue
         cap = queue.capability.get(name)
         if cap is not None and cap > 0 and usage.get(name, 0.0) + amount > cap + _EPS:
-            return (f"queue {queue.name} capability {name}: {_q(name, usage.get(name, 0.0))} used + "
-                    f"{_q(name, amount)} requested > {_q(name, cap)}")
+            return (
+                f"queue {queue.name} capability {name}: {_q(name, usage.get(name, 0.0))} used + "
+                f"{_q(name, amount)} requested > {_q(name, cap)}"
+            )
         room = capacity.get(name, 0.0) - promised.get(name, 0.0)
         if amount > room + _EPS:
             return f"fleet {name}: {_q(name, amount)} requested, {_q(name, max(room, 0.0))} not yet promised"
@@ -195,8 +227,9 @@ def share(allocated: Mapping[str, float], deserved: Mapping[str, float]) -> floa
     return result
 
 
-def deserved_shares(queues: Mapping[str, FleetQueue], request: Mapping[str, ResourceList],
-                    total: ResourceList) -> dict[str, ResourceList]:
+def deserved_shares(
+    queues: Mapping[str, FleetQueue], request: Mapping[str, ResourceList], total: ResourceList
+) -> dict[str, ResourceList]:
     """Proportion's iterative weighted water-filling over the fleet's ``total``.
 
     ``request`` per queue is what it has plus what it waits for. Deserved never exceeds a

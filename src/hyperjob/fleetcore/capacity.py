@@ -39,9 +39,12 @@ def task_shape(task: api.TaskSpec) -> PodShape:
     request["pods"] = 1.0
     affinity = spec.affinity.node_affinity if spec.affinity else None
     required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
-    return PodShape(request=request, node_selector=dict(spec.node_selector),
-                    affinity_terms=tuple(required.node_selector_terms) if required else (),
-                    tolerations=tuple(spec.tolerations))
+    return PodShape(
+        request=request,
+        node_selector=dict(spec.node_selector),
+        affinity_terms=tuple(required.node_selector_terms) if required else (),
+        tolerations=tuple(spec.tolerations),
+    )
 
 
 def _container_request(container: api.Container) -> ResourceList:
@@ -70,8 +73,9 @@ def node_matches(shape: PodShape, labels: Mapping[str, str], taints: Iterable[ap
         return False
     if shape.affinity_terms and not any(_term_matches(t, labels) for t in shape.affinity_terms):
         return False
-    return all(taint.effect == "PreferNoSchedule" or any(_tolerates(t, taint) for t in shape.tolerations)
-               for taint in taints)
+    return all(
+        taint.effect == "PreferNoSchedule" or any(_tolerates(t, taint) for t in shape.tolerations) for taint in taints
+    )
 
 
 def _term_matches(term: api.pod.NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
@@ -134,8 +138,10 @@ def could_ever_host(cluster: ClusterCapacity, shape: PodShape) -> bool:
     if not cluster.nodes:
         request = {k: v for k, v in shape.request.items() if k != "pods"}
         return node_matches(shape, cluster.labels) and _units(request, cluster.allocatable) >= 1
-    return any(_units({k: v for k, v in shape.request.items() if k != "pods"}, n.allocatable) >= 1
-               for n in _usable_nodes(cluster, shape))
+    return any(
+        _units({k: v for k, v in shape.request.items() if k != "pods"}, n.allocatable) >= 1
+        for n in _usable_nodes(cluster, shape)
+    )
 
 
 def gang_pods(spec: api.JobSpec, tasks: Mapping[str, int]) -> list[PodShape]:
@@ -221,12 +227,16 @@ def _shortfall(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> str:
         free = add(*(scale(_free(n), n.count) for n in _usable_nodes(cluster, pods[0]))) if pods else {}
     else:
         free = dict(cluster.free)
-    lacking = [name for name in sorted(need, key=_scarcity_order)
-               if (cluster.nodes or name != "pods") and need[name] > free.get(name, 0.0) + _EPS]
+    lacking = [
+        name
+        for name in sorted(need, key=_scarcity_order)
+        if (cluster.nodes or name != "pods") and need[name] > free.get(name, 0.0) + _EPS
+    ]
     if lacking:
         fmt = api.quantity.format_quantity
         return f"cluster {cluster.name} lacks " + "; ".join(
-            f"{n}: needs {fmt(n, need[n])}, free {fmt(n, free.get(n, 0.0))}" for n in lacking)
+            f"{n}: needs {fmt(n, need[n])}, free {fmt(n, free.get(n, 0.0))}" for n in lacking
+        )
     return f"cluster {cluster.name} cannot fit all {len(pods)} pods at once on its nodes (free capacity is fragmented)"
 
 
@@ -249,5 +259,5 @@ def _minus(free: Mapping[str, float], used: Mapping[str, float]) -> ResourceList
 
 def _size_key(request: Mapping[str, float]) -> tuple[float, ...]:
     # Largest accelerators first, then cpu, then memory: the scarce dimensions decide a fit.
-    scalars = sorted((k for k in request if k not in ("cpu", "memory", "pods")))
+    scalars = sorted(k for k in request if k not in ("cpu", "memory", "pods"))
     return tuple([-request.get(k, 0.0) for k in scalars] + [-request.get("cpu", 0.0), -request.get("memory", 0.0)])

@@ -8,9 +8,19 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from hyperjob import api
-from .model import (CHILD_INDEX_ANNOTATION, CLUSTER_ANNOTATION, HYPERJOB_NAME_LABEL, RANK_OFFSET_ANNOTATION,
-                    REPLICATED_JOB_LABEL, TEMPLATE_HASH_LABEL, WORLD_SIZE_ANNOTATION, ChildJob, ChildPlan,
-                    SplitPlan)
+
+from .model import (
+    CHILD_INDEX_ANNOTATION,
+    CLUSTER_ANNOTATION,
+    HYPERJOB_NAME_LABEL,
+    RANK_OFFSET_ANNOTATION,
+    REPLICATED_JOB_LABEL,
+    TEMPLATE_HASH_LABEL,
+    WORLD_SIZE_ANNOTATION,
+    ChildJob,
+    ChildPlan,
+    SplitPlan,
+)
 from .world import world_of
 
 
@@ -47,25 +57,45 @@ def child_jobs(hyperjob: api.HyperJob, plan: SplitPlan) -> list[ChildJob]:
     return [_child_job(hyperjob, replicated[c.replicated_job], c, plan.world_size, encoded) for c in plan.children]
 
 
-def _child_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, child: ChildPlan, world_size: int,
-               world: str) -> ChildJob:
+def _child_job(
+    hyperjob: api.HyperJob, rj: api.ReplicatedJob, child: ChildPlan, world_size: int, world: str
+) -> ChildJob:
     spec = child_spec(hyperjob, rj.template_spec, child)
-    digest = template_hash(spec, world_size=world_size, rank_offset=child.rank_offset,
-                           wired=bool(hyperjob.spec.plugins), world=world)
-    labels = {HYPERJOB_NAME_LABEL: hyperjob.metadata.name, REPLICATED_JOB_LABEL: child.replicated_job,
-              TEMPLATE_HASH_LABEL: digest}
-    annotations = {CHILD_INDEX_ANNOTATION: str(child.index), RANK_OFFSET_ANNOTATION: str(child.rank_offset),
-                   WORLD_SIZE_ANNOTATION: str(world_size), CLUSTER_ANNOTATION: child.cluster}
+    digest = template_hash(
+        spec, world_size=world_size, rank_offset=child.rank_offset, wired=bool(hyperjob.spec.plugins), world=world
+    )
+    labels = {
+        HYPERJOB_NAME_LABEL: hyperjob.metadata.name,
+        REPLICATED_JOB_LABEL: child.replicated_job,
+        TEMPLATE_HASH_LABEL: digest,
+    }
+    annotations = {
+        CHILD_INDEX_ANNOTATION: str(child.index),
+        RANK_OFFSET_ANNOTATION: str(child.rank_offset),
+        WORLD_SIZE_ANNOTATION: str(world_size),
+        CLUSTER_ANNOTATION: child.cluster,
+    }
     if world:
         annotations[api.WORLD_ANNOTATION] = world
     template = rj.template_metadata
-    metadata = api.ObjectMeta(name=child.name, namespace=hyperjob.metadata.namespace,
-                              labels={**(template.labels if template else {}), **labels},
-                              annotations={**(template.annotations if template else {}), **annotations})
-    return ChildJob(name=child.name, hyperjob=hyperjob.metadata.name, replicated_job=child.replicated_job,
-                    index=child.index, cluster=child.cluster, replicas=child.replicas,
-                    job=api.Job(metadata=metadata, spec=spec), template_hash=digest,
-                    rank_offset=child.rank_offset, world_size=world_size)
+    metadata = api.ObjectMeta(
+        name=child.name,
+        namespace=hyperjob.metadata.namespace,
+        labels={**(template.labels if template else {}), **labels},
+        annotations={**(template.annotations if template else {}), **annotations},
+    )
+    return ChildJob(
+        name=child.name,
+        hyperjob=hyperjob.metadata.name,
+        replicated_job=child.replicated_job,
+        index=child.index,
+        cluster=child.cluster,
+        replicas=child.replicas,
+        job=api.Job(metadata=metadata, spec=spec),
+        template_hash=digest,
+        rank_offset=child.rank_offset,
+        world_size=world_size,
+    )
 
 
 def child_spec(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan) -> api.JobSpec:
@@ -79,15 +109,22 @@ def child_spec(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan) 
         if min_available is not None and task.replicas and replicas != task.replicas:
             min_available = -(-replicas * min_available // task.replicas)
         tasks.append(msgspec.structs.replace(task, replicas=replicas, min_available=min_available))
-    return msgspec.structs.replace(template, tasks=tasks, min_available=child.min_available,
-                                   plugins=_child_plugins(template.plugins, hyperjob.spec.plugins))
+    return msgspec.structs.replace(
+        template,
+        tasks=tasks,
+        min_available=child.min_available,
+        plugins=_child_plugins(template.plugins, hyperjob.spec.plugins),
+    )
 
 
 def _child_plugins(template: dict[str, list[str]], hyperjob: dict[str, list[str]]) -> dict[str, list[str]]:
     """The template's job plugins less those the HyperJob spans; what they bring along stays
     (svc for every framework, ssh for mpi, as Volcano's admission adds them)."""
-    plugins = {name: args for name, args in template.items() if name not in ("pytorch", "mpi", "tensorflow")
-               or name not in hyperjob}
+    plugins = {
+        name: args
+        for name, args in template.items()
+        if name not in ("pytorch", "mpi", "tensorflow") or name not in hyperjob
+    }
     if "mpi" in hyperjob:
         plugins.setdefault("ssh", [])
     if {"mpi", "tensorflow"} & set(hyperjob):
@@ -95,8 +132,9 @@ def _child_plugins(template: dict[str, list[str]], hyperjob: dict[str, list[str]
     return plugins
 
 
-def template_hash(spec: api.JobSpec, *, world_size: int = 0, rank_offset: int = 0, wired: bool = False,
-                  world: str = "") -> str:
+def template_hash(
+    spec: api.JobSpec, *, world_size: int = 0, rank_offset: int = 0, wired: bool = False, world: str = ""
+) -> str:
     """A stable hash of a child's spec (dict keys sorted), 16 hex digits.
 
     With ``wired`` (HyperJob plugins set) the world size, rank offset and world are part of it,
@@ -131,8 +169,7 @@ def diff_children(existing: Mapping[str, ChildJob], desired: Sequence[ChildJob])
             delete.append(child.name)
             create.append(child)
     delete.extend(name for name in sorted(existing) if name not in wanted)
-    return ChildChanges(create=tuple(create), update=tuple(update), delete=tuple(delete),
-                        unchanged=tuple(unchanged))
+    return ChildChanges(create=tuple(create), update=tuple(update), delete=tuple(delete), unchanged=tuple(unchanged))
 
 
 def _task_names(child: ChildJob) -> list[str]:

@@ -10,6 +10,7 @@ pod 0 in the first child that has it, as ``<pod>.<child>``, the svc plugin's hos
 from __future__ import annotations
 
 from hyperjob import api
+
 from .model import ChildPlan, SplitPlan
 
 DEFAULT_MASTER = "master"
@@ -34,9 +35,12 @@ def training_env(hyperjob: api.HyperJob, plan: SplitPlan, child: str, task: str,
     args = hyperjob.spec.plugins.get("pytorch")
     if args is not None:
         options = _options(args)
-        env |= {"MASTER_ADDR": master_addr(plan, options.get("master", DEFAULT_MASTER)),
-                "MASTER_PORT": options.get("port", DEFAULT_PORT),
-                "WORLD_SIZE": str(plan.world_size), "RANK": str(rank)}
+        env |= {
+            "MASTER_ADDR": master_addr(plan, options.get("master", DEFAULT_MASTER)),
+            "MASTER_PORT": options.get("port", DEFAULT_PORT),
+            "WORLD_SIZE": str(plan.world_size),
+            "RANK": str(rank),
+        }
     return env
 
 

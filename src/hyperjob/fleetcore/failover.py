@@ -15,6 +15,7 @@ from typing import Literal
 import msgspec
 
 from hyperjob import api
+
 from .capacity import gang_pods
 from .model import ClusterCapacity, SplitPlan, cluster_lost, live_clusters
 from .placement import place_job
@@ -52,8 +53,14 @@ class SetLifecycle(msgspec.Struct, frozen=True, kw_only=True):
 FleetDecision = ChildMove | ChildUnplaced | ChildCommand | SetLifecycle
 
 
-def failover(hyperjob: api.HyperJob, plan: SplitPlan, clusters: Mapping[str, ClusterCapacity], now: float, *,
-             finished: Collection[str] = ()) -> tuple[SplitPlan, list[FleetDecision]]:
+def failover(
+    hyperjob: api.HyperJob,
+    plan: SplitPlan,
+    clusters: Mapping[str, ClusterCapacity],
+    now: float,
+    *,
+    finished: Collection[str] = (),
+) -> tuple[SplitPlan, list[FleetDecision]]:
     """Re-place every unfinished child whose cluster is lost (no report with a Ready node for 30 s,
     or unknown) or that has no cluster (``""``), keeping its name, on a live eligible cluster where
     its whole gang fits; a child no cluster can hold becomes unplaced.
@@ -75,8 +82,15 @@ def failover(hyperjob: api.HyperJob, plan: SplitPlan, clusters: Mapping[str, Clu
     return plan, decisions
 
 
-def plain_failover(job: api.Job, name: str, cluster: str, clusters: Mapping[str, ClusterCapacity], now: float, *,
-                   finished: bool = False) -> list[FleetDecision]:
+def plain_failover(
+    job: api.Job,
+    name: str,
+    cluster: str,
+    clusters: Mapping[str, ClusterCapacity],
+    now: float,
+    *,
+    finished: bool = False,
+) -> list[FleetDecision]:
     """A plain Job (not part of a HyperJob) on a lost cluster runs again elsewhere, keeping its
     name, when its whole gang fits another live cluster now; otherwise it stays where it is and
     runs again when its cluster comes back."""
@@ -90,8 +104,14 @@ def plain_failover(job: api.Job, name: str, cluster: str, clusters: Mapping[str,
     return [ChildMove(child=name, from_cluster=cluster, to_cluster=target, reason=f"cluster {cluster} lost")]
 
 
-def child_failed(hyperjob: api.HyperJob, plan: SplitPlan, child: str, clusters: Mapping[str, ClusterCapacity],
-                 now: float, phases: Mapping[str, str]) -> tuple[SplitPlan, list[FleetDecision]]:
+def child_failed(
+    hyperjob: api.HyperJob,
+    plan: SplitPlan,
+    child: str,
+    clusters: Mapping[str, ClusterCapacity],
+    now: float,
+    phases: Mapping[str, str],
+) -> tuple[SplitPlan, list[FleetDecision]]:
     """A child failed beyond its own retries; apply the HyperJob's ``childFailurePolicy``.
 
     FailHyperJob (default): abort every other non-terminal child (the HyperJob fails; its
@@ -109,15 +129,26 @@ def child_failed(hyperjob: api.HyperJob, plan: SplitPlan, child: str, clusters: 
         new_plan, decision = _replace(hyperjob, plan, child, working, exclude=(current.cluster,), reason=reason)
         return new_plan, [decision]
     if policy == "RestartHyperJob":
-        return plan, [SetLifecycle(lifecycle="Restarting", reason=reason),
-                      *(ChildCommand(child=c.name, action="RestartJob", reason=reason) for c in plan.children)]
-    others = [c.name for c in plan.children if c.name != child and phases.get(c.name, "Pending") not in
-              TERMINAL_CHILD_PHASES | {"Aborting"}]
+        return plan, [
+            SetLifecycle(lifecycle="Restarting", reason=reason),
+            *(ChildCommand(child=c.name, action="RestartJob", reason=reason) for c in plan.children),
+        ]
+    others = [
+        c.name
+        for c in plan.children
+        if c.name != child and phases.get(c.name, "Pending") not in TERMINAL_CHILD_PHASES | {"Aborting"}
+    ]
     return plan, [ChildCommand(child=name, action="AbortJob", reason=reason) for name in others]
 
 
-def _replace(hyperjob: api.HyperJob, plan: SplitPlan, name: str, working: dict[str, ClusterCapacity],
-             exclude: Sequence[str], reason: str) -> tuple[SplitPlan, FleetDecision]:
+def _replace(
+    hyperjob: api.HyperJob,
+    plan: SplitPlan,
+    name: str,
+    working: dict[str, ClusterCapacity],
+    exclude: Sequence[str],
+    reason: str,
+) -> tuple[SplitPlan, FleetDecision]:
     """Choose a new cluster for one child: other clusters first, then the excluded ones."""
     child = plan.child(name)
     assert child is not None, name
@@ -131,8 +162,9 @@ def _replace(hyperjob: api.HyperJob, plan: SplitPlan, name: str, working: dict[s
         target = choose_cluster(pods, [n for n in eligible if n in exclude], working, used, limit)
     if target is None:
         moved = msgspec.structs.replace(child, cluster="")
-        decision: FleetDecision = ChildUnplaced(child=name, from_cluster=child.cluster,
-                                                reason=f"{reason}; no eligible cluster can hold it now")
+        decision: FleetDecision = ChildUnplaced(
+            child=name, from_cluster=child.cluster, reason=f"{reason}; no eligible cluster can hold it now"
+        )
     else:
         moved = msgspec.structs.replace(child, cluster=target)
         decision = ChildMove(child=name, from_cluster=child.cluster, to_cluster=target, reason=reason)
@@ -140,8 +172,9 @@ def _replace(hyperjob: api.HyperJob, plan: SplitPlan, name: str, working: dict[s
     return msgspec.structs.replace(plan, children=children), decision
 
 
-def hyperjob_command(action: HyperJobAction, phases: Mapping[str, str],
-                     lifecycle: Lifecycle = "Active") -> tuple[Lifecycle, list[FleetDecision]]:
+def hyperjob_command(
+    action: HyperJobAction, phases: Mapping[str, str], lifecycle: Lifecycle = "Active"
+) -> tuple[Lifecycle, list[FleetDecision]]:
     """A user command on the whole HyperJob; ``phases`` maps each child to its Job phase.
 
     suspend: abort every running child and go Suspended (the driver also ``release_gang``s);
@@ -152,15 +185,21 @@ def hyperjob_command(action: HyperJobAction, phases: Mapping[str, str],
     live = [c for c, p in phases.items() if p not in TERMINAL_CHILD_PHASES | {"Aborting"}]
     if action in ("suspend", "abort"):
         new: Lifecycle = "Suspended" if action == "suspend" else lifecycle
-        return new, [SetLifecycle(lifecycle=new, reason=action),
-                     *(ChildCommand(child=c, action="AbortJob", reason=action) for c in live)]
+        return new, [
+            SetLifecycle(lifecycle=new, reason=action),
+            *(ChildCommand(child=c, action="AbortJob", reason=action) for c in live),
+        ]
     if action == "resume":
         stopped = [c for c, p in phases.items() if p in ("Aborted", "Aborting")]
         new = "Resuming" if stopped else "Active"
-        return new, [SetLifecycle(lifecycle=new, reason=action),
-                          *(ChildCommand(child=c, action="ResumeJob", reason=action) for c in stopped)]
-    return "Restarting", [SetLifecycle(lifecycle="Restarting", reason=action),
-                          *(ChildCommand(child=c, action="RestartJob", reason=action) for c in phases)]
+        return new, [
+            SetLifecycle(lifecycle=new, reason=action),
+            *(ChildCommand(child=c, action="ResumeJob", reason=action) for c in stopped),
+        ]
+    return "Restarting", [
+        SetLifecycle(lifecycle="Restarting", reason=action),
+        *(ChildCommand(child=c, action="RestartJob", reason=action) for c in phases),
+    ]
 
 
 def settle_lifecycle(lifecycle: Lifecycle, phases: Mapping[str, str]) -> Lifecycle:

@@ -41,6 +41,7 @@ class HyperJobGang(msgspec.Struct, frozen=True, kw_only=True):
 
 # -- events (from the cluster-schedulers and the driver's timer) ----------------------------------
 
+
 class ReservationHeld(msgspec.Struct, frozen=True, kw_only=True):
     child: str
     cluster: str
@@ -63,6 +64,7 @@ GangEvent = ReservationHeld | ReservationLost | GangTimer
 
 
 # -- decisions -----------------------------------------------------------------------------------
+
 
 class Reserve(msgspec.Struct, frozen=True, kw_only=True):
     """Ask ``cluster`` to hold the child's whole gang without binding (emits nothing visible)."""
@@ -104,26 +106,42 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
 GangDecision = Reserve | Bind | Release | StartTimer | Retry
 
 
-def start_gang(hyperjob: str, children: Mapping[str, str], required: int | None, now: float, *,
-               attempt: int = 1, timeout: float = GANG_TIMEOUT) -> tuple[HyperJobGang, list[GangDecision]]:
+def start_gang(
+    hyperjob: str,
+    children: Mapping[str, str],
+    required: int | None,
+    now: float,
+    *,
+    attempt: int = 1,
+    timeout: float = GANG_TIMEOUT,
+) -> tuple[HyperJobGang, list[GangDecision]]:
     """Open a reservation attempt for ``children`` (name → cluster, in plan order).
 
     ``required`` None means every child. With at most one required child the gang binds at once.
     """
     need = len(children) if required is None else min(required, len(children))
-    gang = HyperJobGang(hyperjob=hyperjob, children=dict(children), required=need, deadline=now + timeout,
-                        timeout=timeout, attempt=attempt)
+    gang = HyperJobGang(
+        hyperjob=hyperjob,
+        children=dict(children),
+        required=need,
+        deadline=now + timeout,
+        timeout=timeout,
+        attempt=attempt,
+    )
     if need <= 1:
         bound = tuple(children)
-        return (msgspec.structs.replace(gang, phase="Bound", held=bound, bound=bound),
-                [Bind(child=c, cluster=k) for c, k in children.items()])
+        return (
+            msgspec.structs.replace(gang, phase="Bound", held=bound, bound=bound),
+            [Bind(child=c, cluster=k) for c, k in children.items()],
+        )
     decisions: list[GangDecision] = [Reserve(child=c, cluster=k) for c, k in children.items()]
     decisions.append(StartTimer(attempt=attempt, at=gang.deadline))
     return gang, decisions
 
 
-def gang_step(gang: HyperJobGang, event: GangEvent, now: float,
-              retry_delay: float = 0.0) -> tuple[HyperJobGang, list[GangDecision]]:
+def gang_step(
+    gang: HyperJobGang, event: GangEvent, now: float, retry_delay: float = 0.0
+) -> tuple[HyperJobGang, list[GangDecision]]:
     """Apply one event; idempotent for duplicates, stale attempts and unknown children."""
     if isinstance(event, GangTimer):
         return _timeout(gang, event, now, retry_delay)
@@ -143,23 +161,29 @@ def _held(gang: HyperJobGang, event: ReservationHeld) -> tuple[HyperJobGang, lis
         return gang, []
     held = gang.held + (event.child,)
     if gang.phase == "Bound":
-        return (msgspec.structs.replace(gang, held=held, bound=gang.bound + (event.child,)),
-                [Bind(child=event.child, cluster=event.cluster)])
+        return (
+            msgspec.structs.replace(gang, held=held, bound=gang.bound + (event.child,)),
+            [Bind(child=event.child, cluster=event.cluster)],
+        )
     if len(held) < gang.required:
         return msgspec.structs.replace(gang, held=held), []
     ordered = tuple(c for c in gang.children if c in held)
-    return (msgspec.structs.replace(gang, phase="Bound", held=ordered, bound=ordered),
-            [Bind(child=c, cluster=gang.children[c]) for c in ordered])
+    return (
+        msgspec.structs.replace(gang, phase="Bound", held=ordered, bound=ordered),
+        [Bind(child=c, cluster=gang.children[c]) for c in ordered],
+    )
 
 
-def _timeout(gang: HyperJobGang, event: GangTimer, now: float,
-             retry_delay: float) -> tuple[HyperJobGang, list[GangDecision]]:
+def _timeout(
+    gang: HyperJobGang, event: GangTimer, now: float, retry_delay: float
+) -> tuple[HyperJobGang, list[GangDecision]]:
     if gang.phase != "Reserving" or event.attempt != gang.attempt or now < gang.deadline:
         return gang, []
     missing = [c for c in gang.children if c not in gang.held]
-    reason = (f"cross-cluster gang: {len(gang.held)}/{gang.required} reservations held within "
-              f"{gang.timeout:g}s; missing " + ", ".join(
-                  f"{c} on {gang.children[c]}" for c in missing))
+    reason = (
+        f"cross-cluster gang: {len(gang.held)}/{gang.required} reservations held within "
+        f"{gang.timeout:g}s; missing " + ", ".join(f"{c} on {gang.children[c]}" for c in missing)
+    )
     released: list[GangDecision] = [Release(child=c, cluster=k) for c, k in gang.children.items()]
     retry_at = now + retry_delay
     released.append(Retry(hyperjob=gang.hyperjob, attempt=gang.attempt + 1, at=retry_at, reason=reason))
@@ -170,5 +194,7 @@ def release_gang(gang: HyperJobGang) -> tuple[HyperJobGang, list[GangDecision]]:
     """Suspend, delete or a re-plan: drop every reservation not yet bound."""
     if gang.phase != "Reserving":
         return gang, []
-    return (msgspec.structs.replace(gang, phase="Released", held=()),
-            [Release(child=c, cluster=k) for c, k in gang.children.items()])
+    return (
+        msgspec.structs.replace(gang, phase="Released", held=()),
+        [Release(child=c, cluster=k) for c, k in gang.children.items()],
+    )

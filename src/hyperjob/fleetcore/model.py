@@ -130,8 +130,9 @@ def cluster_lost(cluster: ClusterCapacity, now: float, timeout: float = CLUSTER_
     return now - cluster.last_report > timeout
 
 
-def live_clusters(clusters: Mapping[str, ClusterCapacity], now: float | None,
-                  timeout: float = CLUSTER_SILENCE_TIMEOUT) -> dict[str, ClusterCapacity]:
+def live_clusters(
+    clusters: Mapping[str, ClusterCapacity], now: float | None, timeout: float = CLUSTER_SILENCE_TIMEOUT
+) -> dict[str, ClusterCapacity]:
     """The clusters that may receive work, sorted by name; with ``now`` None only ``ready`` counts."""
     result: dict[str, ClusterCapacity] = {}
     for name in sorted(clusters):

@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hyperjob import api
+
 from .capacity import PodShape, could_ever_host, gang_pods
 from .model import ClusterCapacity, Waiting, live_clusters
 from .split import choose_cluster
 
 
-def place_job(spec: api.JobSpec, clusters: Mapping[str, ClusterCapacity], now: float | None = None, *,
-              cluster_names: Sequence[str] = (), cluster_labels: Mapping[str, str] | None = None,
-              wait_for_fit: bool = False) -> str | Waiting:
+def place_job(
+    spec: api.JobSpec,
+    clusters: Mapping[str, ClusterCapacity],
+    now: float | None = None,
+    *,
+    cluster_names: Sequence[str] = (),
+    cluster_labels: Mapping[str, str] | None = None,
+    wait_for_fit: bool = False,
+) -> str | Waiting:
     """The cluster for a plain job: where its whole gang fits now (most room first, then name).
 
     When none fits now, the live cluster with the most room that could ever host it — so the
@@ -24,8 +31,11 @@ def place_job(spec: api.JobSpec, clusters: Mapping[str, ClusterCapacity], now: f
     """
     live = live_clusters(clusters, now)
     labels = dict(cluster_labels or {})
-    names = [n for n in (cluster_names or list(live)) if n in live
-             and all(live[n].labels.get(k) == v for k, v in labels.items())]
+    names = [
+        n
+        for n in (cluster_names or list(live))
+        if n in live and all(live[n].labels.get(k) == v for k, v in labels.items())
+    ]
     pods = gang_pods(spec, {t.name: t.replicas for t in spec.tasks})
     hosts = [n for n in names if all(could_ever_host(live[n], p) for p in _distinct(pods))]
     if not hosts and len(names) == 1 and not wait_for_fit:

@@ -31,6 +31,7 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
 
 # -- events ----------------------------------------------------------------------------------------
 
+
 class Requested(msgspec.Struct, frozen=True, kw_only=True):
     """The splitter asks for the child (first time, or a changed child of the same name)."""
 
@@ -67,6 +68,7 @@ PlacementEvent = Requested | Dispatch | Wait | Remove | Move | Removed
 
 
 # -- commands --------------------------------------------------------------------------------------
+
 
 class DispatchTo(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str
@@ -105,8 +107,9 @@ def placement_step(current: Placement | None, event: PlacementEvent) -> tuple[Pl
 
 def _request(p: Placement, e: PlacementEvent) -> tuple[Placement | None, list[PlacementCommand]]:
     if p.state == "Removing":
-        return msgspec.structs.replace(p, state="Replacing",
-                                       reason="waiting for the previous child of this name to be removed"), []
+        return msgspec.structs.replace(
+            p, state="Replacing", reason="waiting for the previous child of this name to be removed"
+        ), []
     return msgspec.structs.replace(p, state="Waiting", cluster="", reason=QUEUE_WAIT), []
 
 
@@ -153,12 +156,22 @@ def _removed(p: Placement, e: Removed) -> tuple[Placement | None, list[Placement
 
 
 _HANDLERS = {
-    ("Waiting", Requested): _request, ("Unplaced", Requested): _request, ("Removing", Requested): _request,
+    ("Waiting", Requested): _request,
+    ("Unplaced", Requested): _request,
+    ("Removing", Requested): _request,
     ("Replacing", Requested): lambda p, e: (p, []),
-    ("Waiting", Dispatch): _dispatch, ("Unplaced", Dispatch): _dispatch,
-    ("Waiting", Wait): _wait, ("Unplaced", Wait): _wait,
-    ("Waiting", Remove): _forget, ("Unplaced", Remove): _forget,
-    ("Dispatched", Remove): _remove, ("Replacing", Remove): _withdraw_replacement,
-    ("Waiting", Move): _move, ("Unplaced", Move): _move, ("Dispatched", Move): _move,
-    ("Removing", Removed): _removed, ("Replacing", Removed): _removed, ("Dispatched", Removed): _removed,
+    ("Waiting", Dispatch): _dispatch,
+    ("Unplaced", Dispatch): _dispatch,
+    ("Waiting", Wait): _wait,
+    ("Unplaced", Wait): _wait,
+    ("Waiting", Remove): _forget,
+    ("Unplaced", Remove): _forget,
+    ("Dispatched", Remove): _remove,
+    ("Replacing", Remove): _withdraw_replacement,
+    ("Waiting", Move): _move,
+    ("Unplaced", Move): _move,
+    ("Dispatched", Move): _move,
+    ("Removing", Removed): _removed,
+    ("Replacing", Removed): _removed,
+    ("Dispatched", Removed): _removed,
 }

@@ -10,15 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hyperjob import api
+
 from .capacity import PodShape, could_ever_host, gang_pods, max_replicas, place_gang, task_shape
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
 Parts = list[tuple[str, int]]
 
 
-def plan_split(hyperjob: api.HyperJob, clusters: Mapping[str, ClusterCapacity], *,
-               current: SplitPlan | None = None, now: float | None = None,
-               check_fit: bool = True) -> SplitPlan | Waiting:
+def plan_split(
+    hyperjob: api.HyperJob,
+    clusters: Mapping[str, ClusterCapacity],
+    *,
+    current: SplitPlan | None = None,
+    now: float | None = None,
+    check_fit: bool = True,
+) -> SplitPlan | Waiting:
     """Split every replicated job and put each child on a cluster where its whole gang fits now.
 
     Pure and deterministic. ``clusters`` are the latest capacity summaries; with ``now`` a cluster
@@ -37,13 +43,25 @@ def plan_split(hyperjob: api.HyperJob, clusters: Mapping[str, ClusterCapacity], 
             return parts
         for index, (cluster, tasks) in enumerate(parts):
             replicas = sum(tasks.values())
-            children.append(ChildPlan(
-                name=child_name(hyperjob.metadata.name, rj.name, index), replicated_job=rj.name, index=index,
-                cluster=cluster, tasks=tasks, replicas=replicas, rank_offset=offset,
-                min_available=_child_min_available(rj, replicas)))
+            children.append(
+                ChildPlan(
+                    name=child_name(hyperjob.metadata.name, rj.name, index),
+                    replicated_job=rj.name,
+                    index=index,
+                    cluster=cluster,
+                    tasks=tasks,
+                    replicas=replicas,
+                    rank_offset=offset,
+                    min_available=_child_min_available(rj, replicas),
+                )
+            )
             offset += replicas
-    return SplitPlan(hyperjob=hyperjob.metadata.name, children=tuple(children), world_size=offset,
-                     generation=hyperjob.metadata.generation)
+    return SplitPlan(
+        hyperjob=hyperjob.metadata.name,
+        children=tuple(children),
+        world_size=offset,
+        generation=hyperjob.metadata.generation,
+    )
 
 
 def child_name(hyperjob: str, replicated_job: str, index: int) -> str:
@@ -59,8 +77,13 @@ def _child_min_available(rj: api.ReplicatedJob, replicas: int) -> int:
     return -(-replicas * spec.min_available // total)
 
 
-def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working: dict[str, ClusterCapacity],
-                          current: SplitPlan | None, check_fit: bool) -> list[tuple[str, dict[str, int]]] | Waiting:
+def _split_replicated_job(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    working: dict[str, ClusterCapacity],
+    current: SplitPlan | None,
+    check_fit: bool,
+) -> list[tuple[str, dict[str, int]]] | Waiting:
     split = rj.split_policy
     eligible = eligible_clusters(hyperjob, rj, working)
     if split is None:
@@ -84,8 +107,9 @@ def _split_replicated_job(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working
     return parts
 
 
-def eligible_clusters(hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity],
-                      now: float | None = None) -> list[str]:
+def eligible_clusters(
+    hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity], now: float | None = None
+) -> list[str]:
     """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
 
     Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
@@ -135,8 +159,13 @@ def _explicit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, working: Mapping[st
     return counts
 
 
-def _even(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
-          working: Mapping[str, ClusterCapacity], current: SplitPlan | None) -> Parts | Waiting:
+def _even(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: Sequence[str],
+    working: Mapping[str, ClusterCapacity],
+    current: SplitPlan | None,
+) -> Parts | Waiting:
     """Static: accelerators (equivalently replicas, in units of ``granularity``) as evenly as possible.
 
     When ``maxDomains`` leaves a choice, the eligible clusters that hold an even share now come
@@ -165,8 +194,13 @@ def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[
     return _scaled(rj, chosen, apportion(_units(rj), [float(weights[n]) for n in chosen]))
 
 
-def _auto(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
-          working: Mapping[str, ClusterCapacity], current: SplitPlan | None) -> Parts | Waiting:
+def _auto(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: Sequence[str],
+    working: Mapping[str, ClusterCapacity],
+    current: SplitPlan | None,
+) -> Parts | Waiting:
     """The fewest clusters (largest room first) that hold the job, shared in proportion to room."""
     granularity = _granularity(rj)
     shape = main_shape(rj.template_spec)
@@ -186,8 +220,9 @@ def _auto(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]
                 return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
     top = ranked[:limit]
     fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
-    return _waiting(hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); "
-                                  f"room now: {fits}")
+    return _waiting(
+        hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
+    )
 
 
 def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity]) -> list[str]:
@@ -268,8 +303,14 @@ def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
     return parts
 
 
-def _fit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, cluster: str, tasks: Mapping[str, int],
-         working: dict[str, ClusterCapacity], current: SplitPlan | None) -> None | Waiting:
+def _fit(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    cluster: str,
+    tasks: Mapping[str, int],
+    working: dict[str, ClusterCapacity],
+    current: SplitPlan | None,
+) -> None | Waiting:
     """Check the child's gang and take it from ``working``. Only what it adds to what this
     replicated job's current children already run on that cluster must fit (those pods are
     already in the cluster's summary)."""
@@ -286,9 +327,14 @@ def _fit(hyperjob: api.HyperJob, rj: api.ReplicatedJob, cluster: str, tasks: Map
     return None
 
 
-def _fan_out(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str],
-             working: dict[str, ClusterCapacity], current: SplitPlan | None,
-             check_fit: bool) -> list[tuple[str, dict[str, int]]] | Waiting:
+def _fan_out(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: Sequence[str],
+    working: dict[str, ClusterCapacity],
+    current: SplitPlan | None,
+    check_fit: bool,
+) -> list[tuple[str, dict[str, int]]] | Waiting:
     """No split policy: ``replicas`` identical children, packed onto as few clusters as fit."""
     tasks = {t.name: t.replicas for t in rj.template_spec.tasks if t.replicas > 0}
     pods = gang_pods(rj.template_spec, tasks)
@@ -307,8 +353,14 @@ def _fan_out(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[s
     return parts
 
 
-def choose_cluster(pods: Sequence[PodShape], eligible: Sequence[str], working: dict[str, ClusterCapacity],
-                   used: Sequence[str] = (), max_domains: int | None = None, check_fit: bool = True) -> str | None:
+def choose_cluster(
+    pods: Sequence[PodShape],
+    eligible: Sequence[str],
+    working: dict[str, ClusterCapacity],
+    used: Sequence[str] = (),
+    max_domains: int | None = None,
+    check_fit: bool = True,
+) -> str | None:
     """The cluster for one child gang: clusters already used first (fewest clusters), then the best
     declared link to the clusters used, then the most room for the gang's pods, then the name.
     The chosen capacity is taken from ``working``."""
@@ -329,8 +381,13 @@ def choose_cluster(pods: Sequence[PodShape], eligible: Sequence[str], working: d
     return None
 
 
-def _why_not(pods: Sequence[PodShape], eligible: Sequence[str], used: Sequence[str],
-             working: Mapping[str, ClusterCapacity], hyperjob: api.HyperJob) -> str:
+def _why_not(
+    pods: Sequence[PodShape],
+    eligible: Sequence[str],
+    used: Sequence[str],
+    working: Mapping[str, ClusterCapacity],
+    hyperjob: api.HyperJob,
+) -> str:
     if not eligible:
         return "no eligible cluster"
     reasons = [r for n in eligible if n in working and isinstance(r := place_gang(working[n], pods), str)]

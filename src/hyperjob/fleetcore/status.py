@@ -8,8 +8,10 @@ from typing import Literal
 import msgspec
 
 from hyperjob import api
-HyperJobPhase = Literal["Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed",
-                        "Terminating"]
+
+HyperJobPhase = Literal[
+    "Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed", "Terminating"
+]
 Lifecycle = Literal["Active", "Suspended", "Resuming", "Restarting", "Terminating"]
 """What the HyperJob's owner (splitter / global-scheduler) is doing with it; fed by commands.
 ``Resuming``: resumed, its children not all out of Aborted yet (their stopped state is not an end)."""
@@ -86,9 +88,16 @@ class HyperJobStatus(_Out, frozen=True, kw_only=True):
     waiting_reason: str = ""
 
 
-def aggregate_status(hyperjob: api.HyperJob, children: Sequence[ChildStatus], *,
-                     previous: HyperJobStatus | None = None, admitted: bool = True,
-                     lifecycle: Lifecycle = "Active", waiting_reason: str = "", now: float = 0.0) -> HyperJobStatus:
+def aggregate_status(
+    hyperjob: api.HyperJob,
+    children: Sequence[ChildStatus],
+    *,
+    previous: HyperJobStatus | None = None,
+    admitted: bool = True,
+    lifecycle: Lifecycle = "Active",
+    waiting_reason: str = "",
+    now: float = 0.0,
+) -> HyperJobStatus:
     """The HyperJob status from every current child (pure; the same inputs give the same status).
 
     ``children`` are all children of the plan in force (not-yet-created ones as Pending).
@@ -115,15 +124,32 @@ def _conditions(children: Sequence[ChildStatus], lifecycle: Lifecycle, now: floa
     if lifecycle != "Active" or not children or any(c.phase not in TERMINAL_CHILD_PHASES for c in children):
         return ()
     if all(c.phase == "Completed" for c in children):
-        return (Condition(type="Completed", reason=COMPLETED_REASON, last_transition_time=now,
-                          message=f"all {len(children)} child jobs completed"),)
+        return (
+            Condition(
+                type="Completed",
+                reason=COMPLETED_REASON,
+                last_transition_time=now,
+                message=f"all {len(children)} child jobs completed",
+            ),
+        )
     bad = sorted(c.name for c in children if c.phase != "Completed")
-    return (Condition(type="Failed", reason=FAILED_REASON, last_transition_time=now,
-                      message=f"unsuccessful child jobs: {', '.join(bad)}"),)
+    return (
+        Condition(
+            type="Failed",
+            reason=FAILED_REASON,
+            last_transition_time=now,
+            message=f"unsuccessful child jobs: {', '.join(bad)}",
+        ),
+    )
 
 
-def _phase(hyperjob: api.HyperJob, children: Sequence[ChildStatus], conditions: Sequence[Condition],
-           admitted: bool, lifecycle: Lifecycle) -> HyperJobPhase:
+def _phase(
+    hyperjob: api.HyperJob,
+    children: Sequence[ChildStatus],
+    conditions: Sequence[Condition],
+    admitted: bool,
+    lifecycle: Lifecycle,
+) -> HyperJobPhase:
     if lifecycle == "Terminating":
         return "Terminating"
     if conditions:
@@ -143,12 +169,18 @@ def _replicated(name: str, children: Sequence[ChildStatus]) -> ReplicatedJobStat
     mine = [c for c in children if c.replicated_job == name]
     return ReplicatedJobStatus(
         name=name,
-        job_states={c.name: JobState(phase=c.phase, reason=c.reason, message=c.message,
-                                     last_transition_time=c.last_transition_time)
-                    for c in sorted(mine, key=lambda c: c.name)},
-        pending=sum(c.pending for c in mine), running=sum(c.running for c in mine),
-        succeeded=sum(c.succeeded for c in mine), failed=sum(c.failed for c in mine),
-        terminating=sum(c.terminating for c in mine), unknown=sum(c.unknown for c in mine),
+        job_states={
+            c.name: JobState(
+                phase=c.phase, reason=c.reason, message=c.message, last_transition_time=c.last_transition_time
+            )
+            for c in sorted(mine, key=lambda c: c.name)
+        },
+        pending=sum(c.pending for c in mine),
+        running=sum(c.running for c in mine),
+        succeeded=sum(c.succeeded for c in mine),
+        failed=sum(c.failed for c in mine),
+        terminating=sum(c.terminating for c in mine),
+        unknown=sum(c.unknown for c in mine),
     )
 
 

@@ -9,6 +9,7 @@ order of global ranks (``ChildPlan.rank_offset``).
 from __future__ import annotations
 
 from hyperjob import api
+
 from .model import SplitPlan
 
 WORLD_PLUGINS = ("mpi", "tensorflow")

@@ -17,5 +17,15 @@ from .infiniband import read_ports
 from .nvml import NvmlReader, NvmlReading
 from .simfleet import Fault, FleetShape, SimulatedNode, build_fleet
 
-__all__ = ["FATAL_XIDS", "Fault", "FleetShape", "NodeHealth", "NvmlReader", "NvmlReading", "SimulatedNode",
-           "build_fleet", "node_health", "read_ports"]
+__all__ = [
+    "FATAL_XIDS",
+    "Fault",
+    "FleetShape",
+    "NodeHealth",
+    "NvmlReader",
+    "NvmlReading",
+    "SimulatedNode",
+    "build_fleet",
+    "node_health",
+    "read_ports",
+]

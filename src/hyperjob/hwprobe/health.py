@@ -21,7 +21,7 @@ FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
 
 class NodeHealth(msgspec.Struct, frozen=True, kw_only=True):
     sick_gpus: list[int] = []
-    down_ports: list[str] = []   # "<device>/<port>"
+    down_ports: list[str] = []  # "<device>/<port>"
     reasons: list[str] = []
 
     @property

@@ -31,11 +31,15 @@ def read_ports(root: str | Path = SYSFS_ROOT) -> list[IbPort] | None:
 
 def _port(device: str, path: Path) -> IbPort:
     rate = _RATE.match(_read(path / "rate"))
-    return IbPort(device=device, port=int(path.name), state=_state_name(_read(path / "state")) or "UNKNOWN",
-                  phys_state=_state_name(_read(path / "phys_state")),
-                  rate_gbps=float(rate.group(1)) if rate else 0.0,
-                  link_layer=_read(path / "link_layer") or "InfiniBand",
-                  counters=_counters(path / "counters"))
+    return IbPort(
+        device=device,
+        port=int(path.name),
+        state=_state_name(_read(path / "state")) or "UNKNOWN",
+        phys_state=_state_name(_read(path / "phys_state")),
+        rate_gbps=float(rate.group(1)) if rate else 0.0,
+        link_layer=_read(path / "link_layer") or "InfiniBand",
+        counters=_counters(path / "counters"),
+    )
 
 
 def _counters(path: Path) -> dict[str, int]:

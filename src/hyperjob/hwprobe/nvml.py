@@ -68,9 +68,12 @@ class NvmlReader:
             return NvmlReading(source="none")
         self._drain_xids(now)
         nvml = self._nvml
-        return NvmlReading(source="nvml", driver_version=_text(_try(nvml.nvmlSystemGetDriverVersion)) or "",
-                           gpus=[self._device(i, h) for i, h in enumerate(self._handles)],
-                           links=[GpuLinks(gpu=i, links=self._links(h)) for i, h in enumerate(self._handles)])
+        return NvmlReading(
+            source="nvml",
+            driver_version=_text(_try(nvml.nvmlSystemGetDriverVersion)) or "",
+            gpus=[self._device(i, h) for i, h in enumerate(self._handles)],
+            links=[GpuLinks(gpu=i, links=self._links(h)) for i, h in enumerate(self._handles)],
+        )
 
     def close(self) -> None:
         if self.available:
@@ -87,7 +90,8 @@ class NvmlReader:
         utilization = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
         power_mw = _try(nvml.nvmlDeviceGetPowerUsage, handle)
         return GpuDevice(
-            index=index, uuid=_text(_try(nvml.nvmlDeviceGetUUID, handle)) or "",
+            index=index,
+            uuid=_text(_try(nvml.nvmlDeviceGetUUID, handle)) or "",
             model=_text(_try(nvml.nvmlDeviceGetName, handle)) or "",
             memory_total_bytes=int(memory.total) if memory is not None else 0,
             memory_used_bytes=int(memory.used) if memory is not None else 0,
@@ -96,7 +100,8 @@ class NvmlReader:
             power_watts=power_mw / 1000.0 if power_mw is not None else None,
             ecc_corrected=_ecc(nvml, handle, nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED),
             ecc_uncorrected=_ecc(nvml, handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED),
-            xid_events=list(self._xids.get(index, [])))
+            xid_events=list(self._xids.get(index, [])),
+        )
 
     def _links(self, handle: Any) -> list[NvLink]:
         """Every link NVML answers for; the first link it refuses ends the list (no more links)."""
@@ -108,8 +113,14 @@ class NvmlReader:
                 break
             version = _try(nvml.nvmlDeviceGetNvLinkVersion, handle, link)
             up = bool(state)
-            links.append(NvLink(link=link, up=up, version=version,
-                                bandwidth_gb_per_s=NVLINK_GB_PER_S.get(version or 0, 0.0) if up else 0.0))
+            links.append(
+                NvLink(
+                    link=link,
+                    up=up,
+                    version=version,
+                    bandwidth_gb_per_s=NVLINK_GB_PER_S.get(version or 0, 0.0) if up else 0.0,
+                )
+            )
         return links
 
     # -- Xid events ---------------------------------------------------------------------------

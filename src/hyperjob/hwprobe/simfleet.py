@@ -26,8 +26,13 @@ from .nvml import NVLINK_GB_PER_S
 GiB = 1 << 30
 TIER1, TIER2 = "topology.hyperjob.io/tier1", "topology.hyperjob.io/tier2"
 # model -> (memory bytes, idle watts, max watts)
-GPU_MODELS = {"H100": (80 * GiB, 70.0, 700.0), "H200": (141 * GiB, 75.0, 700.0), "A100": (80 * GiB, 55.0, 400.0),
-              "B200": (192 * GiB, 120.0, 1000.0), "L40S": (48 * GiB, 35.0, 350.0)}
+GPU_MODELS = {
+    "H100": (80 * GiB, 70.0, 700.0),
+    "H200": (141 * GiB, 75.0, 700.0),
+    "A100": (80 * GiB, 55.0, 400.0),
+    "B200": (192 * GiB, 120.0, 1000.0),
+    "L40S": (48 * GiB, 35.0, 350.0),
+}
 IB_RATE_NAME = {100.0: "4X EDR", 200.0: "4X HDR", 400.0: "4X NDR", 800.0: "4X XDR"}
 
 
@@ -100,9 +105,15 @@ class SimulatedNode:
     def labels(self) -> dict[str, str]:
         p = self.position
         tier1 = p.nvlink_domain if self.shape.nodes_per_nvlink_domain > 1 else p.leaf
-        return {TIER1: tier1, TIER2: p.spine, "hyperjob.io/nvlink-domain": p.nvlink_domain,
-                "hyperjob.io/leaf": p.leaf, "hyperjob.io/spine": p.spine,
-                "nvidia.com/gpu.product": self.shape.gpu_model, "nvidia.com/gpu.count": str(self.shape.gpus_per_node)}
+        return {
+            TIER1: tier1,
+            TIER2: p.spine,
+            "hyperjob.io/nvlink-domain": p.nvlink_domain,
+            "hyperjob.io/leaf": p.leaf,
+            "hyperjob.io/spine": p.spine,
+            "nvidia.com/gpu.product": self.shape.gpu_model,
+            "nvidia.com/gpu.count": str(self.shape.gpus_per_node),
+        }
 
     def apply(self, fault: Fault, now: float) -> None:
         """Inject (or with ``clear``, undo) a fault; a GPU or port the node lacks is ignored."""
@@ -134,18 +145,29 @@ class SimulatedNode:
             load = self.rng.uniform(0.85, 1.0) if i < in_use else self.rng.uniform(0.0, 0.02)
             if self.rng.random() < 0.001:
                 self.ecc_corrected[i] += 1  # the odd corrected bit flip, as real fleets show
-            out.append(GpuDevice(
-                index=i, uuid=f"GPU-{zlib.crc32(f'{self.name}/{i}'.encode()):08x}", model=f"NVIDIA {self.shape.gpu_model}",
-                memory_total_bytes=memory, memory_used_bytes=int(memory * (0.6 + 0.3 * load) if i < in_use else 0.5 * GiB),
-                utilization_percent=round(100 * load, 1), temperature_celsius=round(32 + 45 * load + self.rng.uniform(-1, 1), 1),
-                power_watts=round(idle_w + (max_w - idle_w) * load, 1), ecc_corrected=self.ecc_corrected[i],
-                ecc_uncorrected=self.ecc_uncorrected.get(i, 0), xid_events=list(self.xids.get(i, []))))
+            out.append(
+                GpuDevice(
+                    index=i,
+                    uuid=f"GPU-{zlib.crc32(f'{self.name}/{i}'.encode()):08x}",
+                    model=f"NVIDIA {self.shape.gpu_model}",
+                    memory_total_bytes=memory,
+                    memory_used_bytes=int(memory * (0.6 + 0.3 * load) if i < in_use else 0.5 * GiB),
+                    utilization_percent=round(100 * load, 1),
+                    temperature_celsius=round(32 + 45 * load + self.rng.uniform(-1, 1), 1),
+                    power_watts=round(idle_w + (max_w - idle_w) * load, 1),
+                    ecc_corrected=self.ecc_corrected[i],
+                    ecc_uncorrected=self.ecc_uncorrected.get(i, 0),
+                    xid_events=list(self.xids.get(i, [])),
+                )
+            )
         return out
 
     def nvlinks(self) -> list[GpuLinks]:
         per_link = NVLINK_GB_PER_S.get(self.shape.nvlink_version, 0.0)
-        links = [NvLink(link=k, up=True, version=self.shape.nvlink_version, bandwidth_gb_per_s=per_link)
-                 for k in range(self.shape.nvlinks_per_gpu)]
+        links = [
+            NvLink(link=k, up=True, version=self.shape.nvlink_version, bandwidth_gb_per_s=per_link)
+            for k in range(self.shape.nvlinks_per_gpu)
+        ]
         return [GpuLinks(gpu=i, links=links) for i in range(self.shape.gpus_per_node)]
 
     def infiniband(self, busy: float, now: float) -> list[IbPort]:
@@ -159,20 +181,39 @@ class SimulatedNode:
                 for direction in ("xmit", "rcv"):
                     port.counters[f"port_{direction}_data"] += words
                     port.counters[f"port_{direction}_packets"] += words // 1024
-            out.append(IbPort(device=port.device, port=1, state="ACTIVE" if port.up else "DOWN",
-                              phys_state="LinkUp" if port.up else "Polling",
-                              rate_gbps=self.shape.ib_rate_gbps if port.up else 0.0, counters=dict(port.counters)))
+            out.append(
+                IbPort(
+                    device=port.device,
+                    port=1,
+                    state="ACTIVE" if port.up else "DOWN",
+                    phys_state="LinkUp" if port.up else "Polling",
+                    rate_gbps=self.shape.ib_rate_gbps if port.up else 0.0,
+                    counters=dict(port.counters),
+                )
+            )
         return out
 
 
-_COUNTERS = ("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "symbol_error",
-             "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards")
+_COUNTERS = (
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "symbol_error",
+    "link_downed",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "port_xmit_discards",
+)
 
 
 def position(cluster: str, index: int, shape: FleetShape) -> FabricPosition:
     leaf = index // max(1, shape.nodes_per_leaf)
-    return FabricPosition(nvlink_domain=f"{cluster}-nvl{index // max(1, shape.nodes_per_nvlink_domain)}",
-                          leaf=f"{cluster}-leaf{leaf}", spine=f"{cluster}-spine{leaf // max(1, shape.leaves_per_spine)}")
+    return FabricPosition(
+        nvlink_domain=f"{cluster}-nvl{index // max(1, shape.nodes_per_nvlink_domain)}",
+        leaf=f"{cluster}-leaf{leaf}",
+        spine=f"{cluster}-spine{leaf // max(1, shape.leaves_per_spine)}",
+    )
 
 
 def build_fleet(cluster: str, names: list[str], shape: FleetShape, seed: int = 0) -> list[SimulatedNode]:

@@ -80,15 +80,43 @@ from __future__ import annotations
 
 from .admission import DEFAULT_MAX_RETRY, KeyGen, admit, apply_defaults
 from .decide import COMMAND_VERBS, decide
-from .model import (PHASES, CancelTimer, CommandIssued, Counts, CreatePodGroup, CreatePods, DelayedAction,
-                    DeletePodGroup, DeletePods, Effect, JobEvent, JobPhaseChanged, JobRecord, PodBound, PodDeleted,
-                    PodEvicted, PodFailed, PodGroupAdmitted, PodGroupInfo, PodGroupUnknown, PodRecord, PodRestarted,
-                    PodRun, PodRunning, PodScheduling, PodStatus, PodSucceeded, RankOverride, SshKeyPair, StartTimer,
-                    TimerFired)
-from .podgroup import derive_podgroup, minimum_pods
-from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
+from .model import (
+    PHASES,
+    CancelTimer,
+    CommandIssued,
+    Counts,
+    CreatePodGroup,
+    CreatePods,
+    DelayedAction,
+    DeletePodGroup,
+    DeletePods,
+    Effect,
+    JobEvent,
+    JobPhaseChanged,
+    JobRecord,
+    PodBound,
+    PodDeleted,
+    PodEvicted,
+    PodFailed,
+    PodGroupAdmitted,
+    PodGroupInfo,
+    PodGroupUnknown,
+    PodRecord,
+    PodRestarted,
+    PodRun,
+    PodRunning,
+    PodScheduling,
+    PodStatus,
+    PodSucceeded,
+    RankOverride,
+    SshKeyPair,
+    StartTimer,
+    TimerFired,
+)
 from .naming import PodPatch, parse_pod_name
 from .plugins import pod_environment, pod_patch, svc_data
+from .podgroup import derive_podgroup, minimum_pods
+from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
 from .status import JobStatus, counts, job_status, task_counts, total_replicas
@@ -96,17 +124,69 @@ from .status import JobStatus, counts, job_status, task_counts, total_replicas
 
 def initial_effects(record: JobRecord) -> list[Effect]:
     """What a driver does right after ``admit``: announce the Pending phase and create the podgroup."""
-    return [JobPhaseChanged(old="", new=record.phase, reason="Created"),
-            CreatePodGroup(podgroup=derive_podgroup(record))]
+    return [
+        JobPhaseChanged(old="", new=record.phase, reason="Created"),
+        CreatePodGroup(podgroup=derive_podgroup(record)),
+    ]
 
 
 __all__ = [
-    "COMMAND_VERBS", "DEFAULT_MAX_RETRY", "PHASES", "SIM_DURATION", "SIM_EXIT_CODE", "CancelTimer", "CommandIssued",
-    "Counts", "CreatePodGroup", "JobStatus", "CreatePods", "DelayedAction", "DeletePodGroup", "DeletePods", "Effect", "JobEvent",
-    "JobPhaseChanged", "JobRecord", "KeyGen", "PodBound", "PodDeleted", "PodEvicted", "PodFailed", "PodGroupAdmitted",
-    "PodGroupInfo", "PodGroupUnknown", "PodRecord", "PodRestarted", "PodRun", "PodRunning", "PodScheduling",
-    "PodPatch", "PodStatus", "PodSucceeded", "RankOverride", "Resolution", "SshKeyPair", "StartTimer", "TimerFired", "admit",
-    "apply_defaults", "build_pod", "counts", "decide", "derive_podgroup", "deterministic_keygen", "job_status",
-    "generate_rsa_keypair", "initial_effects", "minimum_pods", "parse_pod_name", "pod_environment", "pod_patch", "pod_request",
-    "resolve", "svc_data", "task_counts", "total_replicas",
+    "COMMAND_VERBS",
+    "DEFAULT_MAX_RETRY",
+    "PHASES",
+    "SIM_DURATION",
+    "SIM_EXIT_CODE",
+    "CancelTimer",
+    "CommandIssued",
+    "Counts",
+    "CreatePodGroup",
+    "JobStatus",
+    "CreatePods",
+    "DelayedAction",
+    "DeletePodGroup",
+    "DeletePods",
+    "Effect",
+    "JobEvent",
+    "JobPhaseChanged",
+    "JobRecord",
+    "KeyGen",
+    "PodBound",
+    "PodDeleted",
+    "PodEvicted",
+    "PodFailed",
+    "PodGroupAdmitted",
+    "PodGroupInfo",
+    "PodGroupUnknown",
+    "PodRecord",
+    "PodRestarted",
+    "PodRun",
+    "PodRunning",
+    "PodScheduling",
+    "PodPatch",
+    "PodStatus",
+    "PodSucceeded",
+    "RankOverride",
+    "Resolution",
+    "SshKeyPair",
+    "StartTimer",
+    "TimerFired",
+    "admit",
+    "apply_defaults",
+    "build_pod",
+    "counts",
+    "decide",
+    "derive_podgroup",
+    "deterministic_keygen",
+    "job_status",
+    "generate_rsa_keypair",
+    "initial_effects",
+    "minimum_pods",
+    "parse_pod_name",
+    "pod_environment",
+    "pod_patch",
+    "pod_request",
+    "resolve",
+    "svc_data",
+    "task_counts",
+    "total_replicas",
 ]

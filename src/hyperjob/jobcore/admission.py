@@ -13,14 +13,40 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from hyperjob import api
+
 from .model import JobRecord, RankOverride, SshKeyPair
 from .sshkeys import deterministic_keygen
 
 DEFAULT_MAX_RETRY = 3
-POLICY_EVENTS = frozenset({"*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "TaskCompleted", "TaskFailed",
-                           "Unknown", "OutOfSync", "CommandIssued", "JobUpdated"})
-POLICY_ACTIONS = frozenset({"AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition", "TerminateJob",
-                            "CompleteJob", "ResumeJob", "SyncJob", "EnqueueJob"})
+POLICY_EVENTS = frozenset(
+    {
+        "*",
+        "PodFailed",
+        "PodEvicted",
+        "PodPending",
+        "PodRunning",
+        "TaskCompleted",
+        "TaskFailed",
+        "Unknown",
+        "OutOfSync",
+        "CommandIssued",
+        "JobUpdated",
+    }
+)
+POLICY_ACTIONS = frozenset(
+    {
+        "AbortJob",
+        "RestartJob",
+        "RestartTask",
+        "RestartPod",
+        "RestartPartition",
+        "TerminateJob",
+        "CompleteJob",
+        "ResumeJob",
+        "SyncJob",
+        "EnqueueJob",
+    }
+)
 _SVC_PLUGINS = ("tensorflow", "mpi", "pytorch", "ray")
 
 KeyGen = Callable[[str], SshKeyPair]
@@ -29,9 +55,17 @@ KeyGen = Callable[[str], SshKeyPair]
 __all__ = ["DEFAULT_MAX_RETRY", "KeyGen", "admit", "apply_defaults"]
 
 
-def admit(job: api.Job, queues: Mapping[str, str], now: float, priority_classes: Mapping[str, int] | None = None,
-          *, parents: Mapping[str, str] | None = None, keygen: KeyGen | None = None,
-          rank: RankOverride | None = None, extra_env: Mapping[str, str] | None = None) -> JobRecord:
+def admit(
+    job: api.Job,
+    queues: Mapping[str, str],
+    now: float,
+    priority_classes: Mapping[str, int] | None = None,
+    *,
+    parents: Mapping[str, str] | None = None,
+    keygen: KeyGen | None = None,
+    rank: RankOverride | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> JobRecord:
     """Admit a Volcano Job as the webhook would; raise ``api.ManifestError`` naming the field on rejection.
 
     ``queues`` maps queue name → state (only ``Open`` admits). ``parents`` (queue → parent queue), when
@@ -52,10 +86,19 @@ def admit(job: api.Job, queues: Mapping[str, str], now: float, priority_classes:
     classes = priority_classes or {}
     uid = job.metadata.uid or f"{job.metadata.namespace}/{job.metadata.name}"
     ssh = (keygen or deterministic_keygen)(uid) if "ssh" in defaulted.spec.plugins else None
-    return JobRecord(name=job.metadata.name, namespace=job.metadata.namespace, uid=uid, job=defaulted,
-                     created_at=now, priority=classes.get(defaulted.spec.priority_class_name, 0), ssh=ssh,
-                     rank=rank or RankOverride(), extra_env=dict(extra_env or {}),
-                     priority_classes=dict(classes), world=_world(job))
+    return JobRecord(
+        name=job.metadata.name,
+        namespace=job.metadata.namespace,
+        uid=uid,
+        job=defaulted,
+        created_at=now,
+        priority=classes.get(defaulted.spec.priority_class_name, 0),
+        ssh=ssh,
+        rank=rank or RankOverride(),
+        extra_env=dict(extra_env or {}),
+        priority_classes=dict(classes),
+        world=_world(job),
+    )
 
 
 def _world(job: api.Job) -> api.World | None:
@@ -81,16 +124,24 @@ def apply_defaults(job: api.Job) -> api.Job:
     if "mpi" in plugins:
         plugins.setdefault("ssh", [])
     min_available = spec.min_available or sum(task.min_available or 0 for task in tasks)
-    new_spec = msgspec.structs.replace(spec, tasks=tasks, plugins=plugins, queue=spec.queue or api.DEFAULT_QUEUE,
-                                       max_retry=spec.max_retry or DEFAULT_MAX_RETRY, min_available=min_available)
+    new_spec = msgspec.structs.replace(
+        spec,
+        tasks=tasks,
+        plugins=plugins,
+        queue=spec.queue or api.DEFAULT_QUEUE,
+        max_retry=spec.max_retry or DEFAULT_MAX_RETRY,
+        min_available=min_available,
+    )
     return msgspec.structs.replace(job, spec=new_spec)
 
 
 def _default_task(task: api.TaskSpec, index: int) -> api.TaskSpec:
     return msgspec.structs.replace(
-        task, name=task.name or f"default{index}",
+        task,
+        name=task.name or f"default{index}",
         min_available=task.replicas if task.min_available is None else task.min_available,
-        max_retry=task.max_retry or DEFAULT_MAX_RETRY)
+        max_retry=task.max_retry or DEFAULT_MAX_RETRY,
+    )
 
 
 def _check_spec(spec: api.JobSpec) -> None:

@@ -13,14 +13,34 @@ from typing import Any
 import msgspec
 
 from .machine import Result, Target, execute, settle
-from .model import (CommandIssued, JobEvent, JobRecord, PodBound, PodDeleted, PodEvicted, PodFailed, PodGroupAdmitted,
-                    PodGroupUnknown, PodRecord, PodRestarted, PodRunning, PodStatus, PodSucceeded, TimerFired,
-                    _PodEvent)
+from .model import (
+    CommandIssued,
+    JobEvent,
+    JobRecord,
+    PodBound,
+    PodDeleted,
+    PodEvicted,
+    PodFailed,
+    PodGroupAdmitted,
+    PodGroupUnknown,
+    PodRecord,
+    PodRestarted,
+    PodRunning,
+    PodStatus,
+    PodSucceeded,
+    TimerFired,
+    _PodEvent,
+)
 from .policy import INTERNAL_ACTIONS, arm, cancel_all, cancel_for_pod_event, resolve, take_fired
 from .status import task_counts
 
-COMMAND_VERBS = {"abort": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "terminate": "TerminateJob",
-                 "complete": "CompleteJob"}
+COMMAND_VERBS = {
+    "abort": "AbortJob",
+    "resume": "ResumeJob",
+    "restart": "RestartJob",
+    "terminate": "TerminateJob",
+    "complete": "CompleteJob",
+}
 
 
 def _unchanged(record: JobRecord) -> Result:
@@ -51,15 +71,21 @@ def decide(record: JobRecord, event: JobEvent, now: float) -> Result:
     raise TypeError(f"jobcore.decide: unknown event {type(event).__name__}")
 
 
-def react(record: JobRecord, policy_event: str, target: Target, now: float,
-          exit_code: int | None = None) -> Result:
+def react(record: JobRecord, policy_event: str, target: Target, now: float, exit_code: int | None = None) -> Result:
     """Resolve the policy for ``policy_event`` and run (or delay) its action."""
     resolution = resolve(record, policy_event, target.task, exit_code)
     reason = f"{policy_event}: {resolution.action}" if resolution.action != "SyncJob" else target.reason
     target = msgspec.structs.replace(target, reason=reason)
     if resolution.timeout is not None:
-        return arm(record, target.pod, resolution.action, policy_event, now + resolution.timeout,
-                   task=target.task, pod=target.pod)
+        return arm(
+            record,
+            target.pod,
+            resolution.action,
+            policy_event,
+            now + resolution.timeout,
+            task=target.task,
+            pod=target.pod,
+        )
     return run_action(record, resolution.action, target, now)
 
 
@@ -167,8 +193,11 @@ def _succeeded_event(record: JobRecord, task: str) -> str:
 def _restarted_event(record: JobRecord, task: str) -> str:
     """TaskFailed once the task's Pending/Running pods restarted ≥ task maxRetry times (−1: never)."""
     max_retry = next(t.max_retry for t in record.spec.tasks if t.name == task) or 3
-    restarts = sum(p.status.container_restarts for p in record.pods.values()
-                   if p.task == task and p.status.phase in ("Pending", "Running"))
+    restarts = sum(
+        p.status.container_restarts
+        for p in record.pods.values()
+        if p.task == task and p.status.phase in ("Pending", "Running")
+    )
     return "TaskFailed" if max_retry >= 0 and restarts >= max_retry else "OutOfSync"
 
 

@@ -32,6 +32,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from hyperjob import api
+
 from .model import JobRecord
 from .naming import PodPatch, domain_name, find_task, task_hosts
 
@@ -45,8 +46,11 @@ def pytorch_plugin(record: JobRecord, task: api.TaskSpec, index: int, flags: Fla
     if master is None:  # Volcano logs and leaves the pod alone
         return PodPatch()
     world = sum(t.replicas for t in record.spec.tasks if t.name in (master_name, worker_name))
-    env = {"MASTER_ADDR": domain_name(record, master, 0), "MASTER_PORT": port,
-           "WORLD_SIZE": str(record.rank.world_size if record.rank.world_size is not None else world)}
+    env = {
+        "MASTER_ADDR": domain_name(record, master, 0),
+        "MASTER_PORT": port,
+        "WORLD_SIZE": str(record.rank.world_size if record.rank.world_size is not None else world),
+    }
     if task.name == master_name:
         env["RANK"] = str(record.rank.rank_offset + index)
     elif task.name == worker_name:
@@ -96,11 +100,18 @@ def ray_plugin(record: JobRecord, task: api.TaskSpec, index: int, flags: Flags) 
     container = task.template.spec.containers[0].name
     port = flags["port"]
     if task.name == flags["head"] and container == flags["headContainer"]:
-        script = (f"ray start --head --block --dashboard-host=0.0.0.0 --port={port} "
-                  f"--dashboard-port={flags['dashboardPort']} --ray-client-server-port={flags['clientPort']}")
-        return PodPatch(command=["sh", "-c", script],
-                        ports={"gcs": int(port), "dashboard": int(flags["dashboardPort"]),
-                               "client-server": int(flags["clientPort"])})
+        script = (
+            f"ray start --head --block --dashboard-host=0.0.0.0 --port={port} "
+            f"--dashboard-port={flags['dashboardPort']} --ray-client-server-port={flags['clientPort']}"
+        )
+        return PodPatch(
+            command=["sh", "-c", script],
+            ports={
+                "gcs": int(port),
+                "dashboard": int(flags["dashboardPort"]),
+                "client-server": int(flags["clientPort"]),
+            },
+        )
     if task.name == flags["worker"] and container == flags["workerContainer"]:
         return PodPatch(command=["sh", "-c", f"ray start --block --address={domain_name(record, head, 0)}:{port}"])
     return PodPatch()

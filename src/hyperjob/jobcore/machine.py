@@ -13,8 +13,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from .model import (CreatePodGroup, CreatePods, DeletePodGroup, DeletePods, Effect, JobPhaseChanged, JobRecord,
-                    PodRecord)
+from .model import CreatePodGroup, CreatePods, DeletePodGroup, DeletePods, Effect, JobPhaseChanged, JobRecord, PodRecord
 from .podgroup import derive_podgroup
 from .pods import build_pod
 from .policy import arm, resolve
@@ -95,6 +94,7 @@ def _ending(final: str) -> Callable[[JobRecord, str, Target, float], Result]:
     def state(record: JobRecord, action: str, target: Target, now: float) -> Result:
         result = kill_job(record, soft=True, reason=target.reason)
         return _with_phase(result, final if _all_gone(result[0]) else record.phase, "all pods gone")
+
     return state
 
 
@@ -103,9 +103,16 @@ def _finished(record: JobRecord, action: str, target: Target, now: float) -> Res
 
 
 _STATES: dict[str, Callable[[JobRecord, str, Target, float], Result]] = {
-    "Pending": _pending_or_running, "Running": _pending_or_running, "Restarting": _restarting,
-    "Aborting": _aborting, "Aborted": _aborted, "Completing": _ending("Completed"),
-    "Terminating": _ending("Terminated"), "Completed": _finished, "Terminated": _finished, "Failed": _finished,
+    "Pending": _pending_or_running,
+    "Running": _pending_or_running,
+    "Restarting": _restarting,
+    "Aborting": _aborting,
+    "Aborted": _aborted,
+    "Completing": _ending("Completed"),
+    "Terminating": _ending("Terminated"),
+    "Completed": _finished,
+    "Terminated": _finished,
+    "Failed": _finished,
 }
 
 
@@ -127,7 +134,8 @@ def _running_check(record: JobRecord) -> tuple[str, str]:
         task_min_total = sum(t.min_available or 0 for t in spec.tasks)
         per_task = task_counts(record)
         if spec.min_available >= task_min_total and any(
-                per_task[t.name].succeeded < (t.min_available or 0) for t in spec.tasks):
+            per_task[t.name].succeeded < (t.min_available or 0) for t in spec.tasks
+        ):
             return "Failed", "a task has fewer succeeded pods than its minAvailable"
         if spec.min_success is not None and c.succeeded < spec.min_success:
             return "Failed", "fewer succeeded pods than minSuccess"
@@ -171,15 +179,19 @@ def kill_job(record: JobRecord, soft: bool, reason: str) -> Result:
     event in a finished phase) is a no-op and ``decide`` stays idempotent.
     """
     soft = soft or record.retry_count >= record.spec.max_retry - 1
-    doomed = [p for p in record.pods.values()
-              if p.status.phase != "Terminating" and not (soft and p.status.phase in SOFT_RETAIN)]
+    doomed = [
+        p
+        for p in record.pods.values()
+        if p.status.phase != "Terminating" and not (soft and p.status.phase in SOFT_RETAIN)
+    ]
     if not doomed and not record.podgroup_exists:
         return record, []
     record, effects = _mark_terminating(record, doomed, reason)
     if record.podgroup_exists:
         effects.append(DeletePodGroup(name=record.name))
-    return msgspec.structs.replace(record, version=record.version + 1, podgroup_exists=False,
-                                   podgroup_admitted=False), effects
+    return msgspec.structs.replace(
+        record, version=record.version + 1, podgroup_exists=False, podgroup_admitted=False
+    ), effects
 
 
 def kill_target(record: JobRecord, action: str, target: Target) -> Result:
@@ -216,8 +228,12 @@ def sync_job(record: JobRecord, now: float) -> Result:
         effects.append(CreatePodGroup(podgroup=derive_podgroup(record)))
     if not record.podgroup_admitted:
         return record, effects
-    created = [build_pod(record, task, i, now) for task in record.spec.tasks for i in range(task.replicas)
-               if f"{record.name}-{task.name}-{i}" not in record.pods]
+    created = [
+        build_pod(record, task, i, now)
+        for task in record.spec.tasks
+        for i in range(task.replicas)
+        if f"{record.name}-{task.name}-{i}" not in record.pods
+    ]
     if not created:
         return record, effects
     created = [msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, created_at=now)) for p in created]
@@ -226,7 +242,8 @@ def sync_job(record: JobRecord, now: float) -> Result:
     for pod in created:
         resolution = resolve(record, "PodPending", pod.task)
         if resolution.timeout is not None:
-            record, armed = arm(record, pod.name, resolution.action, "PodPending", now + resolution.timeout,
-                                task=pod.task, pod=pod.name)
+            record, armed = arm(
+                record, pod.name, resolution.action, "PodPending", now + resolution.timeout, task=pod.task, pod=pod.name
+            )
             effects += armed
     return record, effects

@@ -12,10 +12,31 @@ from typing import Literal
 import msgspec
 
 from hyperjob import api
-Phase = Literal["Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed",
-                "Terminating", "Terminated", "Failed"]
-PHASES: tuple[str, ...] = ("Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed",
-                           "Terminating", "Terminated", "Failed")
+
+Phase = Literal[
+    "Pending",
+    "Aborting",
+    "Aborted",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Terminating",
+    "Terminated",
+    "Failed",
+]
+PHASES: tuple[str, ...] = (
+    "Pending",
+    "Aborting",
+    "Aborted",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Terminating",
+    "Terminated",
+    "Failed",
+)
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Terminating"]
 
 
@@ -266,8 +287,19 @@ class TimerFired(_Frozen, frozen=True, kw_only=True, tag="jobcore.TimerFired"):
     key: str
 
 
-JobEvent = (PodGroupAdmitted | PodGroupUnknown | PodBound | PodRunning | PodSucceeded | PodFailed | PodEvicted
-            | PodRestarted | PodDeleted | CommandIssued | TimerFired)
+JobEvent = (
+    PodGroupAdmitted
+    | PodGroupUnknown
+    | PodBound
+    | PodRunning
+    | PodSucceeded
+    | PodFailed
+    | PodEvicted
+    | PodRestarted
+    | PodDeleted
+    | CommandIssued
+    | TimerFired
+)
 
 
 # ------------------------------------------------------------------------------------------ effects

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hyperjob import api
+
 from .model import JobRecord
 
 SVC_MOUNT = "/etc/volcano"
@@ -45,7 +46,7 @@ def parse_pod_name(record: JobRecord, name: str) -> tuple[api.TaskSpec, int]:
     """The task and index of ``<job>-<task>-<index>``; task names may contain ``-``."""
     for task in record.spec.tasks:
         prefix = f"{record.name}-{task.name}-"
-        rest = name[len(prefix):]
+        rest = name[len(prefix) :]
         if name.startswith(prefix) and rest.isdigit() and int(rest) < task.replicas:
             return task, int(rest)
     raise KeyError(f"{name!r} is not a pod of job {record.name!r}")

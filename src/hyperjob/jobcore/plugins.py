@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from hyperjob import api
+
 from .frameworks import Flags, mpi_plugin, pytorch_plugin, ray_plugin, tensorflow_plugin
 from .model import JobRecord
 from .naming import PodPatch, parse_pod_name, pod_name, svc_entries, svc_patch, task_hosts
@@ -66,7 +67,9 @@ def ssh_config(record: JobRecord, port: int = 22) -> str:
     lines = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null"]
     for task in record.spec.tasks:
         spec = task.template.spec
-        names = [spec.hostname] if spec.hostname else [pod_name(record.name, task.name, i) for i in range(task.replicas)]
+        names = (
+            [spec.hostname] if spec.hostname else [pod_name(record.name, task.name, i) for i in range(task.replicas)]
+        )
         for host in names:
             lines += [f"Host {host}", f"  HostName {host}.{spec.subdomain or record.name}", f"  Port {port}"]
     return "\n".join(lines) + "\n"
@@ -80,11 +83,23 @@ def ssh_plugin(record: JobRecord, task: api.TaskSpec, index: int, flags: Flags) 
     if not private:
         return PodPatch()
     path = flags["ssh-key-file-path"]
-    return PodPatch(files={f"{path}/id_rsa": private, f"{path}/id_rsa.pub": public,
-                           f"{path}/authorized_keys": public,
-                           f"{path}/config": ssh_config(record, int(flags["ssh-port"]))})
+    return PodPatch(
+        files={
+            f"{path}/id_rsa": private,
+            f"{path}/id_rsa.pub": public,
+            f"{path}/authorized_keys": public,
+            f"{path}/config": ssh_config(record, int(flags["ssh-port"])),
+        }
+    )
 
 
 PluginFn = Callable[[JobRecord, api.TaskSpec, int, Flags], PodPatch]
-_PLUGINS: dict[str, PluginFn] = {"env": env_plugin, "svc": svc_plugin, "ssh": ssh_plugin, "pytorch": pytorch_plugin,
-                                 "mpi": mpi_plugin, "tensorflow": tensorflow_plugin, "ray": ray_plugin}
+_PLUGINS: dict[str, PluginFn] = {
+    "env": env_plugin,
+    "svc": svc_plugin,
+    "ssh": ssh_plugin,
+    "pytorch": pytorch_plugin,
+    "mpi": mpi_plugin,
+    "tensorflow": tensorflow_plugin,
+    "ray": ray_plugin,
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from hyperjob import api
+
 from .model import JobRecord, PodGroupInfo
 from .pods import pod_request_exact
 
@@ -25,11 +26,17 @@ def derive_podgroup(record: JobRecord) -> PodGroupInfo:
         for name, amount in per_pod.items():
             total[name] = total.get(name, Decimal(0)) + amount * count
     return PodGroupInfo(
-        name=record.name, namespace=record.namespace, min_member=spec.min_available,
+        name=record.name,
+        namespace=record.namespace,
+        min_member=spec.min_available,
         min_task_member={task.name: task.min_available or 0 for task in spec.tasks},
-        min_resources={name: float(amount) for name, amount in total.items()}, queue=spec.queue,
-        priority_class_name=spec.priority_class_name, priority=record.priority, job_version=record.version,
-        network_topology=spec.network_topology)
+        min_resources={name: float(amount) for name, amount in total.items()},
+        queue=spec.queue,
+        priority_class_name=spec.priority_class_name,
+        priority=record.priority,
+        job_version=record.version,
+        network_topology=spec.network_topology,
+    )
 
 
 def minimum_pods(record: JobRecord) -> list[tuple[api.TaskSpec, int]]:
@@ -39,7 +46,9 @@ def minimum_pods(record: JobRecord) -> list[tuple[api.TaskSpec, int]]:
     each task's minAvailable pods, then the remaining replicas in that order up to job minAvailable.
     The sort is stable, so equal priorities keep the job's task order.
     """
-    tasks = sorted(record.spec.tasks, key=lambda t: -record.priority_classes.get(t.template.spec.priority_class_name, 0))
+    tasks = sorted(
+        record.spec.tasks, key=lambda t: -record.priority_classes.get(t.template.spec.priority_class_name, 0)
+    )
     wanted = record.spec.min_available
     task_min_total = sum(t.min_available or 0 for t in tasks)
     counts: dict[str, int] = {t.name: 0 for t in tasks}

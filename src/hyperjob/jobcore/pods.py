@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from hyperjob import api
+
 from .model import JobRecord, PodRecord, PodRun, PodScheduling
 from .naming import pod_name
 from .plugins import pod_patch
@@ -62,36 +63,62 @@ def build_pod(record: JobRecord, task: api.TaskSpec, index: int, now: float) -> 
     incarnation = record.incarnations.get(name, 0)
     template = task.template
     annotations = {**template.metadata.annotations, **_volcano_annotations(record, task, index)}
-    labels = {**template.metadata.labels, "volcano.sh/task-index": str(index), "volcano.sh/job-name": record.name,
-              "volcano.sh/job-namespace": record.namespace, "volcano.sh/task-spec": task.name,
-              "volcano.sh/queue-name": record.spec.queue}
+    labels = {
+        **template.metadata.labels,
+        "volcano.sh/task-index": str(index),
+        "volcano.sh/job-name": record.name,
+        "volcano.sh/job-namespace": record.namespace,
+        "volcano.sh/task-spec": task.name,
+        "volcano.sh/queue-name": record.spec.queue,
+    }
     svc = "svc" in record.spec.plugins
     return PodRecord(
-        name=name, job=record.name, namespace=record.namespace, task=task.name, index=index,
-        version=record.version, incarnation=incarnation, uid=f"{record.uid}/{name}/v{record.version}/i{incarnation}",
-        annotations=annotations, labels=labels,
+        name=name,
+        job=record.name,
+        namespace=record.namespace,
+        task=task.name,
+        index=index,
+        version=record.version,
+        incarnation=incarnation,
+        uid=f"{record.uid}/{name}/v{record.version}/i{incarnation}",
+        annotations=annotations,
+        labels=labels,
         hostname=template.spec.hostname or (name if svc else ""),
         subdomain=template.spec.subdomain or (record.name if svc else ""),
-        scheduling=_scheduling(record, task), run=_run(record, task, name))
+        scheduling=_scheduling(record, task),
+        run=_run(record, task, name),
+    )
 
 
 def _volcano_annotations(record: JobRecord, task: api.TaskSpec, index: int) -> dict[str, str]:
-    return {"volcano.sh/task-spec": task.name, "volcano.sh/task-index": str(index),
-            "volcano.sh/job-name": record.name, "volcano.sh/queue-name": record.spec.queue,
-            "volcano.sh/job-version": str(record.version), "volcano.sh/job-retry-count": str(record.retry_count),
-            "scheduling.k8s.io/group-name": record.name}
+    return {
+        "volcano.sh/task-spec": task.name,
+        "volcano.sh/task-index": str(index),
+        "volcano.sh/job-name": record.name,
+        "volcano.sh/queue-name": record.spec.queue,
+        "volcano.sh/job-version": str(record.version),
+        "volcano.sh/job-retry-count": str(record.retry_count),
+        "scheduling.k8s.io/group-name": record.name,
+    }
 
 
 def _scheduling(record: JobRecord, task: api.TaskSpec) -> PodScheduling:
     spec = task.template.spec
-    preemptable = (task.template.metadata.annotations.get(PREEMPTABLE)
-                   or task.template.metadata.labels.get(PREEMPTABLE, "true"))
+    preemptable = task.template.metadata.annotations.get(PREEMPTABLE) or task.template.metadata.labels.get(
+        PREEMPTABLE, "true"
+    )
     return PodScheduling(
-        request=pod_request(spec), priority=task_priority(record, task),
+        request=pod_request(spec),
+        priority=task_priority(record, task),
         priority_class_name=spec.priority_class_name or record.spec.priority_class_name,
-        preemption_policy=spec.preemption_policy or "", preemptable=preemptable != "false",
-        node_selector=dict(spec.node_selector), tolerations=list(spec.tolerations), affinity=spec.affinity,
-        scheduler_name=spec.scheduler_name or record.spec.scheduler_name, node_name=spec.node_name)
+        preemption_policy=spec.preemption_policy or "",
+        preemptable=preemptable != "false",
+        node_selector=dict(spec.node_selector),
+        tolerations=list(spec.tolerations),
+        affinity=spec.affinity,
+        scheduler_name=spec.scheduler_name or record.spec.scheduler_name,
+        node_name=spec.node_name,
+    )
 
 
 def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
@@ -105,10 +132,17 @@ def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
     annotations = {**record.job.metadata.annotations, **task.template.metadata.annotations}
     duration = annotations.get(SIM_DURATION)
     exit_code = annotations.get(SIM_EXIT_CODE, "0")
-    return PodRun(image=main.image, command=list(patch.command if patch.command is not None else main.command),
-                  args=list(main.args), env=env, files=patch.files, ports=ports, restart_policy=spec.restart_policy,
-                  sim_duration=api.parse_duration(duration) if duration is not None else None,
-                  sim_exit_code=int(exit_code) if exit_code.lstrip("-").isdigit() else 1)
+    return PodRun(
+        image=main.image,
+        command=list(patch.command if patch.command is not None else main.command),
+        args=list(main.args),
+        env=env,
+        files=patch.files,
+        ports=ports,
+        restart_policy=spec.restart_policy,
+        sim_duration=api.parse_duration(duration) if duration is not None else None,
+        sim_exit_code=int(exit_code) if exit_code.lstrip("-").isdigit() else 1,
+    )
 
 
 def _exact(value: float) -> Decimal:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import msgspec
 
 from hyperjob import api
+
 from .model import CancelTimer, DelayedAction, Effect, JobRecord, StartTimer
 
 INTERNAL_EVENTS = frozenset({"OutOfSync", "CommandIssued", "PodRunning"})
@@ -59,8 +60,9 @@ def _matches(policy: api.LifecyclePolicy, event: str, exit_code: int | None) -> 
 
 
 # ---------------------------------------------------------------------------------- delayed actions
-def arm(record: JobRecord, scope: str, action: str, event: str, at: float, task: str = "",
-        pod: str = "") -> tuple[JobRecord, list[Effect]]:
+def arm(
+    record: JobRecord, scope: str, action: str, event: str, at: float, task: str = "", pod: str = ""
+) -> tuple[JobRecord, list[Effect]]:
     """Register a delayed action under ``scope`` (a pod name, or "").
 
     As in Volcano, an identical action already waiting under the same scope is kept (its timer is

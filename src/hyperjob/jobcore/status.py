@@ -8,8 +8,13 @@ import msgspec
 
 from .model import Counts, JobRecord, PodRecord
 
-_FIELD = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed",
-          "Terminating": "terminating"}
+_FIELD = {
+    "Pending": "pending",
+    "Running": "running",
+    "Succeeded": "succeeded",
+    "Failed": "failed",
+    "Terminating": "terminating",
+}
 
 
 def counts(record: JobRecord) -> Counts:
@@ -48,6 +53,11 @@ class JobStatus(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def job_status(record: JobRecord) -> JobStatus:
-    return JobStatus(phase=record.phase, version=record.version, retry_count=record.retry_count,
-                     min_available=record.spec.min_available, counts=counts(record),
-                     task_status_count=task_counts(record))
+    return JobStatus(
+        phase=record.phase,
+        version=record.version,
+        retry_count=record.retry_count,
+        min_available=record.spec.min_available,
+        counts=counts(record),
+        task_status_count=task_counts(record),
+    )

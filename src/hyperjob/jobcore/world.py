@@ -19,6 +19,7 @@ These apply after the child's own job plugins (which the splitter strips of ``mp
 from __future__ import annotations
 
 from hyperjob import api
+
 from .frameworks import Flags, hostfile, tf_config
 from .model import JobRecord
 from .naming import PodPatch, svc_entries, svc_patch

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import msgspec
 
 from hyperjob import events
+
 QUEUE = "queue"
 PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
@@ -63,6 +64,7 @@ def queue_usage_kind(cluster: str) -> str:
 
 
 # -- splitter -------------------------------------------------------------------------------------
+
 
 class QueueDoc(msgspec.Struct, frozen=True, kw_only=True):
     manifest: dict[str, Any]
@@ -103,6 +105,7 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # -- global-scheduler -----------------------------------------------------------------------------
+
 
 class OwnerDoc(msgspec.Struct, frozen=True, kw_only=True):
     """An admission candidate (``events.OwnerSubmitted``) and whether its queue admitted it.
@@ -150,6 +153,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 # -- job-controller -------------------------------------------------------------------------------
 
+
 class ChildInfo(msgspec.Struct, frozen=True, kw_only=True):
     """What the job-controller keeps of a dispatch besides the job record: the HyperJob it belongs
     to, its cross-cluster gang, the world for the training env, and whether it is being removed."""
@@ -172,6 +176,7 @@ class BarePodGroupDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # -- cluster-scheduler ----------------------------------------------------------------------------
+
 
 class PodGroupPhaseDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A podgroup's phase, for one incarnation of it (``<job uid>/<job version>``): a phase left
@@ -201,6 +206,7 @@ class QueueUsageDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # -- status-aggregator ----------------------------------------------------------------------------
+
 
 class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
     """The aggregated status; ``children`` is the latest news of each child."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
+from hyperjob import api, events, fleetcore
+
+
 class Capacity:
     """The latest summary of every cluster, stamped with when it arrived here.
 
@@ -27,8 +27,9 @@ class Capacity:
         capacity = cluster_capacity(msg, last)
         self.clusters[msg.cluster] = capacity
         self.newest = max(self.newest, arrived)
-        return known is None or msgspec.structs.replace(known, last_report=0.0) != \
-            msgspec.structs.replace(capacity, last_report=0.0)
+        return known is None or msgspec.structs.replace(known, last_report=0.0) != msgspec.structs.replace(
+            capacity, last_report=0.0
+        )
 
     def now(self, clock: float) -> float:
         return self.newest if self.clusters else clock
@@ -39,12 +40,24 @@ class Capacity:
 
 def cluster_capacity(msg: events.ClusterCapacityReported, last_report: float) -> fleetcore.ClusterCapacity:
     """A summary as fleetcore's ``ClusterCapacity`` (node classes with their counts)."""
-    nodes = tuple(fleetcore.NodeCapacity(name=c.name, free=dict(c.free), allocatable=dict(c.allocatable),
-                                         labels=dict(c.labels),
-                                         taints=tuple(msgspec.convert(t, api.Taint) for t in c.taints),
-                                         count=c.count) for c in msg.node_classes)
-    return fleetcore.ClusterCapacity(name=msg.cluster, labels=dict(msg.labels), free=dict(msg.free),
-                                     allocatable=dict(msg.allocatable), nodes=nodes, last_report=last_report,
-                                     ready=msg.ready_nodes > 0, links=dict(msg.links))
-
-
+    nodes = tuple(
+        fleetcore.NodeCapacity(
+            name=c.name,
+            free=dict(c.free),
+            allocatable=dict(c.allocatable),
+            labels=dict(c.labels),
+            taints=tuple(msgspec.convert(t, api.Taint) for t in c.taints),
+            count=c.count,
+        )
+        for c in msg.node_classes
+    )
+    return fleetcore.ClusterCapacity(
+        name=msg.cluster,
+        labels=dict(msg.labels),
+        free=dict(msg.free),
+        allocatable=dict(msg.allocatable),
+        nodes=nodes,
+        last_report=last_report,
+        ready=msg.ready_nodes > 0,
+        links=dict(msg.links),
+    )

@@ -34,15 +34,38 @@ Driver contract (what a caller of ``cycle`` must do):
   back as ``JobInfo.phase``; create a job's pods once its phase is Inqueue or later.
 """
 
-from .conf import (DEFAULT_CONF, DEFAULT_CONF_TEXT, LIVE_DEFAULT_CONF, LIVE_DEFAULT_CONF_TEXT, PluginConf, SchedulerConf,
-                   parse_conf)
+from .conf import (
+    DEFAULT_CONF,
+    DEFAULT_CONF_TEXT,
+    LIVE_DEFAULT_CONF,
+    LIVE_DEFAULT_CONF_TEXT,
+    PluginConf,
+    SchedulerConf,
+    parse_conf,
+)
 from .errors import ConfError
 from .model import Bind, Decision, Evict, JobInfo, NodeInfo, QueueInfo, QueueUsage, Snapshot, TaskInfo
 from .registry import build_registry
 from .scheduler import Scheduler
 
 __all__ = [
-    "DEFAULT_CONF", "DEFAULT_CONF_TEXT", "LIVE_DEFAULT_CONF", "LIVE_DEFAULT_CONF_TEXT", "Bind", "ConfError", "Decision", "Evict", "JobInfo", "NodeInfo",
-    "PluginConf", "QueueInfo", "QueueUsage", "Scheduler", "SchedulerConf", "Snapshot", "TaskInfo",
-    "build_registry", "parse_conf",
+    "DEFAULT_CONF",
+    "DEFAULT_CONF_TEXT",
+    "LIVE_DEFAULT_CONF",
+    "LIVE_DEFAULT_CONF_TEXT",
+    "Bind",
+    "ConfError",
+    "Decision",
+    "Evict",
+    "JobInfo",
+    "NodeInfo",
+    "PluginConf",
+    "QueueInfo",
+    "QueueUsage",
+    "Scheduler",
+    "SchedulerConf",
+    "Snapshot",
+    "TaskInfo",
+    "build_registry",
+    "parse_conf",
 ]

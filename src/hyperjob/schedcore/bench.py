@@ -48,20 +48,43 @@ def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0, initial:
     jobs = []
     for k in range(n_jobs):
         name = f"job-{k:06d}"
-        tasks = [TaskInfo(name=f"{name}-worker-{i}", job=name, role="worker", index=i, request=request)
-                 for i in range(gang)]
-        jobs.append(JobInfo(name=name, queue="default", min_member=gang, phase="Pending", created=float(order[k]),
-                            min_resources={r: v * gang for r, v in request.items()}, tasks=tasks))
+        tasks = [
+            TaskInfo(name=f"{name}-worker-{i}", job=name, role="worker", index=i, request=request) for i in range(gang)
+        ]
+        jobs.append(
+            JobInfo(
+                name=name,
+                queue="default",
+                min_member=gang,
+                phase="Pending",
+                created=float(order[k]),
+                min_resources={r: v * gang for r, v in request.items()},
+                tasks=tasks,
+            )
+        )
     for k in range(initial):
         name = f"init-{k:06d}"
-        task = TaskInfo(name=f"{name}-worker-0", job=name, role="worker", request=request, status="Running",
-                        node=node_list[k % max(nodes, 1)].name)
+        task = TaskInfo(
+            name=f"{name}-worker-0",
+            job=name,
+            role="worker",
+            request=request,
+            status="Running",
+            node=node_list[k % max(nodes, 1)].name,
+        )
         jobs.append(JobInfo(name=name, queue="default", min_member=1, phase="Running", created=-1.0, tasks=[task]))
     return Snapshot(nodes=node_list, queues=[QueueInfo(name="default")], jobs=jobs)
 
 
-def run(nodes: int, pods: int, gang: int = 1, seed: int = 0, conf: SchedulerConf = DEFAULT_CONF,
-        initial: int = 0, per_cycle: int = 0) -> BenchResult:
+def run(
+    nodes: int,
+    pods: int,
+    gang: int = 1,
+    seed: int = 0,
+    conf: SchedulerConf = DEFAULT_CONF,
+    initial: int = 0,
+    per_cycle: int = 0,
+) -> BenchResult:
     """Schedule every pod; report pods bound per second of cycle time and cycle latencies."""
     scheduler = Scheduler(conf)
     full = build_snapshot(nodes, pods, gang, seed, initial)
@@ -84,7 +107,16 @@ def run(nodes: int, pods: int, gang: int = 1, seed: int = 0, conf: SchedulerConf
         snap = advance(snap, decision)
     seconds = sum(times)
     ms = np.array(times) * 1000.0
-    return BenchResult(pods_per_second=bound / seconds if seconds else 0.0, p50_cycle_ms=float(np.percentile(ms, 50)),
-                       p99_cycle_ms=float(np.percentile(ms, 99)), cycles=len(times), nodes=nodes, pods=total,
-                       gang=gang, bound=bound, seconds=seconds, cpu_seconds=cpu,
-                       pods_per_cpu_second=bound / cpu if cpu else 0.0)
+    return BenchResult(
+        pods_per_second=bound / seconds if seconds else 0.0,
+        p50_cycle_ms=float(np.percentile(ms, 50)),
+        p99_cycle_ms=float(np.percentile(ms, 99)),
+        cycles=len(times),
+        nodes=nodes,
+        pods=total,
+        gang=gang,
+        bound=bound,
+        seconds=seconds,
+        cpu_seconds=cpu,
+        pods_per_cpu_second=bound / cpu if cpu else 0.0,
+    )

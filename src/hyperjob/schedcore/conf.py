@@ -17,14 +17,36 @@ from .framework import HOOKS
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
 # Every switch of Volcano's PluginOption, with its exact spelling. Those without a hook here
 # (best node, target job, sub-jobs, hypernode gradients...) are accepted and have no effect.
-SWITCHES = frozenset({
-    "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
-    "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
-    "EnabledClusterOrder", "enablePredicate", "enableBestNode", "enableNodeOrder", "enableTargetJob",
-    "enableReservedNodes", "enableJobEnqueued", "enabledVictim", "enableJobStarving", "enabledOverused",
-    "enabledAllocatable", "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined",
-    "enabledSubJobOrder", "enabledHyperNodeGradient",
-})
+SWITCHES = frozenset(
+    {
+        "enableJobOrder",
+        "enableHierarchy",
+        "enableJobReady",
+        "enableJobPipelined",
+        "enableTaskOrder",
+        "enablePreemptable",
+        "enableReclaimable",
+        "enablePreemptive",
+        "enableQueueOrder",
+        "enabledClusterOrder",
+        "EnabledClusterOrder",
+        "enablePredicate",
+        "enableBestNode",
+        "enableNodeOrder",
+        "enableTargetJob",
+        "enableReservedNodes",
+        "enableJobEnqueued",
+        "enabledVictim",
+        "enableJobStarving",
+        "enabledOverused",
+        "enabledAllocatable",
+        "enabledHyperNodeOrder",
+        "enabledSubJobReady",
+        "enabledSubJobPipelined",
+        "enabledSubJobOrder",
+        "enabledHyperNodeGradient",
+    }
+)
 
 
 class PluginConf(msgspec.Struct, frozen=True, kw_only=True):

@@ -80,8 +80,9 @@ def gpu_free(dev: np.ndarray) -> np.ndarray:
     return np.maximum(dev, 0.0).sum(axis=-1)
 
 
-def expected(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
-             memory: np.ndarray | None = None) -> np.ndarray:
+def expected(
+    shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None
+) -> np.ndarray:
     """Expected fragmented cores of S node states: state s is node ``rows[s]`` with ``cpu[s]``
     cores and ``dev[s]`` device cores free (and ``memory[s]`` bytes, when memory should count)."""
     free = gpu_free(dev)
@@ -92,14 +93,15 @@ def expected(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
     return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
 
 
-def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray,
-               memory: np.ndarray | None) -> np.ndarray:
+def usable_for(
+    shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None
+) -> np.ndarray:
     """(S, GPU shapes): free cores each GPU shape could use in each state (0 where it cannot land)."""
     gpu = shapes.gpu
     thresholds, which = shapes.thresholds
     positive = np.maximum(dev, 0.0)
-    holds = dev[:, None, :] >= thresholds[None, :, None] - EPS          # (S, K, D)
-    count = holds.sum(axis=2)                                             # (S, K)
+    holds = dev[:, None, :] >= thresholds[None, :, None] - EPS  # (S, K, D)
+    count = holds.sum(axis=2)  # (S, K)
     cores = np.einsum("skd,sd->sk", holds.astype(np.float64), positive)  # (S, K)
     fits = shapes.access[gpu][:, rows].T & (cpu[:, None] >= shapes.cpu[gpu] - EPS)
     fits &= count[:, which] >= shapes.number[gpu]
@@ -108,9 +110,13 @@ def usable_for(shapes: Shapes, rows: np.ndarray, cpu: np.ndarray, dev: np.ndarra
     return np.where(fits, cores[:, which], 0.0)
 
 
-
-def unfed(shapes: Shapes, cpu: np.ndarray, dev: np.ndarray, memory: np.ndarray | None = None,
-          supply: tuple[float, float] = (np.inf, np.inf)) -> np.ndarray:
+def unfed(
+    shapes: Shapes,
+    cpu: np.ndarray,
+    dev: np.ndarray,
+    memory: np.ndarray | None = None,
+    supply: tuple[float, float] = (np.inf, np.inf),
+) -> np.ndarray:
     """Free GPU cores of each state that its free CPU (and memory) cannot feed at the mix's rate.
 
     The rate is what the GPU pods of the mix ask per GPU core, plus a share of what its CPU-only

@@ -71,8 +71,13 @@ class NodeTable:
     def used(self) -> np.ndarray:
         return self.alloc - self.idle
 
-    def change(self, row: int, idle: np.ndarray | None = None, releasing: np.ndarray | None = None,
-               pipelined: np.ndarray | None = None) -> None:
+    def change(
+        self,
+        row: int,
+        idle: np.ndarray | None = None,
+        releasing: np.ndarray | None = None,
+        pipelined: np.ndarray | None = None,
+    ) -> None:
         """Add the given deltas to one node's row and keep FutureIdle consistent."""
         if idle is not None:
             self.idle[row] += idle
@@ -90,7 +95,7 @@ class NodeTable:
         top = 0
         keys = {k for n in self.infos for k in n.labels if k.startswith(TIER_LABEL)}
         for k in keys:
-            suffix = k[len(TIER_LABEL):]
+            suffix = k[len(TIER_LABEL) :]
             if suffix.isdigit():
                 top = max(top, int(suffix))
         return top
@@ -108,13 +113,17 @@ class NodeTable:
     def holds(self, row: int, devices: tuple[int, ...], number: int, cores: float) -> bool:
         """Are ``devices`` ``number`` distinct devices of ``row`` that each have ``cores`` free."""
         free = self.device_free[row]
-        return (len(devices) == number == len(set(devices))
-                and all(0 <= d < len(free) and free[d] >= cores - 1e-9 for d in devices))
+        return len(devices) == number == len(set(devices)) and all(
+            0 <= d < len(free) and free[d] >= cores - 1e-9 for d in devices
+        )
 
     def take_devices(self, row: int, number: int, cores: float, devices: tuple[int, ...] = ()) -> tuple[int, ...]:
         """Take ``devices`` when they hold the request, else the best-fit ones; return those taken."""
-        chosen = devices if devices and self.holds(row, devices, number, cores) else \
-            self.best_fit_devices(row, number, cores)
+        chosen = (
+            devices
+            if devices and self.holds(row, devices, number, cores)
+            else self.best_fit_devices(row, number, cores)
+        )
         free = self.device_free[row]
         for d in chosen:
             free[d] -= cores

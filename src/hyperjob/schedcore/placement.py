@@ -23,8 +23,7 @@ NEG = -np.inf
 
 
 class _Class:
-    __slots__ = ("base", "dims", "need", "dims_list", "need_list", "req", "vgpu", "score", "eff_idle", "eff_fut",
-                 "pos")
+    __slots__ = ("base", "dims", "need", "dims_list", "need_list", "req", "vgpu", "score", "eff_idle", "eff_fut", "pos")
 
 
 class Placement:
@@ -53,8 +52,10 @@ class Placement:
         # Plugins are bound after the placement is built, so the split is made on first use.
         if self._scorers is None:
             scorers = [p for _, p in self.ssn.hooks["node_score"]]
-            self._scorers = ([p for p in scorers if not getattr(p, "per_task", False)],
-                             [p for p in scorers if getattr(p, "per_task", False)])
+            self._scorers = (
+                [p for p in scorers if not getattr(p, "per_task", False)],
+                [p for p in scorers if getattr(p, "per_task", False)],
+            )
         return self._scorers
 
     def static_mask(self, t: TaskState) -> np.ndarray:
@@ -132,7 +133,7 @@ class Placement:
             c.pos = len(dirty)
             self._classes[ck] = c
         elif c.pos < len(dirty):
-            changed = dirty[c.pos:]
+            changed = dirty[c.pos :]
             rows = self.all_rows if len(changed) * 8 > self.nodes.size else np.unique(np.array(changed))
             self._refresh(c, t, rows)
             c.pos = len(dirty)

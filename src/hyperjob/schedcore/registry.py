@@ -9,9 +9,14 @@ from .plugins.conformance import ConformancePlugin
 from .plugins.drf import DrfPlugin
 from .plugins.fgd import FgdPlugin
 from .plugins.gang import GangPlugin
+from .plugins.gpubaselines import (
+    GpuBestFitPlugin,
+    GpuClusteringPlugin,
+    GpuDotProdPlugin,
+    GpuPackingPlugin,
+    GpuRandomPlugin,
+)
 from .plugins.gpufrag import GpuFragPlugin
-from .plugins.gpubaselines import (GpuBestFitPlugin, GpuClusteringPlugin, GpuDotProdPlugin, GpuPackingPlugin,
-                                   GpuRandomPlugin)
 from .plugins.nodeorder import NodeOrderPlugin
 from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
@@ -19,9 +24,23 @@ from .plugins.priority import PriorityPlugin
 from .plugins.proportion import ProportionPlugin
 
 _BUILTIN: tuple[type[Plugin], ...] = (
-    PriorityPlugin, GangPlugin, ConformancePlugin, OvercommitPlugin, DrfPlugin, PredicatesPlugin,
-    ProportionPlugin, CapacityPlugin, NodeOrderPlugin, BinpackPlugin, FgdPlugin, GpuRandomPlugin, GpuDotProdPlugin,
-    GpuClusteringPlugin, GpuPackingPlugin, GpuBestFitPlugin, GpuFragPlugin,
+    PriorityPlugin,
+    GangPlugin,
+    ConformancePlugin,
+    OvercommitPlugin,
+    DrfPlugin,
+    PredicatesPlugin,
+    ProportionPlugin,
+    CapacityPlugin,
+    NodeOrderPlugin,
+    BinpackPlugin,
+    FgdPlugin,
+    GpuRandomPlugin,
+    GpuDotProdPlugin,
+    GpuClusteringPlugin,
+    GpuPackingPlugin,
+    GpuBestFitPlugin,
+    GpuFragPlugin,
 )
 
 

@@ -77,8 +77,11 @@ class ResourceSpace:
         return self._best_effort[id(req)]
 
     def to_dict(self, v: np.ndarray, skip_pods: bool = True) -> dict[str, float]:
-        return {n: float(v[i]) for i, n in enumerate(self.names)
-                if not (skip_pods and i == self.pods) and abs(v[i]) > _EXACT and np.isfinite(v[i])}
+        return {
+            n: float(v[i])
+            for i, n in enumerate(self.names)
+            if not (skip_pods and i == self.pods) and abs(v[i]) > _EXACT and np.isfinite(v[i])
+        }
 
     def is_empty(self, v: np.ndarray) -> bool:
         """Volcano's IsEmpty: every dimension below the tolerance, ``pods`` ignored."""

@@ -15,7 +15,11 @@ from .registry import build_registry
 from .session import Session
 
 ACTIONS: dict[str, Callable[[Session], None]] = {
-    "enqueue": enqueue, "allocate": allocate, "preempt": preempt, "reclaim": reclaim, "backfill": backfill,
+    "enqueue": enqueue,
+    "allocate": allocate,
+    "preempt": preempt,
+    "reclaim": reclaim,
+    "backfill": backfill,
 }
 
 

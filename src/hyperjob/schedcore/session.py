@@ -170,13 +170,20 @@ class Session(Dispatch):
             p.on_session_close(self)
         phases = {name: self._phase(job) for name, job in self.jobs.items()}
         queues = {
-            name: QueueUsage(allocated=self.space.to_dict(q.allocated),
-                             deserved=self.space.to_dict(self.deserved[name]) if name in self.deserved else {})
+            name: QueueUsage(
+                allocated=self.space.to_dict(q.allocated),
+                deserved=self.space.to_dict(self.deserved[name]) if name in self.deserved else {},
+            )
             for name, q in self.queues.items()
         }
-        return Decision(binds=self.binds, evictions=self.evictions, podgroup_phases=phases,
-                        unschedulable=dict(sorted(self.unschedulable.items())), queues=queues,
-                        pipelined=self.pipelined)
+        return Decision(
+            binds=self.binds,
+            evictions=self.evictions,
+            podgroup_phases=phases,
+            unschedulable=dict(sorted(self.unschedulable.items())),
+            queues=queues,
+            pipelined=self.pipelined,
+        )
 
     def _phase(self, job: JobState) -> str:
         scheduled = job.n("Running", "Bound", "Failed", "Succeeded")

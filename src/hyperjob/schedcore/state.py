@@ -20,8 +20,22 @@ SCHEDULED = frozenset({"Running", "Bound", "Failed", "Succeeded"})
 class TaskState:
     """One pod inside a session: its request vector, status and node index (-1: none)."""
 
-    __slots__ = ("info", "name", "job", "role", "req", "status", "node", "best_effort", "priority", "vgpu",
-                 "devices", "_sel", "_order", "_key")
+    __slots__ = (
+        "info",
+        "name",
+        "job",
+        "role",
+        "req",
+        "status",
+        "node",
+        "best_effort",
+        "priority",
+        "vgpu",
+        "devices",
+        "_sel",
+        "_order",
+        "_key",
+    )
 
     def __init__(self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int]) -> None:
         self.info = info
@@ -96,9 +110,31 @@ def _selector_key(info: TaskInfo) -> bytes:
 class JobState:
     """One job: task lists plus the counters Volcano's JobInfo derives (ready, waiting, valid...)."""
 
-    __slots__ = ("info", "name", "queue", "seq", "key", "priority", "phase", "min_member", "task_min",
-                 "task_min_total", "min_req", "tasks", "counts", "role_counts", "pending_be", "role_pending_be",
-                 "allocated", "failed_roles", "fit_errors", "enqueue_reason", "ready", "valid", "gated_req")
+    __slots__ = (
+        "info",
+        "name",
+        "queue",
+        "seq",
+        "key",
+        "priority",
+        "phase",
+        "min_member",
+        "task_min",
+        "task_min_total",
+        "min_req",
+        "tasks",
+        "counts",
+        "role_counts",
+        "pending_be",
+        "role_pending_be",
+        "allocated",
+        "failed_roles",
+        "fit_errors",
+        "enqueue_reason",
+        "ready",
+        "valid",
+        "gated_req",
+    )
 
     def __init__(self, info: JobInfo, tasks: list[TaskState], space: ResourceSpace, seq: int) -> None:
         self.info = info

@@ -19,8 +19,12 @@ from hyperjob.api.quantity import parse_quantity
 
 from .model import Decision, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
 
-_ALIASES = {"mem": "memory", "gpu": "nvidia.com/gpu", "vgpu": "volcano.sh/vgpu-number",
-            "vgpu_cores": "volcano.sh/vgpu-cores"}
+_ALIASES = {
+    "mem": "memory",
+    "gpu": "nvidia.com/gpu",
+    "vgpu": "volcano.sh/vgpu-number",
+    "vgpu_cores": "volcano.sh/vgpu-cores",
+}
 
 
 def res(**kw: Any) -> dict[str, float]:
@@ -157,8 +161,9 @@ class JobBuilder:
         self.kw["network_topology"] = NetworkTopology(mode=mode, highest_tier_allowed=tier)  # type: ignore[arg-type]
         return self
 
-    def tasks(self, n: int, role: str = "task", status: str = "Pending", nodes: list[str] | None = None,
-              **kw: Any) -> JobBuilder:
+    def tasks(
+        self, n: int, role: str = "task", status: str = "Pending", nodes: list[str] | None = None, **kw: Any
+    ) -> JobBuilder:
         """Add ``n`` pods ``<job>-<role>-<i>``; ``kw`` are resources or TaskInfo fields."""
         fields = {k: kw.pop(k) for k in list(kw) if k in TaskInfo.__struct_fields__}
         if "tolerations" in fields:
@@ -166,9 +171,18 @@ class JobBuilder:
         start = sum(1 for t in self.task_list if t.role == role)
         for i in range(start, start + n):
             node = nodes[i - start] if nodes else None
-            self.task_list.append(TaskInfo(name=f"{self.kw['name']}-{role}-{i}", job=self.kw["name"], role=role,
-                                           index=i, request=res(**kw), status=status, node=node,  # type: ignore[arg-type]
-                                           **fields))
+            self.task_list.append(
+                TaskInfo(
+                    name=f"{self.kw['name']}-{role}-{i}",
+                    job=self.kw["name"],
+                    role=role,
+                    index=i,
+                    request=res(**kw),
+                    status=status,
+                    node=node,  # type: ignore[arg-type]
+                    **fields,
+                )
+            )
         return self
 
     def running(self, nodes: list[str], role: str = "task", **kw: Any) -> JobBuilder:
@@ -197,8 +211,9 @@ def _built(x: Any) -> Any:
 
 
 def snapshot(nodes: list[Any], queues: list[Any], jobs: list[Any], now: float = 0.0) -> Snapshot:
-    return Snapshot(nodes=[_built(n) for n in nodes], queues=[_built(q) for q in queues],
-                    jobs=[_built(j) for j in jobs], now=now)
+    return Snapshot(
+        nodes=[_built(n) for n in nodes], queues=[_built(q) for q in queues], jobs=[_built(j) for j in jobs], now=now
+    )
 
 
 def advance(snap: Snapshot, decision: Decision, now: float | None = None) -> Snapshot:

@@ -96,8 +96,13 @@ def parse_nodes(text: str, source: str = "nodes") -> list[TraceNode]:
         name = (row.get("sn") or "").strip()
         if not name:
             raise TraceError(f"{where}: sn: empty node name")
-        return TraceNode(name=name, cpu_milli=_int(row, "cpu_milli", where), memory_mib=_int(row, "memory_mib", where),
-                         gpus=_int(row, "gpu", where, 0, 64), model=(row.get("model") or "").strip())
+        return TraceNode(
+            name=name,
+            cpu_milli=_int(row, "cpu_milli", where),
+            memory_mib=_int(row, "memory_mib", where),
+            gpus=_int(row, "gpu", where, 0, 64),
+            model=(row.get("model") or "").strip(),
+        )
 
     nodes = _rows(text, source, ("sn", "cpu_milli", "memory_mib", "gpu", "model"), build)
     seen: set[str] = set()
@@ -118,8 +123,14 @@ def parse_pods(text: str, source: str = "pods") -> list[TracePod]:
         if num_gpu and gpu_milli == 0:
             raise TraceError(f"{where}: gpu_milli: a pod with num_gpu {num_gpu} needs gpu_milli > 0")
         spec = tuple(sorted(m for m in (row.get("gpu_spec") or "").split("|") if m.strip()))
-        return TracePod(name=name, cpu_milli=_int(row, "cpu_milli", where), memory_mib=_int(row, "memory_mib", where),
-                        num_gpu=num_gpu, gpu_milli=gpu_milli, gpu_spec=spec)
+        return TracePod(
+            name=name,
+            cpu_milli=_int(row, "cpu_milli", where),
+            memory_mib=_int(row, "memory_mib", where),
+            num_gpu=num_gpu,
+            gpu_milli=gpu_milli,
+            gpu_spec=spec,
+        )
 
     return _rows(text, source, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"), build)
 
@@ -174,18 +185,23 @@ def pod_request(p: TracePod) -> dict[str, float]:
 def model_affinity(models: tuple[str, ...]) -> Affinity | None:
     if not models:
         return None
-    term = NodeSelectorTerm(match_expressions=[NodeSelectorRequirement(key=GPU_MODEL_LABEL, operator="In",
-                                                                       values=list(models))])
-    return Affinity(node_affinity=NodeAffinity(
-        required_during_scheduling_ignored_during_execution=NodeSelector(node_selector_terms=[term])))
+    term = NodeSelectorTerm(
+        match_expressions=[NodeSelectorRequirement(key=GPU_MODEL_LABEL, operator="In", values=list(models))]
+    )
+    return Affinity(
+        node_affinity=NodeAffinity(
+            required_during_scheduling_ignored_during_execution=NodeSelector(node_selector_terms=[term])
+        )
+    )
 
 
 def job_name(arrival: int) -> str:
     return f"a{arrival:06d}"
 
 
-def snapshot(nodes: list[TraceNode], names: list[str], pods: list[TracePod], arrivals: list[int],
-             queue: str = "default") -> Snapshot:
+def snapshot(
+    nodes: list[TraceNode], names: list[str], pods: list[TracePod], arrivals: list[int], queue: str = "default"
+) -> Snapshot:
     """One admitted single-pod job per arrival, created in arrival order, and every node by ``names``."""
     affinities: dict[tuple[str, ...], Affinity | None] = {}
     requests: dict[int, dict[str, float]] = {}
@@ -196,8 +212,17 @@ def snapshot(nodes: list[TraceNode], names: list[str], pods: list[TracePod], arr
             affinities[p.gpu_spec] = model_affinity(p.gpu_spec)
         request = requests.setdefault(i, pod_request(p))
         name = job_name(k)
-        task = TaskInfo(name=f"{name}-{p.name}", job=name, role="pod", request=request,
-                        affinity=affinities[p.gpu_spec], created=float(k))
+        task = TaskInfo(
+            name=f"{name}-{p.name}",
+            job=name,
+            role="pod",
+            request=request,
+            affinity=affinities[p.gpu_spec],
+            created=float(k),
+        )
         jobs.append(JobInfo(name=name, queue=queue, min_member=1, phase="Inqueue", created=float(k), tasks=[task]))
-    return Snapshot(nodes=[node_info(n, name) for n, name in zip(nodes, names, strict=True)],
-                    queues=[QueueInfo(name=queue)], jobs=jobs)
+    return Snapshot(
+        nodes=[node_info(n, name) for n, name in zip(nodes, names, strict=True)],
+        queues=[QueueInfo(name=queue)],
+        jobs=jobs,
+    )

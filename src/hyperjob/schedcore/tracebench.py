@@ -47,8 +47,9 @@ class PlacementResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
     cycle_seconds: float
 
 
-def run(nodes: list[TraceNode], pods: list[TracePod], conf: SchedulerConf, policy: str, seed: int = 42,
-        demand: float = 1.3) -> PlacementResult:
+def run(
+    nodes: list[TraceNode], pods: list[TracePod], conf: SchedulerConf, policy: str, seed: int = 42, demand: float = 1.3
+) -> PlacementResult:
     start = time.perf_counter()
     capacity = total_gpu_milli(nodes)
     if capacity <= 0:
@@ -63,11 +64,20 @@ def run(nodes: list[TraceNode], pods: list[TracePod], conf: SchedulerConf, polic
     alloc, fragmented, arrived, scheduled = replay.run(arrivals, decision)
     points = int(round(demand * 100)) + 1
     return PlacementResult(
-        policy=policy, seed=seed, demand=demand, total_gpus=capacity // MILLI, nodes=len(nodes),
-        pods_arrived=len(arrivals), pods_scheduled=scheduled, pods_skipped=len(arrivals) - scheduled,
-        gpu_allocation_percent=bucket(arrived, alloc, points), gpu_fragmentation_percent=bucket(arrived, fragmented, points),
+        policy=policy,
+        seed=seed,
+        demand=demand,
+        total_gpus=capacity // MILLI,
+        nodes=len(nodes),
+        pods_arrived=len(arrivals),
+        pods_scheduled=scheduled,
+        pods_skipped=len(arrivals) - scheduled,
+        gpu_allocation_percent=bucket(arrived, alloc, points),
+        gpu_fragmentation_percent=bucket(arrived, fragmented, points),
         final_gpu_allocation_percent=round(float(alloc[-1]) if len(alloc) else 0.0, 2),
-        seconds=round(time.perf_counter() - start, 3), cycle_seconds=round(cycle_seconds, 3))
+        seconds=round(time.perf_counter() - start, 3),
+        cycle_seconds=round(cycle_seconds, 3),
+    )
 
 
 def bucket(arrived: np.ndarray, values: np.ndarray, points: int) -> list[float]:
@@ -96,7 +106,7 @@ class Replay:
         self.cpu = np.array([n.cpu_milli / MILLI for n in nodes], dtype=float)
         self.dev = np.full((len(nodes), width), -1.0)
         for i, n in enumerate(nodes):
-            self.dev[i, :n.gpus] = DEVICE_CORES
+            self.dev[i, : n.gpus] = DEVICE_CORES
         self.capacity = total_gpu_milli(nodes) / MILLI * DEVICE_CORES  # in device cores
         self.shapes = fgd_shapes(nodes, pods)
         self.rows = np.arange(len(nodes))
@@ -143,17 +153,29 @@ def fgd_shapes(nodes: list[TraceNode], pods: list[TracePod]) -> frag.Shapes:
     counts = Counter((max(p.cpu_milli, 100), p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec) for p in pods)
     chosen = frag.typical(counts, FGD_COVERAGE, order=lambda k: k)
     models = np.array([n.model for n in nodes], dtype=object)
-    access = np.array([np.ones(len(nodes), dtype=bool) if not spec else np.isin(models, list(spec))
-                       for (_, _, _, spec), _ in chosen], dtype=bool).reshape(len(chosen), len(nodes))
-    return frag.Shapes(cpu=np.array([k[0] / MILLI for k, _ in chosen]), memory=np.zeros(len(chosen)),
-                       number=np.array([k[2] for k, _ in chosen]),
-                       cores=np.array([k[1] * DEVICE_CORES / MILLI for k, _ in chosen]),
-                       weight=np.array([w for _, w in chosen]), access=access)
+    access = np.array(
+        [np.ones(len(nodes), dtype=bool) if not spec else np.isin(models, list(spec)) for (_, _, _, spec), _ in chosen],
+        dtype=bool,
+    ).reshape(len(chosen), len(nodes))
+    return frag.Shapes(
+        cpu=np.array([k[0] / MILLI for k, _ in chosen]),
+        memory=np.zeros(len(chosen)),
+        number=np.array([k[2] for k, _ in chosen]),
+        cores=np.array([k[1] * DEVICE_CORES / MILLI for k, _ in chosen]),
+        weight=np.array([w for _, w in chosen]),
+        access=access,
+    )
 
 
 # Policy name -> the plugin that alone orders the nodes (after ``predicates``) in its conf.
-BASELINES = {"random": "gpurandom", "dotprod": "gpudotprod", "clustering": "gpuclustering",
-             "packing": "gpupacking", "bestfit": "gpubestfit", "fgd": "fgd"}
+BASELINES = {
+    "random": "gpurandom",
+    "dotprod": "gpudotprod",
+    "clustering": "gpuclustering",
+    "packing": "gpupacking",
+    "bestfit": "gpubestfit",
+    "fgd": "fgd",
+}
 DEFAULT_POLICY = "gpufrag"
 POLICIES = (DEFAULT_POLICY, *BASELINES)
 

@@ -13,5 +13,20 @@ from .projection import Projection, Table
 from .runtime import Reaction, Runtime, parse_state_subject, state_subject
 from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 
-__all__ = ["AsyncioTimers", "Clock", "Projection", "Rank", "Reaction", "Runtime", "SettingsError", "Table", "Timers",
-           "WallClock", "Work", "instance_name", "load_settings", "parse_state_subject", "state_subject"]
+__all__ = [
+    "AsyncioTimers",
+    "Clock",
+    "Projection",
+    "Rank",
+    "Reaction",
+    "Runtime",
+    "SettingsError",
+    "Table",
+    "Timers",
+    "WallClock",
+    "Work",
+    "instance_name",
+    "load_settings",
+    "parse_state_subject",
+    "state_subject",
+]

@@ -22,8 +22,12 @@ class SettingsError(ValueError):
     """An invalid configuration: the service stops at once with this message."""
 
 
-def load_settings(settings_type: type[T], prefix: str, overrides: Mapping[str, Any] | None = None,
-                  environ: Mapping[str, str] | None = None) -> T:
+def load_settings(
+    settings_type: type[T],
+    prefix: str,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> T:
     env = os.environ if environ is None else environ
     raw: dict[str, Any] = {}
     for field in msgspec.structs.fields(settings_type):

@@ -22,8 +22,7 @@ S = TypeVar("S", bound=msgspec.Struct)
 Build = Callable[[Any, Runtime], Awaitable[Any]]
 
 
-def run_service(name: str, settings_type: type[S], build: Build,
-                instance: Callable[[Any], str] | None = None) -> None:
+def run_service(name: str, settings_type: type[S], build: Build, instance: Callable[[Any], str] | None = None) -> None:
     """The whole life of a service process. ``name`` is the deploy name (``global-scheduler``);
     ``instance`` names the instance from its settings when the default (``instance_name``) does not."""
     prefix = name.upper().replace("-", "_")

@@ -76,7 +76,7 @@ def state_subject(instance: str, kind: str, name: str) -> str:
 
 def parse_state_subject(instance: str, subject: str) -> tuple[str, str]:
     """(kind, name) of a changelog subject of ``instance``."""
-    kind, _, name = subject[len(f"state.{_token(instance)}."):].partition(".")
+    kind, _, name = subject[len(f"state.{_token(instance)}.") :].partition(".")
     return _untoken(kind), _untoken(name)
 
 
@@ -107,8 +107,18 @@ class Runtime:
     """One service instance's connections, state and time. Built by ``process.run_service`` live
     and by the simulator; tests build it directly."""
 
-    def __init__(self, service: str, instance: str, bus: Bus, store: Store, *, clock: Clock, timers: Timers,
-                 fault: Callable[[str], None] | None = None, changelog: bool = True) -> None:
+    def __init__(
+        self,
+        service: str,
+        instance: str,
+        bus: Bus,
+        store: Store,
+        *,
+        clock: Clock,
+        timers: Timers,
+        fault: Callable[[str], None] | None = None,
+        changelog: bool = True,
+    ) -> None:
         self.service = service
         self.instance = instance
         self.bus = bus
@@ -139,14 +149,26 @@ class Runtime:
     def table(self, kind: str, type_: type[T]) -> Table[T]:
         return self.projection.table(kind, type_)
 
-    def subscribe(self, durable: str, subjects: str | Sequence[str], handlers: Mapping[type, Handler], *,
-                  batch: int = 100, max_deliver: int = 5, backoff: Sequence[float] | None = None,
-                  ack_wait: float = 30.0) -> None:
+    def subscribe(
+        self,
+        durable: str,
+        subjects: str | Sequence[str],
+        handlers: Mapping[type, Handler],
+        *,
+        batch: int = 100,
+        max_deliver: int = 5,
+        backoff: Sequence[float] | None = None,
+        ack_wait: float = 30.0,
+    ) -> None:
         """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches."""
-        self._subscriptions.append(_Subscription(
-            durable=durable, subjects=[subjects] if isinstance(subjects, str) else list(subjects),
-            handlers=dict(handlers),
-            policy={"batch": batch, "max_deliver": max_deliver, "backoff": backoff, "ack_wait": ack_wait}))
+        self._subscriptions.append(
+            _Subscription(
+                durable=durable,
+                subjects=[subjects] if isinstance(subjects, str) else list(subjects),
+                handlers=dict(handlers),
+                policy={"batch": batch, "max_deliver": max_deliver, "backoff": backoff, "ack_wait": ack_wait},
+            )
+        )
 
     def watch(self, subject_filter: str, handlers: Mapping[type, WatchHandler]) -> None:
         """Follow the latest value of every subject matching ``subject_filter``; ``start`` waits
@@ -168,6 +190,7 @@ class Runtime:
         async def run() -> None:
             async with self.lock:
                 await work()
+
         return run
 
     def cancel(self, key: str) -> None:
@@ -191,8 +214,14 @@ class Runtime:
         derived (the same on every retry) and its correlation id inherited."""
         cause_id = cause if isinstance(cause, str) else cause.event_id
         correlation = "" if isinstance(cause, str) else (cause.correlation_id or cause.event_id)
-        return message_type(event_id=derive_id(cause_id, step), occurred_at=self.now(), producer=self.service,
-                            correlation_id=correlation or cause_id, causation_id=cause_id, **fields)
+        return message_type(
+            event_id=derive_id(cause_id, step),
+            occurred_at=self.now(),
+            producer=self.service,
+            correlation_id=correlation or cause_id,
+            causation_id=cause_id,
+            **fields,
+        )
 
     # -- life --------------------------------------------------------------------------------------
 
@@ -204,16 +233,27 @@ class Runtime:
         for subject_filter, handlers in self._watches:
             self._members.append(await self.bus.watch(subject_filter, self._watch_handler(subject_filter, handlers)))
         for sub in self._subscriptions:
-            self._members.append(await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub),
-                                                              **sub.policy))
-        self._members.append(await self.bus.consume(f"{_durable(self.instance)}-admin", subjects.admin(self.instance),
-                                                    self._on_admin, max_deliver=3))
-        self.timers.every(1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox",
-                          rank=Rank.HOUSEKEEPING)
+            self._members.append(
+                await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub), **sub.policy)
+            )
+        self._members.append(
+            await self.bus.consume(
+                f"{_durable(self.instance)}-admin", subjects.admin(self.instance), self._on_admin, max_deliver=3
+            )
+        )
+        self.timers.every(
+            1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING
+        )
         self.timers.start()
         self.started = True
-        started = self.emit(events.InstanceStarted, self.instance, f"started/{self.now()!r}", instance=self.instance,
-                            service=self.service, started_at=self.now())
+        started = self.emit(
+            events.InstanceStarted,
+            self.instance,
+            f"started/{self.now()!r}",
+            instance=self.instance,
+            service=self.service,
+            started_at=self.now(),
+        )
         await self.bus.publish(subjects.instance(self.instance), events.encode(started), msg_id=started.event_id)
 
     def before_commit(self, callback: Callable[[], Reaction | None]) -> None:
@@ -295,8 +335,9 @@ class Runtime:
             if delivery.headers.get(H_DELETED):
                 continue
             kind, name = parse_state_subject(self.instance, delivery.subject)
-            docs.append(Doc(kind=kind, name=name, version=int(delivery.headers.get(H_VERSION, "1")),
-                            data=delivery.data))
+            docs.append(
+                Doc(kind=kind, name=name, version=int(delivery.headers.get(H_VERSION, "1")), data=delivery.data)
+            )
         await self.store.restore(docs)
         return len(docs)
 
@@ -312,8 +353,9 @@ class Runtime:
 
         return on_batch
 
-    async def _on_batch(self, sub: _Subscription, decoder: msgspec.json.Decoder[Any], tags: set[str],
-                        deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
+    async def _on_batch(
+        self, sub: _Subscription, decoder: msgspec.json.Decoder[Any], tags: set[str], deliveries: Sequence[Delivery]
+    ) -> dict[int, BaseException]:
         failures: dict[int, BaseException] = {}
         batch: list[tuple[int, Message]] = []
         ids: set[str] = set()
@@ -342,8 +384,9 @@ class Runtime:
         except msgspec.DecodeError as exc:
             raise TerminalError(f"not JSON: {exc}") from None
 
-    async def _handle(self, sub: _Subscription, batch: list[tuple[int, Message]],
-                      failures: dict[int, BaseException]) -> None:
+    async def _handle(
+        self, sub: _Subscription, batch: list[tuple[int, Message]], failures: dict[int, BaseException]
+    ) -> None:
         if self._stale:
             await self._load()
         done: set[int] = set()  # committed before (a redelivery): acked without handling
@@ -421,17 +464,28 @@ class Runtime:
                 self._stale = True  # this unit's changes are in memory only: reload before the next
                 raise
         writes = self.projection.take()
-        outputs = [Output(subject=subject, msg_id=message.event_id, payload=events.encode(message))
-                   for subject, message in reaction.outputs]
+        outputs = [
+            Output(subject=subject, msg_id=message.event_id, payload=events.encode(message))
+            for subject, message in reaction.outputs
+        ]
         if self.changelog:
             outputs += self._changelog(writes, reaction, unit)
         if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
             return CommitResult()
         okey = f"o:{self.instance}:{unit}" if outputs else ""
         published, self._published = self._published, []
-        commit = Commit(consumer=consumer, event_ids=event_ids, writes=writes, binds=reaction.binds,
-                        unbinds=reaction.unbinds, outputs=outputs, sentinel=self.instance, outbox_key=okey,
-                        outbox=self.instance, published=published)
+        commit = Commit(
+            consumer=consumer,
+            event_ids=event_ids,
+            writes=writes,
+            binds=reaction.binds,
+            unbinds=reaction.unbinds,
+            outputs=outputs,
+            sentinel=self.instance,
+            outbox_key=okey,
+            outbox=self.instance,
+            published=published,
+        )
         try:
             result = await self.store.commit(commit)
         except BaseException:
@@ -465,8 +519,12 @@ class Runtime:
     def _state_output(self, kind: str, name: str, data: bytes | None, unit: str, version: int = 1) -> Output:
         # A tombstone (data None) keeps the subject, saying "gone", until it is purged.
         headers = {H_DELETED: "1"} if data is None else {H_VERSION: str(version)}
-        return Output(subject=state_subject(self.instance, kind, name), msg_id=derive_id(unit, f"state/{kind}/{name}"),
-                      payload=data or b"", headers=headers)
+        return Output(
+            subject=state_subject(self.instance, kind, name),
+            msg_id=derive_id(unit, f"state/{kind}/{name}"),
+            payload=data or b"",
+            headers=headers,
+        )
 
     async def _publish(self, okey: str, outputs: list[Output]) -> None:
         if not outputs:
@@ -500,8 +558,9 @@ class Runtime:
 
     # -- watches -------------------------------------------------------------------------------------
 
-    def _watch_handler(self, subject_filter: str, handlers: dict[type, WatchHandler]
-                       ) -> Callable[[Delivery], Awaitable[None]]:
+    def _watch_handler(
+        self, subject_filter: str, handlers: dict[type, WatchHandler]
+    ) -> Callable[[Delivery], Awaitable[None]]:
         decoder = events.decoder(*handlers)
 
         async def on_value(delivery: Delivery) -> None:

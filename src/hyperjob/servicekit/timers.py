@@ -164,7 +164,8 @@ class AsyncioTimers:
             if self._timers.get(key) is entry:
                 delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
                 self._handles[key] = asyncio.get_running_loop().call_later(
-                    delay, lambda: self._spawn(self._fire(key, when, attempt + 1), key))
+                    delay, lambda: self._spawn(self._fire(key, when, attempt + 1), key)
+                )
             return
         if self._timers.get(key) is entry:
             del self._timers[key]

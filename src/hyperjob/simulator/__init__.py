@@ -55,7 +55,7 @@ def run(text: str) -> dict[str, Any]:
         return asyncio.run(Engine(scenario).run())
 
 
-def run_chaos(text: str, seeds: Iterable[int], rates: chaos.Rates = chaos.Rates()) -> Iterator[chaos.ChaosRun]:
+def run_chaos(text: str, seeds: Iterable[int], rates: chaos.Rates | None = None) -> Iterator[chaos.ChaosRun]:
     """Run a scenario once without chaos, then under each chaos seed, checking every invariant
     after every step and comparing how each run ends with the first. Yields each run that held;
     raises ``chaos.Violation`` at the first invariant broken (``ScenarioError`` for a bad file)."""
@@ -64,7 +64,7 @@ def run_chaos(text: str, seeds: Iterable[int], rates: chaos.Rates = chaos.Rates(
         baseline = asyncio.run(Engine(scenario).run())
     for seed in seeds:
         with _quiet():
-            outcome = chaos.run(scenario, seed, baseline, rates)
+            outcome = chaos.run(scenario, seed, baseline, rates or chaos.Rates())
         yield outcome
 
 
@@ -74,8 +74,10 @@ class _quiet:
     def __enter__(self) -> None:
         self._config = structlog.get_config()
         self._level = logging.root.level
-        structlog.configure(logger_factory=structlog.ReturnLoggerFactory(),
-                            wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+        structlog.configure(
+            logger_factory=structlog.ReturnLoggerFactory(),
+            wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+        )
         logging.root.setLevel(logging.CRITICAL)
 
     def __exit__(self, *exc: object) -> None:

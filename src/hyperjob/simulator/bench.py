@@ -40,8 +40,11 @@ def scenario(nodes: int, pods: int, duration: float, clusters: int = 2, seed: in
     rng = random.Random(seed)
     per_cluster = [nodes // clusters + (1 if i < nodes % clusters else 0) for i in range(clusters)]
     spec: dict[str, Any] = {
-        "clusters": [{"name": f"c{i}", "nodes": [{"name": f"c{i}-n", "count": n, "allocatable": NODE}]}
-                     for i, n in enumerate(per_cluster) if n],
+        "clusters": [
+            {"name": f"c{i}", "nodes": [{"name": f"c{i}-n", "count": n, "allocatable": NODE}]}
+            for i, n in enumerate(per_cluster)
+            if n
+        ],
         "queues": [_queue("research", 1), _queue("prod", 3)],
         "events": [],
         "until": f"{duration:g}s",
@@ -52,8 +55,11 @@ def scenario(nodes: int, pods: int, duration: float, clusters: int = 2, seed: in
         at = round(rng.uniform(0, duration / 2), 1)
         runtime = f"{rng.randint(120, 900)}s"
         queue = rng.choice(("research", "prod"))
-        manifest = _hyperjob(index, size, queue, runtime) if size >= 16 and clusters > 1 and index % 3 == 0 \
+        manifest = (
+            _hyperjob(index, size, queue, runtime)
+            if size >= 16 and clusters > 1 and index % 3 == 0
             else _job(index, size, queue, runtime)
+        )
         spec["events"].append({"at": f"{at:g}s", "create": manifest})
         left -= size
         index += 1
@@ -75,32 +81,70 @@ def run(nodes: int, pods: int, duration: float, clusters: int = 2, seed: int = 0
     wall = time.perf_counter() - started
     creates = [e["create"] for e in document["spec"]["events"]]
     return SimulateBench(
-        nodes=nodes, pods=pods, jobs=sum(c["kind"] == "Job" for c in creates),
-        hyperjobs=sum(c["kind"] == "HyperJob" for c in creates), virtual_seconds=duration, wall_seconds=round(wall, 2),
-        steps=engine.steps, speedup=round(duration / wall, 1),
+        nodes=nodes,
+        pods=pods,
+        jobs=sum(c["kind"] == "Job" for c in creates),
+        hyperjobs=sum(c["kind"] == "HyperJob" for c in creates),
+        virtual_seconds=duration,
+        wall_seconds=round(wall, 2),
+        steps=engine.steps,
+        speedup=round(duration / wall, 1),
         pods_running_at_end=sum(p["phase"] == "Running" for p in result["pods"]),
-        pods_finished=sum(p["phase"] in ("Succeeded", "Failed") for p in result["pods"]))
+        pods_finished=sum(p["phase"] in ("Succeeded", "Failed") for p in result["pods"]),
+    )
 
 
 def _queue(name: str, weight: int) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": {"weight": weight}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight},
+    }
 
 
 def _tasks(size: int, runtime: str) -> list[dict[str, Any]]:
-    return [{"name": "worker", "replicas": size, "template": {
-        "metadata": {"annotations": {"hyperjob.io/sim-duration": runtime}},
-        "spec": {"restartPolicy": "Never", "containers": [
-            {"name": "worker", "image": "train", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "1"}}}]}}}]
+    return [
+        {
+            "name": "worker",
+            "replicas": size,
+            "template": {
+                "metadata": {"annotations": {"hyperjob.io/sim-duration": runtime}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": "train",
+                            "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                },
+            },
+        }
+    ]
 
 
 def _job(index: int, size: int, queue: str, runtime: str) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": f"job-{index}"},
-            "spec": {"queue": queue, "minAvailable": size, "tasks": _tasks(size, runtime)}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": f"job-{index}"},
+        "spec": {"queue": queue, "minAvailable": size, "tasks": _tasks(size, runtime)},
+    }
 
 
 def _hyperjob(index: int, size: int, queue: str, runtime: str) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": f"hj-{index}"},
-            "spec": {"template": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                                  "spec": {"queue": queue, "tasks": _tasks(size, runtime)}},
-                     "splitPolicy": {"mode": "static", "accelerators": size, "acceleratorType": "nvidia.com/gpu"}}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "HyperJob",
+        "metadata": {"name": f"hj-{index}"},
+        "spec": {
+            "template": {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "spec": {"queue": queue, "tasks": _tasks(size, runtime)},
+            },
+            "splitPolicy": {"mode": "static", "accelerators": size, "acceleratorType": "nvidia.com/gpu"},
+        },
+    }

@@ -47,8 +47,9 @@ from hyperjob.bus import H_ERROR, H_ORIGINAL_SUBJECT, InstanceCrash, Member
 if TYPE_CHECKING:
     from .engine import Engine
 
-_DECODER = events.decoder(events.PodsBound, events.PodsEvicted, events.PodPhasesReported, events.DispatchChild,
-                          events.GangControl)
+_DECODER = events.decoder(
+    events.PodsBound, events.PodsEvicted, events.PodPhasesReported, events.DispatchChild, events.GangControl
+)
 _WATCHED = ("sched.pods.", "node.pods.", "sched.child.dispatch.", "sched.gang.control.")
 TOLERANCE = 1e-6
 
@@ -83,8 +84,9 @@ class Invariants:
 
     def observe(self, stream: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
         if stream == "DLQ":
-            self.broken.append(f"dead-lettered: {headers.get(H_ORIGINAL_SUBJECT, subject)} "
-                               f"({headers.get(H_ERROR, '')})")
+            self.broken.append(
+                f"dead-lettered: {headers.get(H_ORIGINAL_SUBJECT, subject)} ({headers.get(H_ERROR, '')})"
+            )
             return
         if not subject.startswith(_WATCHED):
             return
@@ -125,8 +127,9 @@ class Invariants:
             if r.phase == "Running":
                 others = uids - {r.uid}
                 if others:
-                    self.broken.append(f"pod {r.pod} in {m.cluster} runs twice: {r.uid} on {r.node} while "
-                                       f"{sorted(others)} still runs")
+                    self.broken.append(
+                        f"pod {r.pod} in {m.cluster} runs twice: {r.uid} on {r.node} while {sorted(others)} still runs"
+                    )
                 uids.add(r.uid)
             else:
                 uids.discard(r.uid)
@@ -158,6 +161,7 @@ class Chaos:
             if self.rng.random() < self.rates.crash:
                 self._note(f"crash {point}", f"{instance} crashes {point}")
                 raise InstanceCrash(f"{instance} at {point}")
+
         return fault
 
     def pick(self, ready: list[tuple[int, int, Member]]) -> Member:
@@ -220,25 +224,34 @@ class Chaos:
                     node[resource] = node.get(resource, 0.0) + amount
             for node, request in booked.items():
                 allocatable = nodes[node].allocatable if node in nodes else {}
-                over = sorted(r for r, a in request.items()
-                              if r in allocatable and a > allocatable[r] * (1 + TOLERANCE) + TOLERANCE)
+                over = sorted(
+                    r
+                    for r, a in request.items()
+                    if r in allocatable and a > allocatable[r] * (1 + TOLERANCE) + TOLERANCE
+                )
                 if over:
                     self.invariants.broken.append(
                         f"node {node} in {cluster.name} books {over[0]} {request[over[0]]:g} > "
-                        f"allocatable {allocatable[over[0]]:g}")
+                        f"allocatable {allocatable[over[0]]:g}"
+                    )
                     return
 
     def compare(self, baseline: dict[str, Any], result: dict[str, Any], engine_time: float, steps: int) -> None:
         """Every Job and HyperJob the scenario created ends in the phase it ends in without chaos.
         (A HyperJob's children are its own business: whether a child was dispatched before a
         suspend, say, depends on the interleaving; the HyperJob's phase says how it ended.)"""
-        for kind, want, got in (("Job", _plain_jobs(baseline), _plain_jobs(result)),
-                                ("HyperJob", _phases(baseline["hyperJobs"]), _phases(result["hyperJobs"]))):
+        for kind, want, got in (
+            ("Job", _plain_jobs(baseline), _plain_jobs(result)),
+            ("HyperJob", _phases(baseline["hyperJobs"]), _phases(result["hyperJobs"])),
+        ):
             for name in sorted(set(want) | set(got)):
                 if want.get(name) != got.get(name):
-                    raise Violation(self.seed, engine_time, steps,
-                                    f"{kind} {name} ends {got.get(name) or 'missing'}, "
-                                    f"without chaos {want.get(name) or 'missing'}")
+                    raise Violation(
+                        self.seed,
+                        engine_time,
+                        steps,
+                        f"{kind} {name} ends {got.get(name) or 'missing'}, without chaos {want.get(name) or 'missing'}",
+                    )
 
 
 def _phases(objects: list[dict[str, Any]]) -> dict[str, str]:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperjob import api
-from hyperjob import events
+from hyperjob import api, events
 from hyperjob.bus import InMemoryBus, InstanceCrash, Member
 from hyperjob.events import subjects
 from hyperjob.events.subjects import STREAMS
@@ -33,8 +32,13 @@ IDLE = 60.0
 # Without ``until``, a run whose state keeps changing (a pod that restarts for ever) still ends:
 # this much virtual time after the last scenario event.
 HORIZON = 24 * 3600.0
-JOB_ACTIONS = {"abort": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "terminate": "TerminateJob",
-               "complete": "CompleteJob"}
+JOB_ACTIONS = {
+    "abort": "AbortJob",
+    "resume": "ResumeJob",
+    "restart": "RestartJob",
+    "terminate": "TerminateJob",
+    "complete": "CompleteJob",
+}
 
 
 class Engine:
@@ -66,8 +70,16 @@ class Engine:
 
     async def start(self, plan: InstancePlan) -> None:
         fault = self.chaos.fault_point(plan.name) if self.chaos is not None else None
-        runtime = Runtime(plan.service, plan.name, self.bus, self.store, clock=self.clock,
-                          timers=SimTimers(self.agenda, plan.name), fault=fault, changelog=self.chaos is not None)
+        runtime = Runtime(
+            plan.service,
+            plan.name,
+            self.bus,
+            self.store,
+            clock=self.clock,
+            timers=SimTimers(self.agenda, plan.name),
+            fault=fault,
+            changelog=self.chaos is not None,
+        )
         await plan.build(plan.settings, runtime)
         await runtime.start()
         self.runtimes[plan.name] = runtime
@@ -120,19 +132,26 @@ class Engine:
                 await self.apply(pending.pop(0))
                 await self.quiesce()
             await self.settle(now)
-            following = [t for t in (pending[0].at if pending else None, self.agenda.next_time(now), self._redelivery())
-                         if t is not None]
+            following = [
+                t
+                for t in (pending[0].at if pending else None, self.agenda.next_time(now), self._redelivery())
+                if t is not None
+            ]
             later = min(following) if following else None
-            if until is None and not pending and (later is None or (not self.agenda.pending_timers()
-                                                                    and now - self.timeline.last_activity >= IDLE)):
+            if (
+                until is None
+                and not pending
+                and (later is None or (not self.agenda.pending_timers() and now - self.timeline.last_activity >= IDLE))
+            ):
                 break
             if later is None or later > limit + 1e-9:
                 break
             now = later
         end = until if until is not None else self.timeline.last_activity
         self.clock.time = end
-        return await observe.result(self.scenario.name, end, self.store, [c.name for c in self.scenario.clusters],
-                                    self.timeline)
+        return await observe.result(
+            self.scenario.name, end, self.store, [c.name for c in self.scenario.clusters], self.timeline
+        )
 
     async def settle(self, now: float) -> None:
         """Everything due at ``now``: timers, then the rounds on the grid, each until quiescence."""
@@ -217,10 +236,17 @@ class Engine:
         elif event.kind == "delete":
             self.publish(subjects.DELETE, events.DeleteObject, tag, kind=body.kind, name=body.name)
         elif event.kind in ("nodeDown", "nodeUp"):
-            self.timeline.emit("NodeDown" if event.kind == "nodeDown" else "NodeUp", body.node, cluster=body.cluster,
-                               node=body.node)
-            self.publish(subjects.node_fault(body.cluster), events.InjectNodeFault, tag, cluster=body.cluster,
-                         node=body.node, kind="node-down" if event.kind == "nodeDown" else "node-up")
+            self.timeline.emit(
+                "NodeDown" if event.kind == "nodeDown" else "NodeUp", body.node, cluster=body.cluster, node=body.node
+            )
+            self.publish(
+                subjects.node_fault(body.cluster),
+                events.InjectNodeFault,
+                tag,
+                cluster=body.cluster,
+                node=body.node,
+                kind="node-down" if event.kind == "nodeDown" else "node-up",
+            )
         elif event.kind in ("clusterDown", "clusterUp"):
             going_down = event.kind == "clusterDown"
             if (body.cluster in self.down) != going_down:
@@ -229,8 +255,15 @@ class Engine:
                 self.timeline.emit("ClusterDown" if going_down else "ClusterUp", body.cluster, cluster=body.cluster)
         elif event.kind == "podFail":
             for cluster in self.scenario.clusters:
-                self.publish(subjects.node_fault(cluster.name), events.InjectNodeFault, f"{tag}/{cluster.name}",
-                             cluster=cluster.name, kind="pod-exit", pod=body.pod, exit_code=body.exit_code)
+                self.publish(
+                    subjects.node_fault(cluster.name),
+                    events.InjectNodeFault,
+                    f"{tag}/{cluster.name}",
+                    cluster=cluster.name,
+                    kind="pod-exit",
+                    pod=body.pod,
+                    exit_code=body.exit_code,
+                )
         elif event.kind == "command":
             self._command(body, tag)
 
@@ -239,10 +272,15 @@ class Engine:
             self.publish(subjects.HYPERJOB_COMMAND, events.CommandHyperJob, tag, name=body.name, action=body.action)
         else:
             action = JOB_ACTIONS.get(body.action, body.action)
-            self.publish(subjects.OBJECT_COMMAND, events.CommandObject, tag, kind=body.kind, name=body.name,
-                         action=action)
+            self.publish(
+                subjects.OBJECT_COMMAND, events.CommandObject, tag, kind=body.kind, name=body.name, action=action
+            )
 
     def publish(self, subject: str, message_type: type, tag: str, **fields: Any) -> None:
-        message = message_type(event_id=events.derive_id(self.scenario.name, tag), occurred_at=self.clock.now(),
-                       producer="hyperjob-simulate", **fields)
+        message = message_type(
+            event_id=events.derive_id(self.scenario.name, tag),
+            occurred_at=self.clock.now(),
+            producer="hyperjob-simulate",
+            **fields,
+        )
         self.bus.publish_now(subject, events.encode(message), msg_id=message.event_id)

@@ -47,9 +47,12 @@ class InstancePlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _BUILDS: dict[str, Build] = {
-    "node-agent": na_app.build, "cluster-scheduler": cs_app.build,
-    "job-controller": jc_app.build, "splitter": sp_app.build,
-    "global-scheduler": gs_app.build, "status-aggregator": sa_app.build,
+    "node-agent": na_app.build,
+    "cluster-scheduler": cs_app.build,
+    "job-controller": jc_app.build,
+    "splitter": sp_app.build,
+    "global-scheduler": gs_app.build,
+    "status-aggregator": sa_app.build,
 }
 
 
@@ -61,8 +64,12 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
     # live default that adds the fragmentation-aware GPU scorer.
     plans = [_agent(c) for c in scenario.clusters]
     for c in scenario.clusters:
-        cs = cs_config.Settings(cluster=c.name, schedule_period=period,
-                                               scheduler_conf=scenario.scheduler_conf or DEFAULT_CONF_TEXT, labels=dict(c.labels))
+        cs = cs_config.Settings(
+            cluster=c.name,
+            schedule_period=period,
+            scheduler_conf=scenario.scheduler_conf or DEFAULT_CONF_TEXT,
+            labels=dict(c.labels),
+        )
         jc = jc_config.Settings(cluster=c.name, ssh_keys="deterministic")
         plans += [_plan("cluster-scheduler", cs, c.name), _plan("job-controller", jc, c.name)]
     plans += [
@@ -74,12 +81,19 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
 
 
 def _agent(cluster: ClusterSpec) -> InstancePlan:
-    specs = [na_config.NodeSpec(name=n.name, allocatable=dict(n.allocatable), labels=dict(n.labels),
-                                        taints=[msgspec.to_builtins(t) for t in n.taints]) for n in cluster.nodes]
-    settings = na_config.Settings(cluster=cluster.name, node_specs=specs, telemetry="off",
-                                          pod_duration="never", heartbeat_period=2.0)
-    return InstancePlan(service="node-agent", name=na_app.agent_name(settings), settings=settings,
-                        cluster=cluster.name)
+    specs = [
+        na_config.NodeSpec(
+            name=n.name,
+            allocatable=dict(n.allocatable),
+            labels=dict(n.labels),
+            taints=[msgspec.to_builtins(t) for t in n.taints],
+        )
+        for n in cluster.nodes
+    ]
+    settings = na_config.Settings(
+        cluster=cluster.name, node_specs=specs, telemetry="off", pod_duration="never", heartbeat_period=2.0
+    )
+    return InstancePlan(service="node-agent", name=na_app.agent_name(settings), settings=settings, cluster=cluster.name)
 
 
 def _plan(service: str, settings: Any, cluster: str = "") -> InstancePlan:

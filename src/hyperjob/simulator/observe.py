@@ -11,17 +11,22 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import jobcore
-from hyperjob import records
+from hyperjob import api, events, jobcore, records
 from hyperjob.jobcore import model as jm
 from hyperjob.store import InMemoryStore
 
 from . import output
 
-TIMELINE_TYPES = (events.PodsBound, events.PodsEvicted, events.PodsRejected, events.PodPhasesReported, events.JobPhaseChanged,
-                  events.PodGroupPhaseChanged, events.HyperJobStatusChanged, events.RequestRejected)
+TIMELINE_TYPES = (
+    events.PodsBound,
+    events.PodsEvicted,
+    events.PodsRejected,
+    events.PodPhasesReported,
+    events.JobPhaseChanged,
+    events.PodGroupPhaseChanged,
+    events.HyperJobStatusChanged,
+    events.RequestRejected,
+)
 _DECODER = events.decoder(*TIMELINE_TYPES)
 # Liveness and summaries flow all the time; they are not something that happened.
 QUIET_PREFIXES = ("heartbeat.", "capacity.", "telemetry.")
@@ -39,8 +44,9 @@ class Timeline:
     def observe(self, stream: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
         if not subject.startswith(QUIET_PREFIXES):
             self.last_activity = self.clock.now()
-        if not subject.startswith(("sched.pods.", "sched.podgroup.", "node.pods.", "job.phase.", "hj.hyperjob.status",
-                                   "hj.result.")):
+        if not subject.startswith(
+            ("sched.pods.", "sched.podgroup.", "node.pods.", "job.phase.", "hj.hyperjob.status", "hj.result.")
+        ):
             return
         try:
             message = _DECODER.decode(data)
@@ -82,8 +88,10 @@ class Timeline:
 
 # -- the result, from the services' documents --------------------------------------------------------
 
-async def result(name: str, end: float, store: InMemoryStore, clusters: list[str],
-                 timeline: Timeline) -> dict[str, Any]:
+
+async def result(
+    name: str, end: float, store: InMemoryStore, clusters: list[str], timeline: Timeline
+) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     pods: list[dict[str, Any]] = []
     groups: list[dict[str, Any]] = []
@@ -91,7 +99,9 @@ async def result(name: str, end: float, store: InMemoryStore, clusters: list[str
     # (that cluster is down, and removes it when it returns) is not shown.
     placed = {n: d.decode(records.PlacementDoc) for n, d in (await store.list(records.PLACEMENT)).items()}
     for cluster in clusters:
-        phases = {n: d.decode(records.PodGroupPhaseDoc) for n, d in (await store.list(records.pgphase_kind(cluster))).items()}
+        phases = {
+            n: d.decode(records.PodGroupPhaseDoc) for n, d in (await store.list(records.pgphase_kind(cluster))).items()
+        }
         children = {n: d.decode(records.ChildInfo) for n, d in (await store.list(records.child_kind(cluster))).items()}
         for job_name, doc in (await store.list(records.job_kind(cluster))).items():
             placement = placed.get(job_name)
@@ -100,32 +110,61 @@ async def result(name: str, end: float, store: InMemoryStore, clusters: list[str
             record = doc.decode(jm.JobRecord)
             info = children.get(job_name, records.ChildInfo())
             moves = placement.moves if placement is not None else 0
-            jobs.append({"name": record.name, "hyperJob": info.hyperjob or None, "cluster": cluster,
-                         "phase": record.phase, "retryCount": record.retry_count})
+            jobs.append(
+                {
+                    "name": record.name,
+                    "hyperJob": info.hyperjob or None,
+                    "cluster": cluster,
+                    "phase": record.phase,
+                    "retryCount": record.retry_count,
+                }
+            )
             pods += [_pod(p, cluster, moves) for p in record.pods.values()]
             if record.podgroup_exists:
                 groups.append(_podgroup(record, cluster, phases.get(job_name)))
         for pg_name, doc in (await store.list(records.bare_podgroup_kind(cluster))).items():
             groups.append(_bare(doc.decode(records.BarePodGroupDoc), cluster, phases.get(pg_name)))
     jobs += await _undispatched(store, {j["name"] for j in jobs})
-    return output.result(name, end, pods=pods, pod_groups=groups, jobs=jobs,
-                         hyperjobs=await _hyperjobs(store), queues=await _queues(store, clusters),
-                         events=timeline.events)
+    return output.result(
+        name,
+        end,
+        pods=pods,
+        pod_groups=groups,
+        jobs=jobs,
+        hyperjobs=await _hyperjobs(store),
+        queues=await _queues(store, clusters),
+        events=timeline.events,
+    )
 
 
 def _pod(pod: jm.PodRecord, cluster: str, moves: int) -> dict[str, Any]:
     phase = "Running" if pod.phase == "Terminating" else pod.phase
     node = pod.node if phase != "Pending" else None
-    return {"name": pod.name, "job": pod.job, "task": pod.task, "index": pod.index, "cluster": cluster,
-            "node": node, "phase": phase, "startedAt": output.seconds(pod.status.started_at),
-            "finishedAt": output.seconds(pod.status.finished_at), "restarts": pod.restarts + moves}
+    return {
+        "name": pod.name,
+        "job": pod.job,
+        "task": pod.task,
+        "index": pod.index,
+        "cluster": cluster,
+        "node": node,
+        "phase": phase,
+        "startedAt": output.seconds(pod.status.started_at),
+        "finishedAt": output.seconds(pod.status.finished_at),
+        "restarts": pod.restarts + moves,
+    }
 
 
 def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
     pg = jobcore.derive_podgroup(record)
     current = phase.phase if phase is not None and phase.incarnation == f"{record.uid}/{record.version}" else "Pending"
-    return {"name": record.name, "cluster": cluster, "queue": pg.queue, "phase": current, "minMember": pg.min_member,
-            "minResources": output.resources(pg.min_resources, ("cpu", "memory"))}
+    return {
+        "name": record.name,
+        "cluster": cluster,
+        "queue": pg.queue,
+        "phase": current,
+        "minMember": pg.min_member,
+        "minResources": output.resources(pg.min_resources, ("cpu", "memory")),
+    }
 
 
 def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
@@ -133,9 +172,14 @@ def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPha
     assert isinstance(pg, api.PodGroup)
     resources = api.quantity.parse_resource_list(pg.spec.min_resources or {})
     current = phase.phase if phase is not None and phase.incarnation == f"{doc.uid}/0" else "Pending"
-    return {"name": pg.metadata.name, "cluster": cluster, "queue": pg.spec.queue or api.DEFAULT_QUEUE,
-            "phase": current, "minMember": pg.spec.min_member,
-            "minResources": output.resources(resources, ("cpu", "memory"))}
+    return {
+        "name": pg.metadata.name,
+        "cluster": cluster,
+        "queue": pg.spec.queue or api.DEFAULT_QUEUE,
+        "phase": current,
+        "minMember": pg.spec.min_member,
+        "minResources": output.resources(resources, ("cpu", "memory")),
+    }
 
 
 async def _undispatched(store: InMemoryStore, known: set[str]) -> list[dict[str, Any]]:
@@ -147,8 +191,11 @@ async def _undispatched(store: InMemoryStore, known: set[str]) -> list[dict[str,
         if hj.plain and hj.manifest.get("kind") == "Job" and name not in known:
             out.append({"name": name, "hyperJob": None, "cluster": None, "phase": "Pending", "retryCount": 0})
         elif not hj.plain:
-            out += [{"name": ref.name, "hyperJob": name, "cluster": None, "phase": "Pending", "retryCount": 0}
-                    for ref in hj.children if ref.name not in known]
+            out += [
+                {"name": ref.name, "hyperJob": name, "cluster": None, "phase": "Pending", "retryCount": 0}
+                for ref in hj.children
+                if ref.name not in known
+            ]
     return out
 
 
@@ -160,11 +207,19 @@ async def _hyperjobs(store: InMemoryStore) -> list[dict[str, Any]]:
             continue
         status = statuses.get(name)
         body = status.status if status is not None else {}
-        conditions = [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason", "")}
-                      for c in body.get("conditions", [])]
-        out.append({"name": name, "phase": status.phase if status is not None else "Pending",
-                    "splitCount": body.get("splitCount", 0), "placement": dict(body.get("placement", {})),
-                    "conditions": conditions})
+        conditions = [
+            {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason", "")}
+            for c in body.get("conditions", [])
+        ]
+        out.append(
+            {
+                "name": name,
+                "phase": status.phase if status is not None else "Pending",
+                "splitCount": body.get("splitCount", 0),
+                "placement": dict(body.get("placement", {})),
+                "conditions": conditions,
+            }
+        )
     return out
 
 
@@ -177,10 +232,18 @@ async def _queues(store: InMemoryStore, clusters: list[str]) -> list[dict[str, A
             states.setdefault(implicit, "Open")
     out = []
     for cluster in clusters:
-        usage = {n: d.decode(records.QueueUsageDoc) for n, d in (await store.list(records.queue_usage_kind(cluster))).items()}
+        usage = {
+            n: d.decode(records.QueueUsageDoc) for n, d in (await store.list(records.queue_usage_kind(cluster))).items()
+        }
         for name, state in states.items():
             u = usage.get(name)
-            out.append({"name": name, "cluster": cluster, "state": state,
-                        "allocated": output.resources(u.allocated if u else {}),
-                        "deserved": output.resources(u.deserved if u else {})})
+            out.append(
+                {
+                    "name": name,
+                    "cluster": cluster,
+                    "state": state,
+                    "allocated": output.resources(u.allocated if u else {}),
+                    "deserved": output.resources(u.deserved if u else {}),
+                }
+            )
     return out

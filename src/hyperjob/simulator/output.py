@@ -12,8 +12,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-EVENT_TYPES = ("PodBound", "PodEvicted", "PodSucceeded", "PodFailed", "JobPhaseChanged", "PodGroupPhaseChanged",
-               "HyperJobPhaseChanged", "NodeDown", "NodeUp", "ClusterDown", "ClusterUp", "Rejected")
+EVENT_TYPES = (
+    "PodBound",
+    "PodEvicted",
+    "PodSucceeded",
+    "PodFailed",
+    "JobPhaseChanged",
+    "PodGroupPhaseChanged",
+    "HyperJobPhaseChanged",
+    "NodeDown",
+    "NodeUp",
+    "ClusterDown",
+    "ClusterUp",
+    "Rejected",
+)
 HIDDEN_RESOURCES = frozenset({"pods"})  # every pod requests one slot; printing it adds noise, not facts
 
 
@@ -40,17 +52,40 @@ def seconds(value: float | None) -> float | None:
     return None if value is None else float(round(value, 9))
 
 
-def event(time: float, type_: str, obj: str, *, cluster: str | None = None, node: str | None = None,
-          reason: str = "", phase: str = "") -> dict[str, Any]:
+def event(
+    time: float,
+    type_: str,
+    obj: str,
+    *,
+    cluster: str | None = None,
+    node: str | None = None,
+    reason: str = "",
+    phase: str = "",
+) -> dict[str, Any]:
     """One timeline entry; ``phase`` is the new phase for ``*PhaseChanged``, "" otherwise."""
     assert type_ in EVENT_TYPES, type_
-    return {"time": seconds(time), "type": type_, "object": obj, "cluster": cluster, "node": node,
-            "reason": reason, "phase": phase}
+    return {
+        "time": seconds(time),
+        "type": type_,
+        "object": obj,
+        "cluster": cluster,
+        "node": node,
+        "reason": reason,
+        "phase": phase,
+    }
 
 
-def result(name: str, time: float, *, pods: list[dict[str, Any]], pod_groups: list[dict[str, Any]],
-           jobs: list[dict[str, Any]], hyperjobs: list[dict[str, Any]], queues: list[dict[str, Any]],
-           events: list[dict[str, Any]]) -> dict[str, Any]:
+def result(
+    name: str,
+    time: float,
+    *,
+    pods: list[dict[str, Any]],
+    pod_groups: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    hyperjobs: list[dict[str, Any]],
+    queues: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+) -> dict[str, Any]:
     """The whole result in the contract's key order, every list sorted as the contract says."""
     return {
         "scenario": name,

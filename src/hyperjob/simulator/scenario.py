@@ -13,8 +13,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from hyperjob import api
-from hyperjob import schedcore
+from hyperjob import api, schedcore
 from hyperjob.api.quantity import QuantityError, parse_quantity
 
 from .errors import ScenarioError
@@ -167,8 +166,10 @@ def _cluster(entry: ClusterEntry, path: str) -> ClusterSpec:
         allocatable = _resources(node.allocatable, f"{node_path}.allocatable")
         count = node.count or 1
         names = [f"{node.name}-{k}" for k in range(count)] if count > 1 else [node.name]
-        nodes.extend(NodeSpec(name=n, allocatable=dict(allocatable), labels=dict(node.labels),
-                              taints=list(node.taints)) for n in names)
+        nodes.extend(
+            NodeSpec(name=n, allocatable=dict(allocatable), labels=dict(node.labels), taints=list(node.taints))
+            for n in names
+        )
     _unique([n.name for n in nodes], f"{path}.nodes", "node")
     return ClusterSpec(name=entry.name, labels=dict(entry.labels), nodes=nodes)
 
@@ -239,7 +240,13 @@ def _queues(documents: list[Any]) -> list[api.Queue]:
 
 
 def _priority_classes(spec: Any) -> list[api.PriorityClass]:
-    return [api.PriorityClass(metadata=api.ObjectMeta(name=p.name), value=p.value,
-                              global_default=p.global_default, preemption_policy=p.preemption_policy,
-                              description=p.description)
-            for p in spec.priority_classes]
+    return [
+        api.PriorityClass(
+            metadata=api.ObjectMeta(name=p.name),
+            value=p.value,
+            global_default=p.global_default,
+            preemption_policy=p.preemption_policy,
+            description=p.description,
+        )
+        for p in spec.priority_classes
+    ]

@@ -27,7 +27,7 @@ def _section(title: str, header: Sequence[str], rows: list[tuple[str, ...]]) -> 
         return [*lines, "  (none)", ""]
     widths = [max(len(str(r[i])) for r in [tuple(header), *rows]) for i in range(len(header))]
     for row in [tuple(header), *rows]:
-        lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return [*lines, ""]
 
 
@@ -36,8 +36,15 @@ def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
     for hj in result.get("hyperJobs", []):
         placement = ", ".join(f"{c}={n}" for c, n in hj["placement"].items()) or "-"
         conditions = "".join(f" {c['type']}={c['status']} ({c['reason']})" for c in hj["conditions"])
-        rows.append(("HyperJob", hj["name"], "-", hj["phase"],
-                     f"children={hj['splitCount']} placement: {placement}{conditions}"))
+        rows.append(
+            (
+                "HyperJob",
+                hj["name"],
+                "-",
+                hj["phase"],
+                f"children={hj['splitCount']} placement: {placement}{conditions}",
+            )
+        )
     pods_by_job: dict[str, list[Mapping[str, Any]]] = {}
     for pod in result.get("pods", []):
         pods_by_job.setdefault(pod["job"], []).append(pod)
@@ -48,14 +55,17 @@ def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
             counts[pod["phase"]] = counts.get(pod["phase"], 0) + 1
         detail = " ".join(f"{k.lower()}={v}" for k, v in sorted(counts.items())) or "no pods"
         owner = f" of {job['hyperJob']}" if job["hyperJob"] else ""
-        rows.append(("Job", job["name"] + owner, job["cluster"] or "-", job["phase"],
-                     f"{detail} retries={job['retryCount']}"))
+        rows.append(
+            ("Job", job["name"] + owner, job["cluster"] or "-", job["phase"], f"{detail} retries={job['retryCount']}")
+        )
     return rows
 
 
 def _queue_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    return [(q["name"], q["cluster"], q["state"], _resources(q["allocated"]), _resources(q["deserved"]))
-            for q in result.get("queues", [])]
+    return [
+        (q["name"], q["cluster"], q["state"], _resources(q["allocated"]), _resources(q["deserved"]))
+        for q in result.get("queues", [])
+    ]
 
 
 def _event_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:

@@ -70,8 +70,15 @@ class Agenda:
     # -- what instances ask for ---------------------------------------------------------------
 
     def every(self, instance: str, name: str, period: float, work: Work, rank: int) -> None:
-        r = Round(name=name, instance=instance, period=max(period, self.period), work=work, rank=rank,
-                  seq=self._next_seq(), due=grid(self.clock.now(), self.period))
+        r = Round(
+            name=name,
+            instance=instance,
+            period=max(period, self.period),
+            work=work,
+            rank=rank,
+            seq=self._next_seq(),
+            due=grid(self.clock.now(), self.period),
+        )
         previous = self._stopped.pop(name, None)
         if previous is not None:  # a restarted instance: its round keeps its pace, it does not run twice
             r.due, r.ran_at = previous.due, previous.ran_at
@@ -141,10 +148,16 @@ class Agenda:
     def next_time(self, after: float) -> float | None:
         """The next instant after ``after`` at which something of an active instance is due
         (timers exactly; rounds on the grid, an overdue one at the next grid instant)."""
-        times = [when for when, seq, key in self._timers
-                 if (live := self._live.get(key)) is not None and live[1] == seq and self._active(live[2])]
-        times += [r.due if r.due > after + 1e-9 else grid(after + 1e-6, self.period)
-                  for r in self.rounds.values() if self._active(r.instance)]
+        times = [
+            when
+            for when, seq, key in self._timers
+            if (live := self._live.get(key)) is not None and live[1] == seq and self._active(live[2])
+        ]
+        times += [
+            r.due if r.due > after + 1e-9 else grid(after + 1e-6, self.period)
+            for r in self.rounds.values()
+            if self._active(r.instance)
+        ]
         later = [t for t in times if t > after + 1e-9]
         return min(later) if later else None
 

@@ -17,12 +17,41 @@ imports no I/O library, so in-process users (the simulator) do not pull redis in
 
 from .errors import StoreError, StoreUnavailableError, UnknownNodeError, VersionConflictError
 from .memory import InMemoryStore
-from .model import (Binding, Commit, CommitResult, Doc, NodeUsage, Output, Unbind, Write, binding_kind, encode_doc,
-                    entry_of, parse_entry, render_entry)
+from .model import (
+    Binding,
+    Commit,
+    CommitResult,
+    Doc,
+    NodeUsage,
+    Output,
+    Unbind,
+    Write,
+    binding_kind,
+    encode_doc,
+    entry_of,
+    parse_entry,
+    render_entry,
+)
 from .protocol import Store
 
 __all__ = [
-    "Binding", "Commit", "CommitResult", "Doc", "InMemoryStore", "NodeUsage", "Output", "Store", "StoreError",
-    "StoreUnavailableError", "Unbind", "UnknownNodeError", "VersionConflictError", "Write", "binding_kind",
-    "encode_doc", "entry_of", "parse_entry", "render_entry",
+    "Binding",
+    "Commit",
+    "CommitResult",
+    "Doc",
+    "InMemoryStore",
+    "NodeUsage",
+    "Output",
+    "Store",
+    "StoreError",
+    "StoreUnavailableError",
+    "Unbind",
+    "UnknownNodeError",
+    "VersionConflictError",
+    "Write",
+    "binding_kind",
+    "encode_doc",
+    "entry_of",
+    "parse_entry",
+    "render_entry",
 ]

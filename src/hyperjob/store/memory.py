@@ -12,8 +12,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import StoreUnavailableError, VersionConflictError
-from .model import (DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write, binding_kind,
-                    entry_of, parse_entry)
+from .model import (
+    DEFAULT_PODS,
+    Binding,
+    Commit,
+    CommitResult,
+    Doc,
+    NodeUsage,
+    Output,
+    Write,
+    binding_kind,
+    entry_of,
+    parse_entry,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -121,8 +132,9 @@ class InMemoryStore:
             current = self._docs.get(w.kind, {}).get(w.name)
             actual = current.version if current is not None else 0
             if w.expected_version is not None and actual != w.expected_version:
-                return CommitResult(refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version,
-                                    actual=actual)
+                return CommitResult(
+                    refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version, actual=actual
+                )
         return self._check_binds(commit)
 
     def _check_binds(self, commit: Commit) -> CommitResult | None:
@@ -148,8 +160,11 @@ class InMemoryStore:
             touched.append((b.cluster, b.node))
         for key in dict.fromkeys(touched):
             alloc, used = self._alloc[key], self._used.get(key, {})
-            short = {r: used.get(r, 0.0) + a - alloc[r] for r, a in delta[key].items()
-                     if a > 0 and r in alloc and used.get(r, 0.0) + a > alloc[r] + _TOLERANCE * max(1.0, abs(alloc[r]))}
+            short = {
+                r: used.get(r, 0.0) + a - alloc[r]
+                for r, a in delta[key].items()
+                if a > 0 and r in alloc and used.get(r, 0.0) + a > alloc[r] + _TOLERANCE * max(1.0, abs(alloc[r]))
+            }
             if short:
                 return CommitResult(refusal="no-room", node=key[1], missing=short)
         return None
@@ -182,8 +197,11 @@ class InMemoryStore:
 
     async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
         self._fault("seen")
-        return {e: list(self._recorded.get(self._markers[(consumer, e)], []))
-                for e in event_ids if (consumer, e) in self._markers}
+        return {
+            e: list(self._recorded.get(self._markers[(consumer, e)], []))
+            for e in event_ids
+            if (consumer, e) in self._markers
+        }
 
     async def outbox(self, instance: str) -> list[tuple[str, list[Output]]]:
         self._fault("outbox")
@@ -233,13 +251,17 @@ class InMemoryStore:
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
         self._fault("nodes")
         names = sorted(n for (c, n) in self._alloc if c == cluster)
-        return {n: NodeUsage(allocatable=dict(self._alloc[(cluster, n)]), used=dict(self._used.get((cluster, n), {})))
-                for n in names}
+        return {
+            n: NodeUsage(allocatable=dict(self._alloc[(cluster, n)]), used=dict(self._used.get((cluster, n), {})))
+            for n in names
+        }
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         self._fault("allocations")
         return dict(sorted(self._binds.get(cluster, {}).items()))
 
     async def binding_docs(self, cluster: str) -> list[Doc]:
-        return [Doc(kind=binding_kind(cluster), name=p, version=1, data=entry_of(b).encode())
-                for p, b in sorted(self._binds.get(cluster, {}).items())]
+        return [
+            Doc(kind=binding_kind(cluster), name=p, version=1, data=entry_of(b).encode())
+            for p, b in sorted(self._binds.get(cluster, {}).items())
+        ]

@@ -6,8 +6,23 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-__all__ = ["BINDING_KIND_PREFIX", "Binding", "Commit", "CommitResult", "Doc", "NodeUsage", "Output", "Unbind",
-           "Write", "binding_kind", "encode_doc", "entry_of", "fmt_amount", "parse_entry", "render_entry"]
+__all__ = [
+    "BINDING_KIND_PREFIX",
+    "Binding",
+    "Commit",
+    "CommitResult",
+    "Doc",
+    "NodeUsage",
+    "Output",
+    "Unbind",
+    "Write",
+    "binding_kind",
+    "encode_doc",
+    "entry_of",
+    "fmt_amount",
+    "parse_entry",
+    "render_entry",
+]
 
 T = TypeVar("T")
 DEFAULT_PODS = 110.0
@@ -177,8 +192,14 @@ def fmt_amount(value: float) -> str:
 def render_entry(node: str, request: dict[str, float], uid: str = "", devices: tuple[int, ...] = ()) -> str:
     """A binding as stored: ``node``, ``@uid``, ``#devices`` (comma-separated), then one
     ``resource=amount`` line per resource."""
-    return "\n".join([node, *([f"@{uid}"] if uid else []), *([f"#{','.join(map(str, devices))}"] if devices else []),
-                      *(f"{r}={fmt_amount(a)}" for r, a in sorted(request.items()))])
+    return "\n".join(
+        [
+            node,
+            *([f"@{uid}"] if uid else []),
+            *([f"#{','.join(map(str, devices))}"] if devices else []),
+            *(f"{r}={fmt_amount(a)}" for r, a in sorted(request.items())),
+        ]
+    )
 
 
 def entry_of(binding: Binding) -> str:

@@ -28,8 +28,21 @@ import redis.exceptions
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
 from .lua import COMMIT, RESTORE_BINDINGS
-from .model import (BINDING_KIND_PREFIX, DEFAULT_PODS, Binding, Commit, CommitResult, Doc, NodeUsage, Output, Write,
-                    binding_kind, entry_of, fmt_amount, parse_entry)
+from .model import (
+    BINDING_KIND_PREFIX,
+    DEFAULT_PODS,
+    Binding,
+    Commit,
+    CommitResult,
+    Doc,
+    NodeUsage,
+    Output,
+    Write,
+    binding_kind,
+    entry_of,
+    fmt_amount,
+    parse_entry,
+)
 
 __all__ = ["MARKER_TTL", "RedisStore", "decode_outputs", "encode_outputs"]
 
@@ -65,18 +78,42 @@ def _floats(raw: Mapping[bytes, bytes]) -> dict[str, float]:
 def commit_request(commit: Commit) -> bytes:
     """The msgpack request ``COMMIT`` unpacks (see ``lua.COMMIT`` for its layout). Redis' Lua
     msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
-    writes = [[w.kind, w.name, -1 if w.expected_version is None else w.expected_version,
-               False if w.data is None else w.data.decode()] for w in commit.writes]
+    writes = [
+        [
+            w.kind,
+            w.name,
+            -1 if w.expected_version is None else w.expected_version,
+            False if w.data is None else w.data.decode(),
+        ]
+        for w in commit.writes
+    ]
     binds = [_bind_args(b) for b in commit.binds]
     unbinds = [[u.cluster, u.pod] for u in commit.unbinds]
-    return _ENC.encode([commit.sentinel, commit.consumer, list(commit.event_ids), writes, binds, unbinds,
-                        "", commit.outbox_key, commit.outbox, list(commit.published)])
+    return _ENC.encode(
+        [
+            commit.sentinel,
+            commit.consumer,
+            list(commit.event_ids),
+            writes,
+            binds,
+            unbinds,
+            "",
+            commit.outbox_key,
+            commit.outbox,
+            list(commit.published),
+        ]
+    )
 
 
 def _bind_args(b: Binding) -> list[Any]:
     """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
-    return [b.cluster, b.pod, b.node, entry_of(b),
-            [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]]
+    return [
+        b.cluster,
+        b.pod,
+        b.node,
+        entry_of(b),
+        [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))],
+    ]
 
 
 def commit_result(reply: Any, commit: Commit) -> CommitResult:
@@ -87,16 +124,20 @@ def commit_result(reply: Any, commit: Commit) -> CommitResult:
         return CommitResult(refusal="duplicate", event_id=_text(reply[1]))
     if code == 2:
         w = commit.writes[int(reply[1]) - 1]
-        return CommitResult(refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version or 0,
-                            actual=int(reply[2]))
+        return CommitResult(
+            refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version or 0, actual=int(reply[2])
+        )
     if code == 3:
         return CommitResult(refusal="wiped")
     if code == 4:
         return CommitResult(refusal="bound-elsewhere", pod=_text(reply[1]), node=_text(reply[2]))
     if code == 5:
         rest = reply[2:]
-        return CommitResult(refusal="no-room", node=_text(reply[1]),
-                            missing={_text(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)})
+        return CommitResult(
+            refusal="no-room",
+            node=_text(reply[1]),
+            missing={_text(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)},
+        )
     return CommitResult(refusal="unknown-node", node=_text(reply[1]))
 
 
@@ -109,8 +150,7 @@ class RedisStore:
     at exit. Everything lives under ``prefix``, so tests and deployments can share a server."""
 
     def __init__(self, url: str, prefix: str = "hj", *, marker_ttl: int = MARKER_TTL) -> None:
-        self._r = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30,
-                                          health_check_interval=30)
+        self._r = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
         self._p = prefix
         self._ttl = marker_ttl
         self._commit = self._r.register_script(COMMIT)
@@ -135,7 +175,7 @@ class RedisStore:
         with _translate():
             keys = [k async for k in self._r.scan_iter(match=f"{self._p}:*", count=1000)]
             for i in range(0, len(keys), 1000):
-                await self._r.delete(*keys[i:i + 1000])
+                await self._r.delete(*keys[i : i + 1000])
         return len(keys)
 
     # -- keys -------------------------------------------------------------------------------
@@ -168,8 +208,10 @@ class RedisStore:
                 pipe.hmget(self._dkey(kind), list(names))
                 pipe.hmget(self._vkey(kind), list(names))
                 datas, versions = await pipe.execute()
-        return {n: (Doc(kind=kind, name=n, version=int(v), data=d) if d is not None and v is not None else None)
-                for n, d, v in zip(names, datas, versions, strict=True)}
+        return {
+            n: (Doc(kind=kind, name=n, version=int(v), data=d) if d is not None and v is not None else None)
+            for n, d, v in zip(names, datas, versions, strict=True)
+        }
 
     async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
         """Write ``doc`` if the stored version is ``expected_version`` (0 = absent, None = any);
@@ -206,8 +248,9 @@ class RedisStore:
         """Apply a ``Commit`` atomically (one Lua script; see ``Commit`` for the rules), or
         nothing and say why. Raises ``StoreUnavailableError`` when Redis does not answer."""
         with _translate():
-            reply = await self._commit(keys=[], args=[self._p, self._ttl, commit_request(commit),
-                                                      encode_outputs(commit.outputs)])
+            reply = await self._commit(
+                keys=[], args=[self._p, self._ttl, commit_request(commit), encode_outputs(commit.outputs)]
+            )
         return commit_result(reply, commit)
 
     async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
@@ -265,7 +308,7 @@ class RedisStore:
             async with self._r.pipeline(transaction=True) as pipe:
                 for doc in docs:
                     if doc.kind.startswith(BINDING_KIND_PREFIX):
-                        cluster = doc.kind[len(BINDING_KIND_PREFIX):]
+                        cluster = doc.kind[len(BINDING_KIND_PREFIX) :]
                         bindings.append(_bind_args(parse_entry(cluster, doc.name, doc.data.decode())))
                     else:
                         pipe.hset(self._dkey(doc.kind), doc.name, doc.data)
@@ -310,8 +353,11 @@ class RedisStore:
                     pipe.hgetall(alloc_key)
                     pipe.hgetall(used_key)
                 raw = await pipe.execute()
-        return {n: NodeUsage(allocatable=_floats(raw[2 * i]), used=_floats(raw[2 * i + 1]))
-                for i, n in enumerate(names) if raw[2 * i]}
+        return {
+            n: NodeUsage(allocatable=_floats(raw[2 * i]), used=_floats(raw[2 * i + 1]))
+            for i, n in enumerate(names)
+            if raw[2 * i]
+        }
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         """Every bound pod of ``cluster`` with its node and request."""

@@ -14,8 +14,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from .logs import add_trace_context, setup_logging
 from .tracing import TRACEPARENT, build_tracer_provider, current_trace_id, extract, inject, setup_tracing
 
-__all__ = ["TRACEPARENT", "add_trace_context", "build_tracer_provider", "current_trace_id", "extract", "inject",
-           "setup", "setup_logging", "setup_tracing"]
+__all__ = [
+    "TRACEPARENT",
+    "add_trace_context",
+    "build_tracer_provider",
+    "current_trace_id",
+    "extract",
+    "inject",
+    "setup",
+    "setup_logging",
+    "setup_tracing",
+]
 
 
 def setup(service: str, level: str | int = "INFO", *, sample_ratio: float | None = None) -> TracerProvider:

@@ -43,6 +43,7 @@ def _add_service(service: str) -> Callable[[Any, str, dict[str, Any]], dict[str,
     def processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
         event_dict.setdefault("service", service)
         return event_dict
+
     return processor
 
 
@@ -64,11 +65,18 @@ class _BytesHandler(logging.Handler):
 def _bridge_stdlib(service: str, level: int, file: IO[bytes]) -> None:
     """Route stdlib logging (nats-py, OpenTelemetry, asyncio) through the same JSON renderer."""
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name,
-                           structlog.processors.TimeStamper(fmt="iso", utc=True), _add_service(service),
-                           add_trace_context],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    structlog.processors.JSONRenderer(serializer=lambda o, **_: _ENCODER.encode(o).decode())])
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _add_service(service),
+            add_trace_context,
+        ],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.JSONRenderer(serializer=lambda o, **_: _ENCODER.encode(o).decode()),
+        ],
+    )
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _BytesHandler)]:
         root.removeHandler(old)

@@ -27,20 +27,23 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 _ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 
-def build_tracer_provider(service: str, *, endpoint: str | None = None,
-                          sample_ratio: float | None = None) -> TracerProvider:
+def build_tracer_provider(
+    service: str, *, endpoint: str | None = None, sample_ratio: float | None = None
+) -> TracerProvider:
     """A tracer provider for ``service``; exports over OTLP/HTTP to ``endpoint`` when one is given,
     otherwise has no exporter (spans still give trace ids to the logs). Does not install it."""
     sampler = ParentBased(TraceIdRatioBased(sample_ratio)) if sample_ratio is not None else None
     provider = TracerProvider(resource=Resource.create({"service.name": service}), sampler=sampler)
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: PLC0415
+
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return provider
 
 
-def setup_tracing(service: str, *, sample_ratio: float | None = None,
-                  env: Mapping[str, str] | None = None) -> TracerProvider:
+def setup_tracing(
+    service: str, *, sample_ratio: float | None = None, env: Mapping[str, str] | None = None
+) -> TracerProvider:
     """Install the process-wide tracer provider. OTLP/HTTP export only when
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (the exporter reads the standard OTEL_* variables).
     Call once at startup; call ``shutdown()`` on the result at exit to flush spans."""
@@ -50,8 +53,9 @@ def setup_tracing(service: str, *, sample_ratio: float | None = None,
     return provider
 
 
-def inject(headers: MutableMapping[str, str] | None = None,
-           ctx: otel_context.Context | None = None) -> MutableMapping[str, str]:
+def inject(
+    headers: MutableMapping[str, str] | None = None, ctx: otel_context.Context | None = None
+) -> MutableMapping[str, str]:
     """Add ``traceparent`` (and ``tracestate``) of the current (or given) context to ``headers``;
     returns the same mapping (a new dict when ``None``). A no-op without a valid span."""
     carrier: MutableMapping[str, str] = {} if headers is None else headers

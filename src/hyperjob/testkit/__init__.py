@@ -8,5 +8,13 @@ data directory it is given.
 from .servers import BinaryNotFoundError, NatsServer, RedisServer, ServerError, find_nats_server, find_redis_server
 from .waiting import eventually, until
 
-__all__ = ["BinaryNotFoundError", "NatsServer", "RedisServer", "ServerError", "eventually", "find_nats_server",
-           "find_redis_server", "until"]
+__all__ = [
+    "BinaryNotFoundError",
+    "NatsServer",
+    "RedisServer",
+    "ServerError",
+    "eventually",
+    "find_nats_server",
+    "find_redis_server",
+    "until",
+]

@@ -30,8 +30,11 @@ from hyperjob.telemetry import setup_logging
 
 from .servers import NatsServer, RedisServer
 
-STREAMS = [StreamSpec(name="BENCH", subjects=["bench.>"]), StreamSpec(name="OUT", subjects=["out.>"]),
-           StreamSpec(name="STATE", subjects=["state.>"], max_msgs_per_subject=1)]
+STREAMS = [
+    StreamSpec(name="BENCH", subjects=["bench.>"]),
+    StreamSpec(name="OUT", subjects=["out.>"]),
+    StreamSpec(name="STATE", subjects=["state.>"], max_msgs_per_subject=1),
+]
 
 
 class BenchTask(events.Message, frozen=True, kw_only=True, tag="bench.task.v1"):
@@ -59,8 +62,9 @@ class Placer:
 
     def on_task(self, msg: BenchTask) -> Reaction:
         self.pods.put(msg.pod, PodDoc(msg.n, f"node-{msg.n % 64}"))
-        reaction = Reaction().publish(f"out.bound.{msg.n % 16}", self.rt.emit(BenchTask, msg, "bound", n=msg.n,
-                                                                             pod=msg.pod))
+        reaction = Reaction().publish(
+            f"out.bound.{msg.n % 16}", self.rt.emit(BenchTask, msg, "bound", n=msg.n, pod=msg.pod)
+        )
 
         async def counted() -> None:  # runs once the unit is committed and published
             self.committed.add(msg.n)
@@ -84,14 +88,16 @@ def _servers(nats_url: str | None, redis_url: str | None) -> Iterator[tuple[str,
 async def _publish(bus: NatsBus, n: int) -> float:
     t0 = time.perf_counter()
     for start in range(0, n, 10_000):
-        await bus.publish_many([(f"bench.task.{i % 16}", f"m{i}", events.encode(BenchTask(event_id=f"m{i}", n=i,
-                                                                                          pod=f"pod-{i}")))
-                                for i in range(start, min(n, start + 10_000))])
+        await bus.publish_many(
+            [
+                (f"bench.task.{i % 16}", f"m{i}", events.encode(BenchTask(event_id=f"m{i}", n=i, pod=f"pod-{i}")))
+                for i in range(start, min(n, start + 10_000))
+            ]
+        )
     return n / (time.perf_counter() - t0)
 
 
-async def run(mode: str, nats_url: str, redis_url: str, n: int, batch: int, changelog: bool = True
-              ) -> dict[str, float]:
+async def run(mode: str, nats_url: str, redis_url: str, n: int, batch: int, changelog: bool = True) -> dict[str, float]:
     ns = f"b{time.time_ns()}"
     bus = await NatsBus.connect(nats_url, STREAMS, namespace=ns)
     store = RedisStore(redis_url, ns)
@@ -112,8 +118,9 @@ async def run(mode: str, nats_url: str, redis_url: str, n: int, batch: int, chan
             await asyncio.wait_for(done.wait(), timeout=600)
         else:
             clock = WallClock()
-            runtime = Runtime("bench", "bench", bus, store, clock=clock, timers=AsyncioTimers(clock),
-                              changelog=changelog)
+            runtime = Runtime(
+                "bench", "bench", bus, store, clock=clock, timers=AsyncioTimers(clock), changelog=changelog
+            )
             placer = Placer(runtime, n, batch)
             await runtime.start()
             await asyncio.wait_for(placer.done.wait(), timeout=600)
@@ -137,6 +144,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.uvloop:
         import uvloop  # noqa: PLC0415
+
         uvloop.install()
     setup_logging("bench", "WARNING")
     with _servers(args.nats, args.redis) as (nats_url, redis_url):

@@ -44,14 +44,15 @@ async def delete_keys(url: str, prefix: str) -> None:
     try:
         keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
         for i in range(0, len(keys), 1000):
-            await client.delete(*keys[i:i + 1000])
+            await client.delete(*keys[i : i + 1000])
     finally:
         await client.aclose()
 
 
 @contextlib.asynccontextmanager
-async def open_nats_bus(url: str, namespace: str, streams: Iterable[Any] = (), *,
-                        cleanup: bool = True) -> AsyncIterator[NatsBus]:
+async def open_nats_bus(
+    url: str, namespace: str, streams: Iterable[Any] = (), *, cleanup: bool = True
+) -> AsyncIterator[NatsBus]:
     """A ``NatsBus`` in ``namespace`` with ``streams`` declared; its streams are deleted on exit."""
     bus = await NatsBus.connect(url, streams, namespace=namespace, name=f"test-{namespace}")
     try:

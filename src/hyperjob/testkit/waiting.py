@@ -12,8 +12,9 @@ __all__ = ["eventually", "until"]
 T = TypeVar("T")
 
 
-async def eventually(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01,
-                     message: str = "condition") -> None:
+async def eventually(
+    predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01, message: str = "condition"
+) -> None:
     """Wait until ``predicate()`` is true; raise ``AssertionError`` naming ``message`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -22,8 +23,13 @@ async def eventually(predicate: Callable[[], bool], timeout: float = 10.0, inter
         await asyncio.sleep(interval)
 
 
-async def until(get: Callable[[], Awaitable[T]], ok: Callable[[T], bool], timeout: float = 10.0,
-                interval: float = 0.02, message: str = "condition") -> T:
+async def until(
+    get: Callable[[], Awaitable[T]],
+    ok: Callable[[T], bool],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    message: str = "condition",
+) -> T:
     """Await ``get()`` until ``ok(value)``; return that value, or raise ``AssertionError`` (with the
     last value) after ``timeout``. E.g. ``await until(lambda: bus.lag(d, s), lambda lag: lag.settled)``."""
     deadline = time.monotonic() + timeout

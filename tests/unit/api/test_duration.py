@@ -3,8 +3,19 @@ import pytest
 from hyperjob.api import DurationError, parse_duration
 
 
-@pytest.mark.parametrize(("text", "seconds"), [(30, 30.0), ("30", 30.0), ("500ms", 0.5), ("10s", 10.0),
-                                               ("5m", 300.0), ("2h", 7200.0), ("1m30s", 90.0), (1.5, 1.5)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        (30, 30.0),
+        ("30", 30.0),
+        ("500ms", 0.5),
+        ("10s", 10.0),
+        ("5m", 300.0),
+        ("2h", 7200.0),
+        ("1m30s", 90.0),
+        (1.5, 1.5),
+    ],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 

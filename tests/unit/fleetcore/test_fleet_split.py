@@ -21,9 +21,14 @@ def split_job(split: dict, replicas: int = 64, clusters: list[str] | None = None
 
 
 def test_conceptual_64_replicas_by_cluster_32_32() -> None:
-    hj = conceptual("llm", job_spec(task("trainer", 64), min_available=64),
-                    {"strategy": "ByCluster", "clusters": [{"name": "cluster-a", "replicas": 32},
-                                                           {"name": "cluster-b", "replicas": 32}]})
+    hj = conceptual(
+        "llm",
+        job_spec(task("trainer", 64), min_available=64),
+        {
+            "strategy": "ByCluster",
+            "clusters": [{"name": "cluster-a", "replicas": 32}, {"name": "cluster-b", "replicas": 32}],
+        },
+    )
     plan = plan_split(hj, fleet(cluster("cluster-a"), cluster("cluster-b")))
     assert layout(plan) == [("llm-job-0", "cluster-a", 32), ("llm-job-1", "cluster-b", 32)]
     assert isinstance(plan, SplitPlan)
@@ -33,26 +38,60 @@ def test_conceptual_64_replicas_by_cluster_32_32() -> None:
 
 
 CASES = [
-    pytest.param({"clusters": [{"name": "b", "replicas": 40}, {"name": "a", "replicas": 24}]},
-                 ABC | fleet(cluster("b", nodes=5)),
-                 [("hj-w-0", "b", 40), ("hj-w-1", "a", 24)], id="explicit-counts-keep-manifest-order"),
-    pytest.param({"mode": "static", "accelerators": 64, "acceleratorType": GPU}, ABC,
-                 [("hj-w-0", "a", 22), ("hj-w-1", "b", 21), ("hj-w-2", "c", 21)],
-                 id="static-accelerators-evenly-rounded"),
-    pytest.param({"mode": "static", "granularity": 8}, ABC,
-                 [("hj-w-0", "a", 24), ("hj-w-1", "b", 24), ("hj-w-2", "c", 16)], id="static-granularity-8"),
-    pytest.param({"mode": "static", "weights": {"b": 3, "a": 1}}, fleet(cluster("a"), cluster("b", nodes=6)),
-                 [("hj-w-0", "b", 48), ("hj-w-1", "a", 16)], id="static-weights-3-to-1"),
-    pytest.param({"mode": "static", "weights": {"a": 1, "b": 1, "c": 0}}, ABC,
-                 [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)], id="static-weight-zero-excluded"),
-    pytest.param({"mode": "auto"}, fleet(cluster("a"), cluster("big", nodes=10)),
-                 [("hj-w-0", "big", 64)], id="auto-one-cluster-holds-all"),
-    pytest.param({"mode": "auto"}, fleet(cluster("small", nodes=3), cluster("big", nodes=6)),
-                 [("hj-w-0", "big", 43), ("hj-w-1", "small", 21)], id="auto-spills-in-proportion-to-room"),
-    pytest.param({"mode": "auto", "granularity": 8}, fleet(cluster("a", nodes=5), cluster("b", nodes=4)),
-                 [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)], id="auto-granularity-8"),
-    pytest.param({"mode": "auto"}, fleet(cluster("a", used_gpus=24), cluster("b"), cluster("c")),
-                 [("hj-w-0", "b", 32), ("hj-w-1", "c", 32)], id="auto-skips-busy-cluster"),
+    pytest.param(
+        {"clusters": [{"name": "b", "replicas": 40}, {"name": "a", "replicas": 24}]},
+        ABC | fleet(cluster("b", nodes=5)),
+        [("hj-w-0", "b", 40), ("hj-w-1", "a", 24)],
+        id="explicit-counts-keep-manifest-order",
+    ),
+    pytest.param(
+        {"mode": "static", "accelerators": 64, "acceleratorType": GPU},
+        ABC,
+        [("hj-w-0", "a", 22), ("hj-w-1", "b", 21), ("hj-w-2", "c", 21)],
+        id="static-accelerators-evenly-rounded",
+    ),
+    pytest.param(
+        {"mode": "static", "granularity": 8},
+        ABC,
+        [("hj-w-0", "a", 24), ("hj-w-1", "b", 24), ("hj-w-2", "c", 16)],
+        id="static-granularity-8",
+    ),
+    pytest.param(
+        {"mode": "static", "weights": {"b": 3, "a": 1}},
+        fleet(cluster("a"), cluster("b", nodes=6)),
+        [("hj-w-0", "b", 48), ("hj-w-1", "a", 16)],
+        id="static-weights-3-to-1",
+    ),
+    pytest.param(
+        {"mode": "static", "weights": {"a": 1, "b": 1, "c": 0}},
+        ABC,
+        [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)],
+        id="static-weight-zero-excluded",
+    ),
+    pytest.param(
+        {"mode": "auto"},
+        fleet(cluster("a"), cluster("big", nodes=10)),
+        [("hj-w-0", "big", 64)],
+        id="auto-one-cluster-holds-all",
+    ),
+    pytest.param(
+        {"mode": "auto"},
+        fleet(cluster("small", nodes=3), cluster("big", nodes=6)),
+        [("hj-w-0", "big", 43), ("hj-w-1", "small", 21)],
+        id="auto-spills-in-proportion-to-room",
+    ),
+    pytest.param(
+        {"mode": "auto", "granularity": 8},
+        fleet(cluster("a", nodes=5), cluster("b", nodes=4)),
+        [("hj-w-0", "a", 32), ("hj-w-1", "b", 32)],
+        id="auto-granularity-8",
+    ),
+    pytest.param(
+        {"mode": "auto"},
+        fleet(cluster("a", used_gpus=24), cluster("b"), cluster("c")),
+        [("hj-w-0", "b", 32), ("hj-w-1", "c", 32)],
+        id="auto-skips-busy-cluster",
+    ),
 ]
 
 
@@ -83,7 +122,9 @@ def test_explicit_counts_wait_for_a_cluster_that_lacks_room() -> None:
     plan = plan_split(hj, fleet(cluster("a"), cluster("b", used_gpus=8)))
     assert isinstance(plan, Waiting) and "cluster b lacks nvidia.com/gpu" in plan.reason
     assert layout(plan_split(hj, fleet(cluster("a"), cluster("b", used_gpus=8)), check_fit=False)) == [
-        ("hj-w-0", "a", 32), ("hj-w-1", "b", 32)]
+        ("hj-w-0", "a", 32),
+        ("hj-w-1", "b", 32),
+    ]
 
 
 def test_explicit_counts_wait_for_a_cluster_that_stopped_reporting() -> None:
@@ -100,22 +141,28 @@ def test_cluster_names_are_the_eligible_set() -> None:
 def test_gpu_model_from_node_selector_decides_eligibility() -> None:
     template = job_spec(task("w", 16, node_selector={"nvidia.com/gpu.product": "H100"}))
     hj = upstream("hj", rjob("w", template, split={"mode": "auto"}))
-    clusters = fleet(cluster("a", nodes=8, node_labels={"nvidia.com/gpu.product": "A100"}),
-                     cluster("b", node_labels={"nvidia.com/gpu.product": "H100"}))
+    clusters = fleet(
+        cluster("a", nodes=8, node_labels={"nvidia.com/gpu.product": "A100"}),
+        cluster("b", node_labels={"nvidia.com/gpu.product": "H100"}),
+    )
     assert layout(plan_split(hj, clusters)) == [("hj-w-0", "b", 16)]
 
 
 def test_cluster_selector_annotation_filters_by_cluster_labels() -> None:
-    hj = upstream("hj", rjob("w", job_spec(task("w", 8)), split={"mode": "auto"}),
-                  annotations={"hyperjob.io/cluster-selector": "region=eu"})
+    hj = upstream(
+        "hj",
+        rjob("w", job_spec(task("w", 8)), split={"mode": "auto"}),
+        annotations={"hyperjob.io/cluster-selector": "region=eu"},
+    )
     clusters = fleet(cluster("a", nodes=8, labels={"region": "us"}), cluster("b", labels={"region": "eu"}))
     assert layout(plan_split(hj, clusters)) == [("hj-w-0", "b", 8)]
 
 
 def test_multi_task_template_is_cut_in_task_order() -> None:
     template = job_spec(task("master", 1, gpus=0), task("worker", 63), min_available=64)
-    hj = upstream("hj", rjob("w", template, split={"clusters": [{"name": "a", "replicas": 32},
-                                                               {"name": "b", "replicas": 32}]}))
+    hj = upstream(
+        "hj", rjob("w", template, split={"clusters": [{"name": "a", "replicas": 32}, {"name": "b", "replicas": 32}]})
+    )
     plan = plan_split(hj, ABC)
     assert isinstance(plan, SplitPlan)
     assert [c.tasks for c in plan.children] == [{"master": 1, "worker": 31}, {"worker": 32}]
@@ -130,10 +177,18 @@ def test_child_min_available_is_its_ceiled_share() -> None:
 
 FAN_OUT = [
     pytest.param(3, ABC, [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "a", 8)], id="packs-one-cluster"),
-    pytest.param(5, ABC, [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "a", 8), ("hj-w-3", "a", 8),
-                          ("hj-w-4", "b", 8)], id="spills-when-full"),
-    pytest.param(2, fleet(cluster("a", used_gpus=28), cluster("b")), [("hj-w-0", "b", 8), ("hj-w-1", "b", 8)],
-                 id="most-room-first"),
+    pytest.param(
+        5,
+        ABC,
+        [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "a", 8), ("hj-w-3", "a", 8), ("hj-w-4", "b", 8)],
+        id="spills-when-full",
+    ),
+    pytest.param(
+        2,
+        fleet(cluster("a", used_gpus=28), cluster("b")),
+        [("hj-w-0", "b", 8), ("hj-w-1", "b", 8)],
+        id="most-room-first",
+    ),
 ]
 
 
@@ -153,20 +208,27 @@ def test_a_child_never_lands_where_its_gang_does_not_fit_whole() -> None:
     # 4 GPUs free on each of two nodes: 8 free in sum, but an 8-GPU pod fits nowhere.
     hj = upstream("hj", rjob("w", job_spec(task("w", 1, gpus=8)), replicas=1))
     fragmented = cluster("a", nodes=2, gpus=8, used_gpus=0)
-    fragmented = fragmented.__class__(name="a", nodes=tuple(
-        n.__class__(name=n.name, free={**n.free, GPU: 4.0}, allocatable=n.allocatable) for n in fragmented.nodes),
-        free={GPU: 8.0})
+    fragmented = fragmented.__class__(
+        name="a",
+        nodes=tuple(
+            n.__class__(name=n.name, free={**n.free, GPU: 4.0}, allocatable=n.allocatable) for n in fragmented.nodes
+        ),
+        free={GPU: 8.0},
+    )
     plan = plan_split(hj, fleet(fragmented))
     assert isinstance(plan, Waiting) and "lacks nvidia.com/gpu" not in plan.reason
 
 
-@pytest.mark.parametrize(("total", "weights", "caps", "expected"), [
-    pytest.param(64, [1, 1, 1], None, [22, 21, 21], id="even-remainder-to-first"),
-    pytest.param(10, [3, 1], None, [8, 2], id="largest-remainder"),
-    pytest.param(64, [48, 24], [48, 24], [43, 21], id="proportional-with-caps"),
-    pytest.param(7, [5, 2], [5, 2], [5, 2], id="caps-exactly-met"),
-    pytest.param(0, [1, 1], None, [0, 0], id="nothing-to-split"),
-])
+@pytest.mark.parametrize(
+    ("total", "weights", "caps", "expected"),
+    [
+        pytest.param(64, [1, 1, 1], None, [22, 21, 21], id="even-remainder-to-first"),
+        pytest.param(10, [3, 1], None, [8, 2], id="largest-remainder"),
+        pytest.param(64, [48, 24], [48, 24], [43, 21], id="proportional-with-caps"),
+        pytest.param(7, [5, 2], [5, 2], [5, 2], id="caps-exactly-met"),
+        pytest.param(0, [1, 1], None, [0, 0], id="nothing-to-split"),
+    ],
+)
 def test_apportion(total: int, weights: list, caps: list | None, expected: list) -> None:
     assert apportion(total, weights, caps) == expected
 
@@ -177,8 +239,11 @@ def test_auto_rescale_keeps_room_held_by_the_current_children() -> None:
     assert layout(plan) == [("hj-w-0", "a", 48)]
     assert isinstance(plan, SplitPlan)
     # a is now full of this very HyperJob: its 48 replicas count as room for the new split.
-    grown = plan_split(split_job({"mode": "auto"}, replicas=56), fleet(cluster("a", nodes=6, used_gpus=48),
-                                                                     cluster("b", nodes=2)), current=plan)
+    grown = plan_split(
+        split_job({"mode": "auto"}, replicas=56),
+        fleet(cluster("a", nodes=6, used_gpus=48), cluster("b", nodes=2)),
+        current=plan,
+    )
     assert layout(grown) == [("hj-w-0", "a", 42), ("hj-w-1", "b", 14)]
 
 
@@ -198,13 +263,15 @@ def test_fan_out_children_keep_their_cluster_on_update() -> None:
     assert isinstance(plan, SplitPlan)
     full = fleet(cluster("a", used_gpus=32), cluster("b"), cluster("c"))
     grown = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=3))
-    assert layout(plan_split(grown, full, current=plan)) == [("hj-w-0", "a", 8), ("hj-w-1", "a", 8),
-                                                             ("hj-w-2", "b", 8)]
+    assert layout(plan_split(grown, full, current=plan)) == [("hj-w-0", "a", 8), ("hj-w-1", "a", 8), ("hj-w-2", "b", 8)]
 
 
 def test_two_replicated_jobs_share_the_capacity_and_ranks_continue() -> None:
-    hj = upstream("hj", rjob("ps", job_spec(task("ps", 2, gpus=0)), replicas=1),
-                  rjob("w", job_spec(task("w", 40)), split={"mode": "auto"}))
+    hj = upstream(
+        "hj",
+        rjob("ps", job_spec(task("ps", 2, gpus=0)), replicas=1),
+        rjob("w", job_spec(task("w", 40)), split={"mode": "auto"}),
+    )
     plan = plan_split(hj, fleet(cluster("a", nodes=4), cluster("b", nodes=2)))
     assert layout(plan) == [("hj-ps-0", "a", 2), ("hj-w-0", "a", 27), ("hj-w-1", "b", 13)]
     assert isinstance(plan, SplitPlan)
@@ -249,11 +316,14 @@ def _linked(capacity, **links: float):
     return msgspec.structs.replace(capacity, links=links)
 
 
-@pytest.mark.parametrize(("links", "expected"), [
-    pytest.param({}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="no-links-roomiest-then-name"),
-    pytest.param({"b": 100.0, "c": 400.0}, [("hj-w-0", "a", 40), ("hj-w-1", "c", 24)], id="best-link-to-the-first"),
-    pytest.param({"b": 400.0, "c": 100.0}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="best-link-is-b"),
-])
+@pytest.mark.parametrize(
+    ("links", "expected"),
+    [
+        pytest.param({}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="no-links-roomiest-then-name"),
+        pytest.param({"b": 100.0, "c": 400.0}, [("hj-w-0", "a", 40), ("hj-w-1", "c", 24)], id="best-link-to-the-first"),
+        pytest.param({"b": 400.0, "c": 100.0}, [("hj-w-0", "a", 40), ("hj-w-1", "b", 24)], id="best-link-is-b"),
+    ],
+)
 def test_auto_spills_to_the_best_connected_cluster(links, expected) -> None:
     clusters = fleet(_linked(cluster("a", nodes=5), **links), cluster("b", nodes=3), cluster("c", nodes=3))
     assert layout(plan_split(split_job({"mode": "auto"}), clusters)) == expected
@@ -262,8 +332,10 @@ def test_auto_spills_to_the_best_connected_cluster(links, expected) -> None:
 def test_the_best_connected_set_yields_when_it_cannot_hold_the_job() -> None:
     # c is best connected to a but too small; the roomier b is taken rather than a third cluster.
     clusters = fleet(_linked(cluster("a", nodes=5), b=10.0, c=400.0), cluster("b", nodes=4), cluster("c", nodes=1))
-    assert layout(plan_split(split_job({"mode": "auto"}, replicas=72), clusters)) == [("hj-w-0", "a", 40),
-                                                                                   ("hj-w-1", "b", 32)]
+    assert layout(plan_split(split_job({"mode": "auto"}, replicas=72), clusters)) == [
+        ("hj-w-0", "a", 40),
+        ("hj-w-1", "b", 32),
+    ]
 
 
 def test_fan_out_children_prefer_the_cluster_best_linked_to_those_used() -> None:

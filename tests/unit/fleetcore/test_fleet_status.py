@@ -14,30 +14,51 @@ HJ_REPLACE = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), child
 
 
 def kids(*phases: str) -> list[ChildStatus]:
-    return [ChildStatus(name=f"hj-w-{i}", replicated_job="w", cluster="a" if i == 0 else "b", phase=p, replicas=8,
-                        running=8 if p == "Running" else 0, succeeded=8 if p == "Completed" else 0,
-                        failed=1 if p == "Failed" else 0, pending=8 if p == "Pending" else 0)
-            for i, p in enumerate(phases)]
+    return [
+        ChildStatus(
+            name=f"hj-w-{i}",
+            replicated_job="w",
+            cluster="a" if i == 0 else "b",
+            phase=p,
+            replicas=8,
+            running=8 if p == "Running" else 0,
+            succeeded=8 if p == "Completed" else 0,
+            failed=1 if p == "Failed" else 0,
+            pending=8 if p == "Pending" else 0,
+        )
+        for i, p in enumerate(phases)
+    ]
 
 
-@pytest.mark.parametrize(("hj", "phases", "kwargs", "phase", "condition"), [
-    pytest.param(HJ, ("Pending", "Pending"), {"admitted": False}, "Pending", None, id="not-admitted"),
-    pytest.param(HJ, ("Pending", "Pending"), {}, "Admitted", None, id="admitted-placing"),
-    pytest.param(HJ, ("Running", "Pending"), {}, "Admitted", None, id="below-min-available"),
-    pytest.param(HJ_MIN1, ("Running", "Pending"), {}, "Running", None, id="min-available-1-running"),
-    pytest.param(HJ, ("Running", "Running"), {}, "Running", None, id="all-running"),
-    pytest.param(HJ, ("Completed", "Running"), {}, "Running", None, id="one-done-no-condition-yet"),
-    pytest.param(HJ, ("Completed", "Completed"), {}, "Completed", ("Completed", "AllChildVCJobsCompleted"),
-                 id="all-completed"),
-    pytest.param(HJ, ("Failed", "Running"), {}, "Failed", None, id="failed-child-others-still-aborting"),
-    pytest.param(HJ, ("Failed", "Aborted"), {}, "Failed", ("Failed", "SomeChildVCJobsUnsuccessful"),
-                 id="failed-all-terminal"),
-    pytest.param(HJ_REPLACE, ("Failed", "Running"), {}, "Admitted", None, id="replace-policy-not-failed"),
-    pytest.param(HJ, ("Aborted", "Aborted"), {"lifecycle": "Suspended"}, "Suspended", None,
-                 id="suspended-no-condition"),
-    pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Restarting"}, "Restarting", None, id="restarting"),
-    pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Terminating"}, "Terminating", None, id="terminating"),
-])
+@pytest.mark.parametrize(
+    ("hj", "phases", "kwargs", "phase", "condition"),
+    [
+        pytest.param(HJ, ("Pending", "Pending"), {"admitted": False}, "Pending", None, id="not-admitted"),
+        pytest.param(HJ, ("Pending", "Pending"), {}, "Admitted", None, id="admitted-placing"),
+        pytest.param(HJ, ("Running", "Pending"), {}, "Admitted", None, id="below-min-available"),
+        pytest.param(HJ_MIN1, ("Running", "Pending"), {}, "Running", None, id="min-available-1-running"),
+        pytest.param(HJ, ("Running", "Running"), {}, "Running", None, id="all-running"),
+        pytest.param(HJ, ("Completed", "Running"), {}, "Running", None, id="one-done-no-condition-yet"),
+        pytest.param(
+            HJ,
+            ("Completed", "Completed"),
+            {},
+            "Completed",
+            ("Completed", "AllChildVCJobsCompleted"),
+            id="all-completed",
+        ),
+        pytest.param(HJ, ("Failed", "Running"), {}, "Failed", None, id="failed-child-others-still-aborting"),
+        pytest.param(
+            HJ, ("Failed", "Aborted"), {}, "Failed", ("Failed", "SomeChildVCJobsUnsuccessful"), id="failed-all-terminal"
+        ),
+        pytest.param(HJ_REPLACE, ("Failed", "Running"), {}, "Admitted", None, id="replace-policy-not-failed"),
+        pytest.param(
+            HJ, ("Aborted", "Aborted"), {"lifecycle": "Suspended"}, "Suspended", None, id="suspended-no-condition"
+        ),
+        pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Restarting"}, "Restarting", None, id="restarting"),
+        pytest.param(HJ, ("Running", "Running"), {"lifecycle": "Terminating"}, "Terminating", None, id="terminating"),
+    ],
+)
 def test_phase_and_conditions(hj, phases: tuple, kwargs: dict, phase: str, condition: tuple | None) -> None:
     status = aggregate_status(hj, kids(*phases), **kwargs)
     assert status.phase == phase

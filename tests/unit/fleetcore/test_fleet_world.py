@@ -11,14 +11,18 @@ import msgspec
 import pytest
 from fleet_builders import ABC_CLUSTERS, conceptual, job_spec, rjob, task, upstream
 
-from hyperjob import api
-from hyperjob import fleetcore
+from hyperjob import api, fleetcore
 from hyperjob import jobcore as jc
 from hyperjob.fleetcore import SplitPlan, child_jobs, plan_split
 
 QUEUES = {"default": "Open"}
-MPI = ["--master=launcher", "--worker=worker", "--hostfile=/etc/mpi/hostfile", "--slots-per-worker=2",
-       "--mpi-implementation=MPICH"]
+MPI = [
+    "--master=launcher",
+    "--worker=worker",
+    "--hostfile=/etc/mpi/hostfile",
+    "--slots-per-worker=2",
+    "--mpi-implementation=MPICH",
+]
 SPLIT = {"clusters": [{"name": "a", "replicas": 3}, {"name": "b", "replicas": 2}]}
 
 
@@ -42,9 +46,16 @@ def mpi_hyperjob(template_plugins: dict[str, list[str]] | None = None) -> api.Hy
 def test_the_launcher_sees_every_worker_of_every_cluster_with_its_slots():
     records = children(mpi_hyperjob())
     assert [[t.name, t.replicas] for r in records.values() for t in r.spec.tasks] == [
-        ["launcher", 1], ["worker", 2], ["worker", 2]]
-    workers = ["pi-job-0-worker-0.pi-job-0", "pi-job-0-worker-1.pi-job-0",
-               "pi-job-1-worker-0.pi-job-1", "pi-job-1-worker-1.pi-job-1"]
+        ["launcher", 1],
+        ["worker", 2],
+        ["worker", 2],
+    ]
+    workers = [
+        "pi-job-0-worker-0.pi-job-0",
+        "pi-job-0-worker-1.pi-job-0",
+        "pi-job-1-worker-0.pi-job-1",
+        "pi-job-1-worker-1.pi-job-1",
+    ]
     launcher = env_files(records, "pi-job-0-launcher-0")
     assert launcher.env["MPI_HOST"] == ",".join(workers)
     assert launcher.files["/etc/mpi/hostfile"] == "".join(f"{w}:2\n" for w in workers)
@@ -78,8 +89,15 @@ def test_the_world_is_part_of_the_childs_template_hash():
 
 
 def test_no_world_without_a_world_plugin():
-    hyperjob = upstream("p", rjob("job", job_spec(task("worker", 4)), split={"clusters": [
-        {"name": "a", "replicas": 2}, {"name": "b", "replicas": 2}]}), plugins={"pytorch": ["--master=worker"]})
+    hyperjob = upstream(
+        "p",
+        rjob(
+            "job",
+            job_spec(task("worker", 4)),
+            split={"clusters": [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 2}]},
+        ),
+        plugins={"pytorch": ["--master=worker"]},
+    )
     plan = plan_split(hyperjob, ABC_CLUSTERS)
     assert isinstance(plan, SplitPlan)
     assert fleetcore.world_of(hyperjob, plan) is None
@@ -90,8 +108,12 @@ TF_TEMPLATE = job_spec(task("chief", 1), task("ps", 2, gpus=0), task("worker", 4
 
 
 def tf_records() -> dict[str, jc.JobRecord]:
-    hyperjob = conceptual("tf", TF_TEMPLATE, {"strategy": "ByCluster", "clusters": [
-        {"name": "a", "replicas": 4}, {"name": "b", "replicas": 3}]}, plugins={"tensorflow": ["--port=5000"]})
+    hyperjob = conceptual(
+        "tf",
+        TF_TEMPLATE,
+        {"strategy": "ByCluster", "clusters": [{"name": "a", "replicas": 4}, {"name": "b", "replicas": 3}]},
+        plugins={"tensorflow": ["--port=5000"]},
+    )
     return children(hyperjob)
 
 
@@ -102,8 +124,12 @@ def test_every_pod_of_a_split_tensorflow_hyperjob_sees_one_cluster_spec():
     clusters = {json.dumps(c["cluster"]) for c in configs.values()}
     assert len(clusters) == 1  # one world
     cluster = configs[pods[0]]["cluster"]
-    assert cluster["worker"] == ["tf-job-0-worker-0.tf-job-0:5000", "tf-job-1-worker-0.tf-job-1:5000",
-                                 "tf-job-1-worker-1.tf-job-1:5000", "tf-job-1-worker-2.tf-job-1:5000"]
+    assert cluster["worker"] == [
+        "tf-job-0-worker-0.tf-job-0:5000",
+        "tf-job-1-worker-0.tf-job-1:5000",
+        "tf-job-1-worker-1.tf-job-1:5000",
+        "tf-job-1-worker-2.tf-job-1:5000",
+    ]
     assert cluster["ps"] == ["tf-job-0-ps-0.tf-job-0:5000", "tf-job-0-ps-1.tf-job-0:5000"]
     for pod, config in configs.items():  # each pod is the world's entry at its own task and index
         task_type, index = config["task"]["type"], config["task"]["index"]
@@ -120,13 +146,17 @@ def test_a_hyperjob_may_not_mix_world_plugins_with_custom_hostnames():
     assert error.value.path == "$.spec.replicatedJobs[0].templateSpec.tasks[1].template.spec.hostname"
 
 
-@pytest.mark.parametrize(("plugins", "path", "message"), [
-    ({"mpi": ["--master=boss"]}, "$.spec.plugins.mpi", "mpi master task 'boss' was not found"),
-    ({"mpi": ["--master=launcher", "--slots-per-worker=0"]}, "$.spec.plugins.mpi", "at least 1"),
-    ({"tensorflow": ["--chef=x"]}, "$.spec.plugins.tensorflow[0]", "unknown flag --chef"),
-    ({"pytorch": ["--worker=w"]}, "$.spec.plugins.pytorch[0]", "unknown flag --worker"),
-    ({"ray": []}, "$.spec.plugins.ray", "unknown HyperJob plugin"),
-], ids=["mpi-master-missing", "zero-slots", "tf-unknown-flag", "pytorch-hyperjob-flags", "ray-not-at-hyperjob-level"])
+@pytest.mark.parametrize(
+    ("plugins", "path", "message"),
+    [
+        ({"mpi": ["--master=boss"]}, "$.spec.plugins.mpi", "mpi master task 'boss' was not found"),
+        ({"mpi": ["--master=launcher", "--slots-per-worker=0"]}, "$.spec.plugins.mpi", "at least 1"),
+        ({"tensorflow": ["--chef=x"]}, "$.spec.plugins.tensorflow[0]", "unknown flag --chef"),
+        ({"pytorch": ["--worker=w"]}, "$.spec.plugins.pytorch[0]", "unknown flag --worker"),
+        ({"ray": []}, "$.spec.plugins.ray", "unknown HyperJob plugin"),
+    ],
+    ids=["mpi-master-missing", "zero-slots", "tf-unknown-flag", "pytorch-hyperjob-flags", "ray-not-at-hyperjob-level"],
+)
 def test_hyperjob_plugins_are_validated(plugins, path, message):
     with pytest.raises(api.ManifestError, match=message) as error:
         upstream("h", rjob("job", job_spec(task("launcher", 1), task("worker", 2))), plugins=plugins)
@@ -134,27 +164,61 @@ def test_hyperjob_plugins_are_validated(plugins, path, message):
 
 
 def test_a_forged_world_annotation_is_rejected_by_admission():
-    job = api.decode({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                      "metadata": {"name": "x", "annotations": {api.WORLD_ANNOTATION: '{"hyperjob": "h", '
-                                                                '"plugins": {}, "children": [{"name": "y", "tasks": {}}]}'}},
-                      "spec": {"tasks": [task("worker", 1)]}})
+    job = api.decode(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {
+                "name": "x",
+                "annotations": {
+                    api.WORLD_ANNOTATION: '{"hyperjob": "h", "plugins": {}, "children": [{"name": "y", "tasks": {}}]}'
+                },
+            },
+            "spec": {"tasks": [task("worker", 1)]},
+        }
+    )
     assert isinstance(job, api.Job)
     with pytest.raises(api.ManifestError, match="has no child 'x'"):
         jc.admit(job, QUEUES, 0.0)
 
 
 # ----------------------------------------------------------------- a Kubeflow job as the template
-MPIJOB_TEMPLATE = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "spec": {
-    "slotsPerWorker": 1, "mpiImplementation": "MPICH", "mpiReplicaSpecs": {
-        "Launcher": {"template": {"spec": {"containers": [{"name": "l", "image": "x", "command": ["mpirun"]}]}}},
-        "Worker": {"replicas": 4, "template": {"spec": {"containers": [
-            {"name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}}
+MPIJOB_TEMPLATE = {
+    "apiVersion": "kubeflow.org/v2beta1",
+    "kind": "MPIJob",
+    "spec": {
+        "slotsPerWorker": 1,
+        "mpiImplementation": "MPICH",
+        "mpiReplicaSpecs": {
+            "Launcher": {"template": {"spec": {"containers": [{"name": "l", "image": "x", "command": ["mpirun"]}]}}},
+            "Worker": {
+                "replicas": 4,
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]
+                    }
+                },
+            },
+        },
+    },
+}
 
 
 def test_an_mpijob_template_spans_its_world_across_clusters():
-    hyperjob = api.decode({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": "kf"},
-                           "spec": {"template": MPIJOB_TEMPLATE, "splitPolicy": {"strategy": "ByCluster", "clusters": [
-                               {"name": "a", "replicas": 3}, {"name": "b", "replicas": 2}]}}})
+    hyperjob = api.decode(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "HyperJob",
+            "metadata": {"name": "kf"},
+            "spec": {
+                "template": MPIJOB_TEMPLATE,
+                "splitPolicy": {
+                    "strategy": "ByCluster",
+                    "clusters": [{"name": "a", "replicas": 3}, {"name": "b", "replicas": 2}],
+                },
+            },
+        }
+    )
     assert isinstance(hyperjob, api.HyperJob)
     assert hyperjob.spec.plugins["mpi"][:2] == ["--master=launcher", "--worker=worker"]
     records = children(hyperjob)
@@ -169,7 +233,15 @@ def test_a_kubeflow_template_error_names_the_templates_field():
     template = json.loads(json.dumps(MPIJOB_TEMPLATE))
     template["spec"]["runPolicy"] = {"backoffLimit": 1}
     with pytest.raises(api.ManifestError) as error:
-        api.decode({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": "kf"},
-                    "spec": {"template": template, "splitPolicy": {"strategy": "ByCluster", "clusters": [
-                        {"name": "a", "replicas": 5}]}}})
+        api.decode(
+            {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "HyperJob",
+                "metadata": {"name": "kf"},
+                "spec": {
+                    "template": template,
+                    "splitPolicy": {"strategy": "ByCluster", "clusters": [{"name": "a", "replicas": 5}]},
+                },
+            }
+        )
     assert error.value.path == "$.spec.template.spec.runPolicy.backoffLimit"

@@ -36,7 +36,9 @@ class FakeNvml:
     nvmlEventTypeXidCriticalError = nvmlEventTypeXidCriticalError
     NVMLError = NVMLError
 
-    def __init__(self, gpus: list[dict[str, Any]], init_error: Exception | None = None, driver: Any = "550.54.15") -> None:
+    def __init__(
+        self, gpus: list[dict[str, Any]], init_error: Exception | None = None, driver: Any = "550.54.15"
+    ) -> None:
         self.gpus = gpus
         self.init_error = init_error
         self.driver = driver
@@ -117,7 +119,15 @@ class FakeNvml:
 
 
 def h100(index: int, **overrides: Any) -> dict[str, Any]:
-    gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-{index:04d}", "memory": (85899345920, 1024 ** 3),
-           "util": 97, "temp": 71, "power_mw": 650_000, "ecc": (3, 0), "links": [True] * 18}
+    gpu = {
+        "name": "NVIDIA H100 80GB HBM3",
+        "uuid": f"GPU-{index:04d}",
+        "memory": (85899345920, 1024**3),
+        "util": 97,
+        "temp": 71,
+        "power_mw": 650_000,
+        "ecc": (3, 0),
+        "links": [True] * 18,
+    }
     gpu.update(overrides)
     return gpu

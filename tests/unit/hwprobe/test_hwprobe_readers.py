@@ -44,13 +44,21 @@ def test_nvml_reads_every_gpu_and_its_nvlinks():
     assert reading.source == "nvml" and reading.driver_version == "550.54.15"
     first, second = reading.gpus
     assert (first.model, first.uuid, first.memory_total_bytes, first.utilization_percent, first.power_watts) == (
-        "NVIDIA H100 80GB HBM3", "GPU-0000", 85899345920, 97.0, 650.0)
+        "NVIDIA H100 80GB HBM3",
+        "GPU-0000",
+        85899345920,
+        97.0,
+        650.0,
+    )
     assert (first.ecc_corrected, first.ecc_uncorrected, first.temperature_celsius) == (3, 0, 71.0)
     assert second.temperature_celsius is None  # unsupported: unknown, not zero
     assert second.ecc_uncorrected == 2
     assert len(reading.links[0].links) == 18
     assert [(link.up, link.bandwidth_gb_per_s) for link in reading.links[1].links] == [
-        (True, NVLINK_GB_PER_S[4]), (False, 0.0), (True, NVLINK_GB_PER_S[4])]
+        (True, NVLINK_GB_PER_S[4]),
+        (False, 0.0),
+        (True, NVLINK_GB_PER_S[4]),
+    ]
 
 
 def test_xid_events_are_drained_and_held_for_the_hold_window():
@@ -71,10 +79,14 @@ def test_bytes_from_older_pynvml_are_decoded():
     assert (reading.driver_version, reading.gpus[0].model) == ("535.1", "NVIDIA A100-SXM4-80GB")
 
 
-@pytest.mark.parametrize(("fake", "why"), [
-    (FakeNvml([], init_error=NVMLError("Driver Not Loaded")), "NVML could not start: Driver Not Loaded"),
-    (FakeNvml([]), "NVML reports no GPU"),
-], ids=["no-driver", "no-gpu"])
+@pytest.mark.parametrize(
+    ("fake", "why"),
+    [
+        (FakeNvml([], init_error=NVMLError("Driver Not Loaded")), "NVML could not start: Driver Not Loaded"),
+        (FakeNvml([]), "NVML reports no GPU"),
+    ],
+    ids=["no-driver", "no-gpu"],
+)
 def test_without_nvml_there_are_no_gpus_and_a_reason(fake, why):
     reader = NvmlReader(fake)
     assert not reader.open()

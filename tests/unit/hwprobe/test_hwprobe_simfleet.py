@@ -14,8 +14,15 @@ def fleet(n=8, **shape):
 def test_nodes_carry_their_leaf_and_spine_as_topology_tiers():
     nodes = fleet(8, nodes_per_leaf=2, leaves_per_spine=2)
     assert [(n.labels[TIER1], n.labels[TIER2]) for n in nodes] == [
-        ("c1-leaf0", "c1-spine0"), ("c1-leaf0", "c1-spine0"), ("c1-leaf1", "c1-spine0"), ("c1-leaf1", "c1-spine0"),
-        ("c1-leaf2", "c1-spine1"), ("c1-leaf2", "c1-spine1"), ("c1-leaf3", "c1-spine1"), ("c1-leaf3", "c1-spine1")]
+        ("c1-leaf0", "c1-spine0"),
+        ("c1-leaf0", "c1-spine0"),
+        ("c1-leaf1", "c1-spine0"),
+        ("c1-leaf1", "c1-spine0"),
+        ("c1-leaf2", "c1-spine1"),
+        ("c1-leaf2", "c1-spine1"),
+        ("c1-leaf3", "c1-spine1"),
+        ("c1-leaf3", "c1-spine1"),
+    ]
 
 
 def test_a_multi_node_nvlink_domain_is_tier1():
@@ -65,7 +72,8 @@ def test_faults_stick_until_cleared():
 
 def test_faults_parse_from_text():
     assert parse_fault("gpu-xid@c1-node-3,gpu=2,xid=48,after=30,for=60") == Fault(
-        kind="gpu-xid", node="c1-node-3", gpu=2, xid=48, after=30.0, lasting=60.0)
+        kind="gpu-xid", node="c1-node-3", gpu=2, xid=48, after=30.0, lasting=60.0
+    )
     assert parse_fault("silent@n1") == Fault(kind="silent", node="n1")
 
 
@@ -80,17 +88,29 @@ def gpu_msg(*devices):
 
 
 def test_uncorrectable_ecc_or_a_fatal_xid_makes_a_gpu_sick_but_an_application_xid_does_not():
-    health = node_health(gpu_msg(GpuDevice(index=0, ecc_uncorrected=0, xid_events=[XidEvent(xid=13, at=1.0)]),
-                                 GpuDevice(index=1, ecc_uncorrected=2),
-                                 GpuDevice(index=2, xid_events=[XidEvent(xid=79, at=1.0)])), None)
+    health = node_health(
+        gpu_msg(
+            GpuDevice(index=0, ecc_uncorrected=0, xid_events=[XidEvent(xid=13, at=1.0)]),
+            GpuDevice(index=1, ecc_uncorrected=2),
+            GpuDevice(index=2, xid_events=[XidEvent(xid=79, at=1.0)]),
+        ),
+        None,
+    )
     assert health.sick_gpus == [1, 2] and not health.gpu_ok and health.fabric_ok
     assert health.reasons == ["gpu1: 2 uncorrectable ECC errors", "gpu2: fatal Xid 79"]
 
 
 def test_an_infiniband_port_not_active_is_down_but_ethernet_ports_are_ignored():
-    fabric = FabricTelemetry(event_id="e", cluster="c1", node="n1", infiniband=[
-        IbPort(device="mlx5_0", port=1, state="ACTIVE"), IbPort(device="mlx5_1", port=1, state="DOWN"),
-        IbPort(device="eth", port=1, state="DOWN", link_layer="Ethernet")])
+    fabric = FabricTelemetry(
+        event_id="e",
+        cluster="c1",
+        node="n1",
+        infiniband=[
+            IbPort(device="mlx5_0", port=1, state="ACTIVE"),
+            IbPort(device="mlx5_1", port=1, state="DOWN"),
+            IbPort(device="eth", port=1, state="DOWN", link_layer="Ethernet"),
+        ],
+    )
     health = node_health(None, fabric)
     assert health.down_ports == ["mlx5_1/1"] and not health.fabric_ok and health.gpu_ok
 

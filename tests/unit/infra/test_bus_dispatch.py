@@ -5,8 +5,19 @@ from __future__ import annotations
 import pytest
 from opentelemetry import trace
 
-from hyperjob.bus import (H_DLQ_REASON, H_ERROR, H_NUM_DELIVERED, H_ORIGINAL_SEQ, H_ORIGINAL_SUBJECT, MSG_ID, ConsumerPolicy,
-                 Delivery, PublishError, RetryableError, TerminalError)
+from hyperjob.bus import (
+    H_DLQ_REASON,
+    H_ERROR,
+    H_NUM_DELIVERED,
+    H_ORIGINAL_SEQ,
+    H_ORIGINAL_SUBJECT,
+    MSG_ID,
+    ConsumerPolicy,
+    Delivery,
+    PublishError,
+    RetryableError,
+    TerminalError,
+)
 from hyperjob.bus.dispatch import Verdict, dead_letter, run_handler
 
 POLICY = ConsumerPolicy(max_deliver=3, backoff=(1.0, 4.0))
@@ -14,13 +25,21 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def delivery(n: int = 1, **headers: str) -> Delivery:
-    return Delivery(subject="sched.child.place", data=b"{}", headers={MSG_ID: "m1", **headers}, num_delivered=n,
-                    msg_id="m1", stream="SCHED", seq=42)
+    return Delivery(
+        subject="sched.child.place",
+        data=b"{}",
+        headers={MSG_ID: "m1", **headers},
+        num_delivered=n,
+        msg_id="m1",
+        stream="SCHED",
+        seq=42,
+    )
 
 
 def raising(exc: BaseException):  # noqa: ANN201
     async def handler(_: Delivery) -> None:
         raise exc
+
     return handler
 
 
@@ -28,21 +47,45 @@ async def ok(_: Delivery) -> None:
     return None
 
 
-@pytest.mark.parametrize(("handler", "n", "expected"), [
-    (ok, 1, Verdict("ack")),
-    (raising(RetryableError("later")), 1, Verdict("nak", delay=1.0)),
-    (raising(RetryableError("later")), 2, Verdict("nak", delay=4.0)),
-    (raising(RetryableError("soon", delay=0.25)), 1, Verdict("nak", delay=0.25)),
-    (raising(ValueError("bug")), 1, Verdict("nak", delay=1.0)),
-    (raising(PublishError("s", "m", "no ack")), 2, Verdict("nak", delay=4.0)),
-    (raising(RetryableError("later")), 3,
-     Verdict("dlq", reason="max_deliver", error_type="RetryableError", error="later")),
-    (raising(TerminalError("bad input")), 1,
-     Verdict("dlq", reason="terminal", error_type="TerminalError", error="bad input")),
-    (ok, 4, Verdict("dlq", reason="max_deliver", error_type="MaxDeliverExceeded",
-                    error="not settled after 3 deliveries")),
-], ids=["returns", "retryable-1", "retryable-2", "own-delay", "unknown", "transient", "exhausted", "terminal",
-        "past-max-deliver"])
+@pytest.mark.parametrize(
+    ("handler", "n", "expected"),
+    [
+        (ok, 1, Verdict("ack")),
+        (raising(RetryableError("later")), 1, Verdict("nak", delay=1.0)),
+        (raising(RetryableError("later")), 2, Verdict("nak", delay=4.0)),
+        (raising(RetryableError("soon", delay=0.25)), 1, Verdict("nak", delay=0.25)),
+        (raising(ValueError("bug")), 1, Verdict("nak", delay=1.0)),
+        (raising(PublishError("s", "m", "no ack")), 2, Verdict("nak", delay=4.0)),
+        (
+            raising(RetryableError("later")),
+            3,
+            Verdict("dlq", reason="max_deliver", error_type="RetryableError", error="later"),
+        ),
+        (
+            raising(TerminalError("bad input")),
+            1,
+            Verdict("dlq", reason="terminal", error_type="TerminalError", error="bad input"),
+        ),
+        (
+            ok,
+            4,
+            Verdict(
+                "dlq", reason="max_deliver", error_type="MaxDeliverExceeded", error="not settled after 3 deliveries"
+            ),
+        ),
+    ],
+    ids=[
+        "returns",
+        "retryable-1",
+        "retryable-2",
+        "own-delay",
+        "unknown",
+        "transient",
+        "exhausted",
+        "terminal",
+        "past-max-deliver",
+    ],
+)
 async def test_verdicts(handler, n: int, expected: Verdict) -> None:
     assert await run_handler(handler, delivery(n), "svc", POLICY) == expected
 
@@ -59,8 +102,9 @@ async def test_handler_runs_in_a_span_child_of_the_producer() -> None:
 
 def test_dead_letter_keeps_payload_and_headers_and_adds_the_error() -> None:
     d = delivery(3, traceparent=TRACEPARENT)
-    out = dead_letter("svc", d, Verdict("dlq", reason="terminal", error_type="TerminalError",
-                                        error="line one\r\nline two"))
+    out = dead_letter(
+        "svc", d, Verdict("dlq", reason="terminal", error_type="TerminalError", error="line one\r\nline two")
+    )
     assert out.subject == "dlq.svc" and out.payload == b"{}" and out.msg_id == "dlq.svc.SCHED.42"
     assert out.headers["traceparent"] == TRACEPARENT
     assert out.headers[H_ERROR] == "line one line two"

@@ -11,22 +11,26 @@ from hyperjob.events.subjects import STREAMS
 from hyperjob.store import Output
 
 
-@pytest.mark.parametrize(("pattern", "subject", "covered"), [
-    ("sched.>", "sched.child.dispatch.c1", True),
-    ("sched.>", "sched", False),
-    ("sched.>", "sched.child.*", True),
-    ("sched.>", "sched.>", True),
-    ("sched.child.*", "sched.child.place", True),
-    ("sched.child.*", "sched.child.dispatch.c1", False),
-    ("sched.child.*", "sched.child.>", False),
-    ("sched.*.place", "sched.child.place", True),
-    ("sched.*.place", "sched.*.place", True),
-    ("sched.child.place", "sched.child.*", False),
-    ("a.b", "a.b", True),
-    ("a.b", "a.c", False),
-    ("a.b", "a.b.c", False),
-    (">", "anything.at.all", True),
-], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("pattern", "subject", "covered"),
+    [
+        ("sched.>", "sched.child.dispatch.c1", True),
+        ("sched.>", "sched", False),
+        ("sched.>", "sched.child.*", True),
+        ("sched.>", "sched.>", True),
+        ("sched.child.*", "sched.child.place", True),
+        ("sched.child.*", "sched.child.dispatch.c1", False),
+        ("sched.child.*", "sched.child.>", False),
+        ("sched.*.place", "sched.child.place", True),
+        ("sched.*.place", "sched.*.place", True),
+        ("sched.child.place", "sched.child.*", False),
+        ("a.b", "a.b", True),
+        ("a.b", "a.c", False),
+        ("a.b", "a.b.c", False),
+        (">", "anything.at.all", True),
+    ],
+    ids=lambda v: str(v),
+)
 def test_subject_covers(pattern: str, subject: str, covered: bool) -> None:
     assert subject_covers(pattern, subject) is covered
 
@@ -45,11 +49,15 @@ def test_catalogue_declarations_convert_to_stream_specs() -> None:
     assert as_stream_spec(DLQ_STREAM) is DLQ_STREAM
 
 
-@pytest.mark.parametrize(("backoff", "delays"), [
-    ((1.0, 5.0, 30.0), [1.0, 5.0, 30.0, 30.0]),
-    ((), [0.0, 0.0, 0.0, 0.0]),
-    ((2.0,), [2.0, 2.0, 2.0, 2.0]),
-], ids=["three-steps", "none", "constant"])
+@pytest.mark.parametrize(
+    ("backoff", "delays"),
+    [
+        ((1.0, 5.0, 30.0), [1.0, 5.0, 30.0, 30.0]),
+        ((), [0.0, 0.0, 0.0, 0.0]),
+        ((2.0,), [2.0, 2.0, 2.0, 2.0]),
+    ],
+    ids=["three-steps", "none", "constant"],
+)
 def test_backoff_by_delivery_number(backoff: tuple[float, ...], delays: list[float]) -> None:
     policy = ConsumerPolicy(backoff=backoff)
     assert [policy.delay(n) for n in range(1, 5)] == delays

@@ -6,14 +6,16 @@ from typing import Any
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+
 QUEUES = {"default": "Open", "weight": "Open", "closed": "Closed"}
 
 
 def task(name: str, replicas: int = 1, cpu: str = "1", memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
     """A task dict; ``extra`` keys go to the task (minAvailable, policies, maxRetry) or, with a
     ``template_`` prefix, to the pod spec (template_restartPolicy="Never")."""
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox",
-                                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+    }
     meta: dict[str, Any] = {}
     out: dict[str, Any] = {"name": name, "replicas": replicas}
     for key, value in extra.items():
@@ -27,13 +29,16 @@ def task(name: str, replicas: int = 1, cpu: str = "1", memory: str = "1Gi", **ex
     return out
 
 
-def job(*tasks: dict[str, Any], name: str = "job1", annotations: dict[str, str] | None = None,
-        **spec: Any) -> api.Job:
+def job(*tasks: dict[str, Any], name: str = "job1", annotations: dict[str, str] | None = None, **spec: Any) -> api.Job:
     metadata: dict[str, Any] = {"name": name}
     if annotations:
         metadata["annotations"] = annotations
-    doc = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": metadata,
-           "spec": {"tasks": list(tasks) or [task("worker", 2)], **spec}}
+    doc = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {"tasks": list(tasks) or [task("worker", 2)], **spec},
+    }
     decoded = api.decode(doc)
     assert isinstance(decoded, api.Job)
     return decoded
@@ -101,8 +106,9 @@ def of_type(effects: list[Any], kind: type) -> list[Any]:
     return [e for e in effects if isinstance(e, kind)]
 
 
-def record_in(phase: str, pods: dict[int, str] | None = None, replicas: int = 4, retry: int = 0,
-              **spec: Any) -> jc.JobRecord:
+def record_in(
+    phase: str, pods: dict[int, str] | None = None, replicas: int = 4, retry: int = 0, **spec: Any
+) -> jc.JobRecord:
     """A job of one task ``worker`` in ``phase``, its pods (index → pod phase) as given; podgroup admitted."""
     import msgspec
 
@@ -112,8 +118,9 @@ def record_in(phase: str, pods: dict[int, str] | None = None, replicas: int = 4,
     new_pods = {}
     for name, pod in d.record.pods.items():
         if pod.index in pods:
-            status = msgspec.structs.replace(pod.status, phase=pods[pod.index],
-                                             node=None if pods[pod.index] == "Pending" else "n1")
+            status = msgspec.structs.replace(
+                pod.status, phase=pods[pod.index], node=None if pods[pod.index] == "Pending" else "n1"
+            )
             new_pods[name] = msgspec.structs.replace(pod, status=status)
     return msgspec.structs.replace(d.record, phase=phase, pods=new_pods, retry_count=retry)
 

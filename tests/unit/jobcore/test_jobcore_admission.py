@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
-from jobcore_builders import QUEUES, job, task
 
 
 def test_defaults_are_applied():
@@ -29,11 +29,22 @@ def test_explicit_values_are_kept():
 
 @pytest.mark.parametrize(
     ("plugins", "expected"),
-    [({"pytorch": []}, {"pytorch", "svc"}), ({"mpi": []}, {"mpi", "svc", "ssh"}),
-     ({"tensorflow": []}, {"tensorflow", "svc"}), ({"ray": ["--head=master"]}, {"ray", "svc"}), ({"env": []}, {"env"}),
-     ({"pytorch": [], "svc": ["--disable-network-policy"]}, {"pytorch", "svc"})],
-    ids=["pytorch-adds-svc", "mpi-adds-svc-and-ssh", "tensorflow-adds-svc", "ray-adds-svc", "env-alone",
-         "existing-svc-args-kept"],
+    [
+        ({"pytorch": []}, {"pytorch", "svc"}),
+        ({"mpi": []}, {"mpi", "svc", "ssh"}),
+        ({"tensorflow": []}, {"tensorflow", "svc"}),
+        ({"ray": ["--head=master"]}, {"ray", "svc"}),
+        ({"env": []}, {"env"}),
+        ({"pytorch": [], "svc": ["--disable-network-policy"]}, {"pytorch", "svc"}),
+    ],
+    ids=[
+        "pytorch-adds-svc",
+        "mpi-adds-svc-and-ssh",
+        "tensorflow-adds-svc",
+        "ray-adds-svc",
+        "env-alone",
+        "existing-svc-args-kept",
+    ],
 )
 def test_framework_plugins_add_svc_and_ssh(plugins, expected):
     record = jc.admit(job(task("master"), task("worker", 2), plugins=plugins), QUEUES, 0)
@@ -56,11 +67,21 @@ def test_defaulting_is_idempotent():
         (lambda: job(task("a"), queue="nope"), QUEUES, "$.spec.queue"),
         (lambda: job(task("a"), queue="closed"), QUEUES, "$.spec.queue"),
         (lambda: job(task("a")), {"weight": "Open"}, "$.spec.queue"),
-        (lambda: job(task("a", annotations={"hyperjob.io/sim-duration": "soon"})), QUEUES,
-         "$.spec.tasks[0].template.metadata.annotations.hyperjob.io/sim-duration"),
+        (
+            lambda: job(task("a", annotations={"hyperjob.io/sim-duration": "soon"})),
+            QUEUES,
+            "$.spec.tasks[0].template.metadata.annotations.hyperjob.io/sim-duration",
+        ),
     ],
-    ids=["duplicate-task-name", "task-minavailable-above-replicas", "job-minavailable-above-replicas",
-         "queue-missing", "queue-closed", "default-queue-missing", "bad-sim-duration"],
+    ids=[
+        "duplicate-task-name",
+        "task-minavailable-above-replicas",
+        "job-minavailable-above-replicas",
+        "queue-missing",
+        "queue-closed",
+        "default-queue-missing",
+        "bad-sim-duration",
+    ],
 )
 def test_rejections_name_the_field(manifest, queues, path):
     with pytest.raises(api.ManifestError) as info:
@@ -72,6 +93,7 @@ def test_unknown_policy_event_in_a_struct_built_in_code_is_rejected():
     manifest = job(task("a"))
     bad = api.LifecyclePolicy(event="PodExploded", action="RestartJob")  # type: ignore[arg-type]
     import msgspec
+
     manifest = msgspec.structs.replace(manifest, spec=msgspec.structs.replace(manifest.spec, policies=[bad]))
     with pytest.raises(api.ManifestError) as info:
         jc.admit(manifest, QUEUES, 0)

@@ -6,16 +6,22 @@ from __future__ import annotations
 import random
 
 import pytest
+from jobcore_builders import admitted, task
 
 from hyperjob import jobcore as jc
-from jobcore_builders import admitted, task
 
 POLICIES = [
     [],
     [{"event": "PodFailed", "action": "RestartJob"}],
     [{"event": "PodEvicted", "action": "RestartTask"}, {"exitCode": 3, "action": "AbortJob"}],
-    [{"event": "PodPending", "action": "TerminateJob", "timeout": "10s"}, {"event": "TaskFailed", "action": "RestartJob"}],
-    [{"event": "PodFailed", "action": "RestartPod", "timeout": "5s"}, {"event": "TaskCompleted", "action": "CompleteJob"}],
+    [
+        {"event": "PodPending", "action": "TerminateJob", "timeout": "10s"},
+        {"event": "TaskFailed", "action": "RestartJob"},
+    ],
+    [
+        {"event": "PodFailed", "action": "RestartPod", "timeout": "5s"},
+        {"event": "TaskCompleted", "action": "CompleteJob"},
+    ],
 ]
 
 
@@ -32,19 +38,28 @@ def _random_event(rng: random.Random, record: jc.JobRecord, keys: list[str]) -> 
         return jc.PodGroupAdmitted(job_version=record.version)
     pod = rng.choice(pods)
     v = pod.version
-    return rng.choice([
-        jc.PodBound(pod=pod.name, node="n1", job_version=v), jc.PodRunning(pod=pod.name, job_version=v),
-        jc.PodSucceeded(pod=pod.name, job_version=v), jc.PodFailed(pod=pod.name, exit_code=rng.choice([1, 3]), job_version=v),
-        jc.PodEvicted(pod=pod.name, reason="nodeDown", job_version=v), jc.PodDeleted(pod=pod.name, job_version=v),
-        jc.PodRestarted(pod=pod.name, restarts=pod.status.container_restarts + 1, job_version=v),
-    ])
+    return rng.choice(
+        [
+            jc.PodBound(pod=pod.name, node="n1", job_version=v),
+            jc.PodRunning(pod=pod.name, job_version=v),
+            jc.PodSucceeded(pod=pod.name, job_version=v),
+            jc.PodFailed(pod=pod.name, exit_code=rng.choice([1, 3]), job_version=v),
+            jc.PodEvicted(pod=pod.name, reason="nodeDown", job_version=v),
+            jc.PodDeleted(pod=pod.name, job_version=v),
+            jc.PodRestarted(pod=pod.name, restarts=pod.status.container_restarts + 1, job_version=v),
+        ]
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_sequences_are_safe_and_redelivery_is_harmless(seed):
     rng = random.Random(seed)
-    record = admitted(task("master", 1, maxRetry=2), task("worker", rng.randint(1, 3), minAvailable=1),
-                      policies=POLICIES[seed % len(POLICIES)], minSuccess=None if seed % 3 else 2)
+    record = admitted(
+        task("master", 1, maxRetry=2),
+        task("worker", rng.randint(1, 3), minAvailable=1),
+        policies=POLICIES[seed % len(POLICIES)],
+        minSuccess=None if seed % 3 else 2,
+    )
     keys: list[str] = []
     for step in range(60):
         event = _random_event(rng, record, keys)

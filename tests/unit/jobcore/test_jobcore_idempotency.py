@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from jobcore_builders import Driver, admitted, task
 
 from hyperjob import jobcore as jc
-from jobcore_builders import Driver, admitted, task
 
 
 def _running() -> Driver:
@@ -40,11 +40,24 @@ def test_same_event_twice_changes_nothing_the_second_time(event):
 
 @pytest.mark.parametrize(
     "event",
-    [jc.PodRunning(pod="job1-worker-1", job_version=7), jc.PodFailed(pod="job1-worker-0", job_version=1),
-     jc.PodEvicted(pod="job1-worker-0", uid="someone-else"), jc.PodBound(pod="job1-nope-0", node="n"),
-     jc.PodGroupAdmitted(job_version=3), jc.PodGroupUnknown(job_version=9), jc.PodDeleted(pod="job1-worker-5")],
-    ids=["newer-version", "older-version", "uid-mismatch", "unknown-pod", "podgroup-of-another-version",
-         "unknown-of-another-version", "deleted-unknown-pod"],
+    [
+        jc.PodRunning(pod="job1-worker-1", job_version=7),
+        jc.PodFailed(pod="job1-worker-0", job_version=1),
+        jc.PodEvicted(pod="job1-worker-0", uid="someone-else"),
+        jc.PodBound(pod="job1-nope-0", node="n"),
+        jc.PodGroupAdmitted(job_version=3),
+        jc.PodGroupUnknown(job_version=9),
+        jc.PodDeleted(pod="job1-worker-5"),
+    ],
+    ids=[
+        "newer-version",
+        "older-version",
+        "uid-mismatch",
+        "unknown-pod",
+        "podgroup-of-another-version",
+        "unknown-of-another-version",
+        "deleted-unknown-pod",
+    ],
 )
 def test_stale_or_foreign_events_change_nothing(event):
     d = _running()

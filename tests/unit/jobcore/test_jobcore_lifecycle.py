@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jobcore_builders import Driver, admitted, of_type, task
 
 from hyperjob import jobcore as jc
-from jobcore_builders import Driver, admitted, of_type, task
 
 
 def test_no_pods_before_the_podgroup_is_admitted():
@@ -18,18 +18,31 @@ def test_no_pods_before_the_podgroup_is_admitted():
 
 
 def test_pod_records_carry_annotations_request_and_run_info():
-    t = task("worker", 1, cpu="500m", memory="1Gi", template_restartPolicy="Never",
-             annotations={"hyperjob.io/sim-duration": "30s", "hyperjob.io/sim-exit-code": "2"})
-    t["template"]["spec"]["containers"][0].update(command=["python"], args=["train.py"],
-                                                  env=[{"name": "A", "value": "1"}])
+    t = task(
+        "worker",
+        1,
+        cpu="500m",
+        memory="1Gi",
+        template_restartPolicy="Never",
+        annotations={"hyperjob.io/sim-duration": "30s", "hyperjob.io/sim-exit-code": "2"},
+    )
+    t["template"]["spec"]["containers"][0].update(
+        command=["python"], args=["train.py"], env=[{"name": "A", "value": "1"}]
+    )
     d = Driver(admitted(t, queue="weight"))
     d.start()
     pod = d.pod("job1-worker-0")
     assert pod.annotations == {
-        "hyperjob.io/sim-duration": "30s", "hyperjob.io/sim-exit-code": "2",
-        "volcano.sh/task-spec": "worker", "volcano.sh/task-index": "0", "volcano.sh/job-name": "job1",
-        "volcano.sh/queue-name": "weight", "volcano.sh/job-version": "0", "volcano.sh/job-retry-count": "0",
-        "scheduling.k8s.io/group-name": "job1"}
+        "hyperjob.io/sim-duration": "30s",
+        "hyperjob.io/sim-exit-code": "2",
+        "volcano.sh/task-spec": "worker",
+        "volcano.sh/task-index": "0",
+        "volcano.sh/job-name": "job1",
+        "volcano.sh/queue-name": "weight",
+        "volcano.sh/job-version": "0",
+        "volcano.sh/job-retry-count": "0",
+        "scheduling.k8s.io/group-name": "job1",
+    }
     assert pod.request == {"cpu": 0.5, "memory": 2.0**30, "pods": 1.0}
     assert (pod.run.sim_duration, pod.run.sim_exit_code, pod.run.restart_policy) == (30.0, 2, "Never")
     assert (pod.run.command, pod.run.args, pod.run.env["A"]) == (["python"], ["train.py"], "1")
@@ -132,8 +145,12 @@ def test_task_priority_defaults_to_one():
 
 def test_task_priority_from_template_class_then_job_class():
     classes = {"high": 1000, "low": 10}
-    assert _first_pod(task("w", template_priorityClassName="low"), classes=classes,
-                      priorityClassName="high").scheduling.priority == 10
+    assert (
+        _first_pod(
+            task("w", template_priorityClassName="low"), classes=classes, priorityClassName="high"
+        ).scheduling.priority
+        == 10
+    )
     pod = _first_pod(task("w"), classes=classes, priorityClassName="high")
     assert (pod.scheduling.priority, pod.scheduling.priority_class_name) == (1000, "high")
 
@@ -151,8 +168,10 @@ def test_preemptable_opt_out():
 
 def test_limits_stand_in_for_missing_requests():
     t = task("w")
-    t["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8", "cpu": "4"},
-                                                           "requests": {"cpu": "2"}}
+    t["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "8", "cpu": "4"},
+        "requests": {"cpu": "2"},
+    }
     assert _first_pod(t).request == {"cpu": 2.0, "nvidia.com/gpu": 8.0, "pods": 1.0}
 
 

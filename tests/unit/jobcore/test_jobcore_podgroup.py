@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
-from jobcore_builders import QUEUES, job, task
 
 SEEDS = Path("/work/shared/scenarios/seed")
 NGINX2 = dict(cpu="200m", memory="1000m")
@@ -24,8 +24,12 @@ NGINX = dict(cpu="100m", memory="500m")
         ([task("nginx", 4, **NGINX), task("nginx2", 2, **NGINX2)], 3, 3, {"cpu": 0.3, "memory": 1.5}),
         ([task("nginx", 3, **NGINX)], 3, 3, {"cpu": 0.3, "memory": 1.5}),
     ],
-    ids=["seed05-minavailable3-first-three-pods", "seed06-default-minavailable-all-six",
-         "seed07-task-order-swapped", "seed08-nginx-job"],
+    ids=[
+        "seed05-minavailable3-first-three-pods",
+        "seed06-default-minavailable-all-six",
+        "seed07-task-order-swapped",
+        "seed08-nginx-job",
+    ],
 )
 def test_podgroup_matches_seed_numbers(tasks, min_available, min_member, resources):
     spec = {"minAvailable": min_available} if min_available else {}
@@ -35,8 +39,15 @@ def test_podgroup_matches_seed_numbers(tasks, min_available, min_member, resourc
     assert pg.queue == "weight" and pg.name == "job1"
 
 
-@pytest.mark.parametrize("seed", ["seed-05-minresources-minavailable3", "seed-06-minresources-default-minavailable",
-                                  "seed-07-minresources-task-order-swapped", "seed-08-nginx-job-minavailable3"])
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "seed-05-minresources-minavailable3",
+        "seed-06-minresources-default-minavailable",
+        "seed-07-minresources-task-order-swapped",
+        "seed-08-nginx-job-minavailable3",
+    ],
+)
 def test_podgroup_from_seed_file_matches_expectation(seed):
     scenario = yaml.safe_load((SEEDS / f"{seed}.yaml").read_text())
     expect = yaml.safe_load((SEEDS / f"{seed}.expect.json").read_text())
@@ -64,8 +75,12 @@ def test_pods_resource_is_not_part_of_min_resources():
 @pytest.mark.parametrize(
     ("min_available", "expected_cpu"),
     [(1, 10.0), (2, 11.0), (4, 31.0), (5, 32.0)],
-    ids=["below-task-minimums-takes-high-priority-first", "exactly-task-minimums",
-         "task-minimums-then-fill-high-priority-first", "fill-spills-into-low-priority"],
+    ids=[
+        "below-task-minimums-takes-high-priority-first",
+        "exactly-task-minimums",
+        "task-minimums-then-fill-high-priority-first",
+        "fill-spills-into-low-priority",
+    ],
 )
 def test_min_resources_orders_tasks_by_priority_class_highest_first(min_available, expected_cpu):
     low = task("low", 3, cpu="1", minAvailable=1, template_priorityClassName="low")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jobcore_builders import Driver, admitted, deleted, of_type, phase_changes, task
 
 from hyperjob import jobcore as jc
-from jobcore_builders import Driver, admitted, deleted, of_type, phase_changes, task
 
 RESTART_JOB = {"event": "PodFailed", "action": "RestartJob"}
 
@@ -23,18 +23,37 @@ RESTART_JOB = {"event": "PodFailed", "action": "RestartJob"}
         ([], [{"event": "*", "action": "RestartJob"}], "OutOfSync", None, "SyncJob"),
         ([], [{"exitCode": 137, "action": "RestartPod"}], "PodFailed", 137, "RestartPod"),
         ([], [{"exitCode": 137, "action": "RestartPod"}], "PodFailed", 1, "SyncJob"),
-        ([{"exitCode": 2, "action": "AbortJob"}], [{"exitCode": 2, "action": "RestartJob"}], "PodFailed", 2, "AbortJob"),
+        (
+            [{"exitCode": 2, "action": "AbortJob"}],
+            [{"exitCode": 2, "action": "RestartJob"}],
+            "PodFailed",
+            2,
+            "AbortJob",
+        ),
         ([], [{"event": "PodPending", "action": "AbortJob"}], "PodPending", None, "SyncJob"),
         ([], [{"event": "*", "action": "AbortJob"}], "PodPending", None, "SyncJob"),
         ([], [{"event": "PodPending", "action": "AbortJob", "timeout": "1m"}], "PodPending", None, "AbortJob"),
         ([], [{"event": "TaskCompleted", "action": "CompleteJob"}], "TaskCompleted", None, "CompleteJob"),
         ([], [{"event": "Unknown", "action": "RestartJob"}], "Unknown", None, "RestartJob"),
     ],
-    ids=["no-policy-syncs", "job-policy", "task-policy-first", "task-policy-other-event-falls-to-job",
-         "events-list", "star-matches-evicted", "star-never-matches-internal-podrunning",
-         "star-never-matches-outofsync", "exit-code-matches", "exit-code-differs", "task-exit-code-first",
-         "podpending-needs-timeout", "star-podpending-needs-timeout", "podpending-with-timeout",
-         "task-completed", "unknown"],
+    ids=[
+        "no-policy-syncs",
+        "job-policy",
+        "task-policy-first",
+        "task-policy-other-event-falls-to-job",
+        "events-list",
+        "star-matches-evicted",
+        "star-never-matches-internal-podrunning",
+        "star-never-matches-outofsync",
+        "exit-code-matches",
+        "exit-code-differs",
+        "task-exit-code-first",
+        "podpending-needs-timeout",
+        "star-podpending-needs-timeout",
+        "podpending-with-timeout",
+        "task-completed",
+        "unknown",
+    ],
 )
 def test_resolution(task_policies, job_policies, event, exit_code, expected):
     record = admitted(task("worker", 2, policies=task_policies), task("ps", 1), policies=job_policies)
@@ -68,8 +87,9 @@ def test_pod_failed_restart_job_policy():
 
 
 def test_exit_code_policy_restarts_only_that_pod():
-    d = _running(task("worker", 2, template_restartPolicy="Never",
-                      policies=[{"exitCode": 137, "action": "RestartPod"}]))
+    d = _running(
+        task("worker", 2, template_restartPolicy="Never", policies=[{"exitCode": 137, "action": "RestartPod"}])
+    )
     effects = d.fail("job1-worker-1", exit_code=137)
     assert deleted(effects) == ["job1-worker-1"]
     assert phase_changes(effects) == ["Restarting"]
@@ -81,9 +101,12 @@ def test_exit_code_policy_restarts_only_that_pod():
 
 
 def test_task_completed_complete_job_policy_ends_the_job():
-    d = _running(task("master", 1, template_restartPolicy="Never",
-                      policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]),
-                 task("worker", 2))
+    d = _running(
+        task(
+            "master", 1, template_restartPolicy="Never", policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]
+        ),
+        task("worker", 2),
+    )
     effects = d.succeed("job1-master-0")
     assert phase_changes(effects) == ["Completing"]
     assert deleted(effects) == ["job1-worker-0", "job1-worker-1"]
@@ -92,8 +115,12 @@ def test_task_completed_complete_job_policy_ends_the_job():
 
 
 def test_pod_succeeded_is_task_completed_only_when_all_replicas_succeeded():
-    d = _running(task("worker", 2, template_restartPolicy="Never",
-                      policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]), task("ps", 1))
+    d = _running(
+        task(
+            "worker", 2, template_restartPolicy="Never", policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]
+        ),
+        task("ps", 1),
+    )
     assert phase_changes(d.succeed("job1-worker-0")) == []
     assert phase_changes(d.succeed("job1-worker-1")) == ["Completing"]
 
@@ -109,12 +136,19 @@ def test_eviction_policy_restarts_the_job_instead_of_recreating():
 @pytest.mark.parametrize(
     ("max_retry", "restarts", "expected"),
     [(2, [1], []), (2, [1, 2], ["Aborting"]), (0, [1, 2], []), (0, [1, 2, 3], ["Aborting"]), (-1, [5, 50], [])],
-    ids=["below-max-retry", "reaches-max-retry", "zero-means-three-below", "zero-means-three-reached",
-         "minus-one-is-unlimited"],
+    ids=[
+        "below-max-retry",
+        "reaches-max-retry",
+        "zero-means-three-below",
+        "zero-means-three-reached",
+        "minus-one-is-unlimited",
+    ],
 )
 def test_in_place_restarts_fire_task_failed_at_task_max_retry(max_retry, restarts, expected):
-    d = _running(task("worker", 2, maxRetry=max_retry, template_restartPolicy="OnFailure"),
-                 policies=[{"event": "TaskFailed", "action": "AbortJob"}])
+    d = _running(
+        task("worker", 2, maxRetry=max_retry, template_restartPolicy="OnFailure"),
+        policies=[{"event": "TaskFailed", "action": "AbortJob"}],
+    )
     changes: list[str] = []
     for count in restarts:
         changes += phase_changes(d.send(jc.PodRestarted(pod="job1-worker-0", restarts=count)))
@@ -137,8 +171,13 @@ def test_podgroup_unknown_fires_unknown_policies():
 
 @pytest.mark.parametrize(
     ("verb", "phase"),
-    [("abort", "Aborting"), ("terminate", "Terminating"), ("complete", "Completing"), ("restart", "Restarting"),
-     ("AbortJob", "Aborting")],
+    [
+        ("abort", "Aborting"),
+        ("terminate", "Terminating"),
+        ("complete", "Completing"),
+        ("restart", "Restarting"),
+        ("AbortJob", "Aborting"),
+    ],
     ids=["abort", "terminate", "complete", "restart", "action-name"],
 )
 def test_commands(verb, phase):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jobcore_builders import deleted, of_type, phase_changes, record_in
 
 from hyperjob import jobcore as jc
-from jobcore_builders import deleted, of_type, phase_changes, record_in
 
 MIXED = {0: "Running", 1: "Succeeded", 2: "Failed", 3: "Pending"}
 ALL = ["job1-worker-0", "job1-worker-1", "job1-worker-2", "job1-worker-3"]
@@ -51,9 +51,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(
-    ("phase", "pods", "action", "target", "changes", "killed", "retry"), CASES,
-    ids=[f"{c[0]}-{c[2]}-pods[{''.join(p[0] for p in (c[1] if c[1] is not None else {0: 'R'}).values())}]"
-         f"->{'>'.join(c[4]) or 'same'}" for c in CASES],
+    ("phase", "pods", "action", "target", "changes", "killed", "retry"),
+    CASES,
+    ids=[
+        f"{c[0]}-{c[2]}-pods[{''.join(p[0] for p in (c[1] if c[1] is not None else {0: 'R'}).values())}]"
+        f"->{'>'.join(c[4]) or 'same'}"
+        for c in CASES
+    ],
 )
 def test_action_in_state(phase, pods, action, target, changes, killed, retry):
     record = record_in(phase, pods)
@@ -68,8 +72,12 @@ def test_action_in_state(phase, pods, action, target, changes, killed, retry):
 @pytest.mark.parametrize(
     ("action", "podgroup_deleted", "version"),
     [("RestartJob", True, 1), ("AbortJob", True, 1), ("RestartTask", False, 0), ("RestartPod", False, 0)],
-    ids=["killjob-none-deletes-podgroup", "killjob-soft-deletes-podgroup", "killtarget-task-keeps-podgroup",
-         "killtarget-pod-keeps-podgroup"],
+    ids=[
+        "killjob-none-deletes-podgroup",
+        "killjob-soft-deletes-podgroup",
+        "killtarget-task-keeps-podgroup",
+        "killtarget-pod-keeps-podgroup",
+    ],
 )
 def test_killjob_bumps_version_and_deletes_podgroup_killtarget_does_not(action, podgroup_deleted, version):
     record = record_in("Running", MIXED)
@@ -123,8 +131,7 @@ def test_third_restart_trigger_fails_the_job():
             record, _ = jc.decide(record, jc.PodBound(pod=pod.name, node="n", job_version=pod.version), 0.0)
             record, effects = jc.decide(record, jc.PodRunning(pod=pod.name, job_version=pod.version), 0.0)
             phases += phase_changes(effects)
-    assert phases == ["Restarting", "Pending", "Running", "Restarting", "Pending", "Running", "Restarting",
-                      "Failed"]
+    assert phases == ["Restarting", "Pending", "Running", "Restarting", "Pending", "Running", "Restarting", "Failed"]
     assert record.retry_count == 3
 
 
@@ -136,15 +143,22 @@ def test_third_restart_trigger_fails_the_job():
         ({0: "Succeeded", 1: "Succeeded", 2: "Failed", 3: "Failed"}, {"minAvailable": 2}, "Completed"),
         ({0: "Succeeded", 1: "Failed", 2: "Failed", 3: "Failed"}, {"minAvailable": 2}, "Failed"),
         ({0: "Succeeded", 1: "Succeeded", 2: "Running", 3: "Running"}, {"minSuccess": 2}, "Completed"),
-        ({0: "Succeeded", 1: "Succeeded", 2: "Succeeded", 3: "Failed"}, {"minSuccess": 4, "minAvailable": 1},
-         "Failed"),
+        ({0: "Succeeded", 1: "Succeeded", 2: "Succeeded", 3: "Failed"}, {"minSuccess": 4, "minAvailable": 1}, "Failed"),
         ({0: "Running", 1: "Running", 2: "Running", 3: "Pending"}, {}, "Pending"),
         ({0: "Running", 1: "Running", 2: "Running", 3: "Pending"}, {"minAvailable": 3}, "Running"),
         ({0: "Running", 1: "Running", 2: "Pending", 3: "Pending"}, {"minAvailable": 3}, "Pending"),
     ],
-    ids=["all-succeeded", "one-failed-task-min-unmet", "min-available-2-met", "min-available-2-unmet",
-         "min-success-reached-while-running", "finished-below-min-success", "one-pending-of-min-4",
-         "one-pending-allowed-by-min-3", "two-pending-above-replicas-minus-min"],
+    ids=[
+        "all-succeeded",
+        "one-failed-task-min-unmet",
+        "min-available-2-met",
+        "min-available-2-unmet",
+        "min-success-reached-while-running",
+        "finished-below-min-success",
+        "one-pending-of-min-4",
+        "one-pending-allowed-by-min-3",
+        "two-pending-above-replicas-minus-min",
+    ],
 )
 def test_running_sync_check(pods, spec, expected):
     record = record_in("Running", pods, **spec)
@@ -161,7 +175,16 @@ def test_min_success_kills_the_pods_still_running():
 
 @pytest.mark.parametrize("phase", jc.PHASES)
 def test_every_phase_handles_every_action(phase):
-    for action in ["SyncJob", "RestartJob", "RestartTask", "RestartPod", "AbortJob", "ResumeJob", "CompleteJob",
-                   "TerminateJob", "EnqueueJob"]:
+    for action in [
+        "SyncJob",
+        "RestartJob",
+        "RestartTask",
+        "RestartPod",
+        "AbortJob",
+        "ResumeJob",
+        "CompleteJob",
+        "TerminateJob",
+        "EnqueueJob",
+    ]:
         new, _ = jc.decide(record_in(phase, MIXED), jc.CommandIssued(action=action, task="worker"), 1.0)
         assert new.phase in jc.PHASES

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from hyperjob import jobcore as jc
 from jobcore_builders import Driver, admitted, of_type, phase_changes, task
+
+from hyperjob import jobcore as jc
 
 PENDING_ABORT = [{"event": "PodPending", "action": "AbortJob", "timeout": "5m"}]
 
@@ -49,8 +50,7 @@ def test_binding_cancels_the_pod_pending_delay():
 
 
 def test_pod_running_cancels_a_pod_evicted_delay():
-    d = Driver(admitted(task("worker", 2),
-                        policies=[{"event": "PodEvicted", "action": "RestartJob", "timeout": "1m"}]))
+    d = Driver(admitted(task("worker", 2), policies=[{"event": "PodEvicted", "action": "RestartJob", "timeout": "1m"}]))
     d.start()
     d.run_all()
     effects = d.evict("job1-worker-0")
@@ -67,8 +67,12 @@ def test_pod_running_cancels_a_pod_evicted_delay():
 
 
 def test_pod_failed_delay_fires_when_the_pod_stays_failed():
-    d = Driver(admitted(task("worker", 2, template_restartPolicy="Never"),
-                        policies=[{"event": "PodFailed", "action": "RestartJob", "timeout": "30s"}]))
+    d = Driver(
+        admitted(
+            task("worker", 2, template_restartPolicy="Never"),
+            policies=[{"event": "PodFailed", "action": "RestartJob", "timeout": "30s"}],
+        )
+    )
     d.start()
     d.run_all()
     (timer,) = of_type(d.fail("job1-worker-1"), jc.StartTimer)

@@ -5,8 +5,8 @@ from click.testing import CliRunner
 
 from hyperjob.cli import agent as agent_cli
 from hyperjob.cli.main import main
-from hyperjob.services.node_agent.config import Settings
 from hyperjob.servicekit import load_settings
+from hyperjob.services.node_agent.config import Settings
 
 
 @pytest.fixture
@@ -20,8 +20,24 @@ def launched(monkeypatch, tmp_path):
 
 
 def test_agent_starts_a_simulated_fleet_of_the_given_shape(launched):
-    result = CliRunner().invoke(main, ["agent", "--cluster", "big", "--nodes", "2000", "--gpus", "4", "--gpu-model",
-                                       "B200", "--nodes-per-leaf", "16", "--fault", "silent@big-node-7,after=60"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "agent",
+            "--cluster",
+            "big",
+            "--nodes",
+            "2000",
+            "--gpus",
+            "4",
+            "--gpu-model",
+            "B200",
+            "--nodes-per-leaf",
+            "16",
+            "--fault",
+            "silent@big-node-7,after=60",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert launched["argv"][1:] == ["-m", "hyperjob.services.node_agent"]
     settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])

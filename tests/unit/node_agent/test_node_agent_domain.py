@@ -7,14 +7,31 @@ from hyperjob.services.node_agent.execpods import restart_delay
 
 
 def pod(name="j-w-0", uid="u1", policy="Never", finishes_at=None, exit_code=0):
-    return domain.RunningPod(pod=name, uid=uid, job="j", node="n1", job_version=1, started_at=0.0,
-                             finishes_at=finishes_at, exit_code=exit_code, restart_policy=policy)
+    return domain.RunningPod(
+        pod=name,
+        uid=uid,
+        job="j",
+        node="n1",
+        job_version=1,
+        started_at=0.0,
+        finishes_at=finishes_at,
+        exit_code=exit_code,
+        restart_policy=policy,
+    )
 
 
-@pytest.mark.parametrize(("policy", "code", "phase", "stays"), [
-    ("Never", 0, "Succeeded", False), ("Never", 3, "Failed", False), ("OnFailure", 0, "Succeeded", False),
-    ("OnFailure", 3, "Running", True), ("Always", 0, "Running", True), ("Always", 3, "Running", True),
-], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("policy", "code", "phase", "stays"),
+    [
+        ("Never", 0, "Succeeded", False),
+        ("Never", 3, "Failed", False),
+        ("OnFailure", 0, "Succeeded", False),
+        ("OnFailure", 3, "Running", True),
+        ("Always", 0, "Running", True),
+        ("Always", 3, "Running", True),
+    ],
+    ids=lambda v: str(v),
+)
 def test_an_exited_container_finishes_or_restarts_in_place_by_policy(policy, code, phase, stays):
     pods = {"j-w-0": pod(policy=policy)}
     [report] = domain.exited(pods, "j-w-0", "u1", code, now=5.0)
@@ -49,9 +66,14 @@ def test_a_repeated_start_of_the_same_incarnation_changes_nothing():
 
 
 def test_pod_hostnames_become_loopback_and_other_values_are_left_alone():
-    env = {"MASTER_ADDR": "hj-trainer-0-master-0.hj-trainer-0", "MASTER_PORT": "23456",
-           "VC_WORKER_HOSTS": "j-worker-0.j,j-worker-1.j", "PEER_ADDR": "10.1.2.3",
-           "MODULE": "torch.distributed", "VC_MASTER_HOSTS": "localhost"}
+    env = {
+        "MASTER_ADDR": "hj-trainer-0-master-0.hj-trainer-0",
+        "MASTER_PORT": "23456",
+        "VC_WORKER_HOSTS": "j-worker-0.j,j-worker-1.j",
+        "PEER_ADDR": "10.1.2.3",
+        "MODULE": "torch.distributed",
+        "VC_MASTER_HOSTS": "localhost",
+    }
     assert domain.local_env(env) == {**env, "MASTER_ADDR": "127.0.0.1", "VC_WORKER_HOSTS": "127.0.0.1,127.0.0.1"}
 
 

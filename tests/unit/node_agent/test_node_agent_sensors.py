@@ -54,11 +54,15 @@ def test_every_message_names_its_node_source_and_subject_and_ids_are_determinist
     assert subject_of(by_node(first)[("fabric", "c1-node-1")]) == "telemetry.fabric.c1.c1-node-1"
 
 
-@pytest.mark.parametrize(("fault", "gpu_ok", "fabric_ok"), [
-    ("gpu-xid@c1-node-0,gpu=1,xid=79", False, True),
-    ("gpu-ecc@c1-node-0,gpu=0", False, True),
-    ("ib-down@c1-node-0", True, False),
-], ids=["fatal-xid", "ecc", "ib-port-down"])
+@pytest.mark.parametrize(
+    ("fault", "gpu_ok", "fabric_ok"),
+    [
+        ("gpu-xid@c1-node-0,gpu=1,xid=79", False, True),
+        ("gpu-ecc@c1-node-0,gpu=0", False, True),
+        ("ib-down@c1-node-0", True, False),
+    ],
+    ids=["fatal-xid", "ecc", "ib-port-down"],
+)
 def test_what_the_sensors_read_is_judged_into_the_verdict_the_node_status_carries(fault, gpu_ok, fabric_ok):
     s = sensors(fault)
     verdict = health(s.read("c1", NODES, {}, now=100.0), "c1-node-0")

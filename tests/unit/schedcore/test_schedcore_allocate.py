@@ -23,14 +23,21 @@ def small(name, cpu=4):
     return node(name).cpu(cpu).mem("16Gi").pods(10)
 
 
-@pytest.mark.parametrize(("replicas", "min_member", "expected_binds"), [
-    (4, 4, 0),   # gang cannot be met: nothing is bound
-    (4, 2, 3),   # 3 fit, minMember 2 met: the 3 that fit are bound
-    (3, 3, 3),
-], ids=["gang-all-or-nothing", "gang-partial-above-min", "gang-fits"])
+@pytest.mark.parametrize(
+    ("replicas", "min_member", "expected_binds"),
+    [
+        (4, 4, 0),  # gang cannot be met: nothing is bound
+        (4, 2, 3),  # 3 fit, minMember 2 met: the 3 that fit are bound
+        (3, 3, 3),
+    ],
+    ids=["gang-all-or-nothing", "gang-partial-above-min", "gang-fits"],
+)
 def test_gang_commit_rule(replicas, min_member, expected_binds):
-    d = run(DEFAULT_CONF_TEXT, [small("n1"), small("n2"), small("n3")],
-            [job("j", "default").min(min_member).tasks(replicas, cpu=4)])
+    d = run(
+        DEFAULT_CONF_TEXT,
+        [small("n1"), small("n2"), small("n3")],
+        [job("j", "default").min(min_member).tasks(replicas, cpu=4)],
+    )
     assert len(d.binds) == expected_binds
     if expected_binds == 0:
         assert d.unschedulable["j"].startswith(f"{min_member}/{replicas} tasks in gang unschedulable")
@@ -46,33 +53,64 @@ def test_pipelined_gang_holds_resources_but_binds_nothing():
     assert d.binds == []  # the gang is pipelined (kept, not bound); "late" finds no room left
 
 
-@pytest.mark.parametrize(("nodes", "task_kw", "expected"), [
-    ([small("a").label(zone="x"), small("b").label(zone="y")], {"node_selector": {"zone": "y"}}, "b"),
-    ([small("a").taint("dedicated", "gpu"), small("b")], {}, "b"),
-    ([small("a").taint("dedicated", "gpu"), small("b").cpu(1)],
-     {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}, "a"),
-    ([small("a").cordon(), small("b").cpu(2)], {}, "b"),
-    ([small("a").not_ready(), small("b").cpu(2)], {}, "b"),
-    ([small("a"), small("b").cpu(2)], {"node_name": "b"}, "b"),
-    ([small("a").pods(0), small("b").cpu(2)], {}, "b"),
-    ([small("a").taint("soft", effect="PreferNoSchedule"), small("b")], {}, "b"),
-], ids=["node-selector", "taint-not-tolerated", "taint-tolerated", "cordoned", "not-ready", "node-name",
-        "pods-slot-exhausted", "prefer-no-schedule-scored-down"])
+@pytest.mark.parametrize(
+    ("nodes", "task_kw", "expected"),
+    [
+        ([small("a").label(zone="x"), small("b").label(zone="y")], {"node_selector": {"zone": "y"}}, "b"),
+        ([small("a").taint("dedicated", "gpu"), small("b")], {}, "b"),
+        (
+            [small("a").taint("dedicated", "gpu"), small("b").cpu(1)],
+            {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]},
+            "a",
+        ),
+        ([small("a").cordon(), small("b").cpu(2)], {}, "b"),
+        ([small("a").not_ready(), small("b").cpu(2)], {}, "b"),
+        ([small("a"), small("b").cpu(2)], {"node_name": "b"}, "b"),
+        ([small("a").pods(0), small("b").cpu(2)], {}, "b"),
+        ([small("a").taint("soft", effect="PreferNoSchedule"), small("b")], {}, "b"),
+    ],
+    ids=[
+        "node-selector",
+        "taint-not-tolerated",
+        "taint-tolerated",
+        "cordoned",
+        "not-ready",
+        "node-name",
+        "pods-slot-exhausted",
+        "prefer-no-schedule-scored-down",
+    ],
+)
 def test_predicates(nodes, task_kw, expected):
     d = run(DEFAULT_CONF_TEXT, nodes, [job("j").min(1).tasks(1, cpu=1, **task_kw)])
     assert bound(d) == {"j-task-0": expected}
 
 
-@pytest.mark.parametrize(("operator", "values", "expected"), [
-    ("In", ["h100"], "b"), ("NotIn", ["h100"], "a"), ("Exists", [], "b"), ("DoesNotExist", [], "a"),
-    ("Gt", ["40"], "b"), ("Lt", ["40"], "a"),
-], ids=["in", "not-in", "exists", "does-not-exist", "gt", "lt"])
+@pytest.mark.parametrize(
+    ("operator", "values", "expected"),
+    [
+        ("In", ["h100"], "b"),
+        ("NotIn", ["h100"], "a"),
+        ("Exists", [], "b"),
+        ("DoesNotExist", [], "a"),
+        ("Gt", ["40"], "b"),
+        ("Lt", ["40"], "a"),
+    ],
+    ids=["in", "not-in", "exists", "does-not-exist", "gt", "lt"],
+)
 def test_required_node_affinity(operator, values, expected):
     nodes = [small("a").labels({"mem-gb": "32"}), small("b").labels({"gpu": "h100", "mem-gb": "80"})]
     key = "mem-gb" if operator in ("Gt", "Lt") else "gpu"
-    aff = Affinity(node_affinity=NodeAffinity(required_during_scheduling_ignored_during_execution=NodeSelector(
-        node_selector_terms=[NodeSelectorTerm(match_expressions=[
-            NodeSelectorRequirement(key=key, operator=operator, values=values)])])))
+    aff = Affinity(
+        node_affinity=NodeAffinity(
+            required_during_scheduling_ignored_during_execution=NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_expressions=[NodeSelectorRequirement(key=key, operator=operator, values=values)]
+                    )
+                ]
+            )
+        )
+    )
     d = run(DEFAULT_CONF_TEXT, nodes, [job("j").min(1).tasks(1, cpu=1, affinity=aff)])
     assert bound(d) == {"j-task-0": expected}
 
@@ -87,10 +125,14 @@ def test_task_beyond_queue_deserved_is_not_allocatable():
     assert d.binds == [] and "quota" in d.unschedulable["j"]
 
 
-@pytest.mark.parametrize(("conf", "expected"), [
-    (DEFAULT_CONF_TEXT, {"j0-task-0": "a", "j1-task-0": "b", "j2-task-0": "c"}),
-    (BINPACK_CONF.replace("  - name: nodeorder\n", ""), {"j0-task-0": "a", "j1-task-0": "a", "j2-task-0": "a"}),
-], ids=["nodeorder-spreads", "binpack-packs"])
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        (DEFAULT_CONF_TEXT, {"j0-task-0": "a", "j1-task-0": "b", "j2-task-0": "c"}),
+        (BINPACK_CONF.replace("  - name: nodeorder\n", ""), {"j0-task-0": "a", "j1-task-0": "a", "j2-task-0": "a"}),
+    ],
+    ids=["nodeorder-spreads", "binpack-packs"],
+)
 def test_binpack_vs_nodeorder(conf, expected):
     # Single-pod jobs so each placement sees the previous one.
     jobs = [job(f"j{i}").min(1).created(i).tasks(1, cpu=1) for i in range(3)]
@@ -155,19 +197,28 @@ def test_vgpu_sharing_fills_device_cores():
     assert len(run(DEFAULT_CONF_TEXT, nodes, jobs).binds) == 2
 
 
-@pytest.mark.parametrize(("min_member", "expected"), [
-    (2, ["j-small-0", "j-small-1"]),  # a task finds no node: continue, the others still fit
-    (3, []),                         # minMember = #tasks: stop at the first failure, discard
-], ids=["continue-after-misfit", "stop-when-min-is-all"])
+@pytest.mark.parametrize(
+    ("min_member", "expected"),
+    [
+        (2, ["j-small-0", "j-small-1"]),  # a task finds no node: continue, the others still fit
+        (3, []),  # minMember = #tasks: stop at the first failure, discard
+    ],
+    ids=["continue-after-misfit", "stop-when-min-is-all"],
+)
 def test_need_continue_allocating(min_member, expected):
     j = job("j").min(min_member).tasks(1, role="big", cpu=8).tasks(2, role="small", cpu=1)
     d = run(DEFAULT_CONF_TEXT, [small("a", 4), small("b", 4)], [j])
     assert sorted(b.task for b in d.binds) == expected
 
 
-@pytest.mark.parametrize(("vip_priority", "order"), [
-    (0, ["p-task-0", "v-task-0"]), (10, ["v-task-0", "p-task-0"]),
-], ids=["equal-priority-older-queue-first", "queue-priority-first"])
+@pytest.mark.parametrize(
+    ("vip_priority", "order"),
+    [
+        (0, ["p-task-0", "v-task-0"]),
+        (10, ["v-task-0", "p-task-0"]),
+    ],
+    ids=["equal-priority-older-queue-first", "queue-priority-first"],
+)
 def test_queue_priority_orders_queues(vip_priority, order):
     queues = [queue("vip").priority(vip_priority).created(5), queue("plain")]
     jobs = [job("p", "plain").min(1).tasks(1, cpu=4), job("v", "vip").min(1).created(3).tasks(1, cpu=4)]

@@ -17,17 +17,23 @@ def busy(cpu_used, declared=True):
     return b.min_resources(cpu=cpu_used) if declared else b
 
 
-@pytest.mark.parametrize(("used", "min_cpu", "factor", "expected"), [
-    (4, 1, None, "Pending"),     # 4*1.2 - 4 = 0.8 < 1
-    (3, 1.5, None, "Pending"),   # 4*1.2 - 3 = 1.8 >= 1.5 ... but proportion's realCapability: 1.5+3 > 4
-    (0, 4.5, None, "Pending"),   # overcommit admits 4.5 <= 4.8, proportion rejects 4.5 > 4 (same tier)
-    (2, 1, None, "Inqueue"),
-    (4, 3, 2.0, "Pending"),      # overcommit 4*2-4 = 4 >= 3 but proportion: 3+4 > 4
-], ids=["overcommit-full", "proportion-capacity", "reject-beats-permit-in-tier", "admitted", "factor-argument"])
+@pytest.mark.parametrize(
+    ("used", "min_cpu", "factor", "expected"),
+    [
+        (4, 1, None, "Pending"),  # 4*1.2 - 4 = 0.8 < 1
+        (3, 1.5, None, "Pending"),  # 4*1.2 - 3 = 1.8 >= 1.5 ... but proportion's realCapability: 1.5+3 > 4
+        (0, 4.5, None, "Pending"),  # overcommit admits 4.5 <= 4.8, proportion rejects 4.5 > 4 (same tier)
+        (2, 1, None, "Inqueue"),
+        (4, 3, 2.0, "Pending"),  # overcommit 4*2-4 = 4 >= 3 but proportion: 3+4 > 4
+    ],
+    ids=["overcommit-full", "proportion-capacity", "reject-beats-permit-in-tier", "admitted", "factor-argument"],
+)
 def test_enqueue_gate(used, min_cpu, factor, expected):
     conf = DEFAULT_CONF_TEXT
     if factor is not None:
-        conf = conf.replace("  - name: overcommit\n", f"  - name: overcommit\n    arguments: {{overcommit-factor: {factor}}}\n")
+        conf = conf.replace(
+            "  - name: overcommit\n", f"  - name: overcommit\n    arguments: {{overcommit-factor: {factor}}}\n"
+        )
     jobs = [busy(used)] if used else []
     jobs.append(job("new").phase("Pending").min(1).min_resources(cpu=min_cpu).tasks(1, cpu=min_cpu))
     assert phases(conf, [node("n1").cpu(4).mem("16Gi")], jobs)["new"] == expected
@@ -49,8 +55,10 @@ def test_overcommit_alone_admits_up_to_factor():
 
 
 def test_rejected_big_job_does_not_block_a_later_small_one():
-    jobs = [job("big").phase("Pending").min(1).min_resources(cpu=8).tasks(1, cpu=8),
-            job("small").phase("Pending").created(1).min(1).min_resources(cpu=1).tasks(1, cpu=1)]
+    jobs = [
+        job("big").phase("Pending").min(1).min_resources(cpu=8).tasks(1, cpu=8),
+        job("small").phase("Pending").created(1).min(1).min_resources(cpu=1).tasks(1, cpu=1),
+    ]
     got = phases(DEFAULT_CONF_TEXT, [node("n1").cpu(4).mem("16Gi")], jobs)
     assert got == {"big": "Pending", "small": "Inqueue"}
 
@@ -68,13 +76,18 @@ def test_closed_queue_rejects_enqueue():
 
 def test_without_enqueue_action_pending_jobs_are_promoted():
     conf = DEFAULT_CONF_TEXT.replace('"enqueue, allocate, backfill"', '"allocate, backfill"')
-    d = Scheduler(parse_conf(conf)).cycle(snapshot([node("n1").cpu(4).mem("16Gi")], [queue("default")],
-                                                   [job("j").phase("Pending").min(1).tasks(1, cpu=1)]))
+    d = Scheduler(parse_conf(conf)).cycle(
+        snapshot(
+            [node("n1").cpu(4).mem("16Gi")], [queue("default")], [job("j").phase("Pending").min(1).tasks(1, cpu=1)]
+        )
+    )
     assert [b.task for b in d.binds] == ["j-task-0"]
 
 
 def test_inqueue_reservation_counts_against_later_jobs():
     # An admitted (Inqueue) job's minResources stay reserved, so the next one does not fit.
-    jobs = [job("first").phase("Inqueue").min(1).min_resources(cpu=3).tasks(1, cpu=3, node_selector={"x": "y"}),
-            job("second").phase("Pending").created(1).min(1).min_resources(cpu=2).tasks(1, cpu=2)]
+    jobs = [
+        job("first").phase("Inqueue").min(1).min_resources(cpu=3).tasks(1, cpu=3, node_selector={"x": "y"}),
+        job("second").phase("Pending").created(1).min(1).min_resources(cpu=2).tasks(1, cpu=2),
+    ]
     assert phases(DEFAULT_CONF_TEXT, [node("n1").cpu(4).mem("16Gi")], jobs)["second"] == "Pending"

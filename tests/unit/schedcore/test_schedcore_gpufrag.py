@@ -62,42 +62,49 @@ CASES = {
         [gpu_node("a-fresh", 1), gpu_node("b-used", 2)],
         [running("r", "b-used", (0,), shared(60)), history((10, shared(60)), (10, shared(40)))],
         shared(40),
-        {"gpufrag": ("b-used", (0,)), "fgd": ("b-used", (0,))}),
+        {"gpufrag": ("b-used", (0,)), "fgd": ("b-used", (0,))},
+    ),
     "shared-takes-the-tightest-device": (
         [gpu_node("a", 4)],
         [running("r1", "a", (0,), shared(30)), running("r2", "a", (2,), shared(50)), history((10, shared(50)))],
         shared(50),
-        {"gpufrag": ("a", (2,)), "fgd": ("a", (2,))}),
+        {"gpufrag": ("a", (2,)), "fgd": ("a", (2,))},
+    ),
     "multi-gpu-keeps-the-whole-node-free": (
         [gpu_node("a-whole", 8), gpu_node("b-six-used", 8)],
         [running("r", "b-six-used", (0, 1, 2, 3, 4, 5), whole(6)), history((5, whole(8)), (5, whole(2)))],
         whole(2),
-        {"gpufrag": ("b-six-used", (6, 7)), "fgd": ("b-six-used", (6, 7))}),
+        {"gpufrag": ("b-six-used", (6, 7)), "fgd": ("b-six-used", (6, 7))},
+    ),
     "model-constraint-beats-a-better-fit": (
         [gpu_node("a-t4", 2, model="T4"), gpu_node("b-g2", 2, model="G2")],
         [running("r", "b-g2", (0,), shared(50)), history((10, shared(50)))],
         {**shared(50), "affinity": model_affinity(("T4",))},
-        {"gpufrag": ("a-t4", (0,)), "fgd": ("a-t4", (0,))}),
+        {"gpufrag": ("a-t4", (0,)), "fgd": ("a-t4", (0,))},
+    ),
     # Either way no free core is lost for the mix: FGD scores both alike and takes the first
     # name, gpufrag breaks the tie by best fit and keeps a-t4 whole.
     "unconstrained-pod-takes-the-better-fit": (
         [gpu_node("a-t4", 2, model="T4"), gpu_node("b-g2", 2, model="G2")],
         [running("r", "b-g2", (0,), shared(50)), history((10, shared(50)))],
         shared(50),
-        {"gpufrag": ("b-g2", (0,)), "fgd": ("a-t4", (0,))}),
+        {"gpufrag": ("b-g2", (0,)), "fgd": ("a-t4", (0,))},
+    ),
     # The dense node's CPU is what its GPUs will need (11 cores per GPU pod); FGD only asks
     # whether one more GPU pod fits there, so it takes the first node by name.
     "cpu-only-pod-goes-where-cpu-is-spare": (
         [gpu_node("a-dense", 8, cpu=96), gpu_node("b-cpu-rich", 2, cpu=104)],
         [history((10, whole(1, cpu=11)), (10, {"cpu": 16, "mem": "16Gi"}))],
         {"cpu": 16, "mem": "16Gi"},
-        {"gpufrag": ("b-cpu-rich", ()), "fgd": ("a-dense", ())}),
+        {"gpufrag": ("b-cpu-rich", ()), "fgd": ("a-dense", ())},
+    ),
     # On a-small-memory the next shared pod would find its GPU half free and no memory left.
     "memory-counts": (
         [gpu_node("a-small-memory", 1, mem="12Gi"), gpu_node("b", 1, mem="64Gi")],
         [history((10, shared(50, mem="8Gi")))],
         shared(50, mem="8Gi"),
-        {"gpufrag": ("b", (0,)), "fgd": ("a-small-memory", (0,))}),
+        {"gpufrag": ("b", (0,)), "fgd": ("a-small-memory", (0,))},
+    ),
 }
 
 
@@ -131,20 +138,27 @@ def test_whole_gpus_and_shares_use_the_same_devices() -> None:
 
 
 def test_without_gpu_pods_the_live_default_decides_like_volcanos_default() -> None:
-    from hyperjob.schedcore import DEFAULT_CONF_TEXT
     from test_schedcore_properties import random_snapshot
+
+    from hyperjob.schedcore import DEFAULT_CONF_TEXT
 
     for seed in range(8):
         snap = random_snapshot(seed)
-        assert Scheduler(parse_conf(LIVE_DEFAULT_CONF_TEXT)).cycle(snap) == Scheduler(parse_conf(DEFAULT_CONF_TEXT)).cycle(snap)
+        assert Scheduler(parse_conf(LIVE_DEFAULT_CONF_TEXT)).cycle(snap) == Scheduler(
+            parse_conf(DEFAULT_CONF_TEXT)
+        ).cycle(snap)
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ("{gpufrag.coverage: 0}", "gpufrag"),
-    ("{gpufrag.balance: -1}", "gpufrag"),
-    ("{gpufrag.window: many}", "gpufrag"),
-    ("{gpufrag.spread: 1}", "unknown argument 'gpufrag.spread'"),
-], ids=["coverage-zero", "negative-balance", "window-not-a-number", "unknown-argument"])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ("{gpufrag.coverage: 0}", "gpufrag"),
+        ("{gpufrag.balance: -1}", "gpufrag"),
+        ("{gpufrag.window: many}", "gpufrag"),
+        ("{gpufrag.spread: 1}", "unknown argument 'gpufrag.spread'"),
+    ],
+    ids=["coverage-zero", "negative-balance", "window-not-a-number", "unknown-argument"],
+)
 def test_bad_gpufrag_arguments_are_named(arguments: str, message: str) -> None:
     with pytest.raises(ConfError, match=message.replace(".", r"\.")):
         parse_conf(GPUFRAG.replace("  - name: gpufrag", f"  - name: gpufrag\n    arguments: {arguments}"))
@@ -171,5 +185,6 @@ def test_example_conf_is_the_live_default_spelled_out() -> None:
     path = Path(__file__).parents[3] / "examples" / "schedulers" / "gpu-fragmentation-aware.conf"
     conf = parse_conf(path.read_text())
     assert conf.actions == LIVE_DEFAULT_CONF.actions
-    assert [[(p.name, p.args) for p in tier] for tier in conf.tiers] == \
-        [[(p.name, p.args) for p in tier] for tier in LIVE_DEFAULT_CONF.tiers]
+    assert [[(p.name, p.args) for p in tier] for tier in conf.tiers] == [
+        [(p.name, p.args) for p in tier] for tier in LIVE_DEFAULT_CONF.tiers
+    ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from schedcore_helpers import PREEMPT_CONF, cycles, placement
 
 from hyperjob.schedcore import Scheduler, parse_conf
 from hyperjob.schedcore.testing import job, node, queue, snapshot
-from schedcore_helpers import PREEMPT_CONF, cycles, placement
 
 
 def full_node():
@@ -26,21 +26,33 @@ def evicted(conf, jobs, queues=("default",)):
     return sorted(e.task for e in Scheduler(parse_conf(conf)).cycle(snap).evictions)
 
 
-@pytest.mark.parametrize(("jobs", "queues", "expected"), [
-    # gang offers the first 3 of 4 (keeping minMember 1); they go in reverse task order.
-    ([low(), high()], ("default",), ["low-task-1", "low-task-2"]),
-    ([low(q="other"), high()], ("default", "other"), []),
-    # priority offers nothing, so tier 2 decides: drf lets the smaller share preempt (Volcano).
-    ([low(), high(prio=1)], ("default",), ["low-task-0", "low-task-1"]),
-    ([low(min_member=4), high()], ("default",), []),
-    ([low(min_member=3), high()], ("default",), []),
-    ([low(min_member=2), high()], ("default",), ["low-task-0", "low-task-1"]),
-    ([low(), high(preemption_policy="Never")], ("default",), []),
-    ([low(preemptable=False), high()], ("default",), []),
-    ([low(priority_class="system-node-critical"), high()], ("default",), []),
-], ids=["lower-priority-job-evicted-just-enough", "never-across-queues", "equal-priority-drf-decides",
-        "gang-at-min-member-protected", "gang-would-break-so-nothing", "gang-keeps-min-member",
-        "preemption-policy-never", "non-preemptable-pod", "conformance-protects-critical"])
+@pytest.mark.parametrize(
+    ("jobs", "queues", "expected"),
+    [
+        # gang offers the first 3 of 4 (keeping minMember 1); they go in reverse task order.
+        ([low(), high()], ("default",), ["low-task-1", "low-task-2"]),
+        ([low(q="other"), high()], ("default", "other"), []),
+        # priority offers nothing, so tier 2 decides: drf lets the smaller share preempt (Volcano).
+        ([low(), high(prio=1)], ("default",), ["low-task-0", "low-task-1"]),
+        ([low(min_member=4), high()], ("default",), []),
+        ([low(min_member=3), high()], ("default",), []),
+        ([low(min_member=2), high()], ("default",), ["low-task-0", "low-task-1"]),
+        ([low(), high(preemption_policy="Never")], ("default",), []),
+        ([low(preemptable=False), high()], ("default",), []),
+        ([low(priority_class="system-node-critical"), high()], ("default",), []),
+    ],
+    ids=[
+        "lower-priority-job-evicted-just-enough",
+        "never-across-queues",
+        "equal-priority-drf-decides",
+        "gang-at-min-member-protected",
+        "gang-would-break-so-nothing",
+        "gang-keeps-min-member",
+        "preemption-policy-never",
+        "non-preemptable-pod",
+        "conformance-protects-critical",
+    ],
+)
 def test_preempt_victims(jobs, queues, expected):
     assert evicted(PREEMPT_CONF, jobs, queues) == expected
 
@@ -60,8 +72,13 @@ def test_preemptor_runs_after_victims_are_gone():
 
 def test_within_job_higher_priority_task_evicts_lower_one():
     conf = PREEMPT_CONF.replace("{name: gang}", "{name: gang, enablePreemptable: false}")
-    j = (job("j").min(2).phase("Running").tasks(1, role="a", status="Running", nodes=["n1"], cpu=4, priority=1)
-         .tasks(1, role="b", cpu=4, priority=5))
+    j = (
+        job("j")
+        .min(2)
+        .phase("Running")
+        .tasks(1, role="a", status="Running", nodes=["n1"], cpu=4, priority=1)
+        .tasks(1, role="b", cpu=4, priority=5)
+    )
     d = Scheduler(parse_conf(conf)).cycle(snapshot([full_node()], [queue("default")], [j]))
     assert [(e.task, e.reason) for e in d.evictions] == [("j-a-0", "preempt")]
 

@@ -17,16 +17,21 @@ CONF = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: overcommit}, {name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+- plugins: [{name: overcommit}, {name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
+            {name: nodeorder}, {name: binpack}]
 """
 
 
 def random_snapshot(seed: int):
     rng = np.random.default_rng(seed)
-    nodes = [node(f"n{i}").cpu(int(rng.integers(4, 17))).mem("64Gi").gpus(int(rng.integers(0, 3)))
-             for i in range(int(rng.integers(2, 7)))]
-    queues = [queue("a").weight(int(rng.integers(1, 4))).reclaimable(bool(rng.integers(0, 2))),
-              queue("b").weight(int(rng.integers(1, 4)))]
+    nodes = [
+        node(f"n{i}").cpu(int(rng.integers(4, 17))).mem("64Gi").gpus(int(rng.integers(0, 3)))
+        for i in range(int(rng.integers(2, 7)))
+    ]
+    queues = [
+        queue("a").weight(int(rng.integers(1, 4))).reclaimable(bool(rng.integers(0, 2))),
+        queue("b").weight(int(rng.integers(1, 4))),
+    ]
     jobs = []
     for k in range(int(rng.integers(3, 10))):
         n = int(rng.integers(1, 5))

@@ -23,24 +23,37 @@ def deserved(queues, demands, cpu=8, conf=ENQUEUE_ONLY):
     return {q: u.deserved.get("cpu", 0.0) for q, u in d.queues.items()}
 
 
-@pytest.mark.parametrize(("queues", "demands", "expected"), [
-    ([queue("a"), queue("b").weight(3)], {"a": 8, "b": 8}, {"a": 2.0, "b": 6.0}),
-    ([queue("a"), queue("b")], {"a": 1, "b": 10}, {"a": 1.0, "b": 7.0}),
-    ([queue("a").weight(3).capability(cpu=2), queue("b")], {"a": 8, "b": 8}, {"a": 2.0, "b": 6.0}),
-    ([queue("a").guarantee(cpu=3), queue("b")], {"a": 1, "b": 8}, {"a": 3.0, "b": 5.0}),
-    ([queue("a"), queue("b"), queue("idle")], {"a": 8, "b": 8}, {"a": 4.0, "b": 4.0, "idle": 0.0}),
-], ids=["weights-1-to-3", "capped-by-request-returns-the-rest", "capability-caps", "guarantee-lifts",
-        "queue-without-jobs-gets-nothing"])
+@pytest.mark.parametrize(
+    ("queues", "demands", "expected"),
+    [
+        ([queue("a"), queue("b").weight(3)], {"a": 8, "b": 8}, {"a": 2.0, "b": 6.0}),
+        ([queue("a"), queue("b")], {"a": 1, "b": 10}, {"a": 1.0, "b": 7.0}),
+        ([queue("a").weight(3).capability(cpu=2), queue("b")], {"a": 8, "b": 8}, {"a": 2.0, "b": 6.0}),
+        ([queue("a").guarantee(cpu=3), queue("b")], {"a": 1, "b": 8}, {"a": 3.0, "b": 5.0}),
+        ([queue("a"), queue("b"), queue("idle")], {"a": 8, "b": 8}, {"a": 4.0, "b": 4.0, "idle": 0.0}),
+    ],
+    ids=[
+        "weights-1-to-3",
+        "capped-by-request-returns-the-rest",
+        "capability-caps",
+        "guarantee-lifts",
+        "queue-without-jobs-gets-nothing",
+    ],
+)
 def test_proportion_water_filling(queues, demands, expected):
     assert deserved(queues, demands) == expected
 
 
 def test_proportion_queue_order_serves_lower_share_first():
     # Room for one 4-cpu pod: queue b (share 0) goes before a (already using 4 of 4 deserved).
-    jobs = [job("a-run", "a").min(1).phase("Running").running(["n1"], cpu=4),
-            job("a-new", "a").min(1).tasks(1, cpu=4), job("b-new", "b").min(1).created(9).tasks(1, cpu=4)]
+    jobs = [
+        job("a-run", "a").min(1).phase("Running").running(["n1"], cpu=4),
+        job("a-new", "a").min(1).tasks(1, cpu=4),
+        job("b-new", "b").min(1).created(9).tasks(1, cpu=4),
+    ]
     d = Scheduler(parse_conf(CAPACITY_CONF.replace("capacity", "proportion"))).cycle(
-        snapshot([node("n1").cpu(12).mem("32Gi")], [queue("a"), queue("b")], jobs))
+        snapshot([node("n1").cpu(12).mem("32Gi")], [queue("a"), queue("b")], jobs)
+    )
     assert [b.task for b in d.binds][:1] == ["b-new-task-0"]
 
 
@@ -54,8 +67,10 @@ def test_capacity_flat_borrows_up_to_capability():
 
 def test_capacity_reclaims_borrowed_resources():
     queues = [queue("a").deserved(cpu=2), queue("b").deserved(cpu=6)]
-    jobs = [job("a-big", "a").min(1).phase("Running").running(["n1"] * 8, cpu=1),
-            job("b-new", "b").min(1).created(5).tasks(1, cpu=2)]
+    jobs = [
+        job("a-big", "a").min(1).phase("Running").running(["n1"] * 8, cpu=1),
+        job("b-new", "b").min(1).created(5).tasks(1, cpu=2),
+    ]
     d = Scheduler(parse_conf(CAPACITY_CONF)).cycle(snapshot([node("n1").cpu(8).mem("32Gi")], queues, jobs))
     assert len(d.evictions) == 2 and {e.reason for e in d.evictions} == {"reclaim"}
 
@@ -75,8 +90,13 @@ def test_capacity_best_effort_queue_goes_last():
 
 
 def tree():
-    return [queue("root"), queue("eng").capability(cpu=4).deserved(cpu=4), queue("eng-a").parent("eng"),
-            queue("eng-b").parent("eng").deserved(cpu=2), queue("research").deserved(cpu=4)]
+    return [
+        queue("root"),
+        queue("eng").capability(cpu=4).deserved(cpu=4),
+        queue("eng-a").parent("eng"),
+        queue("eng-b").parent("eng").deserved(cpu=2),
+        queue("research").deserved(cpu=4),
+    ]
 
 
 def test_hierarchy_parent_capability_bounds_children():
@@ -93,37 +113,54 @@ def test_hierarchy_job_in_non_leaf_queue_blocks_the_session():
 
 def test_hierarchy_siblings_are_reclaimed_before_cousins():
     nodes = [node("n1").cpu(8).mem("64Gi")]
-    jobs = [job("sib", "eng-a").min(1).phase("Running").running(["n1"] * 4, cpu=1),
-            job("cousin", "research").min(1).phase("Running").running(["n1"] * 4, cpu=1),
-            job("need", "eng-b").min(1).created(5).tasks(1, cpu=1)]
-    queues = [queue("root"), queue("eng").capability(cpu=8).deserved(cpu=4), queue("eng-a").parent("eng"),
-              queue("eng-b").parent("eng").deserved(cpu=2), queue("research").deserved(cpu=1)]
+    jobs = [
+        job("sib", "eng-a").min(1).phase("Running").running(["n1"] * 4, cpu=1),
+        job("cousin", "research").min(1).phase("Running").running(["n1"] * 4, cpu=1),
+        job("need", "eng-b").min(1).created(5).tasks(1, cpu=1),
+    ]
+    queues = [
+        queue("root"),
+        queue("eng").capability(cpu=8).deserved(cpu=4),
+        queue("eng-a").parent("eng"),
+        queue("eng-b").parent("eng").deserved(cpu=2),
+        queue("research").deserved(cpu=1),
+    ]
     d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot(nodes, queues, jobs))
     assert [e.task.split("-")[0] for e in d.evictions] == ["sib"]
 
 
 @pytest.mark.parametrize(("level", "evictions"), [(0, 0), (1, 1)], ids=["leaf-only", "ancestor-level-1"])
 def test_hierarchy_ancestor_reclaim_level(level, evictions):
-    conf = HIER_CONF.replace("{name: capacity, enableHierarchy: true}",
-                             f"{{name: capacity, enableHierarchy: true, arguments: {{ancestorReclaimLevel: {level}}}}}")
-    queues = [queue("root"), queue("eng").deserved(cpu=6).capability(cpu=8), queue("eng-b").parent("eng").deserved(cpu=1),
-              queue("research").deserved(cpu=2)]
-    jobs = [job("res", "research").min(1).phase("Running").running(["n1"] * 7, cpu=1),
-            job("b-run", "eng-b").min(1).phase("Running").running(["n1"], cpu=1),
-            job("b-new", "eng-b").min(1).created(5).tasks(1, cpu=1)]
+    conf = HIER_CONF.replace(
+        "{name: capacity, enableHierarchy: true}",
+        f"{{name: capacity, enableHierarchy: true, arguments: {{ancestorReclaimLevel: {level}}}}}",
+    )
+    queues = [
+        queue("root"),
+        queue("eng").deserved(cpu=6).capability(cpu=8),
+        queue("eng-b").parent("eng").deserved(cpu=1),
+        queue("research").deserved(cpu=2),
+    ]
+    jobs = [
+        job("res", "research").min(1).phase("Running").running(["n1"] * 7, cpu=1),
+        job("b-run", "eng-b").min(1).phase("Running").running(["n1"], cpu=1),
+        job("b-new", "eng-b").min(1).created(5).tasks(1, cpu=1),
+    ]
     d = Scheduler(parse_conf(conf)).cycle(snapshot([node("n1").cpu(8).mem("32Gi")], queues, jobs))
     assert len(d.evictions) == evictions
 
 
 def test_hierarchy_with_missing_parent_falls_back_to_root():
     queues = [queue("orphan").parent("ghost").deserved(cpu=2)]
-    d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot([node("n1").cpu(4).mem("8Gi")], queues,
-                                                        [job("j", "orphan").min(1).tasks(1, cpu=1)]))
+    d = Scheduler(parse_conf(HIER_CONF)).cycle(
+        snapshot([node("n1").cpu(4).mem("8Gi")], queues, [job("j", "orphan").min(1).tasks(1, cpu=1)])
+    )
     assert [b.task for b in d.binds] == ["j-task-0"]
 
 
 def test_hierarchy_parent_cycle_does_not_hang():
     queues = [queue("x").parent("y"), queue("y").parent("x")]
-    d = Scheduler(parse_conf(HIER_CONF)).cycle(snapshot([node("n1").cpu(4).mem("8Gi")], queues,
-                                                        [job("j", "x").min(1).tasks(1, cpu=1)]))
+    d = Scheduler(parse_conf(HIER_CONF)).cycle(
+        snapshot([node("n1").cpu(4).mem("8Gi")], queues, [job("j", "x").min(1).tasks(1, cpu=1)])
+    )
     assert d.podgroup_phases["j"] in ("Inqueue", "Pending")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from schedcore_helpers import RECLAIM_CONF
 
 from hyperjob.schedcore import Scheduler, parse_conf
 from hyperjob.schedcore.testing import job, node, queue, snapshot
-from schedcore_helpers import RECLAIM_CONF
 
 
 def reclaim(jobs, queues, nodes=None, conf=RECLAIM_CONF):
@@ -22,17 +22,28 @@ def want(cpu=2, q="b"):
     return job("want", q).min(1).created(5).tasks(1, cpu=cpu)
 
 
-@pytest.mark.parametrize(("jobs", "queues", "expected"), [
-    # gang (tier 1) offers the first three of hog's four pods; reverse task order evicts.
-    ([hog(), want()], [queue("a"), queue("b")], ["hog-task-2", "hog-task-1"]),
-    ([hog(), want(cpu=1)], [queue("a"), queue("b")], ["hog-task-2"]),
-    ([hog(), want()], [queue("a").reclaimable(False), queue("b")], []),
-    ([hog(status="Bound"), want()], [queue("a"), queue("b")], []),
-    ([hog(preemptable=False), want()], [queue("a"), queue("b")], []),
-    ([hog(), want(cpu=3)], [queue("a"), queue("b")], []),
-    ([hog(), want()], [queue("a").weight(3), queue("b")], []),
-], ids=["stops-as-soon-as-it-fits", "one-victim-for-one-cpu", "reclaimable-false-protects", "bound-is-not-running",
-        "non-preemptable", "reclaimer-above-deserved", "victim-queue-within-deserved"])
+@pytest.mark.parametrize(
+    ("jobs", "queues", "expected"),
+    [
+        # gang (tier 1) offers the first three of hog's four pods; reverse task order evicts.
+        ([hog(), want()], [queue("a"), queue("b")], ["hog-task-2", "hog-task-1"]),
+        ([hog(), want(cpu=1)], [queue("a"), queue("b")], ["hog-task-2"]),
+        ([hog(), want()], [queue("a").reclaimable(False), queue("b")], []),
+        ([hog(status="Bound"), want()], [queue("a"), queue("b")], []),
+        ([hog(preemptable=False), want()], [queue("a"), queue("b")], []),
+        ([hog(), want(cpu=3)], [queue("a"), queue("b")], []),
+        ([hog(), want()], [queue("a").weight(3), queue("b")], []),
+    ],
+    ids=[
+        "stops-as-soon-as-it-fits",
+        "one-victim-for-one-cpu",
+        "reclaimable-false-protects",
+        "bound-is-not-running",
+        "non-preemptable",
+        "reclaimer-above-deserved",
+        "victim-queue-within-deserved",
+    ],
+)
 def test_reclaim(jobs, queues, expected):
     d = reclaim(jobs, queues)
     assert [e.task for e in d.evictions] == expected
@@ -43,8 +54,10 @@ def test_reclaim(jobs, queues, expected):
 
 def test_reclaim_takes_from_one_node_only_when_that_is_enough():
     nodes = [node("n1").cpu(2).mem("8Gi"), node("n2").cpu(2).mem("8Gi")]
-    jobs = [job("hog", "a").min(1).phase("Running").running(["n1", "n1", "n2", "n2"], cpu=1),
-            job("want", "b").min(1).created(5).tasks(1, cpu=2)]
+    jobs = [
+        job("hog", "a").min(1).phase("Running").running(["n1", "n1", "n2", "n2"], cpu=1),
+        job("want", "b").min(1).created(5).tasks(1, cpu=2),
+    ]
     d = reclaim(jobs, [queue("a"), queue("b")], nodes)
     assert sorted(e.node for e in d.evictions) == ["n1", "n1"]
 
@@ -61,7 +74,8 @@ def test_gang_offers_nothing_at_min_member_so_proportion_decides():
 def test_gang_protection_holds_when_tier_one_already_answered():
     # priority registers no Reclaimable; with conformance first in tier 1 the tier has answered,
     # and gang's empty answer then leaves no victims at all (Volcano keeps the intersection).
-    conf = RECLAIM_CONF.replace("[{name: priority}, {name: gang}, {name: conformance}]",
-                                "[{name: priority}, {name: conformance}, {name: gang}]")
+    conf = RECLAIM_CONF.replace(
+        "[{name: priority}, {name: gang}, {name: conformance}]", "[{name: priority}, {name: conformance}, {name: gang}]"
+    )
     jobs = [job("hog", "a").min(4).phase("Running").running(["n1"] * 4, cpu=1), want()]
     assert reclaim(jobs, [queue("a"), queue("b")], conf=conf).evictions == []

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from schedcore_helpers import ARTICLE_CONF, RECLAIM_CONF, cycles, placement, status
 
 from hyperjob.schedcore import Scheduler, Snapshot, parse_conf
 from hyperjob.schedcore.testing import advance, job, node, queue, snapshot
-
-from schedcore_helpers import ARTICLE_CONF, RECLAIM_CONF, cycles, placement, status
 
 
 def n1():
@@ -20,8 +19,9 @@ def nginx(name: str, q: str, cpu: float, phase: str = "Pending"):
 
 
 def test_seed01_weights_1_to_3_give_deserved_1_and_3():
-    snap = snapshot([n1()], [queue("default"), queue("test").weight(3)],
-                    [nginx("job1", "default", 1), nginx("job2", "test", 3)])
+    snap = snapshot(
+        [n1()], [queue("default"), queue("test").weight(3)], [nginx("job1", "default", 1), nginx("job2", "test", 3)]
+    )
     decisions, last = cycles(ARTICLE_CONF, snap, 2)
     assert placement(last) == {"job1-nginx-0": "n1", "job2-nginx-0": "n1"}
     assert decisions[0].queues["default"].deserved == {"cpu": 1.0}
@@ -33,8 +33,9 @@ def test_seed01_pods_created_only_after_admission():
     """A driver that creates pods once the podgroup is Inqueue (as Volcano's controller does)."""
     jobs = [nginx("job1", "default", 1), nginx("job2", "test", 3)]
     built = [j.build() for j in jobs]
-    snap = snapshot([n1()], [queue("default"), queue("test").weight(3)],
-                    [msgspec.structs.replace(j, tasks=[]) for j in built])
+    snap = snapshot(
+        [n1()], [queue("default"), queue("test").weight(3)], [msgspec.structs.replace(j, tasks=[]) for j in built]
+    )
     sched = Scheduler(parse_conf(ARTICLE_CONF))
     first = sched.cycle(snap)
     assert first.podgroup_phases == {"job1": "Inqueue", "job2": "Inqueue"} and not first.binds
@@ -66,21 +67,27 @@ def test_seed02_reclaim_evicts_only_job2_and_job3_runs():
 
 
 def test_seed03_capability_makes_enqueue_reject():
-    snap = snapshot([n1()], [queue("default"), queue("test").capability(cpu=2)],
-                    [nginx("job1", "test", 1), nginx("job2", "test", 3).created(5)])
+    snap = snapshot(
+        [n1()],
+        [queue("default"), queue("test").capability(cpu=2)],
+        [nginx("job1", "test", 1), nginx("job2", "test", 3).created(5)],
+    )
     decisions, last = cycles(ARTICLE_CONF, snap, 3)
     assert placement(last) == {"job1-nginx-0": "n1", "job2-nginx-0": None}
     assert decisions[-1].podgroup_phases["job2"] == "Pending"
     assert "job2" in decisions[-1].unschedulable
 
 
-@pytest.mark.parametrize(("reclaimable", "evicted", "expected"), [
-    (False, [], {"job1-nginx-0": "n1", "job2-nginx-0": None}),
-    (True, ["job1-nginx-0"], {"job1-nginx-0": None, "job2-nginx-0": "n1"}),
-], ids=["seed04a-reclaimable-false-protects", "seed04b-reclaimable-true-control"])
+@pytest.mark.parametrize(
+    ("reclaimable", "evicted", "expected"),
+    [
+        (False, [], {"job1-nginx-0": "n1", "job2-nginx-0": None}),
+        (True, ["job1-nginx-0"], {"job1-nginx-0": None, "job2-nginx-0": "n1"}),
+    ],
+    ids=["seed04a-reclaimable-false-protects", "seed04b-reclaimable-true-control"],
+)
 def test_seed04_reclaimable_flag(reclaimable, evicted, expected):
-    snap = snapshot([n1()], [queue("default"), queue("test").reclaimable(reclaimable)],
-                    [nginx("job1", "test", 3)])
+    snap = snapshot([n1()], [queue("default"), queue("test").reclaimable(reclaimable)], [nginx("job1", "test", 3)])
     _, snap = cycles(RECLAIM_CONF, snap, 2)
     snap = msgspec.structs.replace(snap, jobs=[*snap.jobs, nginx("job2", "default", 2).created(10).build()])
     decisions, snap = cycles(RECLAIM_CONF, snap, 4)
@@ -88,11 +95,15 @@ def test_seed04_reclaimable_flag(reclaimable, evicted, expected):
     assert placement(snap) == expected
 
 
-@pytest.mark.parametrize(("min_member", "first", "second"), [
-    (3, ("nginx2", 2, 0.2, 1.0), ("nginx", 4, 0.1, 0.5)),
-    (6, ("nginx2", 2, 0.2, 1.0), ("nginx", 4, 0.1, 0.5)),
-    (3, ("nginx", 4, 0.1, 0.5), ("nginx2", 2, 0.2, 1.0)),
-], ids=["seed05-minavailable3", "seed06-default-minavailable", "seed07-task-order-swapped"])
+@pytest.mark.parametrize(
+    ("min_member", "first", "second"),
+    [
+        (3, ("nginx2", 2, 0.2, 1.0), ("nginx", 4, 0.1, 0.5)),
+        (6, ("nginx2", 2, 0.2, 1.0), ("nginx", 4, 0.1, 0.5)),
+        (3, ("nginx", 4, 0.1, 0.5), ("nginx2", 2, 0.2, 1.0)),
+    ],
+    ids=["seed05-minavailable3", "seed06-default-minavailable", "seed07-task-order-swapped"],
+)
 def test_seed05_to_07_gangs_with_min_resources_run(min_member, first, second):
     b = job("nginx-job3", "weight").min(min_member).phase("Pending")
     for role, n, cpu, mem in (first, second):
@@ -104,9 +115,17 @@ def test_seed05_to_07_gangs_with_min_resources_run(min_member, first, second):
 
 
 def test_seed08_nginx_job_min3_runs():
-    snap: Snapshot = snapshot([node("n1").cpu(8).mem("16Gi").pods(110)], [queue("weight")],
-                              [job("nginx-job", "weight").min(3).min_resources(cpu=0.3, memory=1.5).phase("Pending")
-                               .tasks(3, role="nginx", cpu=0.1, memory=0.5)])
+    snap: Snapshot = snapshot(
+        [node("n1").cpu(8).mem("16Gi").pods(110)],
+        [queue("weight")],
+        [
+            job("nginx-job", "weight")
+            .min(3)
+            .min_resources(cpu=0.3, memory=1.5)
+            .phase("Pending")
+            .tasks(3, role="nginx", cpu=0.1, memory=0.5)
+        ],
+    )
     d = Scheduler(parse_conf(ARTICLE_CONF)).cycle(snap)
     assert len(d.binds) == 3
     assert Scheduler(parse_conf(ARTICLE_CONF)).cycle(advance(snap, d)).podgroup_phases["nginx-job"] == "Running"

@@ -37,8 +37,11 @@ def test_proportion_overused_switch():
     # capability: a pending pod otherwise raises deserved pods above allocated). Overused drops
     # the queue, so its next job waits even with allocatable off; with overused off it runs.
     nodes = [node("n1").cpu(10).mem("16Gi")]
-    jobs = [job("run", "a").min(1).phase("Running").running(["n1"], cpu=5), job("more", "a").min(1).tasks(1, cpu=1),
-            job("b", "b").min(1).tasks(1, cpu=2)]
+    jobs = [
+        job("run", "a").min(1).phase("Running").running(["n1"], cpu=5),
+        job("more", "a").min(1).tasks(1, cpu=1),
+        job("b", "b").min(1).tasks(1, cpu=2),
+    ]
     queues = [queue("a").capability(cpu=5, pods=1), queue("b")]
     conf = DEFAULT_CONF_TEXT.replace("  - name: proportion\n", "  - name: proportion\n    enabledAllocatable: false\n")
     assert ("more-task-0", "n1") not in binds(conf, nodes, jobs, queues)
@@ -56,15 +59,21 @@ def test_gang_job_ready_switch_off_commits_partial_gangs():
 
 def test_drf_orders_jobs_by_dominant_share():
     nodes = [node("n1").cpu(7).mem("16Gi")]
-    jobs = [job("rich").min(1).phase("Running").running(["n1"], cpu=4).tasks(1, cpu=3),
-            job("poor").min(1).created(5).tasks(1, cpu=3)]
+    jobs = [
+        job("rich").min(1).phase("Running").running(["n1"], cpu=4).tasks(1, cpu=3),
+        job("poor").min(1).created(5).tasks(1, cpu=3),
+    ]
     assert binds(DEFAULT_CONF_TEXT, nodes, jobs) == [("poor-task-0", "n1")]
 
 
-@pytest.mark.parametrize(("arguments", "expected"), [
-    ("{}", "spread"),
-    ("{leastrequested.weight: 0, balancedresource.weight: 0, mostrequested.weight: 1}", "pack"),
-], ids=["least-requested-spreads", "most-requested-packs"])
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ("{}", "spread"),
+        ("{leastrequested.weight: 0, balancedresource.weight: 0, mostrequested.weight: 1}", "pack"),
+    ],
+    ids=["least-requested-spreads", "most-requested-packs"],
+)
 def test_nodeorder_weights(arguments, expected):
     conf = DEFAULT_CONF_TEXT.replace("  - name: nodeorder\n", f"  - name: nodeorder\n    arguments: {arguments}\n")
     nodes = [node("a").cpu(8).mem("16Gi"), node("b").cpu(8).mem("16Gi")]
@@ -75,7 +84,8 @@ def test_nodeorder_weights(arguments, expected):
 def test_binpack_resource_weight_prefers_fuller_gpu_node():
     conf = DEFAULT_CONF_TEXT.replace("  - name: nodeorder\n", "") + (
         "  - name: binpack\n    arguments: {binpack.cpu: 0, binpack.memory: 0, binpack.resources: nvidia.com/gpu, "
-        "binpack.resources.nvidia.com/gpu: 5}\n")
+        "binpack.resources.nvidia.com/gpu: 5}\n"
+    )
     nodes = [node("a").cpu(64).mem("64Gi").gpus(8), node("b").cpu(64).mem("64Gi").gpus(8)]
     jobs = [job("old").min(1).phase("Running").running(["b"], cpu=1, gpu=6), job("new").min(1).tasks(1, cpu=1, gpu=1)]
     assert binds(conf, nodes, jobs) == [("new-task-0", "b")]

@@ -52,15 +52,21 @@ def test_hard_gang_larger_than_a_leaf(tier, expected_binds):
 
 
 def test_soft_falls_back_across_domains():
-    got, _ = placed([job("g").min(3).topology("soft", 1).tasks(3, cpu=4)],
-                    [node(f"n{i}").cpu(4).mem("16Gi").tier(1, "s1" if i % 2 else "s2") for i in range(1, 5)])
+    got, _ = placed(
+        [job("g").min(3).topology("soft", 1).tasks(3, cpu=4)],
+        [node(f"n{i}").cpu(4).mem("16Gi").tier(1, "s1" if i % 2 else "s2") for i in range(1, 5)],
+    )
     assert len(got) == 3
 
 
 def test_misfit_in_one_domain_does_not_poison_the_next():
     # s1's first node is busy, so the gang misfits there; s2 must still be tried from scratch.
-    nodes = [node("a1").cpu(4).mem("16Gi").tier(1, "s1"), node("a2").cpu(4).mem("16Gi").tier(1, "s1"),
-             node("b1").cpu(4).mem("16Gi").tier(1, "s2"), node("b2").cpu(4).mem("16Gi").tier(1, "s2")]
+    nodes = [
+        node("a1").cpu(4).mem("16Gi").tier(1, "s1"),
+        node("a2").cpu(4).mem("16Gi").tier(1, "s1"),
+        node("b1").cpu(4).mem("16Gi").tier(1, "s2"),
+        node("b2").cpu(4).mem("16Gi").tier(1, "s2"),
+    ]
     busy = job("busy").min(1).phase("Running").running(["a1"], cpu=2)
     got, _ = placed([busy, job("g").min(2).topology("hard", 1).tasks(2, role="w", cpu=3)], nodes)
     assert sorted(got.values()) == ["b1", "b2"]

@@ -31,19 +31,28 @@ def test_pods_become_vgpu_shares_whole_gpus_and_model_affinity():
     assert tasks["p-share"].request[VGPU_NUMBER] == 1 and tasks["p-share"].request[VGPU_CORES] == 50
     assert tasks["p-one"].request[GPU] == 1 and VGPU_NUMBER not in tasks["p-one"].request
     assert tasks["p-cpu"].request == {"cpu": 6.0, "memory": 8192 * 2.0**20}
-    term = tasks["p-two"].affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0]
+    term = tasks[
+        "p-two"
+    ].affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0]
     assert (term.match_expressions[0].key, term.match_expressions[0].values) == (trace.GPU_MODEL_LABEL, ["V100"])
     assert {n.name: n.labels for n in snap.nodes}["n-c"] == {trace.GPU_MODEL_LABEL: "T4"}
     assert [j.created for j in snap.jobs] == sorted(j.created for j in snap.jobs)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n", "missing column 'gpu_milli'"),
-    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x,1,0,0\n", "pods line 2: cpu_milli: not a number: 'x'"),
-    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n", "pods line 2: gpu_milli: must be between 0 and 1000"),
-    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,0\n", "pods line 2: gpu_milli: a pod with num_gpu 2"),
-    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "pods: no rows"),
-], ids=["missing-column", "not-a-number", "over-one-gpu", "gpu-without-milli", "empty"])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n", "missing column 'gpu_milli'"),
+        ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x,1,0,0\n", "pods line 2: cpu_milli: not a number: 'x'"),
+        (
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n",
+            "pods line 2: gpu_milli: must be between 0 and 1000",
+        ),
+        ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,0\n", "pods line 2: gpu_milli: a pod with num_gpu 2"),
+        ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "pods: no rows"),
+    ],
+    ids=["missing-column", "not-a-number", "over-one-gpu", "gpu-without-milli", "empty"],
+)
 def test_bad_pod_lists_name_line_and_column(text, message):
     with pytest.raises(trace.TraceError, match=message):
         trace.parse_pods(text)
@@ -63,7 +72,7 @@ def test_workload_reaches_the_demand_and_depends_only_on_the_seed(demand):
     assert total <= demand * capacity
     assert total > demand * capacity - 2000  # the next draw would have passed it (largest pod: 2 GPUs)
     if demand >= 1.0:  # every pod of the list once, then draws
-        assert sorted(arrivals[:len(pods)]) == list(range(len(pods)))
+        assert sorted(arrivals[: len(pods)]) == list(range(len(pods)))
     assert arrivals == trace.workload(pods, capacity, demand, seed=7)
     assert arrivals != trace.workload(pods, capacity, demand, seed=8)
 
@@ -94,9 +103,11 @@ def test_replay_packs_halves_so_that_a_whole_node_stays_free_for_2_gpu_pods():
     # Two 2-GPU nodes; half-GPU pods, then 2-GPU pods. Spreading the halves over both nodes
     # leaves no node for a 2-GPU pod; packing them on one node keeps the other whole.
     nodes = trace.parse_nodes("sn,cpu_milli,memory_mib,gpu,model\na,64000,262144,2,X\nb,64000,262144,2,X\n")
-    pods = trace.parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-                            + "".join(f"h{i},1000,1024,1,500\n" for i in range(4))
-                            + "".join(f"w{i},1000,1024,2,1000\n" for i in range(4)))
+    pods = trace.parse_pods(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+        + "".join(f"h{i},1000,1024,1,500\n" for i in range(4))
+        + "".join(f"w{i},1000,1024,2,1000\n" for i in range(4))
+    )
     arrivals = [0, 1, 4, 2, 3, 5]  # two halves, a 2-GPU pod, two halves, a 2-GPU pod
     snap = trace.snapshot(nodes, [n.name for n in nodes], pods, arrivals)
     decision = Scheduler(tracebench.policy_conf("gpufrag", 5)).cycle(snap)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hyperjob import simulator
+
 HEAD = """\
 apiVersion: hyperjob.io/v1alpha1
 kind: Scenario
@@ -77,19 +78,51 @@ CASES = [
     ("closed-queue", JOB.replace("QUEUE", "shut"), "j", "$.spec.queue", "Closed"),
     ("missing-queue", JOB.replace("QUEUE", "nowhere"), "j", "$.spec.queue", "does not exist"),
     ("non-leaf-queue", JOB.replace("QUEUE", "parent"), "j", "$.spec.queue", "leaf"),
-    ("unknown-field", JOB.replace("QUEUE", "leaf").replace("        tasks:", "        colour: red\n        tasks:"),
-     "j", "$.spec", "unknown field"),
-    ("negative-replicas", JOB.replace("QUEUE", "leaf").replace("replicas: 1", "replicas: -1"), "j",
-     "$.spec.tasks[0].replicas", ""),
-    ("unknown-cluster", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 2}, {name: mars, replicas: 2}]"),
-     "h", "mars", "does not exist"),
-    ("counts-do-not-add-up", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 3}]"), "h",
-     "splitPolicy.clusters", "add up to 3"),
-    ("conceptual-template-queue", HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 4}]").replace(
-        "            tasks:", "            queue: shut\n            tasks:"),
-     "h", "$.spec.template.spec.queue", "Closed"),
-    ("queue-parent-missing", "      {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
-     " spec: {parent: nowhere}}\n", "q", "$.spec.parent", "'nowhere' does not exist"),
+    (
+        "unknown-field",
+        JOB.replace("QUEUE", "leaf").replace("        tasks:", "        colour: red\n        tasks:"),
+        "j",
+        "$.spec",
+        "unknown field",
+    ),
+    (
+        "negative-replicas",
+        JOB.replace("QUEUE", "leaf").replace("replicas: 1", "replicas: -1"),
+        "j",
+        "$.spec.tasks[0].replicas",
+        "",
+    ),
+    (
+        "unknown-cluster",
+        HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 2}, {name: mars, replicas: 2}]"),
+        "h",
+        "mars",
+        "does not exist",
+    ),
+    (
+        "counts-do-not-add-up",
+        HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 3}]"),
+        "h",
+        "splitPolicy.clusters",
+        "add up to 3",
+    ),
+    (
+        "conceptual-template-queue",
+        HYPERJOB.replace("CLUSTERS", "[{name: cluster-a, replicas: 4}]").replace(
+            "            tasks:", "            queue: shut\n            tasks:"
+        ),
+        "h",
+        "$.spec.template.spec.queue",
+        "Closed",
+    ),
+    (
+        "queue-parent-missing",
+        "      {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
+        " spec: {parent: nowhere}}\n",
+        "q",
+        "$.spec.parent",
+        "'nowhere' does not exist",
+    ),
     ("upstream-cluster-names", UPSTREAM, "u", "$.spec.replicatedJobs[0].clusterNames[0]", "'venus' does not exist"),
 ]
 

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events
-from hyperjob import simulator
+from hyperjob import events, simulator
 from hyperjob.simulator import chaos
 from hyperjob.store import Binding, Commit, InMemoryStore
 
@@ -48,11 +47,13 @@ def test_a_seed_replays_the_same_run_exactly() -> None:
 def test_every_kind_of_fault_is_drawn() -> None:
     runs = list(simulator.run_chaos(EX13.read_text(), range(1, 6)))
     drawn = sum((r.injected for r in runs), start=type(runs[0].injected)())
-    assert {"crash after-commit", "crash after-publish", "crash mid-cycle", "reorder", "duplicate",
-            "rebuild"} <= set(drawn)
+    assert {"crash after-commit", "crash after-publish", "crash mid-cycle", "reorder", "duplicate", "rebuild"} <= set(
+        drawn
+    )
 
 
 # -- each invariant catches what it guards against ----------------------------------------------------
+
 
 def _publish(inv: chaos.Invariants, subject: str, message: events.Message, stream: str = "SCHED") -> None:
     inv.observe(stream, subject, events.encode(message), {})
@@ -77,8 +78,9 @@ def test_a_pod_bound_to_two_nodes_is_a_violation() -> None:
 
 def test_a_pod_running_twice_at_once_is_a_violation() -> None:
     def report(uid: str, phase: str, i: int) -> events.PodPhasesReported:
-        return events.PodPhasesReported(**_meta(i), cluster="c", reports=[
-            events.PodReport(pod="j-t-0", uid=uid, job="j", node="n1", phase=phase)])
+        return events.PodPhasesReported(
+            **_meta(i), cluster="c", reports=[events.PodReport(pod="j-t-0", uid=uid, job="j", node="n1", phase=phase)]
+        )
 
     inv = chaos.Invariants()
     _publish(inv, "node.pods.phase.c", report("u1", "Running", 1), "NODE")
@@ -91,10 +93,16 @@ def test_a_pod_running_twice_at_once_is_a_violation() -> None:
 
 def test_a_gang_member_bound_before_its_gang_starts_is_a_violation() -> None:
     inv = chaos.Invariants()
-    _publish(inv, "sched.child.dispatch.c", events.DispatchChild(**_meta(1), child="hj-job-0", cluster="c", job={},
-                                                                 gang="hj", gang_attempt=2))
-    _publish(inv, "sched.gang.control.c", events.GangControl(**_meta(2), child="hj-job-0", cluster="c",
-                                                             action="start", attempt=1))  # an older attempt
+    _publish(
+        inv,
+        "sched.child.dispatch.c",
+        events.DispatchChild(**_meta(1), child="hj-job-0", cluster="c", job={}, gang="hj", gang_attempt=2),
+    )
+    _publish(
+        inv,
+        "sched.gang.control.c",
+        events.GangControl(**_meta(2), child="hj-job-0", cluster="c", action="start", attempt=1),
+    )  # an older attempt
     _publish(inv, "sched.pods.bound.c", _bound("hj-job-0", "hj-job-0-t-0", "u1", "n1", 3))
     assert inv.broken == ["hj-job-0 in c bound before its gang hj (attempt 2) started"]
 
@@ -114,8 +122,12 @@ def test_a_node_booked_beyond_its_allocatable_is_a_violation() -> None:
         await store.commit(Commit(binds=[Binding("c", "p0", "n1", {"cpu": 3}), Binding("c", "p1", "n1", {"cpu": 2})]))
 
     asyncio.run(book())
-    engine = SimpleNamespace(store=store, scenario=SimpleNamespace(clusters=[SimpleNamespace(name="c")]),
-                             clock=SimpleNamespace(now=lambda: 12.0), steps=345)
+    engine = SimpleNamespace(
+        store=store,
+        scenario=SimpleNamespace(clusters=[SimpleNamespace(name="c")]),
+        clock=SimpleNamespace(now=lambda: 12.0),
+        steps=345,
+    )
     probe = chaos.Chaos(seed=9)
     with pytest.raises(chaos.Violation) as caught:
         asyncio.run(probe.check(engine))  # type: ignore[arg-type]
@@ -123,12 +135,22 @@ def test_a_node_booked_beyond_its_allocatable_is_a_violation() -> None:
 
 
 def test_an_end_unlike_the_run_without_chaos_is_a_violation() -> None:
-    baseline = {"jobs": [{"name": "a", "hyperJob": None, "phase": "Completed"},
-                         {"name": "hj-job-0", "hyperJob": "hj", "phase": "Aborted"}],
-                "hyperJobs": [{"name": "hj", "phase": "Suspended"}]}
+    baseline = {
+        "jobs": [
+            {"name": "a", "hyperJob": None, "phase": "Completed"},
+            {"name": "hj-job-0", "hyperJob": "hj", "phase": "Aborted"},
+        ],
+        "hyperJobs": [{"name": "hj", "phase": "Suspended"}],
+    }
     # A child that was never dispatched is the HyperJob's business; the HyperJob ended the same.
-    same = {"jobs": [{"name": "a", "hyperJob": None, "phase": "Completed"}], "hyperJobs": [{"name": "hj", "phase": "Suspended"}]}
+    same = {
+        "jobs": [{"name": "a", "hyperJob": None, "phase": "Completed"}],
+        "hyperJobs": [{"name": "hj", "phase": "Suspended"}],
+    }
     chaos.Chaos(1).compare(baseline, same, 0.0, 0)
-    differs = {"jobs": [{"name": "a", "hyperJob": None, "phase": "Failed"}], "hyperJobs": [{"name": "hj", "phase": "Suspended"}]}
+    differs = {
+        "jobs": [{"name": "a", "hyperJob": None, "phase": "Failed"}],
+        "hyperJobs": [{"name": "hj", "phase": "Suspended"}],
+    }
     with pytest.raises(chaos.Violation, match="Job a ends Failed, without chaos Completed"):
         chaos.Chaos(1).compare(baseline, differs, 0.0, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperjob import simulator
+
 HEAD = """\
 apiVersion: hyperjob.io/v1alpha1
 kind: Scenario
@@ -71,8 +72,11 @@ def test_cluster_back_within_the_timeout_keeps_its_child() -> None:
 def test_lost_cluster_child_moves_after_thirty_seconds() -> None:
     result = run("  - {at: 10s, clusterDown: {cluster: cluster-b}}\n")
     assert jobs(result)["hj-job-1"] == ("Running", "cluster-c")
-    moved = [e for e in result["events"] if e["object"] == "hj-job-1" and e["type"] == "PodGroupPhaseChanged"
-             and e["cluster"] == "cluster-c"]
+    moved = [
+        e
+        for e in result["events"]
+        if e["object"] == "hj-job-1" and e["type"] == "PodGroupPhaseChanged" and e["cluster"] == "cluster-c"
+    ]
     assert moved[0]["time"] == 40.0  # 30 s after its last report (9 s: at 10 s it is down before reporting)
     assert hyperjob(result)["placement"] == {"cluster-a": 4, "cluster-c": 4}
     moved_pods = [p for p in result["pods"] if p["job"] == "hj-job-1"]
@@ -83,8 +87,9 @@ def test_abort_fails_the_hyperjob_once_every_child_is_terminal() -> None:
     result = run("  - {at: 10s, command: {kind: HyperJob, name: hj, action: abort}}\n")
     assert {p for p, _ in jobs(result).values()} == {"Aborted"}
     assert hyperjob(result)["phase"] == "Failed"
-    assert hyperjob(result)["conditions"] == [{"type": "Failed", "status": "True",
-                                               "reason": "SomeChildVCJobsUnsuccessful"}]
+    assert hyperjob(result)["conditions"] == [
+        {"type": "Failed", "status": "True", "reason": "SomeChildVCJobsUnsuccessful"}
+    ]
     assert result["pods"] == []
 
 
@@ -107,8 +112,10 @@ def test_delete_removes_every_child_everywhere() -> None:
 def test_suspend_before_placement_places_nothing_until_resume() -> None:
     suspended = run("  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n")
     assert hyperjob(suspended)["phase"] == "Suspended" and suspended["jobs"] == []
-    resumed = run("  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n"
-                  "  - {at: 20s, command: {kind: HyperJob, name: hj, action: resume}}\n")
+    resumed = run(
+        "  - {at: 0s, command: {kind: HyperJob, name: hj, action: suspend}}\n"
+        "  - {at: 20s, command: {kind: HyperJob, name: hj, action: resume}}\n"
+    )
     assert hyperjob(resumed)["phase"] == "Running"
 
 
@@ -147,27 +154,32 @@ def test_plain_job_on_a_lost_cluster_is_placed_again_elsewhere() -> None:
 
 
 def test_plain_job_stays_when_no_other_cluster_can_take_it() -> None:
-    result = simulator.run(PLAIN.replace('cpu: "2"', 'cpu: "1"').replace("replicas: 2", "replicas: 2\n          "
-                                                                          "minAvailable: 2"))
+    result = simulator.run(
+        PLAIN.replace('cpu: "2"', 'cpu: "1"').replace("replicas: 2", "replicas: 2\n          minAvailable: 2")
+    )
     assert jobs(result)["plain"][1] == "cluster-a"
 
 
 def test_sim_annotations_on_the_conceptual_template_job_reach_every_child() -> None:
-    text = HEAD.replace("          kind: Job\n          spec:\n            tasks:",
-                        "          kind: Job\n          metadata: {annotations: {hyperjob.io/sim-duration: 20s}}\n"
-                        "          spec:\n            tasks:").replace("containers: [", "restartPolicy: Never\n"
-                                                                       "                  containers: [")
+    text = HEAD.replace(
+        "          kind: Job\n          spec:\n            tasks:",
+        "          kind: Job\n          metadata: {annotations: {hyperjob.io/sim-duration: 20s}}\n"
+        "          spec:\n            tasks:",
+    ).replace("containers: [", "restartPolicy: Never\n                  containers: [")
     result = simulator.run(text + "  until: 120s\n")
     assert {p for p, _ in jobs(result).values()} == {"Completed"}
     assert hyperjob(result)["phase"] == "Completed"
-    assert hyperjob(result)["conditions"] == [{"type": "Completed", "status": "True",
-                                               "reason": "AllChildVCJobsCompleted"}]
+    assert hyperjob(result)["conditions"] == [
+        {"type": "Completed", "status": "True", "reason": "AllChildVCJobsCompleted"}
+    ]
     assert {p["finishedAt"] - p["startedAt"] for p in result["pods"]} == {20.0}
 
 
 def test_plain_jobs_placed_in_one_round_see_each_others_room_taken() -> None:
     two = PLAIN.replace('cpu: "2"', 'cpu: "4"').replace("  - {at: 10s, clusterDown: {cluster: cluster-a}}\n", "")
-    two = two.replace("  until: 90s", """\
+    two = two.replace(
+        "  until: 90s",
+        """\
   - at: 0s
     create:
       apiVersion: batch.volcano.sh/v1alpha1
@@ -180,16 +192,23 @@ def test_plain_jobs_placed_in_one_round_see_each_others_room_taken() -> None:
           template:
             spec:
               containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
-  until: 30s""")
+  until: 30s""",
+    )
     two = two.replace("replicas: 2\n", "replicas: 3\n", 1)
     result = simulator.run(two)
-    assert {name: cluster for name, (_, cluster) in jobs(result).items()} == {"plain": "cluster-a",
-                                                                              "second": "cluster-b"}
+    assert {name: cluster for name, (_, cluster) in jobs(result).items()} == {
+        "plain": "cluster-a",
+        "second": "cluster-b",
+    }
 
 
 def test_a_child_whose_name_is_taken_waits_and_the_plain_job_stays() -> None:
-    squatter = PLAIN.split("  events:\n")[1].replace("name: plain", "name: hj-job-0").replace(
-        "  - {at: 10s, clusterDown: {cluster: cluster-a}}\n", "").replace("  until: 90s\n", "")
+    squatter = (
+        PLAIN.split("  events:\n")[1]
+        .replace("name: plain", "name: hj-job-0")
+        .replace("  - {at: 10s, clusterDown: {cluster: cluster-a}}\n", "")
+        .replace("  until: 90s\n", "")
+    )
     result = run(squatter)
     assert jobs(result) == {"hj-job-0": ("Running", "cluster-a")}
     assert next(j for j in result["jobs"])["hyperJob"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperjob import simulator
+
 HEAD = """\
 apiVersion: hyperjob.io/v1alpha1
 kind: Scenario
@@ -17,8 +18,16 @@ spec:
 """
 
 
-def job(name: str, *, replicas: int = 1, cpu: str = "1", policy: str = "Never", annotations: str = "",
-        extra: str = "", at: str = "0s") -> str:
+def job(
+    name: str,
+    *,
+    replicas: int = 1,
+    cpu: str = "1",
+    policy: str = "Never",
+    annotations: str = "",
+    extra: str = "",
+    at: str = "0s",
+) -> str:
     meta = f"\n            metadata: {{annotations: {{{annotations}}}}}" if annotations else ""
     return f"""\
   - at: {at}
@@ -98,8 +107,10 @@ def test_closing_a_queue_rejects_later_jobs() -> None:
 
 
 def test_priority_class_created_then_used() -> None:
-    create = ("  - at: 0s\n    create: {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass,"
-              " metadata: {name: gold}, value: 100}\n")
+    create = (
+        "  - at: 0s\n    create: {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass,"
+        " metadata: {name: gold}, value: 100}\n"
+    )
     ok = run(create + job("j", extra="\n        priorityClassName: gold", at="1s"))
     assert phase(ok, "j") == "Running"
     missing = run(job("j", extra="\n        priorityClassName: gold"))
@@ -114,13 +125,18 @@ def test_bad_sim_annotation_is_rejected_not_a_crash() -> None:
 
 
 def test_bare_podgroup_is_scheduled_without_pods() -> None:
-    create = ("  - at: 0s\n    create: {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup,"
-              " metadata: {name: pg}, spec: {minMember: 1, minResources: {cpu: '1'}}}\n")
+    create = (
+        "  - at: 0s\n    create: {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup,"
+        " metadata: {name: pg}, spec: {minMember: 1, minResources: {cpu: '1'}}}\n"
+    )
     result = run(create)
     assert [(g["name"], g["phase"], g["minMember"]) for g in result["podGroups"]] == [("pg", "Inqueue", 1)]
 
 
 def test_pod_fail_on_a_pending_pod_changes_nothing() -> None:
-    result = run(job("j", cpu="8") + "  - {at: 5s, podFail: {pod: j-w-0, exitCode: 1}}\n"
-                 + "  - {at: 5s, podFail: {pod: nobody, exitCode: 1}}\n")
+    result = run(
+        job("j", cpu="8")
+        + "  - {at: 5s, podFail: {pod: j-w-0, exitCode: 1}}\n"
+        + "  - {at: 5s, podFail: {pod: nobody, exitCode: 1}}\n"
+    )
     assert not [e for e in result["events"] if e["type"] == "PodFailed"]

@@ -106,10 +106,18 @@ def test_podgroup_resources_in_base_units(result: dict) -> None:
     assert zeta["minMember"] == 2
 
 
-@pytest.mark.parametrize(("name", "amount", "printed"), [
-    ("cpu", 4, "4.0"), ("cpu", 0.5, "0.5"), ("memory", 2.5, "2.5"), ("memory", 2**30, "1073741824"),
-    ("nvidia.com/gpu", 8.0, "8"), ("memory", -0.0, "0"),
-], ids=["cpu-float", "cpu-fraction", "memory-fraction", "memory-bytes", "scalar", "no-negative-zero"])
+@pytest.mark.parametrize(
+    ("name", "amount", "printed"),
+    [
+        ("cpu", 4, "4.0"),
+        ("cpu", 0.5, "0.5"),
+        ("memory", 2.5, "2.5"),
+        ("memory", 2**30, "1073741824"),
+        ("nvidia.com/gpu", 8.0, "8"),
+        ("memory", -0.0, "0"),
+    ],
+    ids=["cpu-float", "cpu-fraction", "memory-fraction", "memory-bytes", "scalar", "no-negative-zero"],
+)
 def test_quantities_print_in_base_units(name: str, amount: float, printed: str) -> None:
     assert json.dumps(output.number(name, amount)) == printed
 

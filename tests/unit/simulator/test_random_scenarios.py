@@ -18,16 +18,35 @@ from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.scenario import load
 
 POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
-JOB_PHASES = {"Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed", "Terminating",
-              "Terminated", "Failed"}
+JOB_PHASES = {
+    "Pending",
+    "Aborting",
+    "Aborted",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Terminating",
+    "Terminated",
+    "Failed",
+}
 PG_PHASES = {"Pending", "Inqueue", "Running", "Unknown", "Completed"}
 HJ_PHASES = {"Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed", "Terminating"}
 
 
 def _job(r: random.Random, name: str) -> dict:
-    template: dict = {"spec": {"restartPolicy": r.choice(["Never", "OnFailure", "Always"]),
-                               "containers": [{"name": "c", "image": "x", "resources": {"requests": {
-                                   "cpu": str(r.randint(1, 3)), "nvidia.com/gpu": str(r.randint(0, 2))}}}]}}
+    template: dict = {
+        "spec": {
+            "restartPolicy": r.choice(["Never", "OnFailure", "Always"]),
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "resources": {"requests": {"cpu": str(r.randint(1, 3)), "nvidia.com/gpu": str(r.randint(0, 2))}},
+                }
+            ],
+        }
+    }
     annotations = {}
     if r.random() < 0.6:
         annotations["hyperjob.io/sim-duration"] = f"{r.randint(3, 40)}s"
@@ -37,8 +56,12 @@ def _job(r: random.Random, name: str) -> dict:
         template["metadata"] = {"annotations": annotations}
     spec: dict = {"tasks": [{"name": "w", "replicas": r.randint(1, 4), "template": template}]}
     if r.random() < 0.4:
-        spec["policies"] = [{"event": r.choice(["PodFailed", "PodEvicted", "TaskFailed"]),
-                             "action": r.choice(["RestartJob", "AbortJob", "TerminateJob", "CompleteJob"])}]
+        spec["policies"] = [
+            {
+                "event": r.choice(["PodFailed", "PodEvicted", "TaskFailed"]),
+                "action": r.choice(["RestartJob", "AbortJob", "TerminateJob", "CompleteJob"]),
+            }
+        ]
     if r.random() < 0.3:
         spec["minAvailable"] = 1
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
@@ -51,13 +74,21 @@ def _hyperjob(r: random.Random, name: str, clusters: list[str]) -> dict:
     job["spec"].pop("minAvailable", None)
     if len(clusters) > 1 and r.random() < 0.5:
         first = r.randint(0, total)
-        split = {"strategy": "ByCluster", "clusters": [{"name": clusters[0], "replicas": first},
-                                                       {"name": clusters[1], "replicas": total - first}]}
+        split = {
+            "strategy": "ByCluster",
+            "clusters": [{"name": clusters[0], "replicas": first}, {"name": clusters[1], "replicas": total - first}],
+        }
     else:
         split = {"mode": r.choice(["auto", "static"])}
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name},
-            "spec": {"template": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "spec": job["spec"]},
-                     "splitPolicy": split}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "HyperJob",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "spec": job["spec"]},
+            "splitPolicy": split,
+        },
+    }
 
 
 def scenario(seed: int) -> str:
@@ -75,21 +106,43 @@ def scenario(seed: int) -> str:
         spec["queue"] = r.choice(["default", "q1", "q2"])
         if r.random() < 0.3:
             spec["priorityClassName"] = "high"
-    doc = {"apiVersion": "hyperjob.io/v1alpha1", "kind": "Scenario", "metadata": {"name": f"random-{seed}"},
-           "spec": {"schedulerConf": r.choice(CONFS),
-                    "clusters": [{"name": c, "nodes": [{"name": n, "allocatable": {
-                        "cpu": str(r.randint(2, 8)), "memory": "16Gi", "nvidia.com/gpu": str(r.choice([0, 4, 8]))}}
-                        for n in nodes[c]]} for c in clusters],
-                    "queues": [_queue(r, "q1"), _queue(r, "q2")],
-                    "priorityClasses": [{"name": "high", "value": 100}],
-                    "events": events, "until": "150s", "schedulePeriod": r.choice([1, "500ms", "2s"])}}
+    doc = {
+        "apiVersion": "hyperjob.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": f"random-{seed}"},
+        "spec": {
+            "schedulerConf": r.choice(CONFS),
+            "clusters": [
+                {
+                    "name": c,
+                    "nodes": [
+                        {
+                            "name": n,
+                            "allocatable": {
+                                "cpu": str(r.randint(2, 8)),
+                                "memory": "16Gi",
+                                "nvidia.com/gpu": str(r.choice([0, 4, 8])),
+                            },
+                        }
+                        for n in nodes[c]
+                    ],
+                }
+                for c in clusters
+            ],
+            "queues": [_queue(r, "q1"), _queue(r, "q2")],
+            "priorityClasses": [{"name": "high", "value": 100}],
+            "events": events,
+            "until": "150s",
+            "schedulePeriod": r.choice([1, "500ms", "2s"]),
+        },
+    }
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[str]],
-           names: list[str]) -> dict | None:
-    kind = r.choice(["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue",
-                     "objects"])
+def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[str]], names: list[str]) -> dict | None:
+    kind = r.choice(
+        ["job", "job", "job", "hyperjob", "node", "cluster", "fail", "command", "delete", "queue", "objects"]
+    )
     if kind == "job":
         names.append(f"j{i}")
         return {"create": _job(r, f"j{i}")}
@@ -104,18 +157,43 @@ def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[
     if kind == "queue":
         if r.random() < 0.2:
             return {"delete": {"kind": "Queue", "name": r.choice(["q1", "q2", "root"])}}
-        return {"command": {"kind": "Queue", "name": r.choice(["q1", "q2", "default"]),
-                            "action": r.choice(["open", "close"])}}
+        return {
+            "command": {
+                "kind": "Queue",
+                "name": r.choice(["q1", "q2", "default"]),
+                "action": r.choice(["open", "close"]),
+            }
+        }
     if kind == "objects":
-        return {"create": r.choice([
-            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"q{i}"},
-             "spec": {"weight": r.randint(1, 3), "parent": r.choice(["", "q1", "missing"])}},
-            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": f"pg{i}"},
-             "spec": {"minMember": r.randint(0, 2), "queue": r.choice(["default", "q2"]),
-                      "minResources": {"cpu": str(r.randint(1, 4))}}},
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"pc{i}"},
-             "value": r.randint(1, 1000), "globalDefault": r.random() < 0.5},
-        ])}
+        return {
+            "create": r.choice(
+                [
+                    {
+                        "apiVersion": "scheduling.volcano.sh/v1beta1",
+                        "kind": "Queue",
+                        "metadata": {"name": f"q{i}"},
+                        "spec": {"weight": r.randint(1, 3), "parent": r.choice(["", "q1", "missing"])},
+                    },
+                    {
+                        "apiVersion": "scheduling.volcano.sh/v1beta1",
+                        "kind": "PodGroup",
+                        "metadata": {"name": f"pg{i}"},
+                        "spec": {
+                            "minMember": r.randint(0, 2),
+                            "queue": r.choice(["default", "q2"]),
+                            "minResources": {"cpu": str(r.randint(1, 4))},
+                        },
+                    },
+                    {
+                        "apiVersion": "scheduling.k8s.io/v1",
+                        "kind": "PriorityClass",
+                        "metadata": {"name": f"pc{i}"},
+                        "value": r.randint(1, 1000),
+                        "globalDefault": r.random() < 0.5,
+                    },
+                ]
+            )
+        }
     if not names:
         return None
     target = r.choice(names)
@@ -123,18 +201,19 @@ def _event(r: random.Random, i: int, clusters: list[str], nodes: dict[str, list[
     if kind == "fail":
         return {"podFail": {"pod": f"{target}-w-0", "exitCode": 1}}
     if kind == "command":
-        actions = ["suspend", "resume", "abort", "restart"] if hj else ["abort", "resume", "restart", "terminate",
-                                                                       "complete"]
+        actions = (
+            ["suspend", "resume", "abort", "restart"] if hj else ["abort", "resume", "restart", "terminate", "complete"]
+        )
         return {"command": {"kind": "HyperJob" if hj else "Job", "name": target, "action": r.choice(actions)}}
     return {"delete": {"kind": "HyperJob" if hj else "Job", "name": target}}
 
 
 CONFS = [
     'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n'
-    '- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]\n',
+    "- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]\n",
     'actions: "enqueue, allocate, preempt, reclaim, backfill"\ntiers:\n- plugins: [{name: priority}, {name: gang},'
-    ' {name: conformance}]\n- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder},'
-    ' {name: binpack}]\n',
+    " {name: conformance}]\n- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder},"
+    " {name: binpack}]\n",
 ]
 
 

@@ -22,37 +22,86 @@ spec:
 CASES = [
     ("unknown-event-type", BASE + "  - {at: 1s, explode: {}}\n", "spec.events[1]", "unknown event type 'explode'"),
     ("bad-at", BASE + "  - {at: soon, nodeUp: {cluster: a, node: n-0}}\n", "spec.events[1].at", "not a duration"),
-    ("at-wrong-type", BASE + "  - {at: [1], nodeUp: {cluster: a, node: n-0}}\n", "spec.events[1].at",
-     "not a duration"),
-    ("undeclared-cluster", BASE + "  - {at: 1s, clusterDown: {cluster: b}}\n", "spec.events[1].clusterDown.cluster",
-     "cluster 'b' is not declared"),
-    ("undeclared-node", BASE + "  - {at: 1s, nodeUp: {cluster: a, node: n}}\n", "spec.events[1].nodeUp.node",
-     "node 'n' is not declared in cluster 'a'"),
-    ("two-actions", BASE + "  - {at: 1s, nodeUp: {cluster: a, node: n-0}, clusterUp: {cluster: a}}\n",
-     "spec.events[1]", "exactly one of"),
+    ("at-wrong-type", BASE + "  - {at: [1], nodeUp: {cluster: a, node: n-0}}\n", "spec.events[1].at", "not a duration"),
+    (
+        "undeclared-cluster",
+        BASE + "  - {at: 1s, clusterDown: {cluster: b}}\n",
+        "spec.events[1].clusterDown.cluster",
+        "cluster 'b' is not declared",
+    ),
+    (
+        "undeclared-node",
+        BASE + "  - {at: 1s, nodeUp: {cluster: a, node: n}}\n",
+        "spec.events[1].nodeUp.node",
+        "node 'n' is not declared in cluster 'a'",
+    ),
+    (
+        "two-actions",
+        BASE + "  - {at: 1s, nodeUp: {cluster: a, node: n-0}, clusterUp: {cluster: a}}\n",
+        "spec.events[1]",
+        "exactly one of",
+    ),
     ("no-action", BASE + "  - {at: 1s}\n", "spec.events[1]", "exactly one of"),
     ("unknown-spec-field", BASE + "  extra: 1\n", "spec.extra", "unknown field"),
-    ("unknown-event-field", BASE + "  - {at: 1s, podFail: {pod: p, exitcode: 1}}\n",
-     "spec.events[1].podFail.exitcode", "unknown field"),
-    ("bad-quantity", BASE.replace('cpu: "4"', "cpu: four"), "spec.clusters[0].nodes[0].allocatable.cpu",
-     "not a quantity"),
-    ("bad-command-action", BASE + "  - {at: 1s, command: {kind: Job, name: j, action: fly}}\n",
-     "spec.events[1].command.action", "a Job takes"),
-    ("bad-command-kind", BASE + "  - {at: 1s, command: {kind: Pod, name: j, action: abort}}\n",
-     "spec.events[1].command.kind", "commands apply to"),
-    ("bad-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
-     " spec: {weight: -1}}]\n", "spec.queues[0].spec.weight", ">= 0"),
-    ("undeclared-parent-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
-     " metadata: {name: q}, spec: {parent: nowhere}}]\n", "spec.queues[0].spec.parent", "'nowhere' is not declared"),
-    ("duplicate-queue", BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
-     " metadata: {name: q}}, {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q}}]\n",
-     "spec.queues", "queue 'q' is declared twice"),
+    (
+        "unknown-event-field",
+        BASE + "  - {at: 1s, podFail: {pod: p, exitcode: 1}}\n",
+        "spec.events[1].podFail.exitcode",
+        "unknown field",
+    ),
+    (
+        "bad-quantity",
+        BASE.replace('cpu: "4"', "cpu: four"),
+        "spec.clusters[0].nodes[0].allocatable.cpu",
+        "not a quantity",
+    ),
+    (
+        "bad-command-action",
+        BASE + "  - {at: 1s, command: {kind: Job, name: j, action: fly}}\n",
+        "spec.events[1].command.action",
+        "a Job takes",
+    ),
+    (
+        "bad-command-kind",
+        BASE + "  - {at: 1s, command: {kind: Pod, name: j, action: abort}}\n",
+        "spec.events[1].command.kind",
+        "commands apply to",
+    ),
+    (
+        "bad-queue",
+        BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q},"
+        " spec: {weight: -1}}]\n",
+        "spec.queues[0].spec.weight",
+        ">= 0",
+    ),
+    (
+        "undeclared-parent-queue",
+        BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
+        " metadata: {name: q}, spec: {parent: nowhere}}]\n",
+        "spec.queues[0].spec.parent",
+        "'nowhere' is not declared",
+    ),
+    (
+        "duplicate-queue",
+        BASE + "  queues: [{apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue,"
+        " metadata: {name: q}}, {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: q}}]\n",
+        "spec.queues",
+        "queue 'q' is declared twice",
+    ),
     ("bad-until", BASE + "  until: forever\n", "spec.until", "not a duration"),
     ("zero-period", BASE + "  schedulePeriod: 0s\n", "spec.schedulePeriod", "more than 0"),
-    ("duplicate-cluster", BASE.replace("  events:", "  - {name: a}\n  events:"), "spec.clusters",
-     "cluster 'a' is declared twice"),
-    ("missing-clusters", "apiVersion: hyperjob.io/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec: {}\n",
-     "spec.clusters", "required"),
+    (
+        "duplicate-cluster",
+        BASE.replace("  events:", "  - {name: a}\n  events:"),
+        "spec.clusters",
+        "cluster 'a' is declared twice",
+    ),
+    (
+        "missing-clusters",
+        "apiVersion: hyperjob.io/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec: {}\n",
+        "spec.clusters",
+        "required",
+    ),
     ("wrong-kind", BASE.replace("kind: Scenario", "kind: Job"), "kind", ""),
     ("not-yaml", "spec: [", "$", "not valid YAML"),
     ("not-a-mapping", "- 1\n- 2\n", "$", "mapping"),
@@ -70,8 +119,11 @@ def test_bad_scenario_file_names_the_place(text: str, path: str, fragment: str) 
 
 
 def test_nodes_expand_from_count_and_keep_their_name_without_it() -> None:
-    scenario = load(BASE.replace("count: 2, ", "count: 3, ").replace(
-        "  events:", "  - {name: b, nodes: [{name: solo, allocatable: {cpu: 1}}, {name: one, count: 1}]}\n  events:"))
+    scenario = load(
+        BASE.replace("count: 2, ", "count: 3, ").replace(
+            "  events:", "  - {name: b, nodes: [{name: solo, allocatable: {cpu: 1}}, {name: one, count: 1}]}\n  events:"
+        )
+    )
     assert [n.name for n in scenario.clusters[0].nodes] == ["n-0", "n-1", "n-2"]
     assert [n.name for n in scenario.clusters[1].nodes] == ["solo", "one"]
 
@@ -82,8 +134,11 @@ def test_node_without_pods_gets_110_slots() -> None:
 
 
 def test_durations_accept_numbers_and_units() -> None:
-    scenario = load(BASE.replace("at: 0s", "at: 500ms") + "  - {at: 2, nodeUp: {cluster: a, node: n-0}}\n"
-                    + "  - {at: 5m, clusterDown: {cluster: a}}\n  until: 2h\n  schedulePeriod: 1.5\n")
+    scenario = load(
+        BASE.replace("at: 0s", "at: 500ms")
+        + "  - {at: 2, nodeUp: {cluster: a, node: n-0}}\n"
+        + "  - {at: 5m, clusterDown: {cluster: a}}\n  until: 2h\n  schedulePeriod: 1.5\n"
+    )
     assert [e.at for e in scenario.events] == [0.5, 2.0, 300.0]
     assert scenario.until == 7200.0
     assert scenario.period == 1.5

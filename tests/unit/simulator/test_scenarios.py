@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hyperjob import simulator
+
 REPO = pathlib.Path(__file__).resolve().parents[3]
 CHECKER = REPO.parent / "shared" / "tools" / "check_scenarios.py"
 FOLDERS = [REPO.parent / "shared" / "scenarios", REPO / "examples" / "scenarios"]
@@ -59,8 +60,9 @@ def test_scenario_expectations_hold(scenario: pathlib.Path, expect: pathlib.Path
         return
     expectation = json.loads(expect.read_text())
     assert expectation["checks"], "an expectation without checks proves nothing"
-    failures = [(check, seen) for check in expectation["checks"]
-                if (seen := checker.apply_check(check, result)) is not None]
+    failures = [
+        (check, seen) for check in expectation["checks"] if (seen := checker.apply_check(check, result)) is not None
+    ]
     assert not failures, f"{scenario.name}: {failures[0][0]} -> saw {failures[0][1]}"
 
 

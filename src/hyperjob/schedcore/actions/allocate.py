@@ -80,8 +80,16 @@ def commit_rule(ssn: Session, stmt: Statement, job: JobState) -> None:
         stmt.discard()
 
 
-def allocate_tasks(ssn: Session, stmt: Statement, job: JobState, queue: QueueState, tasks: PriorityQueue[TaskState],
-                   jobs: PriorityQueue[JobState] | None, restrict: np.ndarray | None = None, key: object = None) -> None:
+def allocate_tasks(
+    ssn: Session,
+    stmt: Statement,
+    job: JobState,
+    queue: QueueState,
+    tasks: PriorityQueue[TaskState],
+    jobs: PriorityQueue[JobState] | None,
+    restrict: np.ndarray | None = None,
+    key: object = None,
+) -> None:
     """Volcano's allocateResourcesForTasks; with ``jobs`` None the turn does not stop at ready."""
     placement = ssn.placement
     while not tasks.empty():

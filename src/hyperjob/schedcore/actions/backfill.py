@@ -11,8 +11,13 @@ if TYPE_CHECKING:
 
 
 def backfill(ssn: Session) -> None:
-    jobs = [j for j in ssn.jobs.values() if j.phase != "Pending" and ssn.queue_of(j) is not None
-            and any(t.status == "Pending" and t.best_effort for t in j.tasks)]
+    jobs = [
+        j
+        for j in ssn.jobs.values()
+        if j.phase != "Pending"
+        and ssn.queue_of(j) is not None
+        and any(t.status == "Pending" and t.best_effort for t in j.tasks)
+    ]
     jobs = [j for j in jobs if ssn.job_valid(j) is None]
     queue_rank = sorted({j.queue for j in jobs}, key=lambda n: _QueueKey(ssn, n))
     for qname in queue_rank:
@@ -20,8 +25,10 @@ def backfill(ssn: Session) -> None:
         if not queue.is_open:
             continue
         for job in sorted((j for j in jobs if j.queue == qname), key=lambda j: _JobKey(ssn, j)):
-            tasks = sorted((t for t in job.tasks if t.status == "Pending" and t.best_effort and not t.info.gated),
-                           key=lambda t: _TaskKey(ssn, t))
+            tasks = sorted(
+                (t for t in job.tasks if t.status == "Pending" and t.best_effort and not t.info.gated),
+                key=lambda t: _TaskKey(ssn, t),
+            )
             for t in tasks:
                 choice = ssn.placement.best(t)
                 if choice is None or not choice[1]:

@@ -40,8 +40,15 @@ def enough(ssn: Session, t: TaskState, row: int, victims: list[TaskState]) -> bo
     return ssn.space.less_equal(t.req, free)
 
 
-def evict_until(ssn: Session, stmt: Statement, t: TaskState, row: int, victims: list[TaskState],
-                fits: Callable[[], bool], reason: str) -> bool:
+def evict_until(
+    ssn: Session,
+    stmt: Statement,
+    t: TaskState,
+    row: int,
+    victims: list[TaskState],
+    fits: Callable[[], bool],
+    reason: str,
+) -> bool:
     """Evict victims in victim order until ``fits()``; pipeline ``t`` on ``row`` or roll back."""
     mark = stmt.mark()
     order = victim_queue(ssn, victims, t)

@@ -40,8 +40,7 @@ def preempt(ssn: Session) -> None:
             tasks = pending_tasks(ssn, job)
             while ssn.job_starving(job) and not tasks.empty():
                 t = tasks.pop()
-                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job,
-                             releasable)
+                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job, releasable)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -57,8 +56,9 @@ def preempt(ssn: Session) -> None:
                     break
 
 
-def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[[TaskState], bool],
-                 releasable: np.ndarray) -> bool:
+def preempt_task(
+    ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[[TaskState], bool], releasable: np.ndarray
+) -> bool:
     """Try nodes best-scored first; evict victims until ``t`` fits, then pipeline it there."""
     if t.info.preemption_policy == "Never" or t.status != "Pending":
         return False
@@ -66,8 +66,11 @@ def preempt_task(ssn: Session, stmt: Statement, t: TaskState, allowed: Callable[
     queue = ssn.queues[t.job.queue]
     # ``releasable`` is taken once per action: stale, it only over-estimates, so no node is lost.
     for row in ssn.placement.ranked(t, ssn.nodes.fidle + releasable):
-        candidates = [v for v in ssn.nodes.tasks[row] if v.status in _PREEMPTABLE and v.info.preemptable
-                      and (v.best_effort or not t.best_effort) and allowed(v)]  # type: ignore[union-attr]
+        candidates = [
+            v
+            for v in ssn.nodes.tasks[row]
+            if v.status in _PREEMPTABLE and v.info.preemptable and (v.best_effort or not t.best_effort) and allowed(v)
+        ]  # type: ignore[union-attr]
         if not candidates:
             continue
         victims = ssn.preemptable(t, candidates)

@@ -51,8 +51,13 @@ def reclaim_task(ssn: Session, stmt: Statement, t: TaskState, queue: QueueState,
     dims = np.flatnonzero(t.req > 0)
     fits = (room[:, dims] >= t.req[dims] - ssn.space.eps[dims]).all(axis=1)
     for row in np.flatnonzero(ssn.placement.static_mask(t) & fits).tolist():
-        reclaimees = [v for v in ssn.nodes.tasks[row] if v.status == "Running" and v.info.preemptable  # type: ignore[union-attr]
-                      and _other_reclaimable(ssn, v, queue)]
+        reclaimees = [
+            v
+            for v in ssn.nodes.tasks[row]
+            if v.status == "Running"
+            and v.info.preemptable  # type: ignore[union-attr]
+            and _other_reclaimable(ssn, v, queue)
+        ]
         if not reclaimees:
             continue
         victims = ssn.reclaimable(t, reclaimees)  # type: ignore[arg-type]

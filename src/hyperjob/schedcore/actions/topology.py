@@ -52,8 +52,9 @@ def domains(ssn: Session, tier: int) -> list[tuple[str, np.ndarray]]:
     return cache[tier]
 
 
-def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: QueueState,
-                         tasks: PriorityQueue[TaskState]) -> None:
+def allocate_in_topology(
+    ssn: Session, stmt: Statement, job: JobState, queue: QueueState, tasks: PriorityQueue[TaskState]
+) -> None:
     from .allocate import allocate_tasks
 
     todo: list[TaskState] = []
@@ -69,8 +70,16 @@ def allocate_in_topology(ssn: Session, stmt: Statement, job: JobState, queue: Qu
         for name, mask in _ordered(ssn, tier, need, placed):
             mark = stmt.mark()
             job.failed_roles.clear()  # a misfit in one domain says nothing about the next
-            allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"]),
-                           None, mask, ("topology", tier, name))
+            allocate_tasks(
+                ssn,
+                stmt,
+                job,
+                queue,
+                PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"]),
+                None,
+                mask,
+                ("topology", tier, name),
+            )
             if ssn.job_ready(job) or ssn.job_pipelined(job):
                 return
             stmt.rollback_to(mark)

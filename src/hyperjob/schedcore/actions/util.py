@@ -27,8 +27,9 @@ class PriorityQueue(Generic[T]):
     pushed), comparisons run on tuples in C instead of through the plugin chain.
     """
 
-    def __init__(self, less: Callable[[T, T], bool], items: list[T] | None = None,
-                 key: Callable[[T], Any] | None = None) -> None:
+    def __init__(
+        self, less: Callable[[T, T], bool], items: list[T] | None = None, key: Callable[[T], Any] | None = None
+    ) -> None:
         self.less = less
         self.key = key
         self._seq = 0

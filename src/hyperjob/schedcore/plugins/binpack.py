@@ -32,14 +32,16 @@ class BinpackPlugin(Plugin):
     @classmethod
     def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
         # ``binpack.resources.<name>`` keys are open-ended, so they are split off first.
-        extra = {k[len(_PREFIX):]: v for k, v in arguments.items() if k.startswith(_PREFIX)}
+        extra = {k[len(_PREFIX) :]: v for k, v in arguments.items() if k.startswith(_PREFIX)}
         base = {k: v for k, v in arguments.items() if not k.startswith(_PREFIX)}
         args = super().decode_args(base, path)
         names = [r.strip() for r in str(args.resources).split(",") if r.strip()]
         for name in extra:
             if name not in names:
-                raise ConfError(f"{path}: unknown argument '{_PREFIX}{name}' for plugin 'binpack' "
-                                f"({name} is not listed in binpack.resources)")
+                raise ConfError(
+                    f"{path}: unknown argument '{_PREFIX}{name}' for plugin 'binpack' "
+                    f"({name} is not listed in binpack.resources)"
+                )
         weights: dict[str, float] = {}
         for name in names:
             raw = extra.get(name, 1)

@@ -66,7 +66,9 @@ def build_tree(plugin: Any, ssn: Session) -> None:
     root.deserved = sum((k.deserved for k in kids), np.zeros(space.size)) if kids else root.deserved
     root.guarantee = sum((k.guarantee for k in kids), np.zeros(space.size)) if kids else root.guarantee
     root.real_cap = np.minimum(root.capability, ssn.total)
-    plugin.defined[ROOT] = plugin.defined[ROOT] | np.any([plugin.defined[c] for c in children.get(ROOT, [])] or [plugin.defined[ROOT]], axis=0)
+    plugin.defined[ROOT] = plugin.defined[ROOT] | np.any(
+        [plugin.defined[c] for c in children.get(ROOT, [])] or [plugin.defined[ROOT]], axis=0
+    )
     _top_down(plugin, ROOT, children)
 
 

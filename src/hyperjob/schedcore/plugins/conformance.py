@@ -12,8 +12,7 @@ class ConformancePlugin(Plugin):
     NAME = "conformance"
 
     def _filter(self, candidates: list[TaskState]) -> list[TaskState]:
-        return [c for c in candidates
-                if c.info.namespace != "kube-system" and c.info.priority_class not in _CRITICAL]
+        return [c for c in candidates if c.info.namespace != "kube-system" and c.info.priority_class not in _CRITICAL]
 
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         return self._filter(candidates)

@@ -97,15 +97,26 @@ class FragScorer(Plugin):
         if not any(key[2] for key, _ in chosen):
             return None
         access = np.array([ssn.placement.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
-        return frag.Shapes(cpu=np.array([k[0] for k, _ in chosen]), memory=np.array([k[1] for k, _ in chosen]),
-                           number=np.array([k[2] for k, _ in chosen]), cores=np.array([k[3] for k, _ in chosen]),
-                           weight=np.array([w for _, w in chosen]), access=access.reshape(len(chosen), self.nodes.size))
+        return frag.Shapes(
+            cpu=np.array([k[0] for k, _ in chosen]),
+            memory=np.array([k[1] for k, _ in chosen]),
+            number=np.array([k[2] for k, _ in chosen]),
+            cores=np.array([k[3] for k, _ in chosen]),
+            weight=np.array([w for _, w in chosen]),
+            access=access.reshape(len(chosen), self.nodes.size),
+        )
 
     # ---- node states ------------------------------------------------------------------------
     def _current(self, rows: np.ndarray) -> Candidates:
         idle = self.nodes.idle
-        return Candidates(owner=np.arange(len(rows)), device=np.full(len(rows), -1), rows=rows,
-                          cpu=idle[rows, 0], memory=idle[rows, 1], dev=self.nodes.device_free[rows])
+        return Candidates(
+            owner=np.arange(len(rows)),
+            device=np.full(len(rows), -1),
+            rows=rows,
+            cpu=idle[rows, 0],
+            memory=idle[rows, 1],
+            dev=self.nodes.device_free[rows],
+        )
 
     def fragmentation(self, c: Candidates) -> np.ndarray:
         assert self.shapes is not None
@@ -115,7 +126,7 @@ class FragScorer(Plugin):
         """Fragmentation of ``rows`` now (refreshing the rows changed since the last call)."""
         dirty = self.nodes.dirty
         if self._pos < len(dirty):
-            changed = np.unique(np.array(dirty[self._pos:]))
+            changed = np.unique(np.array(dirty[self._pos :]))
             self._frag[changed] = self.fragmentation(self._current(changed))
             self._pos = len(dirty)
         return self._frag[rows]
@@ -136,8 +147,9 @@ class FragScorer(Plugin):
             np.put_along_axis(take, order, True, axis=1)
             dev = np.where(take & ok[:, None], dev - cores, dev)
             keep = np.flatnonzero(ok)
-            return Candidates(owner=keep, device=np.full(len(keep), -1), rows=rows, cpu=cpu[keep],
-                              memory=memory[keep], dev=dev[keep])
+            return Candidates(
+                owner=keep, device=np.full(len(keep), -1), rows=rows, cpu=cpu[keep], memory=memory[keep], dev=dev[keep]
+            )
         return Candidates(owner=base.owner, device=base.device, rows=rows, cpu=cpu, memory=memory, dev=dev)
 
     @staticmethod
@@ -160,8 +172,9 @@ class FragScorer(Plugin):
         np.maximum.at(out, c.owner, values)
         return np.where(out > NEG, out, 0.0)
 
-    def best_device(self, task: TaskState, row: int,
-                    value: Callable[[Candidates, np.ndarray], np.ndarray]) -> tuple[int, ...]:
+    def best_device(
+        self, task: TaskState, row: int, value: Callable[[Candidates, np.ndarray], np.ndarray]
+    ) -> tuple[int, ...]:
         """For a shared-GPU pod: the device with the highest ``value(candidates, growth)``, first by index."""
         if not (self.shapes is not None and task.vgpu[0] == 1 and task.vgpu[1] < DEVICE_CORES):
             return ()

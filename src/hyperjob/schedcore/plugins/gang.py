@@ -29,7 +29,8 @@ class GangPlugin(Plugin):
 
     def job_pipelined(self, job: JobState) -> int:
         ok = job.role_check(_PIPELINED, with_be=True) and (
-            job.waiting_num() + job.ready_num() + job.pending_be >= job.min_member)
+            job.waiting_num() + job.ready_num() + job.pending_be >= job.min_member
+        )
         return PERMIT if ok else REJECT
 
     def job_starving(self, job: JobState) -> bool:

@@ -33,7 +33,7 @@ from ..state import TaskState
 if TYPE_CHECKING:
     from ..session import Session
 
-MILLI_PER_CORE = 10.0          # device cores (100 per GPU) -> milli-GPU (1000 per GPU)
+MILLI_PER_CORE = 10.0  # device cores (100 per GPU) -> milli-GPU (1000 per GPU)
 MAX_CPU, MAX_GPU = 128.0, 8000.0  # the artifact's MaxSpecCpu (cores here) and MaxSpecGpu (milli)
 EPS = 1e-6
 
@@ -97,7 +97,10 @@ class GpuDotProdPlugin(GpuScorer):
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         cpu = max(float(task.req[0]), 0.1)
-        dot = self.cpu_free(rows) / MAX_CPU * cpu / MAX_CPU + free_milli(self.dev(rows)) / MAX_GPU * pod_milli(task) / MAX_GPU
+        dot = (
+            self.cpu_free(rows) / MAX_CPU * cpu / MAX_CPU
+            + free_milli(self.dev(rows)) / MAX_GPU * pod_milli(task) / MAX_GPU
+        )
         return np.floor(100.0 * (1.0 - dot / 2.0))
 
 
@@ -174,5 +177,7 @@ class GpuBestFitPlugin(GpuScorer):
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         cpu = max(float(task.req[0]), 0.1)
-        left = (self.cpu_free(rows) - cpu) / MAX_CPU * 0.5 + (free_milli(self.dev(rows)) - pod_milli(task)) / MAX_GPU * 0.5
+        left = (self.cpu_free(rows) - cpu) / MAX_CPU * 0.5 + (
+            free_milli(self.dev(rows)) - pod_milli(task)
+        ) / MAX_GPU * 0.5
         return np.floor((1.0 - left) * 100.0 + EPS)

@@ -72,7 +72,7 @@ class GpuFragPlugin(FragScorer):
     def shape_tasks(self, ssn: Session) -> list[TaskState]:
         tasks = super().shape_tasks(ssn)
         if self.args.window and len(tasks) > self.args.window:
-            tasks = sorted(tasks, key=lambda t: t.key)[-self.args.window:]
+            tasks = sorted(tasks, key=lambda t: t.key)[-self.args.window :]
         return tasks
 
     def fragmentation(self, c: Candidates) -> np.ndarray:

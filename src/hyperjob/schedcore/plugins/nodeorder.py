@@ -7,9 +7,8 @@ and score 0 for every node, which leaves the ranking unchanged.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -121,8 +120,17 @@ class NodeOrderPlugin(Plugin):
         key = task.sel_key  # covers the tolerations (and is computed once per task)
         cached = self._taint_cache.get(key)
         if cached is None:
-            counts = np.array([sum(1 for t in n.taints if t.effect == "PreferNoSchedule"
-                                   and not tolerates(task.info.tolerations, t)) for n in self.ssn.nodes.infos], dtype=float)
+            counts = np.array(
+                [
+                    sum(
+                        1
+                        for t in n.taints
+                        if t.effect == "PreferNoSchedule" and not tolerates(task.info.tolerations, t)
+                    )
+                    for n in self.ssn.nodes.infos
+                ],
+                dtype=float,
+            )
             top = counts.max() if len(counts) else 0.0
             cached = np.full(len(counts), 100.0) if top == 0 else np.floor(100.0 - counts * 100.0 / top)
             self._taint_cache[key] = cached

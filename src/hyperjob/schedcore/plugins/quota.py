@@ -58,8 +58,9 @@ def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray
     """Per queue: (allocated, request = allocated + pending, inqueue, elastic) of its jobs.
 
     ``inqueue``: what admitted jobs still reserve (``inqueue_part``); ``elastic``: allocation
-    beyond minResources (all of it for a job without minResources). Computed on job x resource matrices, so a session with thousands of
-    running jobs pays a few vector operations instead of thousands.
+    beyond minResources (all of it for a job without minResources). Computed on job x resource
+    matrices, so a session with thousands of running jobs pays a few vector operations instead of
+    thousands.
     """
     size = ssn.space.size
     if not jobs:
@@ -70,8 +71,10 @@ def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray
     alloc = np.array([j.allocated for j in jobs]).reshape(len(jobs), size)
     has_min = np.array([j.min_req is not None for j in jobs])
     mins = np.array([j.min_req if j.min_req is not None else np.zeros(size) for j in jobs]).reshape(len(jobs), size)
-    admitted = np.array([j.phase == "Inqueue" or (j.phase == "Running" and j.n(*ALLOCATED) >= j.min_member)
-                         for j in jobs]) & has_min
+    admitted = (
+        np.array([j.phase == "Inqueue" or (j.phase == "Running" and j.n(*ALLOCATED) >= j.min_member) for j in jobs])
+        & has_min
+    )
     gated = np.array([j.gated_req for j in jobs]).reshape(len(jobs), size)
     inqueue = np.where(admitted[:, None] & (mins > 0), np.maximum(mins - alloc - gated, 0.0), 0.0)
     elastic = np.maximum(alloc - mins, 0.0)
@@ -105,7 +108,12 @@ def share_of(ssn: Session, allocated: np.ndarray, deserved: np.ndarray) -> float
     return float(s.max()) if len(s) else 0.0
 
 
-def real_capability(ssn: Session, guarantee: np.ndarray, total_guarantee: np.ndarray,
-                    capability: np.ndarray, parent_real: np.ndarray | None = None) -> np.ndarray:
+def real_capability(
+    ssn: Session,
+    guarantee: np.ndarray,
+    total_guarantee: np.ndarray,
+    capability: np.ndarray,
+    parent_real: np.ndarray | None = None,
+) -> np.ndarray:
     base = ssn.total if parent_real is None else parent_real
     return np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)

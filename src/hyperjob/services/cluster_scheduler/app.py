@@ -14,13 +14,15 @@ async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     scheduler = ClusterScheduler(runtime, settings)
     c = settings.cluster
     runtime.own_bindings(c)
-    runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue,
-                                        events.PriorityClassChanged: lambda msg: None})
+    runtime.watch(
+        subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue, events.PriorityClassChanged: lambda msg: None}
+    )
     runtime.watch(subjects.node_statuses(c), {events.NodeStatus: scheduler.on_node_status})
     runtime.watch(subjects.heartbeats(c), {events.AgentHeartbeat: scheduler.on_heartbeat})
     runtime.watch(subjects.job_states(c), {events.JobState: scheduler.on_job_state})
-    runtime.subscribe(f"cluster-scheduler-{c}", subjects.gang_control(c),
-                      {events.GangControl: scheduler.on_gang_control})
+    runtime.subscribe(
+        f"cluster-scheduler-{c}", subjects.gang_control(c), {events.GangControl: scheduler.on_gang_control}
+    )
     runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=Rank.REPORT)
     runtime.every(scheduler.period, scheduler.cycle, "cycle", rank=Rank.SCHEDULE)
     return scheduler

@@ -15,16 +15,18 @@ from collections.abc import Collection, Mapping
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import records
-from hyperjob import schedcore
+from hyperjob import api, events, records, schedcore
 from hyperjob.store import Binding, Unbind
 
 from .summary import FABRIC_UNHEALTHY, GPU_UNHEALTHY, is_accelerator
 
-TASK_STATUS = {"Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded", "Failed": "Failed",
-               "Terminating": "Releasing"}
+TASK_STATUS = {
+    "Pending": "Pending",
+    "Running": "Running",
+    "Succeeded": "Succeeded",
+    "Failed": "Failed",
+    "Terminating": "Releasing",
+}
 DEFAULT_PODS = 110.0
 
 
@@ -53,11 +55,17 @@ class NodeView(msgspec.Struct, kw_only=True):
         """The node's taints plus the ones its health earns it."""
         taints = list(self.taints)
         if not self.gpu_ok:
-            taints.append({"key": GPU_UNHEALTHY, "value": "-".join(f"gpu{i}" for i in self.sick_gpus),
-                           "effect": "NoSchedule"})
+            taints.append(
+                {"key": GPU_UNHEALTHY, "value": "-".join(f"gpu{i}" for i in self.sick_gpus), "effect": "NoSchedule"}
+            )
         if not self.fabric_ok:
-            taints.append({"key": FABRIC_UNHEALTHY, "value": "-".join(p.replace("/", ".p") for p in self.down_ports),
-                           "effect": "NoSchedule"})
+            taints.append(
+                {
+                    "key": FABRIC_UNHEALTHY,
+                    "value": "-".join(p.replace("/", ".p") for p in self.down_ports),
+                    "effect": "NoSchedule",
+                }
+            )
         return taints
 
 
@@ -126,9 +134,16 @@ def assemble(parts: Mapping[int, events.JobState]) -> JobView | None:
     first = parts.get(0)
     if first is None or first.deleted:
         return None
-    view = JobView(name=first.job, uid=first.uid, version=first.version, created=first.created,
-                   namespace=first.namespace, gang=first.gang, gang_attempt=first.gang_attempt,
-                   podgroup=first.podgroup)
+    view = JobView(
+        name=first.job,
+        uid=first.uid,
+        version=first.version,
+        created=first.created,
+        namespace=first.namespace,
+        gang=first.gang,
+        gang_attempt=first.gang_attempt,
+        podgroup=first.podgroup,
+    )
     for part in sorted(parts):
         state = parts[part]
         if state.uid != first.uid or part >= first.parts:
@@ -140,6 +155,7 @@ def assemble(parts: Mapping[int, events.JobState]) -> JobView | None:
 
 
 # -- the session's input -------------------------------------------------------------------------
+
 
 class ClusterView(msgspec.Struct, kw_only=True):
     """Everything one session reads, from the scheduler's memory."""
@@ -194,9 +210,12 @@ class SnapshotCache:
         # What a job's tasks depend on besides the view itself: its podgroup phase, where its pods
         # are bound, the nodes nominated for them, and whether any node is sick.
         bound, nominated = state.bound, state.nominated
-        key = (state.phases.get(view.name), sick,
-               tuple((b.node, b.uid, b.devices) if (b := bound.get(p)) is not None else None for p in view.pods),
-               tuple(nominated.get(p, "") for p in view.pods) if nominated else ())
+        key = (
+            state.phases.get(view.name),
+            sick,
+            tuple((b.node, b.uid, b.devices) if (b := bound.get(p)) is not None else None for p in view.pods),
+            tuple(nominated.get(p, "") for p in view.pods) if nominated else (),
+        )
         cached = self.jobs.get(view.name)
         if cached is not None and cached[0] is view and cached[1] == key:
             return cached[2]
@@ -225,9 +244,14 @@ def snapshot(state: ClusterView, now: float, cache: SnapshotCache | None = None)
 
 
 def node_info(node: NodeView) -> schedcore.NodeInfo:
-    return schedcore.NodeInfo(name=node.name, allocatable=node.allocatable, labels=node.labels,
-                              taints=[msgspec.convert(t, api.Taint) for t in node.all_taints()],
-                              unschedulable=node.unschedulable, ready=node.ready)
+    return schedcore.NodeInfo(
+        name=node.name,
+        allocatable=node.allocatable,
+        labels=node.labels,
+        taints=[msgspec.convert(t, api.Taint) for t in node.all_taints()],
+        unschedulable=node.unschedulable,
+        ready=node.ready,
+    )
 
 
 def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
@@ -236,10 +260,17 @@ def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
     spec = manifest.spec
     parse = api.quantity.parse_resource_list
     return schedcore.QueueInfo(
-        name=queue.name, weight=float(spec.weight), capability=parse(spec.capability),
-        deserved=parse(spec.deserved), guarantee=parse(spec.guarantee.resource),
-        reclaimable=spec.reclaimable is not False, priority=spec.priority, parent=spec.parent,
-        state=queue.state, created=queue.created)  # type: ignore[arg-type]
+        name=queue.name,
+        weight=float(spec.weight),
+        capability=parse(spec.capability),
+        deserved=parse(spec.deserved),
+        guarantee=parse(spec.guarantee.resource),
+        reclaimable=spec.reclaimable is not False,
+        priority=spec.priority,
+        parent=spec.parent,
+        state=queue.state,
+        created=queue.created,
+    )  # type: ignore[arg-type]
 
 
 DEFAULT_QUEUE = schedcore.QueueInfo(name=api.DEFAULT_QUEUE, weight=1.0, reclaimable=True)
@@ -251,10 +282,18 @@ def job_info(view: JobView, state: ClusterView, sick: bool) -> schedcore.JobInfo
         return None
     topology = msgspec.convert(pg.network_topology, api.NetworkTopology) if pg.network_topology else None
     return schedcore.JobInfo(
-        name=view.name, queue=pg.queue, priority=pg.priority, min_member=pg.min_member,
-        min_task_member=dict(pg.min_task_member), min_resources=dict(pg.min_resources),
-        phase=state.phases.get(view.name, "Pending"), created=view.created,  # type: ignore[arg-type]
-        network_topology=topology, tasks=_tasks(view, state, sick), namespace=view.namespace)
+        name=view.name,
+        queue=pg.queue,
+        priority=pg.priority,
+        min_member=pg.min_member,
+        min_task_member=dict(pg.min_task_member),
+        min_resources=dict(pg.min_resources),
+        phase=state.phases.get(view.name, "Pending"),
+        created=view.created,  # type: ignore[arg-type]
+        network_topology=topology,
+        tasks=_tasks(view, state, sick),
+        namespace=view.namespace,
+    )
 
 
 def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.TaskInfo]:
@@ -275,24 +314,54 @@ def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.Task
             continue  # names its node: bound there directly, never scheduled (see ``direct_binds``)
         else:
             status = TASK_STATUS.get(pod.phase, "Pending")
-        tasks.append(task_info(view, pod, scheduling, status, node or pod.node or None,
-                               state.nominated.get(pod.name, ""), sick, binding.devices if binding else ()))
+        tasks.append(
+            task_info(
+                view,
+                pod,
+                scheduling,
+                status,
+                node or pod.node or None,
+                state.nominated.get(pod.name, ""),
+                sick,
+                binding.devices if binding else (),
+            )
+        )
     return tasks
 
 
-def task_info(view: JobView, pod: events.PodState, s: events.TaskScheduling, status: str, node: str | None,
-              nominated: str, sick: bool, devices: tuple[int, ...] = ()) -> schedcore.TaskInfo:
+def task_info(
+    view: JobView,
+    pod: events.PodState,
+    s: events.TaskScheduling,
+    status: str,
+    node: str | None,
+    nominated: str,
+    sick: bool,
+    devices: tuple[int, ...] = (),
+) -> schedcore.TaskInfo:
     tolerations = [msgspec.convert(t, api.Toleration) for t in s.tolerations]
     if sick:  # only then: tolerations take tasks off schedcore's fast path
         tolerations += health_tolerations(s.request, len(view.pods))
     return schedcore.TaskInfo(
-        name=pod.name, job=view.name, role=pod.task, index=pod.index,
+        name=pod.name,
+        job=view.name,
+        role=pod.task,
+        index=pod.index,
         request={k: v for k, v in s.request.items() if k != "pods"},  # schedcore adds the pod slot itself
-        status=status, node=node, priority=s.priority, preemptable=s.preemptable,  # type: ignore[arg-type]
+        status=status,
+        node=node,
+        priority=s.priority,
+        preemptable=s.preemptable,  # type: ignore[arg-type]
         node_selector=dict(s.node_selector),
         affinity=msgspec.convert(s.affinity, api.pod.Affinity) if s.affinity else None,
-        tolerations=tolerations, preemption_policy=s.preemption_policy, namespace=view.namespace,
-        priority_class=s.priority_class_name, created=pod.created, nominated_node=nominated, devices=devices)
+        tolerations=tolerations,
+        preemption_policy=s.preemption_policy,
+        namespace=view.namespace,
+        priority_class=s.priority_class_name,
+        created=pod.created,
+        nominated_node=nominated,
+        devices=devices,
+    )
 
 
 def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.Toleration]:
@@ -306,6 +375,7 @@ def health_tolerations(request: Mapping[str, float], job_pods: int) -> list[api.
 
 
 # -- what a cycle does -----------------------------------------------------------------------------
+
 
 class CycleOutcome(msgspec.Struct, kw_only=True):
     """What one cycle changes: bindings and releases (committed together), the messages each job
@@ -355,8 +425,9 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
     return out
 
 
-def _direct_binds(cluster: str, state: ClusterView, view: JobView, waiting: list[events.PodState],
-                  out: CycleOutcome) -> None:
+def _direct_binds(
+    cluster: str, state: ClusterView, view: JobView, waiting: list[events.PodState], out: CycleOutcome
+) -> None:
     """Kubernetes' ``spec.nodeName``: the pod is bound to that node at creation and never goes
     through the scheduler; a node that cannot admit it fails it (``OutOf<resource>``)."""
     for pod in waiting:
@@ -419,8 +490,14 @@ def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decisio
             out.phases[job] = phase
 
 
-def _bind_gang(cluster: str, state: ClusterView, job: str, binds: list[schedcore.Bind],
-               pods: Mapping[str, tuple[JobView, events.PodState]], out: CycleOutcome) -> None:
+def _bind_gang(
+    cluster: str,
+    state: ClusterView,
+    job: str,
+    binds: list[schedcore.Bind],
+    pods: Mapping[str, tuple[JobView, events.PodState]],
+    out: CycleOutcome,
+) -> None:
     view = state.jobs.get(job)
     if view is None:
         return
@@ -445,6 +522,7 @@ def _by_job(binds: list[schedcore.Bind]) -> dict[str, list[schedcore.Bind]]:
 
 
 # -- node liveness ---------------------------------------------------------------------------------
+
 
 def stale_nodes(nodes: Mapping[str, NodeView], newest_beat: float, timeout: float) -> set[str]:
     """Nodes their agents have not named alive for ``timeout`` seconds before the newest beat the

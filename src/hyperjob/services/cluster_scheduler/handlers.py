@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import records
-from hyperjob import schedcore
+from hyperjob import api, events, records, schedcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.store import Binding, Unbind
@@ -68,17 +65,32 @@ class ClusterScheduler:
     def on_node_status(self, msg: events.NodeStatus) -> None:
         known = self.nodes.get(msg.node)
         self.nodes[msg.node] = domain.NodeView(
-            name=msg.node, agent=msg.agent, allocatable=msg.allocatable, labels=msg.labels, taints=msg.taints,
-            unschedulable=msg.unschedulable, reported_ready=msg.ready, gpu_ok=msg.gpu_ok, fabric_ok=msg.fabric_ok,
-            sick_gpus=msg.sick_gpus, down_ports=msg.down_ports,
+            name=msg.node,
+            agent=msg.agent,
+            allocatable=msg.allocatable,
+            labels=msg.labels,
+            taints=msg.taints,
+            unschedulable=msg.unschedulable,
+            reported_ready=msg.ready,
+            gpu_ok=msg.gpu_ok,
+            fabric_ok=msg.fabric_ok,
+            sick_gpus=msg.sick_gpus,
+            down_ports=msg.down_ports,
             last_seen=known.last_seen if known is not None else self.rt.now(),
-            stale=known.stale if known is not None else False)
-        if known is None or (known.reported_ready, known.allocatable, known.labels, known.taints, known.gpu_ok,
-                             known.fabric_ok) != (msg.ready, msg.allocatable, msg.labels, msg.taints, msg.gpu_ok,
-                                                  msg.fabric_ok):
+            stale=known.stale if known is not None else False,
+        )
+        if known is None or (
+            known.reported_ready,
+            known.allocatable,
+            known.labels,
+            known.taints,
+            known.gpu_ok,
+            known.fabric_ok,
+        ) != (msg.ready, msg.allocatable, msg.labels, msg.taints, msg.gpu_ok, msg.fabric_ok):
             if known is not None and known.reported_ready != msg.ready:
-                self.rt.log.info("node_readiness_changed", cluster=self.cluster, node=msg.node, ready=msg.ready,
-                                 reason=msg.reason)
+                self.rt.log.info(
+                    "node_readiness_changed", cluster=self.cluster, node=msg.node, ready=msg.ready, reason=msg.reason
+                )
             self.changed()
 
     def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
@@ -123,8 +135,11 @@ class ClusterScheduler:
     def on_gang_control(self, msg: events.GangControl) -> Reaction | None:
         """reserve: hold the gang when it fits; start: let the held pods run; release: give them back."""
         view = self.jobs.get(msg.child)
-        current = domain.current_reservation(self.reservations.get(msg.child), view) if view is not None else \
-            (self.reservations.get(msg.child) or records.ReservationDoc())
+        current = (
+            domain.current_reservation(self.reservations.get(msg.child), view)
+            if view is not None
+            else (self.reservations.get(msg.child) or records.ReservationDoc())
+        )
         if msg.attempt < current.attempt or (current.state == "Started" and msg.attempt == current.attempt):
             return None  # an older attempt's word, or already running: nothing to change
         reaction = Reaction()
@@ -136,16 +151,27 @@ class ClusterScheduler:
                     del self.bound[pod]
         if msg.action == "start" and view is not None:
             # The held pods start now: their bindings are in place already.
-            held = [events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
-                    for p in sorted(view.pods.values(), key=lambda p: p.name)
-                    if p.name in self.bound and p.phase == "Pending" and not p.node
-                    and self.bound[p.name].uid in ("", p.uid)]
+            held = [
+                events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
+                for p in sorted(view.pods.values(), key=lambda p: p.name)
+                if p.name in self.bound
+                and p.phase == "Pending"
+                and not p.node
+                and self.bound[p.name].uid in ("", p.uid)
+            ]
             if held:
-                reaction.publish(subjects.pods_bound(self.cluster),
-                                 self._pods_message(events.PodsBound, msg.child, held, "bound"))
+                reaction.publish(
+                    subjects.pods_bound(self.cluster), self._pods_message(events.PodsBound, msg.child, held, "bound")
+                )
         state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
-        self.reservations.put(msg.child, records.ReservationDoc(state=state, attempt=msg.attempt,  # type: ignore[arg-type]
-                                                                uid=current.uid))
+        self.reservations.put(
+            msg.child,
+            records.ReservationDoc(
+                state=state,
+                attempt=msg.attempt,  # type: ignore[arg-type]
+                uid=current.uid,
+            ),
+        )
         self.changed()
         return reaction
 
@@ -176,8 +202,15 @@ class ClusterScheduler:
     def _view(self) -> domain.ClusterView:
         incarnations = {name: view.incarnation for name, view in self.jobs.items()}
         phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
-        return domain.ClusterView(nodes=self.nodes, queues=self.queues, jobs=self.jobs, bound=dict(self.bound),
-                                  phases=phases, reservations=dict(self.reservations.rows), nominated=self.nominated)
+        return domain.ClusterView(
+            nodes=self.nodes,
+            queues=self.queues,
+            jobs=self.jobs,
+            bound=dict(self.bound),
+            phases=phases,
+            reservations=dict(self.reservations.rows),
+            nominated=self.nominated,
+        )
 
     def _down(self) -> set[str]:
         """Nodes whose pods are taken off: reported down, or silent while most of the cluster
@@ -196,8 +229,7 @@ class ClusterScheduler:
         for bind in out.binds:
             bound[bind.pod] = bind
 
-    def _reaction(self, state: domain.ClusterView, out: domain.CycleOutcome,
-                  decision: schedcore.Decision) -> Reaction:
+    def _reaction(self, state: domain.ClusterView, out: domain.CycleOutcome, decision: schedcore.Decision) -> Reaction:
         reaction = Reaction(binds=list(out.binds), unbinds=list(out.unbinds))
         c = self.cluster
         for job, refs in sorted(out.evicted.items()):
@@ -225,20 +257,35 @@ class ClusterScheduler:
         view = self.jobs[job]
         reservation = state.reservation(job) or records.ReservationDoc()
         version = self.reservations.versions.get(job, 0) + 1
-        self.reservations.put(job, records.ReservationDoc(state="Held" if held else "Reserving",
-                                                          attempt=reservation.attempt, uid=view.uid))
-        return self.rt.emit(events.ReservationHeld, f"{self.cluster}/{view.uid}",
-                            f"held/{reservation.attempt}/{held}/{version}",
-                            cluster=self.cluster, child=job, hyperjob=view.gang, attempt=reservation.attempt,
-                            held=held)
+        self.reservations.put(
+            job,
+            records.ReservationDoc(state="Held" if held else "Reserving", attempt=reservation.attempt, uid=view.uid),
+        )
+        return self.rt.emit(
+            events.ReservationHeld,
+            f"{self.cluster}/{view.uid}",
+            f"held/{reservation.attempt}/{held}/{version}",
+            cluster=self.cluster,
+            child=job,
+            hyperjob=view.gang,
+            attempt=reservation.attempt,
+            held=held,
+        )
 
     def _phase(self, job: str, phase: str) -> events.PodGroupPhaseChanged:
         view = self.jobs[job]
         version = self.phases.versions.get(job, 0) + 1
         self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, incarnation=view.incarnation))
-        return self.rt.emit(events.PodGroupPhaseChanged, f"{self.cluster}/{job}/{view.incarnation}",
-                            f"phase/{phase}/{version}", cluster=self.cluster, job=job, job_uid=view.uid,
-                            job_version=view.version, phase=phase)
+        return self.rt.emit(
+            events.PodGroupPhaseChanged,
+            f"{self.cluster}/{job}/{view.incarnation}",
+            f"phase/{phase}/{version}",
+            cluster=self.cluster,
+            job=job,
+            job_uid=view.uid,
+            job_version=view.version,
+            phase=phase,
+        )
 
     def _forget_gone_jobs(self) -> None:
         for table in (self.phases, self.reservations):
@@ -270,13 +317,19 @@ class ClusterScheduler:
         message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
 
-
     def _summarize(self) -> dict[str, object]:
         used = self.bound.used
-        rooms = [NodeRoom(name=n.name, allocatable=n.allocatable,
-                          free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
-                          labels=n.labels, taints=n.all_taints(), schedulable=n.ready and not n.unschedulable)
-                 for _, n in sorted(self.nodes.items())]
+        rooms = [
+            NodeRoom(
+                name=n.name,
+                allocatable=n.allocatable,
+                free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
+                labels=n.labels,
+                taints=n.all_taints(),
+                schedulable=n.ready and not n.unschedulable,
+            )
+            for _, n in sorted(self.nodes.items())
+        ]
         return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
 
 
@@ -295,4 +348,3 @@ def _cause(instance: str, now: float, reaction: Reaction) -> str:
     for u in reaction.unbinds:
         digest.update(f"-{u.pod}".encode())
     return events.derive_id(instance, f"cycle/{digest.hexdigest()}")
-

@@ -38,8 +38,13 @@ class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
     schedulable: bool = True
 
 
-def summarize(cluster: str, labels: Mapping[str, str], nodes: list[NodeRoom], node_count: int,
-              links: Mapping[str, float] | None = None) -> dict[str, Any]:
+def summarize(
+    cluster: str,
+    labels: Mapping[str, str],
+    nodes: list[NodeRoom],
+    node_count: int,
+    links: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
     (nodes alike counted once, times their number), so its cost follows how varied the cluster
@@ -58,14 +63,19 @@ def summarize(cluster: str, labels: Mapping[str, str], nodes: list[NodeRoom], no
         if model and c.free.get(GPU, 0.0) > 0:
             accelerators[model] = accelerators.get(model, 0.0) + c.free[GPU] * c.count
     return {
-        "cluster": cluster, "labels": dict(labels), "allocatable": allocatable, "free": free,
-        "nodes": node_count, "ready_nodes": len(ready),
+        "cluster": cluster,
+        "labels": dict(labels),
+        "allocatable": allocatable,
+        "free": free,
+        "nodes": node_count,
+        "ready_nodes": len(ready),
         "largest_node_free": {r: max(c.free.get(r, 0.0) for c in groups) for r in free},
         "free_accelerators": accelerators,
         "gangs": {shape: sum(_fits(c.free, request) * c.count for c in groups) for shape, request in SHAPES.items()},
         "gpu_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, GPU_UNHEALTHY)),
         "fabric_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, FABRIC_UNHEALTHY)),
-        "node_classes": groups, "links": dict(links or {}),
+        "node_classes": groups,
+        "links": dict(links or {}),
     }
 
 
@@ -73,12 +83,21 @@ def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events
     """Nodes grouped by (free, allocatable, labels, taints), in the order of each class's first node."""
     found: dict[tuple[object, ...], events.NodeClass] = {}
     for node, free in zip(nodes, frees, strict=True):
-        key = (tuple(sorted(free.items())), tuple(sorted(node.allocatable.items())),
-               tuple(sorted(node.labels.items())), tuple(tuple(sorted(t.items())) for t in node.taints))
+        key = (
+            tuple(sorted(free.items())),
+            tuple(sorted(node.allocatable.items())),
+            tuple(sorted(node.labels.items())),
+            tuple(tuple(sorted(t.items())) for t in node.taints),
+        )
         known = found.get(key)
         if known is None:
-            found[key] = events.NodeClass(name=node.name, free=free, allocatable=dict(node.allocatable),
-                                          labels=dict(node.labels), taints=list(node.taints))
+            found[key] = events.NodeClass(
+                name=node.name,
+                free=free,
+                allocatable=dict(node.allocatable),
+                labels=dict(node.labels),
+                taints=list(node.taints),
+            )
         else:
             found[key] = msgspec.structs.replace(known, count=known.count + 1)
     return list(found.values())

@@ -7,10 +7,7 @@ import hashlib
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import records
+from hyperjob import api, events, fleetcore, records
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction
 
@@ -23,8 +20,9 @@ def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
     return msgspec.structs.replace(fleetcore.fleet_queue(queue, msg.created), state=msg.state)
 
 
-def choose(placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity],
-           now: float) -> str | fleetcore.Waiting:
+def choose(
+    placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity], now: float
+) -> str | fleetcore.Waiting:
     """Where a waiting child goes now, and take its room from ``working`` so the next choice of
     the same round sees it taken. A planned child waits for its cluster's room; a plain job goes
     to the best live cluster, whose own Volcano queueing takes it from there."""
@@ -36,8 +34,9 @@ def choose(placement: records.PlacementDoc, working: dict[str, fleetcore.Cluster
     planned = not placement.plain and len(placement.clusters) == 1
     chosen = fleetcore.place_job(job.spec, working, now, cluster_names=placement.clusters, wait_for_fit=planned)
     if isinstance(chosen, str):
-        taken = fleetcore.place_gang(working[chosen], fleetcore.gang_pods(job.spec, {t.name: t.replicas
-                                                                                     for t in job.spec.tasks}))
+        taken = fleetcore.place_gang(
+            working[chosen], fleetcore.gang_pods(job.spec, {t.name: t.replicas for t in job.spec.tasks})
+        )
         if not isinstance(taken, str):
             working[chosen] = taken
     return chosen
@@ -53,8 +52,9 @@ def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetc
         assert isinstance(job, api.Job)
         if cluster not in trial:
             return f"{child.child}: cluster {cluster or '?'} is not live"
-        taken = fleetcore.place_gang(trial[cluster], fleetcore.gang_pods(job.spec, {t.name: t.replicas
-                                                                                   for t in job.spec.tasks}))
+        taken = fleetcore.place_gang(
+            trial[cluster], fleetcore.gang_pods(job.spec, {t.name: t.replicas for t in job.spec.tasks})
+        )
         if isinstance(taken, str):
             return f"{child.child}: {taken}"
         trial[cluster] = taken

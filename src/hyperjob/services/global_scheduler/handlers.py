@@ -14,10 +14,7 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import records
+from hyperjob import api, events, fleetcore, records
 from hyperjob.api.quantity import add
 from hyperjob.events import subjects
 from hyperjob.fleetcore import placement_state as ps
@@ -58,8 +55,13 @@ class GlobalScheduler:
 
     def on_submitted(self, msg: events.OwnerSubmitted) -> None:
         current = self.owners.get(msg.name)
-        fields = {"queue": msg.queue, "priority": msg.priority, "request": msg.request, "created": msg.created,
-                  "generation": msg.generation}
+        fields = {
+            "queue": msg.queue,
+            "priority": msg.priority,
+            "request": msg.request,
+            "created": msg.created,
+            "generation": msg.generation,
+        }
         if current is None or current.withdrawn:
             self.owners.put(msg.name, records.OwnerDoc(name=msg.name, plain=msg.plain, **fields))
         elif current.generation != msg.generation:
@@ -86,10 +88,17 @@ class GlobalScheduler:
             self.owners.put(msg.owner, msgspec.structs.replace(owner, gang=msg.gang, attempt=msg.attempt, world=world))
         reaction = Reaction()
         for child in msg.children:
-            request = records.PlacementDoc(child=child.name, owner=msg.owner, plain=msg.plain,
-                                           replicated_job=child.replicated_job, clusters=list(child.clusters),
-                                           job=child.job, template_hash=child.template_hash,
-                                           requested_at=self.rt.now(), attempt=msg.attempt)
+            request = records.PlacementDoc(
+                child=child.name,
+                owner=msg.owner,
+                plain=msg.plain,
+                replicated_job=child.replicated_job,
+                clusters=list(child.clusters),
+                job=child.job,
+                template_hash=child.template_hash,
+                requested_at=self.rt.now(),
+                attempt=msg.attempt,
+            )
             self._step(msg, child.name, ps.Requested(), reaction, request=request)
         self._place_owner(msg.owner, reaction)
         return reaction
@@ -123,8 +132,14 @@ class GlobalScheduler:
             self.placements.put(child, updated)
             self.rt.kick("round")
 
-    def _step(self, cause: events.Message | str, child: str, event: ps.PlacementEvent, reaction: Reaction,
-              request: records.PlacementDoc | None = None) -> Reaction:
+    def _step(
+        self,
+        cause: events.Message | str,
+        child: str,
+        event: ps.PlacementEvent,
+        reaction: Reaction,
+        request: records.PlacementDoc | None = None,
+    ) -> Reaction:
         """One placement event: the state machine decides, this carries out its commands."""
         doc = self.placements.get(child)
         current = ps.Placement(state=doc.state, cluster=doc.cluster, reason=doc.reason) if doc else None
@@ -137,49 +152,89 @@ class GlobalScheduler:
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
             moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
-            self.placements.put(child, msgspec.structs.replace(base, state=new.state, cluster=new.cluster,
-                                                               reason=new.reason, moves=base.moves + moved))
+            self.placements.put(
+                child,
+                msgspec.structs.replace(
+                    base, state=new.state, cluster=new.cluster, reason=new.reason, moves=base.moves + moved
+                ),
+            )
         for command in commands:
             self._carry_out(cause, child, doc or request, command, reaction)
         return reaction
 
-    def _carry_out(self, cause: events.Message | str, child: str, doc: records.PlacementDoc | None,
-                   command: ps.PlacementCommand, reaction: Reaction) -> None:
+    def _carry_out(
+        self,
+        cause: events.Message | str,
+        child: str,
+        doc: records.PlacementDoc | None,
+        command: ps.PlacementCommand,
+        reaction: Reaction,
+    ) -> None:
         owner = doc.owner if doc is not None else child
         if isinstance(command, ps.DispatchTo):
             current = self.placements.get(child)
             assert current is not None
             reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, current, command.cluster))
         elif isinstance(command, ps.RemoveFrom):
-            reaction.publish(subjects.remove_child(command.cluster), self.rt.emit(
-                events.RemoveChild, cause, f"remove/{child}/{command.cluster}", child=child, cluster=command.cluster))
+            reaction.publish(
+                subjects.remove_child(command.cluster),
+                self.rt.emit(
+                    events.RemoveChild, cause, f"remove/{child}/{command.cluster}", child=child, cluster=command.cluster
+                ),
+            )
         elif isinstance(command, ps.Announce):
             version = self.placements.versions.get(child, 0)
-            reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                events.ChildPlacementWaiting, cause, f"waiting/{child}/{version}/{command.reason}", child=child,
-                hyperjob="" if doc is not None and doc.plain else owner, reason=command.reason))
+            reaction.publish(
+                subjects.CHILD_WAITING,
+                self.rt.emit(
+                    events.ChildPlacementWaiting,
+                    cause,
+                    f"waiting/{child}/{version}/{command.reason}",
+                    child=child,
+                    hyperjob="" if doc is not None and doc.plain else owner,
+                    reason=command.reason,
+                ),
+            )
         elif isinstance(command, ps.Forget) and command.unplaced:
             # Never dispatched anywhere: it is gone as soon as it is forgotten.
-            reaction.publish(subjects.job_removed("unplaced"), self.rt.emit(
-                events.JobRemoved, cause, f"removed/{child}", cluster="", job=child,
-                hyperjob="" if doc is not None and doc.plain else owner))
+            reaction.publish(
+                subjects.job_removed("unplaced"),
+                self.rt.emit(
+                    events.JobRemoved,
+                    cause,
+                    f"removed/{child}",
+                    cluster="",
+                    job=child,
+                    hyperjob="" if doc is not None and doc.plain else owner,
+                ),
+            )
         elif isinstance(command, ps.PlaceNext):
             current = self.placements.get(child)
             if current is not None and current.next is not None:
-                self.placements.put(child, msgspec.structs.replace(current.next, state="Waiting", cluster="",
-                                                                   reason=ps.QUEUE_WAIT))
+                self.placements.put(
+                    child, msgspec.structs.replace(current.next, state="Waiting", cluster="", reason=ps.QUEUE_WAIT)
+                )
 
-    def _dispatch(self, cause: events.Message | str, placement: records.PlacementDoc, cluster: str
-                  ) -> events.DispatchChild:
+    def _dispatch(
+        self, cause: events.Message | str, placement: records.PlacementDoc, cluster: str
+    ) -> events.DispatchChild:
         owner = self.owners.get(placement.owner)
         gang = self.gangs.get(placement.owner)
         gated = gang is not None and placement.child in gang.children and gang.phase == "Reserving"
         return self.rt.emit(
-            events.DispatchChild, cause, f"dispatch/{placement.child}/{cluster}/{placement.requested_at!r}",
-            child=placement.child, cluster=cluster, hyperjob="" if placement.plain else placement.owner,
-            replicated_job=placement.replicated_job, job=placement.job,
-            world=owner.world if owner is not None else None, gang=placement.owner if gated else "",
-            gang_attempt=gang.attempt if gated and gang is not None else 0, attempt=placement.attempt)
+            events.DispatchChild,
+            cause,
+            f"dispatch/{placement.child}/{cluster}/{placement.requested_at!r}",
+            child=placement.child,
+            cluster=cluster,
+            hyperjob="" if placement.plain else placement.owner,
+            replicated_job=placement.replicated_job,
+            job=placement.job,
+            world=owner.world if owner is not None else None,
+            gang=placement.owner if gated else "",
+            gang_attempt=gang.attempt if gated and gang is not None else 0,
+            attempt=placement.attempt,
+        )
 
     def _children(self, owner: str) -> list[records.PlacementDoc]:
         rows = self.placements.rows
@@ -191,8 +246,9 @@ class GlobalScheduler:
         gang = self.gangs.get(msg.hyperjob)
         if gang is None or msg.attempt != gang.attempt:
             return None  # a reservation of an earlier attempt: already released
-        event = (fleetcore.ReservationHeld if msg.held else fleetcore.ReservationLost)(child=msg.child,
-                                                                                      cluster=msg.cluster)
+        event = (fleetcore.ReservationHeld if msg.held else fleetcore.ReservationLost)(
+            child=msg.child, cluster=msg.cluster
+        )
         return self._gang_step(msg, gang, event)
 
     def _gang_step(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: Any) -> Reaction:
@@ -200,8 +256,9 @@ class GlobalScheduler:
         self.gangs.put(gang.hyperjob, gang)
         return self._gang_decisions(cause, gang, decisions, Reaction())
 
-    def _gang_decisions(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, decisions: list[Any],
-                        reaction: Reaction) -> Reaction:
+    def _gang_decisions(
+        self, cause: events.Message | str, gang: fleetcore.HyperJobGang, decisions: list[Any], reaction: Reaction
+    ) -> Reaction:
         """Reserve: dispatch the child gated; Bind: start it; Release: give its nodes back; Retry:
         ask the splitter for a new plan (it may fit on other clusters now)."""
         for d in decisions:
@@ -210,18 +267,43 @@ class GlobalScheduler:
                 self._step(cause, d.child, ps.Dispatch(cluster=d.cluster), reaction)
             elif isinstance(d, fleetcore.Reserve | fleetcore.Bind | fleetcore.Release):
                 action = {fleetcore.Reserve: "reserve", fleetcore.Bind: "start", fleetcore.Release: "release"}[type(d)]
-                reaction.publish(subjects.gang_control(d.cluster), self.rt.emit(
-                    events.GangControl, cause, f"gang/{d.child}/{action}/{gang.attempt}", child=d.child,
-                    cluster=d.cluster, action=action, attempt=gang.attempt))
+                reaction.publish(
+                    subjects.gang_control(d.cluster),
+                    self.rt.emit(
+                        events.GangControl,
+                        cause,
+                        f"gang/{d.child}/{action}/{gang.attempt}",
+                        child=d.child,
+                        cluster=d.cluster,
+                        action=action,
+                        attempt=gang.attempt,
+                    ),
+                )
             elif isinstance(d, fleetcore.StartTimer):
                 self._arm(gang.hyperjob, d.attempt, d.at)
             elif isinstance(d, fleetcore.Retry):
-                reaction.publish(subjects.GANG_RETRY, self.rt.emit(
-                    events.GangRetry, cause, f"gang-retry/{gang.attempt}", owner=gang.hyperjob,
-                    attempt=gang.attempt + 1, reason=d.reason))
-                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                    events.ChildPlacementWaiting, cause, f"gang-retry-reason/{gang.attempt}", child="",
-                    hyperjob=gang.hyperjob, reason=d.reason))
+                reaction.publish(
+                    subjects.GANG_RETRY,
+                    self.rt.emit(
+                        events.GangRetry,
+                        cause,
+                        f"gang-retry/{gang.attempt}",
+                        owner=gang.hyperjob,
+                        attempt=gang.attempt + 1,
+                        reason=d.reason,
+                    ),
+                )
+                reaction.publish(
+                    subjects.CHILD_WAITING,
+                    self.rt.emit(
+                        events.ChildPlacementWaiting,
+                        cause,
+                        f"gang-retry-reason/{gang.attempt}",
+                        child="",
+                        hyperjob=gang.hyperjob,
+                        reason=d.reason,
+                    ),
+                )
         return reaction
 
     def on_lifecycle(self, msg: events.OwnerLifecycle) -> Reaction | None:
@@ -237,8 +319,13 @@ class GlobalScheduler:
             return None  # not placed yet: the round opens the gang when they are
         gang = self.gangs.get(msg.name)
         attempt = gang.attempt + 1 if gang is not None else 1
-        gang, decisions = fleetcore.start_gang(msg.name, {p.child: p.cluster for p in sorted(children, key=lambda p: p.child)},
-                                               owner.gang, self.rt.now(), attempt=attempt)
+        gang, decisions = fleetcore.start_gang(
+            msg.name,
+            {p.child: p.cluster for p in sorted(children, key=lambda p: p.child)},
+            owner.gang,
+            self.rt.now(),
+            attempt=attempt,
+        )
         self.gangs.put(msg.name, gang)
         return self._gang_decisions(msg, gang, decisions, Reaction())
 
@@ -290,7 +377,9 @@ class GlobalScheduler:
         is forgotten once its last child is gone."""
         for name, owner in self.owners.items():
             children = self._children(name)
-            if (owner.withdrawn and not children) or (owner.admitted and children and all(c.finished for c in children)):
+            if (owner.withdrawn and not children) or (
+                owner.admitted and children and all(c.finished for c in children)
+            ):
                 self.owners.delete(name)
                 if name in self.gangs:
                     self.gangs.delete(name)
@@ -309,12 +398,15 @@ class GlobalScheduler:
         queues.setdefault(api.DEFAULT_QUEUE, fleetcore.FleetQueue(name=api.DEFAULT_QUEUE))
         allocated: dict[str, dict[str, float]] = {}
         for owner in self.owners.values():
-            counts = owner.admitted and (not owner.plain or any(
-                p.enqueued and not p.finished for p in self._children(owner.name)))
+            counts = owner.admitted and (
+                not owner.plain or any(p.enqueued and not p.finished for p in self._children(owner.name))
+            )
             if counts:
                 allocated[owner.queue] = add(allocated.get(owner.queue, {}), owner.request)
-        candidates = [fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request,
-                                          created=o.created) for o in waiting]
+        candidates = [
+            fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request, created=o.created)
+            for o in waiting
+        ]
         live = self.capacity.live(self.capacity.now(self.rt.now()))
         admission = fleetcore.admit(queues, allocated, candidates, fleetcore.fleet_capacity(live.values()))
         for name in admission.admitted:
@@ -324,9 +416,17 @@ class GlobalScheduler:
 
     def _admitted(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
         self.owners.put(owner.name, msgspec.structs.replace(owner, admitted=True, reason=""))
-        reaction.publish(subjects.OWNER_ADMITTED, self.rt.emit(
-            events.OwnerAdmitted, owner.name, f"admitted/{owner.created!r}/{owner.generation}", name=owner.name,
-            queue=owner.queue, generation=owner.generation))
+        reaction.publish(
+            subjects.OWNER_ADMITTED,
+            self.rt.emit(
+                events.OwnerAdmitted,
+                owner.name,
+                f"admitted/{owner.created!r}/{owner.generation}",
+                name=owner.name,
+                queue=owner.queue,
+                generation=owner.generation,
+            ),
+        )
 
     def _owner_waits(self, name: str, reason: str, reaction: Reaction) -> None:
         owner = self.owners.get(name)
@@ -334,10 +434,17 @@ class GlobalScheduler:
             return
         self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
         version = self.owners.versions.get(name, 0)
-        reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-            events.ChildPlacementWaiting, name, f"owner-wait/{owner.created!r}/{version}/{reason}",
-            child=name if owner.plain else "",
-            hyperjob="" if owner.plain else name, reason=reason))
+        reaction.publish(
+            subjects.CHILD_WAITING,
+            self.rt.emit(
+                events.ChildPlacementWaiting,
+                name,
+                f"owner-wait/{owner.created!r}/{version}/{reason}",
+                child=name if owner.plain else "",
+                hyperjob="" if owner.plain else name,
+                reason=reason,
+            ),
+        )
 
     def _place_owner(self, name: str, reaction: Reaction) -> None:
         """Place what the owner has waiting: its gang as a whole, or each child where it fits."""
@@ -356,8 +463,9 @@ class GlobalScheduler:
                 continue
             chosen = domain.choose(placement, self.working(), now)
             cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
-            event = ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else \
-                ps.Dispatch(cluster=chosen)
+            event = (
+                ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
+            )
             self._step(cause, placement.child, event, reaction)
 
     def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
@@ -374,7 +482,8 @@ class GlobalScheduler:
             return
         attempt = gang.attempt + 1 if gang is not None else 1
         plan = {p.child: p.clusters[0] for p in children}
-        gang, decisions = fleetcore.start_gang(owner.name, plan, min(owner.gang, len(plan)), self.rt.now(),
-                                               attempt=attempt)
+        gang, decisions = fleetcore.start_gang(
+            owner.name, plan, min(owner.gang, len(plan)), self.rt.now(), attempt=attempt
+        )
         self.gangs.put(owner.name, gang)
         self._gang_decisions(events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)

@@ -13,21 +13,33 @@ from .handlers import JobController
 async def build(settings: Settings, runtime: Runtime) -> JobController:
     controller = JobController(runtime, settings)
     c = settings.cluster
-    runtime.watch(subjects.CONFIG_ALL, {events.QueueChanged: controller.on_queue,
-                                        events.PriorityClassChanged: controller.on_priority_class})
-    runtime.subscribe(f"job-controller-{c}", [subjects.dispatch(c), subjects.remove_child(c),
-                                              subjects.command_child(c), subjects.podgroup_phase(c),
-                                              subjects.pods_bound(c), subjects.pods_evicted(c),
-                                              subjects.pods_rejected(c)], {
-        events.DispatchChild: controller.on_dispatch,
-        events.RemoveChild: controller.on_remove,
-        events.CommandChild: controller.on_command,
-        events.PodGroupPhaseChanged: controller.on_podgroup_phase,
-        events.PodsBound: controller.on_bound,
-        events.PodsEvicted: controller.on_evicted,
-        events.PodsRejected: controller.on_rejected,
-    })
-    runtime.subscribe(f"job-controller-{c}-nodes", subjects.pod_phases(c),
-                      {events.PodPhasesReported: controller.on_pod_phases})
+    runtime.watch(
+        subjects.CONFIG_ALL,
+        {events.QueueChanged: controller.on_queue, events.PriorityClassChanged: controller.on_priority_class},
+    )
+    runtime.subscribe(
+        f"job-controller-{c}",
+        [
+            subjects.dispatch(c),
+            subjects.remove_child(c),
+            subjects.command_child(c),
+            subjects.podgroup_phase(c),
+            subjects.pods_bound(c),
+            subjects.pods_evicted(c),
+            subjects.pods_rejected(c),
+        ],
+        {
+            events.DispatchChild: controller.on_dispatch,
+            events.RemoveChild: controller.on_remove,
+            events.CommandChild: controller.on_command,
+            events.PodGroupPhaseChanged: controller.on_podgroup_phase,
+            events.PodsBound: controller.on_bound,
+            events.PodsEvicted: controller.on_evicted,
+            events.PodsRejected: controller.on_rejected,
+        },
+    )
+    runtime.subscribe(
+        f"job-controller-{c}-nodes", subjects.pod_phases(c), {events.PodPhasesReported: controller.on_pod_phases}
+    )
     runtime.before_commit(controller.flush)
     return controller

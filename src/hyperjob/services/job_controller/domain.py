@@ -13,11 +13,7 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import jobcore
-from hyperjob import records
+from hyperjob import api, events, fleetcore, jobcore, records
 from hyperjob.jobcore import model as jm
 
 REPLICATED_JOB_LABEL = fleetcore.REPLICATED_JOB_LABEL
@@ -112,14 +108,24 @@ def training_env(world: events.World | None, child: str, task: str, index: int) 
 
 
 def split_plan(name: str, world: events.World) -> fleetcore.SplitPlan:
-    children = tuple(fleetcore.ChildPlan(name=c.name, replicated_job=c.replicated_job, index=c.index,
-                                         cluster=c.cluster, tasks=dict(c.tasks), replicas=c.replicas,
-                                         rank_offset=c.rank_offset, min_available=c.min_available)
-                     for c in world.plan)
+    children = tuple(
+        fleetcore.ChildPlan(
+            name=c.name,
+            replicated_job=c.replicated_job,
+            index=c.index,
+            cluster=c.cluster,
+            tasks=dict(c.tasks),
+            replicas=c.replicas,
+            rank_offset=c.rank_offset,
+            min_available=c.min_available,
+        )
+        for c in world.plan
+    )
     return fleetcore.SplitPlan(hyperjob=name, children=children, world_size=world.world_size)
 
 
 # -- what the cluster-scheduler sees of a job ------------------------------------------------------
+
 
 def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str) -> list[dict[str, Any]]:
     """The job's scheduling state as ``JobState`` fields, split into parts of at most
@@ -129,16 +135,42 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
     tasks = {}
     for pod in pods:
         tasks.setdefault(pod.task, _task_scheduling(pod.scheduling))
-    states = [events.PodState(name=p.name, task=p.task, index=p.index, uid=p.uid, version=p.version, phase=p.phase,
-                              node=p.node or "", created=p.status.created_at) for p in pods]
-    chunks = [states[i:i + events.PART_SIZE] for i in range(0, len(states), events.PART_SIZE)] or [[]]
+    states = [
+        events.PodState(
+            name=p.name,
+            task=p.task,
+            index=p.index,
+            uid=p.uid,
+            version=p.version,
+            phase=p.phase,
+            node=p.node or "",
+            created=p.status.created_at,
+        )
+        for p in pods
+    ]
+    chunks = [states[i : i + events.PART_SIZE] for i in range(0, len(states), events.PART_SIZE)] or [[]]
     podgroup = _podgroup(record) if record.podgroup_exists else None
-    common = {"cluster": cluster, "job": record.name, "uid": record.uid, "version": record.version,
-              "created": record.created_at, "parts": len(chunks), "namespace": record.namespace, "gang": info.gang,
-              "gang_attempt": info.gang_attempt,
-              "podgroup": podgroup}
-    return [{**common, "part": i, "tasks": {t: s for t, s in tasks.items() if any(p.task == t for p in chunk)},
-             "pods": chunk} for i, chunk in enumerate(chunks)]
+    common = {
+        "cluster": cluster,
+        "job": record.name,
+        "uid": record.uid,
+        "version": record.version,
+        "created": record.created_at,
+        "parts": len(chunks),
+        "namespace": record.namespace,
+        "gang": info.gang,
+        "gang_attempt": info.gang_attempt,
+        "podgroup": podgroup,
+    }
+    return [
+        {
+            **common,
+            "part": i,
+            "tasks": {t: s for t, s in tasks.items() if any(p.task == t for p in chunk)},
+            "pods": chunk,
+        }
+        for i, chunk in enumerate(chunks)
+    ]
 
 
 def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
@@ -148,26 +180,50 @@ def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
     spec = pg.spec
     resources = api.quantity.parse_resource_list(spec.min_resources) if spec.min_resources is not None else {}
     topology = msgspec.to_builtins(spec.network_topology) if spec.network_topology is not None else None
-    podgroup = events.PodGroupSpec(min_member=spec.min_member, min_task_member=dict(spec.min_task_member),
-                                   min_resources=resources, queue=spec.queue or api.DEFAULT_QUEUE,
-                                   priority_class_name=spec.priority_class_name, network_topology=topology)
-    return {"cluster": cluster, "job": pg.metadata.name, "uid": doc.uid, "version": 0, "created": doc.created,
-            "part": 0, "parts": 1, "podgroup": podgroup}
+    podgroup = events.PodGroupSpec(
+        min_member=spec.min_member,
+        min_task_member=dict(spec.min_task_member),
+        min_resources=resources,
+        queue=spec.queue or api.DEFAULT_QUEUE,
+        priority_class_name=spec.priority_class_name,
+        network_topology=topology,
+    )
+    return {
+        "cluster": cluster,
+        "job": pg.metadata.name,
+        "uid": doc.uid,
+        "version": 0,
+        "created": doc.created,
+        "part": 0,
+        "parts": 1,
+        "podgroup": podgroup,
+    }
 
 
 def _podgroup(record: jm.JobRecord) -> events.PodGroupSpec:
     pg = jobcore.derive_podgroup(record)
     topology = msgspec.to_builtins(pg.network_topology) if pg.network_topology is not None else None
-    return events.PodGroupSpec(min_member=pg.min_member, min_task_member=dict(pg.min_task_member),
-                               min_resources=dict(pg.min_resources), queue=pg.queue,
-                               priority_class_name=pg.priority_class_name, priority=pg.priority,
-                               job_version=pg.job_version, network_topology=topology)
+    return events.PodGroupSpec(
+        min_member=pg.min_member,
+        min_task_member=dict(pg.min_task_member),
+        min_resources=dict(pg.min_resources),
+        queue=pg.queue,
+        priority_class_name=pg.priority_class_name,
+        priority=pg.priority,
+        job_version=pg.job_version,
+        network_topology=topology,
+    )
 
 
 def _task_scheduling(s: jm.PodScheduling) -> events.TaskScheduling:
     return events.TaskScheduling(
-        request=dict(s.request), priority=s.priority, priority_class_name=s.priority_class_name,
-        preemption_policy=s.preemption_policy, preemptable=s.preemptable, node_selector=dict(s.node_selector),
+        request=dict(s.request),
+        priority=s.priority,
+        priority_class_name=s.priority_class_name,
+        preemption_policy=s.preemption_policy,
+        preemptable=s.preemptable,
+        node_selector=dict(s.node_selector),
         tolerations=[msgspec.to_builtins(t) for t in s.tolerations],
         affinity=msgspec.to_builtins(s.affinity) if s.affinity is not None else None,
-        node_name=s.node_name)
+        node_name=s.node_name,
+    )

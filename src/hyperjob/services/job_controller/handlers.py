@@ -16,10 +16,7 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import jobcore
-from hyperjob import records
+from hyperjob import api, events, jobcore, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import model as jm
 from hyperjob.servicekit import Reaction, Runtime
@@ -75,11 +72,26 @@ class JobController:
             record = self._admit(msg)
         except api.ManifestError as exc:
             # The cluster refuses it (its queue closed since placement): the child is not here.
-            return Reaction().publish(subjects.job_removed(self.cluster), self.rt.emit(
-                events.JobRemoved, msg, "refused", cluster=self.cluster, job=msg.child, hyperjob=msg.hyperjob,
-                reason=str(exc)))
-        info = records.ChildInfo(hyperjob=msg.hyperjob, replicated_job=msg.replicated_job, gang=msg.gang,
-                                gang_attempt=msg.gang_attempt, attempt=msg.attempt, world=msg.world)
+            return Reaction().publish(
+                subjects.job_removed(self.cluster),
+                self.rt.emit(
+                    events.JobRemoved,
+                    msg,
+                    "refused",
+                    cluster=self.cluster,
+                    job=msg.child,
+                    hyperjob=msg.hyperjob,
+                    reason=str(exc),
+                ),
+            )
+        info = records.ChildInfo(
+            hyperjob=msg.hyperjob,
+            replicated_job=msg.replicated_job,
+            gang=msg.gang,
+            gang_attempt=msg.gang_attempt,
+            attempt=msg.attempt,
+            world=msg.world,
+        )
         self.children.put(msg.child, info)
         outcome = domain.run(record, [], self.rt.now(), initial=jobcore.initial_effects(record))
         return self._apply(msg, outcome, previous=None)
@@ -92,17 +104,26 @@ class JobController:
             # Each dispatch is a new incarnation of the job: its uid (and so its pods' uids and the
             # ids derived from them) must differ from a deleted job's of the same name, or the
             # bus would drop their messages as duplicates and the dedup markers would swallow them.
-            manifest = msgspec.structs.replace(manifest, metadata=msgspec.structs.replace(manifest.metadata,
-                                                                                           uid=msg.event_id))
+            manifest = msgspec.structs.replace(
+                manifest, metadata=msgspec.structs.replace(manifest.metadata, uid=msg.event_id)
+            )
         manifest = domain.with_default_priority(manifest, self.classes)
         me = next((c for c in msg.world.plan if c.name == msg.child), None) if msg.world else None
-        rank = jm.RankOverride(rank_offset=me.rank_offset if me else 0,
-                               world_size=msg.world.world_size if msg.world else None)
+        rank = jm.RankOverride(
+            rank_offset=me.rank_offset if me else 0, world_size=msg.world.world_size if msg.world else None
+        )
         # jobcore's default ssh key pair is derived from the job uid (what the simulator's
         # byte-identical output needs); a live job gets a key pair from the system's randomness.
         keygen = (lambda _uid: jobcore.generate_rsa_keypair(random.SystemRandom())) if self.random_keys else None
-        return jobcore.admit(manifest, self.queues, self.rt.now(), {n: v for n, (v, _) in self.classes.items()},
-                             parents=self.parents, rank=rank, keygen=keygen)
+        return jobcore.admit(
+            manifest,
+            self.queues,
+            self.rt.now(),
+            {n: v for n, (v, _) in self.classes.items()},
+            parents=self.parents,
+            rank=rank,
+            keygen=keygen,
+        )
 
     def on_command(self, msg: events.CommandChild) -> Reaction | None:
         return self._feed(msg, msg.child, lambda r: jm.CommandIssued(action=msg.action, id=msg.event_id))
@@ -111,8 +132,10 @@ class JobController:
         if msg.child in self.bare:
             self.bare.delete(msg.child)
             self.dirty.add(msg.child)
-            return Reaction().publish(subjects.job_removed(self.cluster), self.rt.emit(
-                events.JobRemoved, msg, "removed", cluster=self.cluster, job=msg.child))
+            return Reaction().publish(
+                subjects.job_removed(self.cluster),
+                self.rt.emit(events.JobRemoved, msg, "removed", cluster=self.cluster, job=msg.child),
+            )
         info = self.children.get(msg.child)
         if info is None:
             return None
@@ -135,17 +158,34 @@ class JobController:
         return self._feed(msg, msg.job, event)
 
     def on_bound(self, msg: events.PodsBound) -> Reaction | None:
-        reaction = self._feed(msg, msg.job, lambda r: [jm.PodBound(pod=p.pod, node=p.node, uid=p.uid,
-                                                                   job_version=_version(r, p.pod)) for p in msg.pods])
+        reaction = self._feed(
+            msg,
+            msg.job,
+            lambda r: [
+                jm.PodBound(pod=p.pod, node=p.node, uid=p.uid, job_version=_version(r, p.pod)) for p in msg.pods
+            ],
+        )
         record = self.jobs.get(msg.job)
         if record is None:
             return reaction
-        started = [p for p in msg.pods if (pod := record.pods.get(p.pod)) is not None
-                   and (pod.uid, pod.node) == (p.uid, p.node)]
+        started = [
+            p
+            for p in msg.pods
+            if (pod := record.pods.get(p.pod)) is not None and (pod.uid, pod.node) == (p.uid, p.node)
+        ]
         if started:
-            reaction = (reaction or Reaction()).publish(subjects.start_pods(self.cluster), self.rt.emit(
-                events.StartPods, msg, "start", cluster=self.cluster, job=msg.job, job_version=record.version,
-                pods=[self._start(record, p.pod) for p in started]))
+            reaction = (reaction or Reaction()).publish(
+                subjects.start_pods(self.cluster),
+                self.rt.emit(
+                    events.StartPods,
+                    msg,
+                    "start",
+                    cluster=self.cluster,
+                    job=msg.job,
+                    job_version=record.version,
+                    pods=[self._start(record, p.pod) for p in started],
+                ),
+            )
         return reaction
 
     def _start(self, record: jm.JobRecord, name: str) -> events.PodStart:
@@ -154,18 +194,36 @@ class JobController:
         world_env = domain.training_env(info.world, record.name, pod.task, pod.index)
         env, files = jobcore.pod_environment(record, name, world_env)
         run = pod.run
-        return events.PodStart(pod=name, uid=pod.uid, node=pod.node or "", task=pod.task, command=run.command,
-                               args=run.args, env={**run.env, **env}, files={**run.files, **files},
-                               restart_policy=run.restart_policy, sim_duration=run.sim_duration,
-                               sim_exit_code=run.sim_exit_code)
+        return events.PodStart(
+            pod=name,
+            uid=pod.uid,
+            node=pod.node or "",
+            task=pod.task,
+            command=run.command,
+            args=run.args,
+            env={**run.env, **env},
+            files={**run.files, **files},
+            restart_policy=run.restart_policy,
+            sim_duration=run.sim_duration,
+            sim_exit_code=run.sim_exit_code,
+        )
 
     def on_evicted(self, msg: events.PodsEvicted) -> Reaction | None:
-        reaction = self._feed(msg, msg.job, lambda r: [
-            jm.PodEvicted(pod=p.pod, reason=p.reason, uid=p.uid, job_version=_version(r, p.pod)) for p in msg.pods])
+        reaction = self._feed(
+            msg,
+            msg.job,
+            lambda r: [
+                jm.PodEvicted(pod=p.pod, reason=p.reason, uid=p.uid, job_version=_version(r, p.pod)) for p in msg.pods
+            ],
+        )
         # The scheduler took the nodes' resources back; the nodes must stop the pods too.
-        stop = self.rt.emit(events.StopPods, msg, "stop-evicted", cluster=self.cluster,
-                            pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, job=msg.job, reason=p.reason)
-                                  for p in msg.pods])
+        stop = self.rt.emit(
+            events.StopPods,
+            msg,
+            "stop-evicted",
+            cluster=self.cluster,
+            pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, job=msg.job, reason=p.reason) for p in msg.pods],
+        )
         return (reaction or Reaction()).publish(subjects.stop_pods(self.cluster), stop)
 
     def on_rejected(self, msg: events.PodsRejected) -> Reaction | None:
@@ -173,9 +231,18 @@ class JobController:
         pod is on that node from its creation (``spec.nodeName``): jobcore hears it bound there
         first, since it takes the end of a pod that was never bound for a late report of an
         earlier incarnation and ignores it."""
-        return self._feed(msg, msg.job, lambda r: [event for p in msg.pods for event in (
-            jm.PodBound(pod=p.pod, node=p.node, uid=p.uid, job_version=_version(r, p.pod)),
-            jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1))])
+        return self._feed(
+            msg,
+            msg.job,
+            lambda r: [
+                event
+                for p in msg.pods
+                for event in (
+                    jm.PodBound(pod=p.pod, node=p.node, uid=p.uid, job_version=_version(r, p.pod)),
+                    jm.PodFailed(pod=p.pod, uid=p.uid, job_version=_version(r, p.pod), exit_code=1),
+                )
+            ],
+        )
 
     def on_pod_phases(self, msg: events.PodPhasesReported) -> Reaction | None:
         by_job: dict[str, list[events.PodReport]] = {}
@@ -220,8 +287,7 @@ class JobController:
             return None
         return self._apply(cause, domain.run(record, todo, self.rt.now()), previous=record)
 
-    def _apply(self, cause: events.Message | str, outcome: domain.Outcome,
-               previous: jm.JobRecord | None) -> Reaction:
+    def _apply(self, cause: events.Message | str, outcome: domain.Outcome, previous: jm.JobRecord | None) -> Reaction:
         record = outcome.record
         info = self.children.get(record.name) or records.ChildInfo()
         reaction = self._announce(cause, outcome, info)
@@ -234,12 +300,19 @@ class JobController:
             self.jobs.delete(record.name)
             self.children.delete(record.name)
             self.dirty.add(record.name)
-            return reaction.publish(subjects.job_removed(self.cluster), self.rt.emit(
-                events.JobRemoved, cause, "removed", cluster=self.cluster, job=record.name, hyperjob=info.hyperjob))
+            return reaction.publish(
+                subjects.job_removed(self.cluster),
+                self.rt.emit(
+                    events.JobRemoved, cause, "removed", cluster=self.cluster, job=record.name, hyperjob=info.hyperjob
+                ),
+            )
         if record is not previous:
             self.jobs.put(record.name, record)
             if previous is None or (record.pods, record.podgroup_exists, record.version) != (
-                    previous.pods, previous.podgroup_exists, previous.version):
+                previous.pods,
+                previous.podgroup_exists,
+                previous.version,
+            ):
                 self.dirty.add(record.name)
         return reaction
 
@@ -248,18 +321,39 @@ class JobController:
         reaction = Reaction()
         counts = jobcore.counts(record)
         for change in outcome.phase_changes:
-            reaction.publish(subjects.job_phase(self.cluster), self.rt.emit(
-                events.JobPhaseChanged, cause, f"phase/{record.uid}/{record.version}/{change.old}/{change.new}",
-                cluster=self.cluster, job=record.name, hyperjob=info.hyperjob, replicated_job=info.replicated_job,
-                old=change.old, new=change.new, reason=change.reason, attempt=info.attempt,
-                retry_count=record.retry_count,
-                pending=counts.pending, running=counts.running, succeeded=counts.succeeded, failed=counts.failed,
-                terminating=counts.terminating))
+            reaction.publish(
+                subjects.job_phase(self.cluster),
+                self.rt.emit(
+                    events.JobPhaseChanged,
+                    cause,
+                    f"phase/{record.uid}/{record.version}/{change.old}/{change.new}",
+                    cluster=self.cluster,
+                    job=record.name,
+                    hyperjob=info.hyperjob,
+                    replicated_job=info.replicated_job,
+                    old=change.old,
+                    new=change.new,
+                    reason=change.reason,
+                    attempt=info.attempt,
+                    retry_count=record.retry_count,
+                    pending=counts.pending,
+                    running=counts.running,
+                    succeeded=counts.succeeded,
+                    failed=counts.failed,
+                    terminating=counts.terminating,
+                ),
+            )
         if outcome.stop:
-            reaction.publish(subjects.stop_pods(self.cluster), self.rt.emit(
-                events.StopPods, cause, f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop),
-                cluster=self.cluster, pods=[events.PodStop(pod=p, node=n, uid=u, job=record.name)
-                                           for p, n, u in outcome.stop]))
+            reaction.publish(
+                subjects.stop_pods(self.cluster),
+                self.rt.emit(
+                    events.StopPods,
+                    cause,
+                    f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop),
+                    cluster=self.cluster,
+                    pods=[events.PodStop(pod=p, node=n, uid=u, job=record.name) for p, n, u in outcome.stop],
+                ),
+            )
         return reaction
 
     # -- the scheduler's view, once per unit of work -----------------------------------------------
@@ -294,10 +388,27 @@ class JobController:
             return [(0, message, _digest(message))]
         if record is None:  # removed: a tombstone for every part it had
             parts = sorted(p for j, p in self.published if j == job) or [0]
-            return [(p, self._state(job, {"cluster": self.cluster, "job": job, "uid": "", "version": 0,
-                                          "created": 0.0, "part": p, "parts": len(parts), "deleted": True},
-                                    f"gone/{self.rt.now()!r}"), "")
-                    for p in parts]
+            return [
+                (
+                    p,
+                    self._state(
+                        job,
+                        {
+                            "cluster": self.cluster,
+                            "job": job,
+                            "uid": "",
+                            "version": 0,
+                            "created": 0.0,
+                            "part": p,
+                            "parts": len(parts),
+                            "deleted": True,
+                        },
+                        f"gone/{self.rt.now()!r}",
+                    ),
+                    "",
+                )
+                for p in parts
+            ]
         out = []
         for fields in domain.job_state_parts(record, info, self.cluster):
             message = self._state(job, fields, self.jobs.versions.get(job, 0))
@@ -309,15 +420,17 @@ class JobController:
         that returns to an earlier content is still a new message."""
         body = msgspec.json.encode(fields)
         digest = hashlib.sha1(body).hexdigest()
-        return events.JobState(event_id=events.derive_id(f"{self.cluster}/{job}/{fields['part']}",
-                                                         f"{fields['uid']}/{version}/{digest}"),
-                               occurred_at=self.rt.now(), producer=self.rt.service, **fields)
+        return events.JobState(
+            event_id=events.derive_id(f"{self.cluster}/{job}/{fields['part']}", f"{fields['uid']}/{version}/{digest}"),
+            occurred_at=self.rt.now(),
+            producer=self.rt.service,
+            **fields,
+        )
 
 
 def _digest(message: events.JobState) -> str:
     """What a part says, whatever its id: unchanged parts are not sent again."""
-    return hashlib.sha1(msgspec.json.encode(msgspec.structs.replace(
-        message, event_id="", occurred_at=0.0))).hexdigest()
+    return hashlib.sha1(msgspec.json.encode(msgspec.structs.replace(message, event_id="", occurred_at=0.0))).hexdigest()
 
 
 def _version(record: jm.JobRecord, pod: str) -> int:

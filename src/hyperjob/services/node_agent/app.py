@@ -6,9 +6,7 @@ import hashlib
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import hwprobe
+from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.servicekit import Rank, Runtime
 
@@ -46,10 +44,14 @@ def agent_name(settings: Settings) -> str:
 async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     agent = NodeAgent(runtime, settings, build_sensors(settings, runtime.now()), agent_name(settings))
     c, durable = settings.cluster, agent_name(settings)
-    runtime.subscribe(durable, [subjects.start_pods(c), subjects.stop_pods(c)], {
-        events.StartPods: agent.on_start,
-        events.StopPods: agent.on_stop,
-    })
+    runtime.subscribe(
+        durable,
+        [subjects.start_pods(c), subjects.stop_pods(c)],
+        {
+            events.StartPods: agent.on_start,
+            events.StopPods: agent.on_stop,
+        },
+    )
     runtime.subscribe(f"{durable}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
     if not isinstance(agent.sensors, NoSensors):

@@ -33,7 +33,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     node_prefix: str = ""
     node_names: list[str] = []
     allocatable: dict[str, str | int | float] = msgspec.field(
-        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"})
+        default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+    )
     labels: dict[str, str] = {}
     # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m),
     # or runs until it is stopped ("never").

@@ -63,8 +63,9 @@ def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
     return reports
 
 
-def exited(pods: dict[str, RunningPod], name: str, uid: str, exit_code: int, now: float,
-           next_duration: float | None = None) -> list[Report]:
+def exited(
+    pods: dict[str, RunningPod], name: str, uid: str, exit_code: int, now: float, next_duration: float | None = None
+) -> list[Report]:
     """The container of pod ``name`` (incarnation ``uid``) ended with ``exit_code``.
 
     Restarting in place keeps the pod Running with one more restart (a simulated pod runs
@@ -105,5 +106,13 @@ def local_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _report(pod: RunningPod, phase: str, exit_code: int | None = None) -> Report:
-    return Report(pod=pod.pod, uid=pod.uid, job=pod.job, node=pod.node, job_version=pod.job_version, phase=phase,
-                  exit_code=exit_code, restarts=pod.restarts)
+    return Report(
+        pod=pod.pod,
+        uid=pod.uid,
+        job=pod.job,
+        node=pod.node,
+        job_version=pod.job_version,
+        phase=phase,
+        exit_code=exit_code,
+        restarts=pod.restarts,
+    )

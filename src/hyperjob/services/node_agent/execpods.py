@@ -21,6 +21,7 @@ from pathlib import Path
 import structlog
 
 from hyperjob import events
+
 from . import domain
 
 EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE = 127, 126  # what a shell or container runtime reports
@@ -36,8 +37,9 @@ class ProcessRunner:
     """The processes of one agent's pods, keyed by pod name; ``on_exit(pod, uid, code)`` is awaited
     when a process ends by itself (not when it is killed)."""
 
-    def __init__(self, cluster: str, work_dir: str, cwd: str, base_env: dict[str, str], kill_grace: float,
-                 on_exit: OnExit) -> None:
+    def __init__(
+        self, cluster: str, work_dir: str, cwd: str, base_env: dict[str, str], kill_grace: float, on_exit: OnExit
+    ) -> None:
         self.cluster = cluster
         self.work_dir = work_dir
         self.cwd = cwd or None
@@ -59,8 +61,14 @@ class ProcessRunner:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
         box.mkdir(parents=True, exist_ok=True)
-        env = {**self.base_env, **domain.local_env(msg.env), "HOSTNAME": msg.pod, "HYPERJOB_POD": msg.pod,
-               "HYPERJOB_POD_DIR": str(box), "HYPERJOB_FILES_ROOT": str(files)}
+        env = {
+            **self.base_env,
+            **domain.local_env(msg.env),
+            "HOSTNAME": msg.pod,
+            "HYPERJOB_POD": msg.pod,
+            "HYPERJOB_POD_DIR": str(box),
+            "HYPERJOB_FILES_ROOT": str(files),
+        }
         with open(box / "log", "ab") as out:
             out.write(f"--- hyperjob: {msg.pod} started on {msg.node} (restart {restarts}) ---\n".encode())
             out.flush()
@@ -72,16 +80,21 @@ class ProcessRunner:
         (box / "pid").write_text(str(proc.pid))  # lets a restarted agent kill what it can no longer watch
         self.watchers[msg.pod] = asyncio.create_task(self._watch(msg.pod, msg.uid, proc))
 
-    async def _spawn(self, argv: list[str], env: dict[str, str], out: object
-                     ) -> asyncio.subprocess.Process | int:
+    async def _spawn(self, argv: list[str], env: dict[str, str], out: object) -> asyncio.subprocess.Process | int:
         """The process, or the exit code a container runtime gives a command it cannot start."""
         if not argv:
             log.warning("pod_has_no_command")
             return EXIT_NOT_FOUND
         try:
-            return await asyncio.create_subprocess_exec(*argv, env=env, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
-                                                        stdout=out, stderr=asyncio.subprocess.STDOUT,
-                                                        start_new_session=True)
+            return await asyncio.create_subprocess_exec(
+                *argv,
+                env=env,
+                cwd=self.cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
         except FileNotFoundError:
             return EXIT_NOT_FOUND
         except PermissionError:

@@ -20,9 +20,7 @@ import signal
 from collections import Counter
 from collections.abc import Mapping
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import hwprobe
+from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.hwprobe.simfleet import Fault
 from hyperjob.servicekit import Reaction, Runtime
@@ -32,8 +30,18 @@ from .config import NodeSpec, Settings, host_env
 from .sensors import Reading, Sensors, subject_of
 
 LOST_EXIT_CODE = 137
-_STATUS_FIELDS = ("allocatable", "labels", "taints", "ready", "reason", "gpu_ok", "fabric_ok", "sick_gpus",
-                  "down_ports", "health_reasons")
+_STATUS_FIELDS = (
+    "allocatable",
+    "labels",
+    "taints",
+    "ready",
+    "reason",
+    "gpu_ok",
+    "fabric_ok",
+    "sick_gpus",
+    "down_ports",
+    "health_reasons",
+)
 
 
 def node_specs(settings: Settings) -> list[NodeSpec]:
@@ -65,24 +73,45 @@ class NodeAgent:
         self.starts: dict[str, events.PodStart] = {}  # exec mode: what to run again on a restart in place
         self.runner: execpods.ProcessRunner | None = None
         if settings.mode == "exec":
-            self.runner = execpods.ProcessRunner(settings.cluster, settings.work_dir, settings.pod_working_dir,
-                                                 host_env(), settings.kill_grace, self.on_exit)
+            self.runner = execpods.ProcessRunner(
+                settings.cluster,
+                settings.work_dir,
+                settings.pod_working_dir,
+                host_env(),
+                settings.kill_grace,
+                self.on_exit,
+            )
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
 
     def status(self, node: str) -> events.NodeStatus:
-        return self.rt.emit(events.NodeStatus, f"{self.cluster}/{node}", f"status/{self.rt.now()!r}",
-                            cluster=self.cluster, node=node, agent=self.agent, **self._status_fields(node))
+        return self.rt.emit(
+            events.NodeStatus,
+            f"{self.cluster}/{node}",
+            f"status/{self.rt.now()!r}",
+            cluster=self.cluster,
+            node=node,
+            agent=self.agent,
+            **self._status_fields(node),
+        )
 
     def _status_fields(self, node: str) -> dict[str, object]:
         """What a node's status says (``_STATUS_FIELDS``): compared every period, sent on change."""
         spec, health = self.specs[node], self.health.get(node, hwprobe.NodeHealth())
         down = node in self.down
-        return {"allocatable": self.allocatable[node], "labels": {**spec.labels, **self.sensors.labels(node)},
-                "taints": list(spec.taints), "ready": not down, "reason": "NodeDown" if down else "",
-                "gpu_ok": health.gpu_ok, "fabric_ok": health.fabric_ok, "sick_gpus": list(health.sick_gpus),
-                "down_ports": list(health.down_ports), "health_reasons": list(health.reasons)}
+        return {
+            "allocatable": self.allocatable[node],
+            "labels": {**spec.labels, **self.sensors.labels(node)},
+            "taints": list(spec.taints),
+            "ready": not down,
+            "reason": "NodeDown" if down else "",
+            "gpu_ok": health.gpu_ok,
+            "fabric_ok": health.fabric_ok,
+            "sick_gpus": list(health.sick_gpus),
+            "down_ports": list(health.down_ports),
+            "health_reasons": list(health.reasons),
+        }
 
     async def heartbeat(self) -> None:
         """Every period: the status of each node that changed, then one beat for the agent."""
@@ -101,16 +130,25 @@ class NodeAgent:
                 changed.append((node, key, inputs, self.status(node)))
             else:
                 self._reported_inputs[node] = inputs
-        await self.rt.bus.publish_many([(subjects.node_status(self.cluster, n), s.event_id, events.encode(s))
-                                        for n, _, _, s in changed])
+        await self.rt.bus.publish_many(
+            [(subjects.node_status(self.cluster, n), s.event_id, events.encode(s)) for n, _, _, s in changed]
+        )
         for node, key, inputs, _ in changed:
             self.reported[node] = key
             self._reported_inputs[node] = inputs
         silent = sorted(n for n in self.nodes if self.sensors.silent(n))
-        beat = self.rt.emit(events.AgentHeartbeat, f"{self.cluster}/{self.agent}", f"beat/{self.rt.now()!r}",
-                            cluster=self.cluster, agent=self.agent, nodes=len(self.nodes), silent=silent)
-        await self.rt.bus.publish(subjects.heartbeat(self.cluster, self.agent), events.encode(beat),
-                                  msg_id=beat.event_id)
+        beat = self.rt.emit(
+            events.AgentHeartbeat,
+            f"{self.cluster}/{self.agent}",
+            f"beat/{self.rt.now()!r}",
+            cluster=self.cluster,
+            agent=self.agent,
+            nodes=len(self.nodes),
+            silent=silent,
+        )
+        await self.rt.bus.publish(
+            subjects.heartbeat(self.cluster, self.agent), events.encode(beat), msg_id=beat.event_id
+        )
 
     async def telemetry(self) -> None:
         readings = self.sensors.read(self.cluster, self.nodes, self.busy(), self.rt.now())
@@ -137,8 +175,11 @@ class NodeAgent:
     def busy(self) -> dict[str, float]:
         """The fraction of each node's GPUs in use, counting one GPU per running pod (plausible, not exact)."""
         counts = Counter(p.node for p in self.pods.values())
-        return {node: min(1.0, count / (self.allocatable[node].get("nvidia.com/gpu", 0.0) or 1.0))
-                for node, count in counts.items() if node in self.allocatable}
+        return {
+            node: min(1.0, count / (self.allocatable[node].get("nvidia.com/gpu", 0.0) or 1.0))
+            for node, count in counts.items()
+            if node in self.allocatable
+        }
 
     # -- faults ----------------------------------------------------------------------------------
 
@@ -148,8 +189,9 @@ class NodeAgent:
             if pod is None or not self._reachable(pod):
                 return None
             pods = self._pods()
-            reports = domain.exited(pods, msg.pod, pod.uid, msg.exit_code, self.rt.now(),
-                                    next_duration=self._duration(pod))
+            reports = domain.exited(
+                pods, msg.pod, pod.uid, msg.exit_code, self.rt.now(), next_duration=self._duration(pod)
+            )
             reaction = self._reaction(msg, reports, pods)
             self._arm(self.pods.rows)
             return reaction
@@ -181,10 +223,17 @@ class NodeAgent:
         pods, reports, launch = self._pods(), [], []
         for start in mine:
             duration = start.sim_duration if start.sim_duration is not None else self.default_duration
-            pod = domain.RunningPod(pod=start.pod, uid=start.uid, job=msg.job, node=start.node,
-                                    job_version=msg.job_version, started_at=now,
-                                    finishes_at=None if self.runner or duration is None else now + duration,
-                                    exit_code=start.sim_exit_code, restart_policy=start.restart_policy)
+            pod = domain.RunningPod(
+                pod=start.pod,
+                uid=start.uid,
+                job=msg.job,
+                node=start.node,
+                job_version=msg.job_version,
+                started_at=now,
+                finishes_at=None if self.runner or duration is None else now + duration,
+                exit_code=start.sim_exit_code,
+                restart_policy=start.restart_policy,
+            )
             previous = pods.get(start.pod)
             started = domain.start(pods, pod)
             reports += started
@@ -215,8 +264,11 @@ class NodeAgent:
             if current is None and stop.node in self.specs:
                 # Ended already (its exit was reported): it is gone from the node all the same,
                 # and whoever stops it waits to hear so.
-                reports.append(domain.Report(pod=stop.pod, uid=stop.uid, job=stop.job, node=stop.node,
-                                             job_version=0, phase="Deleted"))
+                reports.append(
+                    domain.Report(
+                        pod=stop.pod, uid=stop.uid, job=stop.job, node=stop.node, job_version=0, phase="Deleted"
+                    )
+                )
                 continue
             if current is None or (stop.uid and current.uid != stop.uid):
                 continue  # another incarnation: nothing to stop
@@ -237,8 +289,9 @@ class NodeAgent:
             self._arm(pods)
             return
         after = {**{n: p for n, p in pods.items() if n not in reachable}, **live}
-        cause = events.derive_id(self.agent, "finish/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}"
-                                                                  for r in reports))
+        cause = events.derive_id(
+            self.agent, "finish/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)
+        )
         if await self.rt.commit(cause, self._reaction(cause, reports, after)):
             self._arm(self.pods.rows)
 
@@ -282,9 +335,18 @@ class NodeAgent:
             pid = (box / "pid").read_text().strip() if (box / "pid").is_file() else ""
             if pid.isdigit():
                 execpods.signal_group(int(pid), signal.SIGKILL)
-            reports.append(domain.Report(pod=pod.pod, uid=pod.uid, job=pod.job, node=pod.node,
-                                         job_version=pod.job_version, phase="Failed", exit_code=LOST_EXIT_CODE,
-                                         restarts=pod.restarts))
+            reports.append(
+                domain.Report(
+                    pod=pod.pod,
+                    uid=pod.uid,
+                    job=pod.job,
+                    node=pod.node,
+                    job_version=pod.job_version,
+                    phase="Failed",
+                    exit_code=LOST_EXIT_CODE,
+                    restarts=pod.restarts,
+                )
+            )
         cause = events.derive_id(self.agent, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports))
         await self.rt.commit(cause, self._reaction(cause, reports, pods))
 
@@ -302,8 +364,12 @@ class NodeAgent:
             return None
         return pod.finishes_at - pod.started_at
 
-    def _reaction(self, cause: events.Message | str, reports: list[domain.Report],
-                  pods: Mapping[str, domain.RunningPod] | None = None) -> Reaction:
+    def _reaction(
+        self,
+        cause: events.Message | str,
+        reports: list[domain.Report],
+        pods: Mapping[str, domain.RunningPod] | None = None,
+    ) -> Reaction:
         """Write the pods that changed, and report them in one message."""
         if pods is not None:
             for name in sorted(set(self.pods.rows) | set(pods)):
@@ -316,10 +382,29 @@ class NodeAgent:
         if reports:
             now = self.rt.now()
             step = "report/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)
-            reaction.publish(subjects.pod_phases(self.cluster), self.rt.emit(
-                events.PodPhasesReported, cause, step, cluster=self.cluster, agent=self.agent,
-                reports=[events.PodReport(pod=r.pod, uid=r.uid, job=r.job, node=r.node, phase=r.phase,
-                                          exit_code=r.exit_code, restarts=r.restarts, at=now) for r in reports]))
+            reaction.publish(
+                subjects.pod_phases(self.cluster),
+                self.rt.emit(
+                    events.PodPhasesReported,
+                    cause,
+                    step,
+                    cluster=self.cluster,
+                    agent=self.agent,
+                    reports=[
+                        events.PodReport(
+                            pod=r.pod,
+                            uid=r.uid,
+                            job=r.job,
+                            node=r.node,
+                            phase=r.phase,
+                            exit_code=r.exit_code,
+                            restarts=r.restarts,
+                            at=now,
+                        )
+                        for r in reports
+                    ],
+                ),
+            )
         return reaction
 
     # -- timers ------------------------------------------------------------------------------------

@@ -15,8 +15,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from hyperjob import events
-from hyperjob import hwprobe
+from hyperjob import events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.events.telemetry import FabricPosition, FabricTelemetry, GpuTelemetry
 from hyperjob.hwprobe.simfleet import Fault, parse_fault
@@ -40,10 +39,24 @@ class Sensors(Protocol):
 
 def _messages(cluster: str, node: str, now: float, gpu: dict[str, Any], fabric: dict[str, Any]) -> list[Reading]:
     stamp = f"{cluster}/{node}/{now:.3f}"
-    return [GpuTelemetry(event_id=events.derive_id(stamp, "gpu"), occurred_at=now, producer=PRODUCER,
-                         cluster=cluster, node=node, **gpu),
-            FabricTelemetry(event_id=events.derive_id(stamp, "fabric"), occurred_at=now, producer=PRODUCER,
-                            cluster=cluster, node=node, **fabric)]
+    return [
+        GpuTelemetry(
+            event_id=events.derive_id(stamp, "gpu"),
+            occurred_at=now,
+            producer=PRODUCER,
+            cluster=cluster,
+            node=node,
+            **gpu,
+        ),
+        FabricTelemetry(
+            event_id=events.derive_id(stamp, "fabric"),
+            occurred_at=now,
+            producer=PRODUCER,
+            cluster=cluster,
+            node=node,
+            **fabric,
+        ),
+    ]
 
 
 def subject_of(reading: Reading) -> str:
@@ -55,8 +68,9 @@ def subject_of(reading: Reading) -> str:
 class SimulatedSensors:
     """A whole simulated fleet (``hwprobe.simfleet``) with its scheduled and commanded faults."""
 
-    def __init__(self, cluster: str, nodes: list[str], shape: hwprobe.FleetShape, faults: list[str], seed: int,
-                 started: float) -> None:
+    def __init__(
+        self, cluster: str, nodes: list[str], shape: hwprobe.FleetShape, faults: list[str], seed: int, started: float
+    ) -> None:
         self.fleet = {n.name: n for n in hwprobe.build_fleet(cluster, nodes, shape, seed)}
         self.started = started
         self.pending = sorted((parse_fault(text) for text in faults), key=lambda f: (f.after, f.node))
@@ -92,11 +106,19 @@ class SimulatedSensors:
             if node.silent:
                 continue
             load = busy.get(name, 0.0)
-            out += _messages(cluster, name, now,
-                             {"source": "simulated", "driver_version": "550.54.15", "gpus": node.gpus(load, now)},
-                             {"nvlink_source": "simulated", "infiniband_source": "simulated",
-                              "nvlink": node.nvlinks(), "infiniband": node.infiniband(load, now),
-                              "position": node.position})
+            out += _messages(
+                cluster,
+                name,
+                now,
+                {"source": "simulated", "driver_version": "550.54.15", "gpus": node.gpus(load, now)},
+                {
+                    "nvlink_source": "simulated",
+                    "infiniband_source": "simulated",
+                    "nvlink": node.nvlinks(),
+                    "infiniband": node.infiniband(load, now),
+                    "position": node.position,
+                },
+            )
         return out
 
 
@@ -126,8 +148,13 @@ class RealSensors:
         gpus = self.nvml.read(now)
         ports = hwprobe.read_ports(self.infiniband_root) if self.ib_present else None
         gpu = {"source": gpus.source, "driver_version": gpus.driver_version, "gpus": gpus.gpus}
-        fabric = {"nvlink_source": gpus.source, "infiniband_source": "sysfs" if ports is not None else "none",
-                  "nvlink": gpus.links, "infiniband": ports or [], "position": FabricPosition()}
+        fabric = {
+            "nvlink_source": gpus.source,
+            "infiniband_source": "sysfs" if ports is not None else "none",
+            "nvlink": gpus.links,
+            "infiniband": ports or [],
+            "position": FabricPosition(),
+        }
         out: list[Reading] = []
         for node in nodes:
             out += _messages(cluster, node, now, gpu, fabric)

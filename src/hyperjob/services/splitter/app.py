@@ -13,21 +13,32 @@ from .handlers import Splitter
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime)
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
-    runtime.subscribe("splitter", [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND,
-                                   subjects.OBJECT_COMMAND], {
-        events.ApplyManifest: splitter.on_apply,
-        events.DeleteObject: splitter.on_delete,
-        events.CommandHyperJob: splitter.on_command,
-        events.CommandObject: splitter.on_object_command,
-    })
-    runtime.subscribe("splitter-sched", [subjects.OWNER_ADMITTED, subjects.GANG_RETRY], {
-        events.OwnerAdmitted: splitter.on_admitted,
-        events.GangRetry: splitter.on_gang_retry,
-    })
-    runtime.subscribe("splitter-children", ["job.removed.*", "job.phase.*"], {
-        events.JobRemoved: splitter.on_job_removed,
-        events.JobPhaseChanged: splitter.on_job_phase,
-    })
+    runtime.subscribe(
+        "splitter",
+        [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND, subjects.OBJECT_COMMAND],
+        {
+            events.ApplyManifest: splitter.on_apply,
+            events.DeleteObject: splitter.on_delete,
+            events.CommandHyperJob: splitter.on_command,
+            events.CommandObject: splitter.on_object_command,
+        },
+    )
+    runtime.subscribe(
+        "splitter-sched",
+        [subjects.OWNER_ADMITTED, subjects.GANG_RETRY],
+        {
+            events.OwnerAdmitted: splitter.on_admitted,
+            events.GangRetry: splitter.on_gang_retry,
+        },
+    )
+    runtime.subscribe(
+        "splitter-children",
+        ["job.removed.*", "job.phase.*"],
+        {
+            events.JobRemoved: splitter.on_job_removed,
+            events.JobPhaseChanged: splitter.on_job_phase,
+        },
+    )
     runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)
     runtime.before_commit(splitter.flush)
     return splitter

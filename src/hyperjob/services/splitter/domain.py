@@ -7,14 +7,13 @@ from collections.abc import Mapping
 
 import msgspec
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import records
+from hyperjob import api, events, fleetcore, records
+
 ROOT_QUEUE = "root"
 
 
 # -- references ----------------------------------------------------------------------------------
+
 
 class Config(msgspec.Struct, frozen=True, kw_only=True):
     """The configuration an applied object is checked against: queue states and parents,
@@ -40,13 +39,18 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
         return values
 
 
-def config(queues: Mapping[str, records.QueueDoc], classes: Mapping[str, records.PriorityClassDoc],
-           clusters: list[str]) -> Config:
+def config(
+    queues: Mapping[str, records.QueueDoc], classes: Mapping[str, records.PriorityClassDoc], clusters: list[str]
+) -> Config:
     states = {name: doc.state for name, doc in queues.items()}
     states.setdefault(api.DEFAULT_QUEUE, "Open")
     parents = {name: str(doc.manifest.get("spec", {}).get("parent") or "") for name, doc in queues.items()}
-    return Config(queues=states, parents=parents, clusters=clusters,
-                  classes={name: (doc.value, doc.global_default) for name, doc in classes.items()})
+    return Config(
+        queues=states,
+        parents=parents,
+        clusters=clusters,
+        classes={name: (doc.value, doc.global_default) for name, doc in classes.items()},
+    )
 
 
 def check_job_references(spec: api.JobSpec, path: str, cfg: Config) -> None:
@@ -56,8 +60,9 @@ def check_job_references(spec: api.JobSpec, path: str, cfg: Config) -> None:
     if not cfg.is_leaf(queue):
         raise api.ManifestError(f"{path}.queue", f"queue {queue!r} is not a leaf queue; jobs go to leaf queues")
     if spec.priority_class_name and spec.priority_class_name not in cfg.classes:
-        raise api.ManifestError(f"{path}.priorityClassName",
-                                f"priority class {spec.priority_class_name!r} does not exist")
+        raise api.ManifestError(
+            f"{path}.priorityClassName", f"priority class {spec.priority_class_name!r} does not exist"
+        )
 
 
 def check_hyperjob_references(hyperjob: api.HyperJob, cfg: Config) -> None:
@@ -72,7 +77,9 @@ def check_podgroup_references(podgroup: api.PodGroup, cfg: Config) -> None:
     if not cfg.is_leaf(spec.queue or api.DEFAULT_QUEUE):
         raise api.ManifestError("$.spec.queue", f"queue {spec.queue!r} is not a leaf queue")
     if spec.priority_class_name and spec.priority_class_name not in cfg.classes:
-        raise api.ManifestError("$.spec.priorityClassName", f"priority class {spec.priority_class_name!r} does not exist")
+        raise api.ManifestError(
+            "$.spec.priorityClassName", f"priority class {spec.priority_class_name!r} does not exist"
+        )
     try:
         api.quantity.parse_resource_list(spec.min_resources or {})
     except api.QuantityError as exc:
@@ -87,25 +94,38 @@ def check_queue(queue: api.Queue, cfg: Config) -> None:
 
 # -- admission candidates --------------------------------------------------------------------------
 
+
 def submission(doc: records.HyperJobDoc, cfg: Config) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
     manifest = api.decode(doc.manifest)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
         spec = manifest.spec
-        candidate = fleetcore.Candidate(name=doc.name, queue=spec.queue or api.DEFAULT_QUEUE,
-                                        request=api.quantity.parse_resource_list(spec.min_resources or {}),
-                                        priority=values.get(spec.priority_class_name, 0), created=doc.created)
+        candidate = fleetcore.Candidate(
+            name=doc.name,
+            queue=spec.queue or api.DEFAULT_QUEUE,
+            request=api.quantity.parse_resource_list(spec.min_resources or {}),
+            priority=values.get(spec.priority_class_name, 0),
+            created=doc.created,
+        )
     elif isinstance(manifest, api.Job):
         candidate = fleetcore.job_candidate(manifest, doc.created, values)
     else:
         assert isinstance(manifest, api.HyperJob)
         candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
-    return {"name": doc.name, "plain": doc.plain, "queue": candidate.queue, "priority": candidate.priority,
-            "request": candidate.request, "created": doc.created, "generation": doc.generation}
+    return {
+        "name": doc.name,
+        "plain": doc.plain,
+        "queue": candidate.queue,
+        "priority": candidate.priority,
+        "request": candidate.request,
+        "created": doc.created,
+        "generation": doc.generation,
+    }
 
 
 # -- plans -----------------------------------------------------------------------------------------
+
 
 class Planned(msgspec.Struct, frozen=True, kw_only=True):
     """A HyperJob's children as a split decided them."""
@@ -116,8 +136,12 @@ class Planned(msgspec.Struct, frozen=True, kw_only=True):
     gang: int
 
 
-def plan(hyperjob: api.HyperJob, clusters: Mapping[str, fleetcore.ClusterCapacity], now: float,
-         current: fleetcore.SplitPlan | None = None) -> Planned | fleetcore.Waiting:
+def plan(
+    hyperjob: api.HyperJob,
+    clusters: Mapping[str, fleetcore.ClusterCapacity],
+    now: float,
+    current: fleetcore.SplitPlan | None = None,
+) -> Planned | fleetcore.Waiting:
     """The children of a HyperJob on the clusters as they are now, or why it must wait; with the
     plan in force (``current``, an update) its children keep their clusters and only what an
     update adds must fit."""
@@ -129,12 +153,30 @@ def plan(hyperjob: api.HyperJob, clusters: Mapping[str, fleetcore.ClusterCapacit
 
 def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
     jobs = fleetcore.child_jobs(hyperjob, split)
-    refs = [events.ChildRef(name=c.name, replicated_job=c.replicated_job, index=c.index, cluster=c.cluster,
-                            replicas=c.replicas, tasks=dict(c.tasks), rank_offset=c.rank_offset,
-                            min_available=c.min_available, template_hash=job.template_hash)
-            for c, job in zip(split.children, jobs, strict=True)]
-    children = [events.PlannedChild(name=job.name, replicated_job=job.replicated_job, clusters=[job.cluster],
-                                    job=api.encode(job.job), template_hash=job.template_hash) for job in jobs]
+    refs = [
+        events.ChildRef(
+            name=c.name,
+            replicated_job=c.replicated_job,
+            index=c.index,
+            cluster=c.cluster,
+            replicas=c.replicas,
+            tasks=dict(c.tasks),
+            rank_offset=c.rank_offset,
+            min_available=c.min_available,
+            template_hash=job.template_hash,
+        )
+        for c, job in zip(split.children, jobs, strict=True)
+    ]
+    children = [
+        events.PlannedChild(
+            name=job.name,
+            replicated_job=job.replicated_job,
+            clusters=[job.cluster],
+            job=api.encode(job.job),
+            template_hash=job.template_hash,
+        )
+        for job in jobs
+    ]
     return Planned(refs=refs, children=children, world_size=split.world_size, gang=gang_size(hyperjob, len(refs)))
 
 
@@ -148,19 +190,31 @@ def gang_size(hyperjob: api.HyperJob, children: int) -> int:
 
 def split_plan(doc: records.HyperJobDoc) -> fleetcore.SplitPlan:
     """The plan in force, rebuilt from the HyperJob document."""
-    children = tuple(fleetcore.ChildPlan(name=ref.name, replicated_job=ref.replicated_job, index=ref.index,
-                                         cluster=ref.cluster, tasks=dict(ref.tasks), replicas=ref.replicas,
-                                         rank_offset=ref.rank_offset, min_available=ref.min_available)
-                     for ref in doc.children)
-    return fleetcore.SplitPlan(hyperjob=doc.name, children=children, world_size=doc.world_size,
-                               generation=doc.generation)
+    children = tuple(
+        fleetcore.ChildPlan(
+            name=ref.name,
+            replicated_job=ref.replicated_job,
+            index=ref.index,
+            cluster=ref.cluster,
+            tasks=dict(ref.tasks),
+            replicas=ref.replicas,
+            rank_offset=ref.rank_offset,
+            min_available=ref.min_available,
+        )
+        for ref in doc.children
+    )
+    return fleetcore.SplitPlan(
+        hyperjob=doc.name, children=children, world_size=doc.world_size, generation=doc.generation
+    )
 
 
 def with_plan(doc: records.HyperJobDoc, split: fleetcore.SplitPlan) -> records.HyperJobDoc:
     """The document with each child's cluster as ``split`` now says."""
     clusters = {child.name: child.cluster for child in split.children}
-    return msgspec.structs.replace(doc, children=[msgspec.structs.replace(ref, cluster=clusters.get(ref.name, ref.cluster))
-                                                  for ref in doc.children])
+    return msgspec.structs.replace(
+        doc,
+        children=[msgspec.structs.replace(ref, cluster=clusters.get(ref.name, ref.cluster)) for ref in doc.children],
+    )
 
 
 def changes(existing: list[events.ChildRef], desired: list[events.ChildRef]) -> tuple[list[str], list[events.ChildRef]]:
@@ -168,8 +222,12 @@ def changes(existing: list[events.ChildRef], desired: list[events.ChildRef]) -> 
     replaced; one that is no longer desired is removed; an identical one is left alone."""
     current = {ref.name: ref for ref in existing}
     wanted = {ref.name for ref in desired}
-    place = [ref.name for ref in desired if ref.name not in current
-             or (current[ref.name].template_hash, current[ref.name].cluster) != (ref.template_hash, ref.cluster)]
+    place = [
+        ref.name
+        for ref in desired
+        if ref.name not in current
+        or (current[ref.name].template_hash, current[ref.name].cluster) != (ref.template_hash, ref.cluster)
+    ]
     remove = [ref for ref in existing if ref.name not in wanted or ref.name in place]
     return place, remove
 
@@ -189,6 +247,7 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
     manifest = api.decode(doc.manifest)
     if isinstance(manifest, api.PodGroup):
         return {manifest.spec.queue or api.DEFAULT_QUEUE}
-    specs = [manifest.spec] if isinstance(manifest, api.Job) else \
-        [rj.template_spec for rj in manifest.spec.replicated_jobs]  # type: ignore[union-attr]
+    specs = (
+        [manifest.spec] if isinstance(manifest, api.Job) else [rj.template_spec for rj in manifest.spec.replicated_jobs]
+    )  # type: ignore[union-attr]
     return {spec.queue or api.DEFAULT_QUEUE for spec in specs}

@@ -17,10 +17,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
-from hyperjob import records
+from hyperjob import api, events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction, Runtime
@@ -47,8 +44,9 @@ class Splitter:
 
     def on_capacity(self, msg: events.ClusterCapacityReported) -> None:
         changed = self.capacity.report(msg, self.rt.now())
-        lost = {name for name, cap in self.capacity.clusters.items()
-                if fleetcore.cluster_lost(cap, self.capacity.newest)}
+        lost = {
+            name for name, cap in self.capacity.clusters.items() if fleetcore.cluster_lost(cap, self.capacity.newest)
+        }
         if changed or lost != self.lost:
             self.lost = lost
             self.rt.kick("replan")
@@ -77,8 +75,9 @@ class Splitter:
         name = queue.metadata.name
         existing = self.queues.get(name)
         state = (queue.status.state if queue.status else None) or queue.spec.state or "Open"
-        doc = records.QueueDoc(manifest=api.encode(queue), state=state,
-                               created=existing.created if existing else self.rt.now())
+        doc = records.QueueDoc(
+            manifest=api.encode(queue), state=state, created=existing.created if existing else self.rt.now()
+        )
         outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=name, outcome=outcome)
         if outcome != "unchanged":
@@ -89,36 +88,68 @@ class Splitter:
     def _queue_changed(self, cause: events.Message, name: str, doc: records.QueueDoc | None) -> events.QueueChanged:
         if doc is None:
             return self.rt.emit(events.QueueChanged, cause, f"queue/{name}", name=name, deleted=True)
-        return self.rt.emit(events.QueueChanged, cause, f"queue/{name}", name=name, manifest=doc.manifest,
-                            state=doc.state, created=doc.created)
+        return self.rt.emit(
+            events.QueueChanged,
+            cause,
+            f"queue/{name}",
+            name=name,
+            manifest=doc.manifest,
+            state=doc.state,
+            created=doc.created,
+        )
 
     def _apply_priority_class(self, msg: events.ApplyManifest, pc: api.PriorityClass) -> Reaction:
         name = pc.metadata.name
         existing = self.classes.get(name)
         doc = records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value, global_default=pc.global_default)
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PriorityClass", name=name,
-                           outcome="created" if existing is None else "configured")
+        reaction = _answer(
+            self.rt,
+            msg,
+            events.RequestAccepted,
+            kind="PriorityClass",
+            name=name,
+            outcome="created" if existing is None else "configured",
+        )
         self.classes.put(name, doc)
-        return reaction.publish(subjects.priority_class_config(name), self.rt.emit(
-            events.PriorityClassChanged, msg, f"priorityclass/{name}", name=name, value=pc.value,
-            global_default=pc.global_default, preemption_policy=pc.preemption_policy or ""))
+        return reaction.publish(
+            subjects.priority_class_config(name),
+            self.rt.emit(
+                events.PriorityClassChanged,
+                msg,
+                f"priorityclass/{name}",
+                name=name,
+                value=pc.value,
+                global_default=pc.global_default,
+                preemption_policy=pc.preemption_policy or "",
+            ),
+        )
 
     def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
         name = job.metadata.name
         domain.check_job_references(job.spec, "$.spec", self.cfg())
         existing = self.hyperjobs.get(name)
-        owner = next((d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}),
-                     "")
+        owner = next(
+            (d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}), ""
+        )
         if owner:
-            raise api.ManifestError("$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob "
-                                                       f"{owner!r})")
+            raise api.ManifestError(
+                "$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob {owner!r})"
+            )
         if existing is not None:
             if existing.manifest == api.encode(job):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="unchanged")
-            raise api.ManifestError("$.metadata.name", f"{existing.manifest.get('kind', 'object')} {name!r} already "
-                                                       "exists; a running Job's tasks cannot change (delete it first)")
-        doc = records.HyperJobDoc(name=name, manifest=api.encode(job), created=self.rt.now(), plain=True,
-                                  children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))])
+            raise api.ManifestError(
+                "$.metadata.name",
+                f"{existing.manifest.get('kind', 'object')} {name!r} already "
+                "exists; a running Job's tasks cannot change (delete it first)",
+            )
+        doc = records.HyperJobDoc(
+            name=name,
+            manifest=api.encode(job),
+            created=self.rt.now(),
+            plain=True,
+            children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))],
+        )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
@@ -131,8 +162,13 @@ class Splitter:
             if existing.manifest == api.encode(podgroup):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
-        doc = records.HyperJobDoc(name=name, manifest=api.encode(podgroup), created=self.rt.now(), plain=True,
-                                  children=[events.ChildRef(name=name)])
+        doc = records.HyperJobDoc(
+            name=name,
+            manifest=api.encode(podgroup),
+            created=self.rt.now(),
+            plain=True,
+            children=[events.ChildRef(name=name)],
+        )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
@@ -143,12 +179,19 @@ class Splitter:
         if previous is not None and previous.plain:
             raise api.ManifestError("$.metadata.name", f"a Job named {name!r} already exists")
         if previous is not None and previous.deleting:
-            raise api.ManifestError("$.metadata.name",
-                                    f"HyperJob {name!r} is being deleted; apply it again once it is gone")
+            raise api.ManifestError(
+                "$.metadata.name", f"HyperJob {name!r} is being deleted; apply it again once it is gone"
+            )
         if previous is not None and previous.manifest == api.encode(hyperjob):
             return _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=name, outcome="unchanged")
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=name,
-                           outcome="created" if previous is None else "configured")
+        reaction = _answer(
+            self.rt,
+            msg,
+            events.RequestAccepted,
+            kind="HyperJob",
+            name=name,
+            outcome="created" if previous is None else "configured",
+        )
         if previous is None:
             doc = records.HyperJobDoc(name=name, manifest=api.encode(hyperjob), created=self.rt.now())
             return self._submit(reaction, msg, doc)
@@ -159,8 +202,15 @@ class Splitter:
     def _submit(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
         """Record the owner and ask its queue to admit it (again, for a new generation)."""
         self._put(doc)
-        return reaction.publish(subjects.OWNER_SUBMITTED, self.rt.emit(
-            events.OwnerSubmitted, cause, f"submit/{doc.name}/{doc.generation}", **domain.submission(doc, self.cfg())))
+        return reaction.publish(
+            subjects.OWNER_SUBMITTED,
+            self.rt.emit(
+                events.OwnerSubmitted,
+                cause,
+                f"submit/{doc.name}/{doc.generation}",
+                **domain.submission(doc, self.cfg()),
+            ),
+        )
 
     # -- admitted: split ---------------------------------------------------------------------------
 
@@ -174,9 +224,17 @@ class Splitter:
             return None  # suspended before it was placed: planned once resumed
         if doc.plain:
             child = domain.plain_child(doc, sorted(self.capacity.clusters))
-            return Reaction().publish(subjects.PLACE_CHILDREN, self.rt.emit(
-                events.PlaceChildren, msg, f"place/{doc.name}/{doc.created!r}", owner=doc.name, plain=True,
-                children=[child]))
+            return Reaction().publish(
+                subjects.PLACE_CHILDREN,
+                self.rt.emit(
+                    events.PlaceChildren,
+                    msg,
+                    f"place/{doc.name}/{doc.created!r}",
+                    owner=doc.name,
+                    plain=True,
+                    children=[child],
+                ),
+            )
         return self._split(Reaction(), msg, doc)
 
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
@@ -187,30 +245,65 @@ class Splitter:
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 self._put(replace(doc, waiting_reason=result.reason))
-                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                    events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{result.reason}", child="",
-                    hyperjob=doc.name, reason=result.reason))
+                reaction.publish(
+                    subjects.CHILD_WAITING,
+                    self.rt.emit(
+                        events.ChildPlacementWaiting,
+                        cause,
+                        f"waiting/{doc.generation}/{result.reason}",
+                        child="",
+                        hyperjob=doc.name,
+                        reason=result.reason,
+                    ),
+                )
             return reaction
         taken = self._names_taken(doc.name, [ref.name for ref in result.refs])
         if taken:
             reason = f"child {taken}: a job of that name already exists"
             if doc.waiting_reason != reason:
                 self._put(replace(doc, waiting_reason=reason))
-                reaction.publish(subjects.CHILD_WAITING, self.rt.emit(
-                    events.ChildPlacementWaiting, cause, f"waiting/{doc.generation}/{reason}", child="",
-                    hyperjob=doc.name, reason=reason))
+                reaction.publish(
+                    subjects.CHILD_WAITING,
+                    self.rt.emit(
+                        events.ChildPlacementWaiting,
+                        cause,
+                        f"waiting/{doc.generation}/{reason}",
+                        child="",
+                        hyperjob=doc.name,
+                        reason=reason,
+                    ),
+                )
             return reaction
         place, remove = domain.changes(doc.children, result.refs)
         for ref in remove:
-            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
-                events.RemoveChild, cause, f"unplace/{ref.name}/{doc.generation}/{doc.attempt}", child=ref.name,
-                cluster=ref.cluster))
+            reaction.publish(
+                subjects.UNPLACE_CHILD,
+                self.rt.emit(
+                    events.RemoveChild,
+                    cause,
+                    f"unplace/{ref.name}/{doc.generation}/{doc.attempt}",
+                    child=ref.name,
+                    cluster=ref.cluster,
+                ),
+            )
         children = [c for c in result.children if c.name in place]
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
-        return reaction.publish(subjects.PLACE_CHILDREN, self.rt.emit(
-            events.PlaceChildren, cause, f"place/{doc.generation}/{doc.attempt}", owner=doc.name,
-            generation=doc.generation, attempt=doc.attempt, children=children, gang=result.gang,
-            hyperjob=doc.manifest, plan=result.refs, world_size=result.world_size))
+        return reaction.publish(
+            subjects.PLACE_CHILDREN,
+            self.rt.emit(
+                events.PlaceChildren,
+                cause,
+                f"place/{doc.generation}/{doc.attempt}",
+                owner=doc.name,
+                generation=doc.generation,
+                attempt=doc.attempt,
+                children=children,
+                gang=result.gang,
+                hyperjob=doc.manifest,
+                plan=result.refs,
+                world_size=result.world_size,
+            ),
+        )
 
     def _names_taken(self, owner: str, names: list[str]) -> str:
         """The first of ``names`` another Job or HyperJob child already goes by ("" if none)."""
@@ -231,8 +324,10 @@ class Splitter:
             return None
         reaction = Reaction()
         for ref in doc.children:
-            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
-                events.RemoveChild, msg, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster))
+            reaction.publish(
+                subjects.UNPLACE_CHILD,
+                self.rt.emit(events.RemoveChild, msg, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster),
+            )
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self._put(doc)
         return self._split(reaction, msg, doc)
@@ -259,12 +354,14 @@ class Splitter:
         finished = [c for c, phase in doc.child_phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
         if doc.plain:
             child = doc.children[0]
-            decisions = fleetcore.plain_failover(_job(doc), child.name, child.cluster, self.capacity.clusters, now,
-                                                 finished=bool(finished))
+            decisions = fleetcore.plain_failover(
+                _job(doc), child.name, child.cluster, self.capacity.clusters, now, finished=bool(finished)
+            )
             split = None
         else:
-            split, decisions = fleetcore.failover(_hyperjob(doc), domain.split_plan(doc), self.capacity.clusters, now,
-                                                  finished=finished)
+            split, decisions = fleetcore.failover(
+                _hyperjob(doc), domain.split_plan(doc), self.capacity.clusters, now, finished=finished
+            )
         if not decisions:
             return
         self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, decisions)
@@ -283,41 +380,65 @@ class Splitter:
         if msg.kind == "PriorityClass" and msg.name in self.classes:
             self.classes.delete(msg.name)
             reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
-            return reaction.publish(subjects.priority_class_config(msg.name), self.rt.emit(
-                events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True))
+            return reaction.publish(
+                subjects.priority_class_config(msg.name),
+                self.rt.emit(
+                    events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True
+                ),
+            )
         doc = self.hyperjobs.get(msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
         if doc is None or msg.kind != doc.manifest.get("kind"):
-            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
-                           reason=f"{msg.kind} {msg.name!r} not found")
+            return _answer(
+                self.rt,
+                msg,
+                events.RequestRejected,
+                kind=msg.kind,
+                name=msg.name,
+                reason=f"{msg.kind} {msg.name!r} not found",
+            )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
-        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn",
-                                                                name=msg.name))
+        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn", name=msg.name))
         return self._start_deleting(reaction, msg, doc)
 
     def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
         if not doc.children or not doc.admitted:
             return self._deleted(reaction, cause, doc)
         for ref in doc.children:
-            reaction.publish(subjects.UNPLACE_CHILD, self.rt.emit(
-                events.RemoveChild, cause, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster))
+            reaction.publish(
+                subjects.UNPLACE_CHILD,
+                self.rt.emit(events.RemoveChild, cause, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster),
+            )
         self._put(replace(doc, deleting=True))
         return reaction
 
     def _deleted(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
         self.hyperjobs.delete(doc.name)
         self.dirty.add(doc.name)
-        return reaction.publish(subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, cause, "deleted",
-                                                                        name=doc.name))
+        return reaction.publish(
+            subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, cause, "deleted", name=doc.name)
+        )
 
     def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
         if msg.name not in self.queues:
-            return _answer(self.rt, msg, events.RequestRejected, kind="Queue", name=msg.name,
-                           reason=f"Queue {msg.name!r} not found")
+            return _answer(
+                self.rt,
+                msg,
+                events.RequestRejected,
+                kind="Queue",
+                name=msg.name,
+                reason=f"Queue {msg.name!r} not found",
+            )
         users = sorted(d.name for d in self.hyperjobs.values() if msg.name in domain.queues_of(d))
         children = sorted(n for n, parent in self.cfg().parents.items() if parent == msg.name)
         if users or children:
-            return _answer(self.rt, msg, events.RequestRejected, kind="Queue", name=msg.name,
-                           reason=f"queue {msg.name!r} is used by {', '.join(users or children)}")
+            return _answer(
+                self.rt,
+                msg,
+                events.RequestRejected,
+                kind="Queue",
+                name=msg.name,
+                reason=f"queue {msg.name!r} is used by {', '.join(users or children)}",
+            )
         self.queues.delete(msg.name)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="deleted")
         return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, None))
@@ -339,8 +460,11 @@ class Splitter:
         """suspend / resume / restart / abort act on every child, through its cluster's job-controller."""
         doc = self.hyperjobs.get(msg.name)
         if doc is None or doc.plain or doc.deleting:
-            reason = f"HyperJob {msg.name!r} is being deleted" if doc is not None and doc.deleting else \
-                f"HyperJob {msg.name!r} not found"
+            reason = (
+                f"HyperJob {msg.name!r} is being deleted"
+                if doc is not None and doc.deleting
+                else f"HyperJob {msg.name!r} not found"
+            )
             return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
@@ -352,17 +476,28 @@ class Splitter:
         self._put(doc)
         if lifecycle == "Active" and doc.admitted and not doc.children:
             self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
-        return reaction.publish(subjects.OWNER_LIFECYCLE, self.rt.emit(
-            events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts))
+        return reaction.publish(
+            subjects.OWNER_LIFECYCLE,
+            self.rt.emit(
+                events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts
+            ),
+        )
 
     def on_object_command(self, msg: events.CommandObject) -> Reaction:
         """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
         if msg.kind == "Queue":
             queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
             if queue is None or msg.action not in ("open", "close"):
-                return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name,
-                               reason=f"Queue {msg.name!r} not found" if queue is None else
-                               f"$.action: a Queue takes open or close, not {msg.action!r}")
+                return _answer(
+                    self.rt,
+                    msg,
+                    events.RequestRejected,
+                    kind=msg.kind,
+                    name=msg.name,
+                    reason=f"Queue {msg.name!r} not found"
+                    if queue is None
+                    else f"$.action: a Queue takes open or close, not {msg.action!r}",
+                )
             doc = replace(queue, state="Open" if msg.action == "open" else "Closed")
             self.queues.put(msg.name, doc)
             reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
@@ -370,12 +505,17 @@ class Splitter:
         doc = self.hyperjobs.get(msg.name)
         cluster = doc.children[0].cluster if doc is not None and doc.plain and doc.children else ""
         if not cluster:
-            reason = f"Job {msg.name!r} not found" if doc is None or not doc.plain else \
-                f"Job {msg.name!r} is not on a cluster yet"
+            reason = (
+                f"Job {msg.name!r} not found"
+                if doc is None or not doc.plain
+                else f"Job {msg.name!r} is not on a cluster yet"
+            )
             return _answer(self.rt, msg, events.RequestRejected, kind="Job", name=msg.name, reason=reason)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=msg.name, outcome="commanded")
-        return reaction.publish(subjects.command_child(cluster), self.rt.emit(
-            events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action))
+        return reaction.publish(
+            subjects.command_child(cluster),
+            self.rt.emit(events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action),
+        )
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
         owner = msg.hyperjob or msg.job
@@ -391,27 +531,52 @@ class Splitter:
         if msg.new != "Failed" or doc.plain or doc.deleting or doc.lifecycle != "Active":
             return None
         # A child failed beyond its own retries: the HyperJob's childFailurePolicy decides.
-        split, decisions = fleetcore.child_failed(_hyperjob(doc), domain.split_plan(doc), msg.job,
-                                                  self.capacity.clusters, self.capacity.now(self.rt.now()), phases)
+        split, decisions = fleetcore.child_failed(
+            _hyperjob(doc),
+            domain.split_plan(doc),
+            msg.job,
+            self.capacity.clusters,
+            self.capacity.now(self.rt.now()),
+            phases,
+        )
         reaction = self._carry_out(Reaction(), msg, doc, decisions)
         lifecycle = next((d.lifecycle for d in decisions if isinstance(d, fleetcore.SetLifecycle)), doc.lifecycle)
-        self._put(replace(domain.with_plan(doc, split), lifecycle=lifecycle,
-                          restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0)))
+        self._put(
+            replace(
+                domain.with_plan(doc, split),
+                lifecycle=lifecycle,
+                restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0),
+            )
+        )
         return reaction
 
-    def _carry_out(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc,
-                   decisions: list[Any]) -> Reaction:
+    def _carry_out(
+        self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc, decisions: list[Any]
+    ) -> Reaction:
         """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
         clusters = {ref.name: ref.cluster for ref in doc.children}
         for d in decisions:
             if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
-                reaction.publish(subjects.command_child(clusters[d.child]), self.rt.emit(
-                    events.CommandChild, cause, f"command/{d.child}/{d.action}/{doc.restarts}", child=d.child,
-                    cluster=clusters[d.child], action=d.action, reason=d.reason))
+                reaction.publish(
+                    subjects.command_child(clusters[d.child]),
+                    self.rt.emit(
+                        events.CommandChild,
+                        cause,
+                        f"command/{d.child}/{d.action}/{doc.restarts}",
+                        child=d.child,
+                        cluster=clusters[d.child],
+                        action=d.action,
+                        reason=d.reason,
+                    ),
+                )
             elif isinstance(d, fleetcore.ChildMove | fleetcore.ChildUnplaced):
                 to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
-                reaction.publish(subjects.MOVE_CHILD, self.rt.emit(
-                    events.MoveChild, cause, f"move/{d.child}/{to}", child=d.child, to_cluster=to, reason=d.reason))
+                reaction.publish(
+                    subjects.MOVE_CHILD,
+                    self.rt.emit(
+                        events.MoveChild, cause, f"move/{d.child}/{to}", child=d.child, to_cluster=to, reason=d.reason
+                    ),
+                )
         return reaction
 
     # -- the spec, as the status-aggregator needs it ---------------------------------------------------
@@ -434,9 +599,15 @@ class Splitter:
                 # The id names this incarnation and version of the document: a spec that returns to
                 # an earlier content (suspend, then resume) is still a new message.
                 which = f"{doc.created!r}/{self.hyperjobs.versions.get(name, 0)}" if doc else f"gone/{self.rt.now()!r}"
-                reaction.publish(subjects.HYPERJOB_SPEC, events.HyperJobSpecChanged(
-                    event_id=events.derive_id(name, f"spec/{which}/{digest}"), occurred_at=self.rt.now(),
-                    producer=self.rt.service, **fields))
+                reaction.publish(
+                    subjects.HYPERJOB_SPEC,
+                    events.HyperJobSpecChanged(
+                        event_id=events.derive_id(name, f"spec/{which}/{digest}"),
+                        occurred_at=self.rt.now(),
+                        producer=self.rt.service,
+                        **fields,
+                    ),
+                )
         self.dirty.clear()
 
         async def remember() -> None:
@@ -449,10 +620,20 @@ class Splitter:
 def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> dict[str, Any]:
     if doc is None:
         return {"name": name, "manifest": {}, "deleting": True, "lifecycle": "Active"}
-    return {"name": name, "manifest": doc.manifest, "plain": doc.plain, "generation": doc.generation,
-            "created": doc.created, "children": doc.children, "world_size": doc.world_size,
-            "lifecycle": doc.lifecycle, "restarts": doc.restarts, "deleting": doc.deleting,
-            "waiting_reason": doc.waiting_reason, "attempt": doc.attempt}
+    return {
+        "name": name,
+        "manifest": doc.manifest,
+        "plain": doc.plain,
+        "generation": doc.generation,
+        "created": doc.created,
+        "children": doc.children,
+        "world_size": doc.world_size,
+        "lifecycle": doc.lifecycle,
+        "restarts": doc.restarts,
+        "deleting": doc.deleting,
+        "waiting_reason": doc.waiting_reason,
+        "attempt": doc.attempt,
+    }
 
 
 def _default_queue() -> records.QueueDoc:

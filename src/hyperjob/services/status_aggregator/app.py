@@ -12,14 +12,22 @@ from .handlers import StatusAggregator
 
 async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
     aggregator = StatusAggregator(runtime)
-    runtime.subscribe("status-aggregator", [subjects.HYPERJOB_SPEC, subjects.HYPERJOB_DELETED], {
-        events.HyperJobSpecChanged: aggregator.on_spec,
-        events.HyperJobDeleted: aggregator.on_deleted,
-    })
-    runtime.subscribe("status-aggregator-sched", [subjects.OWNER_ADMITTED, subjects.CHILD_WAITING], {
-        events.OwnerAdmitted: aggregator.on_admitted,
-        events.ChildPlacementWaiting: aggregator.on_waiting,
-    })
+    runtime.subscribe(
+        "status-aggregator",
+        [subjects.HYPERJOB_SPEC, subjects.HYPERJOB_DELETED],
+        {
+            events.HyperJobSpecChanged: aggregator.on_spec,
+            events.HyperJobDeleted: aggregator.on_deleted,
+        },
+    )
+    runtime.subscribe(
+        "status-aggregator-sched",
+        [subjects.OWNER_ADMITTED, subjects.CHILD_WAITING],
+        {
+            events.OwnerAdmitted: aggregator.on_admitted,
+            events.ChildPlacementWaiting: aggregator.on_waiting,
+        },
+    )
     runtime.subscribe("status-aggregator-jobs", "job.phase.*", {events.JobPhaseChanged: aggregator.on_job_phase})
     runtime.before_commit(aggregator.flush)
     return aggregator

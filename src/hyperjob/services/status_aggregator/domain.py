@@ -5,9 +5,9 @@ from __future__ import annotations
 import msgspec
 from msgspec.structs import replace
 
-from hyperjob import api
-from hyperjob import events
-from hyperjob import fleetcore
+from hyperjob import api, events, fleetcore
+
+
 class SpecDoc(msgspec.Struct, frozen=True, kw_only=True):
     """What the aggregator knows of a HyperJob from the splitter (``HyperJobSpecChanged``), and
     whether its queue admitted it (``OwnerAdmitted``)."""
@@ -40,18 +40,37 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
-    return SpecDoc(name=msg.name, manifest=msg.manifest, plain=msg.plain, generation=msg.generation,
-                   children=list(msg.children), lifecycle=msg.lifecycle, restarts=msg.restarts, deleting=msg.deleting,
-                   waiting_reason=msg.waiting_reason, admitted=current.admitted if current else False,
-                   attempt=msg.attempt)
+    return SpecDoc(
+        name=msg.name,
+        manifest=msg.manifest,
+        plain=msg.plain,
+        generation=msg.generation,
+        children=list(msg.children),
+        lifecycle=msg.lifecycle,
+        restarts=msg.restarts,
+        deleting=msg.deleting,
+        waiting_reason=msg.waiting_reason,
+        admitted=current.admitted if current else False,
+        attempt=msg.attempt,
+    )
 
 
 def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
     return fleetcore.ChildStatus(
-        name=msg.job, replicated_job=msg.replicated_job, cluster=msg.cluster, phase=msg.new, reason=msg.reason,
-        last_transition_time=msg.occurred_at, replicas=msg.pending + msg.running + msg.succeeded + msg.failed
-        + msg.terminating, pending=msg.pending, running=msg.running, succeeded=msg.succeeded,
-        failed=msg.failed, terminating=msg.terminating, unknown=msg.unknown)
+        name=msg.job,
+        replicated_job=msg.replicated_job,
+        cluster=msg.cluster,
+        phase=msg.new,
+        reason=msg.reason,
+        last_transition_time=msg.occurred_at,
+        replicas=msg.pending + msg.running + msg.succeeded + msg.failed + msg.terminating,
+        pending=msg.pending,
+        running=msg.running,
+        succeeded=msg.succeeded,
+        failed=msg.failed,
+        terminating=msg.terminating,
+        unknown=msg.unknown,
+    )
 
 
 def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
@@ -59,26 +78,42 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     hyperjob = api.decode(spec.manifest)
     assert isinstance(hyperjob, api.HyperJob)
     hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
-    children = [replace(doc.children[ref.name], replicas=ref.replicas, cluster=ref.cluster or doc.children[ref.name].cluster)
-                if ref.name in doc.children and doc.children[ref.name].cluster in ("", ref.cluster)
-                and _of_current_plan(doc.attempts.get(ref.name, 0), spec.attempt)
-                else fleetcore.ChildStatus(name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster,
-                                           replicas=ref.replicas)
-                for ref in spec.children]
+    children = [
+        replace(doc.children[ref.name], replicas=ref.replicas, cluster=ref.cluster or doc.children[ref.name].cluster)
+        if ref.name in doc.children
+        and doc.children[ref.name].cluster in ("", ref.cluster)
+        and _of_current_plan(doc.attempts.get(ref.name, 0), spec.attempt)
+        else fleetcore.ChildStatus(
+            name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas
+        )
+        for ref in spec.children
+    ]
     # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts
     # over. Children's news and the owner's commands travel on different streams, so a child that a
     # suspend aborted may be heard of before the suspend itself: its condition must not stick.
     phases = {child.name: child.phase for child in children}
-    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(
-        _unsettled(spec, doc), phases)  # type: ignore[arg-type]
+    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(_unsettled(spec, doc), phases)  # type: ignore[arg-type]
     restarted = spec.restarts != doc.restarts or lifecycle != doc.lifecycle
     previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
     # A child only ever leaves Pending after its owner was admitted.
     admitted = spec.admitted or any(child.phase != "Pending" for child in children)
-    status = fleetcore.aggregate_status(hyperjob, children, previous=previous, lifecycle=lifecycle, admitted=admitted,
-                                        waiting_reason=spec.waiting_reason or doc.waiting_reason, now=now)
-    return replace(doc, phase=status.phase, status=msgspec.to_builtins(status), updated_at=now, restarts=spec.restarts,
-                   lifecycle=lifecycle)
+    status = fleetcore.aggregate_status(
+        hyperjob,
+        children,
+        previous=previous,
+        lifecycle=lifecycle,
+        admitted=admitted,
+        waiting_reason=spec.waiting_reason or doc.waiting_reason,
+        now=now,
+    )
+    return replace(
+        doc,
+        phase=status.phase,
+        status=msgspec.to_builtins(status),
+        updated_at=now,
+        restarts=spec.restarts,
+        lifecycle=lifecycle,
+    )
 
 
 def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:

@@ -7,8 +7,7 @@ import hashlib
 import msgspec
 from msgspec.structs import replace
 
-from hyperjob import events
-from hyperjob import records
+from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 
@@ -50,8 +49,14 @@ class StatusAggregator:
         doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
         if msg.attempt and msg.attempt < doc.attempts.get(msg.job, 0):
             return  # news of the child an earlier plan attempt dispatched, arriving late
-        self.statuses.put(msg.hyperjob, replace(doc, children={**doc.children, msg.job: domain.child_news(msg)},
-                                                attempts={**doc.attempts, msg.job: msg.attempt}))
+        self.statuses.put(
+            msg.hyperjob,
+            replace(
+                doc,
+                children={**doc.children, msg.job: domain.child_news(msg)},
+                attempts={**doc.attempts, msg.job: msg.attempt},
+            ),
+        )
         self.dirty.add(msg.hyperjob)
 
     def on_waiting(self, msg: events.ChildPlacementWaiting) -> None:
@@ -79,9 +84,17 @@ class StatusAggregator:
                 continue
             self.statuses.put(name, new)
             if (new.phase, new.status) != (doc.phase, doc.status):
-                reaction.publish(subjects.HYPERJOB_STATUS, self.rt.emit(
-                    events.HyperJobStatusChanged, name, f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
-                    name=name, phase=new.phase, status=new.status))
+                reaction.publish(
+                    subjects.HYPERJOB_STATUS,
+                    self.rt.emit(
+                        events.HyperJobStatusChanged,
+                        name,
+                        f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
+                        name=name,
+                        phase=new.phase,
+                        status=new.status,
+                    ),
+                )
         self.dirty.clear()
         return reaction
 
