@@ -76,7 +76,7 @@ class Engine:
         runtime = Runtime(
             plan.service,
             plan.name,
-            self.bus,
+            self.bus_for(plan),
             self.store,
             clock=self.clock,
             timers=SimTimers(self.agenda, plan.name),
@@ -90,6 +90,10 @@ class Engine:
             self.owner[id(member)] = plan.name
             member.paused = plan.cluster in self.down
         self._members_changed()
+
+    def bus_for(self, plan: InstancePlan) -> Any:
+        """The bus an instance talks to: the fleet's (a test may put a view in between)."""
+        return self.bus
 
     async def restart(self, name: str) -> None:
         """The instance died: its successor starts from what the store holds, as a new process would."""
