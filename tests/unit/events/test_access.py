@@ -1,6 +1,7 @@
-"""Least privilege (``events.access``): each role publishes only what it produces, and the grants
-hold for what the services really do — every example scenario runs in the simulator with each
-instance's traffic checked against its role's grant."""
+"""Least privilege (``events.access``, ``records.owners``): each role publishes only what it
+produces and writes only its own kinds of document, and the grants hold for what the services
+really do — every example scenario runs in the simulator with each instance's traffic checked
+against its role's grant."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from hyperjob import simulator
 from hyperjob.events import access
+from hyperjob.records import owners
 from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.fleet import InstancePlan
 
@@ -127,3 +129,13 @@ def test_every_scenario_keeps_within_its_roles_grants() -> None:
             if not allowed:
                 outside.append(f"{name} {what} {subject}")
     assert len(seen) >= 6 and outside == []
+
+
+def test_each_service_keeps_the_kinds_its_store_user_may_write() -> None:
+    engine = Engine(simulator.load((SCENARIOS[0].parent / "ex-14-cluster-down-child-replaced.yaml").read_text()))
+    with simulator._quiet():
+        asyncio.run(engine.run())
+    for name, runtime in engine.runtimes.items():
+        plan = engine.plans[name]
+        assert set(runtime.projection.tables) == set(owners.kinds_of(plan.service, cluster=plan.cluster, instance=name))
+    assert {engine.plans[n].service for n in engine.runtimes} == set(owners.KINDS_BY_ROLE)
