@@ -101,6 +101,16 @@ class Taint(Spec, frozen=True, kw_only=True):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+
+
+def well_known_node_labels(node: str, os: str = "linux", arch: str = "amd64") -> dict[str, str]:
+    """The labels the kubelet puts on every node, which manifests select on (``kubernetes.io/os: linux``)."""
+    return {HOSTNAME_LABEL: node, OS_LABEL: os, ARCH_LABEL: arch}
+
+
 class PodSpec(Spec, frozen=True, kw_only=True):
     containers: list[Container]
     init_containers: list[Container] = []

@@ -9,8 +9,11 @@ manifest is decoded (``__post_init__``), so a bad queue is refused before anythi
   ``deserved ≤ capability``;
 * ``spec.affinity`` node groups (the scheduler's ``nodegroup`` plugin) and the
   ``volcano.sh/nodegroup-resource-limits`` annotation must parse;
-* the ``volcano.sh/hierarchy`` / ``hierarchy-weights`` annotations (hierarchical DRF) are refused by
-  name: queue trees are declared with ``spec.parent`` here, Volcano's newer form.
+* the ``volcano.sh/hierarchy`` / ``hierarchy-weights`` annotations (hierarchical DRF) are checked as
+  the webhook does (as many weights as levels, each a number > 0). Volcano reads them only when the
+  ``drf`` plugin runs with ``enableHierarchy``, which the scheduler conf refuses by name here
+  (``schedcore.conf``); so, as in Volcano without it, they place nothing. Queue trees are declared
+  with ``spec.parent`` (the capacity plugin's hierarchy).
 
 Whether a parent queue or a priority class exists is checked where the system is known (the
 splitter, the scenario loader).
@@ -121,14 +124,26 @@ class Queue(Spec, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         annotations = self.metadata.annotations
-        for key in HIERARCHY_ANNOTATIONS:
-            if key in annotations:
-                raise ValueError(
-                    f"metadata.annotations.{key}: hierarchical DRF queues are not supported; declare the "
-                    "queue tree with spec.parent (hierarchical queues of the capacity plugin)"
-                )
+        _check_hierarchy(annotations.get(HIERARCHY_ANNOTATIONS[0], ""), annotations.get(HIERARCHY_ANNOTATIONS[1], ""))
         if NODEGROUP_LIMITS_ANNOTATION in annotations:
             nodegroup_limits(self)
+
+
+def _check_hierarchy(hierarchy: str, weights: str) -> None:
+    """Volcano's ``validateHierarchicalAttributes``: one weight per level, each a number > 0."""
+    if not hierarchy and not weights:
+        return
+    where = f"metadata.annotations.{HIERARCHY_ANNOTATIONS[1]}"
+    levels, values = hierarchy.split("/"), weights.split("/")
+    if len(levels) != len(values):
+        raise ValueError(f"{where}: {weights!r} must have one weight per level of {hierarchy!r}")
+    for value in values:
+        try:
+            weight = float(value)
+        except ValueError:
+            raise ValueError(f"{where}: {value!r} in {weights!r} is not a number") from None
+        if weight <= 0:
+            raise ValueError(f"{where}: {value!r} in {weights!r} must be more than 0")
 
 
 def nodegroup_limits(queue: Queue) -> dict[str, dict[str, float]]:

@@ -166,8 +166,14 @@ def _cluster(entry: ClusterEntry, path: str) -> ClusterSpec:
         allocatable = _resources(node.allocatable, f"{node_path}.allocatable")
         count = node.count or 1
         names = [f"{node.name}-{k}" for k in range(count)] if count > 1 else [node.name]
+        # Every node carries the kubelet's well-known labels; labels the scenario declares win.
         nodes.extend(
-            NodeSpec(name=n, allocatable=dict(allocatable), labels=dict(node.labels), taints=list(node.taints))
+            NodeSpec(
+                name=n,
+                allocatable=dict(allocatable),
+                labels={**api.pod.well_known_node_labels(n), **node.labels},
+                taints=list(node.taints),
+            )
             for n in names
         )
     _unique([n.name for n in nodes], f"{path}.nodes", "node")

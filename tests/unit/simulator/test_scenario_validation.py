@@ -128,6 +128,14 @@ def test_nodes_expand_from_count_and_keep_their_name_without_it() -> None:
     assert [n.name for n in scenario.clusters[1].nodes] == ["solo", "one"]
 
 
+def test_nodes_carry_the_well_known_labels_unless_the_scenario_sets_them() -> None:
+    scenario = load(BASE.replace("count: 2, ", "count: 2, labels: {kubernetes.io/arch: arm64}, "))
+    assert [n.labels for n in scenario.clusters[0].nodes] == [
+        {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}
+        for name in ("n-0", "n-1")
+    ]
+
+
 def test_node_without_pods_gets_110_slots() -> None:
     scenario = load(BASE)
     assert scenario.clusters[0].nodes[0].allocatable == {"cpu": 4.0, "pods": 110.0}
