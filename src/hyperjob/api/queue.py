@@ -7,8 +7,8 @@ manifest is decoded (``__post_init__``), so a bad queue is refused before anythi
 * ``weight`` 1..65535; 0 (or absent) becomes 1, as the mutating webhook does;
 * per resource, ``guarantee ≤ deserved`` (a guaranteed resource needs a ``deserved`` entry) and
   ``deserved ≤ capability``;
-* ``spec.affinity`` node groups (the scheduler's ``nodegroup`` plugin) and the
-  ``volcano.sh/nodegroup-resource-limits`` annotation must parse;
+* ``spec.affinity`` names node groups (the scheduler's ``nodegroup`` plugin); the
+  ``volcano.sh/nodegroup-resource-limits`` annotation (per-group quotas) is refused by name;
 * the ``volcano.sh/hierarchy`` / ``hierarchy-weights`` annotations (hierarchical DRF) are checked as
   the webhook does (as many weights as levels, each a number > 0). Volcano reads them only when the
   ``drf`` plugin runs with ``enableHierarchy``, which the scheduler conf refuses by name here
@@ -21,7 +21,6 @@ splitter, the scenario loader).
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
 import msgspec
@@ -126,7 +125,10 @@ class Queue(Spec, frozen=True, kw_only=True):
         annotations = self.metadata.annotations
         _check_hierarchy(annotations.get(HIERARCHY_ANNOTATIONS[0], ""), annotations.get(HIERARCHY_ANNOTATIONS[1], ""))
         if NODEGROUP_LIMITS_ANNOTATION in annotations:
-            nodegroup_limits(self)
+            raise ValueError(
+                f"metadata.annotations.{NODEGROUP_LIMITS_ANNOTATION}: per-nodegroup queue limits are not "
+                "supported (the nodegroup plugin honours spec.affinity; bound the queue with spec.capability)"
+            )
 
 
 def _check_hierarchy(hierarchy: str, weights: str) -> None:
@@ -144,29 +146,6 @@ def _check_hierarchy(hierarchy: str, weights: str) -> None:
             raise ValueError(f"{where}: {value!r} in {weights!r} is not a number") from None
         if weight <= 0:
             raise ValueError(f"{where}: {value!r} in {weights!r} must be more than 0")
-
-
-def nodegroup_limits(queue: Queue) -> dict[str, dict[str, float]]:
-    """The queue's ``volcano.sh/nodegroup-resource-limits``: node group → resource → amount (base units)."""
-    text = queue.metadata.annotations.get(NODEGROUP_LIMITS_ANNOTATION)
-    if not text:
-        return {}
-    where = f"metadata.annotations.{NODEGROUP_LIMITS_ANNOTATION}"
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not JSON ({exc.msg})") from None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise ValueError(f'{where}: expected {{"<nodegroup>": {{"<resource>": "<quantity>"}}}}')
-    limits: dict[str, dict[str, float]] = {}
-    for group, resources in raw.items():
-        limits[group] = {}
-        for name, value in resources.items():
-            try:
-                limits[group][name] = parse_quantity(value)
-            except QuantityError as exc:
-                raise ValueError(f"{where}: {group}.{name}: {exc}") from None
-    return limits
 
 
 class PodGroupSpec(Spec, frozen=True, kw_only=True):

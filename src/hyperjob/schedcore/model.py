@@ -12,6 +12,7 @@ import msgspec
 from hyperjob.api.job import NetworkTopology
 from hyperjob.api.pod import Affinity, Taint, Toleration
 from hyperjob.api.quantity import ResourceList
+from hyperjob.api.queue import QueueAffinity
 
 TaskStatus = Literal["Pending", "Bound", "Running", "Releasing", "Succeeded", "Failed"]
 PodGroupPhase = Literal["Pending", "Inqueue", "Running", "Unknown", "Completed"]
@@ -30,7 +31,10 @@ class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class QueueInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A Volcano queue. An empty ``capability`` means unlimited; ``parent`` "" means root."""
+    """A Volcano queue. An empty ``capability`` means unlimited; ``parent`` "" means root.
+
+    ``affinity`` is the queue's ``spec.affinity`` (node groups), read by the ``nodegroup`` plugin.
+    """
 
     name: str
     weight: float = 1.0
@@ -42,6 +46,7 @@ class QueueInfo(msgspec.Struct, frozen=True, kw_only=True):
     parent: str = ""
     state: QueueState = "Open"
     created: float = 0.0
+    affinity: QueueAffinity | None = None
 
 
 class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from .plugins.gpubaselines import (
     GpuRandomPlugin,
 )
 from .plugins.gpufrag import GpuFragPlugin
+from .plugins.nodegroup import NodeGroupPlugin
 from .plugins.nodeorder import NodeOrderPlugin
 from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
@@ -33,6 +34,7 @@ _BUILTIN: tuple[type[Plugin], ...] = (
     ProportionPlugin,
     CapacityPlugin,
     NodeOrderPlugin,
+    NodeGroupPlugin,
     BinpackPlugin,
     FgdPlugin,
     GpuRandomPlugin,

@@ -152,6 +152,13 @@ CASES = [
         "must be more than 0",
     ),
     (
+        "queue-nodegroup-resource-limits",
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata:\n  name: q\n  annotations:\n"
+        '    volcano.sh/nodegroup-resource-limits: \'{"g1": {"cpu": "100"}}\'\n',
+        "$",
+        "per-nodegroup queue limits are not supported",
+    ),
+    (
         "priority-class-above-user-range",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: top}\nvalue: 1000000001\n",
         "$",
