@@ -56,6 +56,8 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
     ``nominated_node`` is the node an earlier preempt/reclaim pipelined this pod onto.
     ``devices`` are the GPU device indexes a placed GPU pod holds on its node (from its
     ``Bind.devices``); empty means "not recorded", and the session then picks them best-fit.
+    ``topology_policy`` is the task's NUMA policy (``tasks[].topologyPolicy``) for a Guaranteed pod,
+    "" otherwise (Volcano's numa-aware plugin looks at Guaranteed pods only).
     """
 
     name: str
@@ -78,6 +80,7 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
     gated: bool = False
     nominated_node: str = ""
     devices: tuple[int, ...] = ()
+    topology_policy: str = ""
 
 
 class JobInfo(msgspec.Struct, frozen=True, kw_only=True):

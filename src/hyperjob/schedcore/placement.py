@@ -97,11 +97,23 @@ class Placement:
             ok &= (self.nodes.device_free[rows] >= c.vgpu[1] - 1e-9).sum(axis=1) >= c.vgpu[0]
         return ok
 
+    def _dynamic_fit(self, t: TaskState, rows: np.ndarray) -> np.ndarray | None:
+        """AND of the usage-dependent filters (``DynamicFit``, e.g. numa-aware) on ``rows``; None if none applies."""
+        out = None
+        for _, p in self.ssn.hooks["dynamic_fit"]:
+            ok = p.fits_rows(t, rows)
+            if ok is not None:
+                out = ok if out is None else out & ok
+        return out
+
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
-        if len(rows) == 1 and self._scalar():
+        if len(rows) == 1 and self._scalar() and not self.ssn.hooks["dynamic_fit"]:
             self._refresh_one(c, t, int(rows[0]))
             return
         base = c.base[rows]
+        dynamic = self._dynamic_fit(t, rows)
+        if dynamic is not None:
+            base = base & dynamic
         score = self.scores(t, rows)
         c.eff_idle[rows] = np.where(base & self._fits(c, rows, self.nodes.idle), score, NEG)
         c.eff_fut[rows] = np.where(base & self._fits(c, rows, self.nodes.fidle), score, NEG)
@@ -185,6 +197,9 @@ class Placement:
     def fits_future(self, t: TaskState, row: int) -> bool:
         """Does ``t`` fit ``row``'s FutureIdle right now (preempt/reclaim's final check)."""
         c = self.klass(t)
+        dynamic = self._dynamic_fit(t, np.array([row]))
+        if dynamic is not None and not dynamic[0]:
+            return False
         return bool(c.base[row]) and bool(self._fits(c, np.array([row]), self.nodes.fidle)[0])
 
     def ranked(self, t: TaskState, room: np.ndarray | None = None) -> list[int]:

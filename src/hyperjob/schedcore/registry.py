@@ -19,6 +19,7 @@ from .plugins.gpubaselines import (
 from .plugins.gpufrag import GpuFragPlugin
 from .plugins.nodegroup import NodeGroupPlugin
 from .plugins.nodeorder import NodeOrderPlugin
+from .plugins.numaaware import NumaAwarePlugin
 from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
 from .plugins.priority import PriorityPlugin
@@ -35,6 +36,7 @@ _BUILTIN: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     NodeOrderPlugin,
     NodeGroupPlugin,
+    NumaAwarePlugin,
     BinpackPlugin,
     FgdPlugin,
     GpuRandomPlugin,

@@ -121,3 +121,20 @@ def test_partition_policy_is_checked_as_volcanos_webhook_does(policy, extra, mes
     with pytest.raises(api.ManifestError) as caught:
         job(task("worker", 4, partitionPolicy=policy, **extra))
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("resources", "policy", "expected"),
+    [
+        ({"limits": {"cpu": "2", "memory": "1Gi"}}, "single-numa-node", "single-numa-node"),
+        ({"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}, "single-numa-node", ""),  # Burstable
+        ({"requests": {"cpu": "2", "memory": "1Gi"}}, "best-effort", ""),  # no limits: Burstable
+        ({"limits": {"cpu": "2", "memory": "1Gi"}}, "none", ""),
+    ],
+)
+def test_topology_policy_reaches_the_scheduler_for_guaranteed_pods_only(resources, policy, expected):
+    t = task("worker", 1, topologyPolicy=policy)
+    t["template"]["spec"]["containers"][0]["resources"] = resources
+    d = Driver(admitted(t))
+    d.start()
+    assert d.pod("job1-worker-0").scheduling.topology_policy == expected

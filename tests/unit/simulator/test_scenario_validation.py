@@ -136,6 +136,16 @@ def test_nodes_carry_the_well_known_labels_unless_the_scenario_sets_them() -> No
     ]
 
 
+def test_a_numa_layout_becomes_the_labels_numa_aware_reads() -> None:
+    scenario = load(BASE.replace("count: 2, ", "count: 2, numa: {cpus: [2, 2], topologyManagerPolicy: restricted}, "))
+    labels = scenario.clusters[0].nodes[0].labels
+    assert {k: v for k, v in labels.items() if k.startswith("numa.")} == {
+        "numa.hyperjob.io/cpus": "2,2",
+        "numa.hyperjob.io/topology-manager-policy": "restricted",
+        "numa.hyperjob.io/cpu-manager-policy": "static",
+    }
+
+
 def test_node_without_pods_gets_110_slots() -> None:
     scenario = load(BASE)
     assert scenario.clusters[0].nodes[0].allocatable == {"cpu": 4.0, "pods": 110.0}
