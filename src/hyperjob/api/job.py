@@ -11,11 +11,13 @@ message (``$.spec: policies[1].event: duplicate event PodFailed across different
 
 from __future__ import annotations
 
+import zoneinfo
 from typing import Annotated, Literal
 
+import croniter
 import msgspec
 
-from .base import ObjectMeta, Spec
+from .base import ObjectMeta, Opaque, Spec
 from .pod import PodTemplateSpec
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -238,3 +240,45 @@ def _check_partition_policy(task: TaskSpec) -> None:
             f"minAvailable: {task.min_available} must equal minPartitions × partitionSize "
             f"({policy.min_partitions} × {policy.partition_size} = {minimum})"
         )
+
+
+class JobTemplateSpec(Spec, frozen=True, kw_only=True):
+    """A CronJob's ``jobTemplate``: the metadata and spec of every Job it creates."""
+
+    metadata: Opaque = {}
+    spec: JobSpec
+
+
+class CronJobSpec(Spec, frozen=True, kw_only=True):
+    """Volcano's ``batch.volcano.sh/v1alpha1`` CronJob (Kubernetes CronJob semantics, Volcano Jobs).
+
+    ``schedule`` is standard 5-field cron (or an ``@hourly``-style macro) in ``timeZone`` (default
+    UTC); a ``TZ=`` prefix is refused, as Kubernetes does. Runs are decided by ``jobcore.cronjob``.
+    """
+
+    schedule: str
+    time_zone: str | None = None
+    starting_deadline_seconds: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    concurrency_policy: Literal["Allow", "Forbid", "Replace"] = "Allow"
+    suspend: bool = False
+    job_template: JobTemplateSpec
+    successful_jobs_history_limit: Int32 = 3
+    failed_jobs_history_limit: Int32 = 1
+
+    def __post_init__(self) -> None:
+        if "TZ=" in self.schedule:
+            raise ValueError("schedule: a TZ= or CRON_TZ= prefix is not allowed; set timeZone")
+        if not croniter.croniter.is_valid(self.schedule):
+            raise ValueError(f"schedule: {self.schedule!r} is not a valid cron schedule")
+        if self.time_zone is not None:
+            try:
+                zoneinfo.ZoneInfo(self.time_zone)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"timeZone: unknown time zone {self.time_zone!r}") from None
+
+
+class CronJob(Spec, frozen=True, kw_only=True):
+    api_version: Literal["batch.volcano.sh/v1alpha1"] = JOB_API_VERSION
+    kind: Literal["CronJob"] = "CronJob"
+    metadata: ObjectMeta
+    spec: CronJobSpec
