@@ -152,13 +152,49 @@ def policy_events(policy: LifecyclePolicy) -> list[str]:
     return list(dict.fromkeys(listed))
 
 
+# What Volcano's webhook lets a user write in an event policy (``policyEventMap``, ``policyActionMap``):
+# PodRunning, OutOfSync and CommandIssued are the controller's own events, SyncJob and EnqueueJob its
+# own actions (an event policy that names no action means SyncJob, and is refused too).
+USER_POLICY_EVENTS = (
+    "*",
+    "PodFailed",
+    "PodEvicted",
+    "PodPending",
+    "Unknown",
+    "TaskCompleted",
+    "TaskFailed",
+    "JobUpdated",
+)
+USER_POLICY_ACTIONS = (
+    "AbortJob",
+    "RestartJob",
+    "RestartTask",
+    "RestartPod",
+    "RestartPartition",
+    "TerminateJob",
+    "CompleteJob",
+    "ResumeJob",
+)
+
+
 def check_policies(policies: list[LifecyclePolicy], path: str) -> None:
-    """Volcano's ``validatePolicies``: an event or an exit code belongs to one policy of the list only,
-    and ``*`` stands alone. (A repeated event would make the action that runs depend on list order.)"""
+    """Volcano's ``validatePolicies``: events and actions a user may write; an event or an exit code
+    belongs to one policy of the list only, and ``*`` stands alone. (A repeated event would make the
+    action that runs depend on list order.)"""
     seen_events: set[str] = set()
     seen_codes: set[int] = set()
     for p, policy in enumerate(policies):
-        for event in policy_events(policy):
+        events = policy_events(policy)
+        for event in events:
+            if event not in USER_POLICY_EVENTS:
+                raise ValueError(
+                    f"{path}[{p}]: {event} is not an event a policy may name (one of {', '.join(USER_POLICY_EVENTS)})"
+                )
+        if events and policy.action not in USER_POLICY_ACTIONS:
+            raise ValueError(
+                f"{path}[{p}].action: {policy.action} is not a policy action (one of {', '.join(USER_POLICY_ACTIONS)})"
+            )
+        for event in events:
             if event in seen_events:
                 raise ValueError(f"{path}[{p}]: duplicate event {event} across different policies")
             seen_events.add(event)

@@ -88,9 +88,25 @@ CASES = [
     ),
     (
         "duplicated-task-policy-event",
-        job("j", task_extra="policies:\n- {event: PodEvicted, action: RestartTask}\n- {events: [PodEvicted]}\n"),
+        job(
+            "j",
+            task_extra="policies:\n- {event: PodEvicted, action: RestartTask}\n"
+            "- {events: [PodEvicted], action: AbortJob}\n",
+        ),
         "$.spec.tasks[0]",
         "policies[1]: duplicate event PodEvicted",
+    ),
+    (
+        "controller-event-in-a-policy",
+        job("j", spec_extra="policies:\n- {event: PodRunning, action: AbortJob}\n"),
+        "$.spec",
+        "PodRunning is not an event a policy may name",
+    ),
+    (
+        "event-policy-without-action",
+        job("j", spec_extra="policies:\n- {event: PodFailed}\n"),
+        "$.spec",
+        "policies[0].action: SyncJob is not a policy action",
     ),
     (
         "duplicated-exit-code",
