@@ -30,7 +30,7 @@ class Metadata(_Strict, frozen=True, kw_only=True):
 class NumaEntry(_Strict, frozen=True, kw_only=True):
     """A node's NUMA layout and kubelet policies, for the scheduler's ``numa-aware`` plugin."""
 
-    cpus: list[Annotated[int, msgspec.Meta(ge=1)]]
+    cpus: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1)]
     topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = "none"
     cpu_manager_policy: Literal["none", "static"] = "static"
 

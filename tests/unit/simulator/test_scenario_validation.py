@@ -102,6 +102,12 @@ CASES = [
         "spec.clusters",
         "required",
     ),
+    (
+        "numa-without-cpus",
+        BASE.replace("count: 2, ", "count: 2, numa: {cpus: []}, "),
+        "spec.clusters[0].nodes[0].numa.cpus",
+        "length >= 1",
+    ),
     ("wrong-kind", BASE.replace("kind: Scenario", "kind: Job"), "kind", ""),
     ("not-yaml", "spec: [", "$", "not valid YAML"),
     ("not-a-mapping", "- 1\n- 2\n", "$", "mapping"),
