@@ -318,3 +318,29 @@ class CronJob(Spec, frozen=True, kw_only=True):
     kind: Literal["CronJob"] = "CronJob"
     metadata: ObjectMeta
     spec: CronJobSpec
+
+
+def narrowed_task(task: TaskSpec, replicas: int, min_available: int | None, present: set[str]) -> TaskSpec:
+    """``task`` with ``replicas`` of its template's, as one child of a split HyperJob holds it.
+
+    ``present`` are the tasks the child keeps. A ``dependsOn`` name of a task held by other children
+    only is dropped: start order across clusters is not kept (a child waits only for its own tasks).
+    A partition policy is scaled to the child's whole partitions (``minPartitions`` in proportion,
+    which then sets ``minAvailable``); a child holding a part of a partition keeps no partition policy.
+    """
+    depends_on = task.depends_on
+    if depends_on is not None:
+        names = [name for name in depends_on.name if name in present]
+        depends_on = msgspec.structs.replace(depends_on, name=names) if names else None
+    policy = task.partition_policy
+    if policy is not None:
+        if replicas % policy.partition_size:
+            policy = None
+        else:
+            total = replicas // policy.partition_size
+            least = min(total, -(-total * policy.min_partitions // policy.total_partitions))
+            policy = msgspec.structs.replace(policy, total_partitions=total, min_partitions=least)
+            min_available = least * policy.partition_size if least else min_available
+    return msgspec.structs.replace(
+        task, replicas=replicas, min_available=min_available, depends_on=depends_on, partition_policy=policy
+    )
