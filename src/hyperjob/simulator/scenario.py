@@ -257,13 +257,19 @@ def _queues(documents: list[Any]) -> list[api.Queue]:
 
 
 def _priority_classes(spec: Any) -> list[api.PriorityClass]:
-    return [
-        api.PriorityClass(
-            metadata=api.ObjectMeta(name=p.name),
-            value=p.value,
-            global_default=p.global_default,
-            preemption_policy=p.preemption_policy,
-            description=p.description,
-        )
-        for p in spec.priority_classes
-    ]
+    classes = []
+    for i, p in enumerate(spec.priority_classes):
+        try:
+            classes.append(
+                api.PriorityClass(
+                    metadata=api.ObjectMeta(name=p.name),
+                    value=p.value,
+                    global_default=p.global_default,
+                    preemption_policy=p.preemption_policy,
+                    description=p.description,
+                )
+            )
+        except ValueError as exc:  # Kubernetes' value range (api.queue.check_priority_value)
+            field, _, message = str(exc).partition(": ")
+            raise ScenarioError(f"spec.priorityClasses[{i}].{field}", message) from None
+    return classes

@@ -108,6 +108,12 @@ CASES = [
         "spec.clusters[0].nodes[0].numa.cpus",
         "length >= 1",
     ),
+    (
+        "priority-class-above-user-range",
+        BASE.replace("  events:", "  priorityClasses: [{name: top, value: 2000000000}]\n  events:"),
+        "spec.priorityClasses[0].value",
+        "more than 1,000,000,000",
+    ),
     ("wrong-kind", BASE.replace("kind: Scenario", "kind: Job"), "kind", ""),
     ("not-yaml", "spec: [", "$", "not valid YAML"),
     ("not-a-mapping", "- 1\n- 2\n", "$", "mapping"),
