@@ -10,10 +10,21 @@ from typing import Any, Literal
 
 from .base import NonNegative, Opaque, QuantityMap, Spec
 
+DRA_REFUSED = (
+    "dynamic resource allocation is not supported: the devices a ResourceClaim names are decided by "
+    "a DRA driver the scheduler cannot see; request the devices as extended resources (e.g. "
+    "nvidia.com/gpu: 1) instead"
+)
+
 
 class ResourceRequirements(Spec, frozen=True, kw_only=True):
     requests: QuantityMap = {}
     limits: QuantityMap = {}
+    claims: list[Opaque] = []
+
+    def __post_init__(self) -> None:
+        if self.claims:
+            raise ValueError(f"claims: {DRA_REFUSED}")
 
 
 class EnvVar(Spec, frozen=True, kw_only=True):
@@ -90,6 +101,16 @@ class Taint(Spec, frozen=True, kw_only=True):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+
+
+def well_known_node_labels(node: str, os: str = "linux", arch: str = "amd64") -> dict[str, str]:
+    """The labels the kubelet puts on every node, which manifests select on (``kubernetes.io/os: linux``)."""
+    return {HOSTNAME_LABEL: node, OS_LABEL: os, ARCH_LABEL: arch}
+
+
 class PodSpec(Spec, frozen=True, kw_only=True):
     containers: list[Container]
     init_containers: list[Container] = []
@@ -112,6 +133,12 @@ class PodSpec(Spec, frozen=True, kw_only=True):
     host_network: bool = False
     dns_policy: str = ""
     scheduling_gates: list[Opaque] = []
+    resource_claims: list[Opaque] = []
+
+    def __post_init__(self) -> None:
+        # Refused by name rather than as an unknown field: the CRD accepts it, we cannot honour it.
+        if self.resource_claims:
+            raise ValueError(f"resourceClaims: {DRA_REFUSED}")
 
 
 class PodTemplateMeta(Spec, frozen=True, kw_only=True):

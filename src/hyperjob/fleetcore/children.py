@@ -101,6 +101,7 @@ def _child_job(
 def child_spec(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan) -> api.JobSpec:
     """The template narrowed to the child's tasks and replicas (see ``child_jobs``)."""
     tasks = []
+    present = {task.name for task in template.tasks if child.tasks.get(task.name, 0)}
     for task in template.tasks:
         replicas = child.tasks.get(task.name, 0)
         if replicas == 0:
@@ -108,7 +109,7 @@ def child_spec(hyperjob: api.HyperJob, template: api.JobSpec, child: ChildPlan) 
         min_available = task.min_available
         if min_available is not None and task.replicas and replicas != task.replicas:
             min_available = -(-replicas * min_available // task.replicas)
-        tasks.append(msgspec.structs.replace(task, replicas=replicas, min_available=min_available))
+        tasks.append(api.job.narrowed_task(task, replicas, min_available, present))
     return msgspec.structs.replace(
         template,
         tasks=tasks,

@@ -3,7 +3,8 @@
 Shape: GPU model and count per node, NVLinks per GPU, nodes per NVLink domain, nodes per leaf
 switch, leaves per spine, InfiniBand ports (one HCA per GPU by default, rail-optimised). Each node
 carries its fabric position as labels (``topology.hyperjob.io/tier1`` = its NVLink domain when a
-domain spans several nodes, else its leaf switch; ``tier2`` = its spine).
+domain spans several nodes, else its leaf switch; ``tier2`` = its spine), next to the kubelet's
+well-known ``kubernetes.io/hostname``, ``kubernetes.io/os`` (linux) and ``kubernetes.io/arch`` (amd64).
 
 Telemetry follows the load the agent reports (busy GPUs run hot and draw power, busy ports move
 bytes); counters only grow. Every node has its own generator seeded from (seed, node name), so the
@@ -19,6 +20,7 @@ from typing import Literal
 
 import msgspec
 
+from hyperjob.api.pod import well_known_node_labels
 from hyperjob.events.telemetry import FabricPosition, GpuDevice, GpuLinks, IbPort, NvLink, XidEvent
 
 from .nvml import NVLINK_GB_PER_S
@@ -106,6 +108,7 @@ class SimulatedNode:
         p = self.position
         tier1 = p.nvlink_domain if self.shape.nodes_per_nvlink_domain > 1 else p.leaf
         return {
+            **well_known_node_labels(self.name),
             TIER1: tier1,
             TIER2: p.spine,
             "hyperjob.io/nvlink-domain": p.nvlink_domain,

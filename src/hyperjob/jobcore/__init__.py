@@ -3,7 +3,10 @@
 Owns: admission defaults and rejections, PodGroup derivation, pod records (names, annotations,
 requests, job-plugin env/files/command/ports: env, svc, ssh, pytorch, mpi, tensorflow, ray, and the
 HyperJob world of a child, ``jobcore.world``), the ten-phase state machine, lifecycle policies with timeouts,
-retries and the job version, and commands. Shared by the job-controller service and
+retries and the job version, and commands; task start dependencies (``dependsOn``: a task's pods are
+created once the tasks it names run) and partition policies (``RestartPartition``). Beside the Job:
+``jobcore.cronjob`` (a CronJob's runs) and ``jobcore.jobflow`` (a JobFlow's DAG), pure steps not
+yet driven by a service. Shared by the job-controller service and
 ``hyperjob simulate``; both call ``admit`` once and ``decide`` for every event. Pure: no I/O, no
 clock (``now`` is passed in), no unseeded randomness; the same inputs always give the same outputs.
 

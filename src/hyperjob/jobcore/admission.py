@@ -1,7 +1,8 @@
 """Admission: Volcano's webhook defaults and rejections, then the initial ``JobRecord``.
 
 Defaults (``mutate_job.go``): queue ``default``; ``maxRetry`` 3 when 0; task name ``default<i>``;
-``task.minAvailable`` = replicas; ``task.maxRetry`` 3 when 0; ``job.minAvailable`` = Σ task
+``task.minAvailable`` = replicas (``minPartitions × partitionSize`` with a partition policy that sets
+``minPartitions``); ``task.maxRetry`` 3 when 0; ``job.minAvailable`` = Σ task
 minAvailable when 0; plugins tensorflow/mpi/pytorch/ray add ``svc`` and mpi adds ``ssh``.
 Rejections are ``api.ManifestError(path, message)``; an admitted job is a value, never an exception.
 """
@@ -139,9 +140,19 @@ def _default_task(task: api.TaskSpec, index: int) -> api.TaskSpec:
     return msgspec.structs.replace(
         task,
         name=task.name or f"default{index}",
-        min_available=task.replicas if task.min_available is None else task.min_available,
+        min_available=_task_min_available(task),
         max_retry=task.max_retry or DEFAULT_MAX_RETRY,
     )
+
+
+def _task_min_available(task: api.TaskSpec) -> int:
+    """Given, else ``minPartitions × partitionSize`` when the partition policy sets a minimum, else replicas."""
+    if task.min_available is not None:
+        return task.min_available
+    policy = task.partition_policy
+    if policy is not None and policy.min_partitions > 0:
+        return policy.min_partitions * policy.partition_size
+    return task.replicas
 
 
 def _check_spec(spec: api.JobSpec) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from hyperjob import api
+
 from .model import CreatePodGroup, CreatePods, DeletePodGroup, DeletePods, Effect, JobPhaseChanged, JobRecord, PodRecord
 from .podgroup import derive_podgroup
 from .pods import build_pod
@@ -197,14 +199,53 @@ def kill_job(record: JobRecord, soft: bool, reason: str) -> Result:
 def kill_target(record: JobRecord, action: str, target: Target) -> Result:
     """KillTarget: delete the target pod (RestartPod) or every pod of the target task; keep the podgroup.
 
-    RestartPartition is treated as RestartTask (jobcore has no partition policy).
+    RestartPartition deletes the pods of the target pod's partition (pod ``index // partitionSize``
+    of the task's ``partitionPolicy``); without a partition policy it restarts the whole task.
     """
     if action == "RestartPod":
         doomed = [record.pods[target.pod]] if target.pod in record.pods else []
+    elif action == "RestartPartition" and (partition := _partition_of(record, target.pod)) is not None:
+        task, size, group = partition
+        doomed = [p for p in record.pods.values() if p.task == task and p.index // size == group]
     else:
         task = target.task or (record.pods[target.pod].task if target.pod in record.pods else "")
         doomed = [p for p in record.pods.values() if p.task == task]
     return _mark_terminating(record, [p for p in doomed if p.status.phase != "Terminating"], target.reason)
+
+
+def dependencies_met(record: JobRecord, task: api.TaskSpec) -> bool:
+    """Volcano's ``waitDependsOnTaskMeetCondition``: may the task's pods be created now?
+
+    A named task is ready once at least its ``minAvailable`` pods are Running or Succeeded. With
+    ``iteration: any`` and several names, one ready task is enough; otherwise all must be. A
+    dependency that stops running later does not remove pods already created (as in Volcano).
+    """
+    depends = task.depends_on
+    if depends is None or not depends.name:
+        return True
+    ready = [_task_ready(record, name) for name in depends.name]
+    return any(ready) if depends.iteration == "any" and len(ready) > 1 else all(ready)
+
+
+def _task_ready(record: JobRecord, name: str) -> bool:
+    task = next((t for t in record.spec.tasks if t.name == name), None)
+    if task is None:
+        return True  # admission refuses unknown names; a record built in code is not blocked forever
+    started = sum(1 for p in record.pods.values() if p.task == name and p.status.phase in ("Running", "Succeeded"))
+    wanted = task.replicas if task.min_available is None else task.min_available
+    return started >= wanted
+
+
+def _partition_of(record: JobRecord, pod_name: str) -> tuple[str, int, int] | None:
+    """(task, partitionSize, partition index) of a pod whose task has a partition policy."""
+    pod = record.pods.get(pod_name)
+    if pod is None:
+        return None
+    task = next((t for t in record.spec.tasks if t.name == pod.task), None)
+    if task is None or task.partition_policy is None:
+        return None
+    size = task.partition_policy.partition_size
+    return task.name, size, pod.index // size
 
 
 def _mark_terminating(record: JobRecord, doomed: list[PodRecord], reason: str) -> Result:
@@ -219,7 +260,8 @@ def _mark_terminating(record: JobRecord, doomed: list[PodRecord], reason: str) -
 def sync_job(record: JobRecord, now: float) -> Result:
     """Create the podgroup if it is missing; once it is admitted, create every missing pod.
 
-    Pods exist only after the podgroup reached Inqueue (``PodGroupAdmitted``). A created pod whose
+    Pods exist only after the podgroup reached Inqueue (``PodGroupAdmitted``), and a task with
+    ``dependsOn`` gets its pods only once the tasks it names run (``dependencies_met``). A created pod whose
     PodPending policy has a timeout arms that delayed action.
     """
     effects: list[Effect] = []
@@ -231,6 +273,7 @@ def sync_job(record: JobRecord, now: float) -> Result:
     created = [
         build_pod(record, task, i, now)
         for task in record.spec.tasks
+        if dependencies_met(record, task)
         for i in range(task.replicas)
         if f"{record.name}-{task.name}-{i}" not in record.pods
     ]

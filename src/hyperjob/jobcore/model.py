@@ -58,6 +58,7 @@ class PodScheduling(_Frozen, frozen=True, kw_only=True):
     affinity: api.pod.Affinity | None = None
     scheduler_name: str = "volcano"
     node_name: str = ""  # spec.nodeName: bound there at creation, never scheduled
+    topology_policy: str = ""  # tasks[].topologyPolicy of a Guaranteed pod (numa-aware); "" otherwise
 
 
 class PodRun(_Frozen, frozen=True, kw_only=True):

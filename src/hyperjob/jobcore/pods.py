@@ -118,7 +118,23 @@ def _scheduling(record: JobRecord, task: api.TaskSpec) -> PodScheduling:
         affinity=spec.affinity,
         scheduler_name=spec.scheduler_name or record.spec.scheduler_name,
         node_name=spec.node_name,
+        topology_policy=task.topology_policy if task.topology_policy != "none" and guaranteed(spec) else "",
     )
+
+
+def guaranteed(spec: api.PodSpec) -> bool:
+    """Kubernetes' Guaranteed QoS: every container limits cpu and memory and requests exactly that.
+
+    Only such pods get exclusive CPUs from the kubelet, so only they are NUMA-placed.
+    """
+    for container in [*spec.containers, *spec.init_containers]:
+        limits, requests = container.resources.limits, container.resources.requests
+        for name in ("cpu", "memory"):
+            if name not in limits:
+                return False
+            if api.parse_quantity(requests.get(name, limits[name])) != api.parse_quantity(limits[name]):
+                return False
+    return True
 
 
 def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:

@@ -15,6 +15,9 @@ Invariants:
 - GPU pods (``nvidia.com/gpu`` whole GPUs, Volcano vGPU ``volcano.sh/vgpu-number``/``-cores``
   shares) take devices; ``Bind.devices`` says which, and a driver passes them back as
   ``TaskInfo.devices`` so later cycles see the same per-device free cores.
+- A plugin whose filter or score depends on the task's queue (``per_queue``: ``nodegroup``) makes
+  the placement caches per queue; a usage-dependent filter (``DynamicFit``: ``numa-aware``'s CPUs
+  per NUMA node) is re-evaluated with the node's row whenever the node changes.
 
 Confs: ``DEFAULT_CONF`` is Volcano's default (``hyperjob simulate`` without a schedulerConf);
 ``LIVE_DEFAULT_CONF`` adds the fragmentation-aware GPU scorer ``gpufrag`` and is what the live

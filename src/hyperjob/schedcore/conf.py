@@ -162,6 +162,13 @@ def _plugin(path: str, raw: Any) -> PluginConf:
     arguments = raw.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise ConfError(f"{path}.arguments: must be a mapping")
+    if name == "drf" and switches.get("enableHierarchy"):
+        # Volcano's hierarchical DRF reads the queues' volcano.sh/hierarchy annotations; refused
+        # rather than run as flat drf, which would quietly drop the tree the user asked for.
+        raise ConfError(
+            f"{path}.enableHierarchy: hierarchical DRF (queue annotations volcano.sh/hierarchy) is not "
+            "supported; declare queue trees with spec.parent and enable the capacity plugin's enableHierarchy"
+        )
     args = registry[name].decode_args(arguments, f"{path}.arguments")
     return PluginConf(name=name, switches=switches, arguments=arguments, args=args)
 

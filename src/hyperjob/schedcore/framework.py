@@ -166,6 +166,16 @@ class Predicate(Protocol):
 
 
 @runtime_checkable
+class DynamicFit(Protocol):
+    """Usage-dependent node filter for a task, on top of the resource fit: which of ``rows`` can
+    take ``task`` now (None: no opinion on this task). Must depend only on the task's placement
+    fields and on state that changes only when a node row changes (the placement refreshes a
+    row's fit when the node is marked dirty)."""
+
+    def fits_rows(self, task: TaskState, rows: np.ndarray) -> np.ndarray | None: ...
+
+
+@runtime_checkable
 class NodeScore(Protocol):
     """Scores of ``task`` on node ``rows`` (higher is better); depends only on those rows' state."""
 
@@ -211,6 +221,7 @@ HOOKS: dict[str, tuple[type, str | None]] = {
     "job_valid": (JobValid, None),
     "job_enqueueable": (JobEnqueueable, "enableJobEnqueued"),
     "predicate": (Predicate, "enablePredicate"),
+    "dynamic_fit": (DynamicFit, "enablePredicate"),
     "node_score": (NodeScore, "enableNodeOrder"),
     "device_choice": (DeviceChoice, "enableNodeOrder"),
     "event": (EventHandler, None),

@@ -12,6 +12,7 @@ import msgspec
 from hyperjob.api.job import NetworkTopology
 from hyperjob.api.pod import Affinity, Taint, Toleration
 from hyperjob.api.quantity import ResourceList
+from hyperjob.api.queue import QueueAffinity
 
 TaskStatus = Literal["Pending", "Bound", "Running", "Releasing", "Succeeded", "Failed"]
 PodGroupPhase = Literal["Pending", "Inqueue", "Running", "Unknown", "Completed"]
@@ -30,7 +31,10 @@ class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class QueueInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A Volcano queue. An empty ``capability`` means unlimited; ``parent`` "" means root."""
+    """A Volcano queue. An empty ``capability`` means unlimited; ``parent`` "" means root.
+
+    ``affinity`` is the queue's ``spec.affinity`` (node groups), read by the ``nodegroup`` plugin.
+    """
 
     name: str
     weight: float = 1.0
@@ -42,6 +46,7 @@ class QueueInfo(msgspec.Struct, frozen=True, kw_only=True):
     parent: str = ""
     state: QueueState = "Open"
     created: float = 0.0
+    affinity: QueueAffinity | None = None
 
 
 class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +56,8 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
     ``nominated_node`` is the node an earlier preempt/reclaim pipelined this pod onto.
     ``devices`` are the GPU device indexes a placed GPU pod holds on its node (from its
     ``Bind.devices``); empty means "not recorded", and the session then picks them best-fit.
+    ``topology_policy`` is the task's NUMA policy (``tasks[].topologyPolicy``) for a Guaranteed pod,
+    "" otherwise (Volcano's numa-aware plugin looks at Guaranteed pods only).
     """
 
     name: str
@@ -73,6 +80,7 @@ class TaskInfo(msgspec.Struct, frozen=True, kw_only=True):
     gated: bool = False
     nominated_node: str = ""
     devices: tuple[int, ...] = ()
+    topology_policy: str = ""
 
 
 class JobInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,6 +1,7 @@
 """Vectorised filtering and scoring of one pod shape against every node.
 
-A "class" is (request vector, selector fields, vGPU shape, node restriction). For each class the
+A "class" is (request vector, selector fields, vGPU shape, node restriction; and the task's queue
+when a plugin's filter or score depends on it). For each class the
 session keeps the score of every node and two masked copies: nodes where the pod fits Idle and
 nodes where it fits FutureIdle (-inf elsewhere). A node change marks its row dirty; a class
 refreshes only its dirty rows before the next lookup, so placing the n-th identical pod costs
@@ -33,7 +34,8 @@ class Placement:
         self.ssn = ssn
         self.nodes = ssn.nodes
         self.all_rows = np.arange(self.nodes.size)
-        self._masks: dict[bytes, np.ndarray] = {}
+        self._masks: dict[tuple[bytes, str], np.ndarray] = {}
+        self._per_queue: bool | None = None
         self._classes: dict[tuple[object, ...], _Class] = {}
         self._scalar_ok: bool | None = None
         self._scorers: tuple[list[Any], list[Any]] | None = None
@@ -58,16 +60,28 @@ class Placement:
             )
         return self._scorers
 
+    def _queue_scoped(self) -> bool:
+        """Some predicate or scorer depends on the task's queue (``per_queue``, e.g. nodegroup)."""
+        if self._per_queue is None:
+            plugins = [p for _, p in self.ssn.hooks["predicate"]] + [p for _, p in self.ssn.hooks["node_score"]]
+            self._per_queue = any(getattr(p, "per_queue", False) for p in plugins)
+        return self._per_queue
+
+    def _scope(self, t: TaskState) -> str:
+        """The part of a cache key beyond the task's own fields: its queue, when that matters."""
+        return t.job.queue if self._queue_scoped() and t.job is not None else ""
+
     def static_mask(self, t: TaskState) -> np.ndarray:
         """AND of the enabled predicate plugins' masks for the task's selector (cached)."""
-        mask = self._masks.get(t.sel_key)
+        key = (t.sel_key, self._scope(t))
+        mask = self._masks.get(key)
         if mask is None:
             mask = np.ones(self.nodes.size, dtype=bool)
             for _, p in self.ssn.hooks["predicate"]:
                 m = p.node_mask(t)
                 if m is not None:
                     mask &= m
-            self._masks[t.sel_key] = mask
+            self._masks[key] = mask
         return mask
 
     def scores(self, t: TaskState, rows: np.ndarray, per_task: bool = False) -> np.ndarray:
@@ -83,11 +97,23 @@ class Placement:
             ok &= (self.nodes.device_free[rows] >= c.vgpu[1] - 1e-9).sum(axis=1) >= c.vgpu[0]
         return ok
 
+    def _dynamic_fit(self, t: TaskState, rows: np.ndarray) -> np.ndarray | None:
+        """AND of the usage-dependent filters (``DynamicFit``, e.g. numa-aware) on ``rows``; None if none applies."""
+        out = None
+        for _, p in self.ssn.hooks["dynamic_fit"]:
+            ok = p.fits_rows(t, rows)
+            if ok is not None:
+                out = ok if out is None else out & ok
+        return out
+
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
-        if len(rows) == 1 and self._scalar():
+        if len(rows) == 1 and self._scalar() and not self.ssn.hooks["dynamic_fit"]:
             self._refresh_one(c, t, int(rows[0]))
             return
         base = c.base[rows]
+        dynamic = self._dynamic_fit(t, rows)
+        if dynamic is not None:
+            base = base & dynamic
         score = self.scores(t, rows)
         c.eff_idle[rows] = np.where(base & self._fits(c, rows, self.nodes.idle), score, NEG)
         c.eff_fut[rows] = np.where(base & self._fits(c, rows, self.nodes.fidle), score, NEG)
@@ -117,7 +143,7 @@ class Placement:
 
     def klass(self, t: TaskState, restrict: np.ndarray | None = None, key: object = None) -> _Class:
         """The up-to-date class of ``t`` (optionally restricted to a node mask named ``key``)."""
-        ck = (t.class_key, key)
+        ck = (t.class_key, self._scope(t), key)
         c = self._classes.get(ck)
         dirty = self.nodes.dirty
         if c is None:
@@ -171,6 +197,9 @@ class Placement:
     def fits_future(self, t: TaskState, row: int) -> bool:
         """Does ``t`` fit ``row``'s FutureIdle right now (preempt/reclaim's final check)."""
         c = self.klass(t)
+        dynamic = self._dynamic_fit(t, np.array([row]))
+        if dynamic is not None and not dynamic[0]:
+            return False
         return bool(c.base[row]) and bool(self._fits(c, np.array([row]), self.nodes.fidle)[0])
 
     def ranked(self, t: TaskState, room: np.ndarray | None = None) -> list[int]:

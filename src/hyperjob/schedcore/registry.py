@@ -17,7 +17,9 @@ from .plugins.gpubaselines import (
     GpuRandomPlugin,
 )
 from .plugins.gpufrag import GpuFragPlugin
+from .plugins.nodegroup import NodeGroupPlugin
 from .plugins.nodeorder import NodeOrderPlugin
+from .plugins.numaaware import NumaAwarePlugin
 from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
 from .plugins.priority import PriorityPlugin
@@ -33,6 +35,8 @@ _BUILTIN: tuple[type[Plugin], ...] = (
     ProportionPlugin,
     CapacityPlugin,
     NodeOrderPlugin,
+    NodeGroupPlugin,
+    NumaAwarePlugin,
     BinpackPlugin,
     FgdPlugin,
     GpuRandomPlugin,

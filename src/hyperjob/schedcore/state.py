@@ -102,9 +102,11 @@ def _name_index(name: str) -> int:
 
 
 def _selector_key(info: TaskInfo) -> bytes:
-    if not (info.node_selector or info.affinity or info.tolerations or info.node_name):
+    if not (info.node_selector or info.affinity or info.tolerations or info.node_name or info.topology_policy):
         return b""
-    return msgspec.json.encode((sorted(info.node_selector.items()), info.affinity, info.tolerations, info.node_name))
+    return msgspec.json.encode(
+        (sorted(info.node_selector.items()), info.affinity, info.tolerations, info.node_name, info.topology_policy)
+    )
 
 
 class JobState:

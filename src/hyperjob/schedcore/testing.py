@@ -16,6 +16,7 @@ import msgspec
 from hyperjob.api.job import NetworkTopology
 from hyperjob.api.pod import Taint, Toleration
 from hyperjob.api.quantity import parse_quantity
+from hyperjob.api.queue import QueueAffinity
 
 from .model import Decision, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
 
@@ -118,6 +119,29 @@ class QueueBuilder:
 
     def state(self, s: str) -> QueueBuilder:
         self.kw["state"] = s
+        return self
+
+    def nodegroups(
+        self,
+        required: list[str] = (),  # type: ignore[assignment]
+        preferred: list[str] = (),  # type: ignore[assignment]
+        anti_required: list[str] = (),  # type: ignore[assignment]
+        anti_preferred: list[str] = (),  # type: ignore[assignment]
+    ) -> QueueBuilder:
+        """The queue's ``spec.affinity`` node groups (the ``nodegroup`` plugin)."""
+        self.kw["affinity"] = msgspec.convert(
+            {
+                "nodeGroupAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": list(required),
+                    "preferredDuringSchedulingIgnoredDuringExecution": list(preferred),
+                },
+                "nodeGroupAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": list(anti_required),
+                    "preferredDuringSchedulingIgnoredDuringExecution": list(anti_preferred),
+                },
+            },
+            QueueAffinity,
+        )
         return self
 
     def created(self, t: float) -> QueueBuilder:

@@ -15,9 +15,10 @@ import yaml
 
 from hyperjob import api, schedcore
 from hyperjob.api.quantity import QuantityError, parse_quantity
+from hyperjob.schedcore.plugins import numaaware
 
 from .errors import ScenarioError
-from .schema import EVENT_FIELDS, ClusterEntry, EventEntry, ScenarioFile
+from .schema import EVENT_FIELDS, ClusterEntry, EventEntry, NumaEntry, ScenarioFile
 
 DEFAULT_PODS = 110.0
 COMMAND_ACTIONS = {
@@ -166,12 +167,28 @@ def _cluster(entry: ClusterEntry, path: str) -> ClusterSpec:
         allocatable = _resources(node.allocatable, f"{node_path}.allocatable")
         count = node.count or 1
         names = [f"{node.name}-{k}" for k in range(count)] if count > 1 else [node.name]
+        # Every node carries the kubelet's well-known labels; labels the scenario declares win.
+        # A NUMA layout travels as labels too, as the scheduler's numa-aware plugin reads it.
+        numa = _numa_labels(node.numa) if node.numa is not None else {}
         nodes.extend(
-            NodeSpec(name=n, allocatable=dict(allocatable), labels=dict(node.labels), taints=list(node.taints))
+            NodeSpec(
+                name=n,
+                allocatable=dict(allocatable),
+                labels={**api.pod.well_known_node_labels(n), **numa, **node.labels},
+                taints=list(node.taints),
+            )
             for n in names
         )
     _unique([n.name for n in nodes], f"{path}.nodes", "node")
     return ClusterSpec(name=entry.name, labels=dict(entry.labels), nodes=nodes)
+
+
+def _numa_labels(numa: NumaEntry) -> dict[str, str]:
+    return {
+        numaaware.CPUS_LABEL: ",".join(str(c) for c in numa.cpus),
+        numaaware.TOPOLOGY_POLICY_LABEL: numa.topology_manager_policy,
+        numaaware.CPU_MANAGER_LABEL: numa.cpu_manager_policy,
+    }
 
 
 def _unique(names: list[str], path: str, what: str) -> None:
@@ -240,13 +257,19 @@ def _queues(documents: list[Any]) -> list[api.Queue]:
 
 
 def _priority_classes(spec: Any) -> list[api.PriorityClass]:
-    return [
-        api.PriorityClass(
-            metadata=api.ObjectMeta(name=p.name),
-            value=p.value,
-            global_default=p.global_default,
-            preemption_policy=p.preemption_policy,
-            description=p.description,
-        )
-        for p in spec.priority_classes
-    ]
+    classes = []
+    for i, p in enumerate(spec.priority_classes):
+        try:
+            classes.append(
+                api.PriorityClass(
+                    metadata=api.ObjectMeta(name=p.name),
+                    value=p.value,
+                    global_default=p.global_default,
+                    preemption_policy=p.preemption_policy,
+                    description=p.description,
+                )
+            )
+        except ValueError as exc:  # Kubernetes' value range (api.queue.check_priority_value)
+            field, _, message = str(exc).partition(": ")
+            raise ScenarioError(f"spec.priorityClasses[{i}].{field}", message) from None
+    return classes

@@ -8,7 +8,7 @@ an outcome of the run (a ``Rejected`` event), not an error of the file.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -27,12 +27,21 @@ class Metadata(_Strict, frozen=True, kw_only=True):
     name: str
 
 
+class NumaEntry(_Strict, frozen=True, kw_only=True):
+    """A node's NUMA layout and kubelet policies, for the scheduler's ``numa-aware`` plugin."""
+
+    cpus: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1)]
+    topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = "none"
+    cpu_manager_policy: Literal["none", "static"] = "static"
+
+
 class NodeEntry(_Strict, frozen=True, kw_only=True):
     name: str
     count: int | None = None
     allocatable: dict[str, QuantityValue] = {}
     labels: dict[str, str] = {}
     taints: list[Taint] = []
+    numa: NumaEntry | None = None
 
 
 class ClusterEntry(_Strict, frozen=True, kw_only=True):

@@ -114,3 +114,26 @@ def test_template_hash_ignores_map_key_order() -> None:
         return children(upstream("hj", rjob("w", job_spec(task("w", 8), plugins=plugins), replicas=1)))[0].template_hash
 
     assert with_plugins({"svc": [], "env": []}) == with_plugins({"env": [], "svc": []})
+
+
+def test_split_children_keep_their_own_task_dependencies_and_whole_partitions() -> None:
+    master = task("master", 1, gpus=0)
+    workers = task("worker", 8)
+    workers["dependsOn"] = {"name": ["master"]}
+    workers["partitionPolicy"] = {"totalPartitions": 4, "partitionSize": 2, "minPartitions": 4}
+    hj = upstream(
+        "hj",
+        rjob(
+            "w",
+            job_spec(master, workers, min_available=9),
+            split={"mode": "static", "clusters": [{"name": "a", "replicas": 5}, {"name": "b", "replicas": 4}]},
+        ),
+    )
+    first, second = children(hj)
+    assert [t.name for t in first.job.spec.tasks] == ["master", "worker"]
+    assert first.job.spec.tasks[1].depends_on is not None  # the master is in this child
+    worker = second.job.spec.tasks[0]  # no master here: nothing to wait for in this cluster
+    assert (worker.name, worker.replicas, worker.depends_on) == ("worker", 4, None)
+    assert worker.partition_policy is not None
+    assert (worker.partition_policy.total_partitions, worker.partition_policy.min_partitions) == (2, 2)
+    assert worker.min_available == 4

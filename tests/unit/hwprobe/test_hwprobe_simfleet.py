@@ -25,6 +25,15 @@ def test_nodes_carry_their_leaf_and_spine_as_topology_tiers():
     ]
 
 
+def test_nodes_carry_the_kubelets_well_known_labels():
+    node = fleet(1)[0]
+    assert {k: node.labels[k] for k in ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")} == {
+        "kubernetes.io/hostname": "c1-node-0",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+    }
+
+
 def test_a_multi_node_nvlink_domain_is_tier1():
     nodes = fleet(4, nodes_per_nvlink_domain=2, nodes_per_leaf=4)
     assert [n.labels[TIER1] for n in nodes] == ["c1-nvl0", "c1-nvl0", "c1-nvl1", "c1-nvl1"]

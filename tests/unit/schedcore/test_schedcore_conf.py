@@ -83,6 +83,7 @@ def test_arguments_decode(plugin, arguments, field, expected):
         ),
         ('actions: "allocate"\npolicies: []', "policies"),
         ("actions: [allocate", "YAML"),
+        ('actions: "allocate"\ntiers:\n- plugins: [{name: drf, enableHierarchy: true}]', "hierarchical DRF"),
     ],
     ids=[
         "unknown-action",
@@ -95,6 +96,7 @@ def test_arguments_decode(plugin, arguments, field, expected):
         "binpack-resource-not-listed",
         "unknown-top-level-key",
         "bad-yaml",
+        "hierarchical-drf",
     ],
 )
 def test_conf_errors_name_the_bad_key(text, names):

@@ -102,6 +102,18 @@ CASES = [
         "spec.clusters",
         "required",
     ),
+    (
+        "numa-without-cpus",
+        BASE.replace("count: 2, ", "count: 2, numa: {cpus: []}, "),
+        "spec.clusters[0].nodes[0].numa.cpus",
+        "length >= 1",
+    ),
+    (
+        "priority-class-above-user-range",
+        BASE.replace("  events:", "  priorityClasses: [{name: top, value: 2000000000}]\n  events:"),
+        "spec.priorityClasses[0].value",
+        "more than 1,000,000,000",
+    ),
     ("wrong-kind", BASE.replace("kind: Scenario", "kind: Job"), "kind", ""),
     ("not-yaml", "spec: [", "$", "not valid YAML"),
     ("not-a-mapping", "- 1\n- 2\n", "$", "mapping"),
@@ -126,6 +138,24 @@ def test_nodes_expand_from_count_and_keep_their_name_without_it() -> None:
     )
     assert [n.name for n in scenario.clusters[0].nodes] == ["n-0", "n-1", "n-2"]
     assert [n.name for n in scenario.clusters[1].nodes] == ["solo", "one"]
+
+
+def test_nodes_carry_the_well_known_labels_unless_the_scenario_sets_them() -> None:
+    scenario = load(BASE.replace("count: 2, ", "count: 2, labels: {kubernetes.io/arch: arm64}, "))
+    assert [n.labels for n in scenario.clusters[0].nodes] == [
+        {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}
+        for name in ("n-0", "n-1")
+    ]
+
+
+def test_a_numa_layout_becomes_the_labels_numa_aware_reads() -> None:
+    scenario = load(BASE.replace("count: 2, ", "count: 2, numa: {cpus: [2, 2], topologyManagerPolicy: restricted}, "))
+    labels = scenario.clusters[0].nodes[0].labels
+    assert {k: v for k, v in labels.items() if k.startswith("numa.")} == {
+        "numa.hyperjob.io/cpus": "2,2",
+        "numa.hyperjob.io/topology-manager-policy": "restricted",
+        "numa.hyperjob.io/cpu-manager-policy": "static",
+    }
 
 
 def test_node_without_pods_gets_110_slots() -> None:

@@ -1,7 +1,7 @@
 """drf: dominant-resource-fairness job order and preemption guard.
 
-Hierarchical DRF (queue annotations) is not implemented: ``enableHierarchy`` is accepted and
-ignored, so drf never provides QueueOrder or Reclaimable here.
+Hierarchical DRF (queue annotations) is not implemented: the conf refuses ``enableHierarchy`` on
+drf by name (``conf._plugin``), so drf never provides QueueOrder or Reclaimable here.
 """
 
 from __future__ import annotations
