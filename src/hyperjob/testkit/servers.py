@@ -127,6 +127,11 @@ class _Server(abc.ABC):
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (benchmarks read its CPU time)."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
     @abc.abstractmethod
     def _command(self, port: int) -> list[str]:
         """The server's command line for ``port``."""
@@ -235,6 +240,7 @@ class NatsServer(_Server):
 
     ``sync_always=True`` fsyncs every message (``jetstream { sync_interval: always }``): durable
     against power loss, at 1-3k msg/s; the default flushes periodically like the server does.
+    ``monitor_port`` serves the HTTP monitoring endpoints (``/varz``: message counts) on loopback.
     """
 
     name = "nats-server"
@@ -246,15 +252,26 @@ class NatsServer(_Server):
         port: int | None = None,
         *,
         sync_always: bool = False,
+        monitor_port: int | None = None,
         start_timeout: float = 15.0,
     ) -> None:
         super().__init__(data_dir, port, start_timeout)
         self.sync_always = sync_always
+        self.monitor_port = monitor_port
+
+    @property
+    def monitor_url(self) -> str:
+        """``http://127.0.0.1:<monitor_port>``; only with ``monitor_port``."""
+        if self.monitor_port is None:
+            raise ServerError("nats-server was started without a monitor_port")
+        return f"http://{self.host}:{self.monitor_port}"
 
     def _command(self, port: int) -> list[str]:
         assert self.data_dir is not None
         store = self.data_dir / "jetstream"
         cmd = [find_nats_server(), "-a", self.host, "-p", str(port), "-n", f"hyperjob-{port}"]
+        if self.monitor_port is not None:
+            cmd += ["-m", str(self.monitor_port)]
         if not self.sync_always:
             return [*cmd, "-js", "-sd", str(store)]
         conf = self.data_dir / "nats-server.conf"
