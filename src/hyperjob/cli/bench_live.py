@@ -173,6 +173,7 @@ class Observed:
     admitted: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     nodes_seen_min: int | None = None
+    messages: list[tuple[float, str]] = field(default_factory=list)  # (when, subject family), with --timeline
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -182,6 +183,32 @@ def percentile(values: Sequence[float], share: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * share // 1))  # ceil(n * share), at least the first
     return ordered[int(rank) - 1]
+
+
+def family(subject: str, clusters: Sequence[str]) -> str:
+    """A subject without its cluster, object and request names: ``sched.gang.control.cluster-a``
+    -> ``sched.gang.control``, ``jobstate.cluster-a.job.0`` -> ``jobstate``."""
+    tokens = subject.split(".")
+    if tokens[0] == "state":
+        return ".".join(tokens[:2])
+    kept = []
+    for token in tokens[:3]:
+        if token in clusters or tokens[0] in ("jobstate", "nodestatus", "heartbeat", "telemetry") and kept:
+            break
+        kept.append(token)
+    return ".".join(kept) if tokens[:2] != ["hj", "result"] else "hj.result"
+
+
+def timeline(seen: Sequence[tuple[float, str]], since: float) -> dict[str, dict[str, float]]:
+    """Per subject family: how many messages, and when the first, the median and the last passed
+    (seconds after ``since``), in the order the families first appeared."""
+    times: dict[str, list[float]] = {}
+    for at, name in seen:
+        times.setdefault(name, []).append(at - since)
+    return {
+        name: {"count": len(ts), "first": round(ts[0], 2), "p50": round(ts[len(ts) // 2], 2), "last": round(ts[-1], 2)}
+        for name, ts in sorted(times.items(), key=lambda item: item[1][0])
+    }
 
 
 def service_of(process: str) -> str:
@@ -253,7 +280,7 @@ def report(
         "nodesSeenMin": nodes_seen if observed.nodes_seen_min is None else observed.nodes_seen_min,
         "nodesTotal": plan.clusters * plan.nodes,
         "loadAverage": {k: [round(x, 2) for x in v] for k, v in load.items()},
-    }
+    } | ({"timeline": timeline(observed.messages, observed.submitted_at)} if observed.messages else {})
 
 
 def render(figures: Mapping[str, Any]) -> str:
@@ -293,8 +320,9 @@ def nats_varz(monitor_url: str) -> tuple[int, int]:
 
 
 class LiveBench:
-    def __init__(self, plan: Plan, home: Path, echo: Any) -> None:
+    def __init__(self, plan: Plan, home: Path, echo: Any, trace: bool = False) -> None:
         self.plan = plan
+        self.trace = trace
         self.home = home
         self.echo = echo
         self.nats: NatsServer | None = None
@@ -420,6 +448,7 @@ class LiveBench:
             await client.bus.watch(subjects.OWNER_ADMITTED, on_admitted),
             await client.bus.watch(subjects.result("*"), on_answer),
         ]
+        tracer = await self._trace(observed) if self.trace else None
         try:
             observed.submitted_at = time.monotonic()
             await client.bus.publish_many(
@@ -429,7 +458,34 @@ class LiveBench:
         finally:
             for watch in watches:
                 await watch.stop()
+            if tracer is not None:
+                await tracer.close()
         return observed
+
+    async def _trace(self, observed: Observed) -> Any:
+        """Note every message published (a core subscription to everything but JetStream's own
+        traffic): when each kind of message flowed, to see where a run spends its time."""
+        import nats  # noqa: PLC0415
+
+        assert self.nats is not None
+        clusters = self.plan.cluster_names()
+        connection = await nats.connect(self.nats.url, name="hyperjob-bench-trace")
+
+        seen: set[tuple[str, str]] = set()
+
+        async def on_msg(msg: Any) -> None:
+            if msg.subject.startswith(("_INBOX", "$JS")):
+                return
+            # A message a consumer is handed may pass this subscription again under its subject:
+            # count each published message once, by its id.
+            key = (msg.subject, (msg.headers or {}).get("Nats-Msg-Id", ""))
+            if key[1] and key in seen:
+                return
+            seen.add(key)
+            observed.messages.append((time.monotonic(), family(msg.subject, clusters)))
+
+        await connection.subscribe(">", cb=on_msg)
+        return connection
 
     async def _follow(self, client: Any, observed: Observed, done: asyncio.Event, timeout: float) -> None:
         """Wait for every HyperJob to run, noting the scheduler's view and saying how far it got."""
@@ -475,6 +531,9 @@ class LiveBench:
 @click.option("--idle", "idle_seconds", type=click.FloatRange(min=1.0), default=10.0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option("--schedule-period", default="1s", show_default=True)
+@click.option(
+    "--timeline", "trace", is_flag=True, help="report when each kind of message flowed (costs the bench some CPU)"
+)
 @click.option("--keep", is_flag=True, help="keep the run's directory (service logs) and print where it is")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def bench_live(
@@ -486,6 +545,7 @@ def bench_live(
     idle_seconds: float,
     timeout: float,
     schedule_period: str,
+    trace: bool,
     keep: bool,
     output: str,
 ) -> None:
@@ -498,7 +558,7 @@ def bench_live(
     def echo(line: str) -> None:
         click.echo(line, err=True)
 
-    bench = LiveBench(plan, home, echo)
+    bench = LiveBench(plan, home, echo, trace=trace)
     try:
         with ExitStack() as stack:
             bench.start(stack)
