@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
 from hyperjob import events
+from hyperjob.bus import BusError
 from hyperjob.events import subjects
 from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
 
@@ -174,6 +176,7 @@ class Observed:
     running: dict[str, float] = field(default_factory=dict)
     nodes_seen_min: int | None = None
     messages: list[tuple[float, str]] = field(default_factory=list)  # (when, subject family), with --timeline
+    firsts: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, job) -> first seen
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -209,6 +212,32 @@ def timeline(seen: Sequence[tuple[float, str]], since: float) -> dict[str, dict[
         name: {"count": len(ts), "first": round(ts[0], 2), "p50": round(ts[len(ts) // 2], 2), "last": round(ts[-1], 2)}
         for name, ts in sorted(times.items(), key=lambda item: item[1][0])
     }
+
+
+def stages(firsts: Mapping[tuple[str, str], float], since: float) -> dict[str, dict[str, float]]:
+    """Per subject family that names a job: when its first message about each job passed, as the
+    median and the 90th percentile over jobs (seconds after ``since``), in pipeline order."""
+    times: dict[str, list[float]] = {}
+    for (name, _job), at in firsts.items():
+        times.setdefault(name, []).append(at - since)
+    out = {}
+    for name, ts in times.items():
+        ts.sort()
+        out[name] = {"jobs": len(ts), "p50": round(ts[len(ts) // 2], 2), "p90": round(ts[int(len(ts) * 0.9)], 2)}
+    return dict(sorted(out.items(), key=lambda item: item[1]["p50"]))
+
+
+def job_of(subject: str, payload: bytes) -> str:
+    """The job (child) a message is about, when it names one."""
+    if subject.startswith("jobstate."):
+        return subject.split(".")[2]
+    try:
+        data = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    return str(data.get("child") or data.get("job") or "")
 
 
 def service_of(process: str) -> str:
@@ -280,7 +309,14 @@ def report(
         "nodesSeenMin": nodes_seen if observed.nodes_seen_min is None else observed.nodes_seen_min,
         "nodesTotal": plan.clusters * plan.nodes,
         "loadAverage": {k: [round(x, 2) for x in v] for k, v in load.items()},
-    } | ({"timeline": timeline(observed.messages, observed.submitted_at)} if observed.messages else {})
+    } | (
+        {
+            "timeline": timeline(observed.messages, observed.submitted_at),
+            "stages": stages(observed.firsts, observed.submitted_at),
+        }
+        if observed.messages
+        else {}
+    )
 
 
 def render(figures: Mapping[str, Any]) -> str:
@@ -482,7 +518,12 @@ class LiveBench:
             if key[1] and key in seen:
                 return
             seen.add(key)
-            observed.messages.append((time.monotonic(), family(msg.subject, clusters)))
+            now, name = time.monotonic(), family(msg.subject, clusters)
+            observed.messages.append((now, name))
+            if not name.startswith("state."):
+                job = job_of(msg.subject, msg.data)
+                if job:
+                    observed.firsts.setdefault((name, job), now)
 
         await connection.subscribe(">", cb=on_msg)
         return connection
@@ -490,6 +531,7 @@ class LiveBench:
     async def _follow(self, client: Any, observed: Observed, done: asyncio.Event, timeout: float) -> None:
         """Wait for every HyperJob to run, noting the scheduler's view and saying how far it got."""
         started, last_note, last_count, progressed = time.monotonic(), 0.0, -1, time.monotonic()
+        seen = -1
         while not done.is_set():
             now = time.monotonic()
             if now - started > timeout:
@@ -497,8 +539,14 @@ class LiveBench:
                     f"timeout: {len(observed.running)}/{self.plan.hyperjobs} HyperJobs Running after {timeout:g}s"
                 )
                 return
-            seen = await self._nodes_seen(client)
-            observed.nodes_seen_min = seen if observed.nodes_seen_min is None else min(observed.nodes_seen_min, seen)
+            try:
+                seen = await self._nodes_seen(client)
+            except BusError as exc:  # a loaded machine may answer late: the next second asks again
+                self.echo(f"could not read the capacity summaries: {exc}")
+            else:
+                observed.nodes_seen_min = (
+                    seen if observed.nodes_seen_min is None else min(observed.nodes_seen_min, seen)
+                )
             if len(observed.running) != last_count:
                 last_count, progressed = len(observed.running), now
             if now - last_note >= 10.0:
@@ -534,6 +582,11 @@ class LiveBench:
 @click.option(
     "--timeline", "trace", is_flag=True, help="report when each kind of message flowed (costs the bench some CPU)"
 )
+@click.option(
+    "--profile",
+    type=click.Path(file_okay=False),
+    help="directory where each service process writes its cProfile stats (<service>[-<cluster>].prof) at exit",
+)
 @click.option("--keep", is_flag=True, help="keep the run's directory (service logs) and print where it is")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def bench_live(
@@ -546,6 +599,7 @@ def bench_live(
     timeout: float,
     schedule_period: str,
     trace: bool,
+    profile: str | None,
     keep: bool,
     output: str,
 ) -> None:
@@ -554,6 +608,9 @@ def bench_live(
     plan.check()
     home = Path(tempfile.mkdtemp(prefix="hyperjob-bench-live-"))
     os.environ["HYPERJOB_HOME"] = str(home)  # the services' logs and up's endpoints file go there
+    if profile:
+        os.environ["HYPERJOB_PROFILE_DIR"] = str(Path(profile).resolve())  # each service writes its cProfile
+        Path(profile).mkdir(parents=True, exist_ok=True)
 
     def echo(line: str) -> None:
         click.echo(line, err=True)
