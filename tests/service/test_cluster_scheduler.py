@@ -214,6 +214,28 @@ async def test_a_released_gang_member_gives_its_nodes_back(scheduler, bus, store
     assert len(tombstones) == 2
 
 
+async def test_a_release_that_arrived_before_its_job_does_not_keep_a_later_attempt_from_holding(
+    scheduler, bus, store, probe
+) -> None:
+    """The gang stall of issue 13: under load the gang deadline passed before the job-controller
+    had described the child, so its release came first and was kept without the child's uid. The
+    child of the next attempt, of the same name, then read that release as its own and was never
+    held: every attempt timed out, for ever, with capacity free."""
+    release = sh.message(events.GangControl, child="train-0", cluster=C, action="release", attempt=1)
+    await sh.send(bus, subjects.gang_control(C), release)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    retried = Job("train-0", gang="train").admit()
+    retried.info = records.ChildInfo(gang="train", gang_attempt=2)  # dispatched again, for attempt 2
+    await retried.send(bus)
+    [held] = await probe.wait(subjects.RESERVATION_HELD, events.ReservationHeld)
+    assert (held.child, held.attempt, held.held) == ("train-0", 2, True)
+    await allocations(store, 2)
+    start = sh.message(events.GangControl, child="train-0", cluster=C, action="start", attempt=2)
+    await sh.send(bus, subjects.gang_control(C), start)
+    await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert sorted(p.pod for p in await bound(probe, "train-0")) == sorted(retried.record.pods)
+
+
 # -- nodes, finished pods, named nodes ------------------------------------------------------------------
 
 

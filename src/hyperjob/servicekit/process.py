@@ -61,7 +61,9 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
     from hyperjob.store.redis_store import RedisStore
 
     log = structlog.get_logger(name)
-    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name)
+    # A NATS cluster: NATS_URL names its servers (comma-separated), NATS_STREAM_REPLICAS the copies.
+    replicas = int(os.environ.get("NATS_STREAM_REPLICAS", "0")) or None
+    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name, replicas=replicas)
     store = await RedisStore.connect(settings.redis_url)
     clock = WallClock()
     runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
