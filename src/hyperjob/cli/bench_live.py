@@ -61,6 +61,7 @@ class Plan:
     replicas: int
     split: bool = True
     schedule_period: str = "1s"
+    one_at_a_time: bool = False  # each HyperJob submitted once the one before runs: latency on an idle fleet
 
     def cluster_names(self) -> list[str]:
         if self.clusters <= len(string.ascii_lowercase):
@@ -170,7 +171,8 @@ class Counters:
 class Observed:
     """What the run saw: submit time, and when each HyperJob was accepted, admitted, Running."""
 
-    submitted_at: float
+    submitted_at: float  # the first submit
+    submitted: dict[str, float] = field(default_factory=dict)  # each HyperJob's submit
     accepted: dict[str, float] = field(default_factory=dict)
     admitted: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
@@ -261,7 +263,7 @@ def report(
     load: Mapping[str, Sequence[float]],
 ) -> dict[str, Any]:
     """The figures of one run as one JSON-able object (camelCase keys, seconds, rounded)."""
-    latencies = [t - observed.submitted_at for t in observed.running.values()]
+    latencies = [t - observed.submitted.get(name, observed.submitted_at) for name, t in observed.running.items()]
     ran = len(observed.running)
     pods = ran * plan.replicas
     last = max(observed.running.values(), default=observed.submitted_at)
@@ -286,6 +288,7 @@ def report(
         "hyperjobs": plan.hyperjobs,
         "replicas": plan.replicas,
         "split": plan.split,
+        "oneAtATime": plan.one_at_a_time,
         "hyperjobsRunning": ran,
         "podsRunning": pods,
         "secondsToAllRunning": rounded(elapsed) if ran == plan.hyperjobs and ran else None,
@@ -487,9 +490,15 @@ class LiveBench:
         tracer = await self._trace(observed) if self.trace else None
         try:
             observed.submitted_at = time.monotonic()
-            await client.bus.publish_many(
-                [(subjects.APPLY, m.event_id, events.encode(m)) for m in requests.values()], timeout=60.0
-            )
+            batches = [[m] for m in requests.values()] if plan.one_at_a_time else [list(requests.values())]
+            for batch in batches:
+                now = time.monotonic()
+                observed.submitted.update({by_request[m.event_id]: now for m in batch})
+                await client.bus.publish_many(
+                    [(subjects.APPLY, m.event_id, events.encode(m)) for m in batch], timeout=60.0
+                )
+                if plan.one_at_a_time:
+                    await self._until_running(observed, by_request[batch[0].event_id], timeout)
             await self._follow(client, observed, done, timeout)
         finally:
             for watch in watches:
@@ -527,6 +536,11 @@ class LiveBench:
 
         await connection.subscribe(">", cb=on_msg)
         return connection
+
+    async def _until_running(self, observed: Observed, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while name not in observed.running and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
 
     async def _follow(self, client: Any, observed: Observed, done: asyncio.Event, timeout: float) -> None:
         """Wait for every HyperJob to run, noting the scheduler's view and saying how far it got."""
@@ -576,9 +590,19 @@ class LiveBench:
     show_default=True,
     help="split each HyperJob evenly across the clusters, or put each whole on one (round-robin)",
 )
+@click.option(
+    "--one-at-a-time",
+    is_flag=True,
+    help="submit each HyperJob once the one before runs (submit->Running on an idle fleet), not all at once",
+)
 @click.option("--idle", "idle_seconds", type=click.FloatRange(min=1.0), default=10.0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option("--schedule-period", default="1s", show_default=True)
+@click.option(
+    "--scheduler-conf",
+    type=click.Path(exists=True, dir_okay=False),
+    help="volcano-scheduler.conf for every cluster-scheduler (default: the live default, with gpufrag)",
+)
 @click.option(
     "--timeline", "trace", is_flag=True, help="report when each kind of message flowed (costs the bench some CPU)"
 )
@@ -595,19 +619,23 @@ def bench_live(
     hyperjobs: int,
     replicas: int,
     split: bool,
+    one_at_a_time: bool,
     idle_seconds: float,
     timeout: float,
     schedule_period: str,
+    scheduler_conf: str | None,
     trace: bool,
     profile: str | None,
     keep: bool,
     output: str,
 ) -> None:
     """The live system (NATS, Redis, every service as a process, a simulated fleet) under a burst of HyperJobs."""
-    plan = Plan(clusters, nodes, hyperjobs, replicas, split, schedule_period)
+    plan = Plan(clusters, nodes, hyperjobs, replicas, split, schedule_period, one_at_a_time)
     plan.check()
     home = Path(tempfile.mkdtemp(prefix="hyperjob-bench-live-"))
     os.environ["HYPERJOB_HOME"] = str(home)  # the services' logs and up's endpoints file go there
+    if scheduler_conf:  # up.System hands its environment to every service process
+        os.environ["CLUSTER_SCHEDULER_SCHEDULER_CONF"] = Path(scheduler_conf).read_text(encoding="utf-8")
     if profile:
         os.environ["HYPERJOB_PROFILE_DIR"] = str(Path(profile).resolve())  # each service writes its cProfile
         Path(profile).mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ global-scheduler. A summary of free capacity goes out every period.
 from __future__ import annotations
 
 import hashlib
+import time
 
 from hyperjob import api, events, records, schedcore
 from hyperjob.events import subjects
@@ -186,9 +187,22 @@ class ClusterScheduler:
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
         self._apply_bindings(state.bound, out)
+        started = time.perf_counter()  # for the log only: decisions read the runtime's clock
         decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
+        if out.binds or out.held or out.phases or decision.unschedulable:
+            self.rt.log.info(
+                "cycle",
+                cluster=self.cluster,
+                seconds=round(time.perf_counter() - started, 3),
+                jobs=len(state.jobs),
+                binds=len(out.binds),
+                held=len(out.held),
+                phases=len(out.phases),
+                unschedulable=len(decision.unschedulable),
+                pipelined=len(decision.pipelined),
+            )
         self.nominated = {b.task: b.node for b in decision.pipelined}
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
             return
