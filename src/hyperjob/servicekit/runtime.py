@@ -137,6 +137,7 @@ class Runtime:
         self._members: list[Any] = []
         self._binding_clusters: list[str] = []
         self._stale = False
+        self._epoch = -1  # the store's commit count of this instance when memory was loaded
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
         self.started = False
@@ -279,6 +280,9 @@ class Runtime:
         return list(self._members)
 
     async def _load(self) -> None:
+        # The epoch first: a commit another replica makes while the tables load makes this one's
+        # next commit refused (and memory reloaded), never missed.
+        self._epoch = await self.store.epoch(self.instance)
         await self.projection.load(self.store)
         self._stale = False
         for callback in self._on_load:
@@ -485,6 +489,7 @@ class Runtime:
             outbox_key=okey,
             outbox=self.instance,
             published=published,
+            epoch=self._epoch,
         )
         try:
             result = await self.store.commit(commit)
@@ -495,6 +500,7 @@ class Runtime:
         if not result.ok:
             self._published = published + self._published
             return result
+        self._epoch = result.epoch
         self.projection.confirm(writes, result.versions)
         self.fault("after-commit")
         await self._publish(okey, outputs)

@@ -191,7 +191,7 @@ class ClusterScheduler:
         decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
-        if out.binds or out.held or out.phases or decision.unschedulable:
+        if out.binds or out.held or out.phases:
             self.rt.log.info(
                 "cycle",
                 cluster=self.cluster,
@@ -202,6 +202,7 @@ class ClusterScheduler:
                 phases=len(out.phases),
                 unschedulable=len(decision.unschedulable),
                 pipelined=len(decision.pipelined),
+                why=dict(sorted(decision.unschedulable.items())[:2]),
             )
         self.nominated = {b.task: b.node for b in decision.pipelined}
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
