@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import string
 import sys
 import tempfile
@@ -644,6 +645,7 @@ def bench_live(
         click.echo(line, err=True)
 
     bench = LiveBench(plan, home, echo, trace=trace)
+    signal.signal(signal.SIGTERM, _interrupt)  # a killed bench still stops what it started
     try:
         with ExitStack() as stack:
             bench.start(stack)
@@ -656,3 +658,7 @@ def bench_live(
             shutil.rmtree(home, ignore_errors=True)
     click.echo(json.dumps(figures, indent=2) if output == "json" else render(figures))
     sys.exit(0 if figures["hyperjobsRunning"] == hyperjobs else 1)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
