@@ -500,7 +500,8 @@ class LiveBench:
                 )
                 if plan.one_at_a_time:
                     await self._until_running(observed, by_request[batch[0].event_id], timeout)
-            await self._follow(client, observed, done, timeout)
+            if names:
+                await self._follow(client, observed, done, timeout)
         finally:
             for watch in watches:
                 await watch.stop()
