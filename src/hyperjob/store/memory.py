@@ -254,6 +254,10 @@ class InMemoryStore:
         values.setdefault("pods", DEFAULT_PODS)
         self._alloc[(cluster, node)] = values
 
+    async def set_nodes_allocatable(self, cluster: str, nodes: Mapping[str, Mapping[str, float]]) -> None:
+        for node, allocatable in nodes.items():
+            await self.set_node_allocatable(cluster, node, allocatable)
+
     async def remove_node(self, cluster: str, node: str) -> None:
         self._alloc.pop((cluster, node), None)
 

@@ -333,14 +333,22 @@ class RedisStore:
     async def set_node_allocatable(self, cluster: str, node: str, allocatable: Mapping[str, float]) -> None:
         """Register or update a node's allocatable (``pods`` defaults to 110). Bindings already on
         the node stay; if the node shrank below its usage, later binds simply fail on it."""
-        alloc_key, _ = self._node_keys(cluster, node)
-        values = {r: fmt_amount(a) for r, a in allocatable.items()}
-        values.setdefault("pods", fmt_amount(DEFAULT_PODS))
+        await self.set_nodes_allocatable(cluster, {node: allocatable})
+
+    async def set_nodes_allocatable(self, cluster: str, nodes: Mapping[str, Mapping[str, float]]) -> None:
+        """``set_node_allocatable`` for many nodes in one round trip (a fleet of 10,000 registers
+        in a fraction of a second, not one node at a time)."""
+        if not nodes:
+            return
         with _translate():
             async with self._r.pipeline(transaction=True) as pipe:
-                pipe.delete(alloc_key)
-                pipe.hset(alloc_key, mapping=values)
-                pipe.sadd(f"{self._p}:nodes:{cluster}", node)
+                for node, allocatable in nodes.items():
+                    alloc_key, _ = self._node_keys(cluster, node)
+                    values = {r: fmt_amount(a) for r, a in allocatable.items()}
+                    values.setdefault("pods", fmt_amount(DEFAULT_PODS))
+                    pipe.delete(alloc_key)
+                    pipe.hset(alloc_key, mapping=values)
+                pipe.sadd(f"{self._p}:nodes:{cluster}", *nodes)
                 await pipe.execute()
 
     async def remove_node(self, cluster: str, node: str) -> None:

@@ -316,10 +316,10 @@ class ClusterScheduler:
     async def _register_nodes(self) -> None:
         """Nodes the store's accounting does not know (or knows another size of) get registered
         before a session may bind to them."""
-        for name, node in sorted(self.nodes.items()):
-            if self.registered.get(name) != node.allocatable:
-                await self.rt.store.set_node_allocatable(self.cluster, name, node.allocatable)
-                self.registered[name] = dict(node.allocatable)
+        new = {n: dict(v.allocatable) for n, v in sorted(self.nodes.items()) if self.registered.get(n) != v.allocatable}
+        if new:
+            await self.rt.store.set_nodes_allocatable(self.cluster, new)  # one round trip for them all
+            self.registered.update(new)
 
     # -- the summary ----------------------------------------------------------------------------------
 
