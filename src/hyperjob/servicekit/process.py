@@ -67,6 +67,7 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
     store = await RedisStore.connect(settings.redis_url)
     clock = WallClock()
     runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
+    runtime.offload = True
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

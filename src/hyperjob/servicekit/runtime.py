@@ -141,6 +141,9 @@ class Runtime:
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
         self.started = False
+        # Live, CPU-long pure work (a scheduling session) runs in a worker thread (``offloaded``) so
+        # the event loop keeps receiving and reporting meanwhile; the simulator keeps it inline.
+        self.offload = False
         # One unit of work at a time: a batch, a round or a timer changes memory and commits it
         # before the next one reads it (they interleave only at awaits, so this is cheap).
         self.lock = asyncio.Lock()
@@ -176,9 +179,11 @@ class Runtime:
         until the existing values are in. A handler only updates in-memory state (never commits)."""
         self._watches.append((subject_filter, dict(handlers)))
 
-    def every(self, period: float, work: Work, name: str, *, rank: int = 0) -> None:
-        """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``)."""
-        self.timers.every(period, self._exclusive(work), f"{self.instance}/{name}", rank=rank)
+    def every(self, period: float, work: Work, name: str, *, rank: int = 0, exclusive: bool = True) -> None:
+        """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``) unless
+        ``exclusive`` is False: a round that only reads memory and publishes (a summary, a beat)
+        then goes on while a long unit of work holds the lock."""
+        self.timers.every(period, self._exclusive(work) if exclusive else work, f"{self.instance}/{name}", rank=rank)
 
     def kick(self, name: str) -> None:
         self.timers.kick(f"{self.instance}/{name}")
@@ -193,6 +198,12 @@ class Runtime:
                 await work()
 
         return run
+
+    async def offloaded(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)``: in a worker thread when ``offload`` is set (live), else inline."""
+        if self.offload:
+            return await asyncio.to_thread(work, *args)
+        return work(*args)
 
     def cancel(self, key: str) -> None:
         self.timers.cancel(f"{self.instance}/{key}")

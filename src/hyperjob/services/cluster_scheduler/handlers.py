@@ -188,7 +188,10 @@ class ClusterScheduler:
         out = domain.housekeeping(self.cluster, state, self._down())
         self._apply_bindings(state.bound, out)
         started = time.perf_counter()  # for the log only: decisions read the runtime's clock
-        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
+        # Live, the session runs in a worker thread: the cluster's summary and beats keep flowing
+        # through a long session (a cluster silent for 30 s is declared lost and its gangs moved).
+        snapshot = domain.snapshot(state, self.rt.now(), self._snapshots)
+        decision = await self.rt.offloaded(self.scheduler.cycle, snapshot)
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
         if out.binds or out.held or out.phases:
@@ -217,10 +220,10 @@ class ClusterScheduler:
     def _view(self) -> domain.ClusterView:
         incarnations = {name: view.incarnation for name, view in self.jobs.items()}
         phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
-        return domain.ClusterView(
-            nodes=self.nodes,
-            queues=self.queues,
-            jobs=self.jobs,
+        return domain.ClusterView(  # copies: watched values may change while a session runs
+            nodes=dict(self.nodes),
+            queues=dict(self.queues),
+            jobs=dict(self.jobs),
             bound=dict(self.bound),
             phases=phases,
             reservations=dict(self.reservations.rows),
