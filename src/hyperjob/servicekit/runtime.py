@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -43,6 +44,10 @@ T = TypeVar("T")
 Handler = Callable[[Any], "Reaction | None | Awaitable[Reaction | None]"]
 WatchHandler = Callable[[Any], None]
 MAX_ATTEMPTS = 5
+# A replica of the same instance committed meanwhile (``stale``): no conflict over the batch itself,
+# so it is handled again on reloaded memory, more times, after a short random pause that lets the
+# busier replica go first (two replicas refusing each other in step would otherwise never end).
+MAX_STALE_ATTEMPTS = 50
 H_VERSION = "Hyperjob-Version"
 H_DELETED = "Hyperjob-Deleted"
 
@@ -405,7 +410,10 @@ class Runtime:
         if self._stale:
             await self._load()
         done: set[int] = set()  # committed before (a redelivery): acked without handling
-        for _attempt in range(MAX_ATTEMPTS):
+        stale = 0
+        for attempt in range(MAX_ATTEMPTS + MAX_STALE_ATTEMPTS):
+            if attempt - stale >= MAX_ATTEMPTS:
+                break
             live = [(i, m) for i, m in batch if i not in failures and i not in done]
             if not live:
                 return
@@ -429,6 +437,9 @@ class Runtime:
             await self._after_refusal(result)
             if result.refusal == "duplicate":
                 done |= await self._skip_processed(sub.durable, live)
+            elif result.refusal == "stale" and stale < MAX_STALE_ATTEMPTS:
+                stale += 1
+                await asyncio.sleep(random.uniform(0.0, 0.02 * min(stale, 10)))
         raise RetryableError(f"{sub.durable}: could not commit after {MAX_ATTEMPTS} attempts")
 
     async def _skip_processed(self, durable: str, live: list[tuple[int, Message]]) -> set[int]:
