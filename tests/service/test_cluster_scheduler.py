@@ -8,7 +8,9 @@ decision is in its changelog, bindings included."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -212,6 +214,58 @@ async def test_a_released_gang_member_gives_its_nodes_back(scheduler, bus, store
         if k.startswith("binding@") and m.headers.get("Hyperjob-Deleted")
     ]
     assert len(tombstones) == 2
+
+
+async def test_a_release_that_arrived_before_its_job_does_not_keep_a_later_attempt_from_holding(
+    scheduler, bus, store, probe
+) -> None:
+    """The gang stall of issue 13: under load the gang deadline passed before the job-controller
+    had described the child, so its release came first and was kept without the child's uid. The
+    child of the next attempt, of the same name, then read that release as its own and was never
+    held: every attempt timed out, for ever, with capacity free."""
+    release = sh.message(events.GangControl, child="train-0", cluster=C, action="release", attempt=1)
+    await sh.send(bus, subjects.gang_control(C), release)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    retried = Job("train-0", gang="train").admit()
+    retried.info = records.ChildInfo(gang="train", gang_attempt=2)  # dispatched again, for attempt 2
+    await retried.send(bus)
+    [held] = await probe.wait(subjects.RESERVATION_HELD, events.ReservationHeld)
+    assert (held.child, held.attempt, held.held) == ("train-0", 2, True)
+    await allocations(store, 2)
+    start = sh.message(events.GangControl, child="train-0", cluster=C, action="start", attempt=2)
+    await sh.send(bus, subjects.gang_control(C), start)
+    await probe.wait(subjects.pods_bound(C), events.PodsBound)
+    assert sorted(p.pod for p in await bound(probe, "train-0")) == sorted(retried.record.pods)
+
+
+async def test_a_cluster_in_a_long_session_keeps_publishing_its_summary(bus, store, probe) -> None:
+    """The gang stall of issue 13 at 2 x 2,000 nodes: two sessions of 26 s and 12 s silenced a
+    cluster for over 30 s, the splitter declared it lost and moved its children onto the other
+    cluster, which could not hold them all. Live, a session runs in a worker thread and the summary
+    (the cluster's liveness) is not behind the cycle's lock: summaries go out while it runs."""
+    await nodes_report(bus, "n1", "n2")
+    async with sh.running("cluster-scheduler", build, settings(), bus, store) as (runtime, scheduler):
+        runtime.offload = True  # as a service process runs it
+        loop = asyncio.get_running_loop()
+        in_session, release = asyncio.Event(), threading.Event()
+        session = scheduler.scheduler.cycle
+
+        def long_session(snapshot: Any) -> Any:
+            loop.call_soon_threadsafe(in_session.set)
+            assert release.wait(60.0), "the test never let the session end"
+            return session(snapshot)
+
+        scheduler.scheduler.cycle = long_session
+        await Job("j1", replicas=1, gpu="1").send(bus)
+        await in_session.wait()
+        started = runtime.now()
+        try:
+            await probe.wait(
+                subjects.capacity(C), events.ClusterCapacityReported, where=lambda m: m.occurred_at > started
+            )
+        finally:
+            release.set()
+        await probe.wait(subjects.podgroup_phase(C), events.PodGroupPhaseChanged)  # and the session ends well
 
 
 # -- nodes, finished pods, named nodes ------------------------------------------------------------------

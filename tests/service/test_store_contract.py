@@ -270,6 +270,32 @@ async def test_binding_a_bound_pod_to_its_node_is_a_no_op_and_to_another_node_is
     assert (await any_store.allocations("c1"))["p1"] == Binding("c1", "p1", "n1", POD, "u1")
 
 
+async def test_many_nodes_registered_at_once_are_each_registered_and_a_second_time_keeps_their_bindings(
+    any_store,
+) -> None:
+    nodes = {f"n{i}": GPU_NODE for i in range(50)}
+    await any_store.set_nodes_allocatable("c1", nodes)
+    await any_store.set_nodes_allocatable("c1", {})
+    usage = await any_store.nodes("c1")
+    assert sorted(usage) == sorted(nodes) and usage["n7"].allocatable["pods"] == 110.0
+    assert (await any_store.commit(Commit(binds=[bind("p", "n7")]))).ok
+    await any_store.set_nodes_allocatable("c1", {"n7": GPU_NODE})
+    assert (await used(any_store, "c1", "n7"))["nvidia.com/gpu"] == POD["nvidia.com/gpu"]
+
+
+async def test_commits_naming_a_sentinel_count_its_epoch_and_one_made_on_an_older_epoch_is_refused(any_store) -> None:
+    await any_store.mark_alive("splitter")
+    start = await any_store.epoch("splitter")
+    first = await any_store.commit(Commit(sentinel="splitter", epoch=start, writes=[Write.put("k", "a", {"v": 1})]))
+    assert first.ok and first.epoch == start + 1 == await any_store.epoch("splitter")
+    stale = await any_store.commit(Commit(sentinel="splitter", epoch=start, writes=[Write.put("k", "b", {"v": 1})]))
+    assert (stale.refusal, stale.epoch) == ("stale", start + 1) and "another replica" in stale.describe()
+    assert await any_store.get("k", "b") is None
+    assert (await any_store.commit(Commit(sentinel="splitter", writes=[Write.put("k", "b", {"v": 1})]))).ok
+    await any_store.mark_alive("splitter")  # marking a live instance alive keeps its epoch
+    assert await any_store.epoch("splitter") == start + 2
+
+
 async def test_a_node_nobody_registered_refuses_the_bind(any_store) -> None:
     result = await any_store.commit(Commit(binds=[bind("p", "ghost", {"cpu": 1.0})]))
     assert (result.refusal, result.node) == ("unknown-node", "ghost") and "ghost" in result.describe()

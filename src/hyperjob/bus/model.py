@@ -39,7 +39,8 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     ``storage="file"`` keeps the log across restarts (flushed periodically, not fsynced per
     message unless the server runs with ``sync_interval: always``). ``duplicate_window`` is how
     long a ``Nats-Msg-Id`` is remembered to drop republished copies. ``max_msgs_per_subject=1``
-    makes a latest-value stream (heartbeats, capacity summaries).
+    makes a latest-value stream (heartbeats, capacity summaries). ``replicas`` > 1 keeps that many
+    copies on a NATS cluster (RAFT): the stream survives losing a minority of its servers.
     """
 
     name: str
@@ -50,6 +51,7 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_msgs_per_subject: int = -1
     max_msgs: int = -1
     max_bytes: int = -1
+    replicas: int = 1
 
 
 DLQ_STREAM = StreamSpec(name="DLQ", subjects=["dlq.>"], max_age=30 * _DAY)

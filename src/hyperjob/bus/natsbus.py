@@ -93,6 +93,7 @@ class NatsBus:
         self._subs: list[PullLoop] = []
         self._watches: list[_Watch] = []
         self._events: _ConnectionEvents | None = None
+        self._replicas: int | None = None
 
     @classmethod
     async def connect(
@@ -105,17 +106,23 @@ class NatsBus:
         max_pending_publishes: int = 4000,
         timeout: float = 5.0,
         connect_timeout: float = 10.0,
+        replicas: int | None = None,
     ) -> NatsBus:
         """Connect and declare ``streams`` (``StreamSpec`` or ``events.subjects.StreamDecl``). A stream
         for ``dlq.>`` is added unless one is given. Raises ``BusError`` if the server cannot be reached
         or a stream conflicts. ``timeout`` bounds each JetStream request (publish ack, API call);
-        ``connect_timeout`` the first connection (later disconnects reconnect forever)."""
+        ``connect_timeout`` the first connection (later disconnects reconnect forever).
+
+        ``url`` may name several servers of one NATS cluster, comma-separated: the client connects
+        to one and moves to another when it goes away. ``replicas`` declares every stream with that
+        many copies (a 3-node cluster: 3), whatever the specs say."""
         events = _ConnectionEvents(url)
+        servers = [u.strip() for u in url.split(",") if u.strip()]
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
             nc = await asyncio.wait_for(
                 nats.connect(
-                    url,
+                    servers,
                     name=name,
                     connect_timeout=2,
                     max_reconnect_attempts=-1,
@@ -133,6 +140,7 @@ class NatsBus:
             nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
         )
         bus._events = events
+        bus._replicas = replicas
         try:
             await bus.declare(streams)
         except BaseException:
@@ -172,6 +180,7 @@ class NatsBus:
             max_msgs_per_subject=spec.max_msgs_per_subject,
             max_msgs=spec.max_msgs,
             max_bytes=spec.max_bytes,
+            num_replicas=self._replicas or spec.replicas,
             allow_direct=True,
         )
         try:

@@ -18,6 +18,7 @@ from hyperjob.events import subjects
 from . import views
 from .admin import admin
 from .agent import agent, logs
+from .bench_live import bench_live
 from .client import Client
 from .config import home, load_config, resolve_endpoints
 from .offline import bench, simulate
@@ -57,6 +58,7 @@ def main() -> None:
 
 main.add_command(simulate)
 main.add_command(bench)
+bench.add_command(bench_live)
 main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)

@@ -25,6 +25,7 @@ import msgspec
 
 from .base import Message, derive_id, new_request_id
 from .cluster import (
+    VARIED_LABEL,
     ClusterCapacityReported,
     NodeClass,
     PodGroupPhaseChanged,
@@ -139,6 +140,7 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 
 
 __all__ = [
+    "VARIED_LABEL",
     "ALL_MESSAGES",
     "PART_SIZE",
     "AdminCommand",

@@ -67,6 +67,12 @@ class NodeClass(msgspec.Struct, frozen=True, kw_only=True):
     taints: list[dict[str, str]] = []
 
 
+VARIED_LABEL = "*"
+"""A node class's value for a label whose values vary too much across the cluster to keep apart
+(a node's own NVLink domain, its leaf switch on a big fleet): the class stands for nodes with many
+values of it, so a selector on it may match (the cluster-scheduler decides node by node)."""
+
+
 class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.cluster.capacity.v2"):
     """A cluster's summary for global placement; kept as the latest value per cluster.
 

@@ -13,6 +13,7 @@ import msgspec
 
 from hyperjob import api
 from hyperjob.api.quantity import ResourceList, add, parse_resource_list, scale
+from hyperjob.events.cluster import VARIED_LABEL
 
 from .model import DEFAULT_PODS_PER_NODE, ClusterCapacity, NodeCapacity
 
@@ -69,7 +70,7 @@ def hyperjob_request(hyperjob: api.HyperJob) -> ResourceList:
 
 def node_matches(shape: PodShape, labels: Mapping[str, str], taints: Iterable[api.Taint] = ()) -> bool:
     """Node selector, required node affinity (any term) and NoSchedule/NoExecute taints."""
-    if any(labels.get(k) != v for k, v in shape.node_selector.items()):
+    if any(labels.get(k) not in (v, VARIED_LABEL) for k, v in shape.node_selector.items()):
         return False
     if shape.affinity_terms and not any(_term_matches(t, labels) for t in shape.affinity_terms):
         return False
@@ -81,6 +82,8 @@ def node_matches(shape: PodShape, labels: Mapping[str, str], taints: Iterable[ap
 def _term_matches(term: api.pod.NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
     for req in term.match_expressions:
         value = labels.get(req.key)
+        if value == VARIED_LABEL:
+            continue  # nodes of many values stand behind this class: some may match
         ok = {
             "In": value is not None and value in req.values,
             "NotIn": value is None or value not in req.values,

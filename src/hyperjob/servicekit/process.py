@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -38,7 +40,20 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
         uvloop.install()
     except ImportError:  # uvloop is an optimisation, not a requirement
         pass
-    asyncio.run(_serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings)))
+    serve = _serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings))
+    profile_dir = os.environ.get("HYPERJOB_PROFILE_DIR")
+    if not profile_dir:
+        asyncio.run(serve)
+        return
+    # Benchmarks: the process's own profile (py-spy cannot follow uvloop's callbacks), written at exit.
+    import cProfile
+
+    profiler = cProfile.Profile(time.process_time)  # CPU time: wall time would count the waits for a core
+    try:
+        profiler.runcall(asyncio.run, serve)
+    finally:
+        cluster = getattr(settings, "cluster", "")
+        profiler.dump_stats(os.path.join(profile_dir, f"{name}{'-' + cluster if cluster else ''}.prof"))
 
 
 async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
@@ -46,10 +61,13 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
     from hyperjob.store.redis_store import RedisStore
 
     log = structlog.get_logger(name)
-    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name)
+    # A NATS cluster: NATS_URL names its servers (comma-separated), NATS_STREAM_REPLICAS the copies.
+    replicas = int(os.environ.get("NATS_STREAM_REPLICAS", "0")) or None
+    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name, replicas=replicas)
     store = await RedisStore.connect(settings.redis_url)
     clock = WallClock()
     runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
+    runtime.offload = True
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

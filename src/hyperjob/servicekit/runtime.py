@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -43,6 +44,10 @@ T = TypeVar("T")
 Handler = Callable[[Any], "Reaction | None | Awaitable[Reaction | None]"]
 WatchHandler = Callable[[Any], None]
 MAX_ATTEMPTS = 5
+# A replica of the same instance committed meanwhile (``stale``): no conflict over the batch itself,
+# so it is handled again on reloaded memory, more times, after a short random pause that lets the
+# busier replica go first (two replicas refusing each other in step would otherwise never end).
+MAX_STALE_ATTEMPTS = 50
 H_VERSION = "Hyperjob-Version"
 H_DELETED = "Hyperjob-Deleted"
 
@@ -137,9 +142,13 @@ class Runtime:
         self._members: list[Any] = []
         self._binding_clusters: list[str] = []
         self._stale = False
+        self._epoch = -1  # the store's commit count of this instance when memory was loaded
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
         self.started = False
+        # Live, CPU-long pure work (a scheduling session) runs in a worker thread (``offloaded``) so
+        # the event loop keeps receiving and reporting meanwhile; the simulator keeps it inline.
+        self.offload = False
         # One unit of work at a time: a batch, a round or a timer changes memory and commits it
         # before the next one reads it (they interleave only at awaits, so this is cheap).
         self.lock = asyncio.Lock()
@@ -175,9 +184,11 @@ class Runtime:
         until the existing values are in. A handler only updates in-memory state (never commits)."""
         self._watches.append((subject_filter, dict(handlers)))
 
-    def every(self, period: float, work: Work, name: str, *, rank: int = 0) -> None:
-        """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``)."""
-        self.timers.every(period, self._exclusive(work), f"{self.instance}/{name}", rank=rank)
+    def every(self, period: float, work: Work, name: str, *, rank: int = 0, exclusive: bool = True) -> None:
+        """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``) unless
+        ``exclusive`` is False: a round that only reads memory and publishes (a summary, a beat)
+        then goes on while a long unit of work holds the lock."""
+        self.timers.every(period, self._exclusive(work) if exclusive else work, f"{self.instance}/{name}", rank=rank)
 
     def kick(self, name: str) -> None:
         self.timers.kick(f"{self.instance}/{name}")
@@ -192,6 +203,12 @@ class Runtime:
                 await work()
 
         return run
+
+    async def offloaded(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)``: in a worker thread when ``offload`` is set (live), else inline."""
+        if self.offload:
+            return await asyncio.to_thread(work, *args)
+        return work(*args)
 
     def cancel(self, key: str) -> None:
         self.timers.cancel(f"{self.instance}/{key}")
@@ -279,6 +296,9 @@ class Runtime:
         return list(self._members)
 
     async def _load(self) -> None:
+        # The epoch first: a commit another replica makes while the tables load makes this one's
+        # next commit refused (and memory reloaded), never missed.
+        self._epoch = await self.store.epoch(self.instance)
         await self.projection.load(self.store)
         self._stale = False
         for callback in self._on_load:
@@ -390,7 +410,10 @@ class Runtime:
         if self._stale:
             await self._load()
         done: set[int] = set()  # committed before (a redelivery): acked without handling
-        for _attempt in range(MAX_ATTEMPTS):
+        stale = 0
+        for attempt in range(MAX_ATTEMPTS + MAX_STALE_ATTEMPTS):
+            if attempt - stale >= MAX_ATTEMPTS:
+                break
             live = [(i, m) for i, m in batch if i not in failures and i not in done]
             if not live:
                 return
@@ -414,6 +437,9 @@ class Runtime:
             await self._after_refusal(result)
             if result.refusal == "duplicate":
                 done |= await self._skip_processed(sub.durable, live)
+            elif result.refusal == "stale" and stale < MAX_STALE_ATTEMPTS:
+                stale += 1
+                await asyncio.sleep(random.uniform(0.0, 0.02 * min(stale, 10)))
         raise RetryableError(f"{sub.durable}: could not commit after {MAX_ATTEMPTS} attempts")
 
     async def _skip_processed(self, durable: str, live: list[tuple[int, Message]]) -> set[int]:
@@ -485,6 +511,7 @@ class Runtime:
             outbox_key=okey,
             outbox=self.instance,
             published=published,
+            epoch=self._epoch,
         )
         try:
             result = await self.store.commit(commit)
@@ -495,6 +522,7 @@ class Runtime:
         if not result.ok:
             self._published = published + self._published
             return result
+        self._epoch = result.epoch
         self.projection.confirm(writes, result.versions)
         self.fault("after-commit")
         await self._publish(okey, outputs)

@@ -6,18 +6,21 @@ a commit touches documents, markers and nodes that a cluster would spread over s
 from __future__ import annotations
 
 # ARGV[1] key prefix P, ARGV[2] marker TTL (seconds), ARGV[3] msgpack request, ARGV[4] outputs blob:
-#   {sentinel, consumer, ids, writes, binds, unbinds, (unused), outbox_key, outbox, published}
+#   {sentinel, consumer, ids, writes, binds, unbinds, (unused), outbox_key, outbox, published, epoch}
 #   writes:  {{kind, name, expected (-1: any), data or false}}
 #   binds:   {{cluster, pod, node, entry, {res, amount, res, amount, ...}}}
 #   (an entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line per resource)
 #   unbinds: {{cluster, pod}}
-# Returns {0, v1, ..., vn} committed (new versions; 0 for deletes)
+# The sentinel key P:alive:<sentinel> holds the instance's commit count (its epoch): a commit whose
+# epoch (>= 0) is not the stored one is refused, and every commit naming a sentinel increments it.
+# Returns {0, v1, ..., vn, e} committed (new versions; 0 for deletes; e the new epoch, with a sentinel)
 #         {1, id}              id was processed already (nothing written)
 #         {2, i, actual}       write i's expected version does not match
 #         {3}                  the sentinel P:alive:<sentinel> is missing (the store was wiped)
 #         {4, pod, node}       a pod to bind is bound to another node
 #         {5, node, res, short, ...}  the node lacks room
 #         {6, node}            the node has no allocatable registered
+#         {7, epoch}           the instance committed since the given epoch (another replica)
 COMMIT = """
 local p, ttl = ARGV[1], tonumber(ARGV[2])
 local req = cmsgpack.unpack(ARGV[3])
@@ -26,6 +29,10 @@ local okey, outbox, published = req[8], req[9], req[10]
 if sentinel ~= '' and redis.call('EXISTS', p .. ':alive:' .. sentinel) == 0 then return {3} end
 for _, id in ipairs(ids) do
   if redis.call('EXISTS', p .. ':m:' .. consumer .. ':' .. id) == 1 then return {1, id} end
+end
+if sentinel ~= '' and req[11] and req[11] >= 0 then
+  local epoch = tonumber(redis.call('GET', p .. ':alive:' .. sentinel)) or 0
+  if epoch ~= req[11] then return {7, epoch} end
 end
 for i, w in ipairs(writes) do
   if w[3] >= 0 then
@@ -133,6 +140,7 @@ if outbox ~= '' then
     redis.call('DEL', p .. ':' .. k)
   end
 end
+if sentinel ~= '' then result[#result + 1] = redis.call('INCR', p .. ':alive:' .. sentinel) end
 return result
 """
 

@@ -43,7 +43,7 @@ class InMemoryStore:
         self._markers: dict[tuple[str, str], str] = {}
         self._recorded: dict[str, list[Output]] = {}
         self._outboxes: dict[str, list[str]] = {}
-        self._alive: set[str] = set()
+        self._alive: dict[str, int] = {}  # instance -> its commit count (its epoch)
         self._alloc: dict[tuple[str, str], dict[str, float]] = {}
         self._used: dict[tuple[str, str], dict[str, float]] = {}
         self._binds: dict[str, dict[str, Binding]] = {}
@@ -120,7 +120,10 @@ class InMemoryStore:
             self._outboxes[commit.outbox] = [k for k in self._outboxes.get(commit.outbox, []) if k not in done]
             for key in done:  # published: a redelivery long after must not send them again
                 self._recorded.pop(key, None)
-        return CommitResult(versions=versions)
+        epoch = 0
+        if commit.sentinel:
+            epoch = self._alive[commit.sentinel] = self._alive[commit.sentinel] + 1
+        return CommitResult(versions=versions, epoch=epoch)
 
     def _check(self, commit: Commit) -> CommitResult | None:
         if commit.sentinel and commit.sentinel not in self._alive:
@@ -128,6 +131,8 @@ class InMemoryStore:
         for event_id in commit.event_ids:
             if (commit.consumer, event_id) in self._markers:
                 return CommitResult(refusal="duplicate", event_id=event_id)
+        if commit.sentinel and commit.epoch >= 0 and self._alive[commit.sentinel] != commit.epoch:
+            return CommitResult(refusal="stale", epoch=self._alive[commit.sentinel])
         for w in commit.writes:
             current = self._docs.get(w.kind, {}).get(w.name)
             actual = current.version if current is not None else 0
@@ -214,9 +219,13 @@ class InMemoryStore:
         self._fault("alive")
         return instance in self._alive
 
+    async def epoch(self, instance: str) -> int:
+        self._fault("epoch")
+        return self._alive.get(instance, 0)
+
     async def mark_alive(self, instance: str) -> None:
         self._fault("mark_alive")
-        self._alive.add(instance)
+        self._alive.setdefault(instance, 1)
 
     async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
         self._fault("forget")
@@ -226,7 +235,7 @@ class InMemoryStore:
             self._binds.pop(cluster, None)
             for key in [k for k in self._used if k[0] == cluster]:
                 del self._used[key]
-        self._alive.discard(instance)
+        self._alive.pop(instance, None)
 
     async def restore(self, docs: Sequence[Doc]) -> None:
         self._fault("restore")
@@ -244,6 +253,10 @@ class InMemoryStore:
         values = {r: float(a) for r, a in allocatable.items()}
         values.setdefault("pods", DEFAULT_PODS)
         self._alloc[(cluster, node)] = values
+
+    async def set_nodes_allocatable(self, cluster: str, nodes: Mapping[str, Mapping[str, float]]) -> None:
+        for node, allocatable in nodes.items():
+            await self.set_node_allocatable(cluster, node, allocatable)
 
     async def remove_node(self, cluster: str, node: str) -> None:
         self._alloc.pop((cluster, node), None)

@@ -125,23 +125,30 @@ class Commit(msgspec.Struct, kw_only=True):
     outbox: str = ""
     outbox_key: str = ""
     published: list[str] = []
+    # The sentinel's commit count when the committer's memory was loaded (-1: not checked). Two
+    # replicas of one instance share documents; a commit made on memory that misses what the other
+    # committed meanwhile is refused (``stale``), so no message is decided on a partial view.
+    epoch: int = -1
 
     @property
     def empty(self) -> bool:
         return not (self.event_ids or self.writes or self.binds or self.unbinds)
 
 
-Refusal = Literal["", "duplicate", "conflict", "wiped", "bound-elsewhere", "no-room", "unknown-node"]
+Refusal = Literal["", "duplicate", "conflict", "wiped", "stale", "bound-elsewhere", "no-room", "unknown-node"]
 
 
 class CommitResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a commit did: ``ok`` (with the new ``versions`` of the writes, 0 for deletes), or why
     nothing was written. ``duplicate``: ``event_id`` was processed already and ``outputs`` are
     what it recorded. ``conflict``: ``kind``/``name`` is at ``actual``, not ``expected``.
-    ``bound-elsewhere``: ``pod`` is bound to ``node``. ``no-room``: ``node`` lacks ``missing``."""
+    ``bound-elsewhere``: ``pod`` is bound to ``node``. ``no-room``: ``node`` lacks ``missing``.
+    ``stale``: the sentinel's instance committed since ``Commit.epoch`` (another replica).
+    ``epoch``: the sentinel's commit count after this commit (or, ``stale``, before it)."""
 
     refusal: Refusal = ""
     versions: list[int] = []
+    epoch: int = 0
     event_id: str = ""
     outputs: list[Output] = []
     kind: str = ""
@@ -162,6 +169,7 @@ class CommitResult(msgspec.Struct, frozen=True, kw_only=True):
             "duplicate": f"event {self.event_id} was processed already",
             "conflict": f"{self.kind}/{self.name} is at version {self.actual}, not {self.expected}",
             "wiped": "the store lost this instance's state",
+            "stale": f"another replica of this instance committed (now at {self.epoch})",
             "bound-elsewhere": f"pod {self.pod} is bound to {self.node}",
             "no-room": f"node {self.node} lacks {self.missing}",
             "unknown-node": f"node {self.node} is not registered",

@@ -25,12 +25,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
 __all__ = [
     "BinaryNotFoundError",
+    "NatsCluster",
     "NatsServer",
     "RedisServer",
     "ServerError",
@@ -127,6 +129,11 @@ class _Server(abc.ABC):
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (benchmarks read its CPU time)."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
     @abc.abstractmethod
     def _command(self, port: int) -> list[str]:
         """The server's command line for ``port``."""
@@ -207,6 +214,16 @@ class _Server(abc.ABC):
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """End the server at once (SIGKILL: no clean shutdown), as a crash or a lost machine would."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     def __enter__(self) -> Self:
         self.start()
         return self
@@ -235,6 +252,9 @@ class NatsServer(_Server):
 
     ``sync_always=True`` fsyncs every message (``jetstream { sync_interval: always }``): durable
     against power loss, at 1-3k msg/s; the default flushes periodically like the server does.
+    ``monitor_port`` serves the HTTP monitoring endpoints (``/varz``: message counts) on loopback.
+    ``cluster`` (a name), ``cluster_port`` and ``routes`` (the other servers' cluster URLs) make it
+    one server of a NATS cluster: ``NatsCluster`` starts such a cluster.
     """
 
     name = "nats-server"
@@ -246,15 +266,37 @@ class NatsServer(_Server):
         port: int | None = None,
         *,
         sync_always: bool = False,
+        monitor_port: int | None = None,
+        cluster: str | None = None,
+        cluster_port: int | None = None,
+        routes: Sequence[str] = (),
         start_timeout: float = 15.0,
     ) -> None:
         super().__init__(data_dir, port, start_timeout)
         self.sync_always = sync_always
+        self.monitor_port = monitor_port
+        self.cluster = cluster
+        self.cluster_port = cluster_port
+        self.routes = list(routes)
+
+    @property
+    def monitor_url(self) -> str:
+        """``http://127.0.0.1:<monitor_port>``; only with ``monitor_port``."""
+        if self.monitor_port is None:
+            raise ServerError("nats-server was started without a monitor_port")
+        return f"http://{self.host}:{self.monitor_port}"
 
     def _command(self, port: int) -> list[str]:
         assert self.data_dir is not None
         store = self.data_dir / "jetstream"
         cmd = [find_nats_server(), "-a", self.host, "-p", str(port), "-n", f"hyperjob-{port}"]
+        if self.monitor_port is not None:
+            cmd += ["-m", str(self.monitor_port)]
+        if self.cluster is not None:
+            assert self.cluster_port is not None, "a clustered nats-server needs its cluster_port"
+            cmd += ["--cluster_name", self.cluster, "--cluster", f"nats://{self.host}:{self.cluster_port}"]
+            if self.routes:
+                cmd += ["--routes", ",".join(self.routes)]
         if not self.sync_always:
             return [*cmd, "-js", "-sd", str(store)]
         conf = self.data_dir / "nats-server.conf"
@@ -309,3 +351,63 @@ class RedisServer(_Server):
 
     def _answers(self, port: int) -> bool:
         return _read_line(port, b"PING\r\n").startswith(b"+PONG")
+
+
+class NatsCluster:
+    """``size`` ``nats-server -js`` processes on loopback, routed to each other as one cluster
+    (JetStream replicated by RAFT: a stream of 3 replicas survives losing one server).
+
+    ``url`` names every server, comma-separated (``NatsBus.connect`` takes it as is; clients move to
+    another server when theirs goes away). ``kill(i)`` ends server ``i`` at once; ``restart(i)``
+    starts it again on its ports with its data. Ports are fixed at construction (routes name them).
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str], size: int = 3, *, name: str = "hyperjob") -> None:
+        self.data_dir = Path(data_dir)
+        ports = [(free_port(), free_port()) for _ in range(size)]
+        routes = [f"nats://{_HOST}:{cluster_port}" for _, cluster_port in ports]
+        self.servers = [
+            NatsServer(
+                self.data_dir / f"n{i}",
+                port=port,
+                cluster=name,
+                cluster_port=cluster_port,
+                routes=[r for j, r in enumerate(routes) if j != i],
+            )
+            for i, (port, cluster_port) in enumerate(ports)
+        ]
+
+    @property
+    def url(self) -> str:
+        return ",".join(f"nats://{_HOST}:{s.port}" for s in self.servers)
+
+    def start(self) -> str:
+        started: list[NatsServer] = []
+        try:
+            for server in self.servers:
+                server.start()
+                started.append(server)
+        except BaseException:
+            for server in started:
+                server.stop()
+            raise
+        return self.url
+
+    def kill(self, index: int) -> None:
+        self.servers[index].kill()
+
+    def restart(self, index: int) -> None:
+        self.servers[index].start()
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -23,6 +23,8 @@ async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     runtime.subscribe(
         f"cluster-scheduler-{c}", subjects.gang_control(c), {events.GangControl: scheduler.on_gang_control}
     )
-    runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=Rank.REPORT)
+    # The summary is the cluster's liveness for the splitter and the global-scheduler (30 s of
+    # silence and its children fail over elsewhere): it goes out even while a long cycle runs.
+    runtime.every(scheduler.period, scheduler.report_capacity, "capacity", rank=Rank.REPORT, exclusive=False)
     runtime.every(scheduler.period, scheduler.cycle, "cycle", rank=Rank.SCHEDULE)
     return scheduler

@@ -12,6 +12,7 @@ global-scheduler. A summary of free capacity goes out every period.
 from __future__ import annotations
 
 import hashlib
+import time
 
 from hyperjob import api, events, records, schedcore
 from hyperjob.events import subjects
@@ -186,9 +187,26 @@ class ClusterScheduler:
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
         self._apply_bindings(state.bound, out)
-        decision = self.scheduler.cycle(domain.snapshot(state, self.rt.now(), self._snapshots))
+        started = time.perf_counter()  # for the log only: decisions read the runtime's clock
+        # Live, the session runs in a worker thread: the cluster's summary and beats keep flowing
+        # through a long session (a cluster silent for 30 s is declared lost and its gangs moved).
+        snapshot = domain.snapshot(state, self.rt.now(), self._snapshots)
+        decision = await self.rt.offloaded(self.scheduler.cycle, snapshot)
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
+        if out.binds or out.held or out.phases:
+            self.rt.log.info(
+                "cycle",
+                cluster=self.cluster,
+                seconds=round(time.perf_counter() - started, 3),
+                jobs=len(state.jobs),
+                binds=len(out.binds),
+                held=len(out.held),
+                phases=len(out.phases),
+                unschedulable=len(decision.unschedulable),
+                pipelined=len(decision.pipelined),
+                why=dict(sorted(decision.unschedulable.items())[:2]),
+            )
         self.nominated = {b.task: b.node for b in decision.pipelined}
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
             return
@@ -202,10 +220,10 @@ class ClusterScheduler:
     def _view(self) -> domain.ClusterView:
         incarnations = {name: view.incarnation for name, view in self.jobs.items()}
         phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
-        return domain.ClusterView(
-            nodes=self.nodes,
-            queues=self.queues,
-            jobs=self.jobs,
+        return domain.ClusterView(  # copies: watched values may change while a session runs
+            nodes=dict(self.nodes),
+            queues=dict(self.queues),
+            jobs=dict(self.jobs),
             bound=dict(self.bound),
             phases=phases,
             reservations=dict(self.reservations.rows),
@@ -301,10 +319,10 @@ class ClusterScheduler:
     async def _register_nodes(self) -> None:
         """Nodes the store's accounting does not know (or knows another size of) get registered
         before a session may bind to them."""
-        for name, node in sorted(self.nodes.items()):
-            if self.registered.get(name) != node.allocatable:
-                await self.rt.store.set_node_allocatable(self.cluster, name, node.allocatable)
-                self.registered[name] = dict(node.allocatable)
+        new = {n: dict(v.allocatable) for n, v in sorted(self.nodes.items()) if self.registered.get(n) != v.allocatable}
+        if new:
+            await self.rt.store.set_nodes_allocatable(self.cluster, new)  # one round trip for them all
+            self.registered.update(new)
 
     # -- the summary ----------------------------------------------------------------------------------
 

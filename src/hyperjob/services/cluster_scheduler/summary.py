@@ -2,7 +2,10 @@
 
 Nodes alike in what they have free, what they can ever give, their labels and their taints form
 one class with a count: a summary of 10,000 identical empty nodes is one class, and it grows only
-as the cluster's nodes come to differ.
+as the cluster's nodes come to differ. A label with more than ``MAX_LABEL_VALUES`` values in the
+cluster (a node's own NVLink domain, its leaf switch) does not split classes: its value in a class
+is ``events.VARIED_LABEL``. Without that, every node would be its own class and the summary of a
+5,000-node fleet would pass the bus's 1 MB message limit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ FABRIC_UNHEALTHY = "hyperjob.io/fabric-unhealthy"
 DEFAULT_PODS = 110.0
 # Pod shapes common enough that "how many would fit now" is worth reporting for each.
 SHAPES: dict[str, dict[str, float]] = {"1-gpu": {GPU: 1.0}, "8-gpu": {GPU: 8.0}, "1-cpu": {"cpu": 1.0}}
+MAX_LABEL_VALUES = 32
 
 
 def is_accelerator(resource: str) -> bool:
@@ -50,7 +54,7 @@ def summarize(
     (nodes alike counted once, times their number), so its cost follows how varied the cluster
     is, not how big."""
     ready = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
-    groups = classes(ready, [_free(n) for n in ready])
+    groups = classes(ready, [_free(n) for n in ready], varied_labels(ready))
     free: dict[str, float] = {}
     allocatable: dict[str, float] = {}
     accelerators: dict[str, float] = {}
@@ -79,14 +83,27 @@ def summarize(
     }
 
 
-def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events.NodeClass]:
-    """Nodes grouped by (free, allocatable, labels, taints), in the order of each class's first node."""
+def varied_labels(nodes: list[NodeRoom]) -> frozenset[str]:
+    """Label keys with more than ``MAX_LABEL_VALUES`` values among ``nodes``."""
+    values: dict[str, set[str]] = {}
+    for node in nodes:
+        for key, value in node.labels.items():
+            values.setdefault(key, set()).add(value)
+    return frozenset(k for k, v in values.items() if len(v) > MAX_LABEL_VALUES)
+
+
+def classes(
+    nodes: list[NodeRoom], frees: list[dict[str, float]], varied: frozenset[str] = frozenset()
+) -> list[events.NodeClass]:
+    """Nodes grouped by (free, allocatable, labels, taints), in the order of each class's first
+    node; the labels of ``varied`` keys count as ``events.VARIED_LABEL``."""
     found: dict[tuple[object, ...], events.NodeClass] = {}
     for node, free in zip(nodes, frees, strict=True):
+        labels = {k: events.VARIED_LABEL if k in varied else v for k, v in node.labels.items()}
         key = (
             tuple(sorted(free.items())),
             tuple(sorted(node.allocatable.items())),
-            tuple(sorted(node.labels.items())),
+            tuple(sorted(labels.items())),
             tuple(tuple(sorted(t.items())) for t in node.taints),
         )
         known = found.get(key)
@@ -95,7 +112,7 @@ def classes(nodes: list[NodeRoom], frees: list[dict[str, float]]) -> list[events
                 name=node.name,
                 free=free,
                 allocatable=dict(node.allocatable),
-                labels=dict(node.labels),
+                labels=labels,
                 taints=list(node.taints),
             )
         else:
