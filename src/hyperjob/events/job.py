@@ -61,6 +61,7 @@ class TaskScheduling(msgspec.Struct, frozen=True, kw_only=True):
     tolerations: list[dict[str, Any]] = []
     affinity: dict[str, Any] | None = None
     node_name: str = ""
+    topology_policy: str = ""
 
 
 class PodState(msgspec.Struct, frozen=True, kw_only=True, array_like=True):

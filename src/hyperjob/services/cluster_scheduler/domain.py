@@ -270,6 +270,7 @@ def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
         parent=spec.parent,
         state=queue.state,
         created=queue.created,
+        affinity=spec.affinity,
     )  # type: ignore[arg-type]
 
 
@@ -361,6 +362,7 @@ def task_info(
         created=pod.created,
         nominated_node=nominated,
         devices=devices,
+        topology_policy=s.topology_policy,
     )
 
 

@@ -226,4 +226,5 @@ def _task_scheduling(s: jm.PodScheduling) -> events.TaskScheduling:
         tolerations=[msgspec.to_builtins(t) for t in s.tolerations],
         affinity=msgspec.to_builtins(s.affinity) if s.affinity is not None else None,
         node_name=s.node_name,
+        topology_policy=s.topology_policy,
     )
