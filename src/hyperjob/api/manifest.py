@@ -56,6 +56,36 @@ def load_documents(text: str) -> list[dict[str, Any]]:
     return documents
 
 
+# Metadata the API server sets (kubectl get -o yaml shows it); kubectl apply ignores it, and so do we.
+SERVER_SET_METADATA = (
+    "ownerReferences",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generation",
+    "finalizers",
+)
+
+
+def without_server_fields(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as a user would apply it: server-set metadata and ``status`` dropped (a Queue
+    keeps ``status.state``, which says whether it is open), as kubectl does with an exported object."""
+    if not isinstance(document, dict):
+        return document
+    cleaned = {k: v for k, v in document.items() if k != "status"}
+    metadata = document.get("metadata")
+    if isinstance(metadata, dict):
+        cleaned["metadata"] = {k: v for k, v in metadata.items() if k not in SERVER_SET_METADATA}
+    status = document.get("status")
+    if document.get("kind") == "Queue" and isinstance(status, dict) and "state" in status:
+        cleaned["status"] = {"state": status["state"]}
+    return cleaned
+
+
 def decode(document: Any) -> Manifest:
     """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form, a
     Kubeflow MPIJob, PyTorchJob or TFJob as the Volcano Job that runs it (``api.kubeflow``).
