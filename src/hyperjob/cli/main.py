@@ -18,13 +18,13 @@ import yaml
 from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 
-from . import manifests, views
+from . import manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
 from .client import Client, ClientError, connect
 from .config import home, load_config
 from .offline import bench, simulate
-from .schema import schema
+from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever, services_file
 
 
@@ -76,6 +76,25 @@ main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)
 main.add_command(schema)
+
+
+@main.command()
+def version() -> None:
+    """Print the client version and the version of the submit contract it speaks."""
+    from importlib.metadata import version as installed  # noqa: PLC0415
+
+    click.echo(f"hyperjob {installed('hyperjob')} (contract {CONTRACT_VERSION}, Python {sys.version.split()[0]})")
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script (click's), e.g. `source <(hyperjob completion bash)`."""
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completer = get_completion_class(shell)
+    assert completer is not None
+    click.echo(completer(main, {}, "hyperjob", "_HYPERJOB_COMPLETE").source())
 
 
 def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -255,15 +274,14 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
         return
 
     async def work(client: Client) -> bool:
+        await preflight.check(client, found)
+        for obj in found:
+            obj.error = obj.error or await _namespace_clash(client, obj)
+        if _report_invalid(found):
+            return False
         ok = True
         for obj in found:
-            problem = await _namespace_clash(client, obj)
-            if problem:
-                click.echo(f"error: {obj.ref}: {problem}", err=True)
-                ok = False
-                continue
-            answer = await client.apply(obj.document)
-            ok = _print_answer(answer) and ok
+            ok = _print_answer(await client.apply(obj.document)) and ok
         return ok
 
     sys.exit(0 if with_client(work) else 1)
@@ -283,15 +301,21 @@ def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) ->
         if key in seen and not obj.error:
             obj.error = f"$.metadata.name: {obj.ref} is also defined in {seen[key]}"
         seen.setdefault(key, obj.source)
+    if _report_invalid(found):
+        sys.exit(1)
+    if not found:
+        raise click.ClickException(f"no objects passed to apply (in {', '.join(filenames)})")
+    return found
+
+
+def _report_invalid(found: list[manifests.Object]) -> bool:
+    """One line per invalid object, and that nothing was sent; True when there was any."""
     bad = [obj for obj in found if obj.error]
     for obj in bad:
         click.echo(f"error: {obj.source}: {obj.ref}: {obj.error}", err=True)
     if bad:
         click.echo(f"error: nothing applied: {len(bad)} of {len(found)} objects are invalid", err=True)
-        sys.exit(1)
-    if not found:
-        raise click.ClickException(f"no objects passed to apply (in {', '.join(filenames)})")
-    return found
+    return bool(bad)
 
 
 async def _namespace_clash(client: Client, obj: manifests.Object) -> str:

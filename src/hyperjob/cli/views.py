@@ -123,6 +123,7 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     """Every Volcano Job in every cluster, and plain Jobs accepted but not on a cluster yet."""
     items = []
     owners = await child_owners(client)
+    plain = {doc.name: doc for doc in await _plain_jobs(client, name)}
     for cluster in await client.cluster_names():
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
             if name and record.name != name:
@@ -145,7 +146,8 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
                     "failed": counts.failed,
                     "terminating": counts.terminating,
                     "created": record.created_at,
-                    "manifest": api.encode(record.job),
+                    # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
+                    "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
                     "pods": [
                         {"name": p.name, "phase": p.phase, "node": p.node, "restarts": p.restarts}
                         for p in sorted(record.pods.values(), key=lambda p: (p.task, p.index))
@@ -153,7 +155,7 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
                 }
             )
     placed = {i["name"] for i in items}
-    items += [_waiting_job(doc) for doc in await _plain_jobs(client, name) if doc.name not in placed]
+    items += [_waiting_job(doc) for doc in plain.values() if doc.name not in placed]
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
 
 
@@ -200,6 +202,7 @@ def job_manifest(item: dict[str, Any]) -> dict[str, Any]:
         "cluster": item["cluster"],
         "hyperJob": item["hyperJob"],
         **{k: item[k] for k in ("pending", "running", "succeeded", "failed", "terminating", "retryCount")},
+        "pods": item["pods"],
     }
     return _manifest(item["manifest"], item["created"], status)
 
