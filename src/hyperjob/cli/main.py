@@ -119,28 +119,34 @@ def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
     "--wait-timeout", type=float, default=120.0, show_default=True, help="seconds for every cluster to register"
 )
 @click.option("-d", "--detach", is_flag=True, help="run in the background; return once every cluster has registered")
-def up(config_path: str | None, wait_timeout: float, detach: bool) -> None:
+@click.option(
+    "--dashboard-port", type=int, default=8765, show_default=True, help="the web dashboard's port on 127.0.0.1 (0: any)"
+)
+@click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
+def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
     stops it all. "ready" is printed (and -d returns) only once every cluster has registered."""
     if detach:
-        _up_detached(config_path, wait_timeout)
+        options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
+        _up_detached(config_path, wait_timeout, options)
         return
     config = load_config(config_path)
     lock = HomeLock()
     try:
         lock.acquire()
-        system = System(config)
+        system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
         endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
         click.echo(
             f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
             f"{len(system.services)} service processes (logs in {home() / 'logs'})"
         )
         clusters = ", ".join(c.name for c in config.clusters)
+        dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
         run_forever(
             system,
             click.echo,
             wait_timeout,
-            ready=lambda: click.echo(f"hyperjob is ready: clusters {clusters} registered. Ctrl-C to stop."),
+            ready=lambda: click.echo(f"hyperjob is ready: clusters {clusters} registered{dashboard}. Ctrl-C to stop."),
         )
     except UpError as exc:
         raise click.ClickException(str(exc)) from None
@@ -148,12 +154,12 @@ def up(config_path: str | None, wait_timeout: float, detach: bool) -> None:
         lock.release()
 
 
-def _up_detached(config_path: str | None, wait_timeout: float) -> None:
+def _up_detached(config_path: str | None, wait_timeout: float, options: list[str]) -> None:
     if (pid := holder_pid()) is not None:
         raise click.ClickException(f"another `hyperjob up` (pid {pid}) is running in {home()}")
     home().mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "hyperjob.cli", "up", "--wait-timeout", str(wait_timeout)]
-    command += ["--config", config_path] if config_path else []
+    command += (["--config", config_path] if config_path else []) + options
     with open(home() / "up.log", "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + wait_timeout + 30
@@ -162,7 +168,10 @@ def _up_detached(config_path: str | None, wait_timeout: float) -> None:
             raise click.ClickException(f"`hyperjob up` exited ({proc.returncode}); see {home() / 'up.log'}")
         status = _services_status()
         if status.get("ready") and status.get("pid") == proc.pid:
-            click.echo(f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}); stop it with `hyperjob down`")
+            dashboard = f"; dashboard {status['dashboard']}" if status.get("dashboard") else ""
+            click.echo(
+                f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}); stop it with `hyperjob down`"
+            )
             return
         time.sleep(0.3)
     proc.terminate()

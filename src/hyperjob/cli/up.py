@@ -18,6 +18,7 @@ import asyncio
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,7 +30,7 @@ from typing import IO
 import msgspec
 
 from hyperjob.client import Client
-from hyperjob.testkit.servers import NatsServer, RedisServer
+from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
 from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home
@@ -168,6 +169,9 @@ class System:
     redis: RedisServer | None = None
     services: list[ServiceProcess] = field(default_factory=list)
     endpoints: Endpoints | None = None
+    # The dashboard's port on 127.0.0.1: None for no dashboard, 0 for any free port.
+    dashboard_port: int | None = None
+    dashboard_url: str = ""
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
         data = home()
@@ -194,6 +198,11 @@ class System:
                 ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
                 for name in CLUSTER_SERVICES
             ]
+        if self.dashboard_port is not None:
+            port = _usable_port(self.dashboard_port)
+            self.dashboard_url = f"http://127.0.0.1:{port}/"
+            env = {**base, "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
+            plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
 
     def supervise_once(self) -> list[str]:
@@ -223,6 +232,7 @@ class System:
             "ready": ready,
             "nats": self.endpoints.nats_url if self.endpoints else "",
             "redis": self.endpoints.redis_url if self.endpoints else "",
+            "dashboard": self.dashboard_url,
             "services": [s.status() for s in self.services],
         }
         partial = services_file().with_suffix(".tmp")
@@ -255,6 +265,18 @@ class System:
                 server.stop()
         for path in (endpoints_file(), services_file()):
             path.unlink(missing_ok=True)
+
+
+def _usable_port(wanted: int) -> int:
+    """``wanted`` if it is free on loopback, else any free port (a second system, a busy 8765)."""
+    if wanted:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", wanted))
+                return wanted
+            except OSError:
+                pass
+    return free_port()
 
 
 def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]:

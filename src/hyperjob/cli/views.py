@@ -149,7 +149,15 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
                     # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
                     "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
                     "pods": [
-                        {"name": p.name, "phase": p.phase, "node": p.node, "restarts": p.restarts}
+                        {
+                            "name": p.name,
+                            "phase": p.phase,
+                            "node": p.node,
+                            "restarts": p.restarts,
+                            "created": p.status.created_at,
+                            "started": p.status.started_at,
+                            "finished": p.status.finished_at,
+                        }
                         for p in sorted(record.pods.values(), key=lambda p: (p.task, p.index))
                     ],
                 }
