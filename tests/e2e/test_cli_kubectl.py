@@ -3,12 +3,13 @@ every object reported, round trips through get -o yaml, namespaces, honest comma
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .conftest import Cli
+from .conftest import HYPERJOB, REPO, Cli
 
 pytestmark = pytest.mark.e2e
 
@@ -186,3 +187,42 @@ def test_vcctl_style_kinds_and_columns(cli: Cli) -> None:
         assert cli.run("get", kind).returncode == 0, kind
     nodes = cli.run("get", "nodes", "-o", "wide").stdout.splitlines()
     assert "GPU" in nodes[0].split()
+
+
+def test_watch_prints_objects_as_they_change_and_jsonpath_picks_fields(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "j.yaml").write_text(job("watched", duration="2s"))
+    watch = subprocess.Popen(
+        [HYPERJOB, "get", "jobs", "-w"], env=cli.env, cwd=REPO, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    try:
+        assert watch.stdout is not None
+        assert watch.stdout.readline().split()[:2] == ["NAME", "CLUSTER"]
+        cli.run("apply", "-f", str(tmp_path / "j.yaml"))
+        seen: list[str] = []
+        for line in watch.stdout:  # the same job again each time its row changes, up to Completed
+            if line.startswith("watched "):
+                seen.append(line.split()[3])
+                if seen[-1] == "Completed":
+                    break
+        assert seen[0] in ("Pending", "Running") and seen[-1] == "Completed" and len(seen) >= 2
+    finally:
+        watch.terminate()
+        watch.wait(10)
+    template = '{range .items[*]}{.metadata.name}:{.status.state.phase}{"\\n"}{end}'
+    assert "watched:Completed" in cli.run("get", "jobs", "-o", f"jsonpath={template}").stdout.splitlines()
+    cli.run("delete", "job", "watched")
+
+
+def test_a_server_dry_run_says_what_apply_would_do_and_changes_nothing(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text(QUEUE)
+    assert cli.run("apply", "-f", str(tmp_path / "q.yaml"), "--dry-run=server").stdout == (
+        "queue/kubectl-q created (server dry run)\n"
+    )
+    assert "kubectl-q" not in names(cli, "queues")
+    cli.run("apply", "-f", str(tmp_path / "q.yaml"))
+    try:
+        (tmp_path / "q.yaml").write_text(QUEUE.replace("weight: 2", "weight: 5"))
+        dry = cli.run("apply", "-f", str(tmp_path / "q.yaml"), "--dry-run=server").stdout
+        assert dry == "queue/kubectl-q configured (server dry run)\n"
+    finally:
+        cli.run("delete", "queue", "kubectl-q")

@@ -18,7 +18,7 @@ import yaml
 from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 
-from . import manifests, preflight, views
+from . import jsonpath_template, manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
 from .client import Client, ClientError, connect
@@ -269,7 +269,12 @@ OUTPUTS = ["table", "wide", "name", "json", "yaml"]
 )
 @click.option("-R", "--recursive", is_flag=True, help="also the files in subdirectories of a -f directory")
 @click.option("-n", "--namespace", default=None, help="the namespace of objects that do not name one")
-@click.option("--dry-run", type=click.Choice(["none", "client"]), default="none", help="client: only check")
+@click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    help="client: check the objects alone; server: also against the running system; neither sends anything",
+)
 def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dry_run: str) -> None:
     """Create or update the objects in every -f file (multi-document YAML or JSON).
 
@@ -288,6 +293,10 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
             obj.error = obj.error or await _namespace_clash(client, obj)
         if _report_invalid(found):
             return False
+        if dry_run == "server":
+            for obj in found:
+                click.echo(f"{obj.ref} {await preflight.outcome(client, obj)} (server dry run)")
+            return True
         ok = True
         for obj in found:
             ok = _print_answer(await client.apply(obj.document)) and ok
@@ -361,11 +370,18 @@ def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
     "kind", shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)]
 )
 @click.argument("name", required=False)
-@click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", help="table, wide, name, json or yaml")
+@click.option(
+    "-o",
+    "--output",
+    default="table",
+    callback=lambda ctx, param, value: _output_format(value),
+    help="table, wide, name, json, yaml or jsonpath=TEMPLATE",
+)
 @click.option("--no-headers", is_flag=True, help="no header line in table output")
 @click.option("-n", "--namespace", default=None, help="only this namespace (default: default)")
 @click.option("-A", "--all-namespaces", is_flag=True, help="every namespace (adds a NAMESPACE column)")
 @click.option("-l", "--selector", default="", help="label selector: k=v, k!=v, k, !k (comma-separated)")
+@click.option("-w", "--watch", is_flag=True, help="after listing, print each object again whenever it changes")
 def get(
     kind: str,
     name: str | None,
@@ -374,6 +390,7 @@ def get(
     namespace: str | None,
     all_namespaces: bool,
     selector: str,
+    watch: bool,
 ) -> None:
     """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
     priorityclasses, clusters, nodes, services."""
@@ -384,10 +401,22 @@ def get(
         match = views.selector(selector)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    items = shown.read_local(name) if shown.read_local else with_client(lambda client: shown.load(client, name))
-    if shown.namespaced and not all_namespaces:
-        items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
-    items = [i for i in items if match(i.get("labels", {}))]
+
+    def chosen(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if shown.namespaced and not all_namespaces:
+            items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
+        return [i for i in items if match(i.get("labels", {}))]
+
+    async def load(client: Client | None) -> list[dict[str, Any]]:
+        if shown.read_local:
+            return chosen(shown.read_local(name))
+        assert client is not None and shown.load is not None
+        return chosen(await shown.load(client, name))
+
+    if watch:
+        with_client(lambda client: _watch_kind(client, shown, load, output, no_headers, all_namespaces))
+        return
+    items = asyncio.run(load(None)) if shown.read_local else with_client(load)
     if name and not items:
         where = f" in namespace {namespace or 'default'!r}" if shown.namespaced and not all_namespaces else ""
         raise click.ClickException(f"{shown.singular} {name!r} not found{where}")
@@ -405,24 +434,87 @@ def output_items(
     if output == "name":
         for item in items:
             click.echo(f"{shown.singular}/{item['name']}")
+    elif output.startswith("jsonpath="):
+        objects = [_object(shown, i) for i in items]
+        data = objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        try:
+            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), data))
+        except jsonpath_template.TemplateError as exc:
+            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
     elif output in ("json", "yaml"):
-        objects = [shown.manifest(i) if shown.manifest else _plain(i) for i in items]
+        objects = [_object(shown, i) for i in items]
         data: Any = (
             objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
         )
-        if output == "json":
-            click.echo(json.dumps(data, indent=2, default=str))
-        else:
-            click.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+        click.echo(_serialized(data, output))
     else:
-        header, table = shown.rows(items, output == "wide")
-        if all_namespaces and shown.namespaced:
-            header = ["NAMESPACE", *header]
-            table = [[i.get("namespace", "default"), *row] for i, row in zip(items, table, strict=True)]
+        header, table = _table(shown, items, output == "wide", all_namespaces)
         if not table and not no_headers:
             click.echo("No resources found.", err=True)
             return
         click.echo(views.table(header, table, no_headers))
+
+
+def _output_format(value: str) -> str:
+    if value in OUTPUTS or value.startswith("jsonpath="):
+        return value
+    raise click.BadParameter(f"{value!r}: one of {', '.join(OUTPUTS)} or jsonpath=TEMPLATE", param_hint="-o")
+
+
+def _object(shown: views.Kind, item: dict[str, Any]) -> dict[str, Any]:
+    return shown.manifest(item) if shown.manifest else _plain(item)
+
+
+def _serialized(data: Any, output: str) -> str:
+    if output == "json":
+        return json.dumps(data, indent=2, default=str)
+    return yaml.safe_dump(data, sort_keys=False).rstrip()
+
+
+def _table(
+    shown: views.Kind, items: list[dict[str, Any]], wide: bool, all_namespaces: bool
+) -> tuple[list[str], list[list[str]]]:
+    header, table = shown.rows(items, wide)
+    if all_namespaces and shown.namespaced:
+        header = ["NAMESPACE", *header]
+        table = [[i.get("namespace", "default"), *row] for i, row in zip(items, table, strict=True)]
+    return header, table
+
+
+async def _watch_kind(
+    client: Client,
+    shown: views.Kind,
+    load: Callable[[Client], Awaitable[list[dict[str, Any]]]],
+    output: str,
+    no_headers: bool,
+    all_namespaces: bool,
+) -> None:
+    """kubectl's -w: the list, then each object again (one line, or one document) when it changes."""
+    last: dict[tuple[str, ...], str] = {}
+    widths: list[int] = []
+    while True:
+        items = await load(client)
+        if output in ("table", "wide"):
+            header, rows = _table(shown, items, output == "wide", all_namespaces)
+            if not widths:
+                widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
+                if not no_headers:
+                    click.echo("   ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip())
+            lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        elif output == "name":
+            lines = [f"{shown.singular}/{i['name']}" for i in items]
+        else:
+            lines = [_serialized(_object(shown, i), output) + ("" if output == "json" else "\n---") for i in items]
+        current = {_key(i): line for i, line in zip(items, lines, strict=True)}
+        for key, line in current.items():
+            if last.get(key) != line and (output != "name" or key not in last):
+                click.echo(line)
+        last = current
+        await asyncio.sleep(1.0)
+
+
+def _key(item: dict[str, Any]) -> tuple[str, ...]:
+    return (item.get("namespace", ""), item.get("cluster", ""), item["name"])
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:

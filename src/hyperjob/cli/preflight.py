@@ -41,6 +41,20 @@ async def check(client: Client, objects: list[Object]) -> None:
             classes = {**classes, manifest.metadata.name: doc}
 
 
+async def outcome(client: Client, obj: Object) -> str:
+    """What applying ``obj`` would report: created, configured or unchanged (as the splitter
+    compares: the stored manifest against the new one, both as ``api.encode`` writes them)."""
+    manifest = api.encode(api.decode(obj.document))
+    kind, doc_type = {
+        "Queue": (records.QUEUE, records.QueueDoc),
+        "PriorityClass": (records.PRIORITY_CLASS, records.PriorityClassDoc),
+    }.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
+    existing = await client.doc(kind, obj.name, doc_type)
+    if existing is None:
+        return "created"
+    return "unchanged" if existing.manifest == manifest else "configured"
+
+
 def _check(manifest: api.Manifest, cfg: domain.Config) -> None:
     if isinstance(manifest, api.Queue):
         domain.check_queue(manifest, cfg)

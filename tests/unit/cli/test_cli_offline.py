@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hyperjob.cli import manifests, up, views
+from hyperjob.cli import jsonpath_template, manifests, up, views
 from hyperjob.cli.config import UpConfig
 from hyperjob.cli.main import main
 
@@ -284,3 +284,34 @@ def test_a_crashed_service_is_restarted_with_back_off_and_shown(home: Path) -> N
     system.services[0].proc.wait()  # type: ignore[union-attr]
     assert "restarting in 2s" in system.supervise_once()[0]  # the back-off doubles
     system.stop()
+
+
+# -- -o jsonpath=TEMPLATE ------------------------------------------------------------------------------
+
+LIST = {
+    "kind": "List",
+    "items": [
+        {"metadata": {"name": "a"}, "status": {"phase": "Running", "ready": True}},
+        {"metadata": {"name": "b"}, "status": {"phase": "Failed", "ready": False}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("template", "printed"),
+    [
+        ("{.items[*].metadata.name}", "a b"),
+        ('{range .items[*]}{.metadata.name}={.status.phase}{"\\n"}{end}', "a=Running\nb=Failed\n"),
+        ('{.items[?(@.status.phase=="Failed")].metadata.name}', "b"),
+        ("names: {.items[0].metadata.name}, {.items[1].status.ready}", "names: a, false"),
+        ("{.items[0].status}", '{"phase":"Running","ready":true}'),
+    ],
+)
+def test_jsonpath_templates_as_kubectl_prints_them(template: str, printed: str) -> None:
+    assert jsonpath_template.render(template, LIST) == printed
+
+
+@pytest.mark.parametrize("template", ["{range .items[*]}{.a}", "{.a}{end}", "{.a"])
+def test_bad_jsonpath_templates_are_refused(template: str) -> None:
+    with pytest.raises(jsonpath_template.TemplateError):
+        jsonpath_template.render(template, LIST)
