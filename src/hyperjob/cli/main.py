@@ -494,21 +494,26 @@ async def _watch_kind(
     widths: list[int] = []
     while True:
         items = await load(client)
+        shown_lines: list[str] | None = None
         if output in ("table", "wide"):
             header, rows = _table(shown, items, output == "wide", all_namespaces)
             if not widths:
                 widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
                 if not no_headers:
                     click.echo("   ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip())
-            lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+            shown_lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+            # A row is printed again when it changed, not when only its age did.
+            ticking = {i for i, column in enumerate(header) if column in ("AGE", "UPTIME", "REPORTED")}
+            lines = ["\0".join(c for i, c in enumerate(row) if i not in ticking) for row in rows]
         elif output == "name":
             lines = [f"{shown.singular}/{i['name']}" for i in items]
         else:
             lines = [_serialized(_object(shown, i), output) + ("" if output == "json" else "\n---") for i in items]
         current = {_key(i): line for i, line in zip(items, lines, strict=True)}
+        printed = dict(zip(current, shown_lines or lines, strict=True))
         for key, line in current.items():
             if last.get(key) != line and (output != "name" or key not in last):
-                click.echo(line)
+                click.echo(printed[key])
         last = current
         await asyncio.sleep(1.0)
 
