@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonpath
-
 # A {...} group; quoted strings inside may hold braces.
 _GROUP = re.compile(r"""\{((?:[^{}"']|"(?:\\.|[^"\\])*"|'[^']*')*)\}""")
 
@@ -77,6 +75,8 @@ def _values(expression: str, current: Any) -> list[Any]:
         return [expression[1:-1].encode().decode("unicode_escape")]
     if expression in ("@", "$"):
         return [current]
+    import jsonpath  # noqa: PLC0415 - only -o jsonpath needs it, and it takes a while to import
+
     path = "$" + expression.removeprefix("@").removeprefix("$")
     try:
         return list(jsonpath.findall(path, current))
