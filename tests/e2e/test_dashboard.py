@@ -62,7 +62,8 @@ def test_a_hyperjobs_page_shows_its_children_pods_and_timeline_live(
     cli: Cli, running_hyperjob: str, browser: Browser, tmp_path: Path
 ) -> None:
     browser.open(f"{dashboard_url(cli)}#/hyperjobs/{running_hyperjob}")
-    browser.wait_for("document.querySelector('#gantt') !== null")
+    # Drawn, and connected to the event stream (the first paint may come from /api/snapshot).
+    browser.wait_for("document.querySelector('#gantt') !== null && document.getElementById('live').className === 'on'")
     dom = browser.html()
     assert f"HyperJob {NAME}" in dom
     assert 'id="live" class="on"' in dom  # the page got its data from the event stream
