@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Packages mypy --strict keeps clean (issue 15: the whole tree, package by package).
+TYPED := src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator
 
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools
 
@@ -24,6 +26,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff format --check --quiet src tests
 	$(BIN)/ruff check --quiet src tests
+	$(BIN)/mypy $(TYPED)
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 

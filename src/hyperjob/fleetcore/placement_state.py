@@ -15,7 +15,8 @@ and the commands for the driver; an event that does not apply changes nothing.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import msgspec
 
@@ -155,7 +156,8 @@ def _removed(p: Placement, e: Removed) -> tuple[Placement | None, list[Placement
     return Placement(reason=e.refused or QUEUE_WAIT), [Announce(reason=e.refused)] if e.refused else []
 
 
-_HANDLERS = {
+Handler = Callable[[Placement, Any], tuple[Placement | None, list[PlacementCommand]]]
+_HANDLERS: dict[tuple[str, type], Handler] = {
     ("Waiting", Requested): _request,
     ("Unplaced", Requested): _request,
     ("Removing", Requested): _request,

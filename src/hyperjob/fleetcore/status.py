@@ -154,7 +154,7 @@ def _phase(
         return "Terminating"
     if conditions:
         return "Completed" if conditions[0].type == "Completed" else "Failed"
-    if lifecycle not in ("Active", "Resuming"):
+    if lifecycle == "Suspended" or lifecycle == "Restarting":
         return lifecycle
     if hyperjob.spec.child_failure_policy == "FailHyperJob" and any(c.phase == "Failed" for c in children):
         return "Failed"  # the others are being aborted; the condition follows once all are terminal

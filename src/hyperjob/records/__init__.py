@@ -16,6 +16,7 @@
 | ``binding@<cluster>``      | cluster-scheduler  | the store's resource accounting (not a document) |
 | ``hjspec``, ``hjstatus``   | status-aggregator  | what it knows of each HyperJob, and the status   |
 | ``agentpod@<agent>``       | node-agent         | the pods it runs                                 |
+| ``agentdown@<agent>``      | node-agent         | the nodes an injected fault took down            |
 
 A service reads only its own kinds (from memory; the store only to start). The CLI and the
 simulator read any of them to show the system's state. Pure: no I/O.

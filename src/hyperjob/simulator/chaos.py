@@ -219,9 +219,9 @@ class Chaos:
             nodes = await engine.store.nodes(cluster.name)
             booked: dict[str, dict[str, float]] = {}
             for binding in (await engine.store.allocations(cluster.name)).values():
-                node = booked.setdefault(binding.node, {})
+                on_node = booked.setdefault(binding.node, {})
                 for resource, amount in binding.request.items():
-                    node[resource] = node.get(resource, 0.0) + amount
+                    on_node[resource] = on_node.get(resource, 0.0) + amount
             for node, request in booked.items():
                 allocatable = nodes[node].allocatable if node in nodes else {}
                 over = sorted(

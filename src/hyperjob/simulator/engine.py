@@ -12,7 +12,7 @@ for ``IDLE`` seconds; ``time`` is then the last instant at which something happe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperjob import api, events
 from hyperjob.bus import InMemoryBus, InstanceCrash, Member
@@ -25,6 +25,9 @@ from . import observe
 from .fleet import InstancePlan, plan_instances
 from .scenario import Scenario, TimedEvent
 from .timing import Agenda, SimClock, SimTimers
+
+if TYPE_CHECKING:  # chaos drives the engine: it imports this module
+    from .chaos import Chaos
 
 # Without ``until``: the run ends once this long has passed with nothing scheduled or happening
 # (long enough for every silence rule to play out: a cluster is lost after 30 s).
@@ -44,7 +47,7 @@ JOB_ACTIONS = {
 class Engine:
     """One run of one scenario; ``await run()`` returns the result object."""
 
-    def __init__(self, scenario: Scenario, chaos: Any = None) -> None:
+    def __init__(self, scenario: Scenario, chaos: Chaos | None = None) -> None:
         self.scenario = scenario
         self.chaos = chaos
         self.clock = SimClock()
@@ -73,7 +76,7 @@ class Engine:
         runtime = Runtime(
             plan.service,
             plan.name,
-            self.bus,
+            self.bus_for(plan),
             self.store,
             clock=self.clock,
             timers=SimTimers(self.agenda, plan.name),
@@ -87,6 +90,10 @@ class Engine:
             self.owner[id(member)] = plan.name
             member.paused = plan.cluster in self.down
         self._members_changed()
+
+    def bus_for(self, plan: InstancePlan) -> Any:
+        """The bus an instance talks to: the fleet's (a test may put a view in between)."""
+        return self.bus
 
     async def restart(self, name: str) -> None:
         """The instance died: its successor starts from what the store holds, as a new process would."""
@@ -224,7 +231,7 @@ class Engine:
 
     async def seed(self) -> None:
         """The scenario's queues and priority classes, as if applied before its first event."""
-        manifests = [*self.scenario.priority_classes, *self.scenario.queues]
+        manifests: list[api.PriorityClass | api.Queue] = [*self.scenario.priority_classes, *self.scenario.queues]
         for i, manifest in enumerate(manifests):
             self.publish(subjects.APPLY, events.ApplyManifest, f"seed/{i}", manifest=api.encode(manifest))
         await self.quiesce()

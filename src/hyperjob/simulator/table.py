@@ -69,7 +69,7 @@ def _queue_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
 
 
 def _event_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for e in result.get("events", []):
         where = "/".join(p for p in (e["cluster"], e["node"]) if p) or "-"
         rows.append((_time(e["time"]), e["type"], e["object"], where, e["phase"] or "-", e["reason"] or "-"))

@@ -213,3 +213,12 @@ def test_a_child_whose_name_is_taken_waits_and_the_plain_job_stays() -> None:
     assert jobs(result) == {"hj-job-0": ("Running", "cluster-a")}
     assert next(j for j in result["jobs"])["hyperJob"] is None
     assert hyperjob(result)["phase"] == "Admitted" and hyperjob(result)["splitCount"] == 0
+
+
+def test_a_lost_cluster_that_comes_back_after_the_move_does_not_change_the_status() -> None:
+    # At 55 s cluster-b is back and terminates its copy of hj-job-1, which runs on cluster-c
+    # since 40 s: that copy's news is not the child's.
+    result = run("  - {at: 10s, clusterDown: {cluster: cluster-b}}\n  - {at: 55s, clusterUp: {cluster: cluster-b}}\n")
+    assert jobs(result)["hj-job-1"] == ("Running", "cluster-c")
+    phases = [(e["time"], e["phase"]) for e in result["events"] if e["type"] == "HyperJobPhaseChanged"]
+    assert phases[-2:] == [(40.0, "Admitted"), (41.0, "Running")] and hyperjob(result)["phase"] == "Running"

@@ -25,6 +25,12 @@ class RunningPod(msgspec.Struct, frozen=True, kw_only=True):
     restarts: int = 0
 
 
+class DownNode(msgspec.Struct, frozen=True, kw_only=True):
+    """A node an injected ``node-down`` fault took down, until its ``node-up``."""
+
+    since: float
+
+
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     """A pod phase to report: Running, Succeeded, Failed or Deleted."""
 

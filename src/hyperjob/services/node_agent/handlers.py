@@ -4,7 +4,9 @@ In simulate mode a pod finishes on time (a timer at its end); in exec mode it ru
 a local process (``execpods``) and finishes when the process exits. Running pods are a table of
 the agent's own (``agentpod@<agent>``), so a simulating agent that restarts picks its pods up
 again and finishes them on time; an exec agent that restarts cannot re-attach to the processes
-it lost, so it kills what is left of them and reports those pods Failed (137).
+it lost, so it kills what is left of them and reports those pods Failed (137). The nodes an
+injected fault took down are a table too (``agentdown@<agent>``): neither a restart nor a
+redelivered fault brings a node back before its ``node-up``.
 
 What the agent says about its nodes: a ``NodeStatus`` for each node when it changes (allocatable,
 labels, readiness, the health verdict of its GPUs and fabric), and one ``AgentHeartbeat`` per
@@ -66,7 +68,7 @@ class NodeAgent:
         # "never": a pod without a sim duration runs until it is stopped (the simulator's default).
         self.default_duration = None if settings.pod_duration == "never" else api.parse_duration(settings.pod_duration)
         self.pods = runtime.table(f"agentpod@{agent}", domain.RunningPod)
-        self.down: dict[str, float] = {}  # node -> when it went down (an injected fault)
+        self.down = runtime.table(f"agentdown@{agent}", domain.DownNode)  # taken down by an injected fault
         self.health: dict[str, hwprobe.NodeHealth] = {}
         self.reported: dict[str, tuple[object, ...]] = {}  # node -> the status last published
         self._reported_inputs: dict[str, tuple[object, ...]] = {}  # node -> what that status was made of
@@ -199,9 +201,11 @@ class NodeAgent:
             self.rt.log.info("fault_for_another_agent", node=msg.node, kind=msg.kind)
             return None
         if msg.kind == "node-down":
-            self.down.setdefault(msg.node, self.rt.now())
+            if msg.node not in self.down:
+                self.down.put(msg.node, domain.DownNode(since=self.rt.now()))
         elif msg.kind == "node-up":
-            if self.down.pop(msg.node, None) is not None:
+            if msg.node in self.down:
+                self.down.delete(msg.node)
                 self.rearm()  # its pods' clocks run again
         else:
             fault = Fault(kind=msg.kind, node=msg.node, gpu=msg.gpu, xid=msg.xid, device=msg.device, port=msg.port)

@@ -32,8 +32,10 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     phase: str = "Pending"
     status: dict[str, object] = {}
     updated_at: float = 0.0
+    # The latest news of each child on each cluster (``news_key``): a child that moved has a copy
+    # on the cluster it left, whose news (it terminates once that cluster is back) is not the child's.
     children: dict[str, fleetcore.ChildStatus] = {}
-    attempts: dict[str, int] = {}  # the plan attempt each child's news is about
+    attempts: dict[str, int] = {}  # the plan attempt each child's news is about (same keys)
     waiting_reason: str = ""
     restarts: int = 0  # the owner's restart count this status reflects
     lifecycle: str = "Active"  # the owner's lifecycle as settled on this status's view of the children
@@ -53,6 +55,10 @@ def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> Sp
         admitted=current.admitted if current else False,
         attempt=msg.attempt,
     )
+
+
+def news_key(child: str, cluster: str) -> str:
+    return f"{child}@{cluster}"
 
 
 def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
@@ -78,16 +84,7 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     hyperjob = api.decode(spec.manifest)
     assert isinstance(hyperjob, api.HyperJob)
     hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
-    children = [
-        replace(doc.children[ref.name], replicas=ref.replicas, cluster=ref.cluster or doc.children[ref.name].cluster)
-        if ref.name in doc.children
-        and doc.children[ref.name].cluster in ("", ref.cluster)
-        and _of_current_plan(doc.attempts.get(ref.name, 0), spec.attempt)
-        else fleetcore.ChildStatus(
-            name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas
-        )
-        for ref in spec.children
-    ]
+    children = [_child_status(doc, ref, spec.attempt) for ref in spec.children]
     # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts
     # over. Children's news and the owner's commands travel on different streams, so a child that a
     # suspend aborted may be heard of before the suspend itself: its condition must not stick.
@@ -113,6 +110,17 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
         updated_at=now,
         restarts=spec.restarts,
         lifecycle=lifecycle,
+    )
+
+
+def _child_status(doc: AggregateDoc, ref: events.ChildRef, attempt: int) -> fleetcore.ChildStatus:
+    """The child as the plan places it: the news from its cluster, if of the plan in force."""
+    key = news_key(ref.name, ref.cluster)
+    news = doc.children.get(key) if ref.cluster else None
+    if news is not None and _of_current_plan(doc.attempts.get(key, 0), attempt):
+        return replace(news, replicas=ref.replicas)
+    return fleetcore.ChildStatus(
+        name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas
     )
 
 

@@ -47,14 +47,15 @@ class StatusAggregator:
         if not msg.hyperjob or msg.hyperjob not in self.specs:
             return
         doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
-        if msg.attempt and msg.attempt < doc.attempts.get(msg.job, 0):
+        key = domain.news_key(msg.job, msg.cluster)
+        if msg.attempt and msg.attempt < doc.attempts.get(key, 0):
             return  # news of the child an earlier plan attempt dispatched, arriving late
         self.statuses.put(
             msg.hyperjob,
             replace(
                 doc,
-                children={**doc.children, msg.job: domain.child_news(msg)},
-                attempts={**doc.attempts, msg.job: msg.attempt},
+                children={**doc.children, key: domain.child_news(msg)},
+                attempts={**doc.attempts, key: msg.attempt},
             ),
         )
         self.dirty.add(msg.hyperjob)

@@ -1,0 +1,232 @@
+"""Who may publish what: least privilege for every role, for the NATS server to enforce.
+
+Every service instance, the CLI's user and the operator is meant to be a NATS user whose publish
+permissions are the subjects its role produces (``GRANTS``, rendered for the server by
+``nats_permissions``), so that a forged message is refused by the server, not by the good will
+of whoever consumes it:
+
+- a node-agent reports pods, node status, heartbeats and telemetry of its own cluster only (it
+  cannot complete another cluster's job or register a node somewhere else);
+- only the CLI's user submits, deletes and commands; only the splitter publishes configuration;
+  only a cluster's own services speak for that cluster;
+- a service acknowledges, reads from and resets only its own durable consumers, and nobody but
+  the operator creates, changes, purges or deletes a stream.
+
+``reads`` lists what a role consumes, watches or reads the last value of. JetStream delivers
+through consumers, so reads are not confidential between services (any service may read any
+stream); they are declared so that the simulator's traffic can be checked against them and the
+roles read as documentation. Placeholders: ``{cluster}`` (the instance's cluster) and
+``{instance}`` (its instance name).
+
+With these permissions a service can no longer create or update streams: whoever starts the
+system (the operator's user) declares them first.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Role = Literal[
+    "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
+    "operator",
+]  # fmt: skip
+
+
+class Grant(msgspec.Struct, frozen=True, kw_only=True):
+    """What one role may do: subjects it publishes, subjects it reads, its durable consumers."""
+
+    publishes: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+    durables: tuple[str, ...] = ()  # suffixes after the instance name ("" is the instance's own)
+
+    def of(self, *, cluster: str = "", instance: str = "") -> Grant:
+        """The grant with an instance's placeholders filled in."""
+
+        def fill(patterns: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(p.replace("{cluster}", cluster).replace("{instance}", instance) for p in patterns)
+
+        return Grant(
+            publishes=fill(self.publishes),
+            reads=fill(self.reads),
+            durables=tuple(instance + suffix for suffix in self.durables),
+        )
+
+
+# What every service instance does besides its own work: announce itself, keep its changelog,
+# take operator commands, dead-letter what it cannot handle.
+_INSTANCE_PUBLISHES = ("admin.instance.{instance}", "state.{instance}.>")
+_INSTANCE_READS = ("admin.command.{instance}", "state.{instance}.>")
+
+GRANTS: dict[Role, Grant] = {
+    "splitter": Grant(
+        publishes=(
+            "hj.result.*", "hj.hyperjob.spec", "hj.hyperjob.deleted", "cfg.>",
+            "sched.owner.submitted", "sched.owner.withdrawn", "sched.owner.lifecycle",
+            "sched.child.place", "sched.child.unplace", "sched.child.move", "sched.child.waiting",
+            "sched.child.command.*",
+        ),
+        reads=(
+            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
+        ),
+        durables=("", "-admin", "-sched", "-children"),
+    ),
+    "global-scheduler": Grant(
+        publishes=(
+            "sched.owner.admitted", "sched.child.dispatch.*", "sched.child.remove.*", "sched.child.waiting",
+            "sched.gang.control.*", "sched.gang.retry",
+        ),
+        reads=(
+            "sched.owner.submitted", "sched.owner.withdrawn", "sched.owner.lifecycle", "sched.child.place",
+            "sched.child.unplace", "sched.child.move", "sched.reservation.held", "sched.podgroup.phase.*",
+            "job.phase.*", "job.removed.*", "capacity.cluster.*", "cfg.>",
+        ),
+        durables=("", "-admin", "-jobs", "-podgroups"),
+    ),
+    "status-aggregator": Grant(
+        publishes=("hj.hyperjob.status",),
+        reads=("hj.hyperjob.spec", "hj.hyperjob.deleted", "job.phase.*", "sched.child.waiting", "sched.owner.admitted"),
+        durables=("", "-admin", "-jobs", "-sched"),
+    ),
+    "cluster-scheduler": Grant(
+        publishes=(
+            "capacity.cluster.{cluster}", "sched.podgroup.phase.{cluster}", "sched.pods.bound.{cluster}",
+            "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}", "sched.reservation.held",
+        ),
+        reads=(
+            "cfg.>", "heartbeat.{cluster}.*", "nodestatus.{cluster}.*", "jobstate.{cluster}.>",
+            "sched.gang.control.{cluster}",
+        ),
+        durables=("", "-admin"),
+    ),
+    "job-controller": Grant(
+        publishes=(
+            "job.phase.{cluster}", "job.removed.{cluster}", "job.pods.start.{cluster}", "job.pods.stop.{cluster}",
+            "jobstate.{cluster}.>",
+        ),
+        reads=(
+            "cfg.>", "node.pods.phase.{cluster}", "sched.child.dispatch.{cluster}", "sched.child.remove.{cluster}",
+            "sched.child.command.{cluster}", "sched.podgroup.phase.{cluster}", "sched.pods.bound.{cluster}",
+            "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}",
+        ),
+        durables=("", "-admin", "-nodes"),
+    ),
+    "node-agent": Grant(
+        publishes=(
+            "node.pods.phase.{cluster}", "nodestatus.{cluster}.*", "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
+        ),
+        reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}"),
+        durables=("", "-admin", "-faults"),
+    ),
+    # A person with the CLI: submits, deletes and commands, reads everything (get, describe, watch).
+    "user": Grant(
+        publishes=("hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command"),
+        reads=(">",),
+    ),
+    # The operator: also rebuilds services, injects faults, manages streams and dead letters.
+    "operator": Grant(
+        publishes=(
+            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "admin.command.*", "node.fault.*", "dlq.>",
+        ),
+        reads=(">",),
+    ),
+}  # fmt: skip
+
+SERVICE_ROLES: tuple[Role, ...] = (
+    "splitter",
+    "global-scheduler",
+    "status-aggregator",
+    "cluster-scheduler",
+    "job-controller",
+    "node-agent",
+)
+PER_CLUSTER: frozenset[Role] = frozenset({"cluster-scheduler", "job-controller", "node-agent"})
+
+
+def grant(role: Role, *, cluster: str = "", instance: str = "") -> Grant:
+    """The grant of one instance (``instance`` defaults to the role, or ``<role>-<cluster>``)."""
+    if role in PER_CLUSTER and not cluster:
+        raise ValueError(f"a {role} serves one cluster: say which")
+    instance = instance or (f"{role}-{cluster}" if cluster else role)
+    base = GRANTS[role]
+    if role in SERVICE_ROLES:
+        base = Grant(
+            publishes=base.publishes + _INSTANCE_PUBLISHES,
+            reads=base.reads + _INSTANCE_READS,
+            durables=base.durables,
+        )
+    return base.of(cluster=cluster, instance=instance)
+
+
+def matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: ``*`` is one token, a final ``>`` one or more; ``subject`` may itself
+    be a filter (``a.*`` is matched by ``a.*`` and ``a.>``, not by ``a.b``)."""
+    p, s = pattern.split("."), subject.split(".")
+    for i, token in enumerate(p):
+        if token == ">":
+            return len(s) > i
+        if i >= len(s) or s[i] == ">" or (token != "*" and token != s[i]):
+            return False
+    return len(p) == len(s)
+
+
+def may_publish(g: Grant, subject: str) -> bool:
+    return any(matches(p, subject) for p in g.publishes)
+
+
+def may_read(g: Grant, subject_filter: str) -> bool:
+    return any(matches(p, subject_filter) for p in g.reads)
+
+
+# JetStream's API, as a client uses it: reads of streams and consumers, and the inbox replies.
+_JS_READ = (
+    "$JS.API.INFO",
+    "$JS.API.STREAM.INFO.*",
+    "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.MSG.GET.*",
+    "$JS.API.DIRECT.GET.>",
+    "$JS.API.CONSUMER.CREATE.*",  # ephemeral (ordered) consumers of watches
+    "$JS.FC.>",  # their flow-control replies
+)
+_JS_STREAM_ADMIN = (
+    "$JS.API.STREAM.CREATE.*",
+    "$JS.API.STREAM.UPDATE.*",
+    "$JS.API.STREAM.PURGE.*",
+    "$JS.API.STREAM.DELETE.*",
+    "$JS.API.CONSUMER.DELETE.*.*",
+    "$JS.API.CONSUMER.CREATE.*.>",
+    "$JS.API.CONSUMER.DURABLE.CREATE.*.*",
+    "$JS.API.CONSUMER.MSG.NEXT.*.*",
+    "$JS.API.CONSUMER.INFO.*.*",
+    "$JS.ACK.>",
+)
+
+
+def _durable_api(durable: str) -> tuple[str, ...]:
+    """What a service may do with one of its own durable consumers (on whichever stream)."""
+    return (
+        f"$JS.API.CONSUMER.CREATE.*.{durable}",
+        f"$JS.API.CONSUMER.CREATE.*.{durable}.>",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.*.{durable}",
+        f"$JS.API.CONSUMER.INFO.*.{durable}",
+        f"$JS.API.CONSUMER.MSG.NEXT.*.{durable}",
+        f"$JS.API.CONSUMER.DELETE.*.{durable}",  # reset for a rebuild
+        f"$JS.ACK.*.{durable}.>",
+        f"dlq.{durable}",
+    )
+
+
+def nats_permissions(role: Role, *, cluster: str = "", instance: str = "") -> dict[str, dict[str, list[str]]]:
+    """The ``permissions`` block of a nats-server user for one instance of ``role``: publish only
+    what the role produces (plus the JetStream API for its own consumers), subscribe only to
+    replies — JetStream delivers consumed messages to the consumer's inbox."""
+    g = grant(role, cluster=cluster, instance=instance)
+    publish = [*g.publishes, *_JS_READ]
+    for durable in g.durables:
+        publish += _durable_api(durable)
+    if role == "operator":
+        publish += _JS_STREAM_ADMIN
+    return {"publish": {"allow": publish}, "subscribe": {"allow": ["_INBOX.>"]}}
