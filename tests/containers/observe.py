@@ -56,9 +56,13 @@ class Cli:
         return done
 
     def json(self, *args: str) -> Any:
-        """The command's JSON output, or None while the system cannot answer (during a fault)."""
+        """The command's JSON output as flat views (as tests/e2e/conftest.py's ``Cli.json``), or
+        None while the system cannot answer (during a fault)."""
         done = self.run(*args, "-o", "json", check=False, timeout=30)
-        return json.loads(done.stdout) if done.returncode == 0 else None
+        if done.returncode != 0:
+            return None
+        data = json.loads(done.stdout)
+        return [view(item) for item in data["items"]] if data.get("kind") == "List" else view(data)
 
     def phase(self, hyperjob: str) -> str | None:
         found = self.json("get", "hyperjobs", hyperjob)
@@ -296,3 +300,14 @@ def stream_replicas(nats_urls: list[str]) -> dict[str, int]:
             await nc.close()
 
     return asyncio.run(read())
+
+
+def view(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as ``get -o json`` prints it (kubectl's shape), its status fields next to its name."""
+    if "metadata" not in obj:
+        return obj
+    status = obj.get("status", {})
+    flat = {"name": obj["metadata"]["name"], **status, "status": status}
+    if isinstance(status.get("state"), dict):  # a Volcano Job's status.state.phase
+        flat["phase"] = status["state"]["phase"]
+    return flat

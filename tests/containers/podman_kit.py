@@ -232,7 +232,8 @@ class ComposeSystem:
         self.project = project
         self.files = [COMPOSE_FILE, TEST_OVERRIDE, *extra_files]
         self.ports = {
-            name: free_port() for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP")
+            name: free_port()
+            for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP", "DASHBOARD")
         }
         self.env = {
             **environment(),

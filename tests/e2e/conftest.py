@@ -34,6 +34,15 @@ class Cli:
         return done
 
     def json(self, *args: str) -> Any:
+        """``get ... -o json`` as flat views: each object's status fields (``phase``, ``placement``,
+        ``running`` ...) at the top next to its ``name``; a List as the list of its items."""
+        data = json.loads(self.run(*args, "-o", "json").stdout)
+        if data.get("kind") == "List":
+            return [view(item) for item in data["items"]]
+        return view(data)
+
+    def manifests(self, *args: str) -> Any:
+        """``get ... -o json`` as printed (kubectl's shape)."""
         return json.loads(self.run(*args, "-o", "json").stdout)
 
     @contextlib.contextmanager
@@ -56,6 +65,20 @@ class Cli:
                 return last
             time.sleep(0.5)
         raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {last!r}")
+
+
+def view(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as ``get -o json`` prints it, flattened for assertions (kinds that are not API
+    objects, such as clusters and nodes, are printed flat already)."""
+    if "metadata" not in obj:
+        return obj
+    status = obj.get("status", {})
+    flat = {"name": obj["metadata"]["name"], **status, "status": status}
+    if isinstance(status.get("state"), dict):  # a Volcano Job's status.state.phase
+        flat["phase"] = status["state"]["phase"]
+    if "nodeName" in obj.get("spec", {}):  # a pod
+        flat["node"] = obj["spec"]["nodeName"]
+    return flat
 
 
 @contextlib.contextmanager

@@ -93,5 +93,5 @@ def _state(cli: Cli) -> dict[str, object]:
     return {
         "hyperjobs": sorted((h["name"], h["phase"]) for h in cli.json("get", "hyperjobs")),
         "jobs": sorted((j["name"], j["phase"]) for j in cli.json("get", "jobs")),
-        "queues": cli.json("get", "queues"),
+        "queues": sorted((q["name"], q["state"]) for q in cli.json("get", "queues")),
     }

@@ -23,7 +23,7 @@ from .hyperjob import (
     user_path,
 )
 from .job import Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
-from .manifest import Manifest, decode, encode, load, load_documents
+from .manifest import SERVER_SET_METADATA, Manifest, decode, encode, load, load_documents, without_server_fields
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
@@ -89,6 +89,8 @@ __all__ = [
     "encode",
     "load",
     "load_documents",
+    "without_server_fields",
+    "SERVER_SET_METADATA",
     "normalize",
     "parse_duration",
     "parse_quantity",

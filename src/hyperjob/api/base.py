@@ -17,7 +17,11 @@ class Spec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+# A DNS-1123 label, as Kubernetes and Volcano's webhook require of a Job's name (its pods and
+# services are named after it): lower-case alphanumerics and '-', at most 63 characters.
+DNS_LABEL_MAX = 63
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=DNS_LABEL_MAX, pattern=DNS_LABEL_PATTERN)]
 Quantity = str | int | float
 QuantityMap = dict[str, Quantity]
 Opaque = dict[str, Any]
@@ -25,7 +29,7 @@ Opaque = dict[str, Any]
 
 class ObjectMeta(Spec, frozen=True, kw_only=True):
     name: Name
-    namespace: str = "default"
+    namespace: Name = "default"
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     generation: int = 0

@@ -42,10 +42,14 @@ SHORT_KINDS = {
 _WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_documents(text: str) -> list[dict[str, Any]]:
     """Split multi-document YAML (JSON is YAML too); empty documents are skipped."""
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        # libyaml's loader where present: the pure-Python one takes minutes on a few megabytes.
+        documents = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -53,7 +57,47 @@ def load_documents(text: str) -> list[dict[str, Any]]:
     for i, document in enumerate(documents):
         if not isinstance(document, dict):
             raise ManifestError(f"$[{i}]", "a manifest must be a mapping with apiVersion, kind, metadata and spec")
-    return documents
+    return [item for document in documents for item in _list_items(document)]
+
+
+def _list_items(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ``kind: List`` (what ``get -o yaml`` prints for several objects) stands for its items."""
+    if document.get("kind") != "List" or not isinstance(document.get("items"), list):
+        return [document]
+    items = document["items"]
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ManifestError(
+                f"$.items[{i}]", "a manifest must be a mapping with apiVersion, kind, metadata and spec"
+            )
+    return items
+
+
+# Metadata the API server sets (kubectl get -o yaml shows it); kubectl apply ignores it, and so do we.
+SERVER_SET_METADATA = (
+    "ownerReferences",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generation",
+    "finalizers",
+)
+
+
+def without_server_fields(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as a user would apply it: server-set metadata and ``status`` dropped, as kubectl
+    does with an exported object (a Queue is opened or closed by command, not by its status)."""
+    if not isinstance(document, dict):
+        return document
+    cleaned = {k: v for k, v in document.items() if k != "status"}
+    metadata = document.get("metadata")
+    if isinstance(metadata, dict):
+        cleaned["metadata"] = {k: v for k, v in metadata.items() if k not in SERVER_SET_METADATA}
+    return cleaned
 
 
 def decode(document: Any) -> Manifest:
@@ -73,10 +117,19 @@ def decode(document: Any) -> Manifest:
     if struct_type is None:
         known = ", ".join(f"{k} ({v})" for v, k in KINDS)
         raise ManifestError("$.kind", f"unknown kind {kind!r} in {api_version!r}; known: {known}")
-    document = with_default_requests(document)
+    document = with_default_requests(_without_default_namespace(document))
     if struct_type is TemplatedHyperJob:
         document = _with_kubeflow_template(document)
     return _validated(_convert(document, struct_type))
+
+
+def _without_default_namespace(document: dict[str, Any]) -> dict[str, Any]:
+    """``namespace: default`` written out is the default: drop it, so that the object encodes the same
+    either way (msgspec omits a default only when it is the default object itself)."""
+    metadata = document.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("namespace") == "default":
+        return {**document, "metadata": {k: v for k, v in metadata.items() if k != "namespace"}}
+    return document
 
 
 def _convert(document: Any, struct_type: type[Any], at: str = "$") -> Any:

@@ -11,8 +11,7 @@ import click
 from hyperjob import events
 from hyperjob.events import subjects
 
-from .client import Client
-from .config import resolve_endpoints
+from .client import connect
 
 
 @click.group()
@@ -28,7 +27,7 @@ def rebuild(service: str | None) -> None:
     and puts them back from its changelog in JetStream, then goes on."""
 
     async def work() -> bool:
-        client = await Client.connect(resolve_endpoints())
+        client = await connect()
         try:
             instances = await client.instances()
             chosen = sorted(

@@ -20,7 +20,7 @@ import msgspec
 from hyperjob import events
 from hyperjob.events import subjects
 
-from .client import Client
+from .client import connect
 from .config import home, resolve_endpoints
 
 SHAPE_OPTIONS = {
@@ -147,8 +147,13 @@ def fault(ctx: click.Context, spec: str) -> None:
     )
 
     async def send() -> None:
-        client = await Client.connect(resolve_endpoints())
+        client = await connect()
         try:
+            # A fault for a node nobody serves would be dropped silently: refuse it here instead.
+            if cluster not in await client.cluster_names():
+                raise click.ClickException(f"cluster {cluster!r} not found (see `hyperjob get clusters`)")
+            if parsed.node not in await client.node_statuses(cluster):
+                raise click.ClickException(f"node {parsed.node!r} not found in cluster {cluster!r}")
             await client.bus.publish(subjects.node_fault(cluster), events.encode(message), msg_id=message.event_id)
         finally:
             await client.close()

@@ -13,6 +13,8 @@ from typing import Literal
 import msgspec
 import yaml
 
+from hyperjob.client import ClientError
+
 DEFAULT_HOME = ".hyperjob"
 
 
@@ -47,7 +49,7 @@ def load_config(path: str | None) -> UpConfig:
     try:
         return msgspec.convert(raw, UpConfig)
     except msgspec.ValidationError as exc:
-        raise SystemExit(f"{path}: {exc}") from None
+        raise ClientError(f"{path}: {exc}") from None
 
 
 class Endpoints(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +58,16 @@ class Endpoints(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str
     redis_url: str
     pid: int = 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def home() -> Path:
@@ -73,10 +85,12 @@ def resolve_endpoints() -> Endpoints:
         return Endpoints(nats_url=nats_url, redis_url=redis_url)
     path = endpoints_file()
     if not path.is_file():
-        raise SystemExit(
+        raise ClientError(
             f"no running system: start one with `hyperjob up` (looked for {path}), or set NATS_URL and REDIS_URL"
         )
     recorded = msgspec.json.decode(path.read_bytes(), type=Endpoints)
+    if not nats_url and not redis_url and recorded.pid and not _alive(recorded.pid):
+        raise ClientError(f"no running system: `hyperjob up` (pid {recorded.pid}) is gone; start it again")
     return Endpoints(
         nats_url=nats_url or recorded.nats_url, redis_url=redis_url or recorded.redis_url, pid=recorded.pid
     )

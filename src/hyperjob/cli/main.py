@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -12,44 +15,56 @@ from typing import Any
 import click
 import yaml
 
-from hyperjob import api, events, telemetry
-from hyperjob.events import subjects
+from hyperjob import api, events, records, telemetry
+from hyperjob.client import Answer
 
-from . import views
+from . import jsonpath_template, manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
-from .client import Client
-from .config import home, load_config, resolve_endpoints
+from .client import Client, ClientError, connect
+from .config import home, load_config
 from .offline import bench, simulate
-from .up import System, run_forever
-
-KINDS = {
-    "hyperjobs": views.hyperjobs,
-    "jobs": views.jobs,
-    "queues": views.queues,
-    "clusters": views.clusters,
-    "nodes": views.nodes,
-}
-ROWS = {
-    "hyperjobs": views.hyperjob_rows,
-    "jobs": views.job_rows,
-    "queues": views.queue_rows,
-    "clusters": views.cluster_rows,
-    "nodes": views.node_rows,
-}
-ALIASES = {
-    "hyperjob": "hyperjobs",
-    "hj": "hyperjobs",
-    "job": "jobs",
-    "vcjob": "jobs",
-    "queue": "queues",
-    "cluster": "clusters",
-    "node": "nodes",
-}
+from .schema import CONTRACT_VERSION, schema
+from .up import HomeLock, System, UpError, holder_pid, run_forever, services_file
 
 
-@click.group()
+class HyperJobCommand(click.Group):
+    """The root command. Every failure ends as one line on stderr and exit code 1, as kubectl's do:
+    usage errors, invalid manifests, an unreachable system; never a traceback (set
+    ``HYPERJOB_DEBUG=1`` to see one)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            hint = f"\nSee '{exc.ctx.command_path} --help'." if exc.ctx is not None else ""
+            _fail(f"{exc.format_message()}{hint}")
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (ClientError, api.ManifestError, OSError, TimeoutError) as exc:
+            _fail(str(exc) or type(exc).__name__)
+        except Exception as exc:  # anything else is a bug; still one line unless asked for more
+            if os.environ.get("HYPERJOB_DEBUG"):
+                raise
+            _fail(f"{type(exc).__name__}: {exc} (HYPERJOB_DEBUG=1 shows where)")
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> None:
+    first, _, rest = message.partition("\n")
+    click.echo(f"error: {first.removeprefix('error: ')}{chr(10) + rest if rest else ''}", err=True)
+    sys.exit(1)
+
+
+@click.group(cls=HyperJobCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hyperjob", message="hyperjob %(version)s")
 def main() -> None:
     """HyperJob: one job across many clusters, scheduled with Volcano's semantics."""
     # stdout carries command output (often JSON for scripts); library logs go to stderr, errors only.
@@ -62,11 +77,31 @@ bench.add_command(bench_live)
 main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)
+main.add_command(schema)
+
+
+@main.command()
+def version() -> None:
+    """Print the client version and the version of the submit contract it speaks."""
+    from importlib.metadata import version as installed  # noqa: PLC0415
+
+    click.echo(f"hyperjob {installed('hyperjob')} (contract {CONTRACT_VERSION}, Python {sys.version.split()[0]})")
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script (click's), e.g. `source <(hyperjob completion bash)`."""
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completer = get_completion_class(shell)
+    assert completer is not None
+    click.echo(completer(main, {}, "hyperjob", "_HYPERJOB_COMPLETE").source())
 
 
 def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
     async def run() -> Any:
-        client = await Client.connect(resolve_endpoints())
+        client = await connect()
         try:
             return await work(client)
         finally:
@@ -82,17 +117,91 @@ def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
 @click.option(
     "--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="clusters to simulate (YAML)"
 )
-def up(config_path: str | None) -> None:
-    """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C stops it all."""
-    import os
+@click.option(
+    "--wait-timeout", type=float, default=120.0, show_default=True, help="seconds for every cluster to register"
+)
+@click.option("-d", "--detach", is_flag=True, help="run in the background; return once every cluster has registered")
+@click.option(
+    "--dashboard-port", type=int, default=8765, show_default=True, help="the web dashboard's port on 127.0.0.1 (0: any)"
+)
+@click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
+def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool) -> None:
+    """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
+    stops it all. "ready" is printed (and -d returns) only once every cluster has registered."""
+    if detach:
+        options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
+        _up_detached(config_path, wait_timeout, options)
+        return
+    config = load_config(config_path)
+    lock = HomeLock()
+    try:
+        lock.acquire()
+        system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
+        endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
+        click.echo(
+            f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
+            f"{len(system.services)} service processes (logs in {home() / 'logs'})"
+        )
+        clusters = ", ".join(c.name for c in config.clusters)
+        dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
+        run_forever(
+            system,
+            click.echo,
+            wait_timeout,
+            ready=lambda: click.echo(f"hyperjob is ready: clusters {clusters} registered{dashboard}. Ctrl-C to stop."),
+        )
+    except UpError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        lock.release()
 
-    system = System(load_config(config_path))
-    endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
-    click.echo(
-        f"hyperjob is up: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
-        f"{len(system.services)} service processes (logs in {home() / 'logs'}). Ctrl-C to stop."
-    )
-    run_forever(system, click.echo)
+
+def _up_detached(config_path: str | None, wait_timeout: float, options: list[str]) -> None:
+    if (pid := holder_pid()) is not None:
+        raise click.ClickException(f"another `hyperjob up` (pid {pid}) is running in {home()}")
+    home().mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "hyperjob.cli", "up", "--wait-timeout", str(wait_timeout)]
+    command += (["--config", config_path] if config_path else []) + options
+    with open(home() / "up.log", "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + wait_timeout + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise click.ClickException(f"`hyperjob up` exited ({proc.returncode}); see {home() / 'up.log'}")
+        status = _services_status()
+        if status.get("ready") and status.get("pid") == proc.pid:
+            dashboard = f"; dashboard {status['dashboard']}" if status.get("dashboard") else ""
+            click.echo(
+                f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}); stop it with `hyperjob down`"
+            )
+            return
+        time.sleep(0.3)
+    proc.terminate()
+    raise click.ClickException(f"not ready within {wait_timeout:g}s; see {home() / 'up.log'}")
+
+
+def _services_status() -> dict[str, Any]:
+    try:
+        return json.loads(services_file().read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return {}
+
+
+@main.command()
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def down(timeout: float) -> None:
+    """Stop the system `hyperjob up` runs in this HYPERJOB_HOME (services first, then the servers)."""
+    pid = holder_pid()
+    if pid is None:
+        click.echo(f"no `hyperjob up` is running in {home()}", err=True)
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while holder_pid() is not None:
+        if time.monotonic() > deadline:
+            raise click.ClickException(f"`hyperjob up` (pid {pid}) did not stop within {timeout:g}s")
+        time.sleep(0.2)
+    click.echo(f"stopped (pid {pid})")
 
 
 @main.command()
@@ -105,12 +214,15 @@ def demo(file: str, config_path: str | None, timeout: float) -> None:
     The demo always starts from empty state, in its own home (``<home>/demo``), so a second run
     shows the whole lifecycle again rather than the finished HyperJob of the first.
     """
-    import os
     import shutil
 
     demo_home = home() / "demo"
-    shutil.rmtree(demo_home, ignore_errors=True)
     os.environ["HYPERJOB_HOME"] = str(demo_home)
+    if (pid := holder_pid()) is not None:
+        raise click.ClickException(f"another demo (pid {pid}) is running in {demo_home}")
+    shutil.rmtree(demo_home, ignore_errors=True)
+    lock = HomeLock()
+    lock.acquire()
     system = System(load_config(config_path))
     started = time.monotonic()
     try:
@@ -119,12 +231,13 @@ def demo(file: str, config_path: str | None, timeout: float) -> None:
         outcome = asyncio.run(_demo(file, len(system.config.clusters), timeout))
     finally:
         system.stop()
+        lock.release()
     click.echo(f"done in {time.monotonic() - started:.1f}s; system stopped.")
     sys.exit(0 if outcome == "Completed" else 1)
 
 
 async def _demo(file: str, clusters: int, timeout: float) -> str:
-    client = await Client.connect(resolve_endpoints())
+    client = await connect()
     try:
         deadline = time.monotonic() + 60
         while len(await client.cluster_names()) < clusters:
@@ -132,10 +245,9 @@ async def _demo(file: str, clusters: int, timeout: float) -> str:
                 raise click.ClickException("clusters did not report within 60s; see .hyperjob/logs")
             await asyncio.sleep(0.2)
         names = []
-        for document in _documents(file):
-            answer = await client.apply(document)
-            _print_answer(answer)
-            if isinstance(answer, events.RequestRejected):
+        for obj in _load((file,), False, None):
+            answer = await client.apply(obj.document)
+            if not _print_answer(answer):
                 return "Rejected"
             if answer.kind == "HyperJob":
                 names.append(answer.name)
@@ -149,68 +261,271 @@ async def _demo(file: str, clusters: int, timeout: float) -> str:
 
 # -- talking to it ----------------------------------------------------------------------------------
 
+NAMESPACED_KINDS = ("HyperJob", "Job", "PodGroup")
+OUTPUTS = ["table", "wide", "name", "json", "yaml"]
+
 
 @main.command()
-@click.option("-f", "--filename", "file", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-def apply(file: str) -> None:
-    """Create or update the objects in FILE (multi-document YAML or JSON)."""
-    documents = _documents(file)
+@click.option(
+    "-f", "--filename", "filenames", multiple=True, required=True, help="a file, a directory, or - (repeatable)"
+)
+@click.option("-R", "--recursive", is_flag=True, help="also the files in subdirectories of a -f directory")
+@click.option("-n", "--namespace", default=None, help="the namespace of objects that do not name one")
+@click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    help="client: check the objects alone; server: also against the running system; neither sends anything",
+)
+def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dry_run: str) -> None:
+    """Create or update the objects in every -f file (multi-document YAML or JSON).
+
+    Every object is checked first; if any is invalid, nothing is sent. Then each object is applied
+    on its own (all of it or none of it) and reported: created, configured, unchanged, or the error.
+    """
+    found = _load(filenames, recursive, namespace)
+    if dry_run == "client":
+        for obj in found:
+            click.echo(f"{obj.ref} valid (dry run)")
+        return
 
     async def work(client: Client) -> bool:
+        await preflight.check(client, found)
+        for obj in found:
+            obj.error = obj.error or await _namespace_clash(client, obj)
+        if _report_invalid(found):
+            return False
+        if dry_run == "server":
+            for obj in found:
+                click.echo(f"{obj.ref} {await preflight.outcome(client, obj)} (server dry run)")
+            return True
         ok = True
-        for document in documents:
-            answer = await client.apply(document)
-            _print_answer(answer)
-            ok = ok and isinstance(answer, events.RequestAccepted)
+        for obj in found:
+            ok = _print_answer(await client.apply(obj.document)) and ok
         return ok
 
     sys.exit(0 if with_client(work) else 1)
 
 
-def _documents(file: str) -> list[dict[str, Any]]:
-    """Every document of the file, each checked the way the system will check it, before sending."""
-    text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()
+def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) -> list[manifests.Object]:
+    """Every object of every -f source, checked; exits (nothing sent) when any is invalid."""
     try:
-        documents = api.load_documents(text)
-        api.load(text)
-    except api.ManifestError as exc:
-        raise click.ClickException(f"{file}: {exc}") from None
-    return documents
+        found = [
+            obj for source in manifests.paths(filenames, recursive) for obj in manifests.objects(source, namespace)
+        ]
+    except manifests.SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    seen: dict[tuple[str, str], str] = {}
+    for obj in found:
+        key = (obj.kind, obj.name)
+        if key in seen and not obj.error:
+            obj.error = f"$.metadata.name: {obj.ref} is also defined in {seen[key]}"
+        seen.setdefault(key, obj.source)
+    if _report_invalid(found):
+        sys.exit(1)
+    if not found:
+        raise click.ClickException(f"no objects passed to apply (in {', '.join(filenames)})")
+    return found
 
 
-def _print_answer(answer: events.RequestAccepted | events.RequestRejected) -> None:
+def _report_invalid(found: list[manifests.Object]) -> bool:
+    """One line per invalid object, and that nothing was sent; True when there was any."""
+    bad = [obj for obj in found if obj.error]
+    for obj in bad:
+        click.echo(f"error: {obj.source}: {obj.ref}: {obj.error}", err=True)
+    if bad:
+        click.echo(f"error: nothing applied: {len(bad)} of {len(found)} objects are invalid", err=True)
+    return bool(bad)
+
+
+async def _namespace_clash(client: Client, obj: manifests.Object) -> str:
+    """Names are unique across namespaces here: applying team-b/x over team-a/x must not replace it."""
+    if obj.kind not in NAMESPACED_KINDS:
+        return ""
+    existing = await client.doc(records.HYPERJOB, obj.name, records.HyperJobDoc)
+    if existing is None:
+        return ""
+    theirs = existing.manifest.get("metadata", {}).get("namespace", "default")
+    ours = obj.document.get("metadata", {}).get("namespace", "default")
+    if theirs == ours:
+        return ""
+    kind = existing.manifest.get("kind", "object")
+    return (
+        f"$.metadata.name: {kind} {obj.name!r} already exists in namespace {theirs!r} "
+        "(names are unique across namespaces in HyperJob)"
+    )
+
+
+def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
+    """One line per object, as kubectl prints it; True when the request was accepted."""
     if isinstance(answer, events.RequestAccepted):
         click.echo(f"{answer.kind.lower()}/{answer.name} {answer.outcome}")
-    else:
-        click.echo(f"error: {answer.kind.lower()}/{answer.name} rejected: {answer.reason}", err=True)
+        return True
+    if ignore_not_found and answer.reason.endswith("not found"):
+        return True
+    click.echo(f"error: {answer.kind.lower()}/{answer.name}: {answer.reason}", err=True)
+    return False
 
 
 @main.command()
-@click.argument("kind")
+@click.argument(
+    "kind", shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)]
+)
 @click.argument("name", required=False)
-@click.option("-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table")
-def get(kind: str, name: str | None, output: str) -> None:
-    """List hyperjobs, jobs, queues, clusters or nodes (or one by NAME)."""
-    kind = ALIASES.get(kind, kind)
-    if kind not in KINDS:
-        raise click.BadParameter(f"one of {', '.join(KINDS)}", param_hint="KIND")
-    items = with_client(lambda client: KINDS[kind](client, name))
+@click.option(
+    "-o",
+    "--output",
+    default="table",
+    callback=lambda ctx, param, value: _output_format(value),
+    help="table, wide, name, json, yaml or jsonpath=TEMPLATE",
+)
+@click.option("--no-headers", is_flag=True, help="no header line in table output")
+@click.option("-n", "--namespace", default=None, help="only this namespace (default: default)")
+@click.option("-A", "--all-namespaces", is_flag=True, help="every namespace (adds a NAMESPACE column)")
+@click.option("-l", "--selector", default="", help="label selector: k=v, k!=v, k, !k (comma-separated)")
+@click.option("-w", "--watch", is_flag=True, help="after listing, print each object again whenever it changes")
+def get(
+    kind: str,
+    name: str | None,
+    output: str,
+    no_headers: bool,
+    namespace: str | None,
+    all_namespaces: bool,
+    selector: str,
+    watch: bool,
+) -> None:
+    """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
+    priorityclasses, clusters, nodes, services."""
+    shown = views.kind(kind)
+    if shown is None:
+        raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
+    try:
+        match = views.selector(selector)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    def chosen(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if shown.namespaced and not all_namespaces:
+            items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
+        return [i for i in items if match(i.get("labels", {}))]
+
+    async def load(client: Client | None) -> list[dict[str, Any]]:
+        if shown.read_local:
+            return chosen(shown.read_local(name))
+        assert client is not None and shown.load is not None
+        return chosen(await shown.load(client, name))
+
+    if watch:
+        with_client(lambda client: _watch_kind(client, shown, load, output, no_headers, all_namespaces))
+        return
+    items = asyncio.run(load(None)) if shown.read_local else with_client(load)
     if name and not items:
-        raise click.ClickException(f"{kind[:-1]} {name!r} not found")
-    _print(items, output, ROWS[kind], single=bool(name))
+        where = f" in namespace {namespace or 'default'!r}" if shown.namespaced and not all_namespaces else ""
+        raise click.ClickException(f"{shown.singular} {name!r} not found{where}")
+    output_items(shown, items, output, single=bool(name), no_headers=no_headers, all_namespaces=all_namespaces)
 
 
-def _print(items: list[dict[str, Any]], output: str, rows: Callable[..., Any], single: bool = False) -> None:
-    data: Any = items[0] if single and len(items) == 1 else items
-    if output == "json":
-        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+def output_items(
+    shown: views.Kind,
+    items: list[dict[str, Any]],
+    output: str,
+    single: bool = False,
+    no_headers: bool = False,
+    all_namespaces: bool = False,
+) -> None:
+    if output == "name":
+        for item in items:
+            click.echo(f"{shown.singular}/{item['name']}")
+    elif output.startswith("jsonpath="):
+        objects = [_object(shown, i) for i in items]
+        data = objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        try:
+            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), data))
+        except jsonpath_template.TemplateError as exc:
+            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
+    elif output in ("json", "yaml"):
+        objects = [_object(shown, i) for i in items]
+        data: Any = (
+            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        )
+        click.echo(_serialized(data, output))
     else:
-        header, table = rows(items)
-        widths = [max(len(str(c)) for c in column) for column in zip(header, *table, strict=False)]
-        for row in [header, *table]:
-            click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())
+        header, table = _table(shown, items, output == "wide", all_namespaces)
+        if not table and not no_headers:
+            click.echo("No resources found.", err=True)
+            return
+        click.echo(views.table(header, table, no_headers))
+
+
+def _output_format(value: str) -> str:
+    if value in OUTPUTS or value.startswith("jsonpath="):
+        return value
+    raise click.BadParameter(f"{value!r}: one of {', '.join(OUTPUTS)} or jsonpath=TEMPLATE", param_hint="-o")
+
+
+def _object(shown: views.Kind, item: dict[str, Any]) -> dict[str, Any]:
+    return shown.manifest(item) if shown.manifest else _plain(item)
+
+
+def _serialized(data: Any, output: str) -> str:
+    if output == "json":
+        return json.dumps(data, indent=2, default=str)
+    return yaml.safe_dump(data, sort_keys=False).rstrip()
+
+
+def _table(
+    shown: views.Kind, items: list[dict[str, Any]], wide: bool, all_namespaces: bool
+) -> tuple[list[str], list[list[str]]]:
+    header, table = shown.rows(items, wide)
+    if all_namespaces and shown.namespaced:
+        header = ["NAMESPACE", *header]
+        table = [[i.get("namespace", "default"), *row] for i, row in zip(items, table, strict=True)]
+    return header, table
+
+
+async def _watch_kind(
+    client: Client,
+    shown: views.Kind,
+    load: Callable[[Client], Awaitable[list[dict[str, Any]]]],
+    output: str,
+    no_headers: bool,
+    all_namespaces: bool,
+) -> None:
+    """kubectl's -w: the list, then each object again (one line, or one document) when it changes."""
+    last: dict[tuple[str, ...], str] = {}
+    widths: list[int] = []
+    while True:
+        items = await load(client)
+        shown_lines: list[str] | None = None
+        if output in ("table", "wide"):
+            header, rows = _table(shown, items, output == "wide", all_namespaces)
+            if not widths:
+                widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
+                if not no_headers:
+                    click.echo("   ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip())
+            shown_lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+            # A row is printed again when it changed, not when only its age did.
+            ticking = {i for i, column in enumerate(header) if column in ("AGE", "UPTIME", "REPORTED")}
+            lines = ["\0".join(c for i, c in enumerate(row) if i not in ticking) for row in rows]
+        elif output == "name":
+            lines = [f"{shown.singular}/{i['name']}" for i in items]
+        else:
+            lines = [_serialized(_object(shown, i), output) + ("" if output == "json" else "\n---") for i in items]
+        current = {_key(i): line for i, line in zip(items, lines, strict=True)}
+        printed = dict(zip(current, shown_lines or lines, strict=True))
+        for key, line in current.items():
+            if last.get(key) != line and (output != "name" or key not in last):
+                click.echo(printed[key])
+        last = current
+        await asyncio.sleep(1.0)
+
+
+def _key(item: dict[str, Any]) -> tuple[str, ...]:
+    return (item.get("namespace", ""), item.get("cluster", ""), item["name"])
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "manifest"}
 
 
 @main.command()
@@ -225,7 +540,8 @@ def describe(kind: str, name: str) -> None:
             return None
         children = [child["name"] for child in found[0]["children"]]
         jobs = [j for j in await views.jobs(client, None) if j["name"] in children]
-        return {**found[0], "jobs": [{k: v for k, v in j.items() if k != "pods"} for j in jobs]}
+        described = {k: v for k, v in found[0].items() if k != "manifest"}
+        return {**described, "jobs": [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in jobs]}
 
     described = with_client(work)
     if described is None:
@@ -233,37 +549,96 @@ def describe(kind: str, name: str) -> None:
     click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
 
 
+DELETABLE = {
+    "hyperjob": "HyperJob",
+    "hyperjobs": "HyperJob",
+    "hj": "HyperJob",
+    "job": "Job",
+    "jobs": "Job",
+    "vcjob": "Job",
+    "queue": "Queue",
+    "queues": "Queue",
+    "priorityclass": "PriorityClass",
+    "priorityclasses": "PriorityClass",
+    "podgroup": "PodGroup",
+    "podgroups": "PodGroup",
+    "pg": "PodGroup",
+}
+
+
 @main.command()
-@click.argument("kind", type=click.Choice(["hyperjob", "hj", "job", "queue", "priorityclass"]))
-@click.argument("name")
+@click.argument("args", nargs=-1)
+@click.option("-f", "--filename", "filenames", multiple=True, help="delete the objects in these files or directories")
+@click.option("-R", "--recursive", is_flag=True)
+@click.option("--ignore-not-found", is_flag=True, help="an object that does not exist is not an error")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="wait until every child is gone")
 @click.option("--timeout", type=float, default=300.0, show_default=True)
-def delete(kind: str, name: str, wait: bool, timeout: float) -> None:
-    """Delete an object; a HyperJob is gone only once every child is gone from every cluster."""
-    api_kind = {
-        "hyperjob": "HyperJob",
-        "hj": "HyperJob",
-        "job": "Job",
-        "queue": "Queue",
-        "priorityclass": "PriorityClass",
-    }[kind]
+def delete(
+    args: tuple[str, ...],
+    filenames: tuple[str, ...],
+    recursive: bool,
+    ignore_not_found: bool,
+    wait: bool,
+    timeout: float,
+) -> None:
+    """Delete objects: KIND NAME..., KIND/NAME..., or -f FILE. A HyperJob is gone only once every
+    child is gone from every cluster."""
+    targets = _delete_targets(args, filenames, recursive)
 
     async def work(client: Client) -> bool:
-        answer = await client.delete(api_kind, name)
-        _print_answer(answer)
-        if isinstance(answer, events.RequestRejected):
-            return False
-        deadline = time.monotonic() + timeout
-        while wait and api_kind in ("HyperJob", "Job") and await client.store.get("hyperjob", name) is not None:
-            if time.monotonic() > deadline:
-                click.echo(f"{kind}/{name} still deleting after {timeout:g}s (a cluster may be down)", err=True)
-                return False
-            await asyncio.sleep(0.2)
-        if wait and api_kind in ("HyperJob", "Job"):
-            click.echo(f"{kind}/{name} deleted")
-        return True
+        ok = True
+        owners = await views.child_owners(client)
+        for kind, name in targets:
+            if kind == "Job" and name in owners:
+                click.echo(
+                    f"error: job/{name}: belongs to HyperJob {owners[name]!r}; delete the HyperJob "
+                    f"(hyperjob delete hyperjob {owners[name]}) or suspend it",
+                    err=True,
+                )
+                ok = False
+                continue
+            answer = await client.delete(kind, name)
+            if not _print_answer(answer, ignore_not_found):
+                ok = False
+            elif isinstance(answer, events.RequestAccepted) and wait and kind in NAMESPACED_KINDS:
+                ok = await _wait_gone(client, kind, name, timeout) and ok
+        return ok
 
     sys.exit(0 if with_client(work) else 1)
+
+
+def _delete_targets(args: tuple[str, ...], filenames: tuple[str, ...], recursive: bool) -> list[tuple[str, str]]:
+    if filenames:
+        if args:
+            raise click.UsageError("give either -f FILE or KIND NAME, not both")
+        return [(obj.kind, obj.name) for obj in _load(filenames, recursive, None)]
+    if not args:
+        raise click.UsageError("give KIND NAME..., KIND/NAME... or -f FILE")
+    if all("/" in a for a in args):
+        pairs = [tuple(a.split("/", 1)) for a in args]
+    elif len(args) >= 2 and "/" not in args[0]:
+        pairs = [(args[0], n) for n in args[1:]]
+    else:
+        raise click.UsageError(f"cannot tell kind from name in {' '.join(args)!r}: use KIND NAME or KIND/NAME")
+    targets = []
+    for kind, name in pairs:
+        if kind.lower() not in DELETABLE:
+            raise click.UsageError(f'cannot delete resource type "{kind}" (one of {", ".join(sorted(DELETABLE))})')
+        targets.append((DELETABLE[kind.lower()], name))
+    return targets
+
+
+async def _wait_gone(client: Client, kind: str, name: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while await client.store.get(records.HYPERJOB, name) is not None:
+        if time.monotonic() > deadline:
+            click.echo(
+                f"error: {kind.lower()}/{name} still deleting after {timeout:g}s (a cluster may be down)", err=True
+            )
+            return False
+        await asyncio.sleep(0.2)
+    click.echo(f"{kind.lower()}/{name} deleted")
+    return True
 
 
 @main.command()
@@ -310,27 +685,36 @@ def _status_line(item: dict[str, Any]) -> str:
     )
 
 
+# Volcano's final phases: a command on a finished HyperJob would be answered but change nothing.
+FINISHED = ("Completed", "Failed", "Terminated")
+
+
 def _hyperjob_command(action: str) -> click.Command:
     @click.command(name=action, help=f"{action.capitalize()} a HyperJob: act on every child job in every cluster.")
     @click.argument("name")
     def command(name: str) -> None:
         async def work(client: Client) -> bool:
-            answer = await client.request(
-                subjects.HYPERJOB_COMMAND,
-                events.CommandHyperJob(
-                    event_id=events.new_request_id(),
-                    occurred_at=time.time(),
-                    producer="hyperjob-cli",
-                    name=name,
-                    action=action,
-                ),
-            )  # type: ignore[arg-type]
-            _print_answer(answer)
-            return isinstance(answer, events.RequestAccepted)
+            found = await views.hyperjobs(client, name)
+            problem = _command_refused(action, found[0]) if found else ""
+            if problem:
+                click.echo(f"error: hyperjob/{name}: {problem}", err=True)
+                return False
+            return _print_answer(await client.command(name, action))
 
         sys.exit(0 if with_client(work) else 1)
 
     return command
+
+
+def _command_refused(action: str, item: dict[str, Any]) -> str:
+    """Why ``action`` cannot act on this HyperJob now, or "" (the splitter decides everything else)."""
+    if item["phase"] in FINISHED:
+        return f"is {item['phase']}: a finished HyperJob takes no {action} (delete it and apply it again)"
+    if item["phase"] == "Terminating":
+        return "is being deleted"
+    if action == "resume" and item["lifecycle"] != "Suspended":
+        return f"is not suspended (phase {item['phase']}): nothing to resume"
+    return ""
 
 
 for _action in ("suspend", "resume", "restart", "abort"):

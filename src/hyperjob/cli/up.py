@@ -1,14 +1,24 @@
 """``hyperjob up``: NATS JetStream and Redis on loopback, every service as its own process, and a
-simulated node fleet per cluster. Ctrl-C (or SIGTERM) stops everything cleanly, services first.
+simulated node fleet per cluster. Ctrl-C, SIGTERM or ``hyperjob down`` stops everything cleanly,
+services first.
 
-A service that exits unexpectedly is restarted (with a short back-off), as a process supervisor
-would; its log is in ``<home>/logs/<name>.log``.
+Invariants:
+- one ``up`` per ``HYPERJOB_HOME``: it holds an exclusive lock on ``<home>/up.lock`` (released by
+  the kernel however ``up`` ends), and a second ``up`` refuses before touching anything;
+- nothing outlives ``up``: every child (servers and services) is started with
+  ``PR_SET_PDEATHSIG``, so even ``kill -9`` of ``up`` takes them down;
+- a service that exits unexpectedly is restarted with exponential back-off (1 s, 2 s, 4 s ... 60 s),
+  each restart logged; ``<home>/services.json`` says, for ``hyperjob get services``, each one's
+  state, restarts, pid and start time, and whether every cluster has registered (``ready``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,9 +29,71 @@ from typing import IO
 
 import msgspec
 
-from hyperjob.testkit.servers import NatsServer, RedisServer
+from hyperjob.client import Client
+from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
+from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
 from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home
+
+MAX_BACKOFF = 60.0
+
+
+class UpError(Exception):
+    """``up`` cannot start (another one runs in this home) or did not become ready."""
+
+
+def services_file() -> Path:
+    return home() / "services.json"
+
+
+def lock_file() -> Path:
+    return home() / "up.lock"
+
+
+class HomeLock:
+    """The exclusive lock of one ``HYPERJOB_HOME``; the file also says which ``up`` holds it."""
+
+    def __init__(self) -> None:
+        self.handle: IO[str] | None = None
+
+    def acquire(self) -> None:
+        home().mkdir(parents=True, exist_ok=True)
+        handle = open(lock_file(), "a+")  # noqa: SIM115 - held (open) for as long as up runs
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise UpError(
+                f"another `hyperjob up` (pid {holder}) is running in {home()}: stop it with `hyperjob down`, "
+                "or set HYPERJOB_HOME to start a second system"
+            ) from None
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self.handle = handle
+
+    def release(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def holder_pid() -> int | None:
+    """The pid of the ``up`` holding this home's lock, or None when no ``up`` runs here."""
+    path = lock_file()
+    if not path.is_file():
+        return None
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = handle.read().strip()
+            return int(text) if text.isdigit() else None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
 
 GLOBAL_SERVICES = ["splitter", "global_scheduler", "status_aggregator"]
 CLUSTER_SERVICES = ["cluster_scheduler", "job_controller", "node_agent"]
@@ -40,9 +112,13 @@ class ServiceProcess:
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     restarts: int = 0
-    started_at: float = 0.0
+    started_at: float = 0.0  # wall clock, for `get services`
+    last_exit: int | None = None
+    restart_at: float = 0.0  # monotonic: when the back-off of a dead service ends
 
     def start(self) -> None:
+        if self.log is not None:
+            self.log.close()
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module],
@@ -50,8 +126,27 @@ class ServiceProcess:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
-        self.started_at = time.monotonic()
+        self.started_at = time.time()
+        self.restart_at = 0.0
+
+    @property
+    def state(self) -> str:
+        if self.proc is None:
+            return "stopped"
+        return "running" if self.proc.poll() is None else "backoff"
+
+    def status(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "pid": self.proc.pid if self.proc is not None else None,
+            "restarts": self.restarts,
+            "startedAt": self.started_at,
+            "lastExit": self.last_exit,
+            "log": str(self.log_path),
+        }
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -74,6 +169,9 @@ class System:
     redis: RedisServer | None = None
     services: list[ServiceProcess] = field(default_factory=list)
     endpoints: Endpoints | None = None
+    # The dashboard's port on 127.0.0.1: None for no dashboard, 0 for any free port.
+    dashboard_port: int | None = None
+    dashboard_url: str = ""
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
         data = home()
@@ -100,20 +198,63 @@ class System:
                 ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
                 for name in CLUSTER_SERVICES
             ]
+        if self.dashboard_port is not None:
+            port = _usable_port(self.dashboard_port)
+            self.dashboard_url = f"http://127.0.0.1:{port}/"
+            env = {**base, "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
+            plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
 
     def supervise_once(self) -> list[str]:
-        """Restart services that died; return a line for each restart."""
+        """Restart services that died, each after its back-off; return a line for each event."""
         notes = []
+        now = time.monotonic()
         for service in self.services:
-            if service.proc is not None and service.proc.poll() is not None:
-                code = service.proc.returncode
-                if time.monotonic() - service.started_at < 2.0 * (service.restarts + 1):
-                    continue  # back off: do not spin on a service that dies at start-up
+            if service.proc is None or service.proc.poll() is None:
+                continue
+            if not service.restart_at:  # just noticed: wait 1 s, 2 s, 4 s ... before restarting
+                service.last_exit = service.proc.returncode
+                delay = min(2.0**service.restarts, MAX_BACKOFF)
+                service.restart_at = now + delay
+                notes.append(
+                    f"{service.name} exited ({service.last_exit}); restarting in {delay:g}s (see {service.log_path})"
+                )
+            elif now >= service.restart_at:
                 service.restarts += 1
-                notes.append(f"{service.name} exited ({code}); restarting (see {service.log_path})")
                 service.start()
+                notes.append(f"{service.name} restarted (restart {service.restarts})")
         return notes
+
+    def write_status(self, ready: bool) -> None:
+        """What ``hyperjob get services`` shows (written atomically: a reader never sees half)."""
+        status = {
+            "pid": os.getpid(),
+            "ready": ready,
+            "nats": self.endpoints.nats_url if self.endpoints else "",
+            "redis": self.endpoints.redis_url if self.endpoints else "",
+            "dashboard": self.dashboard_url,
+            "services": [s.status() for s in self.services],
+        }
+        partial = services_file().with_suffix(".tmp")
+        partial.write_bytes(msgspec.json.encode(status))
+        partial.replace(services_file())
+
+    def registered(self) -> list[str]:
+        """The configured clusters that have reported their capacity (each one's services run)."""
+
+        async def probe() -> list[str]:
+            assert self.endpoints is not None
+            client = await Client.connect(self.endpoints.nats_url, self.endpoints.redis_url, timeout=2.0)
+            try:
+                return await client.cluster_names()
+            finally:
+                await client.close()
+
+        try:
+            reported = asyncio.run(probe())
+        except Exception:  # not answering yet: not registered yet
+            return []
+        return [c.name for c in self.config.clusters if c.name in reported]
 
     def stop(self) -> None:
         for service in reversed(self.services):
@@ -122,8 +263,20 @@ class System:
         for server in (self.redis, self.nats):
             if server is not None:
                 server.stop()
-        if endpoints_file().is_file():
-            endpoints_file().unlink()
+        for path in (endpoints_file(), services_file()):
+            path.unlink(missing_ok=True)
+
+
+def _usable_port(wanted: int) -> int:
+    """``wanted`` if it is free on loopback, else any free port (a second system, a busy 8765)."""
+    if wanted:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", wanted))
+                return wanted
+            except OSError:
+                pass
+    return free_port()
 
 
 def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]:
@@ -144,8 +297,15 @@ def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]
     }
 
 
-def run_forever(system: System, echo: Callable[[str], None]) -> None:
-    """Block until Ctrl-C or SIGTERM, restarting services that die; then stop everything."""
+def run_forever(
+    system: System,
+    echo: Callable[[str], None],
+    wait_timeout: float | None = None,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Block until Ctrl-C, SIGTERM or ``hyperjob down``, restarting services that die; then stop
+    everything. Until every cluster has registered the system is not ready: ``ready`` is called
+    once it is; after ``wait_timeout`` seconds without it, ``up`` gives up (UpError)."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -155,10 +315,21 @@ def run_forever(system: System, echo: Callable[[str], None]) -> None:
     # Both explicitly: a shell starts background jobs with SIGINT ignored, and Ctrl-C must still work.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    started, is_ready = time.monotonic(), False
     try:
         while not stopping:
             for note in system.supervise_once():
                 echo(note)
+            if not is_ready and len(system.registered()) == len(system.config.clusters):
+                is_ready = True
+                if ready is not None:
+                    ready()
+            if not is_ready and wait_timeout is not None and time.monotonic() - started > wait_timeout:
+                missing = sorted({c.name for c in system.config.clusters} - set(system.registered()))
+                raise UpError(
+                    f"clusters {', '.join(missing)} did not register within {wait_timeout:g}s; see {home() / 'logs'}"
+                )
+            system.write_status(is_ready)
             time.sleep(0.5)
     finally:
         echo("stopping ...")

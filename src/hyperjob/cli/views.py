@@ -1,8 +1,19 @@
-"""What ``get`` and ``describe`` show: rows for people, plain data for ``-o json|yaml``."""
+"""What ``get`` and ``describe`` show.
+
+Each kind has a loader (``hyperjobs``, ``jobs``, ...) returning one flat dict per object (what the
+table shows, and ``-o json|yaml`` for kinds that are not API objects) and a ``rows`` function
+(``wide`` adds columns). API objects also have a ``manifest`` function: the object as kubectl
+prints it (``apiVersion``, ``kind``, ``metadata``, ``spec``, ``status``), which ``apply`` takes back
+(server-set metadata and ``status`` are ignored there).
+"""
 
 from __future__ import annotations
 
+import datetime
+import json
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -11,9 +22,11 @@ from hyperjob import api, jobcore, records
 from hyperjob.api.quantity import format_quantity
 from hyperjob.jobcore import model as jm
 
-from .client import Client
+from .client import Client, ClientError
+from .up import services_file
 
 TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed")
+HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
 
 
 async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
@@ -25,36 +38,77 @@ async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
             continue
         status = statuses.get(doc.name)
         phase = "Terminating" if doc.deleting else status.phase if status else "Pending"
+        metadata = doc.manifest.get("metadata", {})
         items.append(
             {
                 "name": doc.name,
+                "namespace": metadata.get("namespace", "default"),
+                "labels": metadata.get("labels", {}),
                 "phase": phase,
                 "generation": doc.generation,
                 "splitCount": len(doc.children),
                 "children": [msgspec.to_builtins(c) for c in doc.children],
                 "waitingReason": doc.waiting_reason or (status.status.get("waitingReason", "") if status else ""),
                 "status": status.status if status else {},
+                "lifecycle": doc.lifecycle,
+                "restarts": doc.restarts,
                 "created": doc.created,
+                "manifest": doc.manifest,
             }
         )
     return items
 
 
-def hyperjob_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def hyperjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    status = {
+        **item["status"],
+        "phase": item["phase"],
+        "waitingReason": item["waitingReason"],
+        "splitCount": item["splitCount"],
+        "children": item["children"],
+        "restarts": item["restarts"],
+    }
+    return _manifest(item["manifest"], item["created"], status)
+
+
+def hyperjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for item in items:
         placement = item["status"].get("placement") or _planned(item["children"])
-        rows.append(
-            [
-                item["name"],
-                item["phase"],
-                str(item["splitCount"]),
-                ",".join(f"{c}:{n}" for c, n in sorted(placement.items())) or "-",
-                _age(item["created"]),
-                item["waitingReason"],
+        row = [
+            item["name"],
+            item["phase"],
+            str(item["splitCount"]),
+            ",".join(f"{c}:{n}" for c, n in sorted(placement.items())) or "-",
+            _age(item["created"]),
+            item["waitingReason"],
+        ]
+        if wide:
+            counts = _pod_counts(item["status"])
+            row[5:5] = [
+                _queues(item["manifest"]),
+                "/".join(str(counts[k]) for k in ("pending", "running", "succeeded", "failed")),
+                str(item["restarts"]),
+                ",".join(c["name"] for c in item["children"]) or "-",
             ]
-        )
-    return ["NAME", "PHASE", "CHILDREN", "PLACEMENT", "AGE", "WAITING"], rows
+        rows.append(row)
+    header = ["NAME", "PHASE", "CHILDREN", "PLACEMENT", "AGE", "WAITING"]
+    if wide:
+        header[5:5] = ["QUEUE", "PENDING/RUNNING/SUCCEEDED/FAILED", "RESTARTS", "CHILD JOBS"]
+    return header, rows
+
+
+def _pod_counts(status: dict[str, Any]) -> dict[str, int]:
+    return {
+        k: sum(rj.get(k, 0) for rj in status.get("replicatedJobsStatus", []))
+        for k in ("pending", "running", "succeeded", "failed")
+    }
+
+
+def _queues(manifest: dict[str, Any]) -> str:
+    spec = manifest.get("spec", {})
+    found = {rj.get("templateSpec", {}).get("queue", api.DEFAULT_QUEUE) for rj in spec.get("replicatedJobs", [])}
+    return ",".join(sorted(found)) or spec.get("queue", api.DEFAULT_QUEUE)
 
 
 def _planned(children: list[dict[str, Any]]) -> dict[str, int]:
@@ -66,7 +120,10 @@ def _planned(children: list[dict[str, Any]]) -> dict[str, int]:
 
 
 async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
+    """Every Volcano Job in every cluster, and plain Jobs accepted but not on a cluster yet."""
     items = []
+    owners = await child_owners(client)
+    plain = {doc.name: doc for doc in await _plain_jobs(client, name)}
     for cluster in await client.cluster_names():
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
             if name and record.name != name:
@@ -75,28 +132,93 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
             items.append(
                 {
                     "name": record.name,
+                    "namespace": record.namespace,
+                    "labels": record.job.metadata.labels,
                     "cluster": cluster,
-                    "hyperJob": record.job.metadata.labels.get("volcano.sh/hyperjob-name"),
+                    "hyperJob": record.job.metadata.labels.get(HYPERJOB_LABEL) or owners.get(record.name),
                     "phase": record.phase,
                     "retryCount": record.retry_count,
                     "queue": record.spec.queue,
+                    "minAvailable": record.spec.min_available,
                     "pending": counts.pending,
                     "running": counts.running,
                     "succeeded": counts.succeeded,
                     "failed": counts.failed,
                     "terminating": counts.terminating,
+                    "created": record.created_at,
+                    # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
+                    "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
                     "pods": [
-                        {"name": p.name, "phase": p.phase, "node": p.node, "restarts": p.restarts}
+                        {
+                            "name": p.name,
+                            "phase": p.phase,
+                            "node": p.node,
+                            "restarts": p.restarts,
+                            "created": p.status.created_at,
+                            "started": p.status.started_at,
+                            "finished": p.status.finished_at,
+                        }
                         for p in sorted(record.pods.values(), key=lambda p: (p.task, p.index))
                     ],
                 }
             )
+    placed = {i["name"] for i in items}
+    items += [_waiting_job(doc) for doc in plain.values() if doc.name not in placed]
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
 
 
-def job_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    rows = [
-        [
+async def _plain_jobs(client: Client, name: str | None) -> list[records.HyperJobDoc]:
+    docs = (await client.docs(records.HYPERJOB, records.HyperJobDoc)).values()
+    return [d for d in docs if d.plain and d.manifest.get("kind") == "Job" and (not name or d.name == name)]
+
+
+async def child_owners(client: Client) -> dict[str, str]:
+    """Child job name → its HyperJob."""
+    docs = (await client.docs(records.HYPERJOB, records.HyperJobDoc)).values()
+    return {ref.name: d.name for d in docs if not d.plain for ref in d.children}
+
+
+def _waiting_job(doc: records.HyperJobDoc) -> dict[str, Any]:
+    """A plain Job the system accepted that no cluster runs yet (waiting for admission or placement)."""
+    metadata, spec = doc.manifest.get("metadata", {}), doc.manifest.get("spec", {})
+    replicas = sum(task.get("replicas", 1) for task in spec.get("tasks", []))
+    return {
+        "name": doc.name,
+        "namespace": metadata.get("namespace", "default"),
+        "labels": metadata.get("labels", {}),
+        "cluster": (doc.children[0].cluster if doc.children else "") or "-",
+        "hyperJob": None,
+        "phase": "Terminating" if doc.deleting else "Pending",
+        "retryCount": 0,
+        "queue": spec.get("queue", api.DEFAULT_QUEUE),
+        "minAvailable": spec.get("minAvailable", 0),
+        "pending": replicas,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "terminating": 0,
+        "created": doc.created,
+        "waitingReason": doc.waiting_reason,
+        "manifest": doc.manifest,
+        "pods": [],
+    }
+
+
+def job_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    status = {
+        "state": {"phase": item["phase"]},
+        "cluster": item["cluster"],
+        "hyperJob": item["hyperJob"],
+        **{k: item[k] for k in ("pending", "running", "succeeded", "failed", "terminating", "retryCount")},
+        "pods": item["pods"],
+    }
+    return _manifest(item["manifest"], item["created"], status)
+
+
+def job_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        row = [
             i["name"],
             i["cluster"],
             i["hyperJob"] or "-",
@@ -104,34 +226,223 @@ def job_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
             str(i["retryCount"]),
             f"{i['pending']}/{i['running']}/{i['succeeded']}/{i['failed']}",
         ]
-        for i in items
+        if wide:
+            row += [i["queue"], str(i["minAvailable"]), _age(i["created"])]
+        rows.append(row)
+    header = ["NAME", "CLUSTER", "HYPERJOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"]
+    return header + (["QUEUE", "MINAVAILABLE", "AGE"] if wide else []), rows
+
+
+async def pods(client: Client, name: str | None) -> list[dict[str, Any]]:
+    items = []
+    for cluster in await client.cluster_names():
+        for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
+            for pod in sorted(record.pods.values(), key=lambda p: (p.task, p.index)):
+                if name and pod.name != name:
+                    continue
+                items.append(
+                    {
+                        "name": pod.name,
+                        "namespace": pod.namespace,
+                        "labels": pod.labels,
+                        "cluster": cluster,
+                        "job": record.name,
+                        "task": pod.task,
+                        "phase": pod.phase,
+                        "node": pod.node or "",
+                        "restarts": pod.restarts,
+                    }
+                )
+    return sorted(items, key=lambda i: (i["cluster"], i["name"]))
+
+
+def pod_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": item["name"], "namespace": item["namespace"], "labels": item["labels"]},
+        "spec": {"nodeName": item["node"]},
+        "status": {"phase": item["phase"], "cluster": item["cluster"], "restarts": item["restarts"]},
+    }
+
+
+def pod_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        row = [i["name"], i["cluster"], i["phase"], str(i["restarts"]), i["node"] or "<none>"]
+        if wide:
+            row += [i["job"], i["task"]]
+        rows.append(row)
+    return ["NAME", "CLUSTER", "STATUS", "RESTARTS", "NODE"] + (["JOB", "TASK"] if wide else []), rows
+
+
+async def podgroups(client: Client, name: str | None) -> list[dict[str, Any]]:
+    """A podgroup per Volcano Job (named after it, as Volcano does), with its scheduler phase."""
+    items = []
+    for cluster in await client.cluster_names():
+        phases = await client.docs(records.pgphase_kind(cluster), records.PodGroupPhaseDoc)
+        for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
+            if name and record.name != name:
+                continue
+            phase = phases.get(record.name)
+            items.append(
+                {
+                    "name": record.name,
+                    "namespace": record.namespace,
+                    "labels": record.job.metadata.labels,
+                    "cluster": cluster,
+                    "phase": phase.phase if phase else "Pending",
+                    "reason": phase.reason if phase else "",
+                    "minMember": record.spec.min_available,
+                    "queue": record.spec.queue,
+                    "priorityClassName": record.spec.priority_class_name,
+                }
+            )
+    return sorted(items, key=lambda i: (i["name"], i["cluster"]))
+
+
+def podgroup_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": item["name"], "namespace": item["namespace"], "labels": item["labels"]},
+        "spec": {
+            "minMember": item["minMember"],
+            "queue": item["queue"],
+            **({"priorityClassName": item["priorityClassName"]} if item["priorityClassName"] else {}),
+        },
+        "status": {"phase": item["phase"], "cluster": item["cluster"]},
+    }
+
+
+def podgroup_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        row = [i["name"], i["cluster"], i["phase"], str(i["minMember"]), i["queue"]]
+        if wide:
+            row += [i["priorityClassName"] or "-", i["reason"] or "-"]
+        rows.append(row)
+    return ["NAME", "CLUSTER", "STATUS", "MINMEMBER", "QUEUE"] + (["PRIORITYCLASS", "REASON"] if wide else []), rows
+
+
+async def priorityclasses(client: Client, name: str | None) -> list[dict[str, Any]]:
+    docs = await client.docs(records.PRIORITY_CLASS, records.PriorityClassDoc)
+    return [
+        {"name": n, "value": d.value, "globalDefault": d.global_default, "manifest": d.manifest, "created": 0.0}
+        for n, d in docs.items()
+        if not name or n == name
     ]
-    return ["NAME", "CLUSTER", "HYPERJOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"], rows
+
+
+def priorityclass_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item["manifest"].items() if k != "status"}
+
+
+def priorityclass_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = [[i["name"], str(i["value"]), str(i["globalDefault"]).lower()] for i in items]
+    if wide:
+        for row, i in zip(rows, items, strict=True):
+            row.append(i["manifest"].get("preemptionPolicy", "PreemptLowerPriority"))
+    return ["NAME", "VALUE", "GLOBAL-DEFAULT"] + (["PREEMPTIONPOLICY"] if wide else []), rows
 
 
 async def queues(client: Client, name: str | None) -> list[dict[str, Any]]:
+    """Each queue with vcctl's columns: its podgroups by phase and its resources, per cluster and
+    fleet-wide (allocated and deserved as each cluster's last scheduling session saw them)."""
     docs = await client.docs(records.QUEUE, records.QueueDoc)
     items = [
-        {"name": n, "state": d.state, "spec": d.manifest.get("spec", {})}
+        {"name": n, "state": d.state, "spec": d.manifest.get("spec", {}), "created": d.created, "manifest": d.manifest}
         for n, d in docs.items()
         if not name or n == name
     ]
     if api.DEFAULT_QUEUE not in docs and (not name or name == api.DEFAULT_QUEUE):
-        items.append({"name": api.DEFAULT_QUEUE, "state": "Open", "spec": {"weight": 1, "reclaimable": True}})
+        default = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"}}
+        spec = {"weight": 1, "reclaimable": True}
+        items.append({"name": api.DEFAULT_QUEUE, "state": "Open", "spec": spec, "created": 0.0, "manifest": default})
+    groups = await podgroups(client, None)
+    usage = {
+        c: await client.docs(records.queue_usage_kind(c), records.QueueUsageDoc) for c in await client.cluster_names()
+    }
+    for item in items:
+        mine = [g for g in groups if g["queue"] == item["name"]]
+        item["podgroups"] = {
+            phase.lower(): sum(1 for g in mine if g["phase"] == phase) for phase in ("Inqueue", "Pending", "Running")
+        }
+        item["usage"] = {
+            cluster: msgspec.to_builtins(per_queue[item["name"]])
+            for cluster, per_queue in usage.items()
+            if item["name"] in per_queue
+        }
+        item["allocated"] = _sum([u.get("allocated", {}) for u in item["usage"].values()])
+        item["deserved"] = _sum([u.get("deserved", {}) for u in item["usage"].values()])
     return sorted(items, key=lambda i: i["name"])
 
 
-def queue_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    rows = [
-        [
+def _sum(maps: list[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for values in maps:
+        for key, value in values.items():
+            total[key] = total.get(key, 0.0) + value
+    return total
+
+
+def queue_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    status = {
+        "state": item["state"],
+        **item["podgroups"],
+        "allocated": item["allocated"],
+        "deserved": item["deserved"],
+        "clusters": item["usage"],
+    }
+    return _manifest(item["manifest"], item["created"], status)
+
+
+def queue_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        groups = i["podgroups"]
+        row = [
             i["name"],
-            i["state"],
             str(i["spec"].get("weight", 1)),
-            ",".join(f"{k}={v}" for k, v in (i["spec"].get("capability") or {}).items()) or "-",
+            i["state"],
+            str(groups["inqueue"]),
+            str(groups["pending"]),
+            str(groups["running"]),
+            _resources(i["allocated"]),
         ]
-        for i in items
-    ]
-    return ["NAME", "STATE", "WEIGHT", "CAPABILITY"], rows
+        if wide:
+            row += [
+                _resources(i["deserved"]),
+                _spec_resources(i["spec"].get("capability")),
+                i["spec"].get("parent", "-"),
+            ]
+        rows.append(row)
+    header = ["NAME", "WEIGHT", "STATE", "INQUEUE", "PENDING", "RUNNING", "ALLOCATED"]
+    return header + (["DESERVED", "CAPABILITY", "PARENT"] if wide else []), rows
+
+
+def _spec_resources(values: dict[str, Any] | None) -> str:
+    return ",".join(f"{k.split('/')[-1]}={v}" for k, v in (values or {}).items()) or "-"
+
+
+def _manifest(applied: dict[str, Any], created: float, status: dict[str, Any]) -> dict[str, Any]:
+    """The object as applied, with the server-set metadata and the status kubectl shows."""
+    metadata = {**applied.get("metadata", {})}
+    metadata.setdefault("namespace", "default")
+    if created:
+        metadata["creationTimestamp"] = _timestamp(created)
+    body = {k: v for k, v in applied.items() if k not in ("metadata", "status")}
+    return {
+        "apiVersion": body.pop("apiVersion", ""),
+        "kind": body.pop("kind", ""),
+        "metadata": metadata,
+        **body,
+        "status": status,
+    }
+
+
+def _timestamp(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def clusters(client: Client, name: str | None) -> list[dict[str, Any]]:
@@ -163,7 +474,7 @@ _ENVELOPE = (
 )
 
 
-def cluster_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def cluster_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = [
         [
             i["name"],
@@ -174,9 +485,15 @@ def cluster_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]
             f"{i['gpu_healthy_nodes']}/{i['fabric_healthy_nodes']}",
             f"{i['lastReportAge']:g}s",
         ]
+        + (
+            [_resources(i["allocatable"]), ",".join(f"{c}={g:g}" for c, g in sorted(i["links"].items())) or "-"]
+            if wide
+            else []
+        )
         for i in items
     ]
-    return ["NAME", "READY", "FREE", "FREE GPUS", "PODS THAT FIT", "HEALTHY GPU/FABRIC", "REPORTED"], rows
+    header = ["NAME", "READY", "FREE", "FREE GPUS", "PODS THAT FIT", "HEALTHY GPU/FABRIC", "REPORTED"]
+    return header + (["ALLOCATABLE", "LINKS GB/S"] if wide else []), rows
 
 
 async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:
@@ -203,18 +520,26 @@ async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 
-def node_rows(items: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    rows = [
-        [
+def node_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        row = [
             i["cluster"],
             i["name"],
             "Ready" if i["ready"] else "NotReady",
             _resources(i["used"]),
             _resources(i["allocatable"]),
         ]
-        for i in items
-    ]
-    return ["CLUSTER", "NAME", "STATUS", "USED", "ALLOCATABLE"], rows
+        if wide:
+            row += [
+                "ok" if i["gpuHealthy"] else "sick",
+                "ok" if i["fabricHealthy"] else "sick",
+                ",".join(i["health"]) or "-",
+                i["labels"].get("nvidia.com/gpu.product", "-"),
+            ]
+        rows.append(row)
+    header = ["CLUSTER", "NAME", "STATUS", "USED", "ALLOCATABLE"]
+    return header + (["GPU", "FABRIC", "HEALTH", "GPU MODEL"] if wide else []), rows
 
 
 def _resources(values: dict[str, float]) -> str:
@@ -225,3 +550,103 @@ def _resources(values: dict[str, float]) -> str:
 def _age(created: float) -> str:
     seconds = max(0, int(time.time() - created))
     return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m" if seconds < 7200 else f"{seconds // 3600}h"
+
+
+def services(name: str | None) -> list[dict[str, Any]]:
+    """What ``hyperjob up`` supervises in this HYPERJOB_HOME (read from its status file)."""
+    try:
+        status = json.loads(services_file().read_text())
+    except (OSError, ValueError):
+        raise ClientError(f"no `hyperjob up` is running in {services_file().parent}") from None
+    endpoints = {"nats": status["nats"], "redis": status["redis"]}
+    return [{**s, "endpoints": endpoints} for s in status["services"] if not name or s["name"] == name]
+
+
+def service_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        exited = "-" if i["lastExit"] is None else str(i["lastExit"])
+        uptime = _age(i["startedAt"]) if i["state"] == "running" else "-"
+        row = [i["name"], i["state"], str(i["restarts"]), uptime, str(i["pid"] or "-")]
+        if wide:
+            row += [exited, i["endpoints"]["nats"], i["endpoints"]["redis"], i["log"]]
+        rows.append(row)
+    header = ["NAME", "STATE", "RESTARTS", "UPTIME", "PID"]
+    return header + (["LAST EXIT", "NATS", "REDIS", "LOG"] if wide else []), rows
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind ``get`` shows: how to load it, its table, and its manifest form (API objects)."""
+
+    plural: str
+    singular: str
+    rows: Callable[[list[dict[str, Any]], bool], tuple[list[str], list[list[str]]]]
+    load: Callable[[Client, str | None], Awaitable[list[dict[str, Any]]]] | None = None
+    read_local: Callable[[str | None], list[dict[str, Any]]] | None = None
+    manifest: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    namespaced: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+KINDS = {
+    k.plural: k
+    for k in (
+        Kind("hyperjobs", "hyperjob", hyperjob_rows, hyperjobs, None, hyperjob_manifest, True, ("hj",)),
+        Kind("jobs", "job", job_rows, jobs, None, job_manifest, True, ("vcjob", "vj")),
+        Kind("pods", "pod", pod_rows, pods, None, pod_manifest, True, ("po",)),
+        Kind("podgroups", "podgroup", podgroup_rows, podgroups, None, podgroup_manifest, True, ("pg",)),
+        Kind("queues", "queue", queue_rows, queues, None, queue_manifest, False, ("q",)),
+        Kind(
+            "priorityclasses",
+            "priorityclass",
+            priorityclass_rows,
+            priorityclasses,
+            None,
+            priorityclass_manifest,
+            False,
+            ("pc",),
+        ),
+        Kind("clusters", "cluster", cluster_rows, clusters),
+        Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
+        Kind("services", "service", service_rows, None, services, aliases=("svc",)),
+    )
+}
+
+
+def kind(name: str) -> Kind | None:
+    """A kind by plural, singular or short name, any case, as kubectl accepts them."""
+    name = name.lower()
+    return next((k for k in KINDS.values() if name in (k.plural, k.singular, *k.aliases)), None)
+
+
+def selector(text: str) -> Callable[[dict[str, str]], bool]:
+    """kubectl's equality-based label selector: ``k=v``, ``k==v``, ``k!=v``, ``k`` and ``!k``, all required."""
+    tests: list[Callable[[dict[str, str]], bool]] = []
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        if "!=" in term:
+            key, value = (p.strip() for p in term.split("!=", 1))
+            tests.append(lambda labels, k=key, v=value: labels.get(k) != v)
+        elif "=" in term:
+            key, value = (p.strip() for p in term.replace("==", "=").split("=", 1))
+            tests.append(lambda labels, k=key, v=value: labels.get(k) == v)
+        elif term.startswith("!"):
+            absent = term[1:].strip()
+            tests.append(lambda labels, k=absent: k not in labels)
+        else:
+            tests.append(lambda labels, k=term: k in labels)
+        if not key_ok(term):
+            raise ValueError(f"invalid label selector {text!r}")
+    return lambda labels: all(test(labels) for test in tests)
+
+
+def key_ok(term: str) -> bool:
+    key = term.lstrip("!").replace("==", "=").replace("!=", "=").split("=", 1)[0].strip()
+    return bool(key) and " " not in key
+
+
+def table(header: list[str], rows: list[list[str]], no_headers: bool = False) -> str:
+    """Columns padded to their widest cell, three spaces apart, as kubectl prints them."""
+    shown = rows if no_headers else [header, *rows]
+    widths = [max(len(str(c)) for c in column) for column in zip(*shown, strict=True)] if shown else []
+    return "\n".join("   ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in shown)

@@ -58,7 +58,7 @@ def test_agent_in_exec_mode_for_named_nodes(launched, tmp_path):
 
 def test_a_bad_fault_is_rejected_before_anything_starts(launched):
     result = CliRunner().invoke(main, ["agent", "--cluster", "c1", "--fault", "melt@n1"])
-    assert result.exit_code == 2 and "melt@n1" in result.output and not launched
+    assert result.exit_code == 1 and "melt@n1" in result.output and not launched  # kubectl: 1 for every error
 
 
 def test_logs_prints_the_pods_log_and_names_ambiguity(tmp_path, monkeypatch):

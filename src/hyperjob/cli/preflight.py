@@ -1,0 +1,69 @@
+"""What ``apply`` checks against the running system before it sends anything: what each object
+refers to (queues, priority classes, clusters), with the splitter's own pure checks
+(``services.splitter.domain``) over the configuration the system publishes, as it will be once the
+objects before it in the batch are applied. So a batch whose third object names a missing queue
+creates nothing, instead of the first two.
+
+It is a preview, not a lock: the splitter checks again when each object arrives, and what changed
+in between is still reported per object.
+"""
+
+from __future__ import annotations
+
+from hyperjob import api, records
+from hyperjob.client import Client
+from hyperjob.services.splitter import domain
+
+from .manifests import Object
+
+
+async def check(client: Client, objects: list[Object]) -> None:
+    """Set ``error`` on every object the splitter would reject for what it refers to."""
+    queues = await client.docs(records.QUEUE, records.QueueDoc)
+    classes = await client.docs(records.PRIORITY_CLASS, records.PriorityClassDoc)
+    clusters = await client.cluster_names()
+    for obj in objects:
+        manifest = api.decode(obj.document)
+        cfg = domain.config(queues, classes, clusters)
+        try:
+            _check(manifest, cfg)
+        except api.ManifestError as exc:
+            obj.error = str(exc)
+            continue
+        if isinstance(manifest, api.Queue):
+            previous = queues.get(manifest.metadata.name)
+            state = previous.state if previous else "Open"
+            queues = {**queues, manifest.metadata.name: records.QueueDoc(manifest=api.encode(manifest), state=state)}
+        elif isinstance(manifest, api.PriorityClass):
+            doc = records.PriorityClassDoc(
+                manifest=api.encode(manifest), value=manifest.value, global_default=manifest.global_default
+            )
+            classes = {**classes, manifest.metadata.name: doc}
+
+
+async def outcome(client: Client, obj: Object) -> str:
+    """What applying ``obj`` would report: created, configured or unchanged (as the splitter
+    compares: the stored manifest against the new one, both as ``api.encode`` writes them)."""
+    manifest = api.encode(api.decode(obj.document))
+    kind, doc_type = {
+        "Queue": (records.QUEUE, records.QueueDoc),
+        "PriorityClass": (records.PRIORITY_CLASS, records.PriorityClassDoc),
+    }.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
+    existing = await client.doc(kind, obj.name, doc_type)
+    if existing is None:
+        return "created"
+    return "unchanged" if existing.manifest == manifest else "configured"
+
+
+def _check(manifest: api.Manifest, cfg: domain.Config) -> None:
+    if isinstance(manifest, api.Queue):
+        domain.check_queue(manifest, cfg)
+    elif isinstance(manifest, api.Job):
+        domain.check_job_references(manifest.spec, "$.spec", cfg)
+    elif isinstance(manifest, api.HyperJob):
+        domain.check_hyperjob_references(manifest, cfg)
+    elif isinstance(manifest, api.PodGroup):
+        domain.check_podgroup_references(manifest, cfg)
+
+
+__all__ = ["check"]

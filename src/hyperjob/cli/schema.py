@@ -1,0 +1,89 @@
+"""``hyperjob schema [TYPE]``: JSON Schemas of the public contract, generated from the msgspec types
+themselves (``msgspec.json.schema``), so they cannot drift from what the services decode.
+
+The contract (``docs/submit-contract.md``): the manifests a program applies, the requests it
+publishes on NATS (``hj.manifest.apply``, ``hj.object.delete``, ``hj.hyperjob.command``), the
+answers on ``hj.result.<event_id>`` and the status events on ``hj.hyperjob.status``. Each event
+type carries its version in its ``type`` tag (``hj.manifest.apply.v1``); ``CONTRACT_VERSION``
+versions the set as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import msgspec
+
+from hyperjob import events
+from hyperjob.api.manifest import KINDS as MANIFEST_KINDS
+from hyperjob.events import subjects
+
+CONTRACT_VERSION = "v1"
+SCHEMA_BASE = f"https://hyperjob.dev/schemas/{CONTRACT_VERSION}"
+
+# What a submitter sends or reads, with the subject it travels on.
+EVENTS: dict[str, tuple[type[Any], str]] = {
+    "ApplyManifest": (events.ApplyManifest, subjects.APPLY),
+    "DeleteObject": (events.DeleteObject, subjects.DELETE),
+    "CommandHyperJob": (events.CommandHyperJob, subjects.HYPERJOB_COMMAND),
+    "CommandObject": (events.CommandObject, subjects.OBJECT_COMMAND),
+    "RequestAccepted": (events.RequestAccepted, subjects.result("<event_id>")),
+    "RequestRejected": (events.RequestRejected, subjects.result("<event_id>")),
+    "HyperJobStatusChanged": (events.HyperJobStatusChanged, subjects.HYPERJOB_STATUS),
+    "HyperJobDeleted": (events.HyperJobDeleted, subjects.HYPERJOB_DELETED),
+}
+
+
+def manifest_types() -> dict[str, type[Any]]:
+    """Each manifest kind by name; the conceptual HyperJob form is ``HyperJob.batch``."""
+    found: dict[str, type[Any]] = {}
+    for (api_version, kind), struct in MANIFEST_KINDS.items():
+        name = kind if kind not in found else f"{kind}.{api_version.split('.')[0]}"
+        found[name] = struct
+    return found
+
+
+def types() -> dict[str, tuple[type[Any], str]]:
+    """Every type of the contract with what it is (a manifest kind or the subject of an event)."""
+    described = {name: (struct, "manifest") for name, struct in manifest_types().items()}
+    return {**described, **{name: (struct, f"event on {subject}") for name, (struct, subject) in EVENTS.items()}}
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    struct, _ = types()[name]
+    schema: dict[str, Any] = msgspec.json.schema(struct, schema_hook=_any)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"{SCHEMA_BASE}/{name}.json",
+        "x-hyperjob-contract": CONTRACT_VERSION,
+        **schema,
+    }
+
+
+def _any(type_: type[Any]) -> dict[str, Any]:
+    """Fields typed ``object`` (opaque values passed through, e.g. plugin arguments) accept anything."""
+    if type_ is object:
+        return {"description": "any JSON value"}
+    raise NotImplementedError
+
+
+@click.command()
+@click.argument("type_name", metavar="[TYPE]", required=False)
+def schema(type_name: str | None) -> None:
+    """Print the JSON Schema of TYPE (a manifest kind or a request/answer/status event of the
+    submit contract); without TYPE, list the types."""
+    known = types()
+    if type_name is None:
+        width = max(len(n) for n in known)
+        for name, (_, what) in known.items():
+            click.echo(f"{name.ljust(width)}   {what}")
+        return
+    match = next((n for n in known if n.lower() == type_name.lower()), None)
+    if match is None:
+        raise click.UsageError(f"unknown type {type_name!r} (known: {', '.join(known)})")
+    click.echo(json.dumps(json_schema(match), indent=2))
+
+
+__all__ = ["CONTRACT_VERSION", "json_schema", "schema", "types"]

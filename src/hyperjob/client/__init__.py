@@ -1,0 +1,161 @@
+"""A typed Python client for a running HyperJob system: what the ``hyperjob`` CLI itself uses.
+
+Requests (apply, delete, commands) go over NATS JetStream as the msgspec events of
+``hyperjob.events`` and are answered on ``hj.result.<request id>`` (``docs/submit-contract.md``
+describes the contract for programs in any language); reads come from the store the services
+keep. Every failure to reach the system is a ``ClientError`` with a one-line message.
+
+    async with await Client.connect("nats://127.0.0.1:4222", "redis://127.0.0.1:6379") as client:
+        answer = await client.apply(manifest_dict)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from hyperjob import api, events
+from hyperjob.bus.natsbus import NatsBus
+from hyperjob.events import subjects
+from hyperjob.events.subjects import STREAMS
+from hyperjob.store.redis_store import RedisStore
+
+Answer = events.RequestAccepted | events.RequestRejected
+ANSWERS = events.decoder(events.RequestAccepted, events.RequestRejected)
+
+# NATS refuses a message larger than its max_payload (1 MiB by default); a manifest is checked
+# against this before anything is sent, with room left for the event's envelope.
+MAX_MANIFEST_BYTES = 1024 * 1024 - 4096
+PRODUCER = "hyperjob-client"
+
+
+class ClientError(Exception):
+    """The system could not be reached or did not answer; the message is one line for a person."""
+
+
+def manifest_size(manifest: dict[str, Any]) -> int:
+    """Bytes the manifest takes on the wire (JSON, as the event carries it)."""
+    return len(msgspec.json.encode(manifest))
+
+
+def check_size(manifest: dict[str, Any]) -> None:
+    """Raise ``api.ManifestError`` when the manifest is too large to send."""
+    size = manifest_size(manifest)
+    if size > MAX_MANIFEST_BYTES:
+        raise api.ManifestError(
+            "$",
+            f"the manifest is {size / 1024 / 1024:.1f} MiB; the limit is {MAX_MANIFEST_BYTES / 1024 / 1024:.1f} MiB",
+        )
+
+
+class Client:
+    def __init__(self, bus: NatsBus, store: RedisStore, producer: str = PRODUCER) -> None:
+        self.bus = bus
+        self.store = store
+        self.producer = producer
+
+    @classmethod
+    async def connect(cls, nats_url: str, redis_url: str, *, producer: str = PRODUCER, timeout: float = 3.0) -> Client:
+        try:
+            bus = await NatsBus.connect(nats_url, STREAMS, name=producer, connect_timeout=timeout)
+        except Exception as exc:  # BusError, OSError, a timeout: all mean "not reachable"
+            raise ClientError(
+                f"cannot reach NATS at {nats_url}: {_one_line(exc)} (is `hyperjob up` running?)"
+            ) from None
+        try:
+            store = await asyncio.wait_for(RedisStore.connect(redis_url), timeout)
+        except Exception as exc:
+            await bus.close()
+            raise ClientError(
+                f"cannot reach Redis at {redis_url}: {_one_line(exc)} (is `hyperjob up` running?)"
+            ) from None
+        return cls(bus, store, producer)
+
+    async def close(self) -> None:
+        await self.bus.close()
+        await self.store.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.close()
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    async def request(self, subject: str, message: events.Message, timeout: float = 30.0) -> Answer:
+        """Send a request and wait for its answer (the splitter publishes it into the stream, so an
+        answer that arrives before we look is not missed)."""
+        await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            answer = await self.bus.last(subjects.result(message.event_id))
+            if answer is not None:
+                return ANSWERS.decode(answer.data)  # type: ignore[no-any-return]
+            await asyncio.sleep(0.05)
+        raise ClientError(f"no answer within {timeout:g}s: is the splitter running (hyperjob get services)?")
+
+    def _envelope(self) -> dict[str, Any]:
+        return {"event_id": events.new_request_id(), "occurred_at": time.time(), "producer": self.producer}
+
+    async def apply(self, manifest: dict[str, Any]) -> Answer:
+        """Create or update one object. Server-set metadata is dropped first, as kubectl does."""
+        manifest = api.without_server_fields(manifest)
+        check_size(manifest)
+        return await self.request(subjects.APPLY, events.ApplyManifest(**self._envelope(), manifest=manifest))
+
+    async def delete(self, kind: str, name: str) -> Answer:
+        return await self.request(subjects.DELETE, events.DeleteObject(**self._envelope(), kind=kind, name=name))
+
+    async def command(self, name: str, action: str) -> Answer:
+        """suspend, resume, restart or abort a HyperJob."""
+        message = events.CommandHyperJob(**self._envelope(), name=name, action=action)  # type: ignore[arg-type]
+        return await self.request(subjects.HYPERJOB_COMMAND, message)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
+        return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}
+
+    async def doc(self, kind: str, name: str, type_: type[Any]) -> Any | None:
+        stored = await self.store.get(kind, name)
+        return stored.decode(type_) if stored is not None else None
+
+    async def capacities(self) -> dict[str, events.ClusterCapacityReported]:
+        """Each cluster's latest capacity summary (a cluster is known once it reported)."""
+        decoder = events.decoder(events.ClusterCapacityReported)
+        latest = await self.bus.last_per_subject(subjects.CAPACITY_ALL)
+        reports = [decoder.decode(d.data) for d in latest.values()]
+        return {r.cluster: r for r in sorted(reports, key=lambda r: r.cluster)}
+
+    async def cluster_names(self) -> list[str]:
+        return sorted(await self.capacities())
+
+    async def instances(self) -> dict[str, events.InstanceStarted]:
+        """Every service instance that started, by name (its latest start)."""
+        decoder = events.decoder(events.InstanceStarted)
+        latest = await self.bus.last_per_subject(subjects.INSTANCES)
+        started = [decoder.decode(d.data) for d in latest.values()]
+        return {s.instance: s for s in started}
+
+    async def node_statuses(self, cluster: str) -> dict[str, events.NodeStatus]:
+        decoder = events.decoder(events.NodeStatus)
+        latest = await self.bus.last_per_subject(subjects.node_statuses(cluster))
+        statuses = [decoder.decode(d.data) for d in latest.values()]
+        return {s.node: s for s in sorted(statuses, key=lambda s: s.node)}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def plain(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+__all__ = ["ANSWERS", "MAX_MANIFEST_BYTES", "Answer", "Client", "ClientError", "check_size", "manifest_size", "plain"]

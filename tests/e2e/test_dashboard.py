@@ -1,0 +1,127 @@
+"""The web dashboard ``hyperjob up`` serves, in a real headless browser (Chromium from the system's
+packages; the browser tests skip, saying so, where none is installed), and its live event stream.
+
+Set ``HYPERJOB_SCREENSHOTS=DIR`` to keep the screenshots for a person to look at."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .browser import BROWSER, Browser
+from .conftest import REPO, Cli
+
+pytestmark = pytest.mark.e2e
+
+NAME = "dash-hj"
+needs_browser = pytest.mark.skipif(
+    BROWSER is None, reason="no headless browser installed (apt-get install chromium): dashboard browser tests skipped"
+)
+
+
+def dashboard_url(cli: Cli) -> str:
+    status = json.loads((Path(cli.env["HYPERJOB_HOME"]) / "services.json").read_text())
+    assert status["dashboard"].startswith("http://127.0.0.1:")
+    return str(status["dashboard"])
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    opened = Browser()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def running_hyperjob(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    manifest = tmp_path_factory.mktemp("dashboard") / "hj.yaml"
+    manifest.write_text(
+        (REPO / "examples" / "hyperjob-llm.yaml")
+        .read_text()
+        .replace("name: llm-train-hyperjob", f"name: {NAME}")
+        .replace("replicas: 64", "replicas: 8")
+        .replace("minAvailable: 64", "minAvailable: 8")
+        .replace("replicas: 32", "replicas: 4")
+        .replace("sim-duration: 10s", "sim-duration: 300s")
+    )
+    with cli.applied(manifest, NAME):
+        cli.wait_for("the HyperJob to run", lambda: cli.json("get", "hyperjobs", NAME)["phase"] == "Running")
+        yield NAME
+
+
+@needs_browser
+def test_a_hyperjobs_page_shows_its_children_pods_and_timeline_live(
+    cli: Cli, running_hyperjob: str, browser: Browser, tmp_path: Path
+) -> None:
+    browser.open(f"{dashboard_url(cli)}#/hyperjobs/{running_hyperjob}")
+    # Drawn, and connected to the event stream (the first paint may come from /api/snapshot).
+    browser.wait_for("document.querySelector('#gantt') !== null && document.getElementById('live').className === 'on'")
+    dom = browser.html()
+    assert f"HyperJob {NAME}" in dom
+    assert 'id="live" class="on"' in dom  # the page got its data from the event stream
+    for child, cluster in ((f"{NAME}-job-0", "cluster-a"), (f"{NAME}-job-1", "cluster-b")):
+        assert f"<td>{child}</td><td>{cluster}</td>" in dom
+    assert browser.evaluate("document.querySelectorAll('#gantt rect.running').length") == 8  # a bar per running pod
+    assert f"{NAME}-job-0-trainer-0" in dom
+    shot = Path(os.environ.get("HYPERJOB_SCREENSHOTS", tmp_path)) / "hyperjob-page.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(shot)
+    assert shot.stat().st_size > 10_000
+
+    # Live: suspending the HyperJob shows on the open page, which is never reloaded.
+    browser.evaluate("window.notReloaded = true")
+    cli.run("suspend", NAME)
+    try:
+        browser.wait_for("document.querySelector('h2 .phase').textContent === 'Suspended'", timeout=60)
+        assert browser.evaluate("window.notReloaded") is True
+        browser.screenshot(shot.with_name("hyperjob-page-suspended.png"))
+    finally:
+        cli.run("resume", NAME, check=False)
+
+
+@needs_browser
+def test_the_list_pages_show_hyperjobs_queues_clusters_and_nodes(
+    cli: Cli, running_hyperjob: str, browser: Browser
+) -> None:
+    base = dashboard_url(cli)
+    browser.open(base)
+    browser.wait_for(f"document.querySelector('a[href=\"#/hyperjobs/{NAME}\"]') !== null")
+    browser.open(f"{base}#/queues")
+    assert "<td>global-ai</td>" in browser.wait_for(
+        "document.body.dataset.rendered === '/queues' && document.body.innerHTML"
+    )
+    browser.open(f"{base}#/clusters")
+    clusters = browser.wait_for("document.body.dataset.rendered === '/clusters' && document.body.innerHTML")
+    assert "<td>cluster-a</td>" in clusters and "<td>cluster-b-node-3</td>" in clusters
+
+
+def test_the_event_stream_sends_a_new_snapshot_when_something_changes(cli: Cli, tmp_path: Path) -> None:
+    def snapshots() -> Iterator[dict[str, Any]]:
+        for line in stream:
+            if line.startswith(b"data: "):
+                yield json.loads(line[6:])
+
+    with urllib.request.urlopen(f"{dashboard_url(cli)}api/events", timeout=60) as stream:
+        received = snapshots()
+        assert "dash-q" not in {q["name"] for q in next(received)["queues"]}
+        (tmp_path / "q.yaml").write_text(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: dash-q}\nspec: {weight: 1}\n"
+        )
+        cli.run("apply", "-f", str(tmp_path / "q.yaml"))
+        try:
+            # The next snapshots come unasked, as things change; one of the first has the queue.
+            for _, snapshot in zip(range(20), received, strict=False):
+                if "dash-q" in {q["name"] for q in snapshot["queues"]}:
+                    break
+            else:
+                raise AssertionError("no snapshot with the new queue")
+        finally:
+            cli.run("delete", "queue", "dash-q", check=False)
