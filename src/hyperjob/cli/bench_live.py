@@ -396,11 +396,11 @@ class LiveBench:
     async def run(self, idle_seconds: float, timeout: float) -> dict[str, Any]:
         import redis.asyncio as aioredis  # noqa: PLC0415
 
-        from .client import Client  # noqa: PLC0415
+        from .client import connect  # noqa: PLC0415
         from .config import Endpoints  # noqa: PLC0415
 
         assert self.nats is not None and self.redis is not None
-        client = await Client.connect(Endpoints(nats_url=self.nats.url, redis_url=self.redis.url))
+        client = await connect(Endpoints(nats_url=self.nats.url, redis_url=self.redis.url))
         redis = aioredis.from_url(self.redis.url)
         try:
             await self._wait_ready(client, timeout)
