@@ -25,7 +25,7 @@ def test_a_burst_that_does_not_fit_the_fleet_is_refused_before_anything_starts()
     with pytest.raises(click.UsageError, match="do not fit 160 GPUs"):
         bl.Plan(clusters=2, nodes=10, hyperjobs=3, replicas=64).check()
     result = CliRunner().invoke(main, ["bench", "live", "--nodes", "1", "--hyperjobs", "2", "--replicas", "16"])
-    assert result.exit_code == 2 and "do not fit 16 GPUs" in result.output
+    assert result.exit_code == 1 and "do not fit 16 GPUs" in result.output
 
 
 def test_the_report_divides_by_the_pods_that_ran_and_names_the_figures_the_issue_asks_for() -> None:
