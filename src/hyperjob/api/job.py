@@ -12,7 +12,7 @@ message (``$.spec: policies[1].event: duplicate event PodFailed across different
 from __future__ import annotations
 
 import zoneinfo
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import croniter
 import msgspec
@@ -155,26 +155,10 @@ def policy_events(policy: LifecyclePolicy) -> list[str]:
 # What Volcano's webhook lets a user write in an event policy (``policyEventMap``, ``policyActionMap``):
 # PodRunning, OutOfSync and CommandIssued are the controller's own events, SyncJob and EnqueueJob its
 # own actions (an event policy that names no action means SyncJob, and is refused too).
-USER_POLICY_EVENTS = (
-    "*",
-    "PodFailed",
-    "PodEvicted",
-    "PodPending",
-    "Unknown",
-    "TaskCompleted",
-    "TaskFailed",
-    "JobUpdated",
-)
-USER_POLICY_ACTIONS = (
-    "AbortJob",
-    "RestartJob",
-    "RestartTask",
-    "RestartPod",
-    "RestartPartition",
-    "TerminateJob",
-    "CompleteJob",
-    "ResumeJob",
-)
+_CONTROLLER_EVENTS = ("PodRunning", "OutOfSync", "CommandIssued")
+_CONTROLLER_ACTIONS = ("SyncJob", "EnqueueJob")
+USER_POLICY_EVENTS = tuple(e for e in get_args(PolicyEvent) if e not in _CONTROLLER_EVENTS)
+USER_POLICY_ACTIONS = tuple(a for a in get_args(PolicyAction) if a not in _CONTROLLER_ACTIONS)
 
 
 def check_policies(policies: list[LifecyclePolicy], path: str) -> None:
