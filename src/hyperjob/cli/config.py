@@ -78,6 +78,11 @@ def endpoints_file() -> Path:
     return home() / "endpoints.json"
 
 
+def services_file() -> Path:
+    """What ``hyperjob up`` supervises, with each service's state (``hyperjob get services``)."""
+    return home() / "services.json"
+
+
 def resolve_endpoints() -> Endpoints:
     """NATS_URL / REDIS_URL when set, else what ``hyperjob up`` recorded, else a clear error."""
     nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")

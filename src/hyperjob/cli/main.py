@@ -23,10 +23,10 @@ from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
 from .client import Client, ClientError, connect
-from .config import home, load_config
+from .config import home, load_config, services_file
 from .offline import bench, simulate
 from .schema import CONTRACT_VERSION, schema
-from .up import HomeLock, System, UpError, holder_pid, run_forever, services_file
+from .up import HomeLock, System, UpError, holder_pid, run_forever
 
 
 class HyperJobCommand(click.Group):

@@ -33,17 +33,13 @@ from hyperjob.client import Client
 from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
-from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home
+from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home, services_file
 
 MAX_BACKOFF = 60.0
 
 
 class UpError(Exception):
     """``up`` cannot start (another one runs in this home) or did not become ready."""
-
-
-def services_file() -> Path:
-    return home() / "services.json"
 
 
 def lock_file() -> Path:

@@ -23,7 +23,7 @@ from hyperjob.api.quantity import format_quantity
 from hyperjob.jobcore import model as jm
 
 from .client import Client, ClientError
-from .up import services_file
+from .config import services_file
 
 TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed")
 HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
