@@ -43,7 +43,11 @@ import service_helpers as sh  # noqa: E402
 
 pytestmark = [
     pytest.mark.service,
-    pytest.mark.skipif(not os.environ.get("HYPERJOB_SCALE_OUT"), reason="set HYPERJOB_SCALE_OUT=1 to run"),
+    pytest.mark.skipif(
+        not os.environ.get("HYPERJOB_SCALE_OUT"),
+        reason="opt-in (HYPERJOB_SCALE_OUT=1): two active replicas of one instance still lose a "
+        "HyperJob's status in about 2 runs of 5 (docs/scale-out.md)",
+    ),
 ]
 
 T = TypeVar("T")

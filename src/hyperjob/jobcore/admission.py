@@ -10,44 +10,19 @@ Rejections are ``api.ManifestError(path, message)``; an admitted job is a value,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import get_args
 
 import msgspec
 
 from hyperjob import api
+from hyperjob.api import job as api_job
 
 from .model import JobRecord, RankOverride, SshKeyPair
 from .sshkeys import deterministic_keygen
 
 DEFAULT_MAX_RETRY = 3
-POLICY_EVENTS = frozenset(
-    {
-        "*",
-        "PodFailed",
-        "PodEvicted",
-        "PodPending",
-        "PodRunning",
-        "TaskCompleted",
-        "TaskFailed",
-        "Unknown",
-        "OutOfSync",
-        "CommandIssued",
-        "JobUpdated",
-    }
-)
-POLICY_ACTIONS = frozenset(
-    {
-        "AbortJob",
-        "RestartJob",
-        "RestartTask",
-        "RestartPod",
-        "RestartPartition",
-        "TerminateJob",
-        "CompleteJob",
-        "ResumeJob",
-        "SyncJob",
-        "EnqueueJob",
-    }
-)
+POLICY_EVENTS = frozenset(get_args(api_job.PolicyEvent))
+POLICY_ACTIONS = frozenset(get_args(api_job.PolicyAction))
 _SVC_PLUGINS = ("tensorflow", "mpi", "pytorch", "ray")
 
 KeyGen = Callable[[str], SshKeyPair]
