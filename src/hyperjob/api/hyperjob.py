@@ -16,7 +16,7 @@ retries does to the HyperJob).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -24,8 +24,8 @@ from .base import NonNegative, ObjectMeta, Positive, Spec
 from .job import JobSpec
 from .pod import PodTemplateMeta
 
-TRAINING_API_VERSION = "training.volcano.sh/v1alpha1"
-CONCEPT_API_VERSION = "batch.volcano.sh/v1alpha1"
+TRAINING_API_VERSION: Final = "training.volcano.sh/v1alpha1"
+CONCEPT_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 CONCEPT_REPLICATED_JOB = "job"
 # Set by ``normalize`` on a HyperJob written in the conceptual form, so errors can name the fields
 # the user actually wrote (``$.spec.splitPolicy`` rather than ``$.spec.replicatedJobs[0].splitPolicy``).

@@ -36,7 +36,7 @@ other than ``Running`` (a finished job's running pods are always stopped), ``sch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal, cast
 
 import msgspec
 
@@ -45,8 +45,8 @@ from .errors import ManifestError
 from .job import Job, JobSpec, LifecyclePolicy, TaskSpec
 from .pod import EnvVar, PodTemplateSpec
 
-MPI_API_VERSION = "kubeflow.org/v2beta1"
-TRAINING_API_VERSION = "kubeflow.org/v1"
+MPI_API_VERSION: Final = "kubeflow.org/v2beta1"
+TRAINING_API_VERSION: Final = "kubeflow.org/v1"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 SOURCE_KIND_ANNOTATION = "hyperjob.io/source-kind"
 MPI_CONFIG_DIR = "/etc/mpi"
@@ -128,7 +128,7 @@ KUBEFLOW_KINDS: dict[tuple[str, str], type[Any]] = {
     (TRAINING_API_VERSION, "TFJob"): TFJob,
 }
 # Replica types in task order (the order of global ranks when a HyperJob splits the job).
-_ORDER = {
+_ORDER: dict[str, tuple[str, ...]] = {
     "MPIJob": ("Launcher", "Worker"),
     "PyTorchJob": ("Master", "Worker"),
     "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator"),
@@ -195,14 +195,14 @@ def _check_run_policy(policy: RunPolicy) -> None:
 
 
 def _replicas(manifest: KubeflowJob) -> dict[str, ReplicaSpec]:
-    specs: Mapping[str, ReplicaSpec]
+    specs: Mapping[str, ReplicaSpec]  # each kind keys its replicas by its own literals, as _ORDER does
     if isinstance(manifest, MPIJob):
-        specs = manifest.spec.mpi_replica_specs
+        specs = cast(Mapping[str, ReplicaSpec], manifest.spec.mpi_replica_specs)
     elif isinstance(manifest, PyTorchJob):
-        specs = manifest.spec.pytorch_replica_specs
+        specs = cast(Mapping[str, ReplicaSpec], manifest.spec.pytorch_replica_specs)
     else:
-        specs = manifest.spec.tf_replica_specs
-    return {rtype: specs[rtype] for rtype in _ORDER[manifest.kind] if rtype in specs}  # type: ignore[index]
+        specs = cast(Mapping[str, ReplicaSpec], manifest.spec.tf_replica_specs)
+    return {rtype: specs[rtype] for rtype in _ORDER[manifest.kind] if rtype in specs}
 
 
 def _task(

@@ -21,7 +21,7 @@ splitter, the scenario loader).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 import msgspec
 
@@ -29,7 +29,7 @@ from .base import NonNegative, ObjectMeta, QuantityMap, Spec
 from .job import INT32_MAX, NetworkTopology
 from .quantity import QuantityError, parse_quantity
 
-SCHEDULING_API_VERSION = "scheduling.volcano.sh/v1beta1"
+SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"
 NODEGROUP_LABEL = "volcano.sh/nodegroup-name"

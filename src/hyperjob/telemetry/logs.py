@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, cast
 
 import msgspec
 import structlog
 from opentelemetry import trace
+from structlog.typing import EventDict
 
 __all__ = ["add_trace_context", "setup_logging"]
 
@@ -26,7 +27,7 @@ def _serialize(obj: Any, **_: Any) -> bytes:
     return _ENCODER.encode(obj)
 
 
-def add_trace_context(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def add_trace_context(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
     """Processor: add ``trace_id``/``span_id`` of the current OpenTelemetry span, if there is one.
 
     Inside a consumed message's span (``bus`` opens one per message) every log line therefore
@@ -39,8 +40,8 @@ def add_trace_context(_logger: Any, _method: str, event_dict: dict[str, Any]) ->
     return event_dict
 
 
-def _add_service(service: str) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]:
-    def processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _add_service(service: str) -> Callable[[Any, str, EventDict], EventDict]:
+    def processor(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
         event_dict.setdefault("service", service)
         return event_dict
 
@@ -109,6 +110,6 @@ def setup_logging(service: str, level: str | int = "INFO", *, file: IO[bytes] | 
             structlog.processors.JSONRenderer(serializer=_serialize),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.BytesLoggerFactory(file=out),
+        logger_factory=structlog.BytesLoggerFactory(file=cast(BinaryIO, out)),
         cache_logger_on_first_use=False,
     )
