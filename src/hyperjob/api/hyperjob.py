@@ -60,12 +60,17 @@ class ReplicatedJob(Spec, frozen=True, kw_only=True):
     template_metadata: PodTemplateMeta | None = None
 
 
-class HyperJobSpec(Spec, frozen=True, kw_only=True):
-    replicated_jobs: list[ReplicatedJob]
+class _GangSpec(Spec, frozen=True, kw_only=True):
+    """What both forms say about the HyperJob as a whole, besides its jobs."""
+
     min_available: NonNegative | None = None
     max_domains: Positive | None = None
     plugins: dict[str, list[str]] = {}
     child_failure_policy: ChildFailurePolicy = "FailHyperJob"
+
+
+class HyperJobSpec(_GangSpec, frozen=True, kw_only=True):
+    replicated_jobs: list[ReplicatedJob]
 
 
 class HyperJob(Spec, frozen=True, kw_only=True):
@@ -84,14 +89,10 @@ class JobTemplate(Spec, frozen=True, kw_only=True):
     spec: JobSpec
 
 
-class TemplatedHyperJobSpec(Spec, frozen=True, kw_only=True):
+class TemplatedHyperJobSpec(_GangSpec, frozen=True, kw_only=True):
     template: JobTemplate
     split_policy: SplitPolicy | None = None
     cluster_names: list[str] = []
-    min_available: NonNegative | None = None
-    max_domains: Positive | None = None
-    plugins: dict[str, list[str]] = {}
-    child_failure_policy: ChildFailurePolicy = "FailHyperJob"
 
 
 class TemplatedHyperJob(Spec, frozen=True, kw_only=True):
@@ -128,10 +129,7 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
         metadata=metadata,
         spec=HyperJobSpec(
             replicated_jobs=[replicated],
-            min_available=spec.min_available,
-            max_domains=spec.max_domains,
-            plugins=spec.plugins,
-            child_failure_policy=spec.child_failure_policy,
+            **{field: getattr(spec, field) for field in _GangSpec.__struct_fields__},
         ),
     )
 
