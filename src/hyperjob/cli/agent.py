@@ -76,6 +76,7 @@ SHAPE_OPTIONS = {
 @click.pass_context
 def agent(
     ctx: click.Context,
+    /,
     cluster: str,
     simulate: bool,
     nodes: int,

@@ -34,7 +34,7 @@ class HyperJobCommand(click.Group):
     usage errors, invalid manifests, an unreachable system; never a traceback (set
     ``HYPERJOB_DEBUG=1`` to see one)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
@@ -438,9 +438,11 @@ def output_items(
             click.echo(f"{shown.singular}/{item['name']}")
     elif output.startswith("jsonpath="):
         objects = [_object(shown, i) for i in items]
-        data = objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        selected = (
+            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        )
         try:
-            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), data))
+            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), selected))
         except jsonpath_template.TemplateError as exc:
             raise click.UsageError(f"error parsing jsonpath: {exc}") from None
     elif output in ("json", "yaml"):

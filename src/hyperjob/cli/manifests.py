@@ -83,7 +83,8 @@ def objects(source: str, namespace: str | None = None) -> list[Object]:
 
 def _check(source: str, document: dict[str, Any], namespace: str | None) -> Object:
     document = api.without_server_fields(document)
-    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    written_metadata = document.get("metadata")
+    metadata: dict[str, Any] = written_metadata if isinstance(written_metadata, dict) else {}
     kind = str(document.get("kind") or "object")
     name = str(metadata.get("name") or "?")
     found = Object(source, kind, name, document)
