@@ -90,7 +90,18 @@ def expected(
     if len(gpu) == 0 or len(rows) == 0:
         return free * float(shapes.weight.sum())
     usable = usable_for(shapes, rows, cpu, dev, memory)
-    return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
+    return free * float(shapes.weight.sum()) - _weighted(usable, shapes.weight[gpu])
+
+
+def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` (S, K) x (K,), summed one column at a time: elementwise operations
+    only, so a state's figure does not depend on the other states of the batch (BLAS blocks
+    the rows of a matrix product, which moved the result in its last bit: a node scored 49 or
+    50 on FGD's scale depending on which nodes were refreshed with it)."""
+    out = values[:, 0] * weights[0]
+    for k in range(1, len(weights)):
+        out = out + values[:, k] * weights[k]
+    return out
 
 
 def usable_for(
@@ -102,7 +113,7 @@ def usable_for(
     positive = np.maximum(dev, 0.0)
     holds = dev[:, None, :] >= thresholds[None, :, None] - EPS  # (S, K, D)
     count = holds.sum(axis=2)  # (S, K)
-    cores = np.einsum("skd,sd->sk", holds.astype(np.float64), positive)  # (S, K)
+    cores = np.where(holds, positive[:, None, :], 0.0).sum(axis=2)  # (S, K)
     fits = shapes.access[gpu][:, rows].T & (cpu[:, None] >= shapes.cpu[gpu] - EPS)
     fits &= count[:, which] >= shapes.number[gpu]
     if memory is not None:

@@ -56,7 +56,15 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
 
 
 class FragScorer(Plugin):
-    """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score."""
+    """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score.
+
+    A score is a function of the pod's shape and of the node's *state*: its free CPU, memory
+    and per-device cores, and which typical shapes may use it at all (``access``; nodes alike
+    in that form one access group). Everything else it reads is fixed for the session. A fleet
+    has few node shapes and fills them alike, so states repeat: ``score_one``, the per-pod
+    path, looks the score up by (pod shape, node state) and runs the numpy pipeline only for a
+    state it has not seen this session, which gives the very same number.
+    """
 
     with_memory = False
     shapes: frag.Shapes | None
@@ -68,8 +76,12 @@ class FragScorer(Plugin):
         self.shapes = self._typical_shapes(ssn) if ssn.nodes.max_devices else None
         self._frag = np.zeros(self.nodes.size)
         self._pos = len(self.nodes.dirty)
+        self._scores: dict[tuple[object, ...], float] = {}
+        self._access_group: list[int] = []
         if self.shapes is not None:
             self._frag = self.fragmentation(self._current(np.arange(self.nodes.size)))
+            groups = np.unique(self.shapes.access.T, axis=0, return_inverse=True)[1]
+            self._access_group = groups.reshape(-1).tolist()
 
     def coverage(self) -> float:
         return float(self.args.coverage)
@@ -184,7 +196,22 @@ class FragScorer(Plugin):
         return (int(c.device[int(np.argmax(value(c, grown)))]),)
 
     def score_one(self, task: TaskState, row: int) -> float:
-        return 0.0 if self.shapes is None else float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+        if self.shapes is None:
+            return 0.0
+        # Requests are interned per session, so the request's identity stands for its values.
+        idle = self.nodes.idle[row]
+        key = (
+            id(task.req),
+            task.vgpu,
+            self._access_group[row],
+            float(idle[0]),
+            float(idle[1]),
+            self.nodes.device_free[row].tobytes(),
+        )
+        value = self._scores.get(key)
+        if value is None:
+            value = self._scores[key] = float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+        return value
 
 
 def sigmoid_score(grown: np.ndarray) -> np.ndarray:
