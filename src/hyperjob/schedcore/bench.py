@@ -2,10 +2,10 @@
 
 ``run(nodes, pods, gang)`` builds ``nodes`` identical nodes (32 cpu, 128Gi, 8 GPUs, 110 pods)
 and ``pods / gang`` pending jobs of ``gang`` identical pods each (minAvailable = gang; 1 cpu,
-4Gi), then runs cycles of the default conf, applying each decision like a driver, until every
-pod is bound or a cycle binds nothing. ``initial`` pods already run (spread round-robin), as in
-SchedulingBasic's init phase; ``per_cycle`` > 0 releases that many pods per cycle instead of
-all at once, so cycle percentiles mean something. Only ``Scheduler.cycle`` is timed. This
+4Gi, and ``gpus`` whole GPUs), then runs cycles of the default conf, applying each decision
+like a driver, until every pod is bound or a cycle binds nothing. ``initial`` pods already
+run (spread round-robin), as in SchedulingBasic's init phase; ``per_cycle`` > 0 releases that
+many pods per cycle instead of all at once, so cycle percentiles mean something. Only ``Scheduler.cycle`` is timed. This
 module is a measuring tool: the one place in the package that reads a clock; the core never
 imports it.
 """

@@ -77,7 +77,8 @@ def typical(counts: Mapping[K, float], coverage: float, order: Callable[[K], obj
 
 def gpu_free(dev: np.ndarray) -> np.ndarray:
     """Free device cores per state (the -1 padding of absent devices counts as nothing)."""
-    return np.maximum(dev, 0.0).sum(axis=-1)
+    free: np.ndarray = np.maximum(dev, 0.0).sum(axis=-1)
+    return free
 
 
 def expected(
@@ -90,7 +91,8 @@ def expected(
     if len(gpu) == 0 or len(rows) == 0:
         return free * float(shapes.weight.sum())
     usable = usable_for(shapes, rows, cpu, dev, memory)
-    return free * float(shapes.weight.sum()) - _weighted(usable, shapes.weight[gpu])
+    out: np.ndarray = free * float(shapes.weight.sum()) - _weighted(usable, shapes.weight[gpu])
+    return out
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -98,7 +100,7 @@ def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     only, so a state's figure does not depend on the other states of the batch (BLAS blocks
     the rows of a matrix product, which moved the result in its last bit: a node scored 49 or
     50 on FGD's scale depending on which nodes were refreshed with it)."""
-    out = values[:, 0] * weights[0]
+    out: np.ndarray = values[:, 0] * weights[0]
     for k in range(1, len(weights)):
         out = out + values[:, k] * weights[k]
     return out
@@ -144,7 +146,8 @@ def unfed(
     fed = np.minimum(free, cpu / _rate(shapes, shapes.cpu, cores, supply[0]))
     if memory is not None:
         fed = np.minimum(fed, memory / _rate(shapes, shapes.memory, cores, supply[1]))
-    return free - np.maximum(fed, 0.0)
+    out: np.ndarray = free - np.maximum(fed, 0.0)
+    return out
 
 
 def _rate(shapes: Shapes, amount: np.ndarray, cores: float, supply: float) -> float:

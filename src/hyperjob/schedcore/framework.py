@@ -7,7 +7,7 @@ combination rules are Volcano's (``framework/session_plugins.go``), documented p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -25,22 +25,27 @@ class NoArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Arguments of a plugin that takes none."""
 
 
-class Plugin:
+ArgsT = TypeVar("ArgsT", bound=msgspec.Struct)
+
+
+class Plugin(Generic[ArgsT]):
     """Base class: ``NAME``, a strict ``Args`` struct, and optional session open/close hooks.
 
-    A plugin instance lives for one session; ``on_session_open`` runs in tier order before any
-    action, ``on_session_close`` after the last one.
+    ``Plugin[XArgs]`` with ``Args = XArgs``: the conf's arguments decode to ``Args`` and reach the
+    instance as ``self.args``, typed. A plugin instance lives for one session;
+    ``on_session_open`` runs in tier order before any action, ``on_session_close`` after the
+    last one.
     """
 
     NAME: ClassVar[str] = ""
     Args: ClassVar[type[msgspec.Struct]] = NoArgs
 
-    def __init__(self, args: Any) -> None:
+    def __init__(self, args: ArgsT) -> None:
         self.args = args
         self.ssn: Session
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
+    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
         """Decode the conf's ``arguments`` strictly; unknown keys and bad values name the argument."""
         try:
             return msgspec.convert(arguments, cls.Args, strict=False)

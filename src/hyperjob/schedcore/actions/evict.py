@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..state import QueueState, TaskState
+from ..state import JobState, QueueState, TaskState
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ def evict_until(
     return False
 
 
-def starving_jobs(ssn: Session) -> dict[str, list]:
+def starving_jobs(ssn: Session) -> dict[str, list[JobState]]:
     """Preemptor jobs by queue: admitted, valid, starving."""
-    out: dict[str, list] = {}
+    out: dict[str, list[JobState]] = {}
     for job in ssn.jobs.values():
         q: QueueState | None = ssn.queue_of(job)
         if q is None or job.phase == "Pending" or ssn.job_valid(job) is not None or not ssn.job_starving(job):
@@ -72,6 +72,6 @@ def starving_jobs(ssn: Session) -> dict[str, list]:
     return out
 
 
-def pending_tasks(ssn: Session, job: object) -> PriorityQueue[TaskState]:
-    tasks = [t for t in job.tasks if t.status == "Pending" and not t.info.gated]  # type: ignore[attr-defined]
+def pending_tasks(ssn: Session, job: JobState) -> PriorityQueue[TaskState]:
+    tasks = [t for t in job.tasks if t.status == "Pending" and not t.info.gated]
     return PriorityQueue(ssn.task_before, tasks)

@@ -25,16 +25,17 @@ class BinpackArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     extra: dict[str, float] = {}
 
 
-class BinpackPlugin(Plugin):
+class BinpackPlugin(Plugin[BinpackArgs]):
     NAME = "binpack"
     Args = BinpackArgs
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
+    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
         # ``binpack.resources.<name>`` keys are open-ended, so they are split off first.
         extra = {k[len(_PREFIX) :]: v for k, v in arguments.items() if k.startswith(_PREFIX)}
         base = {k: v for k, v in arguments.items() if not k.startswith(_PREFIX)}
         args = super().decode_args(base, path)
+        assert isinstance(args, BinpackArgs)
         names = [r.strip() for r in str(args.resources).split(",") if r.strip()]
         for name in extra:
             if name not in names:

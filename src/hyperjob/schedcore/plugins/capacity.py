@@ -29,7 +29,7 @@ class CapacityArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ancestor_reclaim_level: int = msgspec.field(default=0, name="ancestorReclaimLevel")
 
 
-class CapacityPlugin(Plugin):
+class CapacityPlugin(Plugin[CapacityArgs]):
     NAME = "capacity"
     Args = CapacityArgs
 

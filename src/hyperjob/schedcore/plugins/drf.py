@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Plugin
+from ..framework import NoArgs, Plugin
 from ..state import JobState, TaskState
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _DELTA = 1e-6
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[NoArgs]):
     NAME = "drf"
 
     def on_session_open(self, ssn: Session) -> None:

@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
-from ..framework import Plugin
+from ..framework import ArgsT, Plugin
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
 
@@ -55,7 +55,7 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
     return (float(t.req[0]), float(t.req[1]) if with_memory else 0.0, number, cores if number else 0.0, t.sel_key)
 
 
-class FragScorer(Plugin):
+class FragScorer(Plugin[ArgsT]):
     """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score.
 
     A score is a function of the pod's shape and of the node's *state*: its free CPU, memory
@@ -84,7 +84,8 @@ class FragScorer(Plugin):
             self._access_group = groups.reshape(-1).tolist()
 
     def coverage(self) -> float:
-        return float(self.args.coverage)
+        """The share of the session's pods the typical shapes cover (the plugin's argument)."""
+        raise NotImplementedError
 
     def shape_tasks(self, ssn: Session) -> list[TaskState]:
         """The pods whose mix defines the typical shapes: every pod of the session."""
@@ -141,7 +142,8 @@ class FragScorer(Plugin):
             changed = np.unique(np.array(dirty[self._pos :]))
             self._frag[changed] = self.fragmentation(self._current(changed))
             self._pos = len(dirty)
-        return self._frag[rows]
+        current: np.ndarray = self._frag[rows]
+        return current
 
     def candidates(self, task: TaskState, rows: np.ndarray) -> Candidates:
         """The states of ``rows`` after placing ``task`` (rows where it cannot go are left out)."""
@@ -219,9 +221,12 @@ def sigmoid_score(grown: np.ndarray) -> np.ndarray:
     return np.floor(100.0 / (1.0 + np.exp(grown / 100.0)))
 
 
-class FgdPlugin(FragScorer):
+class FgdPlugin(FragScorer[FgdArgs]):
     NAME = "fgd"
     Args = FgdArgs
+
+    def coverage(self) -> float:
+        return self.args.coverage
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         if self.shapes is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, NoArgs, Plugin
 from ..state import READY, VALID, JobState, TaskState
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 _PIPELINED = READY | {"Pipelined"}
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[NoArgs]):
     NAME = "gang"
 
     def job_valid(self, job: JobState) -> str | None:

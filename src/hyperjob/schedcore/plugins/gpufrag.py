@@ -54,10 +54,13 @@ class GpuFragArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     window: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(default=0, name="gpufrag.window")
 
 
-class GpuFragPlugin(FragScorer):
+class GpuFragPlugin(FragScorer[GpuFragArgs]):
     NAME = "gpufrag"
     Args = GpuFragArgs
     every_device = False
+
+    def coverage(self) -> float:
+        return self.args.coverage
 
     def on_session_open(self, ssn: Session) -> None:
         self.with_memory = bool(self.args.memory)
@@ -85,7 +88,10 @@ class GpuFragPlugin(FragScorer):
 
     def value(self, c: Candidates, grown: np.ndarray) -> np.ndarray:
         left = (np.maximum(c.cpu, 0.0) / max(self.max_cpu, 1e-9) + frag.gpu_free(c.dev) / self.max_gpu) / 2.0
-        return self.args.weight * (sigmoid_score(grown) * STEP + (1.0 - np.clip(left, 0.0, 1.0)) * (STEP - 1.0))
+        score: np.ndarray = self.args.weight * (
+            sigmoid_score(grown) * STEP + (1.0 - np.clip(left, 0.0, 1.0)) * (STEP - 1.0)
+        )
+        return score
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         if self.shapes is None:

@@ -28,6 +28,7 @@ import numpy as np
 from hyperjob.api.queue import NODEGROUP_LABEL, QueueAffinity
 
 from ..framework import Plugin
+from ..model import QueueInfo
 from ..state import TaskState
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class _Groups(msgspec.Struct, frozen=True):
         return score
 
 
-class NodeGroupPlugin(Plugin):
+class NodeGroupPlugin(Plugin[NodeGroupArgs]):
     NAME = "nodegroup"
     Args = NodeGroupArgs
     per_queue = True
@@ -94,12 +95,12 @@ class NodeGroupPlugin(Plugin):
         self._scores: dict[str, np.ndarray] = {}
 
     @staticmethod
-    def _affinity(name: str, infos: dict, hierarchy: bool) -> QueueAffinity | None:
+    def _affinity(name: str, infos: dict[str, QueueInfo], hierarchy: bool) -> QueueAffinity | None:
         seen: set[str] = set()
         while name in infos and name not in seen:
             seen.add(name)
             if infos[name].affinity is not None or not hierarchy:
-                return infos[name].affinity  # type: ignore[no-any-return]
+                return infos[name].affinity
             name = infos[name].parent or ("root" if name != "root" else "")
         return None
 

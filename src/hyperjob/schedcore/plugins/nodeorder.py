@@ -37,7 +37,7 @@ class NodeOrderArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     selectorspread: float = msgspec.field(default=0, name="selectorspread.weight")
 
 
-class NodeOrderPlugin(Plugin):
+class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     NAME = "nodeorder"
     Args = NodeOrderArgs
 

@@ -79,7 +79,7 @@ def choose(free: np.ndarray, capacity: tuple[float, ...], request: float, policy
     return () if policy == "best-effort" else None
 
 
-class NumaAwarePlugin(Plugin):
+class NumaAwarePlugin(Plugin[NumaArgs]):
     NAME = "numa-aware"
     Args = NumaArgs
 
@@ -94,7 +94,7 @@ class NumaAwarePlugin(Plugin):
         self.taken: dict[int, tuple[int, np.ndarray]] = {}
         for tasks in ssn.nodes.tasks:
             for task in tasks:
-                self.on_allocate(task)  # type: ignore[arg-type]
+                self.on_allocate(task)
 
     @staticmethod
     def _exclusive(task: TaskState) -> float:

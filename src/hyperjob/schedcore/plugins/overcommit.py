@@ -19,7 +19,7 @@ class OvercommitArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     factor: float = msgspec.field(default=1.2, name="overcommit-factor")
 
 
-class OvercommitPlugin(Plugin):
+class OvercommitPlugin(Plugin[OvercommitArgs]):
     NAME = "overcommit"
     Args = OvercommitArgs
 

@@ -62,7 +62,7 @@ def _requirement(ssn: Session, req: NodeSelectorRequirement, by_name: bool) -> n
     return out
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[PredicatesArgs]):
     NAME = "predicates"
     Args = PredicatesArgs
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, NoArgs, Plugin
 from ..state import JobState, QueueState, TaskState
 from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, share_of
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
-class ProportionPlugin(Plugin):
+class ProportionPlugin(Plugin[NoArgs]):
     NAME = "proportion"
 
     def on_session_open(self, ssn: Session) -> None:

@@ -84,7 +84,7 @@ def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray
             for t in j.tasks:
                 if t.status == "Pending":
                     pending[k] += t.req
-    out = {}
+    out: dict[str, tuple[np.ndarray, ...]] = {}
     for name, i in qi.items():
         sel = idx == i
         a = alloc[sel].sum(axis=0)
@@ -116,4 +116,5 @@ def real_capability(
     parent_real: np.ndarray | None = None,
 ) -> np.ndarray:
     base = ssn.total if parent_real is None else parent_real
-    return np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)
+    real: np.ndarray = np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)
+    return real
