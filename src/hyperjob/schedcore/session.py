@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .conf import SchedulerConf
+from .cyclestate import CycleState
 from .hooks import Dispatch
 from .model import Bind, Decision, Evict, PodGroupPhase, QueueUsage, Snapshot
 from .nodes import NodeTable
@@ -40,6 +41,7 @@ class Session(Dispatch):
         self.conf = conf
         self.snapshot = snapshot
         self.now = snapshot.now
+        self.cycle_state = CycleState()
         self.space = space = _space(snapshot)
         self.nodes = NodeTable(snapshot.nodes, space)
         self.total = self.nodes.total

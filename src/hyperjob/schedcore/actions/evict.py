@@ -12,7 +12,7 @@ from .util import PriorityQueue
 
 if TYPE_CHECKING:
     from ..session import Session
-    from ..statement import Statement
+    from ..statement import EvictReason, Statement
 
 
 def victim_queue(ssn: Session, victims: list[TaskState], preemptor: TaskState) -> PriorityQueue[TaskState]:
@@ -47,7 +47,7 @@ def evict_until(
     row: int,
     victims: list[TaskState],
     fits: Callable[[], bool],
-    reason: str,
+    reason: EvictReason,
 ) -> bool:
     """Evict victims in victim order until ``fits()``; pipeline ``t`` on ``row`` or roll back."""
     mark = stmt.mark()
