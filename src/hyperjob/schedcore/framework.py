@@ -15,7 +15,9 @@ import numpy as np
 from .errors import ConfError
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .conf import PluginConf
+    from .nodes import NodeTable
+    from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -23,6 +25,31 @@ PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 class NoArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Arguments of a plugin that takes none."""
+
+
+class SessionView(Protocol):
+    """What a plugin sees of its session: the cycle's world, not the session's machinery.
+
+    Read: ``nodes`` (the node table; its rows are the node order every mask and score uses),
+    ``space`` (resource names and vectors), ``jobs`` and ``queues`` (their per-cycle states),
+    ``total`` (the cluster's allocatable), ``share_dims`` (the resources shares are taken over),
+    ``plugin_conf`` (each plugin's conf line), ``static_mask`` (the enabled predicates' mask for
+    a pod). Written by the plugins that own them: ``deserved`` (queue -> deserved vector, by
+    the queue-sharing plugin) and ``unschedulable`` (job -> the reason users read, by gang).
+    Plugins change placements only through the hooks, never through this view.
+    """
+
+    nodes: NodeTable
+    space: ResourceSpace
+    jobs: dict[str, JobState]
+    queues: dict[str, QueueState]
+    total: np.ndarray
+    share_dims: np.ndarray
+    plugin_conf: dict[str, PluginConf]
+    deserved: dict[str, np.ndarray]
+    unschedulable: dict[str, str]
+
+    def static_mask(self, task: TaskState) -> np.ndarray: ...
 
 
 ArgsT = TypeVar("ArgsT", bound=msgspec.Struct)
@@ -42,7 +69,7 @@ class Plugin(Generic[ArgsT]):
 
     def __init__(self, args: ArgsT) -> None:
         self.args = args
-        self.ssn: Session
+        self.ssn: SessionView
 
     @classmethod
     def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
@@ -56,10 +83,10 @@ class Plugin(Generic[ArgsT]):
                 raise ConfError(f"{path}: unknown argument {field!r} for plugin {cls.NAME!r}") from None
             raise ConfError(f"{path}: bad argument for plugin {cls.NAME!r}: {msg}") from None
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.ssn = ssn
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         """Default: nothing to write back."""
 
 

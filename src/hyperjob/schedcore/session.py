@@ -99,6 +99,10 @@ class Session(Dispatch):
                     out[row] += t.req
         return out
 
+    def static_mask(self, task: TaskState) -> np.ndarray:
+        """The enabled predicates' node mask for ``task`` (cached per selector)."""
+        return self.placement.static_mask(task)
+
     def queue_of(self, job: JobState) -> QueueState | None:
         return self.queues.get(job.queue)
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from ..errors import ConfError
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 _PREFIX = "binpack.resources."
 
@@ -53,7 +50,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
             weights[name] = 1.0 if w < 0 else w
         return msgspec.structs.replace(args, extra=weights)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         a = self.args
         w = np.zeros(ssn.space.size)

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
-from ..framework import ArgsT, Plugin
+from ..framework import ArgsT, Plugin, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 NEG = -np.inf
 
@@ -70,7 +67,7 @@ class FragScorer(Plugin[ArgsT]):
     shapes: frag.Shapes | None
     every_device = True  # a shared-GPU pod is tried on each device, else on its best-fit one
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
         self.shapes = self._typical_shapes(ssn) if ssn.nodes.max_devices else None
@@ -87,11 +84,11 @@ class FragScorer(Plugin[ArgsT]):
         """The share of the session's pods the typical shapes cover (the plugin's argument)."""
         raise NotImplementedError
 
-    def shape_tasks(self, ssn: Session) -> list[TaskState]:
+    def shape_tasks(self, ssn: SessionView) -> list[TaskState]:
         """The pods whose mix defines the typical shapes: every pod of the session."""
         return [t for job in ssn.jobs.values() for t in job.tasks]
 
-    def _typical_shapes(self, ssn: Session) -> frag.Shapes | None:
+    def _typical_shapes(self, ssn: SessionView) -> frag.Shapes | None:
         # Requests are interned per session, so pods group by object identity first (cheap even
         # for tens of thousands of pods), and only each group's shape key is computed.
         groups: Counter[tuple[int, tuple[int, float], bytes]] = Counter()
@@ -109,7 +106,7 @@ class FragScorer(Plugin[ArgsT]):
         chosen = frag.typical(counts, self.coverage(), order=lambda k: (k[0], k[3], k[2], k[1], k[4]))
         if not any(key[2] for key, _ in chosen):
             return None
-        access = np.array([ssn.placement.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
+        access = np.array([ssn.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
         return frag.Shapes(
             cpu=np.array([k[0] for k, _ in chosen]),
             memory=np.array([k[1] for k, _ in chosen]),

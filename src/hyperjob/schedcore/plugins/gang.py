@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..framework import PERMIT, REJECT, NoArgs, Plugin
+from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
 from ..state import READY, VALID, JobState, TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 _PIPELINED = READY | {"Pipelined"}
 
@@ -66,7 +61,7 @@ class GangPlugin(Plugin[NoArgs]):
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         return self._victims(candidates)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for job in ssn.jobs.values():
             if job.is_ready():
                 continue

@@ -21,17 +21,13 @@ placed pod are the node table's best fit (the artifact's "best" GPU selection), 
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from ..framework import ArgsT, NoArgs, Plugin
+from ..framework import ArgsT, NoArgs, Plugin, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 MILLI_PER_CORE = 10.0  # device cores (100 per GPU) -> milli-GPU (1000 per GPU)
 MAX_CPU, MAX_GPU = 128.0, 8000.0  # the artifact's MaxSpecCpu (cores here) and MaxSpecGpu (milli)
@@ -55,7 +51,7 @@ def is_shared(task: TaskState) -> bool:
 class GpuScorer(Plugin[ArgsT]):
     """Base: node views in the artifact's terms."""
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
 
@@ -113,7 +109,7 @@ class GpuClusteringPlugin(GpuScorer[NoArgs]):
 
     NAME = "gpuclustering"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         kinds = sorted({k for job in ssn.jobs.values() for t in job.tasks if (k := self.kind(t))})
         self.kinds = {k: i for i, k in enumerate(kinds)}

@@ -29,19 +29,17 @@ clusters keep the other plugins' order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
+from ..framework import SessionView
 from ..nodes import DEVICE_CORES
 from ..resources import GPU
 from ..state import TaskState
 from .fgd import Candidates, FragScorer, sigmoid_score
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 STEP = 1000.0  # points per step of the 0-100 scale; the best-fit tie-break stays below one step
 
@@ -62,7 +60,7 @@ class GpuFragPlugin(FragScorer[GpuFragArgs]):
     def coverage(self) -> float:
         return self.args.coverage
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.with_memory = bool(self.args.memory)
         alloc = ssn.nodes.alloc
         self.max_cpu = float(alloc[:, 0].max()) if ssn.nodes.size else 1.0
@@ -72,7 +70,7 @@ class GpuFragPlugin(FragScorer[GpuFragArgs]):
         self.supply = (float(alloc[:, 0].sum()) / cores, float(alloc[:, 1].sum()) / cores)
         super().on_session_open(ssn)
 
-    def shape_tasks(self, ssn: Session) -> list[TaskState]:
+    def shape_tasks(self, ssn: SessionView) -> list[TaskState]:
         tasks = super().shape_tasks(ssn)
         if self.args.window and len(tasks) > self.args.window:
             tasks = sorted(tasks, key=lambda t: t.key)[-self.args.window :]

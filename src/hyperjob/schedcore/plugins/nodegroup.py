@@ -20,19 +20,14 @@ placement caches keep one entry per queue.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 import numpy as np
 
 from hyperjob.api.queue import NODEGROUP_LABEL, QueueAffinity
 
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..model import QueueInfo
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 BASE_SCORE = 100.0
 
@@ -85,7 +80,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
     Args = NodeGroupArgs
     per_queue = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         pconf = ssn.plugin_conf.get(self.NAME)
         hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))
