@@ -96,13 +96,12 @@ def expected(
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``values @ weights`` (S, K) x (K,), summed one column at a time: elementwise operations
-    only, so a state's figure does not depend on the other states of the batch (BLAS blocks
-    the rows of a matrix product, which moved the result in its last bit: a node scored 49 or
-    50 on FGD's scale depending on which nodes were refreshed with it)."""
-    out: np.ndarray = values[:, 0] * weights[0]
-    for k in range(1, len(weights)):
-        out = out + values[:, k] * weights[k]
+    """``values @ weights`` for (S, K) x (K,), as a product and a sum along each row: numpy sums
+    a row the same way whatever the other rows, so a state's figure does not depend on the
+    other states of the batch. (BLAS blocks the rows of a matrix product, which moved the
+    result in its last bit: a node scored 49 or 50 on FGD's scale depending on which nodes
+    were refreshed with it.)"""
+    out: np.ndarray = (values * weights).sum(axis=1)
     return out
 
 
