@@ -155,18 +155,27 @@ class Allocatable(Protocol):
 
 @runtime_checkable
 class JobReady(Protocol):
+    """May the job's statement be committed: True when what it has allocated (plus what it
+    already runs) is enough to start it (gang: ``minAvailable`` pods, and each role's minimum).
+    Every implementer must agree; allocate commits on True, else asks ``JobPipelined``."""
+
     def job_ready(self, job: JobState) -> bool: ...
 
 
 @runtime_checkable
 class JobPipelined(Protocol):
-    """A vote: PERMIT, ABSTAIN or REJECT."""
+    """A vote on keeping a job's not-yet-ready statement for the rest of the cycle (its pods
+    wait on releasing ones): PERMIT, ABSTAIN or REJECT; a REJECT discards the statement."""
 
     def job_pipelined(self, job: JobState) -> int: ...
 
 
 @runtime_checkable
 class JobStarving(Protocol):
+    """Does the job still want pods it has not got: preempt and reclaim look for victims only
+    for starving jobs, and stop once the job is no longer starving. Within the first tier that
+    answers, every implementer must say True."""
+
     def job_starving(self, job: JobState) -> bool: ...
 
 
