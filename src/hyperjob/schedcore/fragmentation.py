@@ -96,12 +96,11 @@ def expected(
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``values @ weights`` for (S, K) x (K,), as a product and a sum along each row: numpy sums
-    a row the same way whatever the other rows, so a state's figure does not depend on the
-    other states of the batch. (BLAS blocks the rows of a matrix product, which moved the
-    result in its last bit: a node scored 49 or 50 on FGD's scale depending on which nodes
-    were refreshed with it.)"""
-    out: np.ndarray = (values * weights).sum(axis=1)
+    """``values @ weights`` for (S, K) x (K,), as S separate (1, K) x (K, 1) products: each
+    state's figure is computed alone, whatever the other states of the batch. (One (S, K)
+    matrix product lets BLAS block the rows, which moved the result in its last bit: a node
+    scored 49 or 50 on FGD's scale depending on which nodes were refreshed with it.)"""
+    out: np.ndarray = (values[:, None, :] @ weights[:, None])[:, 0, 0]
     return out
 
 
@@ -114,7 +113,7 @@ def usable_for(
     positive = np.maximum(dev, 0.0)
     holds = dev[:, None, :] >= thresholds[None, :, None] - EPS  # (S, K, D)
     count = holds.sum(axis=2)  # (S, K)
-    cores = np.where(holds, positive[:, None, :], 0.0).sum(axis=2)  # (S, K)
+    cores = (holds @ positive[:, :, None])[:, :, 0]  # (S, K); one product per state, as _weighted
     fits = shapes.access[gpu][:, rows].T & (cpu[:, None] >= shapes.cpu[gpu] - EPS)
     fits &= count[:, which] >= shapes.number[gpu]
     if memory is not None:
