@@ -90,6 +90,13 @@ def bench() -> None:
     show_default=True,
     help="pods submitted per cycle (0: all in one cycle)",
 )
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=0, max=8),
+    default=0,
+    show_default=True,
+    help="whole GPUs per pod (the nodes have 8), as the live benchmark's trainers ask one",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--conf",
@@ -99,7 +106,15 @@ def bench() -> None:
 )
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def bench_scheduler(
-    nodes: int, pods: int, gang: int, initial: int, per_cycle: int, seed: int, conf_file: str | None, output: str
+    nodes: int,
+    pods: int,
+    gang: int,
+    initial: int,
+    per_cycle: int,
+    gpus: int,
+    seed: int,
+    conf_file: str | None,
+    output: str,
 ) -> None:
     """The scheduling core alone on a synthetic cluster shaped like scheduler_perf's SchedulingBasic."""
     import msgspec
@@ -115,7 +130,7 @@ def bench_scheduler(
         except ConfError as exc:
             raise click.UsageError(f"{conf_file}: {exc}") from None
     result = schedbench.run(
-        nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle, conf=conf
+        nodes=nodes, pods=pods, gang=gang, seed=seed, initial=initial, per_cycle=per_cycle, conf=conf, gpus=gpus
     )
     _print_figures(msgspec.to_builtins(result), output)
 

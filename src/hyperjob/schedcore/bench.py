@@ -2,10 +2,10 @@
 
 ``run(nodes, pods, gang)`` builds ``nodes`` identical nodes (32 cpu, 128Gi, 8 GPUs, 110 pods)
 and ``pods / gang`` pending jobs of ``gang`` identical pods each (minAvailable = gang; 1 cpu,
-4Gi), then runs cycles of the default conf, applying each decision like a driver, until every
-pod is bound or a cycle binds nothing. ``initial`` pods already run (spread round-robin), as in
-SchedulingBasic's init phase; ``per_cycle`` > 0 releases that many pods per cycle instead of
-all at once, so cycle percentiles mean something. Only ``Scheduler.cycle`` is timed. This
+4Gi, and ``gpus`` whole GPUs), then runs cycles of the default conf, applying each decision
+like a driver, until every pod is bound or a cycle binds nothing. ``initial`` pods already
+run (spread round-robin), as in SchedulingBasic's init phase; ``per_cycle`` > 0 releases that
+many pods per cycle instead of all at once, so cycle percentiles mean something. Only ``Scheduler.cycle`` is timed. This
 module is a measuring tool: the one place in the package that reads a clock; the core never
 imports it.
 """
@@ -38,11 +38,14 @@ class BenchResult(msgspec.Struct, frozen=True, kw_only=True):
     pods_per_cpu_second: float = 0.0
 
 
-def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0, initial: int = 0) -> Snapshot:
-    """The benchmark's first snapshot; ``seed`` shuffles the jobs' submission order."""
+def build_snapshot(nodes: int, pods: int, gang: int = 1, seed: int = 0, initial: int = 0, gpus: int = 0) -> Snapshot:
+    """The benchmark's first snapshot; ``seed`` shuffles the jobs' submission order; every pod
+    (pending and initial) asks for ``gpus`` whole GPUs besides its CPU and memory."""
     alloc = {"cpu": 32.0, "memory": 128 * 2.0**30, "nvidia.com/gpu": 8.0, "pods": 110.0}
     node_list = [NodeInfo(name=f"node-{i:05d}", allocatable=dict(alloc)) for i in range(nodes)]
     request = {"cpu": 1.0, "memory": 4 * 2.0**30}
+    if gpus:
+        request["nvidia.com/gpu"] = float(gpus)
     n_jobs = max(pods // max(gang, 1), 1)
     order = np.random.default_rng(seed).permutation(n_jobs)
     jobs = []
@@ -84,10 +87,11 @@ def run(
     conf: SchedulerConf = DEFAULT_CONF,
     initial: int = 0,
     per_cycle: int = 0,
+    gpus: int = 0,
 ) -> BenchResult:
     """Schedule every pod; report pods bound per second of cycle time and cycle latencies."""
     scheduler = Scheduler(conf)
-    full = build_snapshot(nodes, pods, gang, seed, initial)
+    full = build_snapshot(nodes, pods, gang, seed, initial, gpus)
     waiting = sorted((j for j in full.jobs if j.phase == "Pending"), key=lambda j: (j.created, j.name))
     snap = msgspec.structs.replace(full, jobs=[j for j in full.jobs if j.phase != "Pending"])
     total = sum(len(j.tasks) for j in waiting)

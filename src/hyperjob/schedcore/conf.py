@@ -54,8 +54,8 @@ class PluginConf(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     switches: dict[str, bool] = {}
-    arguments: dict[str, Any] = {}
-    args: Any = None
+    arguments: dict[str, Any] = {}  # as the YAML gave them
+    args: msgspec.Struct | None = None  # decoded to the plugin's Args
 
     def enabled(self, switch: str | None) -> bool:
         return switch is None or self.switches.get(switch, True)
@@ -118,6 +118,7 @@ def parse_conf(text: str) -> SchedulerConf:
     return SchedulerConf(actions=actions, tiers=tiers)
 
 
+# The helpers below take YAML as parsed (Any), and check its shape before using it.
 def _actions(text: Any) -> tuple[str, ...]:
     if not isinstance(text, str):
         raise ConfError("actions: must be a comma-separated string")

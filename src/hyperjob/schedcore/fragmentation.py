@@ -77,7 +77,8 @@ def typical(counts: Mapping[K, float], coverage: float, order: Callable[[K], obj
 
 def gpu_free(dev: np.ndarray) -> np.ndarray:
     """Free device cores per state (the -1 padding of absent devices counts as nothing)."""
-    return np.maximum(dev, 0.0).sum(axis=-1)
+    free: np.ndarray = np.maximum(dev, 0.0).sum(axis=-1)
+    return free
 
 
 def expected(
@@ -90,7 +91,17 @@ def expected(
     if len(gpu) == 0 or len(rows) == 0:
         return free * float(shapes.weight.sum())
     usable = usable_for(shapes, rows, cpu, dev, memory)
-    return free * float(shapes.weight.sum()) - usable @ shapes.weight[gpu]
+    out: np.ndarray = free * float(shapes.weight.sum()) - _weighted(usable, shapes.weight[gpu])
+    return out
+
+
+def _weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` for (S, K) x (K,), as S separate (1, K) x (K, 1) products: each
+    state's figure is computed alone, whatever the other states of the batch. (One (S, K)
+    matrix product lets BLAS block the rows, which moved the result in its last bit: a node
+    scored 49 or 50 on FGD's scale depending on which nodes were refreshed with it.)"""
+    out: np.ndarray = (values[:, None, :] @ weights[:, None])[:, 0, 0]
+    return out
 
 
 def usable_for(
@@ -102,7 +113,7 @@ def usable_for(
     positive = np.maximum(dev, 0.0)
     holds = dev[:, None, :] >= thresholds[None, :, None] - EPS  # (S, K, D)
     count = holds.sum(axis=2)  # (S, K)
-    cores = np.einsum("skd,sd->sk", holds.astype(np.float64), positive)  # (S, K)
+    cores = (holds @ positive[:, :, None])[:, :, 0]  # (S, K); one product per state, as _weighted
     fits = shapes.access[gpu][:, rows].T & (cpu[:, None] >= shapes.cpu[gpu] - EPS)
     fits &= count[:, which] >= shapes.number[gpu]
     if memory is not None:
@@ -133,7 +144,8 @@ def unfed(
     fed = np.minimum(free, cpu / _rate(shapes, shapes.cpu, cores, supply[0]))
     if memory is not None:
         fed = np.minimum(fed, memory / _rate(shapes, shapes.memory, cores, supply[1]))
-    return free - np.maximum(fed, 0.0)
+    out: np.ndarray = free - np.maximum(fed, 0.0)
+    return out
 
 
 def _rate(shapes: Shapes, amount: np.ndarray, cores: float, supply: float) -> float:

@@ -7,7 +7,7 @@ combination rules are Volcano's (``framework/session_plugins.go``), documented p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -15,7 +15,9 @@ import numpy as np
 from .errors import ConfError
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .conf import PluginConf
+    from .nodes import NodeTable
+    from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -25,22 +27,52 @@ class NoArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Arguments of a plugin that takes none."""
 
 
-class Plugin:
+class SessionView(Protocol):
+    """What a plugin sees of its session: the cycle's world, not the session's machinery.
+
+    Read: ``nodes`` (the node table; its rows are the node order every mask and score uses),
+    ``space`` (resource names and vectors), ``jobs`` and ``queues`` (their per-cycle states),
+    ``total`` (the cluster's allocatable), ``share_dims`` (the resources shares are taken over),
+    ``plugin_conf`` (each plugin's conf line), ``static_mask`` (the enabled predicates' mask for
+    a pod). Written by the plugins that own them: ``deserved`` (queue -> deserved vector, by
+    the queue-sharing plugin) and ``unschedulable`` (job -> the reason users read, by gang).
+    Plugins change placements only through the hooks, never through this view.
+    """
+
+    nodes: NodeTable
+    space: ResourceSpace
+    jobs: dict[str, JobState]
+    queues: dict[str, QueueState]
+    total: np.ndarray
+    share_dims: np.ndarray
+    plugin_conf: dict[str, PluginConf]
+    deserved: dict[str, np.ndarray]
+    unschedulable: dict[str, str]
+
+    def static_mask(self, task: TaskState) -> np.ndarray: ...
+
+
+ArgsT = TypeVar("ArgsT", bound=msgspec.Struct)
+
+
+class Plugin(Generic[ArgsT]):
     """Base class: ``NAME``, a strict ``Args`` struct, and optional session open/close hooks.
 
-    A plugin instance lives for one session; ``on_session_open`` runs in tier order before any
-    action, ``on_session_close`` after the last one.
+    ``Plugin[XArgs]`` with ``Args = XArgs``: the conf's arguments decode to ``Args`` and reach the
+    instance as ``self.args``, typed. A plugin instance lives for one session;
+    ``on_session_open`` runs in tier order before any action, ``on_session_close`` after the
+    last one.
     """
 
     NAME: ClassVar[str] = ""
     Args: ClassVar[type[msgspec.Struct]] = NoArgs
 
-    def __init__(self, args: Any) -> None:
+    def __init__(self, args: ArgsT) -> None:
         self.args = args
-        self.ssn: Session
+        self.ssn: SessionView
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
+    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
         """Decode the conf's ``arguments`` strictly; unknown keys and bad values name the argument."""
         try:
             return msgspec.convert(arguments, cls.Args, strict=False)
@@ -51,10 +83,10 @@ class Plugin:
                 raise ConfError(f"{path}: unknown argument {field!r} for plugin {cls.NAME!r}") from None
             raise ConfError(f"{path}: bad argument for plugin {cls.NAME!r}: {msg}") from None
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.ssn = ssn
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         """Default: nothing to write back."""
 
 
@@ -123,18 +155,27 @@ class Allocatable(Protocol):
 
 @runtime_checkable
 class JobReady(Protocol):
+    """May the job's statement be committed: True when what it has allocated (plus what it
+    already runs) is enough to start it (gang: ``minAvailable`` pods, and each role's minimum).
+    Every implementer must agree; allocate commits on True, else asks ``JobPipelined``."""
+
     def job_ready(self, job: JobState) -> bool: ...
 
 
 @runtime_checkable
 class JobPipelined(Protocol):
-    """A vote: PERMIT, ABSTAIN or REJECT."""
+    """A vote on keeping a job's not-yet-ready statement for the rest of the cycle (its pods
+    wait on releasing ones): PERMIT, ABSTAIN or REJECT; a REJECT discards the statement."""
 
     def job_pipelined(self, job: JobState) -> int: ...
 
 
 @runtime_checkable
 class JobStarving(Protocol):
+    """Does the job still want pods it has not got: preempt and reclaim look for victims only
+    for starving jobs, and stop once the job is no longer starving. Within the first tier that
+    answers, every implementer must say True."""
+
     def job_starving(self, job: JobState) -> bool: ...
 
 

@@ -2,29 +2,85 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .framework import HOOKS
+from .conf import PluginConf
+from .framework import (
+    HOOKS,
+    Allocatable,
+    DeviceChoice,
+    DynamicFit,
+    EventHandler,
+    JobEnqueueable,
+    JobOrder,
+    JobPipelined,
+    JobReady,
+    JobStarving,
+    JobValid,
+    NodeScore,
+    Overused,
+    Plugin,
+    Predicate,
+    Preemptable,
+    Preemptive,
+    QueueOrder,
+    Reclaimable,
+    TaskOrder,
+    VictimQueueOrder,
+)
 from .state import JobState, QueueState, TaskState
 
 
+@dataclass
+class HookRegistry:
+    """The enabled implementers of each extension point (``framework.HOOKS``), as (tier, plugin)
+    in conf order: one typed list per hook, so the dispatchers call the Protocols' methods."""
+
+    job_order: list[tuple[int, JobOrder]] = field(default_factory=list)
+    queue_order: list[tuple[int, QueueOrder]] = field(default_factory=list)
+    victim_queue_order: list[tuple[int, VictimQueueOrder]] = field(default_factory=list)
+    task_order: list[tuple[int, TaskOrder]] = field(default_factory=list)
+    preemptable: list[tuple[int, Preemptable]] = field(default_factory=list)
+    reclaimable: list[tuple[int, Reclaimable]] = field(default_factory=list)
+    preemptive: list[tuple[int, Preemptive]] = field(default_factory=list)
+    overused: list[tuple[int, Overused]] = field(default_factory=list)
+    allocatable: list[tuple[int, Allocatable]] = field(default_factory=list)
+    job_ready: list[tuple[int, JobReady]] = field(default_factory=list)
+    job_pipelined: list[tuple[int, JobPipelined]] = field(default_factory=list)
+    job_starving: list[tuple[int, JobStarving]] = field(default_factory=list)
+    job_valid: list[tuple[int, JobValid]] = field(default_factory=list)
+    job_enqueueable: list[tuple[int, JobEnqueueable]] = field(default_factory=list)
+    predicate: list[tuple[int, Predicate]] = field(default_factory=list)
+    dynamic_fit: list[tuple[int, DynamicFit]] = field(default_factory=list)
+    node_score: list[tuple[int, NodeScore]] = field(default_factory=list)
+    device_choice: list[tuple[int, DeviceChoice]] = field(default_factory=list)
+    event: list[tuple[int, EventHandler]] = field(default_factory=list)
+
+
+# Plugin[Any]: plugins of every Args type share the session.
+LoadedPlugin = tuple[int, Plugin[Any], PluginConf]
+
+
 class Dispatch:
-    """Mixin for ``Session``: ``self.hooks[name]`` is [(tier, plugin)] of enabled implementers."""
+    """Mixin for ``Session``: ``self.hooks`` holds the enabled implementers of every hook."""
 
-    hooks: dict[str, list[tuple[int, Any]]]
-    loaded: list[tuple[int, Any]]
+    hooks: HookRegistry
+    loaded: list[tuple[int, Plugin[Any]]]
 
-    def _bind_hooks(self, plugins: list[tuple[int, Any, Any]]) -> None:
+    def _bind_hooks(self, plugins: Sequence[LoadedPlugin]) -> None:
         self.loaded = [(tier, p) for tier, p, _ in plugins]
-        self.hooks = {name: [] for name in HOOKS}
+        self.hooks = HookRegistry()
         for tier, plugin, pconf in plugins:
             for name, (proto, _switch) in HOOKS.items():
                 if isinstance(plugin, proto) and (name == "job_valid" or pconf.hook_enabled(name)):
-                    self.hooks[name].append((tier, plugin))
-        self._job_order = [p.job_order for _, p in self.hooks["job_order"]]
-        keyed = all(hasattr(p, "job_order_key") for _, p in self.hooks["job_order"])
-        self._job_keys = [p.job_order_key for _, p in self.hooks["job_order"]] if keyed else None
+                    getattr(self.hooks, name).append((tier, plugin))
+        self._job_order = [p.job_order for _, p in self.hooks.job_order]
+        keys = [getattr(p, "job_order_key", None) for _, p in self.hooks.job_order]
+        self._job_keys: list[Callable[[JobState], Any]] | None = (
+            [k for k in keys if k is not None] if all(k is not None for k in keys) else None
+        )
 
     # ---- orders: first non-zero comparison wins, then the fallback -------------------------
     def job_before(self, a: JobState, b: JobState) -> bool:
@@ -34,7 +90,7 @@ class Dispatch:
                 return c < 0
         return a.key < b.key
 
-    def job_key(self) -> Callable[[JobState], tuple[Any, ...]] | None:
+    def job_key(self) -> Callable[[JobState], tuple[Any, ...]] | None:  # keys: whatever each plugin orders by
         """A sort key equivalent to ``job_before`` when every job-order plugin offers one.
 
         Only valid while the jobs it is taken for do not change, which holds for a heap whose
@@ -46,22 +102,21 @@ class Dispatch:
         return lambda job: (*(fn(job) for fn in fns), job.key)
 
     def queue_before(self, a: QueueState, b: QueueState) -> bool:
-        for _, p in self.hooks["queue_order"]:
+        for _, p in self.hooks.queue_order:
             c = p.queue_order(a, b)
             if c:
                 return c < 0
         return (a.info.created, a.name) < (b.info.created, b.name)
 
     def victim_queue_before(self, a: QueueState, b: QueueState, preemptor: QueueState) -> bool:
-        for _, p in self.hooks["victim_queue_order"]:
-            if hasattr(p, "victim_queue_order"):
-                c = p.victim_queue_order(a, b, preemptor)
-                if c:
-                    return c < 0
+        for _, p in self.hooks.victim_queue_order:
+            c = p.victim_queue_order(a, b, preemptor)
+            if c:
+                return c < 0
         return not self.queue_before(a, b)
 
     def task_before(self, a: TaskState, b: TaskState) -> bool:
-        for _, p in self.hooks["task_order"]:
+        for _, p in self.hooks.task_order:
             c = p.task_order(a, b)
             if c:
                 return c < 0
@@ -70,16 +125,21 @@ class Dispatch:
         return a.key < b.key
 
     # ---- victims: intersection within a tier, first non-empty tier decides ---------------
-    def _victims(self, hook: str, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState]:
+    @staticmethod
+    def _victims(
+        answers: Sequence[tuple[int, Callable[[TaskState, list[TaskState]], list[TaskState] | None]]],
+        preemptor: TaskState,
+        candidates: list[TaskState],
+    ) -> list[TaskState]:
         # Volcano keeps its "initialised" flag across tiers: once a tier produced a set, an
         # empty answer later leaves nothing to intersect with, so lower tiers cannot add
         # victims (this is what keeps gang's protection in preempt). If the first answering
         # plugin of a tier returns nothing, the next tier decides afresh (seed-02's reclaim).
         victims: list[TaskState] | None = None
         init = False
-        for tier in sorted({t for t, _ in self.hooks[hook]}):
-            for _, p in (x for x in self.hooks[hook] if x[0] == tier):
-                got = getattr(p, hook)(preemptor, candidates)
+        for tier in sorted({t for t, _ in answers}):
+            for _, answer in (x for x in answers if x[0] == tier):
+                got = answer(preemptor, candidates)
                 if got is None:
                     continue
                 if not got:
@@ -95,29 +155,26 @@ class Dispatch:
         return victims or []
 
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState]:
-        return self._victims("preemptable", preemptor, candidates)
+        return self._victims([(t, p.preemptable) for t, p in self.hooks.preemptable], preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState]:
-        return self._victims("reclaimable", reclaimer, candidates)
+        return self._victims([(t, p.reclaimable) for t, p in self.hooks.reclaimable], reclaimer, candidates)
 
     # ---- boolean combinations -----------------------------------------------------------
-    def _all(self, hook: str, call: Callable[[Any], bool]) -> bool:
-        return all(call(p) for _, p in self.hooks[hook])
-
     def allocatable(self, queue: QueueState, task: TaskState) -> bool:
-        return self._all("allocatable", lambda p: p.allocatable(queue, task))
+        return all(p.allocatable(queue, task) for _, p in self.hooks.allocatable)
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool:
-        return self._all("preemptive", lambda p: p.preemptive(queue, tasks))
+        return all(p.preemptive(queue, tasks) for _, p in self.hooks.preemptive)
 
     def overused(self, queue: QueueState) -> bool:
-        return any(p.overused(queue) for _, p in self.hooks["overused"])
+        return any(p.overused(queue) for _, p in self.hooks.overused)
 
     def job_ready(self, job: JobState) -> bool:
-        return self._all("job_ready", lambda p: p.job_ready(job))
+        return all(p.job_ready(job) for _, p in self.hooks.job_ready)
 
     def job_valid(self, job: JobState) -> str | None:
-        for _, p in self.hooks["job_valid"]:
+        for _, p in self.hooks.job_valid:
             reason = p.job_valid(job)
             if reason is not None:
                 return str(reason)
@@ -127,7 +184,7 @@ class Dispatch:
         """Within the first tier that registers a starving function, all must say true."""
         found = False
         tier_seen = None
-        for tier, p in self.hooks["job_starving"]:
+        for tier, p in self.hooks.job_starving:
             if found and tier != tier_seen:
                 return True
             found, tier_seen = True, tier
@@ -135,16 +192,17 @@ class Dispatch:
                 return False
         return found
 
-    def _vote(self, hook: str, job: JobState) -> bool:
+    @staticmethod
+    def _vote(voters: Sequence[tuple[int, Callable[[JobState], int]]], job: JobState) -> bool:
         """Votes: a reject ends with false; a tier with a permit ends with true; else next tier."""
         permit = False
         current = None
-        for tier, p in self.hooks[hook]:
+        for tier, vote in voters:
             if tier != current:
                 if permit:
                     return True
                 current = tier
-            res = getattr(p, hook)(job)
+            res = vote(job)
             if res < 0:
                 return False
             if res > 0:
@@ -152,27 +210,27 @@ class Dispatch:
         return True
 
     def job_pipelined(self, job: JobState) -> bool:
-        return self._vote("job_pipelined", job)
+        return self._vote([(t, p.job_pipelined) for t, p in self.hooks.job_pipelined], job)
 
     def job_enqueueable(self, job: JobState) -> bool:
-        return self._vote("job_enqueueable", job)
+        return self._vote([(t, p.job_enqueueable) for t, p in self.hooks.job_enqueueable], job)
 
     def job_enqueued(self, job: JobState) -> None:
-        for _, p in self.hooks["job_enqueueable"]:
+        for _, p in self.hooks.job_enqueueable:
             p.job_enqueued(job)
 
     def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]:
         """The first device-choosing plugin's answer; empty lets the node table pick best-fit."""
-        for _, p in self.hooks["device_choice"]:
+        for _, p in self.hooks.device_choice:
             devices = p.choose_devices(task, row)
             if devices:
                 return tuple(devices)
         return ()
 
     def fire_allocate(self, task: TaskState) -> None:
-        for _, p in self.hooks["event"]:
+        for _, p in self.hooks.event:
             p.on_allocate(task)
 
     def fire_deallocate(self, task: TaskState) -> None:
-        for _, p in self.hooks["event"]:
+        for _, p in self.hooks.event:
             p.on_deallocate(task)

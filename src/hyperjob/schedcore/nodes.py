@@ -8,11 +8,15 @@ refresh just the rows that changed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .model import NodeInfo
 from .resources import DEFAULT_PODS, GPU, PODS, ResourceSpace
+
+if TYPE_CHECKING:
+    from .state import TaskState
 
 TIER_LABEL = "topology.hyperjob.io/tier"
 DEVICE_CORES = 100.0
@@ -51,7 +55,7 @@ class NodeTable:
         self.fidle = self.alloc.copy()
         self.unschedulable = np.array([n.unschedulable for n in ready], dtype=bool)
         self.dirty: list[int] = []
-        self.tasks: list[list[object]] = [[] for _ in ready]
+        self.tasks: list[list[TaskState]] = [[] for _ in ready]
         self._columns: dict[str, np.ndarray] = {}
         gpus = [int(n.allocatable.get(GPU, 0)) for n in ready]
         self.max_devices = max(gpus, default=0)
@@ -69,7 +73,8 @@ class NodeTable:
         return col
 
     def used(self) -> np.ndarray:
-        return self.alloc - self.idle
+        used: np.ndarray = self.alloc - self.idle
+        return used
 
     def change(
         self,
@@ -102,7 +107,8 @@ class NodeTable:
 
     def vgpu_fit(self, number: int, cores: float) -> np.ndarray:
         """Nodes with at least ``number`` GPU devices that each have ``cores`` free."""
-        return (self.device_free >= cores - 1e-9).sum(axis=1) >= number
+        fit: np.ndarray = (self.device_free >= cores - 1e-9).sum(axis=1) >= number
+        return fit
 
     def best_fit_devices(self, row: int, number: int, cores: float) -> tuple[int, ...]:
         """The devices with the least free cores that still hold ``cores``, ties by index."""

@@ -24,7 +24,23 @@ NEG = -np.inf
 
 
 class _Class:
-    __slots__ = ("base", "dims", "need", "dims_list", "need_list", "req", "vgpu", "score", "eff_idle", "eff_fut", "pos")
+    """One pod class: where it may go at all (``base``), what it needs, and per node its score
+    where it fits Idle (``eff_idle``) or FutureIdle (``eff_fut``), -inf elsewhere; ``pos`` is how
+    far into the node table's dirty log those vectors are up to date."""
+
+    __slots__ = ("base", "dims", "need", "dims_list", "need_list", "req", "vgpu", "eff_idle", "eff_fut", "pos")
+
+    def __init__(self, base: np.ndarray, req: np.ndarray, vgpu: tuple[int, float], eps: np.ndarray, size: int) -> None:
+        self.base = base
+        self.req = req
+        self.vgpu = vgpu
+        self.dims = np.flatnonzero(req > 0)
+        self.need = req[self.dims] - eps[self.dims]
+        self.dims_list: list[int] = self.dims.tolist()
+        self.need_list: list[float] = self.need.tolist()
+        self.eff_idle = np.full(size, NEG)
+        self.eff_fut = np.full(size, NEG)
+        self.pos = 0
 
 
 class Placement:
@@ -53,7 +69,7 @@ class Placement:
     def _split(self) -> tuple[list[Any], list[Any]]:
         # Plugins are bound after the placement is built, so the split is made on first use.
         if self._scorers is None:
-            scorers = [p for _, p in self.ssn.hooks["node_score"]]
+            scorers = [p for _, p in self.ssn.hooks.node_score]
             self._scorers = (
                 [p for p in scorers if not getattr(p, "per_task", False)],
                 [p for p in scorers if getattr(p, "per_task", False)],
@@ -63,7 +79,7 @@ class Placement:
     def _queue_scoped(self) -> bool:
         """Some predicate or scorer depends on the task's queue (``per_queue``, e.g. nodegroup)."""
         if self._per_queue is None:
-            plugins = [p for _, p in self.ssn.hooks["predicate"]] + [p for _, p in self.ssn.hooks["node_score"]]
+            plugins = [p for _, p in self.ssn.hooks.predicate] + [p for _, p in self.ssn.hooks.node_score]
             self._per_queue = any(getattr(p, "per_queue", False) for p in plugins)
         return self._per_queue
 
@@ -77,7 +93,7 @@ class Placement:
         mask = self._masks.get(key)
         if mask is None:
             mask = np.ones(self.nodes.size, dtype=bool)
-            for _, p in self.ssn.hooks["predicate"]:
+            for _, p in self.ssn.hooks.predicate:
                 m = p.node_mask(t)
                 if m is not None:
                     mask &= m
@@ -92,7 +108,7 @@ class Placement:
         return total
 
     def _fits(self, c: _Class, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
-        ok = (table[rows[:, None], c.dims] >= c.need).all(axis=1)
+        ok: np.ndarray = (table[rows[:, None], c.dims] >= c.need).all(axis=1)
         if c.vgpu[0]:
             ok &= (self.nodes.device_free[rows] >= c.vgpu[1] - 1e-9).sum(axis=1) >= c.vgpu[0]
         return ok
@@ -100,14 +116,14 @@ class Placement:
     def _dynamic_fit(self, t: TaskState, rows: np.ndarray) -> np.ndarray | None:
         """AND of the usage-dependent filters (``DynamicFit``, e.g. numa-aware) on ``rows``; None if none applies."""
         out = None
-        for _, p in self.ssn.hooks["dynamic_fit"]:
+        for _, p in self.ssn.hooks.dynamic_fit:
             ok = p.fits_rows(t, rows)
             if ok is not None:
                 out = ok if out is None else out & ok
         return out
 
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
-        if len(rows) == 1 and self._scalar() and not self.ssn.hooks["dynamic_fit"]:
+        if len(rows) == 1 and self._scalar() and not self.ssn.hooks.dynamic_fit:
             self._refresh_one(c, t, int(rows[0]))
             return
         base = c.base[rows]
@@ -147,14 +163,8 @@ class Placement:
         c = self._classes.get(ck)
         dirty = self.nodes.dirty
         if c is None:
-            c = _Class()
-            c.base = self.static_mask(t) if restrict is None else self.static_mask(t) & restrict
-            c.req, c.vgpu = t.req, t.vgpu
-            c.dims = np.flatnonzero(t.req > 0)
-            c.need = t.req[c.dims] - self.ssn.space.eps[c.dims]
-            c.dims_list, c.need_list = c.dims.tolist(), c.need.tolist()
-            c.eff_idle = np.full(self.nodes.size, NEG)
-            c.eff_fut = np.full(self.nodes.size, NEG)
+            base = self.static_mask(t) if restrict is None else self.static_mask(t) & restrict
+            c = _Class(base, t.req, t.vgpu, self.ssn.space.eps, self.nodes.size)
             self._refresh(c, t, np.flatnonzero(c.base))
             c.pos = len(dirty)
             self._classes[ck] = c
@@ -216,4 +226,5 @@ class Placement:
         if len(rows) == 0:
             return []
         s = self.scores(t, rows, per_task=True)
-        return rows[np.lexsort((rows, -s))].tolist()
+        best_first: list[int] = rows[np.lexsort((rows, -s))].tolist()
+        return best_first

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .framework import Plugin
 from .plugins.binpack import BinpackPlugin
 from .plugins.capacity import CapacityPlugin
@@ -25,7 +27,8 @@ from .plugins.predicates import PredicatesPlugin
 from .plugins.priority import PriorityPlugin
 from .plugins.proportion import ProportionPlugin
 
-_BUILTIN: tuple[type[Plugin], ...] = (
+# Plugin[Any]: each plugin class is parameterised by its own Args struct.
+_BUILTIN: tuple[type[Plugin[Any]], ...] = (
     PriorityPlugin,
     GangPlugin,
     ConformancePlugin,
@@ -48,9 +51,9 @@ _BUILTIN: tuple[type[Plugin], ...] = (
 )
 
 
-def build_registry() -> dict[str, type[Plugin]]:
+def build_registry() -> dict[str, type[Plugin[Any]]]:
     """Plugin name -> factory (the plugin class; ``cls(args)`` makes a per-session instance)."""
-    registry: dict[str, type[Plugin]] = {}
+    registry: dict[str, type[Plugin[Any]]] = {}
     for cls in _BUILTIN:
         if cls.NAME in registry:
             raise ValueError(f"duplicate plugin name {cls.NAME!r}")

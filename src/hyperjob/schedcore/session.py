@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from .conf import SchedulerConf
+from .cyclestate import CycleState
 from .hooks import Dispatch
-from .model import Bind, Decision, Evict, QueueUsage, Snapshot
+from .model import Bind, Decision, Evict, PodGroupPhase, QueueUsage, Snapshot
 from .nodes import NodeTable
 from .placement import Placement
 from .resources import ResourceSpace
@@ -40,6 +41,7 @@ class Session(Dispatch):
         self.conf = conf
         self.snapshot = snapshot
         self.now = snapshot.now
+        self.cycle_state = CycleState()
         self.space = space = _space(snapshot)
         self.nodes = NodeTable(snapshot.nodes, space)
         self.total = self.nodes.total
@@ -55,9 +57,9 @@ class Session(Dispatch):
             tasks = [TaskState(t, space, self.nodes.index) for t in j.tasks]
             self.jobs[j.name] = JobState(j, tasks, space, seq)
             placed.extend(t for t in tasks if t.node >= 0 and t.status in ("Bound", "Running", "Releasing"))
-            q = self.queues.get(j.queue)
-            if q is not None:
-                q.allocated += self.jobs[j.name].allocated
+            queue = self.queues.get(j.queue)
+            if queue is not None:
+                queue.allocated += self.jobs[j.name].allocated
         self._place_existing(placed)
         self.binds: list[Bind] = []
         self.evictions: list[Evict] = []
@@ -93,9 +95,13 @@ class Session(Dispatch):
         out = np.zeros_like(self.nodes.idle)
         for row, tasks in enumerate(self.nodes.tasks):
             for t in tasks:
-                if t.status in ("Running", "Bound") and t.info.preemptable:  # type: ignore[attr-defined]
-                    out[row] += t.req  # type: ignore[attr-defined]
+                if t.status in ("Running", "Bound") and t.info.preemptable:
+                    out[row] += t.req
         return out
+
+    def static_mask(self, task: TaskState) -> np.ndarray:
+        """The enabled predicates' node mask for ``task`` (cached per selector)."""
+        return self.placement.static_mask(task)
 
     def queue_of(self, job: JobState) -> QueueState | None:
         return self.queues.get(job.queue)
@@ -185,7 +191,7 @@ class Session(Dispatch):
             pipelined=self.pipelined,
         )
 
-    def _phase(self, job: JobState) -> str:
+    def _phase(self, job: JobState) -> PodGroupPhase:
         scheduled = job.n("Running", "Bound", "Failed", "Succeeded")
         if job.counts.get("Releasing"):
             scheduled += sum(1 for t in job.tasks if t.status == "Releasing" and t.node >= 0)

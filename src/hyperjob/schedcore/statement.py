@@ -8,7 +8,8 @@ but produces no output (Volcano's "pipelined" job).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from .model import Bind, Evict
 
@@ -16,38 +17,67 @@ if TYPE_CHECKING:
     from .session import Session
     from .state import TaskState
 
+EvictReason = Literal["preempt", "reclaim"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allocated:
+    """``task`` was allocated to its node: a bind at commit."""
+
+    task: TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class Pipelined:
+    """``task`` will fit its node once the evicted pods are gone: nominated at commit."""
+
+    task: TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    """``task`` was evicted for ``reason``; ``prev`` is the status an undo restores."""
+
+    task: TaskState
+    reason: EvictReason
+    prev: str
+
+
+Operation = Allocated | Pipelined | Evicted
+
 
 class Statement:
     """An ordered log of allocate/pipeline/evict operations on one session."""
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.ops: list[tuple[str, TaskState, str]] = []
+        self.ops: list[Operation] = []
 
     def allocate(self, task: TaskState, row: int) -> None:
         self.ssn.do_allocate(task, row)
-        self.ops.append(("allocate", task, ""))
+        self.ops.append(Allocated(task))
 
     def pipeline(self, task: TaskState, row: int) -> None:
         self.ssn.do_pipeline(task, row)
-        self.ops.append(("pipeline", task, ""))
+        self.ops.append(Pipelined(task))
 
-    def evict(self, task: TaskState, reason: str) -> None:
+    def evict(self, task: TaskState, reason: EvictReason) -> None:
         prev = self.ssn.do_evict(task)
-        self.ops.append(("evict:" + reason, task, prev))
+        self.ops.append(Evicted(task, reason, prev))
 
     def mark(self) -> int:
         return len(self.ops)
 
     def rollback_to(self, mark: int) -> None:
         """Undo every operation after ``mark`` (a nested per-node attempt that failed)."""
-        for kind, task, prev in reversed(self.ops[mark:]):
-            if kind == "allocate":
-                self.ssn.undo_allocate(task)
-            elif kind == "pipeline":
-                self.ssn.undo_pipeline(task)
-            else:
-                self.ssn.undo_evict(task, prev)
+        for op in reversed(self.ops[mark:]):
+            match op:
+                case Allocated(task):
+                    self.ssn.undo_allocate(task)
+                case Pipelined(task):
+                    self.ssn.undo_pipeline(task)
+                case Evicted(task, _, prev):
+                    self.ssn.undo_evict(task, prev)
         del self.ops[mark:]
 
     def discard(self) -> None:
@@ -56,15 +86,17 @@ class Statement:
     def commit(self) -> None:
         ssn = self.ssn
         names = ssn.nodes.names
-        for kind, task, _ in self.ops:
+        for op in self.ops:
+            task = op.task
             job = task.job
             assert job is not None
-            if kind == "allocate":
-                job.move(task, "Binding")
-                ssn.binds.append(Bind(task=task.name, job=job.name, node=names[task.node], devices=task.devices))
-            elif kind == "pipeline":
-                ssn.pipelined.append(Bind(task=task.name, job=job.name, node=names[task.node]))
-            else:
-                reason = kind.split(":", 1)[1]
-                ssn.evictions.append(Evict(task=task.name, job=job.name, node=names[task.node], reason=reason))  # type: ignore[arg-type]
+            node = names[task.node]
+            match op:
+                case Allocated():
+                    job.move(task, "Binding")
+                    ssn.binds.append(Bind(task=task.name, job=job.name, node=node, devices=task.devices))
+                case Pipelined():
+                    ssn.pipelined.append(Bind(task=task.name, job=job.name, node=node))
+                case Evicted(reason=reason):
+                    ssn.evictions.append(Evict(task=task.name, job=job.name, node=node, reason=reason))
         self.ops.clear()

@@ -202,8 +202,8 @@ class JobBuilder:
                     role=role,
                     index=i,
                     request=res(**kw),
-                    status=status,
-                    node=node,  # type: ignore[arg-type]
+                    status=status,  # type: ignore[arg-type]  # a test's word; TaskInfo checks it on decode only
+                    node=node,
                     **fields,
                 )
             )

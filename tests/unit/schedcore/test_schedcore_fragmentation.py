@@ -87,3 +87,31 @@ def test_typical_shapes_cover_the_share_one_at_a_time(coverage, keys):
 
 def test_equally_popular_shapes_rank_by_order_descending():
     assert [k for k, _ in frag.typical({"x": 1, "y": 1}, 0.5, order=str)] == ["y"]
+
+
+@pytest.mark.parametrize("kinds", [3, 12, 31])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_states_figures_do_not_depend_on_the_batch_it_is_computed_in(seed, kinds):
+    """Bit for bit: the scorers look a state's score up instead of recomputing it, and FGD's
+    0-100 scale turns a growth of +-1e-14 into a different step than an exact 0."""
+    rng = np.random.default_rng(seed)
+    weight = rng.random(kinds)
+    mix = frag.Shapes(
+        cpu=rng.choice([1.0, 4.0, 12.0], kinds),
+        memory=rng.choice([4.0, 64.0], kinds) * 2**30,
+        number=rng.choice([0, 1, 1, 2, 8], kinds),
+        cores=rng.choice([25.0, 30.0, 60.0, 100.0], kinds),
+        weight=weight / weight.sum(),
+        access=rng.random((kinds, 300)) < 0.8,
+    )
+    rows = np.arange(300)
+    cpu = rng.choice([0.0, 3.0, 11.0, 40.0], 300)
+    memory = rng.choice([1.0, 30.0, 500.0], 300) * 2**30
+    dev = rng.choice([-1.0, 0.0, 25.0, 33.3, 70.0, 100.0], (300, 8))
+    batch = frag.expected(mix, rows, cpu, dev, memory)
+    alone = [frag.expected(mix, rows[i : i + 1], cpu[i : i + 1], dev[i : i + 1], memory[i : i + 1])[0] for i in rows]
+    assert batch.tolist() == alone
+    supply = (3.0, 2.0**30)
+    batch_unfed = frag.unfed(mix, cpu, dev, memory, supply)
+    alone_unfed = [frag.unfed(mix, cpu[i : i + 1], dev[i : i + 1], memory[i : i + 1], supply)[0] for i in rows]
+    assert batch_unfed.tolist() == alone_unfed

@@ -53,7 +53,7 @@ def test_score_one_equals_vector_score(seed):
     rows = np.arange(ssn.nodes.size)
     for name in ("s0", "s1", "s2", "s3"):
         task = ssn.jobs[name].tasks[0]
-        for _, plugin in ssn.hooks["node_score"]:
+        for _, plugin in ssn.hooks.node_score:
             vector = plugin.score(task, rows)
             assert [plugin.score_one(task, int(r)) for r in rows] == vector.tolist(), plugin.NAME
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..state import QueueState, TaskState
+from ..state import JobState, QueueState, TaskState
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
     from ..session import Session
-    from ..statement import Statement
+    from ..statement import EvictReason, Statement
 
 
 def victim_queue(ssn: Session, victims: list[TaskState], preemptor: TaskState) -> PriorityQueue[TaskState]:
@@ -47,7 +47,7 @@ def evict_until(
     row: int,
     victims: list[TaskState],
     fits: Callable[[], bool],
-    reason: str,
+    reason: EvictReason,
 ) -> bool:
     """Evict victims in victim order until ``fits()``; pipeline ``t`` on ``row`` or roll back."""
     mark = stmt.mark()
@@ -61,9 +61,9 @@ def evict_until(
     return False
 
 
-def starving_jobs(ssn: Session) -> dict[str, list]:
+def starving_jobs(ssn: Session) -> dict[str, list[JobState]]:
     """Preemptor jobs by queue: admitted, valid, starving."""
-    out: dict[str, list] = {}
+    out: dict[str, list[JobState]] = {}
     for job in ssn.jobs.values():
         q: QueueState | None = ssn.queue_of(job)
         if q is None or job.phase == "Pending" or ssn.job_valid(job) is not None or not ssn.job_starving(job):
@@ -72,6 +72,6 @@ def starving_jobs(ssn: Session) -> dict[str, list]:
     return out
 
 
-def pending_tasks(ssn: Session, job: object) -> PriorityQueue[TaskState]:
-    tasks = [t for t in job.tasks if t.status == "Pending" and not t.info.gated]  # type: ignore[attr-defined]
+def pending_tasks(ssn: Session, job: JobState) -> PriorityQueue[TaskState]:
+    tasks = [t for t in job.tasks if t.status == "Pending" and not t.info.gated]
     return PriorityQueue(ssn.task_before, tasks)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..state import TaskState
+from ..state import JobState, TaskState
 from ..statement import Statement
 from .evict import enough, evict_until, pending_tasks, starving_jobs
 from .util import PriorityQueue
@@ -40,7 +40,7 @@ def preempt(ssn: Session) -> None:
             tasks = pending_tasks(ssn, job)
             while ssn.job_starving(job) and not tasks.empty():
                 t = tasks.pop()
-                preempt_task(ssn, stmt, t, lambda v, job=job: v.job.queue == job.queue and v.job is not job, releasable)
+                preempt_task(ssn, stmt, t, _other_job_of_its_queue(job), releasable)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -50,10 +50,20 @@ def preempt(ssn: Session) -> None:
             while not tasks.empty():
                 t = tasks.pop()
                 stmt = Statement(ssn)
-                assigned = preempt_task(ssn, stmt, t, lambda v, job=job: v.job is job, releasable)
+                assigned = preempt_task(ssn, stmt, t, _of_job(job), releasable)
                 stmt.commit()
                 if not assigned:
                     break
+
+
+def _other_job_of_its_queue(job: JobState) -> Callable[[TaskState], bool]:
+    """Victims for a starving job: pods of other jobs in its queue."""
+    return lambda v: v.job is not None and v.job is not job and v.job.queue == job.queue
+
+
+def _of_job(job: JobState) -> Callable[[TaskState], bool]:
+    """Victims for an under-request job: its own pods."""
+    return lambda v: v.job is job
 
 
 def preempt_task(
@@ -70,7 +80,7 @@ def preempt_task(
             v
             for v in ssn.nodes.tasks[row]
             if v.status in _PREEMPTABLE and v.info.preemptable and (v.best_effort or not t.best_effort) and allowed(v)
-        ]  # type: ignore[union-attr]
+        ]
         if not candidates:
             continue
         victims = ssn.preemptable(t, candidates)

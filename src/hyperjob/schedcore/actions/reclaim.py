@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 def reclaim(ssn: Session) -> None:
     by_queue = {name: PriorityQueue(ssn.job_before, jobs) for name, jobs in starving_jobs(ssn).items()}
+    if not by_queue:
+        return
     queues = PriorityQueue(ssn.queue_before, [ssn.queues[n] for n in by_queue])
-    releasable = ssn.releasable() if by_queue else None
+    releasable = ssn.releasable()
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -54,13 +56,11 @@ def reclaim_task(ssn: Session, stmt: Statement, t: TaskState, queue: QueueState,
         reclaimees = [
             v
             for v in ssn.nodes.tasks[row]
-            if v.status == "Running"
-            and v.info.preemptable  # type: ignore[union-attr]
-            and _other_reclaimable(ssn, v, queue)
+            if v.status == "Running" and v.info.preemptable and _other_reclaimable(ssn, v, queue)
         ]
         if not reclaimees:
             continue
-        victims = ssn.reclaimable(t, reclaimees)  # type: ignore[arg-type]
+        victims = ssn.reclaimable(t, reclaimees)
         if not enough(ssn, t, row, victims):
             continue
 

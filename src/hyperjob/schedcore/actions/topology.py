@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..cyclestate import StateKey
 from ..nodes import TIER_LABEL
 from ..state import JobState, QueueState, TaskState
 from .util import PriorityQueue
@@ -29,15 +30,19 @@ def wants_topology(ssn: Session, job: JobState) -> bool:
     return job.min_member > 1 and _max_tier(ssn) > 0
 
 
+# This module's per-cycle data: the deepest tier, and per tier its domains and node -> domain.
+MAX_TIER: StateKey[int] = StateKey("topology.max_tier")
+DOMAINS: StateKey[dict[int, list[tuple[str, np.ndarray]]]] = StateKey("topology.domains")
+DOMAIN_INDEX: StateKey[dict[int, np.ndarray]] = StateKey("topology.domain_index")
+
+
 def _max_tier(ssn: Session) -> int:
-    if "_max_tier" not in ssn.__dict__:
-        ssn.__dict__["_max_tier"] = ssn.nodes.tiers()
-    return int(ssn.__dict__["_max_tier"])
+    return ssn.cycle_state.get(MAX_TIER, ssn.nodes.tiers)
 
 
 def domains(ssn: Session, tier: int) -> list[tuple[str, np.ndarray]]:
     """The HyperNodes of one tier as (name, node mask), by name; built once per session."""
-    cache: dict[int, list[tuple[str, np.ndarray]]] = ssn.__dict__.setdefault("_domains", {})
+    cache = ssn.cycle_state.get(DOMAINS, dict)
     if tier not in cache:
         rows: dict[str, list[int]] = {}
         for i, v in enumerate(ssn.nodes.column(f"{TIER_LABEL}{tier}")):
@@ -114,7 +119,7 @@ def _ordered(ssn: Session, tier: int, need: np.ndarray, placed: list[int]) -> li
 
 
 def _domain_index(ssn: Session, tier: int, doms: list[tuple[str, np.ndarray]]) -> np.ndarray:
-    cache: dict[int, np.ndarray] = ssn.__dict__.setdefault("_domain_index", {})
+    cache = ssn.cycle_state.get(DOMAIN_INDEX, dict)
     if tier not in cache:
         index = np.full(ssn.nodes.size, -1)
         for d, (_, mask) in enumerate(doms):

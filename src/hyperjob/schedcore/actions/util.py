@@ -33,7 +33,7 @@ class PriorityQueue(Generic[T]):
         self.less = less
         self.key = key
         self._seq = 0
-        self._heap: list[Any] = []
+        self._heap: list[Any] = []  # _Item(value) without a key, (key, seq, value) with one
         for v in items or []:
             self._heap.append(self._entry(v))
         heapq.heapify(self._heap)
@@ -49,7 +49,8 @@ class PriorityQueue(Generic[T]):
 
     def pop(self) -> T:
         entry = heapq.heappop(self._heap)
-        return entry.value if self.key is None else entry[2]
+        value: T = entry.value if self.key is None else entry[2]
+        return value
 
     def __len__(self) -> int:
         return len(self._heap)

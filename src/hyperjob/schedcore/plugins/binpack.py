@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from ..errors import ConfError
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 _PREFIX = "binpack.resources."
 
@@ -25,16 +22,17 @@ class BinpackArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     extra: dict[str, float] = {}
 
 
-class BinpackPlugin(Plugin):
+class BinpackPlugin(Plugin[BinpackArgs]):
     NAME = "binpack"
     Args = BinpackArgs
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> Any:
+    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
         # ``binpack.resources.<name>`` keys are open-ended, so they are split off first.
         extra = {k[len(_PREFIX) :]: v for k, v in arguments.items() if k.startswith(_PREFIX)}
         base = {k: v for k, v in arguments.items() if not k.startswith(_PREFIX)}
         args = super().decode_args(base, path)
+        assert isinstance(args, BinpackArgs)
         names = [r.strip() for r in str(args.resources).split(",") if r.strip()]
         for name in extra:
             if name not in names:
@@ -52,7 +50,7 @@ class BinpackPlugin(Plugin):
             weights[name] = 1.0 if w < 0 else w
         return msgspec.structs.replace(args, extra=weights)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         a = self.args
         w = np.zeros(ssn.space.size)

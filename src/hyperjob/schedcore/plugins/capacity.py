@@ -8,18 +8,13 @@ quirk, kept). capacity registers no Overused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
 from .capacity_tree import build_flat, build_tree
 from .quota import QueueAttr
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 ROOT = "root"
 
@@ -29,11 +24,11 @@ class CapacityArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ancestor_reclaim_level: int = msgspec.field(default=0, name="ancestorReclaimLevel")
 
 
-class CapacityPlugin(Plugin):
+class CapacityPlugin(Plugin[CapacityArgs]):
     NAME = "capacity"
     Args = CapacityArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         pconf = ssn.plugin_conf.get(self.NAME)
         self.hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..framework import SessionView
 from .quota import QueueAttr, assign, capability_vec, queue_sums
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from .capacity import CapacityPlugin
 
 ROOT = "root"
 
 
-def _defined(ssn: Session, deserved: dict[str, float]) -> np.ndarray:
+def _defined(ssn: SessionView, deserved: dict[str, float]) -> np.ndarray:
     mask = np.zeros(ssn.space.size, dtype=bool)
     for name in deserved:
         if name in ssn.space.index:
@@ -22,7 +23,7 @@ def _defined(ssn: Session, deserved: dict[str, float]) -> np.ndarray:
     return mask
 
 
-def build_flat(plugin: Any, ssn: Session) -> None:
+def build_flat(plugin: CapacityPlugin, ssn: SessionView) -> None:
     space = ssn.space
     total_guarantee = sum((space.vec(q.info.guarantee) for q in ssn.queues.values()), np.zeros(space.size))
     jobs = [j for j in ssn.jobs.values() if j.queue in ssn.queues]
@@ -37,7 +38,7 @@ def build_flat(plugin: Any, ssn: Session) -> None:
         assign(attr, sums)
 
 
-def build_tree(plugin: Any, ssn: Session) -> None:
+def build_tree(plugin: CapacityPlugin, ssn: SessionView) -> None:
     space = ssn.space
     for q in ssn.queues.values():
         attr = plugin.attrs[q.name] = QueueAttr(q.name, space)
@@ -72,7 +73,7 @@ def build_tree(plugin: Any, ssn: Session) -> None:
     _top_down(plugin, ROOT, children)
 
 
-def _chain(plugin: Any, name: str) -> list[str]:
+def _chain(plugin: CapacityPlugin, name: str) -> list[str]:
     """``name`` and its ancestors up to root; a parent cycle is cut where it closes."""
     out = [name]
     while name != ROOT:
@@ -83,7 +84,7 @@ def _chain(plugin: Any, name: str) -> list[str]:
     return out
 
 
-def _top_down(plugin: Any, parent: str, children: dict[str, list[str]]) -> None:
+def _top_down(plugin: CapacityPlugin, parent: str, children: dict[str, list[str]]) -> None:
     p = plugin.attrs[parent]
     kids = children.get(parent, [])
     siblings_guarantee = sum((plugin.attrs[c].guarantee for c in kids), np.zeros_like(p.guarantee))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..framework import Plugin
+from ..framework import NoArgs, Plugin
 from ..state import TaskState
 
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin[NoArgs]):
     NAME = "conformance"
 
     def _filter(self, candidates: list[TaskState]) -> list[TaskState]:

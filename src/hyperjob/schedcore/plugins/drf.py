@@ -6,23 +6,18 @@ drf by name (``conf._plugin``), so drf never provides QueueOrder or Reclaimable 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from ..framework import Plugin
+from ..framework import NoArgs, Plugin, SessionView
 from ..state import JobState, TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 _DELTA = 1e-6
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[NoArgs]):
     NAME = "drf"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.total = ssn.total
         # Share is taken over the cluster's resources; a resource the cluster lacks counts 0.

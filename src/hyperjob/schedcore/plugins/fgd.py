@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
-from ..framework import Plugin
+from ..framework import ArgsT, Plugin, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 NEG = -np.inf
 
@@ -55,30 +52,43 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
     return (float(t.req[0]), float(t.req[1]) if with_memory else 0.0, number, cores if number else 0.0, t.sel_key)
 
 
-class FragScorer(Plugin):
-    """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score."""
+class FragScorer(Plugin[ArgsT]):
+    """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score.
+
+    A score is a function of the pod's shape and of the node's *state*: its free CPU, memory
+    and per-device cores, and which typical shapes may use it at all (``access``; nodes alike
+    in that form one access group). Everything else it reads is fixed for the session. A fleet
+    has few node shapes and fills them alike, so states repeat: ``score_one``, the per-pod
+    path, looks the score up by (pod shape, node state) and runs the numpy pipeline only for a
+    state it has not seen this session, which gives the very same number.
+    """
 
     with_memory = False
     shapes: frag.Shapes | None
     every_device = True  # a shared-GPU pod is tried on each device, else on its best-fit one
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
         self.shapes = self._typical_shapes(ssn) if ssn.nodes.max_devices else None
         self._frag = np.zeros(self.nodes.size)
         self._pos = len(self.nodes.dirty)
+        self._scores: dict[tuple[object, ...], float] = {}
+        self._access_group: list[int] = []
         if self.shapes is not None:
             self._frag = self.fragmentation(self._current(np.arange(self.nodes.size)))
+            groups = np.unique(self.shapes.access.T, axis=0, return_inverse=True)[1]
+            self._access_group = groups.reshape(-1).tolist()
 
     def coverage(self) -> float:
-        return float(self.args.coverage)
+        """The share of the session's pods the typical shapes cover (the plugin's argument)."""
+        raise NotImplementedError
 
-    def shape_tasks(self, ssn: Session) -> list[TaskState]:
+    def shape_tasks(self, ssn: SessionView) -> list[TaskState]:
         """The pods whose mix defines the typical shapes: every pod of the session."""
         return [t for job in ssn.jobs.values() for t in job.tasks]
 
-    def _typical_shapes(self, ssn: Session) -> frag.Shapes | None:
+    def _typical_shapes(self, ssn: SessionView) -> frag.Shapes | None:
         # Requests are interned per session, so pods group by object identity first (cheap even
         # for tens of thousands of pods), and only each group's shape key is computed.
         groups: Counter[tuple[int, tuple[int, float], bytes]] = Counter()
@@ -96,7 +106,7 @@ class FragScorer(Plugin):
         chosen = frag.typical(counts, self.coverage(), order=lambda k: (k[0], k[3], k[2], k[1], k[4]))
         if not any(key[2] for key, _ in chosen):
             return None
-        access = np.array([ssn.placement.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
+        access = np.array([ssn.static_mask(sample[key]) for key, _ in chosen], dtype=bool)
         return frag.Shapes(
             cpu=np.array([k[0] for k, _ in chosen]),
             memory=np.array([k[1] for k, _ in chosen]),
@@ -129,7 +139,8 @@ class FragScorer(Plugin):
             changed = np.unique(np.array(dirty[self._pos :]))
             self._frag[changed] = self.fragmentation(self._current(changed))
             self._pos = len(dirty)
-        return self._frag[rows]
+        current: np.ndarray = self._frag[rows]
+        return current
 
     def candidates(self, task: TaskState, rows: np.ndarray) -> Candidates:
         """The states of ``rows`` after placing ``task`` (rows where it cannot go are left out)."""
@@ -184,7 +195,22 @@ class FragScorer(Plugin):
         return (int(c.device[int(np.argmax(value(c, grown)))]),)
 
     def score_one(self, task: TaskState, row: int) -> float:
-        return 0.0 if self.shapes is None else float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+        if self.shapes is None:
+            return 0.0
+        # Requests are interned per session, so the request's identity stands for its values.
+        idle = self.nodes.idle[row]
+        key = (
+            id(task.req),
+            task.vgpu,
+            self._access_group[row],
+            float(idle[0]),
+            float(idle[1]),
+            self.nodes.device_free[row].tobytes(),
+        )
+        value = self._scores.get(key)
+        if value is None:
+            value = self._scores[key] = float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+        return value
 
 
 def sigmoid_score(grown: np.ndarray) -> np.ndarray:
@@ -192,9 +218,12 @@ def sigmoid_score(grown: np.ndarray) -> np.ndarray:
     return np.floor(100.0 / (1.0 + np.exp(grown / 100.0)))
 
 
-class FgdPlugin(FragScorer):
+class FgdPlugin(FragScorer[FgdArgs]):
     NAME = "fgd"
     Args = FgdArgs
+
+    def coverage(self) -> float:
+        return self.args.coverage
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         if self.shapes is None:

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
 from ..state import READY, VALID, JobState, TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 _PIPELINED = READY | {"Pipelined"}
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[NoArgs]):
     NAME = "gang"
 
     def job_valid(self, job: JobState) -> str | None:
@@ -66,7 +61,7 @@ class GangPlugin(Plugin):
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         return self._victims(candidates)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for job in ssn.jobs.values():
             if job.is_ready():
                 continue

@@ -21,17 +21,13 @@ placed pod are the node table's best fit (the artifact's "best" GPU selection), 
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from ..framework import Plugin
+from ..framework import ArgsT, NoArgs, Plugin, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 MILLI_PER_CORE = 10.0  # device cores (100 per GPU) -> milli-GPU (1000 per GPU)
 MAX_CPU, MAX_GPU = 128.0, 8000.0  # the artifact's MaxSpecCpu (cores here) and MaxSpecGpu (milli)
@@ -39,7 +35,8 @@ EPS = 1e-6
 
 
 def free_milli(dev: np.ndarray) -> np.ndarray:
-    return np.maximum(dev, 0.0).sum(axis=-1) * MILLI_PER_CORE
+    free: np.ndarray = np.maximum(dev, 0.0).sum(axis=-1) * MILLI_PER_CORE
+    return free
 
 
 def pod_milli(task: TaskState) -> float:
@@ -51,18 +48,20 @@ def is_shared(task: TaskState) -> bool:
     return task.vgpu[0] == 1 and task.vgpu[1] < DEVICE_CORES
 
 
-class GpuScorer(Plugin):
+class GpuScorer(Plugin[ArgsT]):
     """Base: node views in the artifact's terms."""
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
 
     def cpu_free(self, rows: np.ndarray) -> np.ndarray:
-        return self.nodes.idle[rows, 0]
+        cpu: np.ndarray = self.nodes.idle[rows, 0]
+        return cpu
 
     def dev(self, rows: np.ndarray) -> np.ndarray:
-        return self.nodes.device_free[rows]
+        dev: np.ndarray = self.nodes.device_free[rows]
+        return dev
 
     def score_one(self, task: TaskState, row: int) -> float:
         return float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
@@ -72,7 +71,7 @@ class RandomArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     seed: int = msgspec.field(default=0, name="gpurandom.seed")
 
 
-class GpuRandomPlugin(GpuScorer):
+class GpuRandomPlugin(GpuScorer[RandomArgs]):
     NAME = "gpurandom"
     Args = RandomArgs
     per_task = True  # a fresh draw for every pod, not one per pod shape
@@ -81,7 +80,8 @@ class GpuRandomPlugin(GpuScorer):
         return np.random.default_rng([self.args.seed, zlib.crc32(task.name.encode()), stream])
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
-        return self._rng(task, 0).random(self.nodes.size)[rows]
+        draws: np.ndarray = self._rng(task, 0).random(self.nodes.size)[rows]
+        return draws
 
     def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]:
         if not is_shared(task):
@@ -90,7 +90,7 @@ class GpuRandomPlugin(GpuScorer):
         return (int(self._rng(task, 1).choice(fits)),) if len(fits) else ()
 
 
-class GpuDotProdPlugin(GpuScorer):
+class GpuDotProdPlugin(GpuScorer[NoArgs]):
     """``DotProductScore`` with the artifact's "merge" dimensions and "max" normalisation."""
 
     NAME = "gpudotprod"
@@ -104,19 +104,19 @@ class GpuDotProdPlugin(GpuScorer):
         return np.floor(100.0 * (1.0 - dot / 2.0))
 
 
-class GpuClusteringPlugin(GpuScorer):
+class GpuClusteringPlugin(GpuScorer[NoArgs]):
     """``GpuClusteringScore``: kinds of GPU pods a node already runs, counted per node."""
 
     NAME = "gpuclustering"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         kinds = sorted({k for job in ssn.jobs.values() for t in job.tasks if (k := self.kind(t))})
         self.kinds = {k: i for i, k in enumerate(kinds)}
         self.counts = np.zeros((ssn.nodes.size, max(len(kinds), 1)), dtype=np.int64)
         for row, tasks in enumerate(ssn.nodes.tasks):
             for t in tasks:
-                self._count(t, row, +1)  # type: ignore[arg-type]
+                self._count(t, row, +1)
 
     @staticmethod
     def kind(t: TaskState) -> str:
@@ -149,7 +149,7 @@ class GpuClusteringPlugin(GpuScorer):
         return base + bonus
 
 
-class GpuPackingPlugin(GpuScorer):
+class GpuPackingPlugin(GpuScorer[NoArgs]):
     """``GpuPackingScore``: shared GPUs (50-100), else free GPUs of used nodes (33-50), else free nodes."""
 
     NAME = "gpupacking"
@@ -167,10 +167,11 @@ class GpuPackingPlugin(GpuScorer):
         free_pct = (np.where(chosen, np.floor(dev * MILLI_PER_CORE * 100.0 / 1000.0 + EPS), 0.0)).sum(axis=1)
         shared = np.maximum(100.0 - np.floor(free_pct / 10.0), 50.0)
         used_node = np.where(full_used > 0, np.maximum(50.0 - full_used, 33.0), shared)
-        return np.where(full == present, np.maximum(33.0 - full, full), used_node)
+        score: np.ndarray = np.where(full == present, np.maximum(33.0 - full, full), used_node)
+        return score
 
 
-class GpuBestFitPlugin(GpuScorer):
+class GpuBestFitPlugin(GpuScorer[NoArgs]):
     """``BestFitScore``: 100 * (1 - mean of the (CPU, GPU) left after the pod, over the biggest node)."""
 
     NAME = "gpubestfit"

@@ -29,19 +29,17 @@ clusters keep the other plugins' order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
+from ..framework import SessionView
 from ..nodes import DEVICE_CORES
 from ..resources import GPU
 from ..state import TaskState
 from .fgd import Candidates, FragScorer, sigmoid_score
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 STEP = 1000.0  # points per step of the 0-100 scale; the best-fit tie-break stays below one step
 
@@ -54,12 +52,15 @@ class GpuFragArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     window: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(default=0, name="gpufrag.window")
 
 
-class GpuFragPlugin(FragScorer):
+class GpuFragPlugin(FragScorer[GpuFragArgs]):
     NAME = "gpufrag"
     Args = GpuFragArgs
     every_device = False
 
-    def on_session_open(self, ssn: Session) -> None:
+    def coverage(self) -> float:
+        return self.args.coverage
+
+    def on_session_open(self, ssn: SessionView) -> None:
         self.with_memory = bool(self.args.memory)
         alloc = ssn.nodes.alloc
         self.max_cpu = float(alloc[:, 0].max()) if ssn.nodes.size else 1.0
@@ -69,7 +70,7 @@ class GpuFragPlugin(FragScorer):
         self.supply = (float(alloc[:, 0].sum()) / cores, float(alloc[:, 1].sum()) / cores)
         super().on_session_open(ssn)
 
-    def shape_tasks(self, ssn: Session) -> list[TaskState]:
+    def shape_tasks(self, ssn: SessionView) -> list[TaskState]:
         tasks = super().shape_tasks(ssn)
         if self.args.window and len(tasks) > self.args.window:
             tasks = sorted(tasks, key=lambda t: t.key)[-self.args.window :]
@@ -85,7 +86,10 @@ class GpuFragPlugin(FragScorer):
 
     def value(self, c: Candidates, grown: np.ndarray) -> np.ndarray:
         left = (np.maximum(c.cpu, 0.0) / max(self.max_cpu, 1e-9) + frag.gpu_free(c.dev) / self.max_gpu) / 2.0
-        return self.args.weight * (sigmoid_score(grown) * STEP + (1.0 - np.clip(left, 0.0, 1.0)) * (STEP - 1.0))
+        score: np.ndarray = self.args.weight * (
+            sigmoid_score(grown) * STEP + (1.0 - np.clip(left, 0.0, 1.0)) * (STEP - 1.0)
+        )
+        return score
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         if self.shapes is None:

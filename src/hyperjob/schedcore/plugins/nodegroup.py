@@ -20,18 +20,14 @@ placement caches keep one entry per queue.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 import numpy as np
 
 from hyperjob.api.queue import NODEGROUP_LABEL, QueueAffinity
 
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
+from ..model import QueueInfo
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 BASE_SCORE = 100.0
 
@@ -79,12 +75,12 @@ class _Groups(msgspec.Struct, frozen=True):
         return score
 
 
-class NodeGroupPlugin(Plugin):
+class NodeGroupPlugin(Plugin[NodeGroupArgs]):
     NAME = "nodegroup"
     Args = NodeGroupArgs
     per_queue = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         pconf = ssn.plugin_conf.get(self.NAME)
         hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))
@@ -94,12 +90,12 @@ class NodeGroupPlugin(Plugin):
         self._scores: dict[str, np.ndarray] = {}
 
     @staticmethod
-    def _affinity(name: str, infos: dict, hierarchy: bool) -> QueueAffinity | None:
+    def _affinity(name: str, infos: dict[str, QueueInfo], hierarchy: bool) -> QueueAffinity | None:
         seen: set[str] = set()
         while name in infos and name not in seen:
             seen.add(name)
             if infos[name].affinity is not None or not hierarchy:
-                return infos[name].affinity  # type: ignore[no-any-return]
+                return infos[name].affinity
             name = infos[name].parent or ("root" if name != "root" else "")
         return None
 

@@ -8,18 +8,14 @@ and score 0 for every node, which leaves the ranking unchanged.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..resources import GPU
 from ..state import TaskState
 from .predicates import tolerates
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 # Kubernetes scores a pod that requests nothing as if it asked for 100m cpu and 200Mi memory.
 NONZERO_CPU, NONZERO_MEM = 0.1, 200 * 2.0**20
@@ -37,11 +33,11 @@ class NodeOrderArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     selectorspread: float = msgspec.field(default=0, name="selectorspread.weight")
 
 
-class NodeOrderPlugin(Plugin):
+class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     NAME = "nodeorder"
     Args = NodeOrderArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.gpu = ssn.space.index.get(GPU, -1)
         self._taint_cache: dict[bytes, np.ndarray] = {}

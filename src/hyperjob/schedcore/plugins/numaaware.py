@@ -29,16 +29,12 @@ session opens are counted against NUMA nodes in the same lowest-first order.
 from __future__ import annotations
 
 from itertools import combinations
-from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 CPUS_LABEL = "numa.hyperjob.io/cpus"
 TOPOLOGY_POLICY_LABEL = "numa.hyperjob.io/topology-manager-policy"
@@ -79,11 +75,11 @@ def choose(free: np.ndarray, capacity: tuple[float, ...], request: float, policy
     return () if policy == "best-effort" else None
 
 
-class NumaAwarePlugin(Plugin):
+class NumaAwarePlugin(Plugin[NumaArgs]):
     NAME = "numa-aware"
     Args = NumaArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         infos = ssn.nodes.infos
         self.capacity = [numa_cpus(n.labels) for n in infos]
@@ -94,7 +90,7 @@ class NumaAwarePlugin(Plugin):
         self.taken: dict[int, tuple[int, np.ndarray]] = {}
         for tasks in ssn.nodes.tasks:
             for task in tasks:
-                self.on_allocate(task)  # type: ignore[arg-type]
+                self.on_allocate(task)
 
     @staticmethod
     def _exclusive(task: TaskState) -> float:

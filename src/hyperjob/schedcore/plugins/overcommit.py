@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, Plugin, SessionView
 from ..state import JobState
 from .quota import inqueue_part
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 
 class OvercommitArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     factor: float = msgspec.field(default=1.2, name="overcommit-factor")
 
 
-class OvercommitPlugin(Plugin):
+class OvercommitPlugin(Plugin[OvercommitArgs]):
     NAME = "overcommit"
     Args = OvercommitArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         factor = self.args.factor if self.args.factor >= 1 else 1.2
         self.idle = ssn.total * factor - ssn.nodes.used().sum(axis=0)

@@ -7,18 +7,15 @@ matchFields), NoSchedule/NoExecute taints against tolerations, and cordoned node
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from hyperjob.api.pod import NodeSelectorRequirement, Taint, Toleration
 
-from ..framework import Plugin
+from ..framework import Plugin, SessionView
 from ..state import TaskState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
@@ -43,7 +40,7 @@ def tolerates(tolerations: list[Toleration], taint: Taint) -> bool:
     return False
 
 
-def _requirement(ssn: Session, req: NodeSelectorRequirement, by_name: bool) -> np.ndarray:
+def _requirement(ssn: SessionView, req: NodeSelectorRequirement, by_name: bool) -> np.ndarray:
     col = np.array(ssn.nodes.names, dtype=object) if by_name else ssn.nodes.column(req.key)
     values = set(req.values)
     op = req.operator
@@ -62,11 +59,11 @@ def _requirement(ssn: Session, req: NodeSelectorRequirement, by_name: bool) -> n
     return out
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[PredicatesArgs]):
     NAME = "predicates"
     Args = PredicatesArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         groups: dict[tuple[Taint, ...], list[int]] = {}
         for i, n in enumerate(ssn.nodes.infos):

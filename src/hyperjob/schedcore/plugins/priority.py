@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..framework import Plugin
+from ..framework import NoArgs, Plugin
 from ..state import JobState, TaskState
 
 
@@ -10,7 +10,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher first
 
 
-class PriorityPlugin(Plugin):
+class PriorityPlugin(Plugin[NoArgs]):
     NAME = "priority"
 
     def task_order(self, a: TaskState, b: TaskState) -> int:

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin
+from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
 from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, share_of
 
-if TYPE_CHECKING:
-    from ..session import Session
 
-
-class ProportionPlugin(Plugin):
+class ProportionPlugin(Plugin[NoArgs]):
     NAME = "proportion"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         space = ssn.space
         self.attrs: dict[str, QueueAttr] = {}

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from ..framework import SessionView
 from ..resources import ResourceSpace
 from ..state import ALLOCATED, JobState
-
-if TYPE_CHECKING:
-    from ..session import Session
 
 
 class QueueAttr:
@@ -54,7 +50,7 @@ def inqueue_part(job: JobState) -> np.ndarray | None:
     return None
 
 
-def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray, ...]]:
+def queue_sums(ssn: SessionView, jobs: list[JobState]) -> dict[str, tuple[np.ndarray, ...]]:
     """Per queue: (allocated, request = allocated + pending, inqueue, elastic) of its jobs.
 
     ``inqueue``: what admitted jobs still reserve (``inqueue_part``); ``elastic``: allocation
@@ -84,7 +80,7 @@ def queue_sums(ssn: Session, jobs: list[JobState]) -> dict[str, tuple[np.ndarray
             for t in j.tasks:
                 if t.status == "Pending":
                     pending[k] += t.req
-    out = {}
+    out: dict[str, tuple[np.ndarray, ...]] = {}
     for name, i in qi.items():
         sel = idx == i
         a = alloc[sel].sum(axis=0)
@@ -99,7 +95,7 @@ def assign(attr: QueueAttr, sums: tuple[np.ndarray, ...]) -> None:
     attr.elastic += sums[3]
 
 
-def share_of(ssn: Session, allocated: np.ndarray, deserved: np.ndarray) -> float:
+def share_of(ssn: SessionView, allocated: np.ndarray, deserved: np.ndarray) -> float:
     """max over the cluster's dimensions of allocated/deserved (0/0 = 0, x/0 = 1)."""
     dims = ssn.share_dims
     d, a = deserved[dims], allocated[dims]
@@ -109,11 +105,12 @@ def share_of(ssn: Session, allocated: np.ndarray, deserved: np.ndarray) -> float
 
 
 def real_capability(
-    ssn: Session,
+    ssn: SessionView,
     guarantee: np.ndarray,
     total_guarantee: np.ndarray,
     capability: np.ndarray,
     parent_real: np.ndarray | None = None,
 ) -> np.ndarray:
     base = ssn.total if parent_real is None else parent_real
-    return np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)
+    real: np.ndarray = np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)
+    return real
