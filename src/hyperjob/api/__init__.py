@@ -22,7 +22,8 @@ from .hyperjob import (
     template_replicas,
     user_path,
 )
-from .job import Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
+from .flow import WORKFLOW_KINDS, JobFlow, JobTemplate
+from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
 from .manifest import SERVER_SET_METADATA, Manifest, decode, encode, load, load_documents, without_server_fields
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
@@ -41,6 +42,10 @@ from .validation import (
 from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_world
 
 __all__ = [
+    "WORKFLOW_KINDS",
+    "CronJob",
+    "JobFlow",
+    "JobTemplate",
     "HYPERJOB_PLUGIN_FLAGS",
     "JOB_PLUGIN_FLAGS",
     "MPI_IMPLEMENTATIONS",
