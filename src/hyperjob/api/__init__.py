@@ -11,6 +11,7 @@ beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names
 from .base import ObjectMeta
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
+from .flow import WORKFLOW_KINDS, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterReplicas,
     HyperJob,
@@ -22,7 +23,6 @@ from .hyperjob import (
     template_replicas,
     user_path,
 )
-from .flow import WORKFLOW_KINDS, JobFlow, JobTemplate
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
 from .manifest import SERVER_SET_METADATA, Manifest, decode, encode, load, load_documents, without_server_fields
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags

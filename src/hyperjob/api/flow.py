@@ -12,14 +12,14 @@ service answers their applies and deletes and runs them (the splitter leaves the
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from .base import ObjectMeta, Opaque, Spec
 from .errors import ManifestError
 from .job import CronJob, JobSpec, _cycle
 from .validation import check_job_spec, check_sim_annotations
 
-FLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
+FLOW_API_VERSION: Final = "flow.volcano.sh/v1alpha1"
 WORKFLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
 """The kinds that make Volcano Jobs (the workflow-controller's); every other kind is the splitter's."""
 

@@ -2,8 +2,9 @@
 
 Per cluster: a node-agent (the scenario's nodes, as declared), a cluster-scheduler (the
 scenario's scheduler conf and period) and a job-controller; for the fleet: the splitter, the
-global-scheduler, the status-aggregator and the workflow-controller (CronJobs, JobFlows). Each is built by its service's own ``build`` on a
-runtime over the in-process bus and store and the virtual clock — the same code that runs live.
+global-scheduler, the status-aggregator and the workflow-controller (CronJobs, JobFlows). Each is
+built by its service's own ``build`` on a runtime over the in-process bus and store and the virtual
+clock — the same code that runs live.
 """
 
 from __future__ import annotations

@@ -173,7 +173,10 @@ class WorkflowController:
     def _sync_cronjob(self, cause: events.Message | str, name: str) -> Reaction:
         doc = self._cronjob(name)
         cron = _decode(doc.manifest, api.CronJob)
-        runs = {job: cronjob.JobRun(phase=made.phase or "Pending", created_at=made.created) for job, made in doc.jobs.items()}
+        runs = {
+            job: cronjob.JobRun(phase=made.phase or "Pending", created_at=made.created)
+            for job, made in doc.jobs.items()
+        }
         state = cronjob.CronState(last_schedule_time=doc.last_schedule_time, active=doc.active)
         now = self.rt.now()
         decided = cronjob.step(cron, doc.created, state, runs, now)
