@@ -24,7 +24,16 @@ from .hyperjob import (
     user_path,
 )
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
-from .manifest import SERVER_SET_METADATA, Manifest, decode, encode, load, load_documents, without_server_fields
+from .manifest import (
+    SERVER_SET_METADATA,
+    SHORT_KINDS,
+    Manifest,
+    decode,
+    encode,
+    load,
+    load_documents,
+    without_server_fields,
+)
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
@@ -96,6 +105,7 @@ __all__ = [
     "load_documents",
     "without_server_fields",
     "SERVER_SET_METADATA",
+    "SHORT_KINDS",
     "normalize",
     "parse_duration",
     "parse_quantity",

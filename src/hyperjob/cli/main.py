@@ -529,12 +529,15 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["hyperjob", "hj"]))
+@click.argument("kind", type=click.Choice(["hyperjob", "hj", *views.DESCRIBED]))
 @click.argument("name")
 def describe(kind: str, name: str) -> None:
-    """Everything about one HyperJob: spec, status, children and where they run."""
+    """Everything about one HyperJob (spec, status, children and where they run), CronJob, JobFlow
+    or JobTemplate."""
 
     async def work(client: Client) -> dict[str, Any] | None:
+        if kind in views.DESCRIBED:
+            return await views.describe(client, kind, name)
         found = await views.hyperjobs(client, name)
         if not found:
             return None
@@ -545,7 +548,7 @@ def describe(kind: str, name: str) -> None:
 
     described = with_client(work)
     if described is None:
-        raise click.ClickException(f"hyperjob {name!r} not found")
+        raise click.ClickException(f"{kind} {name!r} not found")
     click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
 
 
@@ -563,6 +566,8 @@ DELETABLE = {
     "podgroup": "PodGroup",
     "podgroups": "PodGroup",
     "pg": "PodGroup",
+    **{name: api.SHORT_KINDS[name] for name in views.DESCRIBED},
+    **{name + "s": api.SHORT_KINDS[name] for name in ("cronjob", "jobflow", "jobtemplate")},
 }
 
 
