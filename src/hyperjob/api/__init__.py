@@ -34,6 +34,7 @@ from .manifest import (
     load_documents,
     without_server_fields,
 )
+from .names import with_generated_name
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
@@ -104,6 +105,7 @@ __all__ = [
     "load",
     "load_documents",
     "without_server_fields",
+    "with_generated_name",
     "SERVER_SET_METADATA",
     "SHORT_KINDS",
     "normalize",
