@@ -395,7 +395,7 @@ def get(
     watch: bool,
 ) -> None:
     """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, clusters, nodes, services."""
+    priorityclasses, cronjobs, jobflows, jobtemplates, clusters, nodes, services."""
     shown = views.kind(kind)
     if shown is None:
         raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
