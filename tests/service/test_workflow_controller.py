@@ -97,9 +97,8 @@ def _mine(message: events.Message) -> bool:
 
 async def test_a_jobflow_makes_each_job_once_its_targets_completed_and_records_a_refused_one(bus, store, probe) -> None:
     async with controller(bus, store):
-        for name in ("a", "b"):
-            answer = await request(bus, probe, subjects.APPLY, apply(template(name)))
-            assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        answer = await request(bus, probe, subjects.APPLY, apply(template("a")))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
         answer = await request(bus, probe, subjects.APPLY, apply(FLOW))
         assert isinstance(answer, events.RequestAccepted) and answer.kind == "JobFlow"
         first = await made(probe, 1)
@@ -110,10 +109,14 @@ async def test_a_jobflow_makes_each_job_once_its_targets_completed_and_records_a
         for copy in (0, 1):  # the same news twice: b is asked for once
             await sh.send(bus, subjects.job_phase("c1"), done, copy=copy)
             await probe.settled(f"{DURABLE}-jobs", subjects.job_phase("c1"))
+        waiting = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: bool(d.message))
+        assert waiting.message == "job 'f-b' waits for JobTemplate 'b', which does not exist"
+        await request(bus, probe, subjects.APPLY, apply(template("b")))  # b can be made now
         second = await made(probe, 2)
         assert [m.manifest["metadata"]["name"] for m in second] == ["f-a", "f-b"]
         doc = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: d.phase == "Running")
         assert doc.status["completed_jobs"] == ["f-a"] and doc.status["pending_jobs"] == ["f-b"]
+        assert doc.message == ""
 
         refused = sh.message(
             events.RequestRejected, kind="Job", name="f-b", reason="$.spec.queue: no such queue",

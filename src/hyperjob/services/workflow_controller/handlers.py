@@ -223,7 +223,8 @@ class WorkflowController:
         phases = {job: made.phase or "Pending" for job, made in doc.jobs.items()}
         decided = jobflow.step(flow, phases, doc.phase)
         reaction = Reaction()
-        jobs, message = dict(doc.jobs), doc.message
+        # A refusal stays said until the flow or the template is applied again; a wait only while it lasts.
+        jobs, message = dict(doc.jobs), doc.message if doc.refused else ""
         for job in decided.delete:
             reaction.extend(self._delete_job(cause, job))
             jobs.pop(job, None)
