@@ -23,35 +23,45 @@ class Docs:
         return dict(sorted(self._docs.get(kind, {}).items()))
 
 
-NOW = time.time()
-CRON = records.CronJobDoc(
+def client() -> Any:
+    """The documents, dated from now (a view shows ages against the wall clock)."""
+    now = time.time()
+    docs = {records.CRONJOB: {"nightly": cron(now)}, records.JOBFLOW: {"f": flow(now)}}
+    return Docs({**docs, records.JOBTEMPLATE: {"a": template(now)}})
+
+
+def cron(now: float) -> records.CronJobDoc:
+    return records.CronJobDoc(
     manifest={"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "CronJob", "metadata": {"name": "nightly"},
               "spec": {"schedule": "*/5 * * * *", "concurrencyPolicy": "Forbid", "jobTemplate": {"spec": {}}}},
-    created=NOW - 600,
-    last_schedule_time=NOW - 30,
+    created=now - 600,
+    last_schedule_time=now - 30,
     active=["nightly-5"],
-    jobs={"nightly-5": records.MadeJob(request="r", created=NOW - 30, phase="Running", scheduled_at=NOW - 30)},
+    jobs={"nightly-5": records.MadeJob(request="r", created=now - 30, phase="Running", scheduled_at=now - 30)},
 )  # fmt: skip
-FLOW = records.JobFlowDoc(
+
+
+def flow(now: float) -> records.JobFlowDoc:
+    return records.JobFlowDoc(
     manifest={"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": "f"},
               "spec": {"flows": [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}]}},
-    created=NOW - 60,
+    created=now - 60,
     phase="Running",
     status={"phase": "Running", "pending_jobs": ["f-b"], "completed_jobs": ["f-a"], "unknown_jobs": []},
-    jobs={"f-a": records.MadeJob(request="r1", created=NOW - 60, phase="Completed"),
-          "f-b": records.MadeJob(request="r2", created=NOW - 5)},
+    jobs={"f-a": records.MadeJob(request="r1", created=now - 60, phase="Completed"),
+          "f-b": records.MadeJob(request="r2", created=now - 5)},
 )  # fmt: skip
-TEMPLATE = records.JobTemplateDoc(
-    manifest={"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate", "metadata": {"name": "a"}},
-    created=NOW - 120,
-)
-CLIENT: Any = Docs(
-    {records.CRONJOB: {"nightly": CRON}, records.JOBFLOW: {"f": FLOW}, records.JOBTEMPLATE: {"a": TEMPLATE}}
-)
+
+
+def template(now: float) -> records.JobTemplateDoc:
+    return records.JobTemplateDoc(
+        manifest={"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate", "metadata": {"name": "a"}},
+        created=now - 120,
+    )
 
 
 async def test_cronjobs_show_kubectls_columns_and_status() -> None:
-    items = await views.cronjobs(CLIENT, None)
+    items = await views.cronjobs(client(), None)
     header, rows = views.cronjob_rows(items)
     assert header == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
     assert rows == [["nightly", "*/5 * * * *", "<none>", "False", "1", "30s", "10m"]]
@@ -62,12 +72,12 @@ async def test_cronjobs_show_kubectls_columns_and_status() -> None:
 
 
 async def test_jobflows_show_volcanos_status_and_templates_the_jobs_made_from_them() -> None:
-    items = await views.jobflows(CLIENT, "f")
+    items = await views.jobflows(client(), "f")
     assert views.jobflow_rows(items, wide=True)[1] == [["f", "Running", "60s", "1/0/1/0", "-"]]
     status = views.jobflow_manifest(items[0])["status"]
     assert status["state"] == {"phase": "Running"} and status["completedJobs"] == ["f-a"]
     assert status["unKnowJobs"] == [] and [j["state"] for j in status["jobStatusList"]] == ["Completed", "Pending"]
-    templates = await views.jobtemplates(CLIENT, None)
+    templates = await views.jobtemplates(client(), None)
     assert [(t["name"], t["jobDependsOnList"]) for t in templates] == [("a", ["f-a"])]
     assert views.kind("jt") is views.kind("jobtemplates") and views.kind("jf") is views.kind("jobflows")
 
