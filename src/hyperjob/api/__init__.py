@@ -11,6 +11,7 @@ beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names
 from .base import ObjectMeta
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
+from .flow import WORKFLOW_KINDS, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterReplicas,
     HyperJob,
@@ -22,8 +23,18 @@ from .hyperjob import (
     template_replicas,
     user_path,
 )
-from .job import Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
-from .manifest import SERVER_SET_METADATA, Manifest, decode, encode, load, load_documents, without_server_fields
+from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
+from .manifest import (
+    SERVER_SET_METADATA,
+    SHORT_KINDS,
+    Manifest,
+    decode,
+    encode,
+    load,
+    load_documents,
+    without_server_fields,
+)
+from .names import with_generated_name
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
@@ -41,6 +52,10 @@ from .validation import (
 from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_world
 
 __all__ = [
+    "WORKFLOW_KINDS",
+    "CronJob",
+    "JobFlow",
+    "JobTemplate",
     "HYPERJOB_PLUGIN_FLAGS",
     "JOB_PLUGIN_FLAGS",
     "MPI_IMPLEMENTATIONS",
@@ -90,7 +105,9 @@ __all__ = [
     "load",
     "load_documents",
     "without_server_fields",
+    "with_generated_name",
     "SERVER_SET_METADATA",
+    "SHORT_KINDS",
     "normalize",
     "parse_duration",
     "parse_quantity",

@@ -6,18 +6,22 @@ names a flow of the same JobFlow, and the dependencies form a DAG. ``dependsOn.p
 and task-status probes) and ``patch`` are refused by name: Volcano's controller starts a flow when
 every target job is Completed and reads neither. The progression itself is ``jobcore.jobflow``.
 
-Not yet wired: ``api.decode`` does not list these kinds (``api.manifest.KINDS``), and no service
-runs a JobFlow; see ``jobcore.jobflow``.
+``api.decode`` reads these kinds with CronJob's (``WORKFLOW_KINDS``); the workflow-controller
+service answers their applies and deletes and runs them (the splitter leaves them to it).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from .base import ObjectMeta, Opaque, Spec
-from .job import JobSpec, _cycle
+from .errors import ManifestError
+from .job import CronJob, JobSpec, _cycle
+from .validation import check_job_spec, check_sim_annotations
 
-FLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
+FLOW_API_VERSION: Final = "flow.volcano.sh/v1alpha1"
+WORKFLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
+"""The kinds that make Volcano Jobs (the workflow-controller's); every other kind is the splitter's."""
 
 
 class FlowDependsOn(Spec, frozen=True, kw_only=True):
@@ -76,3 +80,26 @@ class JobTemplate(Spec, frozen=True, kw_only=True):
     kind: Literal["JobTemplate"] = "JobTemplate"
     metadata: ObjectMeta
     spec: JobSpec
+
+
+# A CronJob's jobs are ``<cronjob>-<minutes since the epoch>``: Volcano's webhook keeps 11 characters for the suffix.
+CRONJOB_NAME_MAX = 52
+
+
+def check_workflow(obj: CronJob | JobFlow | JobTemplate) -> None:
+    """Volcano's webhook checks, and the Job a CronJob or JobTemplate makes passes a Job's admission
+    checks at apply (Volcano would accept it and fail each run)."""
+    if isinstance(obj, CronJob):
+        if len(obj.metadata.name) > CRONJOB_NAME_MAX:
+            raise ManifestError(
+                "$.metadata.name",
+                f"a CronJob's name is at most {CRONJOB_NAME_MAX} characters (its jobs add an 11-character suffix)",
+            )
+        template = obj.spec.job_template
+        annotations = template.metadata.get("annotations") or {}
+        if isinstance(annotations, dict):
+            check_sim_annotations(annotations, "$.spec.jobTemplate.metadata")
+        check_job_spec(template.spec, "$.spec.jobTemplate.spec")
+    elif isinstance(obj, JobTemplate):
+        check_sim_annotations(obj.metadata.annotations, "$.metadata")
+        check_job_spec(obj.spec, "$.spec")

@@ -8,15 +8,16 @@ import msgspec
 import yaml
 
 from .errors import ManifestError
+from .flow import FLOW_API_VERSION, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
-from .job import JOB_API_VERSION, Job
+from .job import JOB_API_VERSION, CronJob, Job
 from .kubeflow import KUBEFLOW_KINDS, MPIJob, PyTorchJob, TFJob, to_volcano_job
 from .kubeflow import user_path as kubeflow_user_path
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
-Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass
+Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate
 
 KINDS: dict[tuple[str, str], type[Any]] = {
     (JOB_API_VERSION, "Job"): Job,
@@ -25,6 +26,9 @@ KINDS: dict[tuple[str, str], type[Any]] = {
     (SCHEDULING_API_VERSION, "Queue"): Queue,
     (SCHEDULING_API_VERSION, "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    (JOB_API_VERSION, "CronJob"): CronJob,
+    (FLOW_API_VERSION, "JobFlow"): JobFlow,
+    (FLOW_API_VERSION, "JobTemplate"): JobTemplate,
     **KUBEFLOW_KINDS,
 }
 """Every kind ``decode`` accepts; Kubeflow's come back as the Volcano Job that runs them."""
@@ -37,6 +41,13 @@ SHORT_KINDS = {
     "podgroup": "PodGroup",
     "pg": "PodGroup",
     "priorityclass": "PriorityClass",
+    "cronjob": "CronJob",
+    "cronvcjob": "CronJob",
+    "cronvj": "CronJob",
+    "jobflow": "JobFlow",
+    "jf": "JobFlow",
+    "jobtemplate": "JobTemplate",
+    "jt": "JobTemplate",
 }
 # Job plugins of a Kubeflow template that a HyperJob runs at its own level, so the world spans its children.
 _WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
@@ -202,6 +213,8 @@ def _validated(obj: Any) -> Manifest:
         check_job_spec(obj.spec)
     elif isinstance(obj, Queue):
         check_queue(obj)
+    elif isinstance(obj, (CronJob, JobFlow, JobTemplate)):
+        check_workflow(obj)
     return obj  # type: ignore[no-any-return]
 
 

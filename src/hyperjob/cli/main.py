@@ -395,7 +395,7 @@ def get(
     watch: bool,
 ) -> None:
     """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, clusters, nodes, services."""
+    priorityclasses, cronjobs, jobflows, jobtemplates, clusters, nodes, services."""
     shown = views.kind(kind)
     if shown is None:
         raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
@@ -531,12 +531,15 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["hyperjob", "hj"]))
+@click.argument("kind", type=click.Choice(["hyperjob", "hj", *views.DESCRIBED]))
 @click.argument("name")
 def describe(kind: str, name: str) -> None:
-    """Everything about one HyperJob: spec, status, children and where they run."""
+    """Everything about one HyperJob (spec, status, children and where they run), CronJob, JobFlow
+    or JobTemplate."""
 
     async def work(client: Client) -> dict[str, Any] | None:
+        if kind in views.DESCRIBED:
+            return await views.describe(client, kind, name)
         found = await views.hyperjobs(client, name)
         if not found:
             return None
@@ -547,7 +550,7 @@ def describe(kind: str, name: str) -> None:
 
     described = with_client(work)
     if described is None:
-        raise click.ClickException(f"hyperjob {name!r} not found")
+        raise click.ClickException(f"{kind} {name!r} not found")
     click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
 
 
@@ -565,6 +568,8 @@ DELETABLE = {
     "podgroup": "PodGroup",
     "podgroups": "PodGroup",
     "pg": "PodGroup",
+    **{name: api.SHORT_KINDS[name] for name in views.DESCRIBED},
+    **{name + "s": api.SHORT_KINDS[name] for name in ("cronjob", "jobflow", "jobtemplate")},
 }
 
 

@@ -9,6 +9,7 @@ refused before it is parsed (parsing megabytes of YAML takes minutes and gigabyt
 
 from __future__ import annotations
 
+import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from hyperjob.client import MAX_MANIFEST_BYTES, check_size
 # A file may hold many objects, each at most MAX_MANIFEST_BYTES once sent.
 MAX_FILE_BYTES = 8 * MAX_MANIFEST_BYTES
 SUFFIXES = (".yaml", ".yml", ".json")
+_NAMES = random.SystemRandom()
 
 
 @dataclass
@@ -83,6 +85,10 @@ def objects(source: str, namespace: str | None = None) -> list[Object]:
 
 def _check(source: str, document: dict[str, Any], namespace: str | None) -> Object:
     document = api.without_server_fields(document)
+    try:
+        document = api.with_generated_name(document, _NAMES)  # as the API server does (generateName)
+    except api.ManifestError as exc:
+        return Object(source, str(document.get("kind") or "object"), "?", document, str(exc))
     written_metadata = document.get("metadata")
     metadata: dict[str, Any] = written_metadata if isinstance(written_metadata, dict) else {}
     kind = str(document.get("kind") or "object")

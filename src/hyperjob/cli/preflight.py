@@ -48,6 +48,9 @@ async def outcome(client: Client, obj: Object) -> str:
     kind, doc_type = {
         "Queue": (records.QUEUE, records.QueueDoc),
         "PriorityClass": (records.PRIORITY_CLASS, records.PriorityClassDoc),
+        "CronJob": (records.CRONJOB, records.CronJobDoc),
+        "JobFlow": (records.JOBFLOW, records.JobFlowDoc),
+        "JobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
     }.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
     existing = await client.doc(kind, obj.name, doc_type)
     if existing is None:

@@ -91,7 +91,7 @@ def holder_pid() -> int | None:
     return None
 
 
-GLOBAL_SERVICES = ["splitter", "global_scheduler", "status_aggregator"]
+GLOBAL_SERVICES = ["splitter", "global_scheduler", "status_aggregator", "workflow_controller"]
 CLUSTER_SERVICES = ["cluster_scheduler", "job_controller", "node_agent"]
 
 

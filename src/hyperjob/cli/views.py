@@ -421,6 +421,179 @@ def queue_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[st
     return header + (["DESERVED", "CAPABILITY", "PARENT"] if wide else []), rows
 
 
+# -- the workflow-controller's kinds: CronJob, JobFlow, JobTemplate ------------------------------------
+
+
+async def cronjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
+    docs = await client.docs(records.CRONJOB, records.CronJobDoc)
+    items = []
+    for n, doc in docs.items():
+        if name and n != name:
+            continue
+        metadata, spec = doc.manifest.get("metadata", {}), doc.manifest.get("spec", {})
+        items.append(
+            {
+                "name": n,
+                "namespace": metadata.get("namespace", "default"),
+                "labels": metadata.get("labels", {}),
+                "schedule": spec.get("schedule", ""),
+                "timeZone": spec.get("timeZone"),
+                "suspend": spec.get("suspend", False),
+                "concurrencyPolicy": spec.get("concurrencyPolicy", "Allow"),
+                "active": doc.active,
+                "lastScheduleTime": doc.last_schedule_time,
+                "lastSuccessfulTime": doc.last_successful_time,
+                "nextScheduleTime": doc.next_sync,
+                "jobs": _made_jobs(doc.jobs),
+                "message": doc.message,
+                "created": doc.created,
+                "manifest": doc.manifest,
+            }
+        )
+    return items
+
+
+def cronjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    """Kubernetes' CronJob status: the active jobs, the last schedule and the last success."""
+    status: dict[str, Any] = {"active": [{"kind": "Job", "name": job} for job in item["active"]]}
+    for key in ("lastScheduleTime", "lastSuccessfulTime"):
+        if item[key] is not None:
+            status[key] = _timestamp(item[key])
+    return _manifest(item["manifest"], item["created"], status)
+
+
+def cronjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        last = i["lastScheduleTime"]
+        row = [
+            i["name"],
+            i["schedule"],
+            i["timeZone"] or "<none>",
+            str(i["suspend"]),
+            str(len(i["active"])),
+            _age(last) if last is not None else "<none>",
+            _age(i["created"]),
+        ]
+        if wide:
+            row += [i["concurrencyPolicy"], ",".join(i["jobs"]) or "-", i["message"] or "-"]
+        rows.append(row)
+    header = ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+    return header + (["POLICY", "JOBS", "MESSAGE"] if wide else []), rows
+
+
+async def jobflows(client: Client, name: str | None) -> list[dict[str, Any]]:
+    docs = await client.docs(records.JOBFLOW, records.JobFlowDoc)
+    items = []
+    for n, doc in docs.items():
+        if name and n != name:
+            continue
+        metadata = doc.manifest.get("metadata", {})
+        items.append(
+            {
+                "name": n,
+                "namespace": metadata.get("namespace", "default"),
+                "labels": metadata.get("labels", {}),
+                "phase": doc.phase,
+                "status": {_camel(k): v for k, v in doc.status.items() if k != "phase"},
+                "jobs": _made_jobs(doc.jobs),
+                "refused": doc.refused,
+                "message": doc.message,
+                "created": doc.created,
+                "manifest": doc.manifest,
+            }
+        )
+    return items
+
+
+def jobflow_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    """Volcano's JobFlow status: the state, the jobs by phase (``unKnowJobs`` as Volcano spells it)
+    and one entry per job."""
+    lists = {("unKnowJobs" if k == "unknownJobs" else k): v for k, v in item["status"].items()}
+    job_list = [
+        {"name": job, "state": made["phase"], "startTimestamp": _timestamp(made["created"])}
+        for job, made in item["jobs"].items()
+    ]
+    status = {"state": {"phase": item["phase"]}, **lists, "jobStatusList": job_list}
+    return _manifest(item["manifest"], item["created"], status)
+
+
+def jobflow_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        row = [i["name"], i["phase"], _age(i["created"])]
+        if wide:
+            by_phase = [len(i["status"].get(f"{p}Jobs", [])) for p in ("pending", "running", "completed", "failed")]
+            row += ["/".join(map(str, by_phase)), i["message"] or "-"]
+        rows.append(row)
+    return ["NAME", "STATUS", "AGE"] + (["PENDING/RUNNING/COMPLETED/FAILED", "MESSAGE"] if wide else []), rows
+
+
+async def jobtemplates(client: Client, name: str | None) -> list[dict[str, Any]]:
+    docs = await client.docs(records.JOBTEMPLATE, records.JobTemplateDoc)
+    flows = (await client.docs(records.JOBFLOW, records.JobFlowDoc)).values()
+    items = []
+    for n, doc in docs.items():
+        if name and n != name:
+            continue
+        metadata = doc.manifest.get("metadata", {})
+        # The jobs made from it (Volcano's status.jobDependsOnList): a flow's step of this name.
+        made = sorted(
+            job
+            for flow in flows
+            for job in flow.jobs
+            if job == f"{flow.manifest.get('metadata', {}).get('name', '')}-{n}"
+        )
+        items.append(
+            {
+                "name": n,
+                "namespace": metadata.get("namespace", "default"),
+                "labels": metadata.get("labels", {}),
+                "jobDependsOnList": made,
+                "created": doc.created,
+                "manifest": doc.manifest,
+            }
+        )
+    return items
+
+
+def jobtemplate_manifest(item: dict[str, Any]) -> dict[str, Any]:
+    return _manifest(item["manifest"], item["created"], {"jobDependsOnList": item["jobDependsOnList"]})
+
+
+def jobtemplate_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = [[i["name"], _age(i["created"])] + ([",".join(i["jobDependsOnList"]) or "-"] if wide else []) for i in items]
+    return ["NAME", "AGE"] + (["JOBS"] if wide else []), rows
+
+
+def _made_jobs(jobs: dict[str, records.MadeJob]) -> dict[str, dict[str, Any]]:
+    return {
+        job: {"phase": made.phase or "Pending", "created": made.created, "scheduledAt": made.scheduled_at}
+        for job, made in sorted(jobs.items())
+    }
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] | None:
+    """Everything about one CronJob or JobFlow (with the jobs it made, as ``get jobs`` shows them),
+    or one JobTemplate."""
+    shown = kind(kind_name)
+    if shown is None or shown.load is None:
+        return None
+    found = await shown.load(client, name)
+    if not found:
+        return None
+    described = {k: v for k, v in found[0].items() if k != "manifest"}
+    if described.get("jobs"):
+        listed = [j for j in await jobs(client, None) if j["name"] in described["jobs"]]
+        described["runs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
+    return described
+
+
 def _spec_resources(values: dict[str, Any] | None) -> str:
     return ",".join(f"{k.split('/')[-1]}={v}" for k, v in (values or {}).items()) or "-"
 
@@ -607,11 +780,18 @@ KINDS = {
             False,
             ("pc",),
         ),
+        Kind("cronjobs", "cronjob", cronjob_rows, cronjobs, None, cronjob_manifest, True, ("cronvcjob", "cronvj")),
+        Kind("jobflows", "jobflow", jobflow_rows, jobflows, None, jobflow_manifest, True, ("jf",)),
+        Kind("jobtemplates", "jobtemplate", jobtemplate_rows, jobtemplates, None, jobtemplate_manifest, True, ("jt",)),
         Kind("clusters", "cluster", cluster_rows, clusters),
         Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
         Kind("services", "service", service_rows, None, services, aliases=("svc",)),
     )
 }
+
+
+# The workflow-controller's kinds ``describe`` takes, by every name kubectl would accept.
+DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt")
 
 
 def kind(name: str) -> Kind | None:

@@ -30,7 +30,7 @@ import msgspec
 
 Role = Literal[
     "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
-    "operator",
+    "operator", "workflow-controller",
 ]  # fmt: skip
 
 
@@ -120,6 +120,12 @@ GRANTS: dict[Role, Grant] = {
         reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}"),
         durables=("", "-admin", "-faults"),
     ),
+    # Answers CronJob/JobFlow/JobTemplate requests; makes and deletes the jobs they own as a user would.
+    "workflow-controller": Grant(
+        publishes=("hj.result.*", "hj.manifest.apply", "hj.object.delete"),
+        reads=("hj.manifest.apply", "hj.object.delete", "hj.result.*", "job.phase.*", "hj.hyperjob.deleted"),
+        durables=("", "-admin", "-jobs"),
+    ),
     # A person with the CLI: submits, deletes and commands, reads everything (get, describe, watch).
     "user": Grant(
         publishes=("hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command"),
@@ -142,6 +148,7 @@ SERVICE_ROLES: tuple[Role, ...] = (
     "cluster-scheduler",
     "job-controller",
     "node-agent",
+    "workflow-controller",
 )
 PER_CLUSTER: frozenset[Role] = frozenset({"cluster-scheduler", "job-controller", "node-agent"})
 

@@ -17,8 +17,8 @@ again. Times are seconds since the Unix epoch (``hyperjob simulate``'s virtual t
   ``successfulJobsHistoryLimit`` (Completed) and ``failedJobsHistoryLimit`` (the others) are deleted.
 * ``suspend`` stops new runs; history is still kept to its limits.
 
-Not yet wired into a service or ``hyperjob simulate`` (the driver would call ``step`` at
-``requeue_at`` and on every phase change of the CronJob's jobs).
+The workflow-controller service calls ``step`` at ``requeue_at`` (a timer) and on every phase
+change or end of the CronJob's jobs, and carries out ``create`` / ``delete``.
 """
 
 from __future__ import annotations

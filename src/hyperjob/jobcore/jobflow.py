@@ -9,11 +9,12 @@ Volcano Job phase) and says which jobs to create now, which to delete, and the J
 * phase: Pending → Running once a job runs or completed and none failed; Succeed once every flow's
   job is Completed; Failed as soon as a job is Failed or Terminated. A Failed JobFlow creates
   nothing more (Volcano's failed state does not sync); a Succeeded one with
-  ``jobRetainPolicy: delete`` deletes its jobs;
+  ``jobRetainPolicy: delete`` deletes its jobs and does nothing else from then on (no job is made
+  again, the status stays as it was: ``status`` None);
 * status lists the jobs by phase as Volcano's ``getAllJobStatus`` does.
 
-Not yet wired into a service or ``hyperjob simulate``: a driver feeds ``step`` after every job
-phase change of the flow's jobs and carries out ``create`` / ``delete``.
+The workflow-controller service feeds ``step`` whenever a flow's job changes phase or goes, and
+carries out ``create`` / ``delete``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class FlowStatus(msgspec.Struct, frozen=True, kw_only=True):
 class FlowStep(msgspec.Struct, frozen=True, kw_only=True):
     create: list[tuple[str, str]] = []  # (job name, JobTemplate name), in flow order
     delete: list[str] = []
-    status: FlowStatus
+    status: FlowStatus | None  # None: unchanged
 
 
 _LISTED = {
@@ -60,6 +61,8 @@ def step(flow: JobFlow, jobs: Mapping[str, str], phase: FlowPhase = "Pending") -
     """One sync of a JobFlow in ``phase`` whose jobs have the given phases."""
     if phase == "Failed":
         return FlowStep(status=_status(flow, jobs, phase))
+    if phase == "Succeed" and flow.spec.job_retain_policy == "delete":
+        return FlowStep(delete=[name for name in _made(flow) if name in jobs], status=None)
     create = [
         (job_name(flow, f.name), f.name)
         for f in flow.spec.flows
@@ -68,8 +71,12 @@ def step(flow: JobFlow, jobs: Mapping[str, str], phase: FlowPhase = "Pending") -
     status = _status(flow, jobs, _next_phase(flow, jobs, phase))
     delete = []
     if status.phase == "Succeed" and flow.spec.job_retain_policy == "delete":
-        delete = [job_name(flow, f.name) for f in flow.spec.flows if job_name(flow, f.name) in jobs]
+        delete = [name for name in _made(flow) if name in jobs]
     return FlowStep(create=create, delete=delete, status=status)
+
+
+def _made(flow: JobFlow) -> list[str]:
+    return [job_name(flow, f.name) for f in flow.spec.flows]
 
 
 def _ready(flow: JobFlow, targets: list[str], jobs: Mapping[str, str]) -> bool:

@@ -17,6 +17,7 @@
 | ``hjspec``, ``hjstatus``   | status-aggregator  | what it knows of each HyperJob, and the status   |
 | ``agentpod@<agent>``       | node-agent         | the pods it runs                                 |
 | ``agentdown@<agent>``      | node-agent         | the nodes an injected fault took down            |
+| ``cronjob``, ``jobflow``, ``jobtemplate`` | workflow-controller | the objects as applied, and the Jobs each made |
 
 A service reads only its own kinds (from memory; the store only to start). The CLI and the
 simulator read any of them to show the system's state. Pure: no I/O.
@@ -38,6 +39,9 @@ PLACEMENT = "placement"
 GANG = "gang"
 HYPERJOB_SPEC = "hjspec"
 HYPERJOB_STATUS = "hjstatus"
+CRONJOB = "cronjob"
+JOBFLOW = "jobflow"
+JOBTEMPLATE = "jobtemplate"
 
 
 def job_kind(cluster: str) -> str:
@@ -217,3 +221,46 @@ class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
     status: dict[str, Any]
     updated_at: float = 0.0
     children: dict[str, dict[str, Any]] = {}
+
+
+# -- workflow-controller --------------------------------------------------------------------------
+
+
+class MadeJob(msgspec.Struct, frozen=True, kw_only=True):
+    """A Volcano Job a CronJob or JobFlow asked the splitter to create, as far as it has heard:
+    ``phase`` is empty until the job-controller first reports it (the job counts as Pending)."""
+
+    request: str  # the apply's event id: the splitter's answer names it
+    created: float
+    phase: str = ""
+    scheduled_at: float | None = None  # a CronJob's run: the schedule time it is for
+
+
+class CronJobDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A CronJob as applied, and what ``jobcore.cronjob`` remembers (Kubernetes' status fields)."""
+
+    manifest: dict[str, Any]
+    created: float
+    last_schedule_time: float | None = None
+    last_successful_time: float | None = None
+    active: list[str] = []
+    jobs: dict[str, MadeJob] = {}
+    next_sync: float | None = None  # when the schedule next asks for a look (the timer)
+    message: str = ""  # the last job the splitter refused, and why
+
+
+class JobFlowDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A JobFlow as applied, its phase and status (``jobcore.jobflow``) and the Jobs it made."""
+
+    manifest: dict[str, Any]
+    created: float
+    phase: str = "Pending"
+    status: dict[str, Any] = {}
+    jobs: dict[str, MadeJob] = {}
+    refused: dict[str, str] = {}  # job → why the splitter refused it; not asked again until re-applied
+    message: str = ""
+
+
+class JobTemplateDoc(msgspec.Struct, frozen=True, kw_only=True):
+    manifest: dict[str, Any]
+    created: float

@@ -11,6 +11,7 @@ KINDS_BY_ROLE: dict[str, tuple[str, ...]] = {
     "cluster-scheduler": ("pgphase@{cluster}", "reservation@{cluster}", "queueusage@{cluster}"),
     "job-controller": ("job@{cluster}", "child@{cluster}", "podgroup@{cluster}"),
     "node-agent": ("agentpod@{instance}", "agentdown@{instance}"),
+    "workflow-controller": ("cronjob", "jobflow", "jobtemplate"),
 }
 # Node bookings (``binding@<cluster>``, node allocatable and usage) are the cluster-scheduler's.
 BOOKS_NODES = frozenset({"cluster-scheduler"})

@@ -12,6 +12,7 @@ for ``IDLE`` seconds; ``time`` is then the last instant at which something happe
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 from hyperjob import api, events
@@ -239,7 +240,7 @@ class Engine:
     async def apply(self, event: TimedEvent) -> None:
         body, tag = event.body, f"event/{event.seq}"
         if event.kind == "create":
-            self.publish(subjects.APPLY, events.ApplyManifest, tag, manifest=body)
+            self.publish(subjects.APPLY, events.ApplyManifest, tag, manifest=self._named(body, tag))
         elif event.kind == "delete":
             self.publish(subjects.DELETE, events.DeleteObject, tag, kind=body.kind, name=body.name)
         elif event.kind in ("nodeDown", "nodeUp"):
@@ -273,6 +274,14 @@ class Engine:
                 )
         elif event.kind == "command":
             self._command(body, tag)
+
+    def _named(self, manifest: Any, tag: str) -> Any:
+        """A manifest with ``generateName`` named as the API server would, the same on every run; one
+        whose prefix is unusable goes as written (and is rejected for it)."""
+        try:
+            return api.with_generated_name(manifest, random.Random(f"{self.scenario.name}/{tag}"))
+        except api.ManifestError:
+            return manifest
 
     def _command(self, body: Any, tag: str) -> None:
         if body.kind == "HyperJob":

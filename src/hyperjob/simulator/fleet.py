@@ -2,8 +2,9 @@
 
 Per cluster: a node-agent (the scenario's nodes, as declared), a cluster-scheduler (the
 scenario's scheduler conf and period) and a job-controller; for the fleet: the splitter, the
-global-scheduler and the status-aggregator. Each is built by its service's own ``build`` on a
-runtime over the in-process bus and store and the virtual clock — the same code that runs live.
+global-scheduler, the status-aggregator and the workflow-controller (CronJobs, JobFlows). Each is
+built by its service's own ``build`` on a runtime over the in-process bus and store and the virtual
+clock — the same code that runs live.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from hyperjob.services.splitter import app as sp_app
 from hyperjob.services.splitter import config as sp_config
 from hyperjob.services.status_aggregator import app as sa_app
 from hyperjob.services.status_aggregator import config as sa_config
+from hyperjob.services.workflow_controller import app as wc_app
+from hyperjob.services.workflow_controller import config as wc_config
 
 from .scenario import ClusterSpec, Scenario
 
@@ -53,6 +56,7 @@ _BUILDS: dict[str, Build] = {
     "splitter": sp_app.build,
     "global-scheduler": gs_app.build,
     "status-aggregator": sa_app.build,
+    "workflow-controller": wc_app.build,
 }
 
 
@@ -76,6 +80,7 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
         _plan("splitter", sp_config.Settings(replan_period=scenario.period)),
         _plan("global-scheduler", gs_config.Settings(retry_period=scenario.period)),
         _plan("status-aggregator", sa_config.Settings()),
+        _plan("workflow-controller", wc_config.Settings()),
     ]
     return plans
 

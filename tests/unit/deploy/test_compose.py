@@ -25,6 +25,7 @@ ARCHITECTURE = {
     "job_controller",
     "status_aggregator",
     "node_agent",
+    "workflow_controller",
 }
 INFRASTRUCTURE = {"nats", "redis", "jaeger"}
 DASHBOARD = "dashboard"  # hyperjob.dashboard: reads the system, not a service of the architecture

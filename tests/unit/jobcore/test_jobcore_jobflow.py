@@ -50,6 +50,19 @@ def test_the_dag_starts_each_flow_once_its_targets_completed_and_deletes_jobs_on
     s = step(f, jobs, s.status.phase)
     assert s.status.phase == "Succeed"
     assert s.delete == ["test-a", "test-b", "test-c", "test-d", "test-e"]  # jobRetainPolicy: delete
+    later = step(f, {"test-e": "Completed"}, "Succeed")  # while the deletes go through
+    assert later.create == [] and later.delete == ["test-e"] and later.status is None
+    gone = step(f, {}, "Succeed")  # every job deleted: nothing is made again
+    assert gone.create == [] and gone.delete == [] and gone.status is None
+
+
+def test_a_retained_succeeded_flow_keeps_its_phase_and_remakes_a_job_deleted_by_hand():
+    f = flow({**EXAMPLE, "spec": {**EXAMPLE["spec"], "jobRetainPolicy": "retain"}})
+    done = {f"test-{n}": "Completed" for n in "abcde"}
+    assert step(f, done, "Running").status.phase == "Succeed"
+    del done["test-a"]
+    s = step(f, done, "Succeed")  # Volcano's deployJob runs in every phase but Failed
+    assert s.create == [("test-a", "a")] and s.status.phase == "Succeed" and s.delete == []
 
 
 def test_a_failed_job_fails_the_flow_which_then_creates_nothing():

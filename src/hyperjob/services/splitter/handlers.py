@@ -53,8 +53,10 @@ class Splitter:
 
     # -- apply ---------------------------------------------------------------------------------------
 
-    def on_apply(self, msg: events.ApplyManifest) -> Reaction:
+    def on_apply(self, msg: events.ApplyManifest) -> Reaction | None:
         kind, name = domain.manifest_kind(msg.manifest)
+        if kind in api.WORKFLOW_KINDS:
+            return None  # the workflow-controller's to answer
         try:
             manifest = api.decode(msg.manifest)
             if isinstance(manifest, api.Queue):
@@ -374,7 +376,9 @@ class Splitter:
 
     # -- delete --------------------------------------------------------------------------------------
 
-    def on_delete(self, msg: events.DeleteObject) -> Reaction:
+    def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
+        if msg.kind in api.WORKFLOW_KINDS:
+            return None  # the workflow-controller's to answer
         if msg.kind == "Queue":
             return self._delete_queue(msg)
         if msg.kind == "PriorityClass" and msg.name in self.classes:

@@ -1,0 +1,6 @@
+from hyperjob.servicekit.process import run_service
+
+from .app import build
+from .config import Settings
+
+run_service("workflow-controller", Settings, build)

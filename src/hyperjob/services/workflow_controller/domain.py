@@ -1,0 +1,85 @@
+"""The Jobs a CronJob or a JobFlow makes, as manifests the splitter takes (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from typing import Any
+
+import msgspec
+
+from hyperjob import api, records
+from hyperjob.api.job import JOB_API_VERSION
+
+# What Volcano's controllers write on the jobs they make (labels.go, jobflow/constant.go at ed72c7c81).
+SCHEDULED_TIMESTAMP = "volcano.sh/cronjob-scheduled-timestamp"
+CREATED_BY_JOB_TEMPLATE = "volcano.sh/createdByJobTemplate"
+CREATED_BY_JOB_FLOW = "volcano.sh/createdByJobFlow"
+# A JobTemplate's own metadata is not copied onto its jobs (Volcano copies the spec only), except the
+# simulator's annotations: they say how long the job's pods run, which is part of what a template means.
+SIM_ANNOTATIONS = (api.SIM_DURATION, api.SIM_EXIT_CODE)
+
+
+def cron_job(cron: api.CronJob, name: str, scheduled_at: float) -> dict[str, Any]:
+    """The Job a CronJob makes for one schedule time (``getJobFromTemplate``): the template's labels,
+    annotations and spec, and the schedule time it is for."""
+    template = cron.spec.job_template
+    labels = _strings(template.metadata.get("labels"))
+    annotations = {
+        **_strings(template.metadata.get("annotations")),
+        SCHEDULED_TIMESTAMP: rfc3339(scheduled_at, cron.spec.time_zone),
+    }
+    return _job(name, cron.metadata.namespace, labels, annotations, template.spec)
+
+
+def flow_job(flow: api.JobFlow, template: api.JobTemplate, name: str) -> dict[str, Any]:
+    """The Job of one flow (``loadJobTemplateAndSetJob``): the template's spec, marked with where it came from."""
+    namespace = flow.metadata.namespace
+    marks = {
+        CREATED_BY_JOB_TEMPLATE: f"{namespace}.{template.metadata.name}",
+        CREATED_BY_JOB_FLOW: f"{namespace}.{flow.metadata.name}",
+    }
+    sim = {k: v for k, v in template.metadata.annotations.items() if k in SIM_ANNOTATIONS}
+    return _job(name, namespace, dict(marks), {**sim, **marks}, template.spec)
+
+
+def _job(
+    name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str], spec: api.JobSpec
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace != "default":
+        metadata["namespace"] = namespace
+    if labels:
+        metadata["labels"] = labels
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": JOB_API_VERSION, "kind": "Job", "metadata": metadata, "spec": msgspec.to_builtins(spec)}
+
+
+def _strings(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def rfc3339(epoch: float, zone: str | None) -> str:
+    """Go's ``time.RFC3339`` of ``epoch`` in ``zone`` (``Z`` for UTC)."""
+    when = dt.datetime.fromtimestamp(epoch, zoneinfo.ZoneInfo(zone) if zone else dt.UTC)
+    text = when.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if text.endswith("+0000") and not zone:
+        return text[:-5] + "Z"
+    return text[:-2] + ":" + text[-2:]
+
+
+def templates_of(flow: api.JobFlow) -> set[str]:
+    return {f.name for f in flow.spec.flows}
+
+
+def owned_jobs(
+    cronjobs: dict[str, records.CronJobDoc], flows: dict[str, records.JobFlowDoc]
+) -> dict[str, tuple[str, str]]:
+    """Job name → (owner kind, owner name), over every job a CronJob or JobFlow made."""
+    owners: dict[str, tuple[str, str]] = {}
+    for name, cron in cronjobs.items():
+        owners.update((job, ("CronJob", name)) for job in cron.jobs)
+    for name, flow in flows.items():
+        owners.update((job, ("JobFlow", name)) for job in flow.jobs)
+    return owners

@@ -1,0 +1,318 @@
+"""The workflow-controller's handlers: answer applies and deletes of its kinds, sync each CronJob
+and JobFlow on its news, and carry out what the pure cores decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec.structs import replace
+
+from hyperjob import api, events, records
+from hyperjob.events import subjects
+from hyperjob.jobcore import cronjob, jobflow
+from hyperjob.servicekit import Reaction, Runtime
+
+from . import domain
+
+Answer = events.RequestAccepted | events.RequestRejected
+
+
+class WorkflowController:
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.cronjobs = runtime.table(records.CRONJOB, records.CronJobDoc)
+        self.flows = runtime.table(records.JOBFLOW, records.JobFlowDoc)
+        self.templates = runtime.table(records.JOBTEMPLATE, records.JobTemplateDoc)
+        self.owners: dict[str, tuple[str, str]] = {}  # job → (owner kind, owner name)
+        runtime.on_load(self._loaded)
+
+    def _loaded(self) -> None:
+        self.owners = domain.owned_jobs(self.cronjobs.rows, self.flows.rows)
+        for name, doc in self.cronjobs.items():
+            self._arm(name, doc)
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    def on_apply(self, msg: events.ApplyManifest) -> Reaction | None:
+        kind, name = _kind_and_name(msg.manifest)
+        if kind not in api.WORKFLOW_KINDS:
+            return None  # the splitter's
+        try:
+            obj = api.decode(msg.manifest)
+        except api.ManifestError as exc:
+            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+        if isinstance(obj, api.CronJob):
+            return self._apply_cronjob(msg, obj)
+        if isinstance(obj, api.JobFlow):
+            return self._apply_jobflow(msg, obj)
+        assert isinstance(obj, api.JobTemplate)
+        return self._apply_template(msg, obj)
+
+    def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
+        name, manifest = cron.metadata.name, api.encode(cron)
+        existing = self.cronjobs.get(name)
+        if existing is not None and existing.manifest == manifest:
+            return _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome="unchanged")
+        doc = (
+            replace(existing, manifest=manifest)
+            if existing is not None
+            else records.CronJobDoc(manifest=manifest, created=self.rt.now())
+        )
+        self._put_cronjob(name, doc)
+        outcome = "created" if existing is None else "configured"
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome=outcome)
+        return reaction.extend(self._sync_cronjob(msg, name))
+
+    def _apply_jobflow(self, msg: events.ApplyManifest, flow: api.JobFlow) -> Reaction:
+        name, manifest = flow.metadata.name, api.encode(flow)
+        existing = self.flows.get(name)
+        if existing is not None and existing.manifest == manifest:
+            return _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome="unchanged")
+        doc = (
+            replace(existing, manifest=manifest, refused={}, message="")
+            if existing is not None
+            else records.JobFlowDoc(manifest=manifest, created=self.rt.now())
+        )
+        self._put_jobflow(name, doc)
+        outcome = "created" if existing is None else "configured"
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome=outcome)
+        return reaction.extend(self._sync_jobflow(msg, name))
+
+    def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate) -> Reaction:
+        name, manifest = template.metadata.name, api.encode(template)
+        existing = self.templates.get(name)
+        if existing is not None and existing.manifest == manifest:
+            return _answer(self.rt, msg, events.RequestAccepted, kind="JobTemplate", name=name, outcome="unchanged")
+        created = existing.created if existing is not None else self.rt.now()
+        self.templates.put(name, records.JobTemplateDoc(manifest=manifest, created=created))
+        outcome = "created" if existing is None else "configured"
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobTemplate", name=name, outcome=outcome)
+        # Flows waiting for this template (it was missing, or its job was refused) may go on now.
+        for flow_name, doc in self.flows.items():
+            flow = _decode(doc.manifest, api.JobFlow)
+            if name in domain.templates_of(flow):
+                job = jobflow.job_name(flow, name)
+                self._put_jobflow(flow_name, replace(doc, refused={j: r for j, r in doc.refused.items() if j != job}))
+                reaction.extend(self._sync_jobflow(msg, flow_name))
+        return reaction
+
+    def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
+        if msg.kind not in api.WORKFLOW_KINDS:
+            return None  # the splitter's
+        table: Any = {"CronJob": self.cronjobs, "JobFlow": self.flows, "JobTemplate": self.templates}[msg.kind]
+        doc = table.get(msg.name)
+        if doc is None:
+            reason = f"{msg.kind} {msg.name!r} not found"
+            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=reason)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
+        if msg.kind == "CronJob":
+            self.rt.cancel(_timer(msg.name))
+        for job in getattr(doc, "jobs", {}):  # the jobs it made go with it (background cascade)
+            reaction.extend(self._delete_job(msg, job))
+        table.delete(msg.name)
+        return reaction
+
+    # -- news of the jobs made -----------------------------------------------------------------------
+
+    def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
+        owner = self.owners.get(msg.job) if not msg.hyperjob else None
+        if owner is None:
+            return None
+        kind, name = owner
+        if kind == "CronJob":
+            cron = self._cronjob(name)
+            made = cron.jobs[msg.job]
+            if made.phase == msg.new:
+                return None
+            done = msg.new == "Completed"
+            cron = replace(
+                cron,
+                jobs={**cron.jobs, msg.job: replace(made, phase=msg.new)},
+                last_successful_time=self.rt.now() if done else cron.last_successful_time,
+            )
+            self._put_cronjob(name, cron)
+            return self._sync_cronjob(msg, name)
+        flow = self._jobflow(name)
+        made = flow.jobs[msg.job]
+        if made.phase == msg.new:
+            return None
+        self._put_jobflow(name, replace(flow, jobs={**flow.jobs, msg.job: replace(made, phase=msg.new)}))
+        return self._sync_jobflow(msg, name)
+
+    def on_job_deleted(self, msg: events.HyperJobDeleted) -> Reaction | None:
+        """A job made here is gone (deleted by someone else): its owner syncs without it."""
+        owner = self.owners.get(msg.name)
+        if owner is None:
+            return None
+        kind, name = owner
+        self._forget(kind, name, msg.name)
+        return self._sync_cronjob(msg, name) if kind == "CronJob" else self._sync_jobflow(msg, name)
+
+    def on_answer(self, msg: Answer) -> None:
+        """The splitter refused a job made here: its owner records why, and does not ask again."""
+        if not isinstance(msg, events.RequestRejected) or msg.kind != "Job":
+            return
+        owner = self.owners.get(msg.name)
+        if owner is None:
+            return
+        kind, name = owner
+        made = self._made(kind, name, msg.name)
+        if made is None or made.request != msg.causation_id:
+            return  # the answer to another request for the same name
+        self._forget(kind, name, msg.name)
+        message = f"job {msg.name!r} refused: {msg.reason}"
+        if kind == "CronJob":
+            self._put_cronjob(name, replace(self._cronjob(name), message=message))
+        else:
+            flow = self._jobflow(name)
+            self._put_jobflow(name, replace(flow, refused={**flow.refused, msg.name: msg.reason}, message=message))
+
+    # -- CronJob ---------------------------------------------------------------------------------------
+
+    def _sync_cronjob(self, cause: events.Message | str, name: str) -> Reaction:
+        doc = self._cronjob(name)
+        cron = _decode(doc.manifest, api.CronJob)
+        runs = {
+            job: cronjob.JobRun(phase=made.phase or "Pending", created_at=made.created)
+            for job, made in doc.jobs.items()
+        }
+        state = cronjob.CronState(last_schedule_time=doc.last_schedule_time, active=doc.active)
+        now = self.rt.now()
+        decided = cronjob.step(cron, doc.created, state, runs, now)
+        reaction = Reaction()
+        jobs = dict(doc.jobs)
+        for job in decided.delete:
+            reaction.extend(self._delete_job(cause, job))
+            jobs.pop(job, None)
+        if decided.create is not None:
+            assert decided.scheduled_at is not None
+            manifest = domain.cron_job(cron, decided.create, decided.scheduled_at)
+            request = self._create_job(reaction, cause, manifest)
+            jobs[decided.create] = records.MadeJob(request=request, created=now, scheduled_at=decided.scheduled_at)
+        doc = replace(
+            doc,
+            jobs=jobs,
+            active=decided.state.active,
+            last_schedule_time=decided.state.last_schedule_time,
+            next_sync=decided.requeue_at,
+        )
+        self._put_cronjob(name, doc)
+        self._arm(name, doc)
+        return reaction
+
+    def _arm(self, name: str, doc: records.CronJobDoc) -> None:
+        at = doc.next_sync
+        if at is None:
+            self.rt.cancel(_timer(name))
+            return
+        self.rt.at(at, _timer(name), lambda: self._tick(name, at))
+
+    async def _tick(self, name: str, at: float) -> None:
+        doc = self.cronjobs.get(name)
+        if doc is None or doc.next_sync != at:
+            return  # deleted or re-armed since
+        cause = events.derive_id(f"cronjob/{name}/{doc.created!r}", f"tick/{at!r}")
+        await self.rt.commit(cause, self._sync_cronjob(cause, name))
+
+    # -- JobFlow ---------------------------------------------------------------------------------------
+
+    def _sync_jobflow(self, cause: events.Message | str, name: str) -> Reaction:
+        doc = self._jobflow(name)
+        flow = _decode(doc.manifest, api.JobFlow)
+        phases = {job: made.phase or "Pending" for job, made in doc.jobs.items()}
+        decided = jobflow.step(flow, phases, doc.phase)
+        reaction = Reaction()
+        # A refusal stays said until the flow or the template is applied again; a wait only while it lasts.
+        jobs, message = dict(doc.jobs), doc.message if doc.refused else ""
+        for job in decided.delete:
+            reaction.extend(self._delete_job(cause, job))
+            jobs.pop(job, None)
+        for job, template_name in decided.create:
+            template = self.templates.get(template_name)
+            if job in doc.refused:
+                continue
+            if template is None:
+                message = f"job {job!r} waits for JobTemplate {template_name!r}, which does not exist"
+                continue
+            manifest = domain.flow_job(flow, _decode(template.manifest, api.JobTemplate), job)
+            jobs[job] = records.MadeJob(request=self._create_job(reaction, cause, manifest), created=self.rt.now())
+        status = decided.status
+        if status is not None and decided.create:  # the jobs just made are listed Pending
+            status = jobflow.step(flow, {job: made.phase or "Pending" for job, made in jobs.items()}, doc.phase).status
+        if status is not None:
+            doc = replace(doc, phase=status.phase, status=_builtins(status))
+        self._put_jobflow(name, replace(doc, jobs=jobs, message=message))
+        return reaction
+
+    # -- jobs --------------------------------------------------------------------------------------------
+
+    def _create_job(self, reaction: Reaction, cause: events.Message | str, manifest: dict[str, Any]) -> str:
+        """Ask the splitter for the job, as a user would; returns the request's id (its answer names it)."""
+        name = manifest["metadata"]["name"]
+        request = self.rt.emit(events.ApplyManifest, cause, f"create/{name}", manifest=manifest)
+        reaction.publish(subjects.APPLY, request)
+        return request.event_id
+
+    def _delete_job(self, cause: events.Message | str, job: str) -> Reaction:
+        self.owners.pop(job, None)
+        request = self.rt.emit(events.DeleteObject, cause, f"delete/{job}", kind="Job", name=job)
+        return Reaction().publish(subjects.DELETE, request)
+
+    def _forget(self, kind: str, name: str, job: str) -> None:
+        self.owners.pop(job, None)
+        if kind == "CronJob":
+            cron = self._cronjob(name)
+            jobs = {j: made for j, made in cron.jobs.items() if j != job}
+            self._put_cronjob(name, replace(cron, jobs=jobs, active=[j for j in cron.active if j != job]))
+        else:
+            flow = self._jobflow(name)
+            self._put_jobflow(name, replace(flow, jobs={j: made for j, made in flow.jobs.items() if j != job}))
+
+    def _made(self, kind: str, name: str, job: str) -> records.MadeJob | None:
+        doc = self._cronjob(name) if kind == "CronJob" else self._jobflow(name)
+        return doc.jobs.get(job)
+
+    # -- tables ------------------------------------------------------------------------------------------
+
+    def _cronjob(self, name: str) -> records.CronJobDoc:
+        doc = self.cronjobs.get(name)
+        assert doc is not None, name
+        return doc
+
+    def _jobflow(self, name: str) -> records.JobFlowDoc:
+        doc = self.flows.get(name)
+        assert doc is not None, name
+        return doc
+
+    def _put_cronjob(self, name: str, doc: records.CronJobDoc) -> None:
+        self.cronjobs.put(name, doc)
+        self.owners.update((job, ("CronJob", name)) for job in doc.jobs)
+
+    def _put_jobflow(self, name: str, doc: records.JobFlowDoc) -> None:
+        self.flows.put(name, doc)
+        self.owners.update((job, ("JobFlow", name)) for job in doc.jobs)
+
+
+def _timer(name: str) -> str:
+    return f"cronjob/{name}"
+
+
+def _kind_and_name(manifest: dict[str, Any]) -> tuple[str, str]:
+    metadata = manifest.get("metadata")
+    name = str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
+    return str(manifest.get("kind", "")), name
+
+
+def _decode(manifest: dict[str, Any], kind: type[Any]) -> Any:
+    obj = api.decode(manifest)
+    assert isinstance(obj, kind)
+    return obj
+
+
+def _builtins(status: jobflow.FlowStatus) -> dict[str, Any]:
+    return msgspec.to_builtins(status)  # type: ignore[no-any-return]
+
+
+def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
+    return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))

@@ -1,0 +1,175 @@
+"""The workflow-controller (its own ``build`` on a runtime over real JetStream and Redis): it answers
+CronJob, JobFlow and JobTemplate requests, asks the splitter for each job they make (an
+``ApplyManifest`` on the front door, as a user would), follows those jobs' phases, records a job
+the splitter refused, and deletes the jobs of a CronJob or JobFlow deleted. Every message handled
+twice has one effect."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hyperjob import events, records
+from hyperjob.events import subjects
+from hyperjob.servicekit import AsyncioTimers, Runtime
+from hyperjob.services.workflow_controller.app import build
+from hyperjob.services.workflow_controller.config import Settings
+from hyperjob.services.workflow_controller.domain import CREATED_BY_JOB_FLOW, SCHEDULED_TIMESTAMP
+
+sys.path.insert(0, str(Path(__file__).parent))
+import service_helpers as sh  # noqa: E402
+
+pytestmark = pytest.mark.service
+
+DURABLE = "workflow-controller"
+TASKS = [{"name": "main", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]
+
+
+class ShiftedClock:
+    """Wall time moved so that the next whole minute is ``lead`` seconds away: a schedule of
+    ``* * * * *`` is due within the test's deadline (timers wait on this clock)."""
+
+    def __init__(self, lead: float) -> None:
+        now = time.time()
+        self.offset = (60.0 - now % 60.0) - lead
+
+    def now(self) -> float:
+        return time.time() + self.offset
+
+
+@contextlib.asynccontextmanager
+async def controller(bus: Any, store: Any, clock: Any = None) -> AsyncIterator[Runtime]:
+    if clock is None:
+        async with sh.running(DURABLE, build, Settings(), bus, store) as (runtime, _):
+            yield runtime
+        return
+    runtime = sh.TestRuntime(DURABLE, DURABLE, bus, store, clock=clock, timers=AsyncioTimers(clock))
+    await build(Settings(), runtime)
+    await runtime.start()
+    try:
+        yield runtime
+    finally:
+        await runtime.stop()
+
+
+async def request(bus: Any, probe: sh.Probe, subject: str, msg: events.Message) -> events.Message:
+    """Send a request and return the controller's answer."""
+    await sh.send(bus, subject, msg)
+    await probe.settled(DURABLE, subject)
+    return (await probe.wait(subjects.result(msg.event_id)))[0]
+
+
+def apply(manifest: dict[str, Any]) -> events.ApplyManifest:
+    return sh.message(events.ApplyManifest, manifest=manifest)
+
+
+def template(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "flow.volcano.sh/v1alpha1",
+        "kind": "JobTemplate",
+        "metadata": {"name": name},
+        "spec": {"minAvailable": 1, "tasks": TASKS},
+    }
+
+
+FLOW = {
+    "apiVersion": "flow.volcano.sh/v1alpha1",
+    "kind": "JobFlow",
+    "metadata": {"name": "f"},
+    "spec": {"flows": [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}]},
+}
+
+
+async def made(probe: sh.Probe, count: int) -> list[events.ApplyManifest]:
+    """The job applies the controller published (the test's own applies are on the subject too)."""
+    return await probe.wait(subjects.APPLY, events.ApplyManifest, count=count, where=_mine)
+
+
+def _mine(message: events.Message) -> bool:
+    return message.producer == DURABLE
+
+
+async def test_a_jobflow_makes_each_job_once_its_targets_completed_and_records_a_refused_one(bus, store, probe) -> None:
+    async with controller(bus, store):
+        answer = await request(bus, probe, subjects.APPLY, apply(template("a")))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        answer = await request(bus, probe, subjects.APPLY, apply(FLOW))
+        assert isinstance(answer, events.RequestAccepted) and answer.kind == "JobFlow"
+        first = await made(probe, 1)
+        assert [m.manifest["metadata"]["name"] for m in first] == ["f-a"]
+        assert first[0].manifest["metadata"]["labels"][CREATED_BY_JOB_FLOW] == "default.f"
+
+        done = sh.message(events.JobPhaseChanged, cluster="c1", job="f-a", old="Running", new="Completed")
+        for copy in (0, 1):  # the same news twice: b is asked for once
+            await sh.send(bus, subjects.job_phase("c1"), done, copy=copy)
+            await probe.settled(f"{DURABLE}-jobs", subjects.job_phase("c1"))
+        waiting = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: bool(d.message))
+        assert waiting.message == "job 'f-b' waits for JobTemplate 'b', which does not exist"
+        await request(bus, probe, subjects.APPLY, apply(template("b")))  # b can be made now
+        second = await made(probe, 2)
+        assert [m.manifest["metadata"]["name"] for m in second] == ["f-a", "f-b"]
+        doc = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: d.phase == "Running")
+        assert doc.status["completed_jobs"] == ["f-a"] and doc.status["pending_jobs"] == ["f-b"]
+        assert doc.message == ""
+
+        refused = sh.message(
+            events.RequestRejected, kind="Job", name="f-b", reason="$.spec.queue: no such queue",
+            causation_id=second[1].event_id,
+        )  # fmt: skip
+        await sh.send(bus, subjects.result(second[1].event_id), refused)
+        doc = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: bool(d.refused))
+        assert doc.refused == {"f-b": "$.spec.queue: no such queue"} and set(doc.jobs) == {"f-a"}
+
+        answer = await request(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="JobFlow", name="f"))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted"
+        deletes = await probe.wait(subjects.DELETE, events.DeleteObject, where=_mine)
+        assert [(m.kind, m.name) for m in deletes] == [("Job", "f-a")]
+        assert await store.get(records.JOBFLOW, "f") is None
+
+
+async def test_a_workflow_kind_with_a_bad_field_is_refused_by_name_and_other_kinds_are_left_alone(
+    bus, store, probe
+) -> None:
+    async with controller(bus, store):
+        bad = {**FLOW, "spec": {"flows": [{"name": "a", "dependsOn": {"targets": ["z"]}}]}}
+        answer = await request(bus, probe, subjects.APPLY, apply(bad))
+        assert isinstance(answer, events.RequestRejected)
+        assert answer.reason.startswith("$.spec") and "'z' is not a flow" in answer.reason
+        job = apply({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}, "spec": {}})
+        await sh.send(bus, subjects.APPLY, job)
+        await probe.settled(DURABLE, subjects.APPLY)
+        assert await probe.decoded(subjects.result(job.event_id)) == []  # the splitter's to answer
+        assert await store.get(records.JOBFLOW, "f") is None
+
+
+async def test_a_cronjob_makes_its_job_at_the_schedule_time_and_its_deletion_deletes_the_job(bus, store, probe) -> None:
+    clock = ShiftedClock(lead=1.5)
+    cron = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"tasks": TASKS}}},
+    }
+    async with controller(bus, store, clock):
+        answer = await request(bus, probe, subjects.APPLY, apply(cron))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        job = (await made(probe, 1))[0]
+        minute = int(clock.now() // 60)
+        assert job.manifest["metadata"]["name"] == f"nightly-{minute}"
+        assert job.manifest["metadata"]["annotations"][SCHEDULED_TIMESTAMP].endswith(":00Z")
+        doc = await sh.doc(store, records.CRONJOB, "nightly", records.CronJobDoc, where=lambda d: bool(d.active))
+        assert doc.active == [f"nightly-{minute}"] and doc.last_schedule_time == minute * 60.0
+        assert doc.next_sync == (minute + 1) * 60.0
+
+        answer = await request(
+            bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="CronJob", name="nightly")
+        )
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted"
+        deletes = await probe.wait(subjects.DELETE, events.DeleteObject, where=_mine)
+        assert [m.name for m in deletes] == [f"nightly-{minute}"]
