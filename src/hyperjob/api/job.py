@@ -12,7 +12,7 @@ message (``$.spec: policies[1].event: duplicate event PodFailed across different
 from __future__ import annotations
 
 import zoneinfo
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Final, Literal, get_args
 
 import croniter
 import msgspec
@@ -20,7 +20,7 @@ import msgspec
 from .base import ObjectMeta, Opaque, Spec
 from .pod import PodTemplateSpec
 
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 INT32_MAX = 2**31 - 1
 
 Int32 = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
