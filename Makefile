@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Packages mypy --strict keeps clean (issue 15: the whole tree, package by package).
 TYPED := src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator
 
-.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools
+.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
 
 # Reinstall when a package is added: the editable install maps each package by name.
 $(STAMP): pyproject.toml constraints.txt $(wildcard src/hyperjob/*/__init__.py src/hyperjob/services/*/__init__.py)
@@ -38,6 +38,11 @@ service: $(STAMP)
 
 e2e: $(STAMP)
 	$(BIN)/pytest -q -m e2e
+
+## Chaos on the real processes (minutes): kill -9 of each service, NATS and Redis restarts, a
+## Redis wipe, each under load; prints each fault's figures. Not part of `make test`.
+test-chaos: $(STAMP)
+	$(BIN)/pytest -q -m chaos tests/chaos
 
 ## The compose deployment under podman (root; installs podman, runc, debootstrap where absent):
 ## build the base and the images, bring the system up, run the example from the host, tear down.

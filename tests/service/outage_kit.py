@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
 
 CLUSTERS = ("c1", "c2")
+REPORTED: dict[str, object] = {}  # figures the chaos tests print at the end of the session
 
 
 class Figures(msgspec.Struct, kw_only=True):
@@ -205,9 +206,11 @@ class Run:
         for c in CLUSTERS:
             await sh.until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}", timeout=60)
 
-    async def submit(self, count: int, *, duration: str = "30s", pods_per_cluster: int = 2) -> None:
-        await _apply(self.bus, self.probe, sh.queue_manifest("outage"))
-        for i in range(count):
+    async def submit(self, count: int, *, duration: str = "30s", pods_per_cluster: int = 2, first: int = 0) -> None:
+        """``count`` HyperJobs ``hj<first>`` ... (the queue too, with the first ones)."""
+        if first == 0:
+            await _apply(self.bus, self.probe, sh.queue_manifest("outage"))
+        for i in range(first, first + count):
             name = f"hj{i}"
             manifest = sh.hyperjob_manifest(
                 name, dict.fromkeys(CLUSTERS, pods_per_cluster), queue="outage", duration=duration
@@ -307,6 +310,23 @@ def redis_outage(seconds: float) -> Fault:
     return fault
 
 
+def redis_outage_with_applies(seconds: float, count: int = 4) -> Fault:
+    """Redis down while more HyperJobs are applied: they must be created once it is back."""
+
+    async def fault(servers: Servers, run: Run) -> None:
+        await asyncio.to_thread(servers.redis.stop)
+        first = len(run.submitted)
+        for i in range(first, first + count):
+            name = f"hj{i}"
+            manifest = sh.hyperjob_manifest(name, dict.fromkeys(CLUSTERS, 2), queue="outage", duration="10s")
+            await sh.send(run.bus, subjects.APPLY, sh.apply(manifest))
+            run.submitted.append(name)
+        await asyncio.sleep(seconds)
+        await asyncio.to_thread(servers.redis.start)
+
+    return fault
+
+
 async def redis_wipe(servers: Servers, run: Run) -> None:
     await servers.wipe()
 
@@ -322,6 +342,7 @@ async def _main(which: list[str]) -> None:
         "none": nothing,
         "nats60": nats_outage(60),
         "redis60": redis_outage(60),
+        "redis90apply": redis_outage_with_applies(90),
         "wipe": redis_wipe,
     }
     processes = "--processes" in which
