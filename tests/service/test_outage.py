@@ -133,3 +133,25 @@ async def test_failover_moves_a_child_only_where_it_fits_and_the_rest_wait_with_
     assert moves == [move] and move.to_cluster == "c1"
     waiting = next(d for d in docs.values() if all(ref.cluster == "c2" for ref in d.children))
     assert "cluster c2 lost; no eligible cluster can hold it now" in waiting.waiting_reason
+
+
+async def test_after_a_wipe_every_hyperjob_completed_ones_too_the_queue_and_the_bookings_come_back(tmp_path) -> None:
+    """Redis wiped while some HyperJobs are done and others run: the done ones are still there
+    (spec and status), so is the queue, and the running ones finish with nothing doubled or
+    overbooked (the cluster-schedulers' bookings come back from their changelogs)."""
+    with outage_kit.Servers(tmp_path) as servers:
+        run = outage_kit.Run(servers.nats.url, servers.redis.url, nodes=2, period=0.2)
+        async with run.running():
+            await run.submit(3, duration="1s")
+            await run.until_done(timeout=60)
+            assert (await run.audit()).completed == 3
+            await run.submit(3, duration="8s", first=3)
+            await run.until_running(6 * 2 + 4)
+            await servers.wipe()
+            await run.until_done(timeout=90)
+            figures = await run.audit()
+            hyperjobs = set(await run.store.list(records.HYPERJOB))
+            queues = set(await run.store.list(records.QUEUE))
+    assert figures.completed == 6 and figures.lost == 0, figures.phases
+    assert hyperjobs == {f"hj{i}" for i in range(6)} and "outage" in queues
+    assert (figures.started_twice, figures.over, figures.dlq, figures.evicted, figures.moved) == (0, 0, 0, 0, 0)
