@@ -9,7 +9,10 @@ HyperJob has its final status). ``make test-chaos``; the figures are printed at 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,8 @@ import outage_kit  # noqa: E402
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(900)]
 
+# Where a failing run's service logs are kept (pytest's own temporary directories rotate away).
+KEEP = Path(os.environ.get("HYPERJOB_CHAOS_LOGS", Path(tempfile.gettempdir()) / "hyperjob-chaos"))
 BEFORE, AFTER = 12, 4  # HyperJobs submitted before the fault, and after it (the system still takes work)
 
 
@@ -57,11 +62,17 @@ async def test_the_system_rides_out_the_fault_with_nothing_lost_doubled_or_overb
             await run.until_done(timeout=300)
             figures = await run.audit()
     outage_kit.REPORTED[fault] = msgspec_dict(figures)
-    assert figures.lost == 0, figures.phases
-    assert figures.completed == BEFORE + AFTER
-    assert (figures.started_twice, figures.over, figures.dlq) == (0, 0, 0), figures
-    assert (figures.evicted, figures.moved) == (0, 0), figures
-    assert figures.samples > 50
+    try:
+        assert figures.lost == 0, figures.phases
+        assert figures.completed == BEFORE + AFTER
+        assert (figures.started_twice, figures.over, figures.dlq) == (0, 0, 0), figures
+        assert (figures.evicted, figures.moved) == (0, 0), figures
+        assert figures.samples > 50
+    except AssertionError:
+        kept = KEEP / fault.replace(" ", "-")
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(tmp_path / "home" / "logs", kept)
+        raise AssertionError(f"{fault}: {figures} (the services' logs are kept in {kept})") from None
 
 
 def msgspec_dict(figures: outage_kit.Figures) -> dict[str, object]:

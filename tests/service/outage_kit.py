@@ -54,12 +54,14 @@ class Figures(msgspec.Struct, kw_only=True):
     dlq: int = 0
     seconds: float = 0.0
     phases: dict[str, int] = {}
+    bookings_left: dict[str, int] = {}
 
     def line(self, fault: str) -> str:
         return (
             f"{fault:<14} submitted={self.submitted} completed={self.completed} lost={self.lost} "
             f"evicted={self.evicted} moved={self.moved} started_twice={self.started_twice} "
-            f"over={self.over}/{self.samples} dlq={self.dlq} seconds={self.seconds:.0f}"
+            f"over={self.over}/{self.samples} dlq={self.dlq} seconds={self.seconds:.0f} "
+            f"bookings_left={self.bookings_left}"
         )
 
 
@@ -93,6 +95,53 @@ class Servers:
             await client.aclose()
 
 
+class Partition:
+    """A TCP proxy in front of a server, for the clients behind it: ``cut()`` stops forwarding in
+    both directions and opening new connections (they stay open, unanswered, as under a network
+    partition), ``heal()`` lets everything through again."""
+
+    def __init__(self, url: str) -> None:
+        scheme, _, rest = url.partition("://")
+        host, _, port = rest.partition(":")
+        self.scheme, self.target = scheme, (host, int(port.split("/")[0]))
+        self.open = asyncio.Event()
+        self.open.set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"{self.scheme}://127.0.0.1:{port}"
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    def cut(self) -> None:
+        self.open.clear()
+
+    def heal(self) -> None:
+        self.open.set()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self.open.wait()
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                await self.open.wait()
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+
 class Bookings:
     """Samples every node's bookings in the store while the run goes on (a store that does not
     answer is skipped: that sample is not taken)."""
@@ -114,6 +163,36 @@ class Bookings:
             except Exception:  # noqa: BLE001 - Redis is down on purpose: no sample
                 pass
             await asyncio.sleep(0.1)
+
+
+class CutOffFleet(sh.Fleet):
+    """``sh.Fleet`` where the node-agent and cluster-scheduler of ``cut_cluster`` reach NATS and
+    Redis through ``Partition`` proxies of their own (issue 16's fault (a))."""
+
+    def __init__(self, *args: Any, cut_cluster: str, cut_bus: Any, cut_store: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.cut = {f"node-agent-{cut_cluster}", f"cluster-scheduler-{cut_cluster}"}
+        self.cut_bus, self.cut_store = cut_bus, cut_store
+
+    async def __aenter__(self) -> CutOffFleet:
+        await self._stack.__aenter__()
+        for service, build_service, settings, instance in self.plans():
+            if service == "splitter":
+                for c in self.clusters:
+                    await sh.until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}")
+            behind = instance in self.cut
+            runtime, _ = await self._stack.enter_async_context(
+                sh.running(
+                    service,
+                    build_service,
+                    settings,
+                    self.cut_bus if behind else self.bus,
+                    self.cut_store if behind else self.store,
+                    instance=instance,
+                )
+            )
+            self.runtimes[instance] = runtime
+        return self
 
 
 class Processes:
@@ -165,13 +244,22 @@ class Run:
     """The fleet (in-process services, or each service its own process), its load and its audit."""
 
     def __init__(
-        self, nats_url: str, redis_url: str, *, nodes: int = 4, period: float = 0.5, home: Path | None = None
+        self,
+        nats_url: str,
+        redis_url: str,
+        *,
+        nodes: int = 4,
+        period: float = 0.5,
+        home: Path | None = None,
+        cut_cluster: str = "",
     ) -> None:
         self.nats_url = nats_url
         self.redis_url = redis_url
         self.nodes = nodes
         self.period = period
         self.home = home  # given: every service runs as its own process (``hyperjob up``'s way)
+        self.cut_cluster = cut_cluster  # given: its agent and scheduler sit behind ``Partition``s
+        self.partitions: list[Partition] = []
         self.namespace = "" if home is not None else new_namespace()
         self.submitted: list[str] = []
         self.started = time.monotonic()
@@ -193,6 +281,10 @@ class Run:
                         self.processes = p
                         await self._registered()
                         yield self
+                elif self.cut_cluster:
+                    async with self._cut_off_fleet(bus, store) as fleet:
+                        self.fleet = fleet
+                        yield self
                 else:
                     async with sh.Fleet(bus, store, CLUSTERS, nodes=self.nodes, period=self.period) as fleet:
                         self.fleet = fleet
@@ -201,6 +293,35 @@ class Run:
                 self.bookings.stopping = True
                 await watcher
                 await self.probe.close()
+
+    @contextlib.asynccontextmanager
+    async def _cut_off_fleet(self, bus: Any, store: Any) -> AsyncIterator[CutOffFleet]:
+        self.partitions = [Partition(self.nats_url), Partition(self.redis_url)]
+        nats_url, redis_url = [await p.start() for p in self.partitions]
+        try:
+            async with (
+                open_nats_bus(nats_url, self.namespace, STREAMS, cleanup=False) as cut_bus,
+                open_redis_store(redis_url, self.namespace, cleanup=False) as cut_store,
+                CutOffFleet(
+                    bus,
+                    store,
+                    CLUSTERS,
+                    nodes=self.nodes,
+                    period=self.period,
+                    cut_cluster=self.cut_cluster,
+                    cut_bus=cut_bus,
+                    cut_store=cut_store,
+                ) as fleet,
+            ):
+                yield fleet
+        finally:
+            for p in self.partitions:
+                p.heal()
+                await p.close()
+
+    async def bookings_left(self) -> dict[str, int]:
+        """Pods still booked per cluster (once every HyperJob is final there should be none)."""
+        return {c: len(await self.store.allocations(c)) for c in CLUSTERS}
 
     async def _registered(self) -> None:
         for c in CLUSTERS:
@@ -283,17 +404,30 @@ Fault = Callable[[Servers, Run], Awaitable[None]]
 
 
 async def measure(
-    root: Path, fault: Fault, *, hyperjobs: int = 24, duration: str = "30s", processes: bool = False
+    root: Path,
+    fault: Fault,
+    *,
+    hyperjobs: int = 24,
+    duration: str = "30s",
+    processes: bool = False,
+    cut_cluster: str = "",
 ) -> Figures:
     """One run: the load submitted, the fault once some pods run, then every HyperJob to its end."""
     with Servers(root) as servers:
-        run = Run(servers.nats.url, servers.redis.url, home=root / "home" if processes else None)
+        run = Run(
+            servers.nats.url,
+            servers.redis.url,
+            home=root / "home" if processes else None,
+            cut_cluster=cut_cluster,
+        )
         async with run.running():
             await run.submit(hyperjobs, duration=duration)
             await run.until_running(8)
             await fault(servers, run)
             await run.until_done(timeout=300)
-            return await run.audit()
+            figures = await run.audit()
+            figures.bookings_left = await run.bookings_left()
+            return figures
 
 
 def nats_outage(seconds: float) -> Fault:
@@ -327,6 +461,19 @@ def redis_outage_with_applies(seconds: float, count: int = 4) -> Fault:
     return fault
 
 
+def cluster_partition(seconds: float) -> Fault:
+    """c1's node-agent and cluster-scheduler cut off from NATS and Redis (issue 16's fault (a))."""
+
+    async def fault(servers: Servers, run: Run) -> None:
+        for p in run.partitions:
+            p.cut()
+        await asyncio.sleep(seconds)
+        for p in run.partitions:
+            p.heal()
+
+    return fault
+
+
 async def redis_wipe(servers: Servers, run: Run) -> None:
     await servers.wipe()
 
@@ -344,11 +491,13 @@ async def _main(which: list[str]) -> None:
         "redis60": redis_outage(60),
         "redis90apply": redis_outage_with_applies(90),
         "wipe": redis_wipe,
+        "partition45": cluster_partition(45),
     }
     processes = "--processes" in which
     for name in [w for w in which if not w.startswith("--")]:
         with tempfile.TemporaryDirectory() as tmp:
-            figures = await measure(Path(tmp), faults[name], processes=processes)
+            cut = "c1" if name.startswith("partition") else ""
+            figures = await measure(Path(tmp), faults[name], processes=processes, cut_cluster=cut)
             print(figures.line(name), figures.phases, flush=True)
 
 
