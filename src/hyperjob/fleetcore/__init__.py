@@ -180,7 +180,7 @@ from .gang import (
     release_gang,
     start_gang,
 )
-from .liveness import FailoverGate, Hearing
+from .liveness import FailoverGate, Hearing, forgive
 from .model import (
     CHILD_INDEX_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -289,6 +289,7 @@ __all__ = [
     "eligible_clusters",
     "failover",
     "fleet_capacity",
+    "forgive",
     "fleet_queue",
     "gang_pods",
     "gang_step",

@@ -5,7 +5,7 @@ cluster-scheduler over its agents' beats) declares a source silent once it has h
 it for a timeout. Measured on the wall clock, that is wrong whenever the judge itself could not
 hear: its bus connection was down, the bus restarted, or it was partitioned away. ``Hearing``
 measures silence only over the time the judge was hearing *something*: when its stream of
-reports resumes after a gap, the silence of every source restarts at the resumption (Kubernetes'
+reports resumes after a break, the break is taken off every source's silence (Kubernetes'
 node-lifecycle controller does the same after its own outage: it does not evict nodes it merely
 could not hear). A source that stays silent while the others speak is then judged as before.
 
@@ -21,25 +21,24 @@ from collections.abc import Collection
 
 
 class Hearing:
-    """When the judge last heard anything, and since when without a break longer than ``gap``."""
+    """How long the judge could not hear anything: breaks longer than ``gap`` between two
+    reports from any source are the judge's deafness, not the sources' silence."""
 
     def __init__(self, gap: float) -> None:
         self.gap = gap
-        self.since: float | None = None
         self.last: float | None = None
 
-    def heard(self, at: float) -> bool:
-        """Something arrived at ``at``; True when it ends a break in hearing (or is the first):
-        the caller then counts every source's silence from ``at``."""
-        resumed = self.last is None or at - self.last > self.gap
-        if resumed:
-            self.since = at
+    def heard(self, at: float) -> float:
+        """Something arrived at ``at``; returns how long the judge was deaf before it (0 when the
+        break was short): the caller moves every source's last report that much later."""
+        deaf = 0.0 if self.last is None or at - self.last <= self.gap else at - self.last
         self.last = at if self.last is None else max(self.last, at)
-        return resumed
+        return deaf
 
-    def forgiven(self, last_heard_from: float) -> float:
-        """A source's last report as the judge may count it: not before it could hear again."""
-        return last_heard_from if self.since is None else max(last_heard_from, self.since)
+
+def forgive(last_heard_from: float, deaf: float, now: float) -> float:
+    """A source's last report once the judge's ``deaf`` seconds are not counted as its silence."""
+    return min(last_heard_from + deaf, now)
 
 
 class FailoverGate:

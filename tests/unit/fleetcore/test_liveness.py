@@ -3,23 +3,23 @@ rate-limited otherwise."""
 
 from __future__ import annotations
 
-from hyperjob.fleetcore import FailoverGate, Hearing
+from hyperjob.fleetcore import FailoverGate, Hearing, forgive
 
 
-def test_a_break_in_hearing_restarts_every_silence_at_the_resumption() -> None:
+def test_a_break_in_hearing_is_not_counted_as_any_sources_silence() -> None:
     hearing = Hearing(gap=10.0)
-    assert hearing.heard(0.0)  # the first report starts hearing
-    assert not hearing.heard(1.0) and not hearing.heard(2.0)
-    assert hearing.forgiven(1.0) == 1.0  # heard continuously: silence counts from the source's report
-    assert hearing.heard(62.0)  # 60 s of nothing at all: the judge was cut off, not the sources
-    assert hearing.forgiven(1.0) == 62.0
-    assert not hearing.heard(63.0) and hearing.forgiven(1.0) == 62.0
+    assert hearing.heard(0.0) == 0.0  # the first report
+    assert hearing.heard(1.0) == 0.0 and hearing.heard(2.0) == 0.0  # heard without a break
+    assert hearing.heard(62.0) == 60.0  # 60 s of nothing at all: the judge was cut off
+    # A source last heard at 1.0 has been silent 1 s of the time the judge could hear, not 61 s.
+    assert forgive(1.0, 60.0, now=62.0) == 61.0
+    assert forgive(2.0, 60.0, now=62.0) == 62.0  # never later than now
 
 
 def test_a_late_report_does_not_move_hearing_back() -> None:
     hearing = Hearing(gap=10.0)
     hearing.heard(5.0)
-    hearing.heard(3.0)
+    assert hearing.heard(3.0) == 0.0
     assert hearing.last == 5.0
 
 

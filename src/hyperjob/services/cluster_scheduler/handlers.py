@@ -41,7 +41,7 @@ class ClusterScheduler:
         self.parts: dict[str, dict[int, events.JobState]] = {}
         self.jobs: dict[str, domain.JobView] = {}
         self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
-        # A break in every beat is ours (the bus restarted, we were cut off): silence restarts after it.
+        # A break in every beat is ours (the bus restarted, we were cut off): not the nodes' silence.
         self.hearing = fleetcore.Hearing(gap=settings.node_timeout / 2)
         self.bound = domain.Bookings()
         self.registered: dict[str, dict[str, float]] = {}
@@ -98,9 +98,9 @@ class ClusterScheduler:
 
     def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
         now = self.rt.now()
-        if self.hearing.heard(now):
+        if deaf := self.hearing.heard(now):
             for node in self.nodes.values():
-                node.last_seen = self.hearing.forgiven(node.last_seen)
+                node.last_seen = fleetcore.forgive(node.last_seen, deaf, now)
         self.beats[msg.agent] = now
         silent = set(msg.silent)
         for node in self.nodes.values():
