@@ -1,6 +1,8 @@
 """A whole fleet on NATS and Redis servers of its own, a bounded load, the faults of the control
 plane itself (a NATS or Redis outage: the server stopped and started again on the same port and
-data directory; a Redis wipe; a service killed), and the audit of what they did.
+data directory; a Redis wipe; a service killed; one cluster's agent and scheduler cut off behind a
+TCP ``Partition``), and the audit of what they did. Services run in-process (``sh.Fleet``) or, with
+``Run(home=...)``, each as its own process under ``hyperjob up``'s supervisor (``Processes``).
 
 Shared by the outage service tests (``test_outage.py``), the chaos test (``tests/chaos``) and the
 measuring script (``python tests/service/outage_kit.py``). The figures of an audit:
@@ -9,7 +11,11 @@ measuring script (``python tests/service/outage_kit.py``). The figures of an aud
   (``nodeDown``); ``moved``: children failed over to another cluster (``sched.child.move``);
 - ``started_twice``: pods started more than once (the same pod name in two ``job.pods.start``);
 - ``over``: samples of a node whose bookings exceeded its allocatable (the store, sampled);
-- ``dlq``: dead letters; ``phases``: every HyperJob's final phase as the status-aggregator wrote it.
+- ``dlq``: dead letters; ``phases``: every HyperJob's final phase as the status-aggregator wrote it;
+- ``bookings_left``: pods still booked per cluster once every HyperJob is final.
+
+``python tests/service/outage_kit.py [--processes] none nats60 redis60 redis90apply wipe partition45``
+prints one line of figures per fault (docs/reliability.md).
 """
 
 from __future__ import annotations
