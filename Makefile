@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TYPED := src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator \
 	src/hyperjob/schedcore src/hyperjob/telemetry src/hyperjob/client src/hyperjob/dashboard
 
-.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools
+.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
 
 # Reinstall when a package is added: the editable install maps each package by name.
 $(STAMP): pyproject.toml constraints.txt $(wildcard src/hyperjob/*/__init__.py src/hyperjob/services/*/__init__.py)
@@ -39,6 +39,11 @@ service: $(STAMP)
 
 e2e: $(STAMP)
 	$(BIN)/pytest -q -m e2e
+
+## Chaos on the real processes (minutes): kill -9 of each service, NATS and Redis restarts, a
+## Redis wipe, each under load; prints each fault's figures. Not part of `make test`.
+test-chaos: $(STAMP)
+	$(BIN)/pytest -q -m chaos tests/chaos
 
 ## The compose deployment under podman (root; installs podman, runc, debootstrap where absent):
 ## build the base and the images, bring the system up, run the example from the host, tear down.

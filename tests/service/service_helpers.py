@@ -225,8 +225,13 @@ class Probe:
     def _stream(self, subject_filter: str) -> str:
         for decl in subjects.STREAMS:
             if any(subject_covers(pattern, subject_filter) for pattern in decl.subjects):
-                return f"{self._ns}_{decl.name}"
+                return f"{self._ns}_{decl.name}" if self._ns else decl.name
         raise ValueError(f"no stream captures {subject_filter}")
+
+    @property
+    def _prefix(self) -> str:
+        """What the namespace puts before every subject (nothing without one: a whole system's bus)."""
+        return f"{self._ns}." if self._ns else ""
 
     async def messages(self, subject_filter: str) -> list[Stored]:
         """Every message stored on subjects matching ``subject_filter``, in stream order."""
@@ -234,7 +239,7 @@ class Probe:
         config = jsapi.ConsumerConfig(
             ack_policy=jsapi.AckPolicy.NONE,
             deliver_policy=jsapi.DeliverPolicy.ALL,
-            filter_subject=f"{self._ns}.{subject_filter}",
+            filter_subject=f"{self._prefix}{subject_filter}",
             inactive_threshold=30.0,
             mem_storage=True,
         )
@@ -249,7 +254,7 @@ class Probe:
                 for msg in batch:
                     headers = dict(msg.headers or {})
                     out.append(
-                        Stored(msg.subject[len(self._ns) + 1 :], headers.get("Nats-Msg-Id", ""), msg.data, headers)
+                        Stored(msg.subject[len(self._prefix) :], headers.get("Nats-Msg-Id", ""), msg.data, headers)
                     )
         finally:
             await psub.unsubscribe()

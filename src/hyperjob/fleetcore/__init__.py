@@ -63,7 +63,9 @@ hold; at the deadline every reservation is released and ``Retry(at)`` asks for a
 
 Failover, child failure, commands (global-scheduler / splitter; the simulator)
 ------------------------------------------------------------------------------
-``failover(hj, plan, clusters, now, *, finished=()) -> (plan, [ChildMove | ChildUnplaced])``;
+``failover(hj, plan, clusters, now, *, finished=(), working=None, may_move=...) -> (plan, [ChildMove |
+ChildWaits])``; ``Hearing`` (silence counted only while the judge hears) and ``FailoverGate``
+(failovers paused while most clusters look lost, rate-limited otherwise), in ``liveness``;
 ``child_failed(hj, plan, child, clusters, now, phases) -> (plan, [ChildMove | ChildUnplaced |
 ChildCommand | SetLifecycle])`` under ``childFailurePolicy``;
 ``hyperjob_command(action, phases, lifecycle) -> (lifecycle, [SetLifecycle | ChildCommand])`` and
@@ -109,7 +111,8 @@ Terminating), ``admitted`` flag, the ``SplitPlan`` in force, the children (``Chi
 4. Failover, on every capacity summary and a periodic tick: ``failover(hj, plan, capacities, now,
    finished=terminal children)``. ``ChildMove`` → delete the child on ``from_cluster`` (when it
    answers again) and create the same child (``child_jobs(hj, new plan)``) on ``to_cluster``;
-   ``ChildUnplaced`` → withdraw it; it stays Pending and ``failover`` places it later.
+   ``ChildWaits`` → nothing can hold it now: it stays on its cluster (show the reason) and
+   ``failover`` moves it once room appears. One ``working`` capacity per round for every HyperJob.
 5. A child's Volcano Job reached Failed: ``child_failed(hj, plan, child, capacities, now, phases)``;
    apply ``ChildCommand``s, ``ChildMove``/``ChildUnplaced`` as in 4, ``SetLifecycle``.
 6. Commands: ``hyperjob_command(action, phases, lifecycle)``; on suspend also ``release_gang``.
@@ -150,9 +153,11 @@ from .failover import (
     ChildCommand,
     ChildMove,
     ChildUnplaced,
+    ChildWaits,
     FleetDecision,
     SetLifecycle,
     child_failed,
+    child_pods,
     failover,
     hyperjob_command,
     plain_failover,
@@ -175,6 +180,7 @@ from .gang import (
     release_gang,
     start_gang,
 )
+from .liveness import FailoverGate, Hearing, forgive
 from .model import (
     CHILD_INDEX_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -239,6 +245,9 @@ __all__ = [
     "ChildPlan",
     "ChildStatus",
     "ChildUnplaced",
+    "ChildWaits",
+    "FailoverGate",
+    "Hearing",
     "ClusterCapacity",
     "Condition",
     "FleetDecision",
@@ -268,6 +277,7 @@ __all__ = [
     "aggregate_status",
     "apportion",
     "child_failed",
+    "child_pods",
     "child_jobs",
     "child_name",
     "child_spec",
@@ -279,6 +289,7 @@ __all__ = [
     "eligible_clusters",
     "failover",
     "fleet_capacity",
+    "forgive",
     "fleet_queue",
     "gang_pods",
     "gang_step",

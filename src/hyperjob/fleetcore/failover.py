@@ -3,21 +3,27 @@
 All three are pure functions returning the plan in force and a list of decisions for the driver:
 ``ChildMove`` (delete the child where it was, create it unchanged on ``to_cluster``; same name),
 ``ChildUnplaced`` (withdraw it; it waits Pending without a cluster, retried by ``failover``),
+``ChildWaits`` (a child on a lost cluster that no other cluster can hold now stays where it is,
+with the reason: it resumes there if its cluster comes back, or moves once room appears),
 ``ChildCommand`` (a Volcano Job command to one child), ``SetLifecycle`` (feed it to
 ``aggregate_status``).
+
+A child only moves to a cluster whose free capacity holds its whole gang, and the capacity a move
+takes is taken from the ``working`` view the caller passes: several HyperJobs failing over in one
+round never count the same free GPUs twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 import msgspec
 
 from hyperjob import api
 
-from .capacity import gang_pods
-from .model import ClusterCapacity, SplitPlan, cluster_lost, live_clusters
+from .capacity import PodShape, gang_pods
+from .model import ChildPlan, ClusterCapacity, SplitPlan, cluster_lost, live_clusters
 from .placement import place_job
 from .split import choose_cluster, eligible_clusters
 from .status import TERMINAL_CHILD_PHASES, Lifecycle
@@ -39,6 +45,12 @@ class ChildUnplaced(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+class ChildWaits(msgspec.Struct, frozen=True, kw_only=True):
+    child: str
+    cluster: str
+    reason: str
+
+
 class ChildCommand(msgspec.Struct, frozen=True, kw_only=True):
     child: str
     action: JobCommand
@@ -50,7 +62,7 @@ class SetLifecycle(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
 
 
-FleetDecision = ChildMove | ChildUnplaced | ChildCommand | SetLifecycle
+FleetDecision = ChildMove | ChildUnplaced | ChildWaits | ChildCommand | SetLifecycle
 
 
 def failover(
@@ -60,24 +72,41 @@ def failover(
     now: float,
     *,
     finished: Collection[str] = (),
+    working: dict[str, ClusterCapacity] | None = None,
+    may_move: Callable[[], bool] = lambda: True,
 ) -> tuple[SplitPlan, list[FleetDecision]]:
     """Re-place every unfinished child whose cluster is lost (no report with a Ready node for 30 s,
     or unknown) or that has no cluster (``""``), keeping its name, on a live eligible cluster where
-    its whole gang fits; a child no cluster can hold becomes unplaced.
+    its whole gang fits. A child on a lost cluster that no cluster can hold now stays there
+    (``ChildWaits``, with the reason); one without a cluster stays unplaced.
 
     Call on every capacity summary / timer tick; with nothing lost it returns the plan unchanged
     and no decision (idempotent). ``finished`` names children already terminal (never moved).
+    ``working`` is the live fleet's capacity as this round has used it so far (the moves made
+    here take theirs from it); ``may_move()`` is asked before each move (a rate limit): when it
+    says no, the child waits for a later round.
     """
-    working = live_clusters(clusters, now)
+    if working is None:
+        working = live_clusters(clusters, now)
     decisions: list[FleetDecision] = []
     for child in plan.children:
         home = clusters.get(child.cluster)
         if child.name in finished or (home is not None and not cluster_lost(home, now)):
             continue
         reason = f"cluster {child.cluster} lost" if child.cluster else "no cluster yet"
-        plan, decision = _replace(hyperjob, plan, child.name, working, exclude=(), reason=reason)
-        if isinstance(decision, ChildUnplaced) and not child.cluster:
-            continue  # still waiting: nothing new to tell the driver
+        trial = dict(working)
+        moved, decision = _replace(hyperjob, plan, child.name, trial, exclude=(), reason=reason)
+        if isinstance(decision, ChildUnplaced):
+            if child.cluster:
+                decisions.append(ChildWaits(child=child.name, cluster=child.cluster, reason=decision.reason))
+            continue  # nothing can hold it now: it keeps its place (or its lack of one)
+        if not may_move():
+            decisions.append(
+                ChildWaits(child=child.name, cluster=child.cluster, reason=f"{reason}; failovers rate-limited")
+            )
+            continue
+        working.update(trial)
+        plan = moved
         decisions.append(decision)
     return plan, decisions
 
@@ -141,6 +170,12 @@ def child_failed(
     return plan, [ChildCommand(child=name, action="AbortJob", reason=reason) for name in others]
 
 
+def child_pods(hyperjob: api.HyperJob, child: ChildPlan) -> list[PodShape]:
+    """The pods of one child's gang (what a move promises its new cluster)."""
+    rj = next(r for r in hyperjob.spec.replicated_jobs if r.name == child.replicated_job)
+    return gang_pods(rj.template_spec, child.tasks)
+
+
 def _replace(
     hyperjob: api.HyperJob,
     plan: SplitPlan,
@@ -153,7 +188,7 @@ def _replace(
     child = plan.child(name)
     assert child is not None, name
     rj = next(r for r in hyperjob.spec.replicated_jobs if r.name == child.replicated_job)
-    pods = gang_pods(rj.template_spec, child.tasks)
+    pods = child_pods(hyperjob, child)
     eligible = eligible_clusters(hyperjob, rj, working)
     used = sorted({c.cluster for c in plan.children if c.name != name and c.cluster in working})
     limit = hyperjob.spec.max_domains

@@ -13,15 +13,24 @@ class Capacity:
 
     A cluster's ``last_report`` is the arrival of its latest summary that showed a Ready node, and
     liveness is judged against the newest summary from any cluster (``now``): a scheduler cut off
-    from the bus receives nothing and so judges no cluster lost.
+    from the bus receives nothing and so judges no cluster lost. When summaries resume after a
+    break (the bus restarted, this scheduler was cut off), the break is not counted as any cluster's
+    silence (``fleetcore.Hearing``): the first cluster to reconnect does not make the others
+    look lost for the time nobody could be heard.
     """
 
     def __init__(self) -> None:
         self.clusters: dict[str, fleetcore.ClusterCapacity] = {}
         self.newest = 0.0
+        self.hearing = fleetcore.Hearing(gap=fleetcore.CLUSTER_SILENCE_TIMEOUT / 3)
 
     def report(self, msg: events.ClusterCapacityReported, arrived: float) -> bool:
         """Take a summary in; True when what placement sees changed."""
+        if deaf := self.hearing.heard(arrived):
+            self.clusters = {
+                name: msgspec.structs.replace(cap, last_report=fleetcore.forgive(cap.last_report, deaf, arrived))
+                for name, cap in self.clusters.items()
+            }
         known = self.clusters.get(msg.cluster)
         last = arrived if msg.ready_nodes > 0 else (known.last_report if known is not None else arrived)
         capacity = cluster_capacity(msg, last)

@@ -10,7 +10,7 @@ from hyperjob import api
 from hyperjob.fleetcore import (
     ChildCommand,
     ChildMove,
-    ChildUnplaced,
+    ChildWaits,
     ClusterCapacity,
     SetLifecycle,
     SplitPlan,
@@ -70,16 +70,38 @@ def test_nothing_lost_nothing_moves() -> None:
     assert failover(hj, plan, clusters, now=40.0) == (plan, [])
 
 
-def test_no_room_elsewhere_leaves_the_child_unplaced_then_placed_when_room_appears() -> None:
+def test_no_room_elsewhere_keeps_the_child_where_it_is_with_the_reason_then_moves_it_when_room_appears() -> None:
     hj = hyperjob()
     plan = placed(hj, fleet(cluster("a"), cluster("b")))
     busy = fleet(lost("a"), cluster("b", used_gpus=24))
     waiting, decisions = failover(hj, plan, busy, now=0.0)
-    assert where(waiting) == {"hj-w-0": "", "hj-w-1": ""}
-    assert all(isinstance(d, ChildUnplaced) for d in decisions)
-    assert failover(hj, waiting, busy, now=1.0) == (waiting, [])  # still no room: nothing new
+    assert waiting == plan  # withdrawn, it would be killed if its cluster came back: it waits there
+    assert [type(d) for d in decisions] == [ChildWaits, ChildWaits]
+    assert "no eligible cluster can hold it now" in decisions[0].reason
     again, decisions = failover(hj, waiting, fleet(lost("a"), cluster("b")), now=2.0)
     assert where(again) == {"hj-w-0": "b", "hj-w-1": "b"} and len(decisions) == 2
+
+
+def test_moves_of_one_round_take_their_room_from_one_working_view() -> None:
+    """Two HyperJobs failing over in one round never count the same free GPUs twice."""
+    first, second = hyperjob(), upstream("hj2", rjob("w", job_spec(task("w", 16)), replicas=2))
+    plan1, plan2 = placed(first, fleet(cluster("a"), cluster("b"))), placed(second, fleet(cluster("a"), cluster("b")))
+    clusters = fleet(lost("a"), cluster("b"))  # b has room for two 16-GPU children, not four
+    working = dict(clusters)
+    moved1, _ = failover(first, plan1, clusters, now=0.0, working=working)
+    moved2, decisions = failover(second, plan2, clusters, now=0.0, working=working)
+    assert where(moved1) == {"hj-w-0": "b", "hj-w-1": "b"}
+    assert where(moved2) == {"hj2-w-0": "a", "hj2-w-1": "a"}
+    assert all(isinstance(d, ChildWaits) for d in decisions)
+
+
+def test_a_rate_limited_move_waits_for_a_later_round() -> None:
+    hj = hyperjob()
+    plan = placed(hj, fleet(cluster("a"), cluster("b")))
+    budget = iter([True, False])
+    moved, decisions = failover(hj, plan, fleet(lost("a"), cluster("b")), now=0.0, may_move=lambda: next(budget))
+    assert where(moved) == {"hj-w-0": "b", "hj-w-1": "a"}
+    assert isinstance(decisions[1], ChildWaits) and "rate-limited" in decisions[1].reason
 
 
 def test_finished_children_are_not_moved() -> None:
@@ -93,7 +115,7 @@ def test_failover_respects_cluster_names() -> None:
     hj = hyperjob(clusters=["a", "b"])
     plan = placed(hj, fleet(cluster("a"), cluster("b"), cluster("c")))
     moved, decisions = failover(hj, plan, fleet(lost("a"), cluster("b", used_gpus=32), cluster("c")), now=0.0)
-    assert where(moved)["hj-w-0"] == "" and isinstance(decisions[0], ChildUnplaced)
+    assert where(moved)["hj-w-0"] == "a" and isinstance(decisions[0], ChildWaits)
 
 
 PHASES = {"hj-w-0": "Failed", "hj-w-1": "Running"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from hyperjob import api, events, records, schedcore
+from hyperjob import api, events, fleetcore, records, schedcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.store import Binding, Unbind
@@ -41,6 +41,8 @@ class ClusterScheduler:
         self.parts: dict[str, dict[int, events.JobState]] = {}
         self.jobs: dict[str, domain.JobView] = {}
         self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
+        # A break in every beat is ours (the bus restarted, we were cut off): not the nodes' silence.
+        self.hearing = fleetcore.Hearing(gap=settings.node_timeout / 2)
         self.bound = domain.Bookings()
         self.registered: dict[str, dict[str, float]] = {}
         self.nominated: dict[str, str] = {}
@@ -96,6 +98,9 @@ class ClusterScheduler:
 
     def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
         now = self.rt.now()
+        if deaf := self.hearing.heard(now):
+            for node in self.nodes.values():
+                node.last_seen = fleetcore.forgive(node.last_seen, deaf, now)
         self.beats[msg.agent] = now
         silent = set(msg.silent)
         for node in self.nodes.values():

@@ -11,7 +11,7 @@ from .handlers import Splitter
 
 
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
-    splitter = Splitter(runtime)
+    splitter = Splitter(runtime, settings)
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
     runtime.subscribe(
         "splitter",

@@ -23,16 +23,27 @@ from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction, Runtime
 
 from . import domain
+from .config import Settings
+
+# A moved child's pods count against its new cluster until it runs there, at most this long (s).
+MOVE_SETTLING = 60.0
+# How a HyperJob's waiting reason starts while a child waits on a lost cluster for room elsewhere.
+WAITS = "failover waits:"
 
 
 class Splitter:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, settings: Settings | None = None) -> None:
+        settings = settings or Settings()
         self.rt = runtime
         self.hyperjobs = runtime.table(records.HYPERJOB, records.HyperJobDoc)
         self.queues = runtime.table(records.QUEUE, records.QueueDoc)
         self.classes = runtime.table(records.PRIORITY_CLASS, records.PriorityClassDoc)
         self.capacity = Capacity()
         self.lost: set[str] = set()
+        # Children moved lately: (cluster, pods, when), until their new cluster's summary counts them.
+        self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
+        self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
+        self.paused = ""
         self.dirty: set[str] = set()  # HyperJobs whose spec is to be announced by this unit
         self.announced: dict[str, str] = {}
         runtime.on_load(self.dirty.clear)
@@ -336,22 +347,51 @@ class Splitter:
 
     async def replan(self) -> None:
         """Admitted HyperJobs that did not fit anywhere are planned again as capacity changes, and
-        children on a lost cluster (or withdrawn for want of room) are placed again elsewhere."""
+        children on a lost cluster (or withdrawn for want of room) are placed again elsewhere:
+        only where their gang fits, the room one move takes counted for the next (one working
+        view of the fleet per round), at a bounded rate, and not at all while most clusters look
+        lost at once (``fleetcore.FailoverGate``)."""
         await self.rt.ensure_fresh()
         reaction = Reaction()
         now = self.capacity.now(self.rt.now())
         alive = {n for n, c in self.capacity.clusters.items() if not fleetcore.cluster_lost(c, now)}
+        paused = self.gate.paused(set(self.capacity.clusters) - alive, self.capacity.clusters)
+        if paused != self.paused:
+            self.paused = paused
+            if paused:
+                self.rt.log.warning("failovers_paused", why=paused)
+            else:
+                self.rt.log.info("failovers_resumed")
+        working = self._working(now)
         for name, doc in self.hyperjobs.items():
             if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
                 continue
             if not doc.plain and not doc.children:
                 self._split(reaction, f"replan/{name}", doc)
-            elif doc.manifest.get("kind") != "PodGroup" and any(ref.cluster not in alive for ref in doc.children):
-                self._fail_over(reaction, doc)  # a child on a lost cluster, or on none yet
+            elif doc.manifest.get("kind") == "PodGroup":
+                continue
+            elif any(ref.cluster not in alive for ref in doc.children):
+                if not paused:
+                    self._fail_over(reaction, doc, working)  # a child on a lost cluster, or on none yet
+            elif doc.waiting_reason.startswith(WAITS):
+                self._put(replace(doc, waiting_reason=""))  # its cluster came back
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
-    def _fail_over(self, reaction: Reaction, doc: records.HyperJobDoc) -> None:
+    def _working(self, now: float) -> dict[str, fleetcore.ClusterCapacity]:
+        """The live clusters' room, less what the children moved there lately take once they
+        run (a cluster's summary counts a child's pods only once they are bound)."""
+        working = dict(self.capacity.live(now))
+        for child, (cluster, pods, since) in list(self.moving.items()):
+            if self.rt.now() - since > MOVE_SETTLING:
+                del self.moving[child]
+            elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
+                working[cluster] = placed
+        return working
+
+    def _fail_over(
+        self, reaction: Reaction, doc: records.HyperJobDoc, working: dict[str, fleetcore.ClusterCapacity]
+    ) -> None:
         now = self.capacity.now(self.rt.now())
         finished = [c for c, phase in doc.child_phases.items() if phase in fleetcore.TERMINAL_CHILD_PHASES]
         if doc.plain:
@@ -359,20 +399,35 @@ class Splitter:
             decisions = fleetcore.plain_failover(
                 _job(doc), child.name, child.cluster, self.capacity.clusters, now, finished=bool(finished)
             )
+            if decisions and not self.gate.take(self.rt.now()):
+                decisions = [fleetcore.ChildWaits(child=child.name, cluster=child.cluster, reason="rate-limited")]
             split = None
         else:
             split, decisions = fleetcore.failover(
-                _hyperjob(doc), domain.split_plan(doc), self.capacity.clusters, now, finished=finished
+                _hyperjob(doc),
+                domain.split_plan(doc),
+                self.capacity.clusters,
+                now,
+                finished=finished,
+                working=working,
+                may_move=lambda: self.gate.take(self.rt.now()),
             )
-        if not decisions:
-            return
-        self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, decisions)
+        waits = [d for d in decisions if isinstance(d, fleetcore.ChildWaits)]
+        moves = [d for d in decisions if not isinstance(d, fleetcore.ChildWaits)]
+        waiting = f"{WAITS} " + "; ".join(f"{d.child} on {d.cluster}: {d.reason}" for d in waits) if waits else ""
+        if moves:
+            self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=[m.child for m in moves])
+            self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
+            if split is not None:
+                self._remember_moves(reaction, _hyperjob(doc), split, moves)
         if split is not None:
-            self._put(domain.with_plan(doc, split))
-        else:
-            move = decisions[0]
+            doc = domain.with_plan(doc, split)
+        elif moves:
+            move = moves[0]
             to = move.to_cluster if isinstance(move, fleetcore.ChildMove) else ""
-            self._put(replace(doc, children=[replace(doc.children[0], cluster=to)]))
+            doc = replace(doc, children=[replace(doc.children[0], cluster=to)])
+        if moves or (doc.waiting_reason != waiting and (waits or doc.waiting_reason.startswith(WAITS))):
+            self._put(replace(doc, waiting_reason=waiting))
 
     # -- delete --------------------------------------------------------------------------------------
 
@@ -521,7 +576,26 @@ class Splitter:
             self.rt.emit(events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action),
         )
 
+    def _remember_moves(
+        self, reaction: Reaction, hyperjob: api.HyperJob, split: fleetcore.SplitPlan, moves: list[Any]
+    ) -> None:
+        """Once committed, the moves' pods count against their new clusters until they run there."""
+        promised = {
+            m.child: (m.to_cluster, fleetcore.child_pods(hyperjob, child))
+            for m in moves
+            if isinstance(m, fleetcore.ChildMove) and (child := split.child(m.child)) is not None
+        }
+
+        async def remember() -> None:
+            for child, (cluster, pods) in promised.items():
+                self.moving[child] = (cluster, pods, self.rt.now())
+
+        reaction.after.append(remember)
+
     def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
+        moving = self.moving.get(msg.job)
+        if moving is not None and moving[0] == msg.cluster and msg.new != "Pending":
+            del self.moving[msg.job]  # it runs (or ran) there: the cluster's summary counts it now
         owner = msg.hyperjob or msg.job
         doc = self.hyperjobs.get(owner)
         if doc is None or msg.job not in {r.name for r in doc.children}:
