@@ -29,11 +29,23 @@ from typing import IO
 
 import msgspec
 
+from hyperjob.bus.natsbus import NatsBus
 from hyperjob.client import Client
+from hyperjob.events.subjects import STREAMS
+from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
 from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
-from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home, services_file
+from .config import (
+    ClusterConfig,
+    Endpoints,
+    UpConfig,
+    credentials_file,
+    endpoints_file,
+    home,
+    services_file,
+    stream_replicas,
+)
 
 MAX_BACKOFF = 60.0
 
@@ -97,6 +109,57 @@ CLUSTER_SERVICES = ["cluster_scheduler", "job_controller", "node_agent"]
 
 def _module(service: str) -> str:
     return f"hyperjob.services.{service}"
+
+
+def _role(service: str) -> str:
+    """The role (and NATS/Redis user) of a service module: ``global_scheduler`` -> ``global-scheduler``."""
+    return service.replace("_", "-")
+
+
+def load_auth(config: UpConfig) -> Auth:
+    """The system's credentials (``<home>/credentials.json``, 0600): kept from an earlier ``up``, with
+    the identities of clusters new to this config added."""
+    path = credentials_file()
+    auth = Auth.load(path) if path.is_file() else Auth()
+    changed = [auth.add(identity) for identity in system_identities(c.name for c in config.clusters)]
+    if any(changed) or not path.is_file():
+        auth.save(path)
+    return auth
+
+
+async def declare_streams(operator_url: str) -> None:
+    """Create or update every stream as the operator: services may only read them (ADR 0006)."""
+    bus = await NatsBus.connect(operator_url, STREAMS, name="hyperjob-up", replicas=stream_replicas())
+    await bus.close()
+
+
+def grant(identity: Identity, *, people_only: bool = False) -> Auth:
+    """Add ``identity`` to the running (or next) system of this home: saved with the credentials,
+    and the servers' users re-read at once when ``up`` runs (nats-server reloads its config on
+    SIGHUP, redis-server its ACL file on ``ACL LOAD``). ``people_only``: refuse to redefine an
+    identity that is not a person's (a service's, the operator's)."""
+    path = credentials_file()
+    if not path.is_file():
+        raise UpError(f"no credentials in {home()}: start the system once with `hyperjob up`")
+    auth = Auth.load(path)
+    known = auth.identity(identity.name)
+    if people_only and known is not None and (known.role != "user" or known.name in (CLI_USER, DASHBOARD)):
+        raise UpError(f"{identity.name!r} is the system's own identity ({known.role}): choose another name")
+    if not auth.add(identity):
+        return auth
+    auth.save(path)
+    nats, redis = NatsServer(home() / "nats", auth=auth), RedisServer(home() / "redis", auth=auth)
+    nats.write_authorization()
+    redis.write_acl()
+    pid_file = home() / "nats" / "nats.pid"
+    if holder_pid() is None or not endpoints_file().is_file():
+        return auth
+    if pid_file.is_file():
+        os.kill(int(pid_file.read_text().strip()), signal.SIGHUP)
+    recorded = msgspec.json.decode(endpoints_file().read_bytes(), type=Endpoints)
+    redis.port = int(recorded.redis_url.rsplit(":", 1)[1].split("/")[0])
+    redis.reload()
+    return auth
 
 
 @dataclass
@@ -168,36 +231,73 @@ class System:
     # The dashboard's port on 127.0.0.1: None for no dashboard, 0 for any free port.
     dashboard_port: int | None = None
     dashboard_url: str = ""
+    auth: Auth | None = None  # the users of servers started here (None: given servers, used as they are)
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
+        """Start the servers (unless their URLs are given) and every service. Servers of our own
+        run with authentication: every service, the CLI and the operator get their own user; the
+        operator declares the streams before any service starts. Given servers are used as they are."""
         data = home()
         (data / "logs").mkdir(parents=True, exist_ok=True)
+        if nats_url is None and redis_url is None:
+            self.auth = load_auth(self.config)
         if nats_url is None:
-            self.nats = NatsServer(data / "nats")
+            self.nats = NatsServer(data / "nats", auth=self.auth)
             nats_url = self.nats.start()
         if redis_url is None:
-            self.redis = RedisServer(data / "redis", appendonly=True)
+            self.redis = RedisServer(data / "redis", appendonly=True, auth=self.auth)
             redis_url = self.redis.start()
-        self.endpoints = Endpoints(nats_url=nats_url, redis_url=redis_url, pid=os.getpid())
+        self.endpoints = Endpoints(
+            nats_url=nats_url, redis_url=redis_url, pid=os.getpid(), secured=self.auth is not None
+        )
         endpoints_file().write_bytes(msgspec.json.encode(self.endpoints))
-        for service in self._plan(nats_url, redis_url, data / "logs"):
+        if self.auth is not None:
+            asyncio.run(declare_streams(self.nats_url(OPERATOR)))
+        for service in self._plan(data / "logs"):
             service.start()
             self.services.append(service)
         return self.endpoints
 
-    def _plan(self, nats_url: str, redis_url: str, logs: Path) -> list[ServiceProcess]:
-        base = {**os.environ, "NATS_URL": nats_url, "REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}
-        plan = [ServiceProcess(name, _module(name), dict(base), logs / f"{name}.log") for name in GLOBAL_SERVICES]
+    def nats_url(self, identity: str) -> str:
+        """The NATS URL with ``identity``'s credentials (the plain URL without authentication)."""
+        assert self.endpoints is not None
+        url = self.endpoints.nats_url
+        return self.auth.nats_url(url, identity) if self.auth is not None else url
+
+    def redis_url(self, identity: str) -> str:
+        assert self.endpoints is not None
+        url = self.endpoints.redis_url
+        return self.auth.redis_url(url, identity) if self.auth is not None else url
+
+    def _env(self, identity: str) -> dict[str, str]:
+        """A process's environment: its own URLs (its own credentials)."""
+        return {
+            **os.environ,
+            "NATS_URL": self.nats_url(identity),
+            "REDIS_URL": self.redis_url(identity),
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _plan(self, logs: Path) -> list[ServiceProcess]:
+        plan = [
+            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log")
+            for name in GLOBAL_SERVICES
+        ]
         for cluster in self.config.clusters:
-            env = {**base, **_cluster_env(cluster, self.config.schedule_period)}
+            shared = _cluster_env(cluster, self.config.schedule_period)
             plan += [
-                ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
+                ServiceProcess(
+                    f"{name}@{cluster.name}",
+                    _module(name),
+                    {**self._env(f"{_role(name)}-{cluster.name}"), **shared},
+                    logs / f"{name}-{cluster.name}.log",
+                )
                 for name in CLUSTER_SERVICES
             ]
         if self.dashboard_port is not None:
             port = _usable_port(self.dashboard_port)
             self.dashboard_url = f"http://127.0.0.1:{port}/"
-            env = {**base, "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
+            env = {**self._env(DASHBOARD), "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
             plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
 
@@ -240,7 +340,7 @@ class System:
 
         async def probe() -> list[str]:
             assert self.endpoints is not None
-            client = await Client.connect(self.endpoints.nats_url, self.endpoints.redis_url, timeout=2.0)
+            client = await Client.connect(self.nats_url(OPERATOR), self.redis_url(OPERATOR), timeout=2.0)
             try:
                 return await client.cluster_names()
             finally:
