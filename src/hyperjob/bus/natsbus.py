@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 
+from hyperjob.events.access import without_credentials
 from hyperjob.telemetry import inject
 
 from .dispatch import Verdict, dead_letter
@@ -56,11 +56,6 @@ _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 # A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
 # a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
 WATCH_HEARTBEAT = 1.0
-
-
-def _without_credentials(url: str) -> str:
-    """``url`` (a comma-separated list) as logs and errors may show it: no ``user:password@``."""
-    return ",".join(re.sub(r"//[^@/]*@", "//", u) for u in url.split(","))
 
 
 def _close(a: float | None, b: float | None) -> bool:
@@ -127,7 +122,7 @@ class NatsBus:
         ``url`` may name several servers of one NATS cluster, comma-separated: the client connects
         to one and moves to another when it goes away. ``replicas`` declares every stream with that
         many copies (a 3-node cluster: 3), whatever the specs say."""
-        events = _ConnectionEvents(_without_credentials(url))
+        events = _ConnectionEvents(without_credentials(url))
         servers = [u.strip() for u in url.split(",") if u.strip()]
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.

@@ -154,12 +154,22 @@ def grant(identity: Identity, *, people_only: bool = False) -> Auth:
     pid_file = home() / "nats" / "nats.pid"
     if holder_pid() is None or not endpoints_file().is_file():
         return auth
+    recorded = msgspec.json.decode(endpoints_file().read_bytes(), type=Endpoints)
+    redis.port = _port(recorded.redis_url)
+    redis.reload()
     if pid_file.is_file():
         os.kill(int(pid_file.read_text().strip()), signal.SIGHUP)
-    recorded = msgspec.json.decode(endpoints_file().read_bytes(), type=Endpoints)
-    redis.port = int(recorded.redis_url.rsplit(":", 1)[1].split("/")[0])
-    redis.reload()
+        nats.port = _port(recorded.nats_url)
+        deadline = time.monotonic() + 10
+        while not nats.accepts(identity.name):  # the reload is asynchronous
+            if time.monotonic() > deadline:
+                raise UpError(f"nats-server did not take the new user {identity.name!r}; see {home() / 'nats'}")
+            time.sleep(0.1)
     return auth
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
 
 
 @dataclass

@@ -24,6 +24,7 @@ system (the operator's user) declares them first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -191,6 +192,7 @@ _JS_READ = (
     "$JS.API.INFO",
     "$JS.API.STREAM.INFO.*",
     "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.LIST",
     "$JS.API.STREAM.MSG.GET.*",
     "$JS.API.DIRECT.GET.>",
     # Ephemeral (ordered) consumers of watches and reads: created under a random name (with the
@@ -296,3 +298,8 @@ def with_credentials(url: str, user: str, password: str) -> str:
             raise ValueError(f"{url!r}: a URL needs a scheme (nats://, tls://, redis://, rediss://)")
         out.append(f"{scheme}://{user}:{password}@{rest.rpartition('@')[2]}")
     return ",".join(out)
+
+
+def without_credentials(url: str) -> str:
+    """``url`` (or a comma-separated list) as logs and error messages may show it: no ``user:password@``."""
+    return ",".join(re.sub(r"//[^@/]*@", "//", u) for u in url.split(","))

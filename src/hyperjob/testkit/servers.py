@@ -319,6 +319,7 @@ class NatsServer(_Server):
                 "listen": f"{self.host}:{self.cluster_port}",
                 **({"routes": self.routes} if self.routes else {}),
             }
+        options["pid_file"] = str(self.data_dir / "nats.pid")  # whom `hyperjob user add` signals
         lines = [f"{key}: {json.dumps(value)}" for key, value in options.items()]
         lines += [f"jetstream: {json.dumps(jetstream)}"]
         if self.auth is not None:
@@ -342,6 +343,15 @@ class NatsServer(_Server):
     def url_for(self, name: str) -> str:
         """The URL with ``name``'s credentials (the plain ``url`` without ``auth``)."""
         return self.auth.nats_url(self.url, name) if self.auth is not None else self.url
+
+    def accepts(self, name: str) -> bool:
+        """Whether the server lets ``name`` in now (after a ``reload``, once it has re-read its users)."""
+        assert self.auth is not None and self.port is not None
+        hello = {"verbose": False, "user": name, "pass": self.auth.password(name)}
+        with socket.create_connection((_HOST, self.port), timeout=2) as sock:
+            sock.recv(4096)  # INFO
+            sock.sendall(b"CONNECT " + json.dumps(hello).encode() + b"\r\nPING\r\n")
+            return sock.recv(4096).startswith(b"PONG")
 
     def _answers(self, port: int) -> bool:
         line = _read_line(port, None)
