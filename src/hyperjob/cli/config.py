@@ -40,6 +40,9 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         default_factory=lambda: [ClusterConfig(name="cluster-a"), ClusterConfig(name="cluster-b")]
     )
     schedule_period: str = "1s"
+    # Seconds a service may keep work waiting on one of its consumers without acknowledging any,
+    # before `hyperjob up` restarts it.
+    liveness_timeout: float = 60.0
 
 
 def load_config(path: str | None) -> UpConfig:

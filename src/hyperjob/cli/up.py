@@ -7,8 +7,18 @@ Invariants:
   the kernel however ``up`` ends), and a second ``up`` refuses before touching anything;
 - nothing outlives ``up``: every child (servers and services) is started with
   ``PR_SET_PDEATHSIG``, so even ``kill -9`` of ``up`` takes them down;
+- authentication is on (ADR 0006): ``<home>/credentials.json`` (0600, kept across runs) holds a
+  password per identity — each service instance, the operator, the CLI's user, the dashboard and
+  people added with ``hyperjob user add``; nats-server gets one user per identity with its
+  ``events.access`` permissions, redis-server an ACL file with its ``store.acl`` keys; the
+  operator declares the streams before any service starts; every process gets URLs with its own
+  credentials. Servers given by URL (``NATS_URL``/``REDIS_URL``) are used as they are;
 - a service that exits unexpectedly is restarted with exponential back-off (1 s, 2 s, 4 s ... 60 s),
-  each restart logged; ``<home>/services.json`` says, for ``hyperjob get services``, each one's
+  each restart logged; so is nats-server or redis-server, on its port with its data;
+- a service that stops making progress is restarted: its liveness is what JetStream says of its
+  durable consumers (work waiting, nothing acknowledged for ``livenessTimeout`` seconds, judged
+  only while both servers answer);
+- ``<home>/services.json`` says, for ``hyperjob get services``, each server's and service's
   state, restarts, pid and start time, and whether every cluster has registered (``ready``).
 """
 
@@ -31,9 +41,10 @@ import msgspec
 
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.client import Client
+from hyperjob.events import access
 from hyperjob.events.subjects import STREAMS
 from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
-from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
+from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
 from .config import (
@@ -48,6 +59,7 @@ from .config import (
 )
 
 MAX_BACKOFF = 60.0
+LIVENESS_PERIOD = 5.0  # seconds between two looks at the consumers' progress
 
 
 class UpError(Exception):
@@ -178,6 +190,7 @@ class ServiceProcess:
     module: str
     env: dict[str, str]
     log_path: Path
+    instance: str = ""  # its instance name: its NATS/Redis user, its durable consumers' prefix
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     restarts: int = 0
@@ -230,6 +243,82 @@ class ServiceProcess:
 
 
 @dataclass
+class ServerState:
+    """What ``up`` remembers of a server it supervises."""
+
+    restarts: int = 0
+    started_at: float = field(default_factory=time.time)
+    last_exit: int | None = None
+    restart_at: float = 0.0  # monotonic: when the back-off of a dead server ends
+
+
+@dataclass(frozen=True)
+class ConsumerProgress:
+    """One durable consumer as JetStream reports it: how far its owner has acknowledged, and how
+    much is waiting for it."""
+
+    stream: str
+    durable: str
+    acked: int  # the ack floor's stream sequence
+    waiting: int  # not yet delivered + delivered and not acknowledged
+
+
+async def consumer_progress(bus: NatsBus) -> list[ConsumerProgress]:
+    js = bus._js  # noqa: SLF001 - the bus lists no consumers; this is the operator's view of them all
+    out = []
+    for info in await js.streams_info():
+        for consumer in await js.consumers_info(info.config.name):
+            if consumer.config.durable_name:
+                out.append(
+                    ConsumerProgress(
+                        stream=info.config.name,
+                        durable=consumer.name,
+                        acked=consumer.ack_floor.stream_seq if consumer.ack_floor else 0,
+                        waiting=(consumer.num_pending or 0) + (consumer.num_ack_pending or 0),
+                    )
+                )
+    return out
+
+
+@dataclass
+class Progress:
+    """Liveness judged on data: a service is stalled when one of its durable consumers has had work
+    waiting and acknowledged nothing for ``timeout`` seconds of observations. No observation (a
+    server not answering) starts the clocks again, so an outage of NATS or Redis stalls nobody."""
+
+    timeout: float
+    owners: dict[str, str]  # durable -> the instance it belongs to
+    since: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)  # -> (ack floor, since)
+    now: Callable[[], float] = time.monotonic
+
+    def observe(self, consumers: list[ConsumerProgress] | None) -> None:
+        if consumers is None:
+            self.since.clear()
+            return
+        now, seen = self.now(), {}
+        for c in consumers:
+            if c.waiting == 0:
+                continue
+            key = (c.stream, c.durable)
+            previous = self.since.get(key)
+            seen[key] = previous if previous is not None and previous[0] == c.acked else (c.acked, now)
+        self.since = seen
+
+    def stalled(self) -> dict[str, set[str]]:
+        """Instance -> its stalled durables."""
+        out: dict[str, set[str]] = {}
+        now = self.now()
+        for (_, durable), (_, since) in self.since.items():
+            owner = self.owners.get(durable)
+            if owner is not None and now - since >= self.timeout:
+                out.setdefault(owner, set()).add(durable)
+        return out
+
+    def forget(self, durables: set[str]) -> None:
+        self.since = {key: value for key, value in self.since.items() if key[1] not in durables}
+
+
+@dataclass
 class System:
     """Everything ``up`` started; ``stop`` undoes it in reverse order."""
 
@@ -242,6 +331,8 @@ class System:
     dashboard_port: int | None = None
     dashboard_url: str = ""
     auth: Auth | None = None  # the users of servers started here (None: given servers, used as they are)
+    nats_state: ServerState = field(default_factory=lambda: ServerState())
+    redis_state: ServerState = field(default_factory=lambda: ServerState())
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
         """Start the servers (unless their URLs are given) and every service. Servers of our own
@@ -290,7 +381,7 @@ class System:
 
     def _plan(self, logs: Path) -> list[ServiceProcess]:
         plan = [
-            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log")
+            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log", _role(name))
             for name in GLOBAL_SERVICES
         ]
         for cluster in self.config.clusters:
@@ -301,6 +392,7 @@ class System:
                     _module(name),
                     {**self._env(f"{_role(name)}-{cluster.name}"), **shared},
                     logs / f"{name}-{cluster.name}.log",
+                    f"{_role(name)}-{cluster.name}",
                 )
                 for name in CLUSTER_SERVICES
             ]
@@ -310,6 +402,49 @@ class System:
             env = {**self._env(DASHBOARD), "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
             plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
+
+    def supervise_servers(self) -> list[str]:
+        """Start again a server that died, on its port and with its data (JetStream's store, the
+        AOF, the same users), after its back-off; a line for each event."""
+        notes = []
+        now = time.monotonic()
+        for server, state in ((self.nats, self.nats_state), (self.redis, self.redis_state)):
+            if server is None or server.running:
+                continue
+            if not state.restart_at:
+                state.last_exit = server.returncode
+                delay = min(2.0 ** min(state.restarts, 6), MAX_BACKOFF) / 2  # 0.5 s, 1 s, 2 s ...
+                state.restart_at = now + delay
+                notes.append(f"{server.name} exited ({state.last_exit}); restarting in {delay:g}s")
+            elif now >= state.restart_at:
+                state.restarts += 1
+                state.restart_at = 0.0
+                try:
+                    server.restart()
+                except ServerError as exc:
+                    notes.append(f"{server.name} did not start again: {exc}")
+                    continue
+                state.started_at = time.time()
+                notes.append(f"{server.name} restarted (restart {state.restarts})")
+        return notes
+
+    def supervise_liveness(self, progress: Progress) -> list[str]:
+        """Restart a service whose durable consumers stopped making progress (``Progress``)."""
+        stalled = progress.stalled()
+        notes = []
+        for service in self.services:
+            if service.instance and service.instance in stalled and service.state == "running":
+                durables = ", ".join(sorted(stalled[service.instance]))
+                notes.append(
+                    f"{service.name} made no progress for {progress.timeout:g}s with work waiting ({durables}); "
+                    "restarting it"
+                )
+                service.stop(timeout=5.0)
+                service.restarts += 1
+                service.last_exit = service.proc.returncode if service.proc is not None else None
+                service.start()
+                progress.forget(stalled[service.instance])
+        return notes
 
     def supervise_once(self) -> list[str]:
         """Restart services that died, each after its back-off; return a line for each event."""
@@ -339,11 +474,49 @@ class System:
             "nats": self.endpoints.nats_url if self.endpoints else "",
             "redis": self.endpoints.redis_url if self.endpoints else "",
             "dashboard": self.dashboard_url,
-            "services": [s.status() for s in self.services],
+            "services": [*self._server_status(), *(s.status() for s in self.services)],
         }
         partial = services_file().with_suffix(".tmp")
         partial.write_bytes(msgspec.json.encode(status))
         partial.replace(services_file())
+
+    def _server_status(self) -> list[dict[str, object]]:
+        """The servers ``up`` started, as ``get services`` lists the services."""
+        rows: list[dict[str, object]] = []
+        for server, state in ((self.nats, self.nats_state), (self.redis, self.redis_state)):
+            if server is None:
+                continue
+            assert server.data_dir is not None
+            rows.append(
+                {
+                    "name": server.name,
+                    "state": "running" if server.running else "backoff",
+                    "pid": server.pid,
+                    "restarts": state.restarts,
+                    "startedAt": state.started_at,
+                    "lastExit": state.last_exit,
+                    "log": str(server.data_dir / f"{server.name}.log"),
+                }
+            )
+        return rows
+
+    def consumers(self) -> list[ConsumerProgress] | None:
+        """Every durable consumer's progress, read as the operator; None when NATS or Redis does
+        not answer (liveness is judged only on what was received: a dependency's outage is no
+        service's fault)."""
+
+        async def probe() -> list[ConsumerProgress]:
+            client = await Client.connect(self.nats_url(OPERATOR), self.redis_url(OPERATOR), timeout=2.0)
+            try:
+                await client.store.ping()
+                return await consumer_progress(client.bus)
+            finally:
+                await client.close()
+
+        try:
+            return asyncio.run(probe())
+        except Exception:  # either server not answering: judge nothing now
+            return None
 
     def registered(self) -> list[str]:
         """The configured clusters that have reported their capacity (each one's services run)."""
@@ -371,6 +544,19 @@ class System:
                 server.stop()
         for path in (endpoints_file(), services_file()):
             path.unlink(missing_ok=True)
+
+
+def owners(services: list[ServiceProcess]) -> dict[str, str]:
+    """Durable consumer -> the instance it belongs to (``events.access``'s names)."""
+    out = {}
+    for service in services:
+        role = next((r for r in access.SERVICE_ROLES if service.instance.startswith(r)), None)
+        if role is None:
+            continue
+        cluster = service.instance[len(role) + 1 :]
+        for durable in access.durables_of(role, cluster=cluster, instance=service.instance):
+            out[durable] = service.instance
+    return out
 
 
 def _usable_port(wanted: int) -> int:
@@ -422,10 +608,16 @@ def run_forever(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     started, is_ready = time.monotonic(), False
+    progress, probed = Progress(system.config.liveness_timeout, owners(system.services)), 0.0
     try:
         while not stopping:
-            for note in system.supervise_once():
+            for note in [*system.supervise_servers(), *system.supervise_once()]:
                 echo(note)
+            if is_ready and time.monotonic() - probed >= LIVENESS_PERIOD:
+                probed = time.monotonic()
+                progress.observe(system.consumers())
+                for note in system.supervise_liveness(progress):
+                    echo(note)
             if not is_ready and len(system.registered()) == len(system.config.clusters):
                 is_ready = True
                 if ready is not None:

@@ -136,6 +136,16 @@ class _Server(abc.ABC):
         return self._proc is not None and self._proc.poll() is None
 
     @property
+    def returncode(self) -> int | None:
+        """How the server's process ended (None while it runs or before it started)."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def restart(self) -> str:
+        """Start again after a crash: same port, same data directory (and the same users)."""
+        self.stop()
+        return self.start()
+
+    @property
     def pid(self) -> int | None:
         """The server process's id while it runs (benchmarks read its CPU time)."""
         return self._proc.pid if self.running and self._proc is not None else None
