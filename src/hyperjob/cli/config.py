@@ -90,11 +90,6 @@ def credentials_file() -> Path:
     return home() / "credentials.json"
 
 
-def stream_replicas() -> int | None:
-    """``NATS_STREAM_REPLICAS``: copies of every stream on a NATS cluster (unset: as declared)."""
-    return int(os.environ.get("NATS_STREAM_REPLICAS", "0")) or None
-
-
 def identity() -> str:
     """Whom the CLI acts as: ``HYPERJOB_USER``, else the CLI's user that ``hyperjob up`` created."""
     return os.environ.get("HYPERJOB_USER", "cli")

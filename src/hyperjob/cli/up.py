@@ -42,7 +42,6 @@ import msgspec
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.client import Client
 from hyperjob.events import access
-from hyperjob.events.subjects import STREAMS
 from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
@@ -55,8 +54,8 @@ from .config import (
     endpoints_file,
     home,
     services_file,
-    stream_replicas,
 )
+from .streams import declare_streams, stream_replicas
 
 MAX_BACKOFF = 60.0
 LIVENESS_PERIOD = 5.0  # seconds between two looks at the consumers' progress
@@ -137,12 +136,6 @@ def load_auth(config: UpConfig) -> Auth:
     if any(changed) or not path.is_file():
         auth.save(path)
     return auth
-
-
-async def declare_streams(operator_url: str) -> None:
-    """Create or update every stream as the operator: services may only read them (ADR 0006)."""
-    bus = await NatsBus.connect(operator_url, STREAMS, name="hyperjob-up", replicas=stream_replicas())
-    await bus.close()
 
 
 def grant(identity: Identity, *, people_only: bool = False) -> Auth:
@@ -353,7 +346,7 @@ class System:
         )
         endpoints_file().write_bytes(msgspec.json.encode(self.endpoints))
         if self.auth is not None:
-            asyncio.run(declare_streams(self.nats_url(OPERATOR)))
+            asyncio.run(declare_streams(self.nats_url(OPERATOR), stream_replicas()))
         for service in self._plan(data / "logs"):
             service.start()
             self.services.append(service)
