@@ -79,6 +79,7 @@ GRANTS: dict[Role, Grant] = {
         publishes=(
             "sched.owner.admitted", "sched.child.dispatch.*", "sched.child.remove.*", "sched.child.waiting",
             "sched.gang.control.*", "sched.gang.retry",
+            "job.removed.unplaced",  # a child deleted before any cluster had it: no cluster can say it is gone
         ),
         reads=(
             "sched.owner.submitted", "sched.owner.withdrawn", "sched.owner.lifecycle", "sched.child.place",

@@ -44,6 +44,9 @@ def test_each_role_publishes_its_own_subjects() -> None:
     assert access.may_publish(access.grant("splitter"), "cfg.queue.default")
     assert access.may_publish(access.grant("job-controller", cluster="a"), "state.job-controller-a.job@a.x")
     assert not access.may_publish(access.grant("job-controller", cluster="a"), "state.job-controller-b.job@b.x")
+    # A child deleted before it was placed: the global-scheduler says it is gone, for no cluster.
+    assert access.may_publish(access.grant("global-scheduler"), "job.removed.unplaced")
+    assert not access.may_publish(access.grant("global-scheduler"), "job.removed.a")
 
 
 def allowed(permissions: dict[str, Any], subject: str) -> bool:
