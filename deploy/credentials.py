@@ -26,11 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from hyperjob.testkit.auth import Auth, system_identities, write_private
+from hyperjob.testkit.auth import Auth, make_certificates, system_identities, write_private
 
 # compose service -> its identity (the service instance's name)
 GLOBAL = {"splitter": "splitter", "global-scheduler": "global-scheduler", "status-aggregator": "status-aggregator"}
@@ -74,26 +73,6 @@ def urls(auth: Auth, identity: str, nats_host: str, redis_host: str, ca: str | N
     return f"NATS_URL={nats_url}\nREDIS_URL={redis_url}\nSSL_CERT_FILE={ca}\n"
 
 
-def certificates(directory: Path) -> None:
-    """A CA and one server certificate for every name the servers answer to (openssl)."""
-    if (directory / "server.pem").exists():
-        return
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "825", "-subj", "/CN=hyperjob-ca",
-            "-keyout", "ca-key.pem", "-out", "ca.pem")  # fmt: skip
-    (directory / "san.ext").write_text("subjectAltName=DNS:nats,DNS:redis,DNS:localhost,IP:127.0.0.1\n")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=hyperjob", "-keyout", "server-key.pem",
-            "-out", "server.csr")  # fmt: skip
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
-            "-days", "825", "-extfile", "san.ext", "-out", "server.pem")  # fmt: skip
-    for name in ("ca-key.pem", "server-key.pem"):
-        os.chmod(directory / name, 0o600)
-    os.chmod(directory / "server-key.pem", 0o644)  # the Redis image reads it as its own user
-
-
 def generate(directory: Path, clusters: list[str], tls: bool) -> Auth:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / "credentials.json"
@@ -113,7 +92,7 @@ def generate(directory: Path, clusters: list[str], tls: bool) -> Auth:
         text = urls(auth, identity, f"127.0.0.1:{nats_port}", f"127.0.0.1:{redis_port}", host_ca)
         write_private(directory / f"{identity}.env", text.encode())
     if tls:
-        certificates(directory)
+        make_certificates(directory)
     return auth
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ from nats.js.api import ConsumerConfig, StreamConfig
 
 from hyperjob.events import access
 from hyperjob.events.subjects import STREAMS
-from hyperjob.testkit.auth import Auth, Identity
-from hyperjob.testkit.servers import NatsServer
+from hyperjob.testkit.auth import Auth, Identity, make_certificates
+from hyperjob.testkit.servers import NatsServer, TlsFiles
 
 pytestmark = pytest.mark.service
 
@@ -122,3 +123,30 @@ def test_the_permissions_render_as_a_server_config(tmp_path: Path) -> None:
     block = access.nats_permissions("job-controller", cluster="a")
     assert json.loads(json.dumps(block)) == block
     assert "jobstate.a.>" in block["publish"]["allow"] and block["subscribe"] == {"allow": ["_INBOX.>"]}
+
+
+async def test_with_tls_a_client_must_speak_tls_and_check_the_servers_certificate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_certificates(tmp_path / "tls")
+    files = TlsFiles(
+        cert=tmp_path / "tls" / "server.pem", key=tmp_path / "tls" / "server-key.pem", ca=tmp_path / "tls" / "ca.pem"
+    )
+    with NatsServer(tmp_path / "nats", auth=AUTH, tls=files) as secured:
+        assert secured.url.startswith("tls://")
+        with pytest.raises(ssl.SSLCertVerificationError):  # no CA to check the certificate against
+            await nats.connect(secured.url_for("alice"), allow_reconnect=False, max_reconnect_attempts=0)
+        monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))  # what compose's env files set
+        alice = await nats.connect(secured.url_for("alice"), allow_reconnect=False)
+        await alice.jetstream().account_info()
+        await alice.close()
+        # In plain text, even with the right password, nothing but the demand for TLS.
+        with socket.create_connection((secured.host, secured.port), timeout=2) as conn:
+            assert b'"tls_required":true' in conn.recv(4096)
+            hello = {"verbose": False, "user": "alice", "pass": AUTH.password("alice")}
+            conn.sendall(b"CONNECT " + json.dumps(hello).encode() + b"\r\nPING\r\n")
+            try:
+                answer = conn.recv(4096)
+            except ConnectionResetError:
+                answer = b""
+            assert not answer.startswith(b"PONG")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,16 @@ from hyperjob.events import access
 from hyperjob.events.access import OPERATOR, with_credentials
 from hyperjob.store.acl import redis_acl
 
-__all__ = ["CLI_USER", "OPERATOR", "Auth", "Identity", "system_identities", "with_credentials", "write_private"]
+__all__ = [
+    "CLI_USER",
+    "OPERATOR",
+    "Auth",
+    "Identity",
+    "make_certificates",
+    "system_identities",
+    "with_credentials",
+    "write_private",
+]
 
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
@@ -152,3 +162,26 @@ class Auth(msgspec.Struct, kw_only=True):
             rules = [digest if rule == f">{password}" else rule for rule in rules if rule != "reset"]
             lines.append(" ".join(["user", i.name, *rules]))
         return "\n".join(lines) + "\n"
+
+
+def make_certificates(directory: Path) -> None:
+    """``ca.pem`` and one server certificate (``server.pem``, ``server-key.pem``) for every name the
+    servers answer to — ``nats``, ``redis`` (compose), ``localhost``, ``127.0.0.1`` — made with the
+    ``openssl`` command. Kept when they exist."""
+    if (directory / "server.pem").exists():
+        return
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "825", "-subj", "/CN=hyperjob-ca",
+            "-keyout", "ca-key.pem", "-out", "ca.pem")  # fmt: skip
+    (directory / "san.ext").write_text("subjectAltName=DNS:nats,DNS:redis,DNS:localhost,IP:127.0.0.1\n")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=hyperjob", "-keyout", "server-key.pem",
+            "-out", "server.csr")  # fmt: skip
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+            "-days", "825", "-extfile", "san.ext", "-out", "server.pem")  # fmt: skip
+    os.chmod(directory / "ca-key.pem", 0o600)
+    # The Redis image reads the key as its own user: readable, in a directory (0700) that is not.
+    os.chmod(directory / "server-key.pem", 0o644)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Self
+from typing import IO, TYPE_CHECKING, NamedTuple, Self
 
 from .auth import OPERATOR, write_private
 
@@ -42,6 +42,7 @@ __all__ = [
     "NatsServer",
     "RedisServer",
     "ServerError",
+    "TlsFiles",
     "find_nats_server",
     "find_redis_server",
     "free_port",
@@ -287,15 +288,23 @@ class NatsServer(_Server):
         cluster_port: int | None = None,
         routes: Sequence[str] = (),
         auth: Auth | None = None,
+        tls: TlsFiles | None = None,
         start_timeout: float = 15.0,
     ) -> None:
         super().__init__(data_dir, port, start_timeout)
+        self.tls = tls
         self.sync_always = sync_always
         self.monitor_port = monitor_port
         self.cluster = cluster
         self.cluster_port = cluster_port
         self.routes = list(routes)
         self.auth = auth
+
+    @property
+    def url(self) -> str:
+        """``nats://`` (``tls://`` with TLS) ``127.0.0.1:<port>``; valid after ``start()``."""
+        plain = super().url
+        return plain.replace("nats://", "tls://", 1) if self.tls is not None else plain
 
     @property
     def monitor_url(self) -> str:
@@ -315,7 +324,7 @@ class NatsServer(_Server):
             cmd += ["--cluster_name", self.cluster, "--cluster", f"nats://{self.host}:{self.cluster_port}"]
             if self.routes:
                 cmd += ["--routes", ",".join(self.routes)]
-        if not self.sync_always and self.auth is None:
+        if not self.sync_always and self.auth is None and self.tls is None:
             return [*cmd, "-js", "-sd", str(store)]
         # Everything in the file: a reload (new users) compares the file's options with the running
         # ones, and would refuse options that only the command line gave.
@@ -330,6 +339,8 @@ class NatsServer(_Server):
                 **({"routes": self.routes} if self.routes else {}),
             }
         options["pid_file"] = str(self.data_dir / "nats.pid")  # whom `hyperjob user add` signals
+        if self.tls is not None:  # clients must speak TLS (tls:// URLs) and check the certificate
+            options["tls"] = {"cert_file": str(self.tls.cert), "key_file": str(self.tls.key), "timeout": 5}
         lines = [f"{key}: {json.dumps(value)}" for key, value in options.items()]
         lines += [f"jetstream: {json.dumps(jetstream)}"]
         if self.auth is not None:
@@ -366,6 +377,14 @@ class NatsServer(_Server):
     def _answers(self, port: int) -> bool:
         line = _read_line(port, None)
         return line.startswith(b"INFO ") and b'"jetstream":true' in line
+
+
+class TlsFiles(NamedTuple):
+    """A server's certificate and key (PEM), and the CA its clients check it against."""
+
+    cert: Path
+    key: Path
+    ca: Path
 
 
 class RedisServer(_Server):
