@@ -128,14 +128,9 @@ GRANTS: dict[Role, Grant] = {
         publishes=("hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command"),
         reads=(">",),
     ),
-    # The operator: also rebuilds services, injects faults, manages streams and dead letters.
-    "operator": Grant(
-        publishes=(
-            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
-            "admin.command.*", "node.fault.*", "dlq.>",
-        ),
-        reads=(">",),
-    ),
+    # The operator: also rebuilds services, injects faults, manages streams and dead letters. A
+    # dead letter is replayed on the subject it came from, whichever that was: any subject.
+    "operator": Grant(publishes=(">",), reads=(">",)),
 }  # fmt: skip
 
 # The operator's identity has its role's name: it starts the system, declares the streams, rebuilds
