@@ -39,9 +39,7 @@ from typing import IO
 
 import msgspec
 
-from hyperjob.bus.natsbus import NatsBus
 from hyperjob.client import Client
-from hyperjob.events import access
 from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
@@ -55,6 +53,7 @@ from .config import (
     home,
     services_file,
 )
+from .liveness import ConsumerProgress, Progress, consumer_progress, owners
 from .streams import declare_streams, stream_replicas
 
 MAX_BACKOFF = 60.0
@@ -243,72 +242,6 @@ class ServerState:
     started_at: float = field(default_factory=time.time)
     last_exit: int | None = None
     restart_at: float = 0.0  # monotonic: when the back-off of a dead server ends
-
-
-@dataclass(frozen=True)
-class ConsumerProgress:
-    """One durable consumer as JetStream reports it: how far its owner has acknowledged, and how
-    much is waiting for it."""
-
-    stream: str
-    durable: str
-    acked: int  # the ack floor's stream sequence
-    waiting: int  # not yet delivered + delivered and not acknowledged
-
-
-async def consumer_progress(bus: NatsBus) -> list[ConsumerProgress]:
-    js = bus._js  # noqa: SLF001 - the bus lists no consumers; this is the operator's view of them all
-    out = []
-    for info in await js.streams_info():
-        for consumer in await js.consumers_info(info.config.name):
-            if consumer.config.durable_name:
-                out.append(
-                    ConsumerProgress(
-                        stream=info.config.name,
-                        durable=consumer.name,
-                        acked=consumer.ack_floor.stream_seq if consumer.ack_floor else 0,
-                        waiting=(consumer.num_pending or 0) + (consumer.num_ack_pending or 0),
-                    )
-                )
-    return out
-
-
-@dataclass
-class Progress:
-    """Liveness judged on data: a service is stalled when one of its durable consumers has had work
-    waiting and acknowledged nothing for ``timeout`` seconds of observations. No observation (a
-    server not answering) starts the clocks again, so an outage of NATS or Redis stalls nobody."""
-
-    timeout: float
-    owners: dict[str, str]  # durable -> the instance it belongs to
-    since: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)  # -> (ack floor, since)
-    now: Callable[[], float] = time.monotonic
-
-    def observe(self, consumers: list[ConsumerProgress] | None) -> None:
-        if consumers is None:
-            self.since.clear()
-            return
-        now, seen = self.now(), {}
-        for c in consumers:
-            if c.waiting == 0:
-                continue
-            key = (c.stream, c.durable)
-            previous = self.since.get(key)
-            seen[key] = previous if previous is not None and previous[0] == c.acked else (c.acked, now)
-        self.since = seen
-
-    def stalled(self) -> dict[str, set[str]]:
-        """Instance -> its stalled durables."""
-        out: dict[str, set[str]] = {}
-        now = self.now()
-        for (_, durable), (_, since) in self.since.items():
-            owner = self.owners.get(durable)
-            if owner is not None and now - since >= self.timeout:
-                out.setdefault(owner, set()).add(durable)
-        return out
-
-    def forget(self, durables: set[str]) -> None:
-        self.since = {key: value for key, value in self.since.items() if key[1] not in durables}
 
 
 @dataclass
@@ -539,19 +472,6 @@ class System:
             path.unlink(missing_ok=True)
 
 
-def owners(services: list[ServiceProcess]) -> dict[str, str]:
-    """Durable consumer -> the instance it belongs to (``events.access``'s names)."""
-    out = {}
-    for service in services:
-        role = next((r for r in access.SERVICE_ROLES if service.instance.startswith(r)), None)
-        if role is None:
-            continue
-        cluster = service.instance[len(role) + 1 :]
-        for durable in access.durables_of(role, cluster=cluster, instance=service.instance):
-            out[durable] = service.instance
-    return out
-
-
 def _usable_port(wanted: int) -> int:
     """``wanted`` if it is free on loopback, else any free port (a second system, a busy 8765)."""
     if wanted:
@@ -601,7 +521,7 @@ def run_forever(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     started, is_ready = time.monotonic(), False
-    progress, probed = Progress(system.config.liveness_timeout, owners(system.services)), 0.0
+    progress, probed = Progress(system.config.liveness_timeout, owners(s.instance for s in system.services)), 0.0
     try:
         while not stopping:
             for note in [*system.supervise_servers(), *system.supervise_once()]:

@@ -1,10 +1,10 @@
-"""``hyperjob up``'s liveness judgement (``cli.up.Progress``): a service is stalled only when one
+"""``hyperjob up``'s liveness judgement (``cli.liveness.Progress``): a service is stalled only when one
 of its durable consumers has work waiting and acknowledges nothing for the whole timeout, judged
 on observations — a round without one (NATS or Redis not answering) starts the clocks again."""
 
 from __future__ import annotations
 
-from hyperjob.cli.up import ConsumerProgress, Progress, ServiceProcess, owners
+from hyperjob.cli.liveness import ConsumerProgress, Progress, owners
 from hyperjob.testkit.auth import Auth, system_identities
 
 
@@ -63,12 +63,7 @@ def test_an_outage_of_the_servers_stalls_nobody() -> None:
 
 
 def test_every_durable_belongs_to_its_instance() -> None:
-    services = [
-        ServiceProcess("splitter", "m", {}, None, "splitter"),  # type: ignore[arg-type]
-        ServiceProcess("job_controller@cluster-a", "m", {}, None, "job-controller-cluster-a"),  # type: ignore[arg-type]
-        ServiceProcess("dashboard", "m", {}, None),  # type: ignore[arg-type]
-    ]
-    durables = owners(services)
+    durables = owners(["splitter", "job-controller-cluster-a", "dashboard"])
     assert durables["splitter-admin"] == "splitter"
     assert durables["job-controller-cluster-a-nodes"] == "job-controller-cluster-a"
     assert set(durables.values()) == {"splitter", "job-controller-cluster-a"}
