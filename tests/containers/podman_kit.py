@@ -289,9 +289,10 @@ class ComposeSystem:
         self.wait_healthy(infrastructure, timeout)
         self.compose("up", "-d", "--no-build", *self.ONE_SHOT)
         self.wait_completed(self.ONE_SHOT, timeout)
-        long_running = [s for s in self.services if s not in self.ONE_SHOT]
-        self.compose("up", "-d", "--no-build", *long_running)
-        self.wait_healthy(long_running, timeout)
+        # Everything (podman resolves the services' dependencies only among the containers it is
+        # given; `streams` runs again, declaring nothing new).
+        self.compose("up", "-d", "--no-build")
+        self.wait_healthy([s for s in self.services if s not in self.ONE_SHOT], timeout)
 
     def wait_completed(self, services: Sequence[str], timeout: float) -> None:
         deadline, waiting = time.monotonic() + timeout, list(services)
