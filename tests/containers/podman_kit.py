@@ -227,6 +227,7 @@ class ComposeSystem:
     ``service_healthy``, and without systemd podman runs no health check on its own)."""
 
     INFRASTRUCTURE = ("nats", "redis", "jaeger")
+    ONE_SHOT = ("streams",)  # the operator's stream declaration: runs to completion before the services
 
     def __init__(self, project: str, extra_files: Sequence[Path] = ()) -> None:
         self.project = project
@@ -235,20 +236,30 @@ class ComposeSystem:
             name: free_port()
             for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP", "DASHBOARD")
         }
+        self.secrets = Path(tempfile.mkdtemp(prefix=f"{project}-secrets-"))
         self.env = {
             **environment(),
             "HYPERJOB_IMAGE": IMAGE,
+            "HYPERJOB_SECRETS": str(self.secrets),
             **{f"HYPERJOB_{name}_PORT": str(port) for name, port in self.ports.items()},
         }
+        # The credentials, as a user makes them before `compose up` (README, "Containers").
+        subprocess.run([sys.executable, str(REPO / "deploy" / "credentials.py"), str(self.secrets)],
+                       env=self.env, check=True, capture_output=True)  # fmt: skip
         self.services = list(self.config()["services"])
+
+    def url(self, server: str, identity: str = "cli") -> str:
+        """``NATS_URL``/``REDIS_URL`` of ``identity`` (the host CLI's user, or ``operator``)."""
+        env = dict(line.split("=", 1) for line in (self.secrets / f"{identity}.env").read_text().split())
+        return env[f"{server.upper()}_URL"]
 
     @property
     def nats_url(self) -> str:
-        return f"nats://127.0.0.1:{self.ports['NATS']}"
+        return self.url("nats")
 
     @property
     def redis_url(self) -> str:
-        return f"redis://127.0.0.1:{self.ports['REDIS']}/0"
+        return self.url("redis")
 
     @property
     def network(self) -> str:
@@ -276,8 +287,23 @@ class ComposeSystem:
         infrastructure = [s for s in self.services if s in self.INFRASTRUCTURE or s.startswith("nats")]
         self.compose("up", "-d", "--no-build", *infrastructure)
         self.wait_healthy(infrastructure, timeout)
+        self.compose("up", "-d", "--no-build", *self.ONE_SHOT)
+        self.wait_completed(self.ONE_SHOT, timeout)
+        # Everything (podman resolves the services' dependencies only among the containers it is
+        # given; `streams` runs again, declaring nothing new).
         self.compose("up", "-d", "--no-build")
-        self.wait_healthy(self.services, timeout)
+        self.wait_healthy([s for s in self.services if s not in self.ONE_SHOT], timeout)
+
+    def wait_completed(self, services: Sequence[str], timeout: float) -> None:
+        deadline, waiting = time.monotonic() + timeout, list(services)
+        while waiting and time.monotonic() < deadline:
+            state = {s: podman("inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", self.container(s),
+                               check=False, quiet=True).stdout.split() for s in waiting}  # fmt: skip
+            waiting = [s for s, st in state.items() if st != ["exited", "0"]]
+            if waiting:
+                time.sleep(1)
+        if waiting:
+            raise PodmanError(f"not completed after {timeout}s: {waiting}\n{self.logs(*waiting)}")
 
     def down(self) -> None:
         self.compose("down", "-v", "-t", "5", check=False, timeout=300)
@@ -346,3 +372,4 @@ def running(project: str, extra_files: Sequence[Path] = ()) -> Iterator[ComposeS
         yield system
     finally:
         system.down()
+        shutil.rmtree(system.secrets, ignore_errors=True)

@@ -93,13 +93,15 @@ def test_nats_killed_and_restarted(deploy: Callable[..., Deployment]) -> None:
 
 
 def test_nats_cluster_loses_a_node_with_replicated_streams(deploy: Callable[..., Deployment]) -> None:
-    """Three NATS servers, every stream R3; the seed server every service connected to is cut off
-    for 45 s mid-run. Watched through the streams, not the CLI (each CLI call re-declares R1)."""
+    """Three NATS servers, every stream declared R3 by the operator's step (NATS_STREAM_REPLICAS);
+    the seed server every service connected to is cut off for 45 s mid-run. Watched through the
+    streams, from the other two servers."""
     deployment = deploy(podman_kit.HERE / "compose.nats-cluster.yml")
     system, cli, notes = deployment.system, deployment.cli, {}
-    others = [f"nats://127.0.0.1:{system.ports[p]}" for p in ("NATS_2", "NATS_3")]
+    seed = system.url("nats")
+    others = [seed.replace(f":{system.ports['NATS']}", f":{system.ports[p]}") for p in ("NATS_2", "NATS_3")]
+    notes["replicas declared"] = observe.stream_replicas(others)
     cli.run("apply", "-f", str(EXAMPLE))
-    notes["replicas set"] = observe.replicate_streams(others, 3)
     assert observe.wait_for_status(others, EXAMPLE_NAME, ("Running",), timeout=120) == "Running"
     cut = system.disconnect("nats")
     time.sleep(OUTAGE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -17,7 +18,10 @@ pytestmark = pytest.mark.e2e
 
 
 def nats_url(cli: Cli) -> str:
-    return str(json.loads(cli.run("get", "services", "-o", "json").stdout)["items"][0]["endpoints"]["nats"])
+    """The system's NATS as a person connects to it: with the CLI user's credentials."""
+    plain = str(json.loads(cli.run("get", "services", "-o", "json").stdout)["items"][0]["endpoints"]["nats"])
+    credentials = json.loads((Path(cli.env["HYPERJOB_HOME"]) / "credentials.json").read_text())
+    return plain.replace("://", f"://cli:{credentials['passwords']['cli']}@", 1)
 
 
 async def submit(url: str, subject: str, request: dict[str, Any] | bytes, event_id: str) -> dict[str, Any] | None:

@@ -6,8 +6,8 @@ are refused by NATS itself, while each role's own traffic flows."""
 from __future__ import annotations
 
 import json
-import secrets
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,49 +18,35 @@ from nats.js.api import ConsumerConfig, StreamConfig
 
 from hyperjob.events import access
 from hyperjob.events.subjects import STREAMS
-from hyperjob.testkit.servers import NatsServer, find_nats_server
+from hyperjob.testkit.auth import Auth, Identity, make_certificates
+from hyperjob.testkit.servers import NatsServer, TlsFiles
 
 pytestmark = pytest.mark.service
 
-USERS: dict[str, tuple[Any, str]] = {  # NATS user -> (role, cluster)
-    "operator": ("operator", ""),
-    "alice": ("user", ""),
-    "node-agent-a": ("node-agent", "a"),
-    "job-controller-a": ("job-controller", "a"),
-}
-PASSWORDS = {name: secrets.token_hex(16) for name in USERS}
-
-
-class SecuredNats(NatsServer):
-    """nats-server with JetStream and one user per role, each with its role's permissions."""
-
-    def _command(self, port: int) -> list[str]:
-        assert self.data_dir is not None
-        users = [
-            {"user": name, "password": PASSWORDS[name], "permissions": access.nats_permissions(role, cluster=cluster)}
-            for name, (role, cluster) in USERS.items()
-        ]
-        conf = self.data_dir / "secured.conf"
-        conf.write_text(
-            f"jetstream: {json.dumps({'store_dir': str(self.data_dir / 'jetstream')})}\n"
-            f"authorization: {json.dumps({'users': users})}\n"
-        )
-        return [find_nats_server(), "-a", self.host, "-p", str(port), "-c", str(conf)]
+AUTH = Auth.generate(
+    [
+        Identity(name="operator", role="operator"),
+        Identity(name="alice", role="user"),
+        Identity(name="reader", role="user", verbs=()),
+        Identity(name="node-agent-a", role="node-agent", cluster="a"),
+        Identity(name="job-controller-a", role="job-controller", cluster="a"),
+    ]
+)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredNats]:
-    with SecuredNats(tmp_path_factory.mktemp("secured-nats")) as s:
-        s.start()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """nats-server with JetStream and one user per identity, as ``hyperjob up`` starts it."""
+    with NatsServer(tmp_path_factory.mktemp("secured-nats"), auth=AUTH) as s:
         yield s
 
 
-async def connect(server: SecuredNats, user: str) -> Any:
-    return await nats.connect(server.url, user=user, password=PASSWORDS[user], allow_reconnect=False)
+async def connect(server: NatsServer, user: str) -> Any:
+    return await nats.connect(server.url_for(user), allow_reconnect=False)
 
 
 @pytest.fixture
-async def streams(server: SecuredNats) -> AsyncIterator[Any]:
+async def streams(server: NatsServer) -> AsyncIterator[Any]:
     """The operator declares the streams and the job-controller's consumer; yields its JetStream."""
     nc = await connect(server, "operator")
     js = nc.jetstream()
@@ -125,7 +111,42 @@ def test_a_stranger_cannot_connect(server) -> None:
             assert b"Authorization Violation" in conn.recv(4096)
 
 
+async def test_a_reader_only_reads(server, streams) -> None:
+    reader = await connect(server, "reader")
+    with pytest.raises(nats.errors.TimeoutError):
+        await reader.jetstream().publish("hj.manifest.apply", b"{}", timeout=0.5)
+    await reader.close()
+    assert not await published(streams, "HYPERJOB", "hj.manifest.apply")
+
+
 def test_the_permissions_render_as_a_server_config(tmp_path: Path) -> None:
     block = access.nats_permissions("job-controller", cluster="a")
     assert json.loads(json.dumps(block)) == block
     assert "jobstate.a.>" in block["publish"]["allow"] and block["subscribe"] == {"allow": ["_INBOX.>"]}
+
+
+async def test_with_tls_a_client_must_speak_tls_and_check_the_servers_certificate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_certificates(tmp_path / "tls")
+    files = TlsFiles(
+        cert=tmp_path / "tls" / "server.pem", key=tmp_path / "tls" / "server-key.pem", ca=tmp_path / "tls" / "ca.pem"
+    )
+    with NatsServer(tmp_path / "nats", auth=AUTH, tls=files) as secured:
+        assert secured.url.startswith("tls://")
+        with pytest.raises(ssl.SSLCertVerificationError):  # no CA to check the certificate against
+            await nats.connect(secured.url_for("alice"), allow_reconnect=False, max_reconnect_attempts=0)
+        monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))  # what compose's env files set
+        alice = await nats.connect(secured.url_for("alice"), allow_reconnect=False)
+        await alice.jetstream().account_info()
+        await alice.close()
+        # In plain text, even with the right password, nothing but the demand for TLS.
+        with socket.create_connection((secured.host, secured.port), timeout=2) as conn:
+            assert b'"tls_required":true' in conn.recv(4096)
+            hello = {"verbose": False, "user": "alice", "pass": AUTH.password("alice")}
+            conn.sendall(b"CONNECT " + json.dumps(hello).encode() + b"\r\nPING\r\n")
+            try:
+                answer = conn.recv(4096)
+            except ConnectionResetError:
+                answer = b""
+            assert not answer.startswith(b"PONG")

@@ -23,6 +23,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 
+from hyperjob.events.access import without_credentials
 from hyperjob.telemetry import inject
 
 from .dispatch import Verdict, dead_letter
@@ -55,6 +56,11 @@ _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 # A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
 # a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
 WATCH_HEARTBEAT = 1.0
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    """Durations as the server returns them (nanoseconds, back to seconds) equal ours."""
+    return abs((a or 0.0) - (b or 0.0)) < 1e-3
 
 
 class _ConnectionEvents:
@@ -116,7 +122,7 @@ class NatsBus:
         ``url`` may name several servers of one NATS cluster, comma-separated: the client connects
         to one and moves to another when it goes away. ``replicas`` declares every stream with that
         many copies (a 3-node cluster: 3), whatever the specs say."""
-        events = _ConnectionEvents(url)
+        events = _ConnectionEvents(without_credentials(url))
         servers = [u.strip() for u in url.split(",") if u.strip()]
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
@@ -135,7 +141,7 @@ class NatsBus:
                 connect_timeout,
             )
         except (*_NATS_ERRORS, OSError) as exc:
-            raise BusClosedError(f"cannot connect to {url}: {exc}") from exc
+            raise BusClosedError(f"cannot connect to {events.url}: {exc}") from exc
         bus = cls(
             nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
         )
@@ -184,6 +190,8 @@ class NatsBus:
             allow_direct=True,
         )
         try:
+            if await self._declared_already(config):
+                return
             try:
                 await self._js.add_stream(config)
             except nats.js.errors.BadRequestError as exc:
@@ -192,6 +200,26 @@ class NatsBus:
                 await self._js.update_stream(config)
         except _NATS_ERRORS as exc:
             raise StreamConfigError(spec.name, str(exc)) from exc
+
+    async def _declared_already(self, config: api.StreamConfig) -> bool:
+        """Whether the stream exists as ``config`` says (its replicas as they are, unless this bus
+        was given ``replicas``). Then nothing is sent that only the operator may send: under least
+        privilege (ADR 0006) a service reads the streams the operator declared."""
+        try:
+            info = await self._js.stream_info(config.name)
+        except nats.js.errors.NotFoundError:
+            return False
+        have = info.config
+        return (
+            sorted(have.subjects or []) == sorted(config.subjects or [])
+            and have.storage == config.storage
+            and _close(have.max_age, config.max_age)
+            and _close(have.duplicate_window, config.duplicate_window)
+            and (have.max_msgs_per_subject, have.max_msgs, have.max_bytes)
+            == (config.max_msgs_per_subject, config.max_msgs, config.max_bytes)
+            and (self._replicas is None or have.num_replicas == config.num_replicas)
+            and bool(have.allow_direct) == bool(config.allow_direct)
+        )
 
     def _stream_for(self, subjects: Sequence[str], stream: str | None) -> str:
         if stream is not None:

@@ -10,8 +10,10 @@ import click
 
 from hyperjob import events
 from hyperjob.events import subjects
+from hyperjob.events.access import OPERATOR
 
 from .client import connect
+from .config import resolve_endpoints
 
 
 @click.group()
@@ -27,7 +29,7 @@ def rebuild(service: str | None) -> None:
     and puts them back from its changelog in JetStream, then goes on."""
 
     async def work() -> bool:
-        client = await connect()
+        client = await connect(resolve_endpoints(as_user=OPERATOR))  # commanding services is the operator's
         try:
             instances = await client.instances()
             chosen = sorted(

@@ -19,9 +19,10 @@ import msgspec
 
 from hyperjob import events
 from hyperjob.events import subjects
+from hyperjob.events.access import OPERATOR
 
 from .client import connect
-from .config import home, resolve_endpoints
+from .config import Endpoints, home, resolve_endpoints
 
 SHAPE_OPTIONS = {
     "gpu_model": "gpu_model",
@@ -96,7 +97,7 @@ def agent(
     if ctx.invoked_subcommand is not None:
         return
     _check_faults(faults)
-    endpoints = resolve_endpoints()
+    endpoints = agent_endpoints(cluster, list(node_names))
     settings = {
         "CLUSTER": cluster,
         "MODE": "simulate" if simulate else "exec",
@@ -120,6 +121,22 @@ def agent(
     count = len(node_names) or nodes
     click.echo(f"node-agent for {cluster}: {count} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
     os.execve(sys.executable, [sys.executable, "-m", "hyperjob.services.node_agent"], env)
+
+
+def agent_endpoints(cluster: str, node_names: list[str]) -> Endpoints:
+    """The URLs the agent connects with: as its own node-agent user (created for it in a system
+    with authentication: an agent speaks for its cluster only)."""
+    from hyperjob.services.node_agent.app import agent_name  # noqa: PLC0415 - only to run an agent
+    from hyperjob.services.node_agent.config import Settings  # noqa: PLC0415
+
+    endpoints = resolve_endpoints()
+    if not endpoints.secured:
+        return endpoints
+    from .up import Identity, grant  # noqa: PLC0415
+
+    name = agent_name(Settings(cluster=cluster, node_names=node_names))
+    grant(Identity(name=name, role="node-agent", cluster=cluster))
+    return resolve_endpoints(as_user=name)
 
 
 @agent.command("fault")
@@ -148,7 +165,7 @@ def fault(ctx: click.Context, spec: str) -> None:
     )
 
     async def send() -> None:
-        client = await connect()
+        client = await connect(resolve_endpoints(as_user=OPERATOR))  # injecting faults is the operator's
         try:
             # A fault for a node nobody serves would be dropped silently: refuse it here instead.
             if cluster not in await client.cluster_names():

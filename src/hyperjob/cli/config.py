@@ -14,6 +14,7 @@ import msgspec
 import yaml
 
 from hyperjob.client import ClientError
+from hyperjob.events.access import with_credentials
 
 DEFAULT_HOME = ".hyperjob"
 
@@ -39,6 +40,9 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         default_factory=lambda: [ClusterConfig(name="cluster-a"), ClusterConfig(name="cluster-b")]
     )
     schedule_period: str = "1s"
+    # Seconds a service may keep work waiting on one of its consumers without acknowledging any,
+    # before `hyperjob up` restarts it.
+    liveness_timeout: float = 60.0
 
 
 def load_config(path: str | None) -> UpConfig:
@@ -58,6 +62,8 @@ class Endpoints(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str
     redis_url: str
     pid: int = 0
+    # The servers check credentials: each client connects as its user (credentials_file).
+    secured: bool = False
 
 
 def _alive(pid: int) -> bool:
@@ -78,16 +84,56 @@ def endpoints_file() -> Path:
     return home() / "endpoints.json"
 
 
+def credentials_file() -> Path:
+    """Every identity's password for the servers ``hyperjob up`` starts (0600: the operator's, as a
+    kubeconfig is)."""
+    return home() / "credentials.json"
+
+
+def identity() -> str:
+    """Whom the CLI acts as: ``HYPERJOB_USER``, else the CLI's user that ``hyperjob up`` created."""
+    return os.environ.get("HYPERJOB_USER", "cli")
+
+
 def services_file() -> Path:
     """What ``hyperjob up`` supervises, with each service's state (``hyperjob get services``)."""
     return home() / "services.json"
 
 
-def resolve_endpoints() -> Endpoints:
-    """NATS_URL / REDIS_URL when set, else what ``hyperjob up`` recorded, else a clear error."""
+def resolve_endpoints(as_user: str | None = None) -> Endpoints:
+    """NATS_URL / REDIS_URL when set, else what ``hyperjob up`` recorded (with the credentials of
+    ``as_user``, default ``identity()``, from ``credentials_file``), else a clear error."""
     nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")
     if nats_url and redis_url:
         return Endpoints(nats_url=nats_url, redis_url=redis_url)
+    recorded = _recorded(nats_url, redis_url)
+    if not recorded.secured:
+        return recorded
+    user = as_user or identity()
+    path = credentials_file()
+    try:
+        password = msgspec.json.decode(path.read_bytes(), type=_Passwords).passwords[user]
+    except OSError as exc:
+        raise ClientError(f"cannot read the credentials of this system ({path}): {exc.strerror}") from None
+    except KeyError:
+        raise ClientError(
+            f"no user {user!r} in {path}: add one with `hyperjob user add {user}` (HYPERJOB_USER chooses the user)"
+        ) from None
+    return Endpoints(
+        nats_url=nats_url or with_credentials(recorded.nats_url, user, password),
+        redis_url=redis_url or with_credentials(recorded.redis_url, user, password),
+        pid=recorded.pid,
+        secured=True,
+    )
+
+
+class _Passwords(msgspec.Struct):
+    """What the CLI reads of ``credentials_file`` (``testkit.auth.Auth`` writes it)."""
+
+    passwords: dict[str, str]
+
+
+def _recorded(nats_url: str | None, redis_url: str | None) -> Endpoints:
     path = endpoints_file()
     if not path.is_file():
         raise ClientError(
@@ -97,5 +143,8 @@ def resolve_endpoints() -> Endpoints:
     if not nats_url and not redis_url and recorded.pid and not _alive(recorded.pid):
         raise ClientError(f"no running system: `hyperjob up` (pid {recorded.pid}) is gone; start it again")
     return Endpoints(
-        nats_url=nats_url or recorded.nats_url, redis_url=redis_url or recorded.redis_url, pid=recorded.pid
+        nats_url=nats_url or recorded.nats_url,
+        redis_url=redis_url or recorded.redis_url,
+        pid=recorded.pid,
+        secured=recorded.secured,
     )

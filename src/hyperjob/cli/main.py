@@ -27,6 +27,7 @@ from .config import home, load_config, services_file
 from .offline import bench, simulate
 from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever
+from .users import user
 
 
 class HyperJobCommand(click.Group):
@@ -78,6 +79,7 @@ main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)
 main.add_command(schema)
+main.add_command(user)
 
 
 @main.command()

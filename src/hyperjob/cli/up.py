@@ -7,8 +7,18 @@ Invariants:
   the kernel however ``up`` ends), and a second ``up`` refuses before touching anything;
 - nothing outlives ``up``: every child (servers and services) is started with
   ``PR_SET_PDEATHSIG``, so even ``kill -9`` of ``up`` takes them down;
+- authentication is on (ADR 0006): ``<home>/credentials.json`` (0600, kept across runs) holds a
+  password per identity — each service instance, the operator, the CLI's user, the dashboard and
+  people added with ``hyperjob user add``; nats-server gets one user per identity with its
+  ``events.access`` permissions, redis-server an ACL file with its ``store.acl`` keys; the
+  operator declares the streams before any service starts; every process gets URLs with its own
+  credentials. Servers given by URL (``NATS_URL``/``REDIS_URL``) are used as they are;
 - a service that exits unexpectedly is restarted with exponential back-off (1 s, 2 s, 4 s ... 60 s),
-  each restart logged; ``<home>/services.json`` says, for ``hyperjob get services``, each one's
+  each restart logged; so is nats-server or redis-server, on its port with its data;
+- a service that stops making progress is restarted: its liveness is what JetStream says of its
+  durable consumers (work waiting, nothing acknowledged for ``livenessTimeout`` seconds, judged
+  only while both servers answer);
+- ``<home>/services.json`` says, for ``hyperjob get services``, each server's and service's
   state, restarts, pid and start time, and whether every cluster has registered (``ready``).
 """
 
@@ -30,12 +40,24 @@ from typing import IO
 import msgspec
 
 from hyperjob.client import Client
-from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
+from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
+from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
-from .config import ClusterConfig, Endpoints, UpConfig, endpoints_file, home, services_file
+from .config import (
+    ClusterConfig,
+    Endpoints,
+    UpConfig,
+    credentials_file,
+    endpoints_file,
+    home,
+    services_file,
+)
+from .liveness import ConsumerProgress, Progress, consumer_progress, owners
+from .streams import declare_streams, stream_replicas
 
 MAX_BACKOFF = 60.0
+LIVENESS_PERIOD = 5.0  # seconds between two looks at the consumers' progress
 
 
 class UpError(Exception):
@@ -99,12 +121,68 @@ def _module(service: str) -> str:
     return f"hyperjob.services.{service}"
 
 
+def _role(service: str) -> str:
+    """The role (and NATS/Redis user) of a service module: ``global_scheduler`` -> ``global-scheduler``."""
+    return service.replace("_", "-")
+
+
+def load_auth(config: UpConfig) -> Auth:
+    """The system's credentials (``<home>/credentials.json``, 0600): kept from an earlier ``up``, with
+    the identities of clusters new to this config added."""
+    path = credentials_file()
+    auth = Auth.load(path) if path.is_file() else Auth()
+    changed = [auth.add(identity) for identity in system_identities(c.name for c in config.clusters)]
+    if any(changed) or not path.is_file():
+        auth.save(path)
+    return auth
+
+
+def grant(identity: Identity, *, people_only: bool = False) -> Auth:
+    """Add ``identity`` to the running (or next) system of this home: saved with the credentials,
+    and the servers' users re-read at once when ``up`` runs (nats-server reloads its config on
+    SIGHUP, redis-server its ACL file on ``ACL LOAD``). ``people_only``: refuse to redefine an
+    identity that is not a person's (a service's, the operator's)."""
+    path = credentials_file()
+    if not path.is_file():
+        raise UpError(f"no credentials in {home()}: start the system once with `hyperjob up`")
+    auth = Auth.load(path)
+    known = auth.identity(identity.name)
+    if people_only and known is not None and (known.role != "user" or known.name in (CLI_USER, DASHBOARD)):
+        raise UpError(f"{identity.name!r} is the system's own identity ({known.role}): choose another name")
+    if not auth.add(identity):
+        return auth
+    auth.save(path)
+    nats, redis = NatsServer(home() / "nats", auth=auth), RedisServer(home() / "redis", auth=auth)
+    nats.write_authorization()
+    redis.write_acl()
+    pid_file = home() / "nats" / "nats.pid"
+    if holder_pid() is None or not endpoints_file().is_file():
+        return auth
+    recorded = msgspec.json.decode(endpoints_file().read_bytes(), type=Endpoints)
+    redis.port = _port(recorded.redis_url)
+    redis.reload()
+    if pid_file.is_file():
+        os.kill(int(pid_file.read_text().strip()), signal.SIGHUP)
+        nats.port = _port(recorded.nats_url)
+        deadline = time.monotonic() + 10
+        while not nats.accepts(identity.name):  # the reload is asynchronous
+            if time.monotonic() > deadline:
+                raise UpError(f"nats-server did not take the new user {identity.name!r}; see {home() / 'nats'}")
+            time.sleep(0.1)
+    return auth
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
 @dataclass
 class ServiceProcess:
     name: str
     module: str
     env: dict[str, str]
     log_path: Path
+    instance: str = ""  # its instance name: its NATS/Redis user, its durable consumers' prefix
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     restarts: int = 0
@@ -157,6 +235,16 @@ class ServiceProcess:
 
 
 @dataclass
+class ServerState:
+    """What ``up`` remembers of a server it supervises."""
+
+    restarts: int = 0
+    started_at: float = field(default_factory=time.time)
+    last_exit: int | None = None
+    restart_at: float = 0.0  # monotonic: when the back-off of a dead server ends
+
+
+@dataclass
 class System:
     """Everything ``up`` started; ``stop`` undoes it in reverse order."""
 
@@ -168,38 +256,121 @@ class System:
     # The dashboard's port on 127.0.0.1: None for no dashboard, 0 for any free port.
     dashboard_port: int | None = None
     dashboard_url: str = ""
+    auth: Auth | None = None  # the users of servers started here (None: given servers, used as they are)
+    nats_state: ServerState = field(default_factory=lambda: ServerState())
+    redis_state: ServerState = field(default_factory=lambda: ServerState())
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
+        """Start the servers (unless their URLs are given) and every service. Servers of our own
+        run with authentication: every service, the CLI and the operator get their own user; the
+        operator declares the streams before any service starts. Given servers are used as they are."""
         data = home()
         (data / "logs").mkdir(parents=True, exist_ok=True)
+        if nats_url is None and redis_url is None:
+            self.auth = load_auth(self.config)
         if nats_url is None:
-            self.nats = NatsServer(data / "nats")
+            self.nats = NatsServer(data / "nats", auth=self.auth)
             nats_url = self.nats.start()
         if redis_url is None:
-            self.redis = RedisServer(data / "redis", appendonly=True)
+            self.redis = RedisServer(data / "redis", appendonly=True, auth=self.auth)
             redis_url = self.redis.start()
-        self.endpoints = Endpoints(nats_url=nats_url, redis_url=redis_url, pid=os.getpid())
+        self.endpoints = Endpoints(
+            nats_url=nats_url, redis_url=redis_url, pid=os.getpid(), secured=self.auth is not None
+        )
         endpoints_file().write_bytes(msgspec.json.encode(self.endpoints))
-        for service in self._plan(nats_url, redis_url, data / "logs"):
+        if self.auth is not None:
+            asyncio.run(declare_streams(self.nats_url(OPERATOR), stream_replicas()))
+        for service in self._plan(data / "logs"):
             service.start()
             self.services.append(service)
         return self.endpoints
 
-    def _plan(self, nats_url: str, redis_url: str, logs: Path) -> list[ServiceProcess]:
-        base = {**os.environ, "NATS_URL": nats_url, "REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}
-        plan = [ServiceProcess(name, _module(name), dict(base), logs / f"{name}.log") for name in GLOBAL_SERVICES]
+    def nats_url(self, identity: str) -> str:
+        """The NATS URL with ``identity``'s credentials (the plain URL without authentication)."""
+        assert self.endpoints is not None
+        url = self.endpoints.nats_url
+        return self.auth.nats_url(url, identity) if self.auth is not None else url
+
+    def redis_url(self, identity: str) -> str:
+        assert self.endpoints is not None
+        url = self.endpoints.redis_url
+        return self.auth.redis_url(url, identity) if self.auth is not None else url
+
+    def _env(self, identity: str) -> dict[str, str]:
+        """A process's environment: its own URLs (its own credentials)."""
+        return {
+            **os.environ,
+            "NATS_URL": self.nats_url(identity),
+            "REDIS_URL": self.redis_url(identity),
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _plan(self, logs: Path) -> list[ServiceProcess]:
+        plan = [
+            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log", _role(name))
+            for name in GLOBAL_SERVICES
+        ]
         for cluster in self.config.clusters:
-            env = {**base, **_cluster_env(cluster, self.config.schedule_period)}
+            shared = _cluster_env(cluster, self.config.schedule_period)
             plan += [
-                ServiceProcess(f"{name}@{cluster.name}", _module(name), env, logs / f"{name}-{cluster.name}.log")
+                ServiceProcess(
+                    f"{name}@{cluster.name}",
+                    _module(name),
+                    {**self._env(f"{_role(name)}-{cluster.name}"), **shared},
+                    logs / f"{name}-{cluster.name}.log",
+                    f"{_role(name)}-{cluster.name}",
+                )
                 for name in CLUSTER_SERVICES
             ]
         if self.dashboard_port is not None:
             port = _usable_port(self.dashboard_port)
             self.dashboard_url = f"http://127.0.0.1:{port}/"
-            env = {**base, "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
+            env = {**self._env(DASHBOARD), "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
             plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
+
+    def supervise_servers(self) -> list[str]:
+        """Start again a server that died, on its port and with its data (JetStream's store, the
+        AOF, the same users), after its back-off; a line for each event."""
+        notes = []
+        now = time.monotonic()
+        for server, state in ((self.nats, self.nats_state), (self.redis, self.redis_state)):
+            if server is None or server.running:
+                continue
+            if not state.restart_at:
+                state.last_exit = server.returncode
+                delay = min(2.0 ** min(state.restarts, 6), MAX_BACKOFF) / 2  # 0.5 s, 1 s, 2 s ...
+                state.restart_at = now + delay
+                notes.append(f"{server.name} exited ({state.last_exit}); restarting in {delay:g}s")
+            elif now >= state.restart_at:
+                state.restarts += 1
+                state.restart_at = 0.0
+                try:
+                    server.restart()
+                except ServerError as exc:
+                    notes.append(f"{server.name} did not start again: {exc}")
+                    continue
+                state.started_at = time.time()
+                notes.append(f"{server.name} restarted (restart {state.restarts})")
+        return notes
+
+    def supervise_liveness(self, progress: Progress) -> list[str]:
+        """Restart a service whose durable consumers stopped making progress (``Progress``)."""
+        stalled = progress.stalled()
+        notes = []
+        for service in self.services:
+            if service.instance and service.instance in stalled and service.state == "running":
+                durables = ", ".join(sorted(stalled[service.instance]))
+                notes.append(
+                    f"{service.name} made no progress for {progress.timeout:g}s with work waiting ({durables}); "
+                    "restarting it"
+                )
+                service.stop(timeout=5.0)
+                service.restarts += 1
+                service.last_exit = service.proc.returncode if service.proc is not None else None
+                service.start()
+                progress.forget(stalled[service.instance])
+        return notes
 
     def supervise_once(self) -> list[str]:
         """Restart services that died, each after its back-off; return a line for each event."""
@@ -229,18 +400,56 @@ class System:
             "nats": self.endpoints.nats_url if self.endpoints else "",
             "redis": self.endpoints.redis_url if self.endpoints else "",
             "dashboard": self.dashboard_url,
-            "services": [s.status() for s in self.services],
+            "services": [*self._server_status(), *(s.status() for s in self.services)],
         }
         partial = services_file().with_suffix(".tmp")
         partial.write_bytes(msgspec.json.encode(status))
         partial.replace(services_file())
+
+    def _server_status(self) -> list[dict[str, object]]:
+        """The servers ``up`` started, as ``get services`` lists the services."""
+        rows: list[dict[str, object]] = []
+        for server, state in ((self.nats, self.nats_state), (self.redis, self.redis_state)):
+            if server is None:
+                continue
+            assert server.data_dir is not None
+            rows.append(
+                {
+                    "name": server.name,
+                    "state": "running" if server.running else "backoff",
+                    "pid": server.pid,
+                    "restarts": state.restarts,
+                    "startedAt": state.started_at,
+                    "lastExit": state.last_exit,
+                    "log": str(server.data_dir / f"{server.name}.log"),
+                }
+            )
+        return rows
+
+    def consumers(self) -> list[ConsumerProgress] | None:
+        """Every durable consumer's progress, read as the operator; None when NATS or Redis does
+        not answer (liveness is judged only on what was received: a dependency's outage is no
+        service's fault)."""
+
+        async def probe() -> list[ConsumerProgress]:
+            client = await Client.connect(self.nats_url(OPERATOR), self.redis_url(OPERATOR), timeout=2.0)
+            try:
+                await client.store.ping()
+                return await consumer_progress(client.bus)
+            finally:
+                await client.close()
+
+        try:
+            return asyncio.run(probe())
+        except Exception:  # either server not answering: judge nothing now
+            return None
 
     def registered(self) -> list[str]:
         """The configured clusters that have reported their capacity (each one's services run)."""
 
         async def probe() -> list[str]:
             assert self.endpoints is not None
-            client = await Client.connect(self.endpoints.nats_url, self.endpoints.redis_url, timeout=2.0)
+            client = await Client.connect(self.nats_url(OPERATOR), self.redis_url(OPERATOR), timeout=2.0)
             try:
                 return await client.cluster_names()
             finally:
@@ -312,10 +521,16 @@ def run_forever(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     started, is_ready = time.monotonic(), False
+    progress, probed = Progress(system.config.liveness_timeout, owners(s.instance for s in system.services)), 0.0
     try:
         while not stopping:
-            for note in system.supervise_once():
+            for note in [*system.supervise_servers(), *system.supervise_once()]:
                 echo(note)
+            if is_ready and time.monotonic() - probed >= LIVENESS_PERIOD:
+                probed = time.monotonic()
+                progress.observe(system.consumers())
+                for note in system.supervise_liveness(progress):
+                    echo(note)
             if not is_ready and len(system.registered()) == len(system.config.clusters):
                 is_ready = True
                 if ready is not None:

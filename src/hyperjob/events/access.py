@@ -24,6 +24,8 @@ system (the operator's user) declares them first.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Literal
 
 import msgspec
@@ -77,6 +79,7 @@ GRANTS: dict[Role, Grant] = {
         publishes=(
             "sched.owner.admitted", "sched.child.dispatch.*", "sched.child.remove.*", "sched.child.waiting",
             "sched.gang.control.*", "sched.gang.retry",
+            "job.removed.unplaced",  # a child deleted before any cluster had it: no cluster can say it is gone
         ),
         reads=(
             "sched.owner.submitted", "sched.owner.withdrawn", "sched.owner.lifecycle", "sched.child.place",
@@ -131,15 +134,14 @@ GRANTS: dict[Role, Grant] = {
         publishes=("hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command"),
         reads=(">",),
     ),
-    # The operator: also rebuilds services, injects faults, manages streams and dead letters.
-    "operator": Grant(
-        publishes=(
-            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
-            "admin.command.*", "node.fault.*", "dlq.>",
-        ),
-        reads=(">",),
-    ),
+    # The operator: also rebuilds services, injects faults, manages streams and dead letters. A
+    # dead letter is replayed on the subject it came from, whichever that was: any subject.
+    "operator": Grant(publishes=(">",), reads=(">",)),
 }  # fmt: skip
+
+# The operator's identity has its role's name: it starts the system, declares the streams, rebuilds
+# services, injects faults and manages dead letters.
+OPERATOR: Role = "operator"
 
 SERVICE_ROLES: tuple[Role, ...] = (
     "splitter",
@@ -193,9 +195,20 @@ _JS_READ = (
     "$JS.API.INFO",
     "$JS.API.STREAM.INFO.*",
     "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.LIST",
     "$JS.API.STREAM.MSG.GET.*",
     "$JS.API.DIRECT.GET.>",
-    "$JS.API.CONSUMER.CREATE.*",  # ephemeral (ordered) consumers of watches
+    # Ephemeral (ordered) consumers of watches and reads: created under a random name (with the
+    # filter subject after it), deleted when reset. Another instance's durable is never one of
+    # them: ``nats_permissions`` denies its names (``protected``).
+    "$JS.API.CONSUMER.CREATE.*",
+    "$JS.API.CONSUMER.CREATE.*.*",
+    "$JS.API.CONSUMER.CREATE.*.*.>",
+    "$JS.API.CONSUMER.DELETE.*.*",
+    "$JS.API.CONSUMER.MSG.NEXT.*.*",
+    "$JS.API.CONSUMER.INFO.*.*",
+    "$JS.API.CONSUMER.NAMES.*",
+    "$JS.API.CONSUMER.LIST.*",
     "$JS.FC.>",  # their flow-control replies
 )
 _JS_STREAM_ADMIN = (
@@ -226,14 +239,70 @@ def _durable_api(durable: str) -> tuple[str, ...]:
     )
 
 
-def nats_permissions(role: Role, *, cluster: str = "", instance: str = "") -> dict[str, dict[str, list[str]]]:
+# What a person with the CLI may be allowed to do, verb by verb (``hyperjob user add --verbs``).
+USER_VERBS: dict[str, tuple[str, ...]] = {
+    "apply": ("hj.manifest.apply",),
+    "delete": ("hj.object.delete",),
+    "command": ("hj.hyperjob.command", "hj.object.command"),
+}
+
+
+def nats_permissions(
+    role: Role,
+    *,
+    cluster: str = "",
+    instance: str = "",
+    verbs: tuple[str, ...] | None = None,
+    protected: Iterable[str] = (),
+) -> dict[str, dict[str, list[str]]]:
     """The ``permissions`` block of a nats-server user for one instance of ``role``: publish only
     what the role produces (plus the JetStream API for its own consumers), subscribe only to
-    replies — JetStream delivers consumed messages to the consumer's inbox."""
+    replies — JetStream delivers consumed messages to the consumer's inbox. A person (``user``)
+    may be limited to some ``verbs`` of ``USER_VERBS`` (``()``: read only); people also hear the
+    answers to their requests (``hj.result.<id>``, the submit contract's core subscription).
+
+    ``protected`` names every durable consumer of the system: those that are not this instance's
+    own are denied (create, fetch, ack, delete), since ephemeral consumers may be made and deleted
+    under any other name. The operator's are never denied."""
     g = grant(role, cluster=cluster, instance=instance)
-    publish = [*g.publishes, *_JS_READ]
+    publishes = g.publishes
+    if role == "user" and verbs is not None:
+        unknown = sorted(set(verbs) - set(USER_VERBS))
+        if unknown:
+            raise ValueError(f"verbs: {', '.join(unknown)} unknown (known: {', '.join(USER_VERBS)})")
+        publishes = tuple(s for verb in verbs for s in USER_VERBS[verb])
+    publish = [*publishes, *_JS_READ]
     for durable in g.durables:
         publish += _durable_api(durable)
+    deny: list[str] = []
     if role == "operator":
         publish += _JS_STREAM_ADMIN
-    return {"publish": {"allow": publish}, "subscribe": {"allow": ["_INBOX.>"]}}
+    else:
+        for durable in sorted(set(protected) - set(g.durables)):
+            deny += [p for p in _durable_api(durable) if ".INFO." not in p]
+    subscribe = ["_INBOX.>", "hj.result.>"] if role in ("user", "operator") else ["_INBOX.>"]
+    return {"publish": {"allow": publish, **({"deny": deny} if deny else {})}, "subscribe": {"allow": subscribe}}
+
+
+def durables_of(role: Role, *, cluster: str = "", instance: str = "") -> tuple[str, ...]:
+    """The durable consumers of one instance (what ``protected`` collects over a system)."""
+    if role not in SERVICE_ROLES:
+        return ()
+    return grant(role, cluster=cluster, instance=instance).durables
+
+
+def with_credentials(url: str, user: str, password: str) -> str:
+    """``url`` (or each of a comma-separated list) as ``user`` connects to it: ``user:password@`` in
+    front of the host, as nats-py and redis-py read it; credentials already in a URL are replaced."""
+    out = []
+    for one in url.split(","):
+        scheme, sep, rest = one.strip().partition("://")
+        if not sep:
+            raise ValueError(f"{url!r}: a URL needs a scheme (nats://, tls://, redis://, rediss://)")
+        out.append(f"{scheme}://{user}:{password}@{rest.rpartition('@')[2]}")
+    return ",".join(out)
+
+
+def without_credentials(url: str) -> str:
+    """``url`` (or a comma-separated list) as logs and error messages may show it: no ``user:password@``."""
+    return ",".join(re.sub(r"//[^@/]*@", "//", u) for u in url.split(","))

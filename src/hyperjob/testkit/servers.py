@@ -18,6 +18,7 @@ import abc
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import os
 import shutil
 import signal
@@ -28,7 +29,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, TYPE_CHECKING, NamedTuple, Self
+
+from .auth import OPERATOR, write_private
+
+if TYPE_CHECKING:
+    from .auth import Auth
 
 __all__ = [
     "BinaryNotFoundError",
@@ -36,6 +42,7 @@ __all__ = [
     "NatsServer",
     "RedisServer",
     "ServerError",
+    "TlsFiles",
     "find_nats_server",
     "find_redis_server",
     "free_port",
@@ -128,6 +135,16 @@ class _Server(abc.ABC):
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """How the server's process ended (None while it runs or before it started)."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def restart(self) -> str:
+        """Start again after a crash: same port, same data directory (and the same users)."""
+        self.stop()
+        return self.start()
 
     @property
     def pid(self) -> int | None:
@@ -270,14 +287,24 @@ class NatsServer(_Server):
         cluster: str | None = None,
         cluster_port: int | None = None,
         routes: Sequence[str] = (),
+        auth: Auth | None = None,
+        tls: TlsFiles | None = None,
         start_timeout: float = 15.0,
     ) -> None:
         super().__init__(data_dir, port, start_timeout)
+        self.tls = tls
         self.sync_always = sync_always
         self.monitor_port = monitor_port
         self.cluster = cluster
         self.cluster_port = cluster_port
         self.routes = list(routes)
+        self.auth = auth
+
+    @property
+    def url(self) -> str:
+        """``nats://`` (``tls://`` with TLS) ``127.0.0.1:<port>``; valid after ``start()``."""
+        plain = super().url
+        return plain.replace("nats://", "tls://", 1) if self.tls is not None else plain
 
     @property
     def monitor_url(self) -> str:
@@ -297,15 +324,67 @@ class NatsServer(_Server):
             cmd += ["--cluster_name", self.cluster, "--cluster", f"nats://{self.host}:{self.cluster_port}"]
             if self.routes:
                 cmd += ["--routes", ",".join(self.routes)]
-        if not self.sync_always:
+        if not self.sync_always and self.auth is None and self.tls is None:
             return [*cmd, "-js", "-sd", str(store)]
+        # Everything in the file: a reload (new users) compares the file's options with the running
+        # ones, and would refuse options that only the command line gave.
+        jetstream = {"store_dir": str(store), **({"sync_interval": "always"} if self.sync_always else {})}
+        options: dict[str, object] = {"listen": f"{self.host}:{port}", "server_name": f"hyperjob-{port}"}
+        if self.monitor_port is not None:
+            options["http"] = f"{self.host}:{self.monitor_port}"
+        if self.cluster is not None:
+            options["cluster"] = {
+                "name": self.cluster,
+                "listen": f"{self.host}:{self.cluster_port}",
+                **({"routes": self.routes} if self.routes else {}),
+            }
+        options["pid_file"] = str(self.data_dir / "nats.pid")  # whom `hyperjob user add` signals
+        if self.tls is not None:  # clients must speak TLS (tls:// URLs) and check the certificate
+            options["tls"] = {"cert_file": str(self.tls.cert), "key_file": str(self.tls.key), "timeout": 5}
+        lines = [f"{key}: {json.dumps(value)}" for key, value in options.items()]
+        lines += [f"jetstream: {json.dumps(jetstream)}"]
+        if self.auth is not None:
+            self.write_authorization()
+            lines.append('include "authorization.conf"')
         conf = self.data_dir / "nats-server.conf"
-        conf.write_text(f'jetstream {{ store_dir: "{store}", sync_interval: always }}\n')
-        return [*cmd, "-c", str(conf)]
+        write_private(conf, ("\n".join(lines) + "\n").encode())
+        return [find_nats_server(), "-c", str(conf)]
+
+    def write_authorization(self) -> None:
+        """(Re)write the users and their permissions from ``auth``; ``reload()`` applies a change."""
+        assert self.data_dir is not None and self.auth is not None
+        block = f"authorization: {json.dumps(self.auth.nats_authorization())}\n"
+        write_private(self.data_dir / "authorization.conf", block.encode())
+
+    def reload(self) -> None:
+        """Re-read the configuration (the users) without a restart: nats-server's SIGHUP."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGHUP)
+
+    def url_for(self, name: str) -> str:
+        """The URL with ``name``'s credentials (the plain ``url`` without ``auth``)."""
+        return self.auth.nats_url(self.url, name) if self.auth is not None else self.url
+
+    def accepts(self, name: str) -> bool:
+        """Whether the server lets ``name`` in now (after a ``reload``, once it has re-read its users)."""
+        assert self.auth is not None and self.port is not None
+        hello = {"verbose": False, "user": name, "pass": self.auth.password(name)}
+        with socket.create_connection((_HOST, self.port), timeout=2) as sock:
+            sock.recv(4096)  # INFO
+            sock.sendall(b"CONNECT " + json.dumps(hello).encode() + b"\r\nPING\r\n")
+            return sock.recv(4096).startswith(b"PONG")
 
     def _answers(self, port: int) -> bool:
         line = _read_line(port, None)
         return line.startswith(b"INFO ") and b'"jetstream":true' in line
+
+
+class TlsFiles(NamedTuple):
+    """A server's certificate and key (PEM), and the CA its clients check it against."""
+
+    cert: Path
+    key: Path
+    ca: Path
 
 
 class RedisServer(_Server):
@@ -322,12 +401,16 @@ class RedisServer(_Server):
         port: int | None = None,
         *,
         appendonly: bool = False,
+        auth: Auth | None = None,
         start_timeout: float = 15.0,
     ) -> None:
         if appendonly and data_dir is None:
             raise ValueError("RedisServer(appendonly=True) needs a data_dir for the AOF")
+        if auth is not None and data_dir is None:
+            raise ValueError("RedisServer(auth=...) needs a data_dir for its ACL file")
         super().__init__(data_dir, port, start_timeout)
         self.appendonly = appendonly
+        self.auth = auth
 
     def _command(self, port: int) -> list[str]:
         cmd = [
@@ -347,10 +430,39 @@ class RedisServer(_Server):
             cmd += ["--dir", str(self.data_dir)]
         if self.appendonly:
             cmd += ["--appendfsync", "everysec"]
+        if self.auth is not None:
+            cmd += ["--aclfile", str(self.write_acl())]
         return cmd
 
+    def write_acl(self) -> Path:
+        """(Re)write the ACL file from ``auth``; ``reload()`` applies a change."""
+        assert self.data_dir is not None and self.auth is not None
+        path = self.data_dir / "users.acl"
+        write_private(path, self.auth.redis_acl_file().encode())
+        return path
+
+    def reload(self) -> None:
+        """Re-read the ACL file (``ACL LOAD``, as the operator)."""
+        assert self.auth is not None and self.port is not None
+        hello = f"AUTH {OPERATOR} {self.auth.password(OPERATOR)}\r\nACL LOAD\r\n".encode()
+        with socket.create_connection((_HOST, self.port), timeout=2) as sock:
+            sock.sendall(hello)
+            answer = b""
+            while answer.count(b"\r\n") < 2:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        if answer != b"+OK\r\n+OK\r\n":
+            raise ServerError(f"redis-server refused ACL LOAD: {answer!r}")
+
+    def url_for(self, name: str) -> str:
+        """The URL with ``name``'s credentials (the plain ``url`` without ``auth``)."""
+        return self.auth.redis_url(self.url, name) if self.auth is not None else self.url
+
     def _answers(self, port: int) -> bool:
-        return _read_line(port, b"PING\r\n").startswith(b"+PONG")
+        # With an ACL the anonymous user is off: NOAUTH still says the server speaks its protocol.
+        return _read_line(port, b"PING\r\n").startswith((b"+PONG", b"-NOAUTH"))
 
 
 class NatsCluster:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-SHARED = {"NATS_URL", "REDIS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL"}
+SHARED = {"OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL"}
 ARCHITECTURE = {
     "splitter",
     "global_scheduler",
@@ -29,6 +30,7 @@ ARCHITECTURE = {
 }
 INFRASTRUCTURE = {"nats", "redis", "jaeger"}
 DASHBOARD = "dashboard"  # hyperjob.dashboard: reads the system, not a service of the architecture
+STREAMS = "streams"  # the operator's one-shot stream declaration
 
 
 class ComposeLoader(yaml.SafeLoader):
@@ -38,7 +40,11 @@ class ComposeLoader(yaml.SafeLoader):
 ComposeLoader.add_constructor(
     "!override",
     lambda loader, node: (
-        loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_object(node)
+        loader.construct_sequence(node)
+        if isinstance(node, yaml.SequenceNode)
+        else loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.MappingNode)
+        else loader.construct_scalar(node)
     ),
 )
 ComposeLoader.add_constructor("!reset", lambda loader, node: None)
@@ -49,7 +55,9 @@ def load(path: Path) -> dict[str, Any]:
 
 
 COMPOSE = load(REPO / "docker-compose.yml")
-SERVICES = {name: spec for name, spec in COMPOSE["services"].items() if name not in INFRASTRUCTURE | {DASHBOARD}}
+SERVICES = {
+    name: spec for name, spec in COMPOSE["services"].items() if name not in INFRASTRUCTURE | {DASHBOARD, STREAMS}
+}
 DOCKERFILE = (REPO / "deploy" / "Dockerfile").read_text()
 
 
@@ -64,7 +72,7 @@ def load_module(path: Path) -> Any:
 
 
 def test_every_service_of_the_architecture_runs_in_compose_and_nothing_else():
-    assert set(COMPOSE["services"]) - set(SERVICES) == INFRASTRUCTURE | {DASHBOARD}
+    assert set(COMPOSE["services"]) - set(SERVICES) == INFRASTRUCTURE | {DASHBOARD, STREAMS}
     assert COMPOSE["services"][DASHBOARD]["command"] == ["python", "-m", "hyperjob.dashboard"]
     assert {spec["command"][2] for spec in SERVICES.values()} == {f"hyperjob.services.{s}" for s in ARCHITECTURE}
 
@@ -96,12 +104,65 @@ def test_settings_the_image_sets_exist_in_the_code():
         assert_names_a_setting(variable, module)
 
 
-def test_services_reach_nats_redis_and_the_trace_collector_by_their_compose_names():
+def test_services_reach_the_trace_collector_by_its_compose_name():
     for spec in SERVICES.values():
-        env = spec["environment"]
-        assert env["NATS_URL"] == "nats://nats:4222"
-        assert env["REDIS_URL"].startswith("redis://redis:6379")
-        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4318"
+        assert spec["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4318"
+
+
+# -- credentials ----------------------------------------------------------------------------------
+
+CREDENTIALS = load_module(REPO / "deploy" / "credentials.py")
+
+
+def test_every_client_container_reads_its_own_credentials_from_its_env_file():
+    for name, spec in COMPOSE["services"].items():
+        if name in INFRASTRUCTURE:
+            continue
+        assert spec["env_file"] == [f"${{HYPERJOB_SECRETS:-./deploy/secrets}}/{name}.env"], name
+        assert not {"NATS_URL", "REDIS_URL"} & set(spec.get("environment", {})), f"{name}: no URL in the file"
+    clients = set(COMPOSE["services"]) - INFRASTRUCTURE
+    assert set(CREDENTIALS.compose_services(["cluster-a", "cluster-b"])) == clients
+
+
+def test_nats_and_redis_run_with_the_generated_users_and_no_anonymous_access():
+    nats, redis = COMPOSE["services"]["nats"], COMPOSE["services"]["redis"]
+    assert nats["command"] == ["-c", "/etc/nats/nats.conf"]
+    assert "${HYPERJOB_SECRETS:-./deploy/secrets}/nats.conf:/etc/nats/nats.conf:ro" in nats["volumes"]
+    assert redis["command"][redis["command"].index("--aclfile") + 1] == "/etc/redis/users.acl"
+    assert "--protected-mode" not in redis["command"]
+
+
+def test_credentials_py_writes_private_files_for_every_identity(tmp_path):
+    secrets = tmp_path / "secrets"
+    auth = CREDENTIALS.generate(secrets, ["cluster-a", "cluster-b"], tls=False)
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o700
+    for name in ("credentials.json", "nats.conf", "splitter.env", "cli.env", "operator.env"):
+        assert stat.S_IMODE((secrets / name).stat().st_mode) == 0o600, name
+    acl = (secrets / "users.acl").read_text()
+    assert not any(password in acl for password in auth.passwords.values())  # hashes only: 0644 is safe
+    assert "user probe on nopass resetkeys -@all +ping" in acl
+    env = dict(line.split("=", 1) for line in (secrets / "node-agent-a.env").read_text().split())
+    password = auth.password("node-agent-cluster-a")
+    assert env == {
+        "NATS_URL": f"nats://node-agent-cluster-a:{password}@nats:4222",
+        "REDIS_URL": f"redis://node-agent-cluster-a:{password}@redis:6379/0",
+    }
+    again = CREDENTIALS.generate(secrets, ["cluster-a", "cluster-b"], tls=False)
+    assert again.passwords == auth.passwords  # a second run changes no password
+
+
+def test_the_tls_override_mounts_the_certificates_and_the_ca_for_every_client():
+    tls = load(REPO / "deploy" / "compose.tls.yml")["services"]
+    assert set(tls) == set(COMPOSE["services"]) - {"jaeger"}
+    assert (
+        "--tls-port" in tls["redis"]["command"]
+        and tls["redis"]["command"][tls["redis"]["command"].index("--port") + 1] == "0"
+    )
+    assert any(v.endswith(":/etc/nats/server.pem:ro") for v in tls["nats"]["volumes"])
+    for name in set(tls) - INFRASTRUCTURE:
+        assert tls[name]["volumes"] == ["${HYPERJOB_SECRETS:-./deploy/secrets}/ca.pem:/etc/hyperjob/ca.pem:ro"]
+    assert "tls {" not in CREDENTIALS.nats_conf(CREDENTIALS.Auth(), tls=False)
+    assert '"ca_file": "/etc/nats/ca.pem"' in CREDENTIALS.nats_conf(CREDENTIALS.Auth(), tls=True)
 
 
 # -- one image ------------------------------------------------------------------------------------
@@ -167,10 +228,17 @@ def test_nothing_the_image_runs_imports_the_test_kit():
 # -- health, ordering, exposure -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(COMPOSE["services"]))
+@pytest.mark.parametrize("name", sorted(set(COMPOSE["services"]) - {STREAMS}))
 def test_every_container_has_a_healthcheck(name):
     test = COMPOSE["services"][name]["healthcheck"]["test"]
     assert test[0] in ("CMD", "CMD-SHELL") and len(test) > 1
+
+
+def test_the_streams_step_runs_once_as_the_operator_before_the_services():
+    streams = COMPOSE["services"][STREAMS]
+    assert streams["command"] == ["python", "-m", "hyperjob.cli.streams"]
+    assert streams["healthcheck"] == {"disable": True} and streams["restart"] == "on-failure"
+    assert CREDENTIALS.compose_services(["cluster-a"])[STREAMS] == "operator"
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
@@ -178,6 +246,7 @@ def test_services_start_once_nats_and_redis_are_healthy(name):
     assert SERVICES[name]["depends_on"] == {
         "nats": {"condition": "service_healthy"},
         "redis": {"condition": "service_healthy"},
+        "streams": {"condition": "service_completed_successfully"},
     }
 
 
@@ -199,7 +268,7 @@ def test_published_ports_are_bound_to_loopback_only(path):
 
 def test_nats_keeps_jetstream_and_redis_its_append_only_file_on_volumes():
     nats, redis = COMPOSE["services"]["nats"], COMPOSE["services"]["redis"]
-    assert "-js" in nats["command"] and nats["command"][nats["command"].index("-sd") + 1] == "/data"
+    assert 'jetstream: {"store_dir": "/data"}' in CREDENTIALS.nats_conf(CREDENTIALS.Auth(), tls=False)
     assert "nats-data:/data" in nats["volumes"]
     assert redis["command"][redis["command"].index("--appendonly") + 1] == "yes"
     assert redis["command"][redis["command"].index("--dir") + 1] == "/data"
@@ -227,11 +296,15 @@ def test_test_overrides_replace_only_the_images_that_cannot_be_pulled():
     kit = load_module(REPO / "tests" / "containers" / "podman_kit.py")
     built = set(kit.TEST_IMAGES.values())
     override = load(REPO / "tests" / "containers" / "compose.podman.yml")["services"]
-    assert set(override) == INFRASTRUCTURE
-    assert {spec["image"] for spec in override.values()} == built
+    assert set(override) == set(COMPOSE["services"]) - {STREAMS}
+    assert {override[name]["image"] for name in INFRASTRUCTURE} == built
+    for name in set(override) - INFRASTRUCTURE:  # podman_kit runs `streams` first; the rest is compose's
+        assert override[name] == {"depends_on": ["nats", "redis"]}
     cluster = load(REPO / "tests" / "containers" / "compose.nats-cluster.yml")["services"]
-    assert set(cluster) == {"nats", "nats-2", "nats-3"}
-    assert {spec["image"] for name, spec in cluster.items() if name != "nats"} <= built
+    assert set(cluster) == {"nats", "nats-2", "nats-3", STREAMS}
+    assert cluster[STREAMS]["environment"] == {"NATS_STREAM_REPLICAS": "3"}
+    assert all(cluster[n]["command"][:2] == ["-c", "/etc/nats/nats.conf"] for n in ("nats", "nats-2", "nats-3"))
+    assert {spec["image"] for name, spec in cluster.items() if name not in ("nats", STREAMS)} <= built
 
 
 # -- the health probe -------------------------------------------------------------------------------

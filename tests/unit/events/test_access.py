@@ -44,16 +44,61 @@ def test_each_role_publishes_its_own_subjects() -> None:
     assert access.may_publish(access.grant("splitter"), "cfg.queue.default")
     assert access.may_publish(access.grant("job-controller", cluster="a"), "state.job-controller-a.job@a.x")
     assert not access.may_publish(access.grant("job-controller", cluster="a"), "state.job-controller-b.job@b.x")
+    # A child deleted before it was placed: the global-scheduler says it is gone, for no cluster.
+    assert access.may_publish(access.grant("global-scheduler"), "job.removed.unplaced")
+    assert not access.may_publish(access.grant("global-scheduler"), "job.removed.a")
+
+
+def allowed(permissions: dict[str, Any], subject: str) -> bool:
+    """As nats-server decides: an allow matches and no deny does."""
+    publish = permissions["publish"]
+    return any(access.matches(p, subject) for p in publish["allow"]) and not any(
+        access.matches(p, subject) for p in publish.get("deny", [])
+    )
+
+
+SYSTEM_DURABLES = [
+    *access.durables_of("node-agent", cluster="a"),
+    *access.durables_of("job-controller", cluster="a"),
+    *access.durables_of("splitter"),
+]
 
 
 def test_only_a_consumers_owner_or_the_operator_may_delete_or_ack_it() -> None:
-    agent = access.nats_permissions("node-agent", cluster="a")["publish"]["allow"]
-    assert "$JS.API.CONSUMER.DELETE.*.node-agent-a" in agent and "$JS.ACK.*.node-agent-a-faults.>" in agent
-    assert not any(access.matches(p, "$JS.API.CONSUMER.DELETE.JOB.job-controller-a") for p in agent)
-    assert not any(access.matches(p, "$JS.ACK.JOB.job-controller-a.1.2.3.4.5") for p in agent)
-    assert not any(access.matches(p, "$JS.API.STREAM.DELETE.JOB") for p in agent)
-    operator = access.nats_permissions("operator")["publish"]["allow"]
-    assert any(access.matches(p, "$JS.API.STREAM.DELETE.JOB") for p in operator)
+    agent = access.nats_permissions("node-agent", cluster="a", protected=SYSTEM_DURABLES)
+    assert allowed(agent, "$JS.API.CONSUMER.DELETE.NODE.node-agent-a")
+    assert allowed(agent, "$JS.ACK.NODE.node-agent-a-faults.1.2.3.4.5")
+    assert allowed(agent, "$JS.API.CONSUMER.DELETE.STATE.qj5u3upv")  # an ephemeral consumer of a watch
+    for forged in (
+        "$JS.API.CONSUMER.DELETE.JOB.job-controller-a",
+        "$JS.API.CONSUMER.CREATE.JOB.job-controller-a.job.>",
+        "$JS.API.CONSUMER.MSG.NEXT.JOB.splitter-admin",
+        "$JS.ACK.JOB.job-controller-a.1.2.3.4.5",
+        "$JS.API.STREAM.DELETE.JOB",
+    ):
+        assert not allowed(agent, forged), forged
+    person = access.nats_permissions("user", protected=SYSTEM_DURABLES)
+    assert not allowed(person, "$JS.API.CONSUMER.DELETE.JOB.job-controller-a")
+    operator = access.nats_permissions("operator", protected=SYSTEM_DURABLES)
+    assert allowed(operator, "$JS.API.STREAM.DELETE.JOB")
+
+
+def test_a_person_may_be_limited_to_some_verbs() -> None:
+    reader = access.nats_permissions("user", verbs=())
+    assert not allowed(reader, "hj.manifest.apply") and not allowed(reader, "hj.object.delete")
+    submitter = access.nats_permissions("user", verbs=("apply",))
+    assert allowed(submitter, "hj.manifest.apply") and not allowed(submitter, "hj.object.delete")
+    assert submitter["subscribe"]["allow"] == ["_INBOX.>", "hj.result.>"]  # hears its answers
+    with pytest.raises(ValueError, match="verbs: erase unknown"):
+        access.nats_permissions("user", verbs=("erase",))
+
+
+def test_a_url_carries_an_identitys_credentials() -> None:
+    assert (
+        access.with_credentials("nats://a:4222,nats://old:pw@b:4223", "u", "p") == "nats://u:p@a:4222,nats://u:p@b:4223"
+    )
+    with pytest.raises(ValueError, match="needs a scheme"):
+        access.with_credentials("127.0.0.1:4222", "u", "p")
 
 
 def test_a_cluster_service_needs_its_cluster() -> None:
