@@ -32,7 +32,7 @@ from pathlib import Path
 from hyperjob.testkit.auth import Auth, make_certificates, system_identities, write_private
 
 # compose service -> its identity (the service instance's name)
-GLOBAL = {"splitter": "splitter", "global-scheduler": "global-scheduler", "status-aggregator": "status-aggregator"}
+GLOBAL = {role: role for role in ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")}
 PER_CLUSTER = ("cluster-scheduler", "job-controller", "node-agent")
 
 

@@ -46,7 +46,7 @@ __all__ = [
 
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
-GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator")
+GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")
 CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller", "node-agent")
 
 
