@@ -158,11 +158,18 @@ async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skip
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "event_id": "x"}', msg_id="incomplete")
     other = sh.message(events.ApplyManifest, manifest={})  # a type this consumer does not handle
     await bus.publish(subjects.DELETE, events.encode(other), msg_id="other")
+    await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v9", "event_id": "x"}', msg_id="unknown")
+    await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "kind": "\xff"}', msg_id="not-utf8")
     await sh.send(bus, subjects.DELETE, tick())
     await probe.settled(DURABLE, subjects.DELETE)
     dead = await probe.messages(subjects.dlq(DURABLE))
-    assert sorted(d.headers["Hyperjob-Original-Msg-Id"] for d in dead) == ["garbage", "incomplete"]
-    assert all(d.headers["Hyperjob-Dlq-Reason"] == "terminal" for d in dead)
+    reasons = {d.headers["Hyperjob-Original-Msg-Id"]: d.headers["Hyperjob-Dlq-Reason"] for d in dead}
+    assert reasons == {
+        "garbage": "undecodable",
+        "incomplete": "malformed",
+        "unknown": "unknown-type",
+        "not-utf8": "undecodable",
+    }
     assert await count(store) == (1, 1)
 
 

@@ -34,8 +34,8 @@ import structlog
 
 from hyperjob.telemetry import inject
 
-from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
-from .errors import BusClosedError, ConsumerError, InstanceCrash, NoStreamError, PublishError
+from .dispatch import MAX_PAYLOAD, Verdict, dead_letter, hold_delay, run_batch_handler, run_handler, wire_size
+from .errors import BusClosedError, ConsumerError, InstanceCrash, MessageTooLargeError, NoStreamError, PublishError
 from .model import (
     DLQ_STREAM,
     MSG_ID,
@@ -116,6 +116,7 @@ class _Consumer:
         self.cursor = 0
         self.due: list[tuple[float, int]] = []
         self.delivered: dict[int, int] = {}
+        self.holds: dict[int, int] = {}  # seq -> times held while a dependency was down
 
     def _matches(self, msg: _Stored) -> bool:
         return any(subject_covers(f, msg.subject) for f in self.filters)
@@ -170,8 +171,16 @@ class _Consumer:
     def settle(self, seq: int, verdict: Verdict, now: float) -> None:
         if verdict.action == "nak":
             heapq.heappush(self.due, (now + verdict.delay, seq))
+        elif verdict.action == "hold":
+            # A dependency is down: try again later as the same delivery (NatsBus keeps the
+            # message in progress; here the count simply goes back).
+            held = self.holds.get(seq, 0)
+            self.holds[seq] = held + 1
+            self.delivered[seq] = self.delivered.get(seq, 1) - 1
+            heapq.heappush(self.due, (now + hold_delay(held), seq))
         else:
             self.delivered.pop(seq, None)
+            self.holds.pop(seq, None)
 
     def requeue(self, seq: int, at: float) -> None:
         """Unsettled (the member stopped or crashed): redeliver at ``at`` (the ack wait)."""
@@ -370,7 +379,7 @@ class Member:
             if verdict.action == "dlq":
                 await self._bus.dead_letter_now(self.durable, delivery, verdict)
             consumer.settle(msg.seq, verdict, self._bus.clock())
-        if any(v.action == "nak" for v in verdicts):
+        if any(v.action in ("nak", "hold") for v in verdicts):
             self._bus.notify()
 
 
@@ -396,6 +405,7 @@ class InMemoryBus:
         self._faults: dict[str, int] = {}
         self.published = 0  # every message stored, in order (the simulator's global sequence)
         self.observers: list[Callable[[str, str, bytes, dict[str, str]], None]] = []
+        self.max_payload = MAX_PAYLOAD  # as a NATS server's default: payload and headers together
         self.declare(streams)
 
     def fail(self, op: str = "publish", times: int = 1) -> None:
@@ -459,6 +469,8 @@ class InMemoryBus:
         except NoStreamError as exc:
             raise PublishError(subject, msg_id, str(exc)) from exc
         data = encode_payload(event)
+        if wire_size(subject, data, hdrs) > self.max_payload:
+            raise MessageTooLargeError(subject, msg_id, f"over max_payload {self.max_payload}")
         ack = stream.append(subject, data, hdrs, self.published + 1)
         if not ack.duplicate:
             self.published += 1
@@ -627,8 +639,12 @@ class InMemoryBus:
             for member in self.members:
                 member.wake()
 
-    async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
-        out = dead_letter(durable, delivery, verdict)
+    async def dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None:
+        """As ``NatsBus.dead_letter``."""
+        await self.dead_letter_now(durable, delivery, verdict, watch=watch)
+
+    async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None:
+        out = dead_letter(durable, delivery, verdict, max_payload=self.max_payload, watch=watch)
         _log.warning(
             "message_dead_lettered",
             durable=durable,
@@ -636,6 +652,7 @@ class InMemoryBus:
             msg_id=delivery.msg_id,
             reason=verdict.reason,
             error_type=verdict.error_type,
+            error=verdict.error,
             num_delivered=delivery.num_delivered,
         )
         self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
