@@ -49,7 +49,7 @@ def tag_of(data: bytes) -> str:
     """The ``type`` tag of a JSON object payload, or ``"?"`` when there is none to read."""
     try:
         return _TAG.decode(data).type
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):  # ValueError: bad UTF-8
         return "?"
 
 
