@@ -324,3 +324,24 @@ async def test_watched_values_are_in_before_anything_is_handled(bus, store, prob
 def _forget(counter: Counter, name: str) -> Reaction:
     counter.counts.delete(name)
     return Reaction()
+
+
+async def test_a_replayed_dead_letter_has_one_effect_and_leaves_the_queue(bus, store, probe) -> None:
+    from hyperjob.bus import deadletters  # noqa: PLC0415
+
+    async with Running(bus, store, max_deliver=2) as counter:
+        counter.failing.add("late")
+        await sh.send(bus, subjects.DELETE, tick("late"))
+        await probe.settled(DURABLE, subjects.DELETE)
+        [letter] = await deadletters.dead_letters(bus, consumer=DURABLE)
+        assert (letter.reason, letter.subject, letter.deliveries) == ("max_deliver", subjects.DELETE, 2)
+        counter.failing.clear()  # the cause is fixed
+        await deadletters.replay(bus, letter)
+        await deadletters.replay(bus, letter)  # again (a retried replay): the letter is gone, nothing happens
+        await bus.publish(
+            subjects.DELETE, (await probe.messages(subjects.DELETE))[-1].data, msg_id=f"replay.{letter.seq}"
+        )
+        await probe.settled(DURABLE, subjects.DELETE)
+        assert await count(store, "late") == (1, 1)
+        assert await deadletters.dead_letters(bus) == []
+        assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1

@@ -76,6 +76,7 @@ class _Stream:
         self.by_subject: dict[str, collections.deque[int]] = {}
         self.last_seq = 0
         self.seen: dict[str, tuple[int, float]] = {}
+        self.times: dict[int, float] = {}
 
     def append(self, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> PublishAck:
         now = self.clock()
@@ -86,18 +87,22 @@ class _Stream:
                 return PublishAck(stream=self.spec.name, seq=prior[0], duplicate=True)
         self.last_seq += 1
         self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers, gseq)
+        self.times[self.last_seq] = now
         seqs = self.by_subject.setdefault(subject, collections.deque())
         seqs.append(self.last_seq)
         if msg_id is not None:
             self.seen[msg_id] = (self.last_seq, now)
         while 0 < self.spec.max_msgs_per_subject < len(seqs):
-            del self.msgs[seqs.popleft()]
+            gone = seqs.popleft()
+            del self.msgs[gone]
+            self.times.pop(gone, None)
         return PublishAck(stream=self.spec.name, seq=self.last_seq)
 
     def purge(self, subject: str) -> int:
         seqs = self.by_subject.pop(subject, collections.deque())
         for seq in seqs:
             self.msgs.pop(seq, None)
+            self.times.pop(seq, None)
         return len(seqs)
 
     def latest(self, subject_filter: str) -> list[_Stored]:
@@ -596,6 +601,30 @@ class InMemoryBus:
         """As ``NatsBus.last_per_subject``."""
         target = self._stream_for([subject_filter], stream)
         return {m.subject: self.delivery(target, m, 1) for m in target.latest(subject_filter)}
+
+    async def stored(self, subject_filter: str, *, stream: str | None = None) -> list[tuple[Delivery, float]]:
+        """As ``NatsBus.stored`` (the time is when the message was appended, on the bus's clock)."""
+        target = self._stream_for([subject_filter], stream)
+        return [
+            (self.delivery(target, m, 1), target.times.get(q, 0.0))
+            for q, m in sorted(target.msgs.items())
+            if subject_covers(subject_filter, m.subject)
+        ]
+
+    async def message(self, stream: str, seq: int) -> Delivery | None:
+        """As ``NatsBus.message``."""
+        target = self._streams[stream]
+        msg = target.msgs.get(seq)
+        return None if msg is None else self.delivery(target, msg, 1)
+
+    async def delete_message(self, stream: str, seq: int) -> bool:
+        """As ``NatsBus.delete_message``."""
+        target = self._streams[stream]
+        msg = target.msgs.pop(seq, None)
+        if msg is None:
+            return False
+        target.by_subject[msg.subject].remove(seq)
+        return True
 
     async def purge(self, subject: str, *, stream: str | None = None) -> int:
         """As ``NatsBus.purge``."""

@@ -449,15 +449,56 @@ class NatsBus:
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
         """The last message of every subject matching ``subject_filter`` (e.g. all node heartbeats
         of a cluster: ``heartbeat.node.c1.*``), keyed by logical subject. One ephemeral consumer."""
+        out: dict[str, Delivery] = {}
+        for d, _at in await self._read(subject_filter, stream, api.DeliverPolicy.LAST_PER_SUBJECT):
+            out[d.subject] = d
+        return out
+
+    async def stored(self, subject_filter: str, *, stream: str | None = None) -> list[tuple[Delivery, float]]:
+        """Every message stored on subjects matching ``subject_filter``, in stream order, with the
+        time (epoch seconds) it was stored: the dead letters, for ``hyperjob get dlq``."""
+        return await self._read(subject_filter, stream, api.DeliverPolicy.ALL)
+
+    async def message(self, stream: str, seq: int) -> Delivery | None:
+        """The message at ``seq`` of ``stream`` (a dead letter's original), or ``None`` if gone."""
+        name = self._stream_name(stream)
+        try:
+            raw = await self._js.get_msg(name, seq)
+        except nats.js.errors.NotFoundError:
+            return None
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"message({stream} #{seq}): {exc}") from exc
+        headers = dict(raw.headers) if raw.headers else {}
+        return Delivery(
+            subject=self._logical(raw.subject or ""),
+            data=raw.data or b"",
+            headers=headers,
+            msg_id=headers.get(MSG_ID),
+            stream=stream,
+            seq=seq,
+        )
+
+    async def delete_message(self, stream: str, seq: int) -> bool:
+        """Remove the message at ``seq`` of ``stream`` (a replayed or purged dead letter)."""
+        try:
+            return bool(await self._js.delete_msg(self._stream_name(stream), seq))
+        except nats.js.errors.NotFoundError:
+            return False
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"delete_message({stream} #{seq}): {exc}") from exc
+
+    async def _read(
+        self, subject_filter: str, stream: str | None, policy: api.DeliverPolicy
+    ) -> list[tuple[Delivery, float]]:
         name = self._stream_name(self._stream_for([subject_filter], stream))
         config = api.ConsumerConfig(
             ack_policy=api.AckPolicy.NONE,
-            deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+            deliver_policy=policy,
             filter_subject=self._wire(subject_filter),
             inactive_threshold=30.0,
             mem_storage=True,
         )
-        out: dict[str, Delivery] = {}
+        out: list[tuple[Delivery, float]] = []
         try:
             info = await self._js.add_consumer(name, config)
             psub = await self._js.pull_subscribe_bind(durable=None, stream=name, name=info.name)
@@ -467,14 +508,13 @@ class NatsBus:
                     msgs = await psub.fetch(min(remaining, 1000), timeout=5)
                     remaining -= len(msgs)
                     for msg in msgs:
-                        d = self.delivery(msg)
-                        out[d.subject] = d
+                        out.append((self.delivery(msg), msg.metadata.timestamp.timestamp()))
             finally:
                 await psub.unsubscribe()
                 with contextlib.suppress(*_NATS_ERRORS):
                     await self._js.delete_consumer(name, info.name)
         except _NATS_ERRORS as exc:
-            raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
+            raise BusClosedError(f"read({subject_filter}): {exc}") from exc
         return out
 
     async def watch(
