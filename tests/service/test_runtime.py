@@ -345,3 +345,24 @@ async def test_a_replayed_dead_letter_has_one_effect_and_leaves_the_queue(bus, s
         assert await count(store, "late") == (1, 1)
         assert await deadletters.dead_letters(bus) == []
         assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1
+
+
+async def test_a_running_instance_reports_liveness_and_stops_when_a_consumer_stops(bus, store, tmp_path) -> None:
+    import asyncio  # noqa: PLC0415
+
+    from hyperjob.servicekit import liveness  # noqa: PLC0415
+
+    path = tmp_path / "counter.alive"
+    async with Running(bus, store) as counter:
+        reporter = asyncio.create_task(liveness.run(counter.rt, path, period=0.05))
+        try:
+            await sh.until(lambda: liveness.fresh(path, max_age=1.0), what="a fresh liveness record")
+            assert liveness.main([str(path), "--max-age", "5"]) == 0
+            record = liveness.report(counter.rt)
+            assert record is not None and record["bus"] == "connected" and record["members"] >= 3
+            await counter.rt.members[-1].stop()  # a consumer loop ended: no longer well
+            assert liveness.report(counter.rt) is None
+            await asyncio.sleep(0.3)
+            assert not liveness.fresh(path, max_age=0.2) and liveness.main([str(path), "--max-age", "0.2"]) == 1
+        finally:
+            reporter.cancel()
