@@ -51,12 +51,17 @@ def _age(at: float) -> str:
 
 def _rows(items: list[dict[str, Any]], wide: bool) -> tuple[list[str], list[list[str]]]:
     header = ["SEQ", "CONSUMER", "SUBJECT", "REASON", "ERROR", "STREAM/SEQ", "AGE"]
+    if wide:
+        header += ["DELIVERIES", "SIZE", "MSG-ID"]
     rows = []
     for i in items:
         consumer = f"{i['consumer']} (watch)" if i["watch"] else i["consumer"]
         where = f"{i['stream']}/{i['original_seq']}{'*' if i['by_reference'] else ''}"
         error = i["error"] if wide or len(i["error"]) <= 60 else i["error"][:57] + "..."
-        rows.append([i["name"], consumer, i["subject"], i["reason"], error, where, _age(i["at"])])
+        row = [i["name"], consumer, i["subject"], i["reason"], error, where, _age(i["at"])]
+        if wide:
+            row += [str(i["deliveries"]), str(i["size"]), i["msg_id"] or "-"]
+        rows.append(row)
     return header, rows
 
 

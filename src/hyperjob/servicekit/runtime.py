@@ -296,6 +296,16 @@ class Runtime:
     def members(self) -> list[Any]:
         return list(self._members)
 
+    def inputs(self) -> list[tuple[str, list[str], tuple[type, ...]]]:
+        """What this instance consumes, as declared: ``(durable or "watch", subject filters, the
+        message types handled)``, its admin consumer included (the fuzz tests' bus surface)."""
+        out: list[tuple[str, list[str], tuple[type, ...]]] = [
+            (sub.durable, list(sub.subjects), tuple(sub.handlers)) for sub in self._subscriptions
+        ]
+        out += [("watch", [flt], tuple(handlers)) for flt, handlers in self._watches]
+        out.append((f"{_durable(self.instance)}-admin", [subjects.admin(self.instance)], (events.AdminCommand,)))
+        return out
+
     async def _load(self) -> None:
         # The epoch first: a commit another replica makes while the tables load makes this one's
         # next commit refused (and memory reloaded), never missed.
