@@ -165,3 +165,21 @@ async def test_redis_down_longer_than_max_deliver_times_backoff_holds_the_apply_
             assert await probe.messages(subjects.dlq("splitter")) == []
     finally:
         redis.stop()
+
+
+async def test_an_overflowing_quantity_is_rejected_naming_the_field_not_dead_lettered(bus, store, probe) -> None:
+    await sh.report_capacity(bus, sh.capacity("cluster-a"), sh.capacity("cluster-b"))
+    [*_, hyperjob] = sh.example_documents()
+    container = hyperjob["spec"]["template"]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"]["cpu"] = 1e308
+    async with sh.running("splitter", build_splitter, SplitterSettings(replan_period=0.2), bus, store):
+        queue = sh.apply(sh.queue_manifest(hyperjob["spec"]["template"]["spec"]["queue"]))
+        await sh.send(bus, subjects.APPLY, queue)
+        await probe.wait(subjects.result(queue.event_id))
+        apply = sh.apply(hyperjob)
+        await sh.send(bus, subjects.APPLY, apply)
+        [answer] = await probe.wait(subjects.result(apply.event_id))
+    assert isinstance(answer, events.RequestRejected), answer
+    assert ".cpu:" in answer.reason and "too large" in answer.reason
+    assert await probe.messages(subjects.dlq("splitter")) == []
+    assert await store.get(records.HYPERJOB, hyperjob["metadata"]["name"]) is None
