@@ -158,11 +158,18 @@ async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skip
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "event_id": "x"}', msg_id="incomplete")
     other = sh.message(events.ApplyManifest, manifest={})  # a type this consumer does not handle
     await bus.publish(subjects.DELETE, events.encode(other), msg_id="other")
+    await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v9", "event_id": "x"}', msg_id="unknown")
+    await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "kind": "\xff"}', msg_id="not-utf8")
     await sh.send(bus, subjects.DELETE, tick())
     await probe.settled(DURABLE, subjects.DELETE)
     dead = await probe.messages(subjects.dlq(DURABLE))
-    assert sorted(d.headers["Hyperjob-Original-Msg-Id"] for d in dead) == ["garbage", "incomplete"]
-    assert all(d.headers["Hyperjob-Dlq-Reason"] == "terminal" for d in dead)
+    reasons = {d.headers["Hyperjob-Original-Msg-Id"]: d.headers["Hyperjob-Dlq-Reason"] for d in dead}
+    assert reasons == {
+        "garbage": "undecodable",
+        "incomplete": "malformed",
+        "unknown": "unknown-type",
+        "not-utf8": "undecodable",
+    }
     assert await count(store) == (1, 1)
 
 
@@ -317,3 +324,45 @@ async def test_watched_values_are_in_before_anything_is_handled(bus, store, prob
 def _forget(counter: Counter, name: str) -> Reaction:
     counter.counts.delete(name)
     return Reaction()
+
+
+async def test_a_replayed_dead_letter_has_one_effect_and_leaves_the_queue(bus, store, probe) -> None:
+    from hyperjob.bus import deadletters  # noqa: PLC0415
+
+    async with Running(bus, store, max_deliver=2) as counter:
+        counter.failing.add("late")
+        await sh.send(bus, subjects.DELETE, tick("late"))
+        await probe.settled(DURABLE, subjects.DELETE)
+        [letter] = await deadletters.dead_letters(bus, consumer=DURABLE)
+        assert (letter.reason, letter.subject, letter.deliveries) == ("max_deliver", subjects.DELETE, 2)
+        counter.failing.clear()  # the cause is fixed
+        await deadletters.replay(bus, letter)
+        await deadletters.replay(bus, letter)  # again (a retried replay): the letter is gone, nothing happens
+        await bus.publish(
+            subjects.DELETE, (await probe.messages(subjects.DELETE))[-1].data, msg_id=f"replay.{letter.seq}"
+        )
+        await probe.settled(DURABLE, subjects.DELETE)
+        assert await count(store, "late") == (1, 1)
+        assert await deadletters.dead_letters(bus) == []
+        assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1
+
+
+async def test_a_running_instance_reports_liveness_and_stops_when_a_consumer_stops(bus, store, tmp_path) -> None:
+    import asyncio  # noqa: PLC0415
+
+    from hyperjob.servicekit import liveness  # noqa: PLC0415
+
+    path = tmp_path / "counter.alive"
+    async with Running(bus, store) as counter:
+        reporter = asyncio.create_task(liveness.run(counter.rt, path, period=0.05))
+        try:
+            await sh.until(lambda: liveness.fresh(path, max_age=1.0), what="a fresh liveness record")
+            assert liveness.main([str(path), "--max-age", "5"]) == 0
+            record = liveness.report(counter.rt)
+            assert record is not None and record["bus"] == "connected" and record["members"] >= 3
+            await counter.rt.members[-1].stop()  # a consumer loop ended: no longer well
+            assert liveness.report(counter.rt) is None
+            await asyncio.sleep(0.3)
+            assert not liveness.fresh(path, max_age=0.2) and liveness.main([str(path), "--max-age", "0.2"]) == 1
+        finally:
+            reporter.cancel()

@@ -54,11 +54,129 @@ _WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Bounds on a manifest's shape, checked before anything is built from it: deeper nesting blows
+# the parser's stack (a segfault in libyaml's composer), and YAML aliases can make a few lines
+# stand for 10^9 values (a "billion laughs"). No real manifest comes near either.
+MAX_DEPTH = 64
+MAX_VALUES = 1_000_000
+
+
+class _Frame:
+    __slots__ = ("index", "key", "mapping", "size", "anchor", "expect_key")
+
+    def __init__(self, mapping: bool, anchor: str | None) -> None:
+        self.mapping, self.anchor = mapping, anchor
+        self.size, self.index, self.key, self.expect_key = 1, -1, "", True
+
+
+def _path(frames: list[_Frame]) -> str:
+    parts = [f".{f.key}" if f.mapping else f"[{f.index}]" for f in frames]
+    shown = "".join(parts[:12]) + ("..." if len(parts) > 12 else "")
+    return "$" + shown
+
+
+def check_shape(text: str) -> None:
+    """Refuse YAML nested deeper than ``MAX_DEPTH`` or standing for more than ``MAX_VALUES``
+    values once its aliases are expanded, naming where; reads the parser's events only (flat,
+    no recursion, nothing built)."""
+    frames: list[_Frame] = []
+    expanded: dict[str, int] = {}  # anchor -> values it stands for
+    total = 0
+
+    def place(event: Any) -> None:
+        """Where a node goes in its parent: a mapping's key or value, a sequence's next item."""
+        if not frames:
+            return
+        parent = frames[-1]
+        if not parent.mapping:
+            parent.index += 1
+        elif parent.expect_key:
+            parent.key = str(event.value)[:40] if isinstance(event, yaml.ScalarEvent) else "?"
+            parent.expect_key = False
+            return
+        else:
+            parent.expect_key = True
+
+    def add(size: int) -> None:
+        nonlocal total
+        if frames:
+            frames[-1].size += size
+            if frames[-1].size > MAX_VALUES:
+                raise ManifestError(_path(frames), f"stands for more than {MAX_VALUES} values (YAML aliases?)")
+        else:
+            total += size
+            if total > MAX_VALUES:
+                raise ManifestError("$", f"stands for more than {MAX_VALUES} values (YAML aliases?)")
+
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            place(event)
+            frames.append(_Frame(isinstance(event, yaml.MappingStartEvent), event.anchor))
+            if len(frames) > MAX_DEPTH:
+                raise ManifestError(_path(frames[:-1]), f"nested more than {MAX_DEPTH} levels deep")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            done = frames.pop()
+            if done.anchor:
+                expanded[done.anchor] = done.size
+            add(done.size)
+        elif isinstance(event, yaml.ScalarEvent):
+            place(event)
+            if event.anchor:
+                expanded[event.anchor] = 1
+            add(1)
+        elif isinstance(event, yaml.AliasEvent):
+            place(event)
+            add(expanded.get(event.anchor, 1))
+
+
+def check_plain(document: Any) -> None:
+    """The same bounds on data already built (a manifest that came as JSON over the bus):
+    iterative, so depth cannot exhaust the stack of what would walk it recursively."""
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        seen += len(children)
+        if seen > MAX_VALUES:
+            raise ManifestError("$", f"stands for more than {MAX_VALUES} values")
+        if children and depth >= MAX_DEPTH:
+            raise ManifestError(_deep_path(document), f"nested more than {MAX_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def _deep_path(document: Any) -> str:
+    """Where ``document`` first goes deeper than ``MAX_DEPTH`` (for the error only)."""
+    path, value = "$", document
+    for depth in range(MAX_DEPTH):
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        deeper = [(k, v) for k, v in items if isinstance(v, dict | list) and _depth_over(v, MAX_DEPTH - depth - 1)]
+        if not deeper:
+            break
+        key, value = deeper[0]
+        if depth < 12:
+            path += f"[{key}]" if isinstance(key, int) else f".{str(key)[:40]}"
+    return path if len(path) < 400 else path[:400] + "..."
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def load_documents(text: str) -> list[dict[str, Any]]:
-    """Split multi-document YAML (JSON is YAML too); empty documents are skipped."""
+    """Split multi-document YAML (JSON is YAML too); empty documents are skipped. Text nested too
+    deep or standing for too many values (aliases) is refused before it is built (``check_shape``)."""
     try:
+        check_shape(text)
         # libyaml's loader where present: the pure-Python one takes minutes on a few megabytes.
         documents = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except yaml.YAMLError as exc:
@@ -119,6 +237,7 @@ def decode(document: Any) -> Manifest:
     """
     if not isinstance(document, dict):
         raise ManifestError("$", "a manifest must be a mapping with apiVersion, kind, metadata and spec")
+    check_plain(document)
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ManifestError("$.kind", "required")
@@ -167,9 +286,9 @@ def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
     so that one world spans every child: one hostfile, one TF_CONFIG, one set of ranks."""
     spec = document.get("spec")
     template = spec.get("template") if isinstance(spec, dict) else None
-    kind = (
-        KUBEFLOW_KINDS.get((template.get("apiVersion"), template.get("kind"))) if isinstance(template, dict) else None
-    )
+    names = (template.get("apiVersion"), template.get("kind")) if isinstance(template, dict) else None
+    # Only strings name a kind (a list there is unhashable; the template's own check reports it).
+    kind = KUBEFLOW_KINDS.get(names) if names and all(isinstance(n, str) for n in names) else None
     if kind is None:
         return document
     assert isinstance(spec, dict) and isinstance(template, dict)

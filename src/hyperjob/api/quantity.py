@@ -12,6 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 ResourceList = dict[str, float]
+# Kubernetes keeps a quantity in an int64 of its smallest unit; beyond this no sum, product or
+# conversion of resources stays exact or even finite (``1e308`` overflowed the splitter's sums).
+MAX_QUANTITY = 2.0**63
 
 _SUFFIXES: dict[str, float] = {
     "n": 1e-9,
@@ -43,16 +46,28 @@ def parse_quantity(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a finite quantity")
-        return float(value)
-    match = _QUANTITY.match(value.strip())
+        return _bounded(value, value)
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    match = _QUANTITY.match(value.strip()[:100])
     if not match:
-        raise QuantityError(f"{value!r} is not a quantity (expected e.g. 500m, 2, 64Gi, 1e3)")
+        raise QuantityError(f"{value[:100]!r} is not a quantity (expected e.g. 500m, 2, 64Gi, 1e3)")
     number, exponent, suffix = match.groups()
     if exponent:
-        return float(number + exponent)
-    return float(number) * _SUFFIXES[suffix or ""]
+        return _bounded(float(number + exponent), value)
+    return _bounded(float(number) * _SUFFIXES[suffix or ""], value)
+
+
+def _bounded(amount: float | int, written: object) -> float:
+    try:
+        result = float(amount)
+    except OverflowError:  # an int too large for a float
+        result = math.inf
+    if not math.isfinite(result):
+        raise QuantityError(f"{written!r} is not a finite quantity")
+    if abs(result) > MAX_QUANTITY:
+        raise QuantityError(f"{written!r} is too large (at most {MAX_QUANTITY:.4g})")
+    return result
 
 
 def parse_resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:

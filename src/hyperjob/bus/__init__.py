@@ -10,6 +10,9 @@ the ack/nak/term protocol. Invariants:
 - a publish carries a deterministic ``msg_id``, so a republish inside the stream's duplicate
   window is dropped by the server;
 - every message ends acked or on ``dlq.<durable>`` — never silently dropped after ``max_deliver``;
+  one too large to copy there is dead-lettered by reference (its stream and sequence);
+- a dependency outage (Redis, NATS) holds a message without using up its deliveries;
+- the connection comes back after any loss, a server's protocol error included;
 - trace context rides in headers and each consumed message runs in one span (see ``dispatch``).
 
 Durability: streams default to file storage; the server flushes to disk periodically, not per
@@ -39,25 +42,33 @@ the same for a whole batch in three round trips.
 """
 
 from .dispatch import (
+    H_BY_REFERENCE,
     H_DLQ_REASON,
     H_ERROR,
     H_ERROR_TYPE,
     H_NUM_DELIVERED,
+    H_ORIGINAL_MSG_ID,
     H_ORIGINAL_SEQ,
     H_ORIGINAL_STREAM,
     H_ORIGINAL_SUBJECT,
+    H_WATCH,
+    MAX_PAYLOAD,
+    Verdict,
 )
 from .errors import (
     BusClosedError,
     BusError,
     ConsumerError,
+    DependencyDown,
     HandlerError,
     InstanceCrash,
+    MessageTooLargeError,
     NoStreamError,
     PublishError,
     RetryableError,
     StreamConfigError,
     TerminalError,
+    is_dependency_down,
 )
 from .memory import InMemoryBus, Member
 from .model import (
@@ -87,19 +98,25 @@ __all__ = [
     "ConsumerPolicy",
     "DLQ_STREAM",
     "Delivery",
+    "DependencyDown",
+    "H_BY_REFERENCE",
     "H_DLQ_REASON",
     "H_ERROR",
     "H_ERROR_TYPE",
     "H_NUM_DELIVERED",
+    "H_ORIGINAL_MSG_ID",
     "H_ORIGINAL_SEQ",
     "H_ORIGINAL_STREAM",
     "H_ORIGINAL_SUBJECT",
+    "H_WATCH",
     "Handler",
     "HandlerError",
     "InMemoryBus",
     "InstanceCrash",
     "Member",
+    "MAX_PAYLOAD",
     "MSG_ID",
+    "MessageTooLargeError",
     "NoStreamError",
     "Outgoing",
     "PublishAck",
@@ -109,6 +126,8 @@ __all__ = [
     "StreamSpec",
     "Subscription",
     "TerminalError",
+    "Verdict",
     "as_stream_spec",
+    "is_dependency_down",
     "subject_covers",
 ]

@@ -8,13 +8,19 @@ handler outcome                         verdict
 returns                                 ack
 ``RetryableError`` / other exception    nak with ``policy.delay(num_delivered)`` (or the error's
                                         ``delay``); on the ``max_deliver``-th delivery: dead-letter
+``DependencyDown`` (Redis/NATS down)    hold: the bus keeps the message (``in_progress``) and calls
+                                        the handler again after ``hold_delay``, so the outage does
+                                        not count toward ``max_deliver``
 ``TerminalError``                       dead-letter at once
 delivered more than ``max_deliver``     dead-letter without calling the handler (the server
 times (handler hung past ack_wait)      allows one extra delivery for exactly this)
 =====================================  ==========================================================
 
 Dead-letter = publish the original payload and headers to ``dlq.<durable>`` (with the
-``Hyperjob-*`` error headers below and a deterministic ``Nats-Msg-Id``), then ``term()``.
+``Hyperjob-*`` error headers below and a deterministic ``Nats-Msg-Id``), then ``term()``. A
+message too large to copy with those headers (it would exceed the server's ``max_payload``) is
+dead-lettered **by reference**: no payload, ``Hyperjob-Dlq-By-Reference: 1``, and the original's
+stream and sequence, from which ``hyperjob dlq replay`` reads it back.
 """
 
 from __future__ import annotations
@@ -28,19 +34,25 @@ from opentelemetry import trace
 
 from hyperjob.telemetry import extract
 
-from .errors import RetryableError, TerminalError
+from .errors import RetryableError, TerminalError, is_dependency_down
 from .model import MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing
 
 __all__ = [
+    "MAX_PAYLOAD",
+    "H_BY_REFERENCE",
     "H_DLQ_REASON",
     "H_ERROR",
     "H_ERROR_TYPE",
     "H_NUM_DELIVERED",
+    "H_ORIGINAL_MSG_ID",
     "H_ORIGINAL_SEQ",
     "H_ORIGINAL_STREAM",
     "H_ORIGINAL_SUBJECT",
+    "H_WATCH",
     "Verdict",
     "dead_letter",
+    "hold_delay",
+    "wire_size",
     "run_batch_handler",
     "run_handler",
     "verdict_for",
@@ -53,15 +65,23 @@ H_ORIGINAL_SUBJECT = "Hyperjob-Original-Subject"
 H_ORIGINAL_STREAM = "Hyperjob-Original-Stream"
 H_ORIGINAL_SEQ = "Hyperjob-Original-Seq"
 H_NUM_DELIVERED = "Hyperjob-Num-Delivered"
+H_ORIGINAL_MSG_ID = "Hyperjob-Original-Msg-Id"
+H_BY_REFERENCE = "Hyperjob-Dlq-By-Reference"
+H_WATCH = "Hyperjob-Watch"  # set when the letter comes from a watch (a latest value), not a consumer
+# NATS's default max_payload (the server's setting is read at connect): payload + headers.
+MAX_PAYLOAD = 1024 * 1024
+HOLD_DELAYS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
 
 _log = structlog.get_logger("bus")
 _tracer = trace.get_tracer("hyperjob.bus")
 
 
 class Verdict(msgspec.Struct, frozen=True):
-    """``ack``; ``nak`` after ``delay`` seconds; or ``dlq`` for ``reason`` (terminal/max_deliver)."""
+    """``ack``; ``nak`` after ``delay`` seconds; ``hold`` (a dependency is down: keep the message
+    and call the handler again after ``delay``, not counting a delivery); or ``dlq`` for
+    ``reason`` (terminal/max_deliver)."""
 
-    action: Literal["ack", "nak", "dlq"]
+    action: Literal["ack", "nak", "hold", "dlq"]
     delay: float = 0.0
     reason: str = ""
     error_type: str = ""
@@ -150,11 +170,27 @@ def verdict_for(exc: BaseException, delivery: Delivery, durable: str, policy: Co
         _log.warning(
             "message_terminal", durable=durable, subject=delivery.subject, msg_id=delivery.msg_id, error=str(exc)
         )
-        return Verdict("dlq", reason="terminal", error_type=type(exc).__name__, error=str(exc))
+        reason = getattr(exc, "reason", "") or "terminal"  # e.g. servicekit's undecodable / unknown-type
+        return Verdict("dlq", reason=reason, error_type=type(exc).__name__, error=str(exc))
     return _retry_verdict(exc, delivery, durable, policy)
 
 
+def hold_delay(holds: int) -> float:
+    """Seconds before trying again a message held ``holds`` times already (a dependency down)."""
+    return HOLD_DELAYS[min(holds, len(HOLD_DELAYS) - 1)]
+
+
 def _retry_verdict(exc: BaseException, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:
+    if is_dependency_down(exc):
+        _log.info(
+            "message_held",
+            durable=durable,
+            subject=delivery.subject,
+            msg_id=delivery.msg_id,
+            error=str(exc),
+            error_type=type(exc).__name__,
+        )
+        return Verdict("hold", error_type=type(exc).__name__, error=str(exc))
     # Expected transient failures (ours, or any exception marked ``transient = True`` such as
     # ``store.StoreUnavailableError``) are logged without a traceback; anything else is a bug.
     known = isinstance(exc, RetryableError) or getattr(exc, "transient", False) is True
@@ -181,28 +217,41 @@ def _header_value(text: str, limit: int = 1024) -> str:
     return " ".join(text.split())[:limit]
 
 
-def dead_letter(durable: str, delivery: Delivery, verdict: Verdict) -> Outgoing:
-    """The message to publish on ``dlq.<durable>``: the original payload and headers plus the error.
-    Its ``Nats-Msg-Id`` is derived from the original stream position, so a retried dead-lettering
-    is dropped as a duplicate."""
-    headers = dict(delivery.headers)
-    headers.pop(MSG_ID, None)
-    headers.update(
-        {
-            H_DLQ_REASON: verdict.reason,
-            H_ERROR_TYPE: verdict.error_type,
-            H_ERROR: _header_value(verdict.error),
-            H_ORIGINAL_SUBJECT: delivery.subject,
-            H_ORIGINAL_STREAM: delivery.stream,
-            H_ORIGINAL_SEQ: str(delivery.seq),
-            H_NUM_DELIVERED: str(delivery.num_delivered),
-        }
-    )
+def wire_size(subject: str, payload: bytes, headers: dict[str, str] | None) -> int:
+    """Bytes a message counts against ``max_payload``: payload plus the NATS header block."""
+    if not headers:
+        return len(payload)
+    block = len("NATS/1.0\r\n\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
+    return len(payload) + block
+
+
+def dead_letter(
+    durable: str, delivery: Delivery, verdict: Verdict, *, max_payload: int = MAX_PAYLOAD, watch: str = ""
+) -> Outgoing:
+    """The message to publish on ``dlq.<durable>``: the original payload and headers plus the error,
+    or only a reference to the original (its stream and sequence) when the copy would not fit in
+    ``max_payload``. Its ``Nats-Msg-Id`` is derived from the original stream position, so a retried
+    dead-lettering is dropped as a duplicate. ``watch`` names the subject filter of a watch the
+    value was read by (a latest value has no consumer to term)."""
+    ours = {
+        H_DLQ_REASON: verdict.reason,
+        H_ERROR_TYPE: verdict.error_type,
+        H_ERROR: _header_value(verdict.error),
+        H_ORIGINAL_SUBJECT: delivery.subject,
+        H_ORIGINAL_STREAM: delivery.stream,
+        H_ORIGINAL_SEQ: str(delivery.seq),
+        H_NUM_DELIVERED: str(delivery.num_delivered),
+    }
     if delivery.msg_id:
-        headers["Hyperjob-Original-Msg-Id"] = delivery.msg_id
-    return Outgoing(
-        subject=f"dlq.{durable}",
-        msg_id=f"dlq.{durable}.{delivery.stream}.{delivery.seq}",
-        payload=delivery.data,
-        headers=headers,
-    )
+        ours[H_ORIGINAL_MSG_ID] = _header_value(delivery.msg_id)
+    if watch:
+        ours[H_WATCH] = watch
+    msg_id = f"dlq.{durable}.{delivery.stream}.{delivery.seq}"
+    headers = {k: v for k, v in delivery.headers.items() if k != MSG_ID}
+    headers.update(ours)
+    payload = delivery.data
+    # Some room for the msg id and trace headers the bus adds when publishing.
+    if wire_size("", payload, headers) + len(msg_id) + 256 > max_payload:
+        headers = {**ours, H_BY_REFERENCE: "1"}
+        payload = b""
+    return Outgoing(subject=f"dlq.{durable}", msg_id=msg_id, payload=payload, headers=headers)

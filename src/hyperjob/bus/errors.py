@@ -4,6 +4,11 @@ A handler returns normally to ack, raises ``RetryableError`` to be redelivered a
 ``TerminalError`` to be dead-lettered at once; any other exception counts as retryable. Exceptions
 whose class sets ``transient = True`` (``PublishError``, ``store.StoreUnavailableError``, ...) are
 logged as expected retries; others with a traceback, since they are probably bugs.
+
+``DependencyDown`` (or any exception whose class sets ``dependency_down = True``: Redis or NATS
+unreachable) is neither the message's fault nor a bug: the bus holds the message and tries it
+again in place, with back-off, for as long as the dependency stays down, so an outage never uses
+up a message's deliveries (see ``dispatch``).
 ``BusError`` and its subclasses are what callers of the bus catch; nats-py's exceptions never
 leave this package.
 """
@@ -23,6 +28,17 @@ class RetryableError(HandlerError):
     def __init__(self, message: str = "", *, delay: float | None = None) -> None:
         super().__init__(message)
         self.delay = delay
+
+
+class DependencyDown(RetryableError):
+    """Something the handler needs (Redis, NATS) is unreachable: try the message again once it is
+    back, without counting toward ``max_deliver`` (an outage is not the message's fault)."""
+
+
+def is_dependency_down(exc: BaseException) -> bool:
+    """Whether ``exc`` says a dependency is unreachable (``DependencyDown``, or a class that sets
+    ``dependency_down = True`` such as ``store.StoreUnavailableError`` and ``BusClosedError``)."""
+    return isinstance(exc, DependencyDown) or getattr(exc, "dependency_down", False) is True
 
 
 class TerminalError(HandlerError):
@@ -54,11 +70,20 @@ class PublishError(BusError):
     """A publish was not acknowledged by the stream; safe to retry with the same ``msg_id``."""
 
     transient = True
+    dependency_down = True
 
     def __init__(self, subject: str, msg_id: str, message: str) -> None:
         super().__init__(f"publish {subject} ({msg_id}): {message}")
         self.subject = subject
         self.msg_id = msg_id
+
+
+class MessageTooLargeError(PublishError):
+    """The message with its headers exceeds the server's ``max_payload``: refused before sending
+    (the server would close the connection). Retrying cannot help."""
+
+    transient = False
+    dependency_down = False
 
 
 class ConsumerError(BusError):
@@ -73,6 +98,7 @@ class BusClosedError(BusError):
     """The bus was closed or its connection is gone."""
 
     transient = True
+    dependency_down = True
 
 
 class InstanceCrash(BaseException):

@@ -34,8 +34,8 @@ import structlog
 
 from hyperjob.telemetry import inject
 
-from .dispatch import Verdict, dead_letter, run_batch_handler, run_handler
-from .errors import BusClosedError, ConsumerError, InstanceCrash, NoStreamError, PublishError
+from .dispatch import MAX_PAYLOAD, Verdict, dead_letter, hold_delay, run_batch_handler, run_handler, wire_size
+from .errors import BusClosedError, ConsumerError, InstanceCrash, MessageTooLargeError, NoStreamError, PublishError
 from .model import (
     DLQ_STREAM,
     MSG_ID,
@@ -76,6 +76,7 @@ class _Stream:
         self.by_subject: dict[str, collections.deque[int]] = {}
         self.last_seq = 0
         self.seen: dict[str, tuple[int, float]] = {}
+        self.times: dict[int, float] = {}
 
     def append(self, subject: str, data: bytes, headers: dict[str, str], gseq: int = 0) -> PublishAck:
         now = self.clock()
@@ -86,18 +87,22 @@ class _Stream:
                 return PublishAck(stream=self.spec.name, seq=prior[0], duplicate=True)
         self.last_seq += 1
         self.msgs[self.last_seq] = _Stored(self.last_seq, subject, data, headers, gseq)
+        self.times[self.last_seq] = now
         seqs = self.by_subject.setdefault(subject, collections.deque())
         seqs.append(self.last_seq)
         if msg_id is not None:
             self.seen[msg_id] = (self.last_seq, now)
         while 0 < self.spec.max_msgs_per_subject < len(seqs):
-            del self.msgs[seqs.popleft()]
+            gone = seqs.popleft()
+            del self.msgs[gone]
+            self.times.pop(gone, None)
         return PublishAck(stream=self.spec.name, seq=self.last_seq)
 
     def purge(self, subject: str) -> int:
         seqs = self.by_subject.pop(subject, collections.deque())
         for seq in seqs:
             self.msgs.pop(seq, None)
+            self.times.pop(seq, None)
         return len(seqs)
 
     def latest(self, subject_filter: str) -> list[_Stored]:
@@ -116,6 +121,7 @@ class _Consumer:
         self.cursor = 0
         self.due: list[tuple[float, int]] = []
         self.delivered: dict[int, int] = {}
+        self.holds: dict[int, int] = {}  # seq -> times held while a dependency was down
 
     def _matches(self, msg: _Stored) -> bool:
         return any(subject_covers(f, msg.subject) for f in self.filters)
@@ -170,8 +176,16 @@ class _Consumer:
     def settle(self, seq: int, verdict: Verdict, now: float) -> None:
         if verdict.action == "nak":
             heapq.heappush(self.due, (now + verdict.delay, seq))
+        elif verdict.action == "hold":
+            # A dependency is down: try again later as the same delivery (NatsBus keeps the
+            # message in progress; here the count simply goes back).
+            held = self.holds.get(seq, 0)
+            self.holds[seq] = held + 1
+            self.delivered[seq] = self.delivered.get(seq, 1) - 1
+            heapq.heappush(self.due, (now + hold_delay(held), seq))
         else:
             self.delivered.pop(seq, None)
+            self.holds.pop(seq, None)
 
     def requeue(self, seq: int, at: float) -> None:
         """Unsettled (the member stopped or crashed): redeliver at ``at`` (the ack wait)."""
@@ -370,7 +384,7 @@ class Member:
             if verdict.action == "dlq":
                 await self._bus.dead_letter_now(self.durable, delivery, verdict)
             consumer.settle(msg.seq, verdict, self._bus.clock())
-        if any(v.action == "nak" for v in verdicts):
+        if any(v.action in ("nak", "hold") for v in verdicts):
             self._bus.notify()
 
 
@@ -396,6 +410,7 @@ class InMemoryBus:
         self._faults: dict[str, int] = {}
         self.published = 0  # every message stored, in order (the simulator's global sequence)
         self.observers: list[Callable[[str, str, bytes, dict[str, str]], None]] = []
+        self.max_payload = MAX_PAYLOAD  # as a NATS server's default: payload and headers together
         self.declare(streams)
 
     def fail(self, op: str = "publish", times: int = 1) -> None:
@@ -459,6 +474,8 @@ class InMemoryBus:
         except NoStreamError as exc:
             raise PublishError(subject, msg_id, str(exc)) from exc
         data = encode_payload(event)
+        if wire_size(subject, data, hdrs) > self.max_payload:
+            raise MessageTooLargeError(subject, msg_id, f"over max_payload {self.max_payload}")
         ack = stream.append(subject, data, hdrs, self.published + 1)
         if not ack.duplicate:
             self.published += 1
@@ -585,6 +602,30 @@ class InMemoryBus:
         target = self._stream_for([subject_filter], stream)
         return {m.subject: self.delivery(target, m, 1) for m in target.latest(subject_filter)}
 
+    async def stored(self, subject_filter: str, *, stream: str | None = None) -> list[tuple[Delivery, float]]:
+        """As ``NatsBus.stored`` (the time is when the message was appended, on the bus's clock)."""
+        target = self._stream_for([subject_filter], stream)
+        return [
+            (self.delivery(target, m, 1), target.times.get(q, 0.0))
+            for q, m in sorted(target.msgs.items())
+            if subject_covers(subject_filter, m.subject)
+        ]
+
+    async def message(self, stream: str, seq: int) -> Delivery | None:
+        """As ``NatsBus.message``."""
+        target = self._streams[stream]
+        msg = target.msgs.get(seq)
+        return None if msg is None else self.delivery(target, msg, 1)
+
+    async def delete_message(self, stream: str, seq: int) -> bool:
+        """As ``NatsBus.delete_message``."""
+        target = self._streams[stream]
+        msg = target.msgs.pop(seq, None)
+        if msg is None:
+            return False
+        target.by_subject[msg.subject].remove(seq)
+        return True
+
     async def purge(self, subject: str, *, stream: str | None = None) -> int:
         """As ``NatsBus.purge``."""
         return self._stream_for([subject], stream).purge(subject)
@@ -627,8 +668,12 @@ class InMemoryBus:
             for member in self.members:
                 member.wake()
 
-    async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
-        out = dead_letter(durable, delivery, verdict)
+    async def dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None:
+        """As ``NatsBus.dead_letter``."""
+        await self.dead_letter_now(durable, delivery, verdict, watch=watch)
+
+    async def dead_letter_now(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None:
+        out = dead_letter(durable, delivery, verdict, max_payload=self.max_payload, watch=watch)
         _log.warning(
             "message_dead_lettered",
             durable=durable,
@@ -636,6 +681,7 @@ class InMemoryBus:
             msg_id=delivery.msg_id,
             reason=verdict.reason,
             error_type=verdict.error_type,
+            error=verdict.error,
             num_delivered=delivery.num_delivered,
         )
         self.publish_now(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)

@@ -54,7 +54,9 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     replicas: int = 1
 
 
-DLQ_STREAM = StreamSpec(name="DLQ", subjects=["dlq.>"], max_age=30 * _DAY)
+# A day of duplicate window: a poisoned latest value is dead-lettered at every start of its
+# reader, under the same id, so a day of restarts leaves one letter.
+DLQ_STREAM = StreamSpec(name="DLQ", subjects=["dlq.>"], max_age=30 * _DAY, duplicate_window=_DAY)
 
 
 def as_stream_spec(decl: Any) -> StreamSpec:

@@ -15,19 +15,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-import nats
 import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
+from nats.protocol.parser import AUTHORIZATION_VIOLATION, PERMISSIONS_ERR, STALE_CONNECTION
 
 from hyperjob.events.access import without_credentials
 from hyperjob.telemetry import inject
 
-from .dispatch import Verdict, dead_letter
-from .errors import BusClosedError, ConsumerError, NoStreamError, PublishError, StreamConfigError
+from .dispatch import Verdict, dead_letter, wire_size
+from .errors import (
+    BusClosedError,
+    ConsumerError,
+    MessageTooLargeError,
+    NoStreamError,
+    PublishError,
+    StreamConfigError,
+)
 from .model import (
     DLQ_STREAM,
     MSG_ID,
@@ -63,6 +70,27 @@ def _close(a: float | None, b: float | None) -> bool:
     return abs((a or 0.0) - (b or 0.0)) < 1e-3
 
 
+class _Client(NatsClient):
+    """nats-py's client, except that a protocol error from the server (``-ERR``: a payload over
+    ``max_payload``, a slow consumer, a parser error) leads to a reconnect, as a lost connection
+    does, instead of closing the client for good: one bad message must not leave a service
+    without a bus. Authorization and permission errors keep nats-py's handling."""
+
+    async def _process_err(self, err_msg: str) -> None:
+        if AUTHORIZATION_VIOLATION in err_msg or PERMISSIONS_ERR in err_msg or STALE_CONNECTION in err_msg:
+            await super()._process_err(err_msg)
+            return
+        error = nats.errors.Error("nats: " + err_msg.strip("'"))
+        await self._error_cb(error)
+        await self._process_op_err(error)
+
+
+async def _connect(servers: list[str], **options: Any) -> NatsClient:
+    client = _Client()
+    await client.connect(servers, **options)
+    return client
+
+
 class _ConnectionEvents:
     """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose."""
 
@@ -70,6 +98,7 @@ class _ConnectionEvents:
         self.url = url
         self.closing = False
         self.on_reconnect: list[Callable[[], None]] = []
+        self.on_lost: list[Callable[[], None]] = []
 
     async def error(self, exc: Exception) -> None:
         if not self.closing:
@@ -82,6 +111,15 @@ class _ConnectionEvents:
     async def reconnected(self) -> None:
         _log.info("nats_reconnected", url=self.url)
         for callback in self.on_reconnect:
+            callback()
+
+    async def closed(self) -> None:
+        if self.closing:
+            return
+        # Only reachable when nats-py gives up (an authorization error): the owner must act
+        # (``NatsBus.on_lost``; a service process exits so that its supervisor restarts it).
+        _log.error("nats_connection_lost", url=self.url)
+        for callback in self.on_lost:
             callback()
 
 
@@ -127,7 +165,7 @@ class NatsBus:
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
             nc = await asyncio.wait_for(
-                nats.connect(
+                _connect(
                     servers,
                     name=name,
                     connect_timeout=2,
@@ -137,6 +175,7 @@ class NatsBus:
                     error_cb=events.error,
                     disconnected_cb=events.disconnected,
                     reconnected_cb=events.reconnected,
+                    closed_cb=events.closed,
                 ),
                 connect_timeout,
             )
@@ -153,6 +192,28 @@ class NatsBus:
             await nc.close()
             raise
         return bus
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up now (false while reconnecting or after it was lost)."""
+        return bool(self._nc.is_connected)
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` if the connection is closed for good (not by ``close``)."""
+        if self._events is not None:
+            self._events.on_lost.append(callback)
+
+    @property
+    def max_payload(self) -> int:
+        """The server's ``max_payload``: payload and headers of one message together."""
+        return int(self._nc.max_payload)
+
+    def _check_size(self, subject: str, msg_id: str, payload: bytes, headers: dict[str, str]) -> None:
+        size = wire_size(subject, payload, headers)
+        if size > self.max_payload:
+            raise MessageTooLargeError(
+                subject, msg_id, f"{size} bytes with headers, over the server's max_payload {self.max_payload}"
+            )
 
     # -- naming -----------------------------------------------------------------------------
 
@@ -244,10 +305,10 @@ class NatsBus:
         (JSON). ``msg_id`` becomes ``Nats-Msg-Id``: a republish within the stream's duplicate
         window is acked with ``duplicate=True`` and not stored again. The current trace context is
         added as ``traceparent`` unless ``headers`` carry one. Raises ``PublishError``."""
+        payload, wire_headers = encode_payload(event), self._headers(headers, msg_id)
+        self._check_size(subject, msg_id, payload, wire_headers)
         try:
-            ack = await self._js.publish(
-                self._wire(subject), encode_payload(event), headers=self._headers(headers, msg_id)
-            )
+            ack = await self._js.publish(self._wire(subject), payload, headers=wire_headers)
         except _NATS_ERRORS as exc:
             raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
         return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
@@ -261,15 +322,15 @@ class NatsBus:
         publish fails, the others still complete and one ``PublishError`` (the first) is raised;
         retrying the whole batch is safe (duplicates are dropped by ``Nats-Msg-Id``)."""
         items = [as_outgoing(m) for m in messages]
+        prepared = [(item, self._headers(item.headers, item.msg_id)) for item in items]
+        for item, headers in prepared:
+            self._check_size(item.subject, item.msg_id, item.payload, headers)
         futures: list[asyncio.Future[api.PubAck]] = []
         try:
-            for item in items:
+            for item, headers in prepared:
                 futures.append(
                     await self._js.publish_async(
-                        self._wire(item.subject),
-                        item.payload,
-                        headers=self._headers(item.headers, item.msg_id),
-                        wait_stall=None,
+                        self._wire(item.subject), item.payload, headers=headers, wait_stall=None
                     )
                 )
             results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
@@ -416,15 +477,56 @@ class NatsBus:
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]:
         """The last message of every subject matching ``subject_filter`` (e.g. all node heartbeats
         of a cluster: ``heartbeat.node.c1.*``), keyed by logical subject. One ephemeral consumer."""
+        out: dict[str, Delivery] = {}
+        for d, _at in await self._read(subject_filter, stream, api.DeliverPolicy.LAST_PER_SUBJECT):
+            out[d.subject] = d
+        return out
+
+    async def stored(self, subject_filter: str, *, stream: str | None = None) -> list[tuple[Delivery, float]]:
+        """Every message stored on subjects matching ``subject_filter``, in stream order, with the
+        time (epoch seconds) it was stored: the dead letters, for ``hyperjob get dlq``."""
+        return await self._read(subject_filter, stream, api.DeliverPolicy.ALL)
+
+    async def message(self, stream: str, seq: int) -> Delivery | None:
+        """The message at ``seq`` of ``stream`` (a dead letter's original), or ``None`` if gone."""
+        name = self._stream_name(stream)
+        try:
+            raw = await self._js.get_msg(name, seq)
+        except nats.js.errors.NotFoundError:
+            return None
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"message({stream} #{seq}): {exc}") from exc
+        headers = dict(raw.headers) if raw.headers else {}
+        return Delivery(
+            subject=self._logical(raw.subject or ""),
+            data=raw.data or b"",
+            headers=headers,
+            msg_id=headers.get(MSG_ID),
+            stream=stream,
+            seq=seq,
+        )
+
+    async def delete_message(self, stream: str, seq: int) -> bool:
+        """Remove the message at ``seq`` of ``stream`` (a replayed or purged dead letter)."""
+        try:
+            return bool(await self._js.delete_msg(self._stream_name(stream), seq))
+        except nats.js.errors.NotFoundError:
+            return False
+        except _NATS_ERRORS as exc:
+            raise BusClosedError(f"delete_message({stream} #{seq}): {exc}") from exc
+
+    async def _read(
+        self, subject_filter: str, stream: str | None, policy: api.DeliverPolicy
+    ) -> list[tuple[Delivery, float]]:
         name = self._stream_name(self._stream_for([subject_filter], stream))
         config = api.ConsumerConfig(
             ack_policy=api.AckPolicy.NONE,
-            deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+            deliver_policy=policy,
             filter_subject=self._wire(subject_filter),
             inactive_threshold=30.0,
             mem_storage=True,
         )
-        out: dict[str, Delivery] = {}
+        out: list[tuple[Delivery, float]] = []
         try:
             info = await self._js.add_consumer(name, config)
             psub = await self._js.pull_subscribe_bind(durable=None, stream=name, name=info.name)
@@ -434,14 +536,13 @@ class NatsBus:
                     msgs = await psub.fetch(min(remaining, 1000), timeout=5)
                     remaining -= len(msgs)
                     for msg in msgs:
-                        d = self.delivery(msg)
-                        out[d.subject] = d
+                        out.append((self.delivery(msg), msg.metadata.timestamp.timestamp()))
             finally:
                 await psub.unsubscribe()
                 with contextlib.suppress(*_NATS_ERRORS):
                     await self._js.delete_consumer(name, info.name)
         except _NATS_ERRORS as exc:
-            raise BusClosedError(f"last_per_subject({subject_filter}): {exc}") from exc
+            raise BusClosedError(f"read({subject_filter}): {exc}") from exc
         return out
 
     async def watch(
@@ -536,14 +637,16 @@ class NatsBus:
         """Ack, nak with delay, or dead-letter then term, as ``verdict`` says."""
         if verdict.action == "ack":
             await msg.ack()
-        elif verdict.action == "nak":
+        elif verdict.action in ("nak", "hold"):
             await msg.nak(delay=verdict.delay)
         else:
-            await self.publish_dead_letter(durable, delivery, verdict)
+            await self.dead_letter(durable, delivery, verdict)
             await msg.term()
 
-    async def publish_dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict) -> None:
-        out: Outgoing = dead_letter(durable, delivery, verdict)
+    async def dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None:
+        """Publish ``delivery`` (or, too large to copy, a reference to it) on ``dlq.<durable>``
+        with the verdict's reason; ``watch`` names the watch a poisoned latest value came from."""
+        out: Outgoing = dead_letter(durable, delivery, verdict, max_payload=self.max_payload, watch=watch)
         _log.warning(
             "message_dead_lettered",
             durable=durable,
@@ -551,7 +654,9 @@ class NatsBus:
             msg_id=delivery.msg_id,
             reason=verdict.reason,
             error_type=verdict.error_type,
+            error=verdict.error,
             num_delivered=delivery.num_delivered,
+            by_reference=not out.payload and bool(delivery.data),
         )
         await self.publish(out.subject, out.payload, msg_id=out.msg_id, headers=out.headers)
 

@@ -17,6 +17,7 @@ import asyncio
 import collections
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import msgspec
@@ -26,7 +27,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription as NatsSubscription
 
-from .dispatch import Verdict, run_batch_handler, run_handler
+from .dispatch import Verdict, hold_delay, run_batch_handler, run_handler
 from .model import BatchHandler, ConsumerPolicy, Delivery, Handler
 
 __all__ = ["PullLoop"]
@@ -213,19 +214,59 @@ class PullLoop:
 
     async def _one(self, msg: Msg) -> None:
         delivery = self._bus.delivery(msg)
-        verdict = await run_handler(self._handler, delivery, self.durable, self._policy)  # type: ignore[arg-type]
-        await self._settle(msg, delivery, verdict)
+
+        async def run(indexes: list[int]) -> list[Verdict]:
+            return [await run_handler(self._handler, delivery, self.durable, self._policy)]  # type: ignore[arg-type]
+
+        verdicts = await self._until_not_held([msg], run)
+        await self._settle(msg, delivery, verdicts[0])
 
     async def _batch(self, msgs: list[Msg]) -> None:
         deliveries = [self._bus.delivery(m) for m in msgs]
-        verdicts = await run_batch_handler(
-            self._handler,
-            deliveries,
-            self.durable,  # type: ignore[arg-type]
-            self._policy,
-        )
+
+        async def run(indexes: list[int]) -> list[Verdict]:
+            return await run_batch_handler(
+                self._handler,  # type: ignore[arg-type]
+                [deliveries[i] for i in indexes],
+                self.durable,
+                self._policy,
+            )
+
+        verdicts = await self._until_not_held(msgs, run)
         for msg, delivery, verdict in zip(msgs, deliveries, verdicts, strict=True):
             await self._settle(msg, delivery, verdict)
+
+    async def _until_not_held(
+        self, msgs: list[Msg], run: Callable[[list[int]], Awaitable[list[Verdict]]]
+    ) -> list[Verdict]:
+        """Run the handler over ``msgs``; while it says a dependency is down (``hold``), keep those
+        messages in progress and run it again over them after a back-off, as the same delivery:
+        an outage of Redis or NATS never uses up a message's ``max_deliver``. Stopping turns the
+        holds into naks (the message comes back, counted once more)."""
+        verdicts = await run(list(range(len(msgs))))
+        holds = 0
+        while held := [i for i, v in enumerate(verdicts) if v.action == "hold"]:
+            delay = hold_delay(holds)
+            holds += 1
+            await self._wait_in_progress([msgs[i] for i in held], delay)
+            if self._stopping:
+                for i in held:
+                    verdicts[i] = Verdict("nak", delay=delay)
+                break
+            for i, verdict in zip(held, await run(held), strict=True):
+                verdicts[i] = verdict
+        return verdicts
+
+    async def _wait_in_progress(self, msgs: list[Msg], delay: float) -> None:
+        """Wait ``delay`` seconds telling the server the messages are being worked on (``+WPI``),
+        so it neither redelivers them elsewhere nor counts another delivery."""
+        deadline = time.monotonic() + delay
+        step = max(0.05, min(delay, self._policy.ack_wait / 3))
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            for msg in msgs:
+                with contextlib.suppress(*_NATS_ERRORS, nats.errors.MsgAlreadyAckdError):
+                    await msg.in_progress()
+            await asyncio.sleep(min(step, left))
 
     async def _settle(self, msg: Msg, delivery: Delivery, verdict: Verdict) -> None:
         try:

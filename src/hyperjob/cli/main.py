@@ -24,6 +24,8 @@ from .agent import agent, logs
 from .bench_live import bench_live
 from .client import Client, ClientError, connect
 from .config import home, load_config, services_file
+from .dlq import KIND as DLQ_KIND
+from .dlq import dlq
 from .offline import bench, simulate
 from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever
@@ -80,6 +82,8 @@ main.add_command(agent)
 main.add_command(logs)
 main.add_command(schema)
 main.add_command(user)
+main.add_command(dlq)
+views.KINDS[DLQ_KIND.plural] = DLQ_KIND  # `get dlq`
 
 
 @main.command()

@@ -1,4 +1,7 @@
-"""A service process: settings → telemetry → connections → build → start → run until SIGTERM/SIGINT."""
+"""A service process: settings → telemetry → connections → build → start → run until SIGTERM/SIGINT.
+
+Its supervisor learns that it is well from its liveness file (``liveness``); a bus connection
+lost for good ends it with ``liveness.EXIT_BUS_LOST``, to be restarted."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -16,6 +20,7 @@ import structlog
 from hyperjob import telemetry
 from hyperjob.events.subjects import STREAMS
 
+from . import liveness
 from .config import SettingsError, instance_name, load_settings
 from .runtime import Runtime
 from .timers import AsyncioTimers, WallClock
@@ -69,16 +74,30 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
     runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
     runtime.offload = True
     stop = asyncio.Event()
+    lost: list[bool] = []
+
+    def bus_lost() -> None:
+        lost.append(True)
+        stop.set()
+
+    bus.on_lost(bus_lost)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    reporter: asyncio.Task[None] | None = None
     try:
         await build(settings, runtime)
         await runtime.start()
         log.info("service_started", instance=runtime.instance)
+        if path := os.environ.get(liveness.ENV):
+            reporter = asyncio.create_task(liveness.run(runtime, Path(path)), name="liveness")
         await stop.wait()
     finally:
-        log.info("service_stopping")
+        log.info("service_stopping", bus_lost=bool(lost))
+        if reporter is not None:
+            reporter.cancel()
         await runtime.stop()
         await bus.close()
         await store.close()
+    if lost:
+        sys.exit(liveness.EXIT_BUS_LOST)

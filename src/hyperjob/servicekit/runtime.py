@@ -30,10 +30,11 @@ import msgspec
 import structlog
 
 from hyperjob import events
-from hyperjob.bus import Bus, Delivery, RetryableError, TerminalError
+from hyperjob.bus import Bus, Delivery, RetryableError, Verdict
 from hyperjob.events import Message, derive_id, subjects
 from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
 
+from .inputs import Reader, Unreadable
 from .projection import Projection, Table
 from .timers import Clock, Rank, Timers, Work
 
@@ -93,7 +94,7 @@ def _untoken(text: str) -> str:
     return text.replace("%2E", ".").replace("%25", "%")
 
 
-_ADMIN = events.decoder(events.AdminCommand)
+_ADMIN = Reader([events.AdminCommand])
 
 
 def _durable(instance: str) -> str:
@@ -295,6 +296,16 @@ class Runtime:
     def members(self) -> list[Any]:
         return list(self._members)
 
+    def inputs(self) -> list[tuple[str, list[str], tuple[type, ...]]]:
+        """What this instance consumes, as declared: ``(durable or "watch", subject filters, the
+        message types handled)``, its admin consumer included (the fuzz tests' bus surface)."""
+        out: list[tuple[str, list[str], tuple[type, ...]]] = [
+            (sub.durable, list(sub.subjects), tuple(sub.handlers)) for sub in self._subscriptions
+        ]
+        out += [("watch", [flt], tuple(handlers)) for flt, handlers in self._watches]
+        out.append((f"{_durable(self.instance)}-admin", [subjects.admin(self.instance)], (events.AdminCommand,)))
+        return out
+
     async def _load(self) -> None:
         # The epoch first: a commit another replica makes while the tables load makes this one's
         # next commit refused (and memory reloaded), never missed.
@@ -329,11 +340,8 @@ class Runtime:
             self.log.warning("state_restored_from_changelog", instance=self.instance, documents=restored)
 
     async def _on_admin(self, delivery: Delivery) -> None:
-        try:
-            command = _ADMIN.decode(delivery.data)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise TerminalError(f"not an admin command: {exc}") from None
-        if command.action == "rebuild":
+        command = _ADMIN.read(delivery.data)
+        if isinstance(command, events.AdminCommand) and command.action == "rebuild":
             await self.rebuild()
 
     async def rebuild(self) -> None:
@@ -355,54 +363,66 @@ class Runtime:
             if delivery.headers.get(H_DELETED):
                 continue
             kind, name = parse_state_subject(self.instance, delivery.subject)
+            if not await self._restorable(kind, delivery):
+                continue
             docs.append(
                 Doc(kind=kind, name=name, version=int(delivery.headers.get(H_VERSION, "1")), data=delivery.data)
             )
         await self.store.restore(docs)
         return len(docs)
 
+    async def _restorable(self, kind: str, delivery: Delivery) -> bool:
+        """Whether a changelog entry decodes as its table's type: a poisoned entry restored into
+        the store would make every later load fail, so it is dead-lettered and left out."""
+        table = self.projection.tables.get(kind)
+        if table is None:
+            return True  # bindings: the store's own format, checked by the store
+        try:
+            msgspec.json.decode(delivery.data, type=table.type)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            await self._dead_letter_value(delivery, "undecodable", exc, watch="state")
+            return False
+        return True
+
+    async def _dead_letter_value(self, delivery: Delivery, reason: str, exc: BaseException, *, watch: str) -> None:
+        """Dead-letter a latest value this instance cannot use (there is nothing to ack): once per
+        stream position (the letter's id derives from it), and never fatal."""
+        verdict = Verdict("dlq", reason=reason, error_type=type(exc).__name__, error=str(exc))
+        try:
+            await self.bus.dead_letter(_durable(self.instance), delivery, verdict, watch=watch)
+        except Exception as failure:  # noqa: BLE001 - the value is skipped either way; seen again at the next start
+            self.log.warning("dead_letter_failed", subject=delivery.subject, error=str(failure))
+
     # -- handling a batch ----------------------------------------------------------------------------
 
     def _batch_handler(self, sub: _Subscription) -> Callable[[Sequence[Delivery]], Awaitable[dict[int, BaseException]]]:
-        decoder = events.decoder(*sub.handlers)
-        tags = {msgspec.inspect.type_info(t).tag for t in sub.handlers}  # type: ignore[attr-defined]
+        reader = Reader(sub.handlers)
 
         async def on_batch(deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
             async with self.lock:
-                return await self._on_batch(sub, decoder, tags, deliveries)
+                return await self._on_batch(sub, reader, deliveries)
 
         return on_batch
 
     async def _on_batch(
-        self, sub: _Subscription, decoder: msgspec.json.Decoder[Any], tags: set[str], deliveries: Sequence[Delivery]
+        self, sub: _Subscription, reader: Reader, deliveries: Sequence[Delivery]
     ) -> dict[int, BaseException]:
         failures: dict[int, BaseException] = {}
         batch: list[tuple[int, Message]] = []
         ids: set[str] = set()
         for i, delivery in enumerate(deliveries):
             try:
-                message = self._decode(decoder, tags, delivery)
-            except TerminalError as exc:
+                message = reader.read(delivery.data)
+            except Unreadable as exc:  # dead-lettered at once with its reason; the rest goes on
                 failures[i] = exc
                 continue
-            if message is not None and message.event_id not in ids:  # a copy in the same batch: once
+            if message is None:  # another consumer's message on a shared subject
+                self.log.debug("message_type_not_handled", subject=delivery.subject)
+            elif message.event_id not in ids:  # a copy in the same batch: once
                 ids.add(message.event_id)
                 batch.append((i, message))
         await self._handle(sub, batch, failures)
         return failures
-
-    def _decode(self, decoder: msgspec.json.Decoder[Any], tags: set[str], delivery: Delivery) -> Message | None:
-        try:
-            return decoder.decode(delivery.data)  # type: ignore[no-any-return]
-        except msgspec.ValidationError as exc:
-            tag = _tag_of(delivery.data)
-            if tag not in tags and tag != "?":
-                # Another consumer's message on a shared subject, or a newer version: not ours.
-                self.log.debug("message_type_not_handled", subject=delivery.subject, type=tag)
-                return None
-            raise TerminalError(f"malformed {tag}: {exc}") from None
-        except msgspec.DecodeError as exc:
-            raise TerminalError(f"not JSON: {exc}") from None
 
     async def _handle(
         self, sub: _Subscription, batch: list[tuple[int, Message]], failures: dict[int, BaseException]
@@ -589,17 +609,26 @@ class Runtime:
     def _watch_handler(
         self, subject_filter: str, handlers: dict[type, WatchHandler]
     ) -> Callable[[Delivery], Awaitable[None]]:
-        decoder = events.decoder(*handlers)
+        reader = Reader(handlers)
 
         async def on_value(delivery: Delivery) -> None:
             if not delivery.data:
                 return  # a tombstone without a payload: nothing to decode
             try:
-                value = decoder.decode(delivery.data)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                value = reader.read(delivery.data)
+            except Unreadable as exc:
+                # Still the latest value of its subject: skipped, and dead-lettered once, at
+                # every start, until a good value replaces it or the letter is purged.
                 self.log.warning("watched_value_unreadable", subject=delivery.subject, error=str(exc))
+                await self._dead_letter_value(delivery, exc.reason, exc, watch=subject_filter)
                 return
-            handlers[type(value)](value)
+            if value is None:
+                return
+            try:
+                handlers[type(value)](value)
+            except Exception as exc:  # noqa: BLE001 - one value must not stop the watch or the instance
+                self.log.error("watched_value_failed", subject=delivery.subject, exc_info=exc)
+                await self._dead_letter_value(delivery, "handler-failed", exc, watch=subject_filter)
 
         return on_value
 
@@ -609,10 +638,3 @@ async def _call(handler: Handler, message: Message) -> Reaction | None:
     if inspect.isawaitable(result):
         result = await result
     return result  # type: ignore[return-value]
-
-
-def _tag_of(data: bytes) -> str:
-    try:
-        return str(msgspec.json.decode(data, type=dict[str, Any]).get("type", "?"))
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return "?"

@@ -8,9 +8,11 @@ class StoreError(Exception):
 
 
 class StoreUnavailableError(StoreError):
-    """Redis could not be reached or timed out. Transient: a handler should retry (nak)."""
+    """Redis could not be reached or timed out. Transient: a handler should retry; the bus holds
+    the message meanwhile without using up its deliveries (``bus.errors.is_dependency_down``)."""
 
     transient = True
+    dependency_down = True
 
 
 class VersionConflictError(StoreError):

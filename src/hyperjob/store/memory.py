@@ -67,6 +67,14 @@ class InMemoryStore:
         self.wipe()
         return n
 
+    def snapshot(self) -> dict[str, Any]:
+        """Every document (kind -> name -> (version, data)) and binding, as plain values: a test
+        compares two snapshots to see that something changed nothing."""
+        return {
+            "docs": {k: {n: (d.version, d.data) for n, d in docs.items()} for k, docs in self._docs.items() if docs},
+            "bindings": {c: sorted(b) for c, b in self._binds.items() if b},
+        }
+
     async def ping(self) -> None:
         self._fault("ping")
 

@@ -6,19 +6,23 @@ import pytest
 from opentelemetry import trace
 
 from hyperjob.bus import (
+    H_BY_REFERENCE,
     H_DLQ_REASON,
     H_ERROR,
     H_NUM_DELIVERED,
     H_ORIGINAL_SEQ,
+    H_ORIGINAL_STREAM,
     H_ORIGINAL_SUBJECT,
+    MAX_PAYLOAD,
     MSG_ID,
     ConsumerPolicy,
     Delivery,
+    DependencyDown,
     PublishError,
     RetryableError,
     TerminalError,
 )
-from hyperjob.bus.dispatch import Verdict, dead_letter, run_handler
+from hyperjob.bus.dispatch import Verdict, dead_letter, run_handler, wire_size
 
 POLICY = ConsumerPolicy(max_deliver=3, backoff=(1.0, 4.0))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -55,7 +59,12 @@ async def ok(_: Delivery) -> None:
         (raising(RetryableError("later")), 2, Verdict("nak", delay=4.0)),
         (raising(RetryableError("soon", delay=0.25)), 1, Verdict("nak", delay=0.25)),
         (raising(ValueError("bug")), 1, Verdict("nak", delay=1.0)),
-        (raising(PublishError("s", "m", "no ack")), 2, Verdict("nak", delay=4.0)),
+        (
+            raising(PublishError("s", "m", "no ack")),
+            2,
+            Verdict("hold", error_type="PublishError", error="publish s (m): no ack"),
+        ),
+        (raising(DependencyDown("redis down")), 3, Verdict("hold", error_type="DependencyDown", error="redis down")),
         (
             raising(RetryableError("later")),
             3,
@@ -81,6 +90,7 @@ async def ok(_: Delivery) -> None:
         "own-delay",
         "unknown",
         "transient",
+        "dependency-down-never-exhausts",
         "exhausted",
         "terminal",
         "past-max-deliver",
@@ -111,6 +121,16 @@ def test_dead_letter_keeps_payload_and_headers_and_adds_the_error() -> None:
     assert out.headers[H_DLQ_REASON] == "terminal" and out.headers[H_ORIGINAL_SUBJECT] == "sched.child.place"
     assert out.headers[H_ORIGINAL_SEQ] == "42" and out.headers[H_NUM_DELIVERED] == "3"
     assert MSG_ID not in out.headers
+
+
+def test_a_dead_letter_too_large_to_copy_is_a_reference_to_the_original() -> None:
+    big = Delivery(subject="node.fault.c1", data=b"x" * (MAX_PAYLOAD - 100), headers={}, stream="NODE", seq=7)
+    out = dead_letter("agent", big, Verdict("dlq", reason="undecodable", error_type="Unreadable", error="not JSON"))
+    assert out.payload == b"" and out.headers[H_BY_REFERENCE] == "1"
+    assert out.headers[H_ORIGINAL_STREAM] == "NODE" and out.headers[H_ORIGINAL_SEQ] == "7"
+    assert wire_size(out.subject, out.payload, out.headers) < 2048
+    small = Delivery(subject="node.fault.c1", data=b"x" * 1000, headers={}, stream="NODE", seq=8)
+    assert dead_letter("agent", small, Verdict("dlq")).payload == small.data
 
 
 async def test_batch_verdicts_by_index_and_past_max_deliver_skips_the_handler() -> None:

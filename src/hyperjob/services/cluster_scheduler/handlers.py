@@ -133,6 +133,9 @@ class ClusterScheduler:
         if msg.deleted:
             self.queues.pop(msg.name, None)
         else:
+            # Read as every cycle will: a queue that cannot be read is refused here (the runtime
+            # dead-letters it) instead of failing every cycle while it is the latest value.
+            domain.queue_info(msg)
             self.queues[msg.name] = msg
         self.changed()
 
