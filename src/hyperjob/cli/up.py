@@ -17,7 +17,8 @@ Invariants:
   each restart logged; so is nats-server or redis-server, on its port with its data;
 - a service that stops making progress is restarted: its liveness is what JetStream says of its
   durable consumers (work waiting, nothing acknowledged for ``livenessTimeout`` seconds, judged
-  only while both servers answer);
+  only while both servers answer), and its own liveness file (``<logs>/<name>.alive``, rewritten
+  while its loop, bus and consumers run: ``servicekit.liveness``);
 - ``<home>/services.json`` says, for ``hyperjob get services``, each server's and service's
   state, restarts, pid and start time, and whether every cluster has registered (``ready``).
 """
@@ -40,6 +41,7 @@ from typing import IO
 import msgspec
 
 from hyperjob.client import Client
+from hyperjob.servicekit import liveness as service_liveness
 from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
@@ -190,13 +192,27 @@ class ServiceProcess:
     last_exit: int | None = None
     restart_at: float = 0.0  # monotonic: when the back-off of a dead service ends
 
+    @property
+    def liveness_file(self) -> Path:
+        """The file the service rewrites while its loop, bus and consumers are well
+        (``servicekit.liveness``)."""
+        return self.log_path.with_suffix(".alive")
+
+    def hung(self) -> bool:
+        """Running, wrote its liveness file since it started, and has stopped rewriting it: its
+        loop or a consumer is stuck (a service still restoring has written nothing yet)."""
+        if self.state != "running" or not self.liveness_file.exists():
+            return False
+        return not service_liveness.fresh(self.liveness_file)
+
     def start(self) -> None:
         if self.log is not None:
             self.log.close()
+        self.liveness_file.unlink(missing_ok=True)
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module],
-            env=self.env,
+            env={**self.env, service_liveness.ENV: str(self.liveness_file)},
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -355,7 +371,8 @@ class System:
         return notes
 
     def supervise_liveness(self, progress: Progress) -> list[str]:
-        """Restart a service whose durable consumers stopped making progress (``Progress``)."""
+        """Restart a service whose durable consumers stopped making progress (``Progress``), or
+        whose own liveness file went stale (its loop, bus or a consumer stopped)."""
         stalled = progress.stalled()
         notes = []
         for service in self.services:
@@ -365,12 +382,19 @@ class System:
                     f"{service.name} made no progress for {progress.timeout:g}s with work waiting ({durables}); "
                     "restarting it"
                 )
-                service.stop(timeout=5.0)
-                service.restarts += 1
-                service.last_exit = service.proc.returncode if service.proc is not None else None
-                service.start()
+                self._restart(service)
                 progress.forget(stalled[service.instance])
+            elif service.hung():
+                notes.append(f"{service.name} stopped rewriting {service.liveness_file.name}; restarting it")
+                self._restart(service)
         return notes
+
+    @staticmethod
+    def _restart(service: ServiceProcess) -> None:
+        service.stop(timeout=5.0)
+        service.restarts += 1
+        service.last_exit = service.proc.returncode if service.proc is not None else None
+        service.start()
 
     def supervise_once(self) -> list[str]:
         """Restart services that died, each after its back-off; return a line for each event."""
