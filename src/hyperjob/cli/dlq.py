@@ -19,9 +19,11 @@ import click
 
 from hyperjob.bus import deadletters
 from hyperjob.bus.deadletters import DeadLetter, DeadLetterError
+from hyperjob.events.access import OPERATOR
 
 from . import views
 from .client import Client, connect
+from .config import resolve_endpoints
 
 __all__ = ["KIND", "dlq"]
 
@@ -70,7 +72,7 @@ KIND = views.Kind("deadletters", "deadletter", _rows, _load, aliases=("dlq",))
 
 def _run(work: Any) -> Any:
     async def run() -> Any:
-        client = await connect()
+        client = await connect(resolve_endpoints(as_user=OPERATOR))  # replaying and purging are the operator's
         try:
             return await work(client)
         finally:
