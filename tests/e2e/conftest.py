@@ -108,7 +108,12 @@ def running_system(home: Path, clusters: int, *up_args: str, env: dict[str, str]
 
 @pytest.fixture(scope="session")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    with running_system(tmp_path_factory.mktemp("hyperjob-home"), 2) as system:
+    # Tests freeze a cluster's processes (SIGSTOP) to make the cluster fall silent; up must not
+    # restart them as hung meanwhile (test_up_supervision checks that it does, on its own system).
+    home = tmp_path_factory.mktemp("hyperjob-home")
+    config = home / "up.yaml"
+    config.write_text("livenessTimeout: 600\n")
+    with running_system(home, 2, "--config", str(config)) as system:
         yield system
 
 

@@ -198,12 +198,13 @@ class ServiceProcess:
         (``servicekit.liveness``)."""
         return self.log_path.with_suffix(".alive")
 
-    def hung(self) -> bool:
-        """Running, wrote its liveness file since it started, and has stopped rewriting it: its
-        loop or a consumer is stuck (a service still restoring has written nothing yet)."""
+    def hung(self, timeout: float) -> bool:
+        """Running, wrote its liveness file since it started, and has not rewritten it for
+        ``timeout`` seconds: its loop or a consumer is stuck (a service still restoring has written
+        nothing yet)."""
         if self.state != "running" or not self.liveness_file.exists():
             return False
-        return not service_liveness.fresh(self.liveness_file)
+        return not service_liveness.fresh(self.liveness_file, max(timeout, service_liveness.STALE_AFTER))
 
     def start(self) -> None:
         if self.log is not None:
@@ -372,7 +373,8 @@ class System:
 
     def supervise_liveness(self, progress: Progress) -> list[str]:
         """Restart a service whose durable consumers stopped making progress (``Progress``), or
-        whose own liveness file went stale (its loop, bus or a consumer stopped)."""
+        whose own liveness file went stale (its loop, bus or a consumer stopped): both for
+        ``livenessTimeout`` seconds."""
         stalled = progress.stalled()
         notes = []
         for service in self.services:
@@ -384,7 +386,7 @@ class System:
                 )
                 self._restart(service)
                 progress.forget(stalled[service.instance])
-            elif service.hung():
+            elif service.hung(progress.timeout):
                 notes.append(f"{service.name} stopped rewriting {service.liveness_file.name}; restarting it")
                 self._restart(service)
         return notes
