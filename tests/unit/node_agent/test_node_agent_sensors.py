@@ -2,11 +2,13 @@
 silent nodes publish nothing; real sensors report no devices where there are none; and the agent
 judges what it reads into the health verdict its ``NodeStatus`` carries."""
 
+import platform
+
 import pytest
 
 from hyperjob import hwprobe
 from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
-from hyperjob.services.node_agent.sensors import RealSensors, SimulatedSensors, subject_of
+from hyperjob.services.node_agent.sensors import NoSensors, RealSensors, SimulatedSensors, subject_of
 
 NODES = ["c1-node-0", "c1-node-1"]
 
@@ -92,3 +94,11 @@ def test_real_sensors_without_devices_report_empty_lists_with_source_none(tmp_pa
     assert (gpu.source, gpu.gpus) == ("none", [])
     assert (fabric.nvlink_source, fabric.infiniband_source, fabric.infiniband) == ("none", "none", [])
     assert health(list(out.values()), "host-a") == hwprobe.NodeHealth()  # nothing read: nothing wrong
+
+
+@pytest.mark.parametrize("make", [lambda p: RealSensors(hwprobe.NvmlReader(NoNvml()), str(p)), lambda p: NoSensors()])
+def test_agents_on_real_machines_label_their_nodes_as_a_kubelet_does(tmp_path, make, monkeypatch):
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    labels = make(tmp_path).labels("host-a")
+    assert labels == {"kubernetes.io/hostname": "host-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}

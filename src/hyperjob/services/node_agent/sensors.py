@@ -10,12 +10,14 @@ with source ``none`` — real mode never invents values. Simulated mode also inj
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import structlog
 
 from hyperjob import events, hwprobe
+from hyperjob.api.pod import well_known_node_labels
 from hyperjob.events import subjects
 from hyperjob.events.telemetry import FabricPosition, FabricTelemetry, GpuTelemetry
 from hyperjob.hwprobe.simfleet import Fault, parse_fault
@@ -122,6 +124,23 @@ class SimulatedSensors:
         return out
 
 
+# Kubernetes names architectures as Go does.
+_GO_ARCH = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+}
+
+
+def this_machine_labels(node: str) -> dict[str, str]:
+    """The well-known labels a kubelet puts on a node running on this machine."""
+    machine = platform.machine().lower()
+    return well_known_node_labels(node, os=platform.system().lower(), arch=_GO_ARCH.get(machine, machine))
+
+
 class RealSensors:
     """NVML and sysfs on this machine; absent devices are reported as none, once said in the log."""
 
@@ -135,7 +154,7 @@ class RealSensors:
             log.warning("no_infiniband_telemetry", reason=f"{infiniband_root} does not exist")
 
     def labels(self, node: str) -> dict[str, str]:
-        return {}
+        return this_machine_labels(node)
 
     def silent(self, node: str) -> bool:
         return False
@@ -165,7 +184,7 @@ class NoSensors:
     """Telemetry switched off: heartbeats only."""
 
     def labels(self, node: str) -> dict[str, str]:
-        return {}
+        return this_machine_labels(node)
 
     def silent(self, node: str) -> bool:
         return False
