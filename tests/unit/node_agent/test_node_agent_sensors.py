@@ -96,9 +96,15 @@ def test_real_sensors_without_devices_report_empty_lists_with_source_none(tmp_pa
     assert health(list(out.values()), "host-a") == hwprobe.NodeHealth()  # nothing read: nothing wrong
 
 
-@pytest.mark.parametrize("make", [lambda p: RealSensors(hwprobe.NvmlReader(NoNvml()), str(p)), lambda p: NoSensors()])
+@pytest.mark.parametrize(
+    "make", [lambda p: RealSensors(hwprobe.NvmlReader(NoNvml()), str(p)), lambda p: NoSensors(real=True)]
+)
 def test_agents_on_real_machines_label_their_nodes_as_a_kubelet_does(tmp_path, make, monkeypatch):
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     monkeypatch.setattr(platform, "system", lambda: "Linux")
     labels = make(tmp_path).labels("host-a")
     assert labels == {"kubernetes.io/hostname": "host-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}
+
+
+def test_simulated_nodes_without_telemetry_carry_only_their_settings_labels():
+    assert NoSensors().labels("sim-0") == {}

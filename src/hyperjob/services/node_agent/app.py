@@ -20,7 +20,7 @@ def build_sensors(settings: Settings, started: float) -> Sensors:
     if source == "auto":
         source = "simulated" if settings.mode == "simulate" else "real"
     if source == "off":
-        return NoSensors()
+        return NoSensors(real=settings.mode == "exec")
     if source == "real":
         return RealSensors(hwprobe.NvmlReader(xid_hold=settings.xid_hold), settings.infiniband_sysfs)
     specs = node_specs(settings)

@@ -181,10 +181,14 @@ class RealSensors:
 
 
 class NoSensors:
-    """Telemetry switched off: heartbeats only."""
+    """Telemetry switched off: heartbeats only. ``real`` nodes (exec mode) are this machine and
+    carry its well-known labels; simulated ones carry only what their settings say."""
+
+    def __init__(self, *, real: bool = False) -> None:
+        self.real = real
 
     def labels(self, node: str) -> dict[str, str]:
-        return this_machine_labels(node)
+        return this_machine_labels(node) if self.real else {}
 
     def silent(self, node: str) -> bool:
         return False
