@@ -50,8 +50,8 @@ class Timeline:
             return
         try:
             message = _DECODER.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            return  # poison is the services' to dead-letter; the timeline records only what it can read
         self._record(message)
 
     def emit(self, type_: str, obj: str, **fields: Any) -> None:

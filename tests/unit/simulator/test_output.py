@@ -132,3 +132,16 @@ def test_table_shows_jobs_queues_and_timeline(result: dict) -> None:
     for part in ("JOBS", "QUEUES", "TIMELINE", "alpha", "zeta", "PodSucceeded"):
         assert part in text
     assert text == simulator.render_table(result)
+
+
+def test_the_timeline_skips_a_payload_it_cannot_read_bad_utf8_included():
+    from hyperjob.simulator.observe import Timeline
+
+    class Clock:
+        def now(self) -> float:
+            return 0.0
+
+    timeline = Timeline(Clock())
+    timeline.observe("HYPERJOB", "job.phase.c1", b'{"type":"job.phase.v1","event_id":"\xff\xfe"}', {})
+    timeline.observe("HYPERJOB", "job.phase.c1", b"\x00 not json", {})
+    assert timeline.events == []
