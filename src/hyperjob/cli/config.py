@@ -73,7 +73,16 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Killed but not yet reaped by its parent: signals still reach the pid, nothing runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (not Linux): trust the signal
+    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 def home() -> Path:
