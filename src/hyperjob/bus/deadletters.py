@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import msgspec
 
 from .dispatch import (
+    DEAD_LETTER_HEADERS,
     H_BY_REFERENCE,
     H_DLQ_REASON,
     H_ERROR,
@@ -35,19 +36,7 @@ from .model import DLQ_STREAM, MSG_ID, Delivery
 
 __all__ = ["DeadLetter", "DeadLetterError", "dead_letters", "purge", "replay"]
 
-_OURS = {
-    H_DLQ_REASON,
-    H_ERROR,
-    H_ERROR_TYPE,
-    H_NUM_DELIVERED,
-    H_ORIGINAL_MSG_ID,
-    H_ORIGINAL_SEQ,
-    H_ORIGINAL_STREAM,
-    H_ORIGINAL_SUBJECT,
-    H_WATCH,
-    H_BY_REFERENCE,
-    MSG_ID,
-}
+_OURS = DEAD_LETTER_HEADERS | {MSG_ID}  # the letter's own id goes too: a replay gets its own
 
 
 class DeadLetterError(Exception):

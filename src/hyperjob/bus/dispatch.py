@@ -38,6 +38,7 @@ from .errors import RetryableError, TerminalError, is_dependency_down
 from .model import MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outgoing
 
 __all__ = [
+    "DEAD_LETTER_HEADERS",
     "MAX_PAYLOAD",
     "H_BY_REFERENCE",
     "H_DLQ_REASON",
@@ -68,6 +69,21 @@ H_NUM_DELIVERED = "Hyperjob-Num-Delivered"
 H_ORIGINAL_MSG_ID = "Hyperjob-Original-Msg-Id"
 H_BY_REFERENCE = "Hyperjob-Dlq-By-Reference"
 H_WATCH = "Hyperjob-Watch"  # set when the letter comes from a watch (a latest value), not a consumer
+# Every header dead-lettering adds: what a replay strips to give back the original message.
+DEAD_LETTER_HEADERS = frozenset(
+    {
+        H_DLQ_REASON,
+        H_ERROR,
+        H_ERROR_TYPE,
+        H_ORIGINAL_SUBJECT,
+        H_ORIGINAL_STREAM,
+        H_ORIGINAL_SEQ,
+        H_NUM_DELIVERED,
+        H_ORIGINAL_MSG_ID,
+        H_BY_REFERENCE,
+        H_WATCH,
+    }
+)
 # NATS's default max_payload (the server's setting is read at connect): payload + headers.
 MAX_PAYLOAD = 1024 * 1024
 HOLD_DELAYS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
