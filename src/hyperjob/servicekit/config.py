@@ -15,7 +15,13 @@ import msgspec
 T = TypeVar("T", bound=msgspec.Struct)
 
 # Settings every service shares may also come from these unprefixed variables.
-SHARED_VARIABLES = {"nats_url": "NATS_URL", "redis_url": "REDIS_URL", "log_level": "LOG_LEVEL"}
+SHARED_VARIABLES = {
+    "nats_url": "NATS_URL",
+    "redis_url": "REDIS_URL",
+    "log_level": "LOG_LEVEL",
+    "metrics_host": "METRICS_HOST",  # servicekit.health's endpoints
+    "metrics_port": "METRICS_PORT",
+}
 
 
 class SettingsError(ValueError):

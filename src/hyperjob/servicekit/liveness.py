@@ -44,6 +44,7 @@ def report(runtime: Any) -> dict[str, Any] | None:
         "at": time.time(),
         "bus": "connected" if connected else "reconnecting",
         "members": len(members),
+        "metrics": getattr(runtime, "metrics_url", ""),  # servicekit.health's endpoints
     }
 
 

@@ -22,6 +22,7 @@ from hyperjob.events.subjects import STREAMS
 
 from . import liveness
 from .config import SettingsError, instance_name, load_settings
+from .health import HealthServer, HealthSettings
 from .runtime import Runtime
 from .timers import AsyncioTimers, WallClock
 
@@ -35,6 +36,7 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
     prefix = name.upper().replace("-", "_")
     try:
         settings = load_settings(settings_type, prefix)
+        endpoints = load_settings(HealthSettings, prefix)
     except SettingsError as exc:
         print(f"{name}: invalid configuration: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -45,7 +47,7 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
         uvloop.install()
     except ImportError:  # uvloop is an optimisation, not a requirement
         pass
-    serve = _serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings))
+    serve = _serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings), endpoints)
     profile_dir = os.environ.get("HYPERJOB_PROFILE_DIR")
     if not profile_dir:
         asyncio.run(serve)
@@ -61,7 +63,7 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
         profiler.dump_stats(os.path.join(profile_dir, f"{name}{'-' + cluster if cluster else ''}.prof"))
 
 
-async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
+async def _serve(name: str, settings: Any, build: Build, instance: str, endpoints: HealthSettings) -> None:
     from hyperjob.bus.natsbus import NatsBus
     from hyperjob.store.redis_store import RedisStore
 
@@ -85,10 +87,12 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     reporter: asyncio.Task[None] | None = None
+    health = HealthServer(runtime, endpoints)  # /metrics, /healthz, /readyz (servicekit.health)
     try:
         await build(settings, runtime)
+        runtime.metrics_url = await health.start()
         await runtime.start()
-        log.info("service_started", instance=runtime.instance)
+        log.info("service_started", instance=runtime.instance, metrics=runtime.metrics_url + "/metrics")
         if path := os.environ.get(liveness.ENV):
             reporter = asyncio.create_task(liveness.run(runtime, Path(path)), name="liveness")
         await stop.wait()
@@ -96,6 +100,7 @@ async def _serve(name: str, settings: Any, build: Build, instance: str) -> None:
         log.info("service_stopping", bus_lost=bool(lost))
         if reporter is not None:
             reporter.cancel()
+        await health.stop()
         await runtime.stop()
         await bus.close()
         await store.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ from hyperjob.events import Message, derive_id, subjects
 from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
 
 from .inputs import Reader, Unreadable
+from .metrics import BUS
 from .projection import Projection, Table
 from .timers import Clock, Rank, Timers, Work
 
@@ -147,6 +149,7 @@ class Runtime:
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
         self.started = False
+        self.metrics_url = ""  # where its /metrics, /healthz, /readyz are served (live only)
         # Live, CPU-long pure work (a scheduling session) runs in a worker thread (``offloaded``) so
         # the event loop keeps receiving and reporting meanwhile; the simulator keeps it inline.
         self.offload = False
@@ -399,8 +402,13 @@ class Runtime:
         reader = Reader(sub.handlers)
 
         async def on_batch(deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
-            async with self.lock:
-                return await self._on_batch(sub, reader, deliveries)
+            started, failures = time.perf_counter(), {i: BaseException() for i in range(len(deliveries))}
+            try:
+                async with self.lock:
+                    failures = await self._on_batch(sub, reader, deliveries)
+                return failures
+            finally:  # the bus metrics (servicekit.metrics): a batch that raised failed whole
+                BUS.batch(deliveries, failures, time.perf_counter() - started)
 
         return on_batch
 

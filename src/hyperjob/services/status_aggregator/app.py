@@ -8,10 +8,12 @@ from hyperjob.servicekit import Runtime
 
 from .config import Settings
 from .handlers import StatusAggregator
+from .metrics import Tables
 
 
 async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
     aggregator = StatusAggregator(runtime)
+    Tables.aggregator = aggregator  # what its /metrics gauges read
     runtime.subscribe(
         "status-aggregator",
         [subjects.HYPERJOB_SPEC, subjects.HYPERJOB_DELETED],

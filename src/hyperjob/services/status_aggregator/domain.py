@@ -23,6 +23,7 @@ class SpecDoc(msgspec.Struct, frozen=True, kw_only=True):
     waiting_reason: str = ""
     admitted: bool = False
     attempt: int = 1
+    created: float = 0.0  # when the splitter accepted it (submit→Running latency starts here)
 
 
 class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +40,7 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     waiting_reason: str = ""
     restarts: int = 0  # the owner's restart count this status reflects
     lifecycle: str = "Active"  # the owner's lifecycle as settled on this status's view of the children
+    reached_running: bool = False  # Running once already: its submit→Running latency is counted
 
 
 def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
@@ -54,7 +56,38 @@ def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> Sp
         waiting_reason=msg.waiting_reason,
         admitted=current.admitted if current else False,
         attempt=msg.attempt,
+        created=msg.created or (current.created if current else msg.occurred_at),
     )
+
+
+# Why something waits, as a short CamelCase reason (Kubernetes Events' ``reason``, the
+# ``hyperjob_pending_hyperjobs{reason}`` label): the first rule whose words the message holds.
+WAITING_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("QueueLimit", ("queue ", "fleet ", "not yet promised", "capability")),
+    ("ClusterLost", ("lost", "not live", "silent", "failover")),
+    ("GangNotHeld", ("gang", "reservation", "hold")),
+    ("NameConflict", ("already exists", "previous child of this name")),
+    ("Unschedulable", ("lacks", "cannot fit", "no cluster", "no live cluster", "no eligible", "never host",
+                       "node selector", "maxdomains", "insufficient", "fit")),
+)  # fmt: skip
+
+
+def waiting_reason_code(message: str) -> str:
+    """The reason code of a waiting message (``Waiting`` when no rule names it, ``""`` for none)."""
+    if not message:
+        return ""
+    lowered = message.lower()
+    return next((code for code, words in WAITING_REASONS if any(w in lowered for w in words)), "Waiting")
+
+
+def failovers(old: list[events.ChildRef], new: list[events.ChildRef]) -> list[tuple[str, str]]:
+    """(from cluster, to cluster) of each child the new plan moved off a cluster it was on."""
+    before = {ref.name: ref.cluster for ref in old if ref.cluster}
+    return [
+        (before[ref.name], ref.cluster)
+        for ref in new
+        if ref.cluster and before.get(ref.name, ref.cluster) != ref.cluster
+    ]
 
 
 def news_key(child: str, cluster: str) -> str:

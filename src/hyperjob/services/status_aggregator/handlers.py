@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from msgspec.structs import replace
@@ -12,6 +14,7 @@ from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 
 from . import domain
+from . import metrics as m
 
 
 class StatusAggregator:
@@ -22,18 +25,21 @@ class StatusAggregator:
         self.dirty: set[str] = set()
         runtime.on_load(self.dirty.clear)
 
-    def on_spec(self, msg: events.HyperJobSpecChanged) -> None:
+    def on_spec(self, msg: events.HyperJobSpecChanged) -> Reaction | None:
         if msg.plain:
-            return  # a plain Job: its own record is its status
+            return None  # a plain Job: its own record is its status
         if not msg.manifest:  # gone
             self.specs.delete(msg.name)
             self.statuses.delete(msg.name)
             self.dirty.discard(msg.name)
-            return
-        self.specs.put(msg.name, domain.spec_changed(self.specs.get(msg.name), msg))
+            return None
+        current = self.specs.get(msg.name)
+        self.specs.put(msg.name, domain.spec_changed(current, msg))
         self.dirty.add(msg.name)
+        moves = domain.failovers(current.children, msg.children) if current is not None else []
+        return _counted(*(m.FAILOVERS.labels(a, b).inc for a, b in moves))
 
-    def on_admitted(self, msg: events.OwnerAdmitted) -> None:
+    def on_admitted(self, msg: events.OwnerAdmitted) -> Reaction | None:
         """Admitted: what its queue made it wait for no longer holds."""
         spec = self.specs.get(msg.name)
         if spec is not None and not spec.admitted:
@@ -42,14 +48,17 @@ class StatusAggregator:
             if doc is not None and doc.waiting_reason:
                 self.statuses.put(msg.name, replace(doc, waiting_reason=""))
             self.dirty.add(msg.name)
+            return _counted(m.ADMISSIONS.inc)
+        return None
 
-    def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
+    def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
+        counted = _counted(m.CHILD_PHASES.labels(msg.cluster, msg.new).inc) if msg.new != msg.old else None
         if not msg.hyperjob or msg.hyperjob not in self.specs:
-            return
+            return counted
         doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
         key = domain.news_key(msg.job, msg.cluster)
         if msg.attempt and msg.attempt < doc.attempts.get(key, 0):
-            return  # news of the child an earlier plan attempt dispatched, arriving late
+            return counted  # news of the child an earlier plan attempt dispatched, arriving late
         self.statuses.put(
             msg.hyperjob,
             replace(
@@ -59,6 +68,7 @@ class StatusAggregator:
             ),
         )
         self.dirty.add(msg.hyperjob)
+        return counted
 
     def on_waiting(self, msg: events.ChildPlacementWaiting) -> None:
         if not msg.hyperjob or msg.hyperjob not in self.specs:
@@ -83,6 +93,11 @@ class StatusAggregator:
             new = domain.recompute(doc, spec, self.rt.now())
             if new == doc:
                 continue
+            if new.phase == "Running" and doc.phase != "Running" and not new.reached_running:
+                new = replace(new, reached_running=True)
+                if spec.created:
+                    latency = max(0.0, self.rt.now() - spec.created)
+                    reaction.extend(_counted(functools.partial(m.SUBMIT_TO_RUNNING.observe, latency)))
             self.statuses.put(name, new)
             if (new.phase, new.status) != (doc.phase, doc.status):
                 reaction.publish(
@@ -98,6 +113,19 @@ class StatusAggregator:
                 )
         self.dirty.clear()
         return reaction
+
+
+def _counted(*changes: Callable[[], object]) -> Reaction | None:
+    """A reaction that changes the metrics once its unit of work committed (never on a retry)."""
+    if not changes:
+        return None
+
+    async def count() -> None:
+        for change in changes:
+            change()
+
+    after: list[Callable[[], Awaitable[None]]] = [count]
+    return Reaction(after=after)
 
 
 def hash_of(status: dict[str, object]) -> str:

@@ -1,0 +1,141 @@
+"""A service's HTTP endpoints for its supervisor and its scraper: ``/metrics`` (Prometheus' text
+format, ``metrics.REGISTRY``), ``/healthz`` and ``/readyz``.
+
+- ``/healthz``: 200 while the process's event loop turns and every consumer loop and watch runs
+  (the same judgement as its liveness file, ``liveness.report``). It is answered on the service's
+  own event loop, so a loop that hangs stops answering: the probe times out. Restart on failure.
+- ``/readyz``: 200 when, besides, the bus is connected, Redis answers a PING within
+  ``PING_TIMEOUT``, and the instance has started consuming. 503 with the reasons otherwise (a
+  Redis outage, a reconnecting bus): do not restart, wait (the runtime holds its messages).
+
+The server is a few lines on ``asyncio.start_server``: three GET routes need no framework, and a
+framework's own signal handling (uvicorn's) would take the service's SIGTERM. It listens on
+``METRICS_HOST:METRICS_PORT`` (``<SERVICE>_METRICS_HOST`` / ``_PORT`` override them): loopback
+by default, port 0 for any free port; ``liveness`` records the URL it got, where ``hyperjob up``
+and ``get services`` read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from . import liveness, metrics
+
+__all__ = ["PATHS", "HealthServer", "HealthSettings", "readiness"]
+
+PATHS = ("/metrics", "/healthz", "/readyz")
+PING_TIMEOUT = 1.0
+READ_TIMEOUT = 5.0
+
+
+class HealthSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the endpoints listen (``load_settings(HealthSettings, "<SERVICE>")``)."""
+
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 0
+
+
+async def readiness(runtime: Any) -> list[str]:
+    """Why ``runtime`` is not ready (empty: ready)."""
+    problems = []
+    if liveness.report(runtime) is None:
+        problems.append("a consumer loop or watch has stopped")
+    if not runtime.started:
+        problems.append("not consuming yet (loading its state)")
+    if not getattr(runtime.bus, "connected", True):
+        problems.append("NATS: disconnected (reconnecting)")
+    try:
+        await asyncio.wait_for(runtime.store.ping(), PING_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - whatever the client raises, Redis is not usable
+        problems.append(f"Redis: {type(exc).__name__}: {exc}".rstrip(": "))
+    return problems
+
+
+Route = Callable[[], Awaitable[tuple[int, str, bytes]]]
+
+
+class HealthServer:
+    """The three endpoints of one service instance, on the instance's event loop."""
+
+    def __init__(self, runtime: Any, settings: HealthSettings) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._dead_letters: asyncio.Task[None] | None = None
+        self.routes: dict[str, Route] = {"/metrics": self._metrics, "/healthz": self._healthz, "/readyz": self._readyz}
+
+    async def start(self) -> str:
+        """Listen; returns the base URL (``http://host:port``)."""
+        self._server = await asyncio.start_server(self._serve, self.settings.metrics_host, self.settings.metrics_port)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        self.url = f"http://{shown}:{port}"
+        self._dead_letters = asyncio.create_task(self._count_dead_letters(), name="dead-letter-gauge")
+        return self.url
+
+    async def stop(self) -> None:
+        if self._dead_letters is not None:
+            self._dead_letters.cancel()
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
+            method, _, rest = request.decode("latin-1").partition(" ")
+            path = rest.split(" ", 1)[0].split("?", 1)[0]
+            route = self.routes.get(path)
+            if method not in ("GET", "HEAD"):
+                status, kind, body = 405, "text/plain", b"only GET\n"
+            elif route is None:
+                status, kind, body = 404, "text/plain", f"not found; try {', '.join(PATHS)}\n".encode()
+            else:
+                status, kind, body = await route()
+            head = f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {kind}\r\n"
+            head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            writer.write(head.encode() + (body if method == "GET" else b""))
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass  # a probe that went away or sent no request: nothing to answer
+        finally:
+            writer.close()
+
+    async def _metrics(self) -> tuple[int, str, bytes]:
+        return 200, CONTENT_TYPE_LATEST, generate_latest(metrics.REGISTRY)
+
+    async def _healthz(self) -> tuple[int, str, bytes]:
+        record = liveness.report(self.runtime)
+        if record is None:
+            return 503, "application/json", b'{"ok": false, "why": "a consumer loop or watch has stopped"}\n'
+        return 200, "application/json", json.dumps({"ok": True, **record}).encode() + b"\n"
+
+    async def _readyz(self) -> tuple[int, str, bytes]:
+        problems = await readiness(self.runtime)
+        body = json.dumps({"ready": not problems, "problems": problems}).encode() + b"\n"
+        return (503 if problems else 200), "application/json", body
+
+    async def _count_dead_letters(self) -> None:
+        """Keep ``hyperjob_bus_dead_letters`` per durable of this instance (read-only; a user the
+        DLQ stream refuses leaves the gauge out)."""
+        durables = sorted({durable for durable, _, _ in self.runtime.inputs() if durable != "watch"})
+        while True:
+            for durable in durables:
+                try:
+                    stored = await self.runtime.bus.stored(f"dlq.{durable}", stream="DLQ")
+                except Exception:  # noqa: BLE001 - not permitted, or the bus is away: try again later
+                    continue
+                metrics.BUS.dead_letters.labels(durable).set(len(stored))
+            await asyncio.sleep(metrics.DLQ_PERIOD)
+
+
+_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}

@@ -1,0 +1,92 @@
+"""The HyperJob metrics, derived from the news the aggregator folds (on its ``/metrics``).
+
+Gauges are read from the aggregator's tables at scrape time (so a reload or a restart never leaves
+them stale); counters and the latency histogram change only once a unit of work committed
+(``Reaction.after``), so a batch handled again after a refused commit is not counted twice.
+
+- ``hyperjob_hyperjobs{phase}``: HyperJobs by phase (Pending, Admitted, Running, ...);
+- ``hyperjob_pending_hyperjobs{reason}``: HyperJobs not running yet with a waiting reason, by its
+  code (``domain.waiting_reason_code``: QueueLimit, Unschedulable, GangNotHeld, ClusterLost, ...);
+- ``hyperjob_submit_to_running_seconds``: from acceptance to the first Running phase;
+- ``hyperjob_admissions_total``: HyperJobs their queues admitted;
+- ``hyperjob_failovers_total{from_cluster,to_cluster}``: children the plan moved between clusters;
+- ``hyperjob_child_job_phase_transitions_total{cluster,phase}``: child Volcano Jobs entering a
+  phase (the rate of ``phase="Running"`` is the fleet's scheduling throughput, per cluster).
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from hyperjob.servicekit.metrics import REGISTRY
+
+from . import domain
+
+# Submit→Running: seconds for a small job on an idle fleet, hours behind a full queue.
+LATENCY_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0)
+
+SUBMIT_TO_RUNNING = Histogram(
+    "hyperjob_submit_to_running_seconds",
+    "Seconds from a HyperJob's acceptance to its first Running phase",
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+ADMISSIONS = Counter("hyperjob_admissions", "HyperJobs admitted by their queues", registry=REGISTRY)
+FAILOVERS = Counter(
+    "hyperjob_failovers",
+    "Child jobs the plan moved from one cluster to another",
+    ["from_cluster", "to_cluster"],
+    registry=REGISTRY,
+)
+CHILD_PHASES = Counter(
+    "hyperjob_child_job_phase_transitions",
+    "Child Volcano Jobs entering a phase, by cluster",
+    ["cluster", "phase"],
+    registry=REGISTRY,
+)
+
+
+class Tables:
+    """What the gauges read: the aggregator of this process (the last one built)."""
+
+    aggregator: Any = None
+
+
+class HyperJobGauges(Collector):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        aggregator = Tables.aggregator
+        phases = GaugeMetricFamily("hyperjob_hyperjobs", "HyperJobs by phase", labels=["phase"])
+        pending = GaugeMetricFamily(
+            "hyperjob_pending_hyperjobs", "HyperJobs waiting to run, by waiting reason", labels=["reason"]
+        )
+        if aggregator is not None:
+            by_phase, by_reason = census(aggregator.specs.items(), aggregator.statuses)
+            for phase, count in sorted(by_phase.items()):
+                phases.add_metric([phase], count)
+            for reason, count in sorted(by_reason.items()):
+                pending.add_metric([reason], count)
+        yield phases
+        yield pending
+
+
+def census(specs: Any, statuses: Any) -> tuple[Tally[str], Tally[str]]:
+    """HyperJobs by phase, and those waiting (Pending or Admitted) by reason code."""
+    by_phase: Tally[str] = Tally()
+    by_reason: Tally[str] = Tally()
+    for name, spec in specs:
+        doc = statuses.get(name)
+        phase = doc.phase if doc is not None else "Pending"
+        by_phase[phase] += 1
+        reason = spec.waiting_reason or (doc.waiting_reason if doc is not None else "")
+        if phase in ("Pending", "Admitted") and reason:
+            by_reason[domain.waiting_reason_code(reason)] += 1
+    return by_phase, by_reason
+
+
+REGISTRY.register(HyperJobGauges())
