@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -732,7 +733,25 @@ def services(name: str | None) -> list[dict[str, Any]]:
     except (OSError, ValueError):
         raise ClientError(f"no `hyperjob up` is running in {services_file().parent}") from None
     endpoints = {"nats": status["nats"], "redis": status["redis"]}
-    return [{**s, "endpoints": endpoints} for s in status["services"] if not name or s["name"] == name]
+    return [
+        {**s, "endpoints": {**endpoints, "metrics": _metrics_url(s, status.get("dashboard", ""))}}
+        for s in status["services"]
+        if not name or s["name"] == name
+    ]
+
+
+def _metrics_url(service: dict[str, Any], dashboard: str) -> str:
+    """Where a service serves ``/metrics`` (``/healthz``, ``/readyz`` beside it): what its liveness
+    file says (``servicekit.health`` listens on a free port under ``up``), the dashboard's own URL."""
+    if service["name"] == "dashboard":
+        return f"{dashboard.rstrip('/')}/metrics" if dashboard else ""
+    if not service.get("log"):
+        return ""  # NATS and Redis
+    try:
+        base = json.loads(Path(service["log"]).with_suffix(".alive").read_text()).get("metrics", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"{base}/metrics" if base else ""
 
 
 def service_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
@@ -742,10 +761,10 @@ def service_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[
         uptime = _age(i["startedAt"]) if i["state"] == "running" else "-"
         row = [i["name"], i["state"], str(i["restarts"]), uptime, str(i["pid"] or "-")]
         if wide:
-            row += [exited, i["endpoints"]["nats"], i["endpoints"]["redis"], i["log"]]
+            row += [exited, i["endpoints"]["metrics"] or "-", i["endpoints"]["nats"], i["endpoints"]["redis"], i["log"]]
         rows.append(row)
     header = ["NAME", "STATE", "RESTARTS", "UPTIME", "PID"]
-    return header + (["LAST EXIT", "NATS", "REDIS", "LOG"] if wide else []), rows
+    return header + (["LAST EXIT", "METRICS", "NATS", "REDIS", "LOG"] if wide else []), rows
 
 
 @dataclass(frozen=True)

@@ -125,16 +125,17 @@ class HealthServer:
         return (503 if problems else 200), "application/json", body
 
     async def _count_dead_letters(self) -> None:
-        """Keep ``hyperjob_bus_dead_letters`` per durable of this instance (read-only; a user the
-        DLQ stream refuses leaves the gauge out)."""
-        durables = sorted({durable for durable, _, _ in self.runtime.inputs() if durable != "watch"})
+        """Keep ``hyperjob_bus_dead_letters`` and ``hyperjob_bus_consumer_pending`` per durable of
+        this instance (read-only; what its user may not read stays out)."""
+        consumers = {durable: filters for durable, filters, _ in self.runtime.inputs() if durable != "watch"}
         while True:
-            for durable in durables:
-                try:
+            for durable, filters in sorted(consumers.items()):
+                with contextlib.suppress(Exception):  # not permitted, or the bus is away: next time
+                    lag = await self.runtime.bus.lag(durable, filters)
+                    metrics.BUS.pending.labels(durable).set(lag.pending)
+                with contextlib.suppress(Exception):
                     stored = await self.runtime.bus.stored(f"dlq.{durable}", stream="DLQ")
-                except Exception:  # noqa: BLE001 - not permitted, or the bus is away: try again later
-                    continue
-                metrics.BUS.dead_letters.labels(durable).set(len(stored))
+                    metrics.BUS.dead_letters.labels(durable).set(len(stored))
             await asyncio.sleep(metrics.DLQ_PERIOD)
 
 

@@ -13,8 +13,9 @@ What the bus series say, per subject a handler consumed:
 - ``hyperjob_bus_redeliveries_total{subject}``: deliveries after the first;
 - ``hyperjob_bus_handler_duration_seconds{subject}``: one batch's handling, commit included,
   observed once per subject in the batch;
-- ``hyperjob_bus_dead_letters{durable}``: letters waiting on ``dlq.<durable>`` (read every
-  ``DLQ_PERIOD``; absent when this service's user may not read the DLQ stream).
+- ``hyperjob_bus_dead_letters{durable}``: letters waiting on ``dlq.<durable>``, and
+  ``hyperjob_bus_consumer_pending{durable}``: messages not delivered yet (both read every
+  ``DLQ_PERIOD``; absent when this service's user may not read them).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Mapping, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from hyperjob.bus import Delivery
 
 __all__ = ["BUS", "REGISTRY", "BusMetrics", "LATENCY_BUCKETS"]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
 # Handler latency: a batch commits in a few ms; a scheduling session can take seconds.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DLQ_PERIOD = 15.0
@@ -60,6 +62,12 @@ class BusMetrics:
         self.dead_letters = Gauge(
             "hyperjob_bus_dead_letters",
             "Dead letters of this service's durable consumers waiting on the DLQ stream",
+            ["durable"],
+            registry=registry,
+        )
+        self.pending = Gauge(
+            "hyperjob_bus_consumer_pending",
+            "Messages stored for a durable consumer of this service and not delivered to it yet",
             ["durable"],
             registry=registry,
         )
