@@ -128,6 +128,8 @@ class HealthServer:
         """Keep ``hyperjob_bus_dead_letters`` and ``hyperjob_bus_consumer_pending`` per durable of
         this instance (read-only; what its user may not read stays out)."""
         consumers = {durable: filters for durable, filters, _ in self.runtime.inputs() if durable != "watch"}
+        while not self.runtime.started:  # its consumers exist once it started
+            await asyncio.sleep(0.2)
         while True:
             for durable, filters in sorted(consumers.items()):
                 with contextlib.suppress(Exception):  # not permitted, or the bus is away: next time
