@@ -154,12 +154,18 @@ def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_por
             system,
             click.echo,
             wait_timeout,
-            ready=lambda: click.echo(f"hyperjob is ready: clusters {clusters} registered{dashboard}. Ctrl-C to stop."),
+            ready=lambda: click.echo(
+                f"hyperjob is ready: clusters {clusters} registered{dashboard}; {METRICS_HINT}. Ctrl-C to stop."
+            ),
         )
     except UpError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()
+
+
+# Where `up` says each service's /metrics, /healthz and /readyz are (servicekit.health).
+METRICS_HINT = "metrics and health of each service: `hyperjob get services -o wide`"
 
 
 def _up_detached(config_path: str | None, wait_timeout: float, options: list[str]) -> None:
@@ -178,7 +184,8 @@ def _up_detached(config_path: str | None, wait_timeout: float, options: list[str
         if status.get("ready") and status.get("pid") == proc.pid:
             dashboard = f"; dashboard {status['dashboard']}" if status.get("dashboard") else ""
             click.echo(
-                f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}); stop it with `hyperjob down`"
+                f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}; {METRICS_HINT});"
+                " stop it with `hyperjob down`"
             )
             return
         time.sleep(0.3)
@@ -401,7 +408,8 @@ def get(
     watch: bool,
 ) -> None:
     """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, cronjobs, jobflows, jobtemplates, clusters, nodes, services."""
+    priorityclasses, cronjobs, jobflows, jobtemplates, clusters, nodes, services, events (of
+    KIND/NAME)."""
     shown = views.kind(kind)
     if shown is None:
         raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
@@ -425,7 +433,7 @@ def get(
         with_client(lambda client: _watch_kind(client, shown, load, output, no_headers, all_namespaces))
         return
     items = asyncio.run(load(None)) if shown.read_local else with_client(load)
-    if name and not items:
+    if name and not items and shown.plural != "events":
         where = f" in namespace {namespace or 'default'!r}" if shown.namespaced and not all_namespaces else ""
         raise click.ClickException(f"{shown.singular} {name!r} not found{where}")
     output_items(shown, items, output, single=bool(name), no_headers=no_headers, all_namespaces=all_namespaces)
@@ -513,7 +521,7 @@ async def _watch_kind(
                     click.echo("   ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip())
             shown_lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
             # A row is printed again when it changed, not when only its age did.
-            ticking = {i for i, column in enumerate(header) if column in ("AGE", "UPTIME", "REPORTED")}
+            ticking = {i for i, column in enumerate(header) if column in ("AGE", "UPTIME", "REPORTED", "LAST SEEN")}
             lines = ["\0".join(c for i, c in enumerate(row) if i not in ticking) for row in rows]
         elif output == "name":
             lines = [f"{shown.singular}/{i['name']}" for i in items]
@@ -537,22 +545,14 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["hyperjob", "hj", *views.DESCRIBED]))
+@click.argument("kind", type=click.Choice(views.DESCRIBABLE))
 @click.argument("name")
 def describe(kind: str, name: str) -> None:
-    """Everything about one HyperJob (spec, status, children and where they run), CronJob, JobFlow
-    or JobTemplate."""
+    """Everything about one HyperJob (spec, status, children and where they run), Job, Queue, node,
+    CronJob, JobFlow or JobTemplate, ending with its Events."""
 
     async def work(client: Client) -> dict[str, Any] | None:
-        if kind in views.DESCRIBED:
-            return await views.describe(client, kind, name)
-        found = await views.hyperjobs(client, name)
-        if not found:
-            return None
-        children = [child["name"] for child in found[0]["children"]]
-        jobs = [j for j in await views.jobs(client, None) if j["name"] in children]
-        described = {k: v for k, v in found[0].items() if k != "manifest"}
-        return {**described, "jobs": [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in jobs]}
+        return await views.describe(client, kind, name)
 
     described = with_client(work)
     if described is None:

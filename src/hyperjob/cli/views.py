@@ -23,6 +23,7 @@ from hyperjob import api, jobcore, records
 from hyperjob.api.quantity import format_quantity
 from hyperjob.jobcore import model as jm
 
+from . import eventlog
 from .client import Client, ClientError
 from .config import services_file
 
@@ -580,8 +581,9 @@ def _camel(name: str) -> str:
 
 
 async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] | None:
-    """Everything about one CronJob or JobFlow (with the jobs it made, as ``get jobs`` shows them),
-    or one JobTemplate."""
+    """Everything about one object, then its Events (as ``kubectl describe`` ends): a HyperJob
+    with its child jobs, a CronJob or JobFlow with the jobs it made (as ``get jobs`` shows them),
+    a Job, a Queue, a node, a JobTemplate."""
     shown = kind(kind_name)
     if shown is None or shown.load is None:
         return None
@@ -589,10 +591,49 @@ async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] 
     if not found:
         return None
     described = {k: v for k, v in found[0].items() if k != "manifest"}
-    if described.get("jobs"):
+    if shown.plural == "hyperjobs":
+        children = {child["name"] for child in found[0]["children"]}
+        listed = [j for j in await jobs(client, None) if j["name"] in children]
+        described["jobs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
+    elif described.get("jobs"):
         listed = [j for j in await jobs(client, None) if j["name"] in described["jobs"]]
         described["runs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
+    described["events"] = event_section(await eventlog.load(client.bus), f"{shown.singular}/{name}")
     return described
+
+
+def event_section(found: list[eventlog.Event], target: str) -> list[str] | str:
+    """``describe``'s Events: one line per event, as kubectl prints them (``<none>`` if none)."""
+    try:
+        mine = eventlog.about(found, target)
+    except ValueError:
+        mine = []
+    if not mine:
+        return "<none>"
+    header, rows = event_rows([eventlog.item(e, time.time()) for e in mine])
+    return table(header, rows).splitlines()
+
+
+async def event_items(client: Client, target: str | None) -> list[dict[str, Any]]:
+    """``get events [KIND/NAME]``: the events of the log, oldest first."""
+    try:
+        found = eventlog.about(await eventlog.load(client.bus), target)
+    except ValueError as exc:
+        raise ClientError(str(exc)) from None
+    now = time.time()
+    return [eventlog.item(e, now) for e in found]
+
+
+def event_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    for i in items:
+        count = f" (x{i['count']} over {_age(i['firstTimestamp'])})" if i["count"] > 1 else ""
+        row = [_age(i["lastTimestamp"]), i["type"], i["reason"], i["object"], i["message"] + count]
+        if wide:
+            row += [i["cluster"] or "-", _age(i["firstTimestamp"]), str(i["count"])]
+        rows.append(row)
+    header = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    return header + (["CLUSTER", "FIRST SEEN", "COUNT"] if wide else []), rows
 
 
 def _spec_resources(values: dict[str, Any] | None) -> str:
@@ -805,12 +846,15 @@ KINDS = {
         Kind("clusters", "cluster", cluster_rows, clusters),
         Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
         Kind("services", "service", service_rows, None, services, aliases=("svc",)),
+        Kind("events", "event", event_rows, event_items, aliases=("ev",)),
     )
 }
 
 
 # The workflow-controller's kinds ``describe`` takes, by every name kubectl would accept.
 DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt")
+# Every kind ``describe`` takes (each ends with its Events).
+DESCRIBABLE = ("hyperjob", "hj", "job", "vcjob", "vj", "queue", "q", "node", "no", *DESCRIBED)
 
 
 def kind(name: str) -> Kind | None:

@@ -1,0 +1,304 @@
+"""Kubernetes-style Events (``hyperjob get events``, ``describe``'s Events section), read from the
+system's own event log: the messages the services exchanged, kept on the JetStream streams.
+
+Each message of interest becomes one or more events on the objects it concerns (``HyperJob``,
+``Job``, ``PodGroup``, ``Queue``, ``Node``): a type (``Normal`` or ``Warning``), a short CamelCase
+reason, a message, and when. As Kubernetes does, repeats of the same (object, type, reason,
+message) fold into one event with a count and first/last times. Nothing here writes: the log is
+what the services already publish (``events.subjects.STREAMS`` keep 7 days), so the Events show
+what the system did, in its own words, without a tracing backend.
+
+``derive`` is pure (a list of (message, time) in stream order → events); ``load`` reads the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from hyperjob import events
+from hyperjob.services.status_aggregator.domain import waiting_reason_code
+
+# What is read: the subjects whose messages say what happened to an object (not the bulky or
+# per-pod ones: pod starts, phases reported by agents, telemetry, heartbeats).
+SUBJECTS = (
+    "hj.hyperjob.status",
+    "hj.hyperjob.deleted",
+    "sched.owner.submitted",
+    "sched.owner.admitted",
+    "sched.owner.lifecycle",
+    "sched.child.waiting",
+    "sched.child.move",
+    "sched.child.dispatch.*",
+    "sched.gang.retry",
+    "sched.reservation.held",
+    "sched.podgroup.phase.*",
+    "sched.pods.*.*",
+    "job.phase.*",
+    "job.removed.*",
+    "node.fault.*",
+    "nodestatus.*.*",
+)
+# Object kinds as ``get events KIND/NAME`` and ``describe`` name them.
+KINDS = {
+    "hyperjob": "HyperJob",
+    "hj": "HyperJob",
+    "job": "Job",
+    "vcjob": "Job",
+    "podgroup": "PodGroup",
+    "pg": "PodGroup",
+    "queue": "Queue",
+    "q": "Queue",
+    "node": "Node",
+    "no": "Node",
+}
+WARNING_PHASES = ("Failed", "Aborted", "Terminated")
+
+_DECODER = events.decoder(*events.ALL_MESSAGES)
+
+
+class Event(msgspec.Struct, kw_only=True):
+    kind: str
+    name: str
+    type: str
+    reason: str
+    message: str
+    first: float
+    last: float
+    count: int = 1
+    cluster: str = ""
+    hyperjob: str = ""  # the HyperJob the object belongs to (its child jobs' events show on it)
+
+    @property
+    def object(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+
+def _event(kind: str, name: str, reason: str, message: str, at: float, warning: bool = False, **rest: str) -> Event:
+    return Event(
+        kind=kind,
+        name=name,
+        type="Warning" if warning else "Normal",
+        reason=reason,
+        message=message,
+        first=at,
+        last=at,
+        **rest,
+    )
+
+
+class _Fold:
+    """What deriving remembers across messages: each HyperJob's last phase (a status event is
+    published on every count change; only phase changes are events) and each owner's queue."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, str] = {}
+        self.queues: dict[str, str] = {}
+        self.owners: dict[str, str] = {}  # child job → its HyperJob
+
+    def of(self, message: Any, at: float) -> Iterator[Event]:
+        handler = getattr(self, f"_{type(message).__name__}", None)
+        if handler is not None:
+            yield from handler(message, at)
+
+    def _HyperJobStatusChanged(self, m: events.HyperJobStatusChanged, at: float) -> Iterator[Event]:
+        if self.phases.get(m.name) == m.phase:
+            return
+        before = self.phases.get(m.name, "")
+        self.phases[m.name] = m.phase
+        reason = m.status.get("waitingReason", "") if isinstance(m.status, dict) else ""
+        text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
+        yield _event(
+            "HyperJob",
+            m.name,
+            m.phase,
+            f"{text}: {reason}" if reason else text,
+            at,
+            m.phase in WARNING_PHASES,
+            hyperjob=m.name,
+        )
+
+    def _HyperJobDeleted(self, m: events.HyperJobDeleted, at: float) -> Iterator[Event]:
+        yield _event("HyperJob", m.name, "Deleted", "deleted, with every child on every cluster", at, hyperjob=m.name)
+
+    def _OwnerSubmitted(self, m: events.OwnerSubmitted, at: float) -> Iterator[Event]:
+        kind = "Job" if m.plain else "HyperJob"
+        self.queues[m.name] = m.queue
+        asks = ", ".join(f"{k}={v:g}" for k, v in sorted(m.request.items()))
+        yield _event(kind, m.name, "Submitted", f"asks queue {m.queue} for {asks}", at, hyperjob=m.name)
+        yield _event("Queue", m.queue, "Submitted", f"{kind.lower()}/{m.name} asks for {asks}", at)
+
+    def _OwnerAdmitted(self, m: events.OwnerAdmitted, at: float) -> Iterator[Event]:
+        yield _event("HyperJob", m.name, "Admitted", f"admitted by queue {m.queue}", at, hyperjob=m.name)
+        yield _event("Queue", m.queue, "Admitted", f"{m.name} admitted", at)
+
+    def _OwnerLifecycle(self, m: events.OwnerLifecycle, at: float) -> Iterator[Event]:
+        yield _event("HyperJob", m.name, m.lifecycle, f"lifecycle {m.lifecycle}", at, hyperjob=m.name)
+
+    def _ChildPlacementWaiting(self, m: events.ChildPlacementWaiting, at: float) -> Iterator[Event]:
+        code = waiting_reason_code(m.reason)
+        owner = m.hyperjob or m.child
+        if m.child and m.hyperjob:
+            yield _event("Job", m.child, code, m.reason, at, True, hyperjob=m.hyperjob)
+        else:
+            yield _event("Job" if not m.hyperjob else "HyperJob", owner, code, m.reason, at, True, hyperjob=owner)
+        if code == "QueueLimit" and owner in self.queues:
+            yield _event("Queue", self.queues[owner], code, f"{owner}: {m.reason}", at, True)
+
+    def _MoveChild(self, m: events.MoveChild, at: float) -> Iterator[Event]:
+        where = f"moved to cluster {m.to_cluster}" if m.to_cluster else "withdrawn to wait for a cluster"
+        text = f"{where}: {m.reason}" if m.reason else where
+        yield _event("Job", m.child, "Failover", text, at, True, hyperjob=self.owners.get(m.child, ""))
+
+    def _DispatchChild(self, m: events.DispatchChild, at: float) -> Iterator[Event]:
+        if m.hyperjob:
+            self.owners[m.child] = m.hyperjob
+        text = f"dispatched to cluster {m.cluster}" + (f" (gang attempt {m.gang_attempt})" if m.gang else "")
+        yield _event("Job", m.child, "Dispatched", text, at, cluster=m.cluster, hyperjob=m.hyperjob)
+
+    def _GangRetry(self, m: events.GangRetry, at: float) -> Iterator[Event]:
+        text = f"gang attempt {m.attempt - 1} released, planning attempt {m.attempt}: {m.reason}"
+        yield _event("HyperJob", m.owner, "GangRetry", text, at, True, hyperjob=m.owner)
+
+    def _ReservationHeld(self, m: events.ReservationHeld, at: float) -> Iterator[Event]:
+        reason, text = ("GangHeld", "holds every pod of its gang") if m.held else ("GangLost", "lost its gang's hold")
+        yield _event(
+            "Job",
+            m.child,
+            reason,
+            f"cluster {m.cluster} {text}",
+            at,
+            not m.held,
+            cluster=m.cluster,
+            hyperjob=m.hyperjob,
+        )
+
+    def _PodGroupPhaseChanged(self, m: events.PodGroupPhaseChanged, at: float) -> Iterator[Event]:
+        waiting = bool(m.reason) and m.phase in ("Pending", "Inqueue")
+        reason = "Unschedulable" if waiting else m.phase
+        text = m.reason if waiting else f"podgroup {m.phase}" + (f": {m.reason}" if m.reason else "")
+        yield _event(
+            "PodGroup", m.job, reason, text, at, waiting, cluster=m.cluster, hyperjob=self.owners.get(m.job, "")
+        )
+
+    def _PodsBound(self, m: events.PodsBound, at: float) -> Iterator[Event]:
+        yield self._pods(m, "Scheduled", f"bound {len(m.pods)} pods to {_nodes(m.pods)}", at, False)
+
+    def _PodsEvicted(self, m: events.PodsEvicted, at: float) -> Iterator[Event]:
+        why = ", ".join(sorted({p.reason for p in m.pods if p.reason})) or "evicted"
+        yield self._pods(m, "Evicted", f"{len(m.pods)} pods evicted from {_nodes(m.pods)}: {why}", at, True)
+        for node in sorted({p.node for p in m.pods if p.node}):
+            yield _event("Node", node, "Evicted", f"pods of job {m.job} evicted: {why}", at, True, cluster=m.cluster)
+
+    def _PodsRejected(self, m: events.PodsRejected, at: float) -> Iterator[Event]:
+        why = ", ".join(sorted({p.reason for p in m.pods if p.reason})) or "rejected"
+        yield self._pods(m, "Rejected", f"{len(m.pods)} pods rejected by {_nodes(m.pods)}: {why}", at, True)
+
+    def _pods(self, m: Any, reason: str, text: str, at: float, warning: bool) -> Event:
+        return _event("Job", m.job, reason, text, at, warning, cluster=m.cluster, hyperjob=self.owners.get(m.job, ""))
+
+    def _JobPhaseChanged(self, m: events.JobPhaseChanged, at: float) -> Iterator[Event]:
+        if m.old == m.new:
+            return
+        if m.hyperjob:
+            self.owners[m.job] = m.hyperjob
+        text = f"phase {m.old} → {m.new} on cluster {m.cluster}" + (f": {m.reason}" if m.reason else "")
+        yield _event("Job", m.job, m.new, text, at, m.new in WARNING_PHASES, cluster=m.cluster, hyperjob=m.hyperjob)
+
+    def _JobRemoved(self, m: events.JobRemoved, at: float) -> Iterator[Event]:
+        text = f"removed from cluster {m.cluster}" + (f": {m.reason}" if m.reason else "")
+        owner = m.hyperjob or self.owners.get(m.job, "")
+        yield _event("Job", m.job, "Removed", text, at, bool(m.reason), cluster=m.cluster, hyperjob=owner)
+
+    def _InjectNodeFault(self, m: events.InjectNodeFault, at: float) -> Iterator[Event]:
+        if m.kind == "pod-exit":
+            yield _event("Node", m.node or "-", "PodExit", f"pod {m.pod} made to exit {m.exit_code}", at, True)
+            return
+        warning = m.kind not in ("clear", "node-up")
+        yield _event(
+            "Node", m.node, "Fault" if warning else "Recovered", f"{m.kind} injected", at, warning, cluster=m.cluster
+        )
+
+    def _NodeStatus(self, m: events.NodeStatus, at: float) -> Iterator[Event]:
+        if not m.ready:
+            yield _event("Node", m.node, "NodeNotReady", m.reason or "NotReady", at, True, cluster=m.cluster)
+        elif m.health_reasons:
+            yield _event("Node", m.node, "Unhealthy", "; ".join(m.health_reasons), at, True, cluster=m.cluster)
+
+
+def _nodes(pods: list[events.PodRef]) -> str:
+    nodes = sorted({p.node for p in pods if p.node})
+    shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+    return f"nodes {shown}" if nodes else "no node"
+
+
+def derive(messages: Iterable[tuple[Any, float]]) -> list[Event]:
+    """The events of ``messages`` (each with the time it was stored, in stream order), repeats
+    folded into one with a count, oldest first by last occurrence."""
+    fold = _Fold()
+    folded: dict[tuple[str, str, str, str, str], Event] = {}
+    for message, at in sorted(messages, key=lambda pair: pair[1]):
+        for event in fold.of(message, at):
+            key = (event.kind, event.name, event.type, event.reason, event.message)
+            seen = folded.get(key)
+            if seen is None:
+                folded[key] = event
+            else:
+                seen.count += 1
+                seen.last = max(seen.last, event.last)
+    return sorted(folded.values(), key=lambda e: (e.last, e.kind, e.name))
+
+
+def about(found: list[Event], target: str | None) -> list[Event]:
+    """The events of ``target`` (``KIND/NAME``, or a bare NAME of any kind): for a HyperJob, its
+    child jobs' and podgroups' too."""
+    if not target:
+        return found
+    kind_text, _, name = target.rpartition("/")
+    kind = KINDS.get(kind_text.lower(), kind_text) if kind_text else ""
+    if kind_text and kind not in KINDS.values():
+        raise ValueError(f"events are kept for {', '.join(sorted(set(KINDS.values())))}, not {kind_text!r}")
+    return [
+        e
+        for e in found
+        if (e.name == name and kind in ("", e.kind))
+        or (kind == "HyperJob" and e.hyperjob == name and e.kind != "Queue")
+    ]
+
+
+def decoded(stored: Iterable[tuple[Any, float]]) -> Iterator[tuple[Any, float]]:
+    """(message, time) of each stored delivery that decodes; the rest is not an event."""
+    for delivery, at in stored:
+        try:
+            yield _DECODER.decode(delivery.data), at
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+
+
+async def load(bus: Any) -> list[Event]:
+    """Every event the log holds."""
+    stored: list[tuple[Any, float]] = []
+    for subject in SUBJECTS:
+        stored += await bus.stored(subject)
+    return derive(decoded(stored))
+
+
+def item(event: Event, now: float) -> dict[str, Any]:
+    """One event as ``get events`` lists it (``name`` is unique: ``-w`` prints it again when its
+    count or last time changes)."""
+    digest = hashlib.sha1(f"{event.kind}/{event.name}/{event.reason}/{event.message}".encode()).hexdigest()[:10]
+    return {
+        "name": f"{event.name}.{digest}",
+        "type": event.type,
+        "reason": event.reason,
+        "object": event.object,
+        "message": event.message,
+        "count": event.count,
+        "firstTimestamp": event.first,
+        "lastTimestamp": event.last,
+        "cluster": event.cluster,
+        "hyperJob": event.hyperjob,
+    }
