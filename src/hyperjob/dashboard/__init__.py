@@ -9,7 +9,8 @@ writes nothing: there is no route that changes state.
 Routes: ``/`` (the page; client-side routes ``#/``, ``#/hyperjobs/NAME``, ``#/queues``,
 ``#/clusters``), ``/api/snapshot`` (every list, JSON), ``/api/hyperjobs/{name}`` (one HyperJob with
 its child jobs and pods, JSON), ``/api/events`` (``text/event-stream``: the snapshot each time it
-changes), ``/healthz``.
+changes), ``/healthz``, ``/metrics`` (the fleet's queues, clusters and nodes for Prometheus:
+``dashboard.metrics``).
 """
 
 from .app import create_app

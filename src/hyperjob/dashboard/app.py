@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -17,6 +18,8 @@ from starlette.routing import Route
 
 from hyperjob.cli import views
 from hyperjob.client import Client
+
+from . import metrics
 
 # How often the event stream looks for changes; it sends only when something changed.
 POLL_SECONDS = 1.0
@@ -79,12 +82,16 @@ def create_app(nats_url: str, redis_url: str) -> Starlette:
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
+    async def fleet_metrics(request: Request) -> Response:
+        return Response(await metrics.exposition(state["client"]), media_type=CONTENT_TYPE_LATEST)
+
     routes = [
         Route("/", page),
         Route("/api/snapshot", api_snapshot),
         Route("/api/hyperjobs/{name}", api_hyperjob),
         Route("/api/events", api_events),
         Route("/healthz", healthz),
+        Route("/metrics", fleet_metrics),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

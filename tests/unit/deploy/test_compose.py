@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import re
 import stat
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import grimp
 import msgspec
@@ -18,7 +20,9 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-SHARED = {"OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL"}
+# Read by every service: the OpenTelemetry SDK's own variable, and servicekit's shared settings
+# (checked against the code below).
+SHARED = {"OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL", "METRICS_HOST", "METRICS_PORT"}
 ARCHITECTURE = {
     "splitter",
     "global_scheduler",
@@ -28,7 +32,7 @@ ARCHITECTURE = {
     "node_agent",
     "workflow_controller",
 }
-INFRASTRUCTURE = {"nats", "redis", "jaeger"}
+INFRASTRUCTURE = {"nats", "redis", "jaeger", "prometheus", "grafana"}
 DASHBOARD = "dashboard"  # hyperjob.dashboard: reads the system, not a service of the architecture
 STREAMS = "streams"  # the operator's one-shot stream declaration
 
@@ -153,7 +157,7 @@ def test_credentials_py_writes_private_files_for_every_identity(tmp_path):
 
 def test_the_tls_override_mounts_the_certificates_and_the_ca_for_every_client():
     tls = load(REPO / "deploy" / "compose.tls.yml")["services"]
-    assert set(tls) == set(COMPOSE["services"]) - {"jaeger"}
+    assert set(tls) == set(COMPOSE["services"]) - {"jaeger", "prometheus", "grafana"}
     assert (
         "--tls-port" in tls["redis"]["command"]
         and tls["redis"]["command"][tls["redis"]["command"].index("--port") + 1] == "0"
@@ -298,6 +302,12 @@ def test_test_overrides_replace_only_the_images_that_cannot_be_pulled():
     override = load(REPO / "tests" / "containers" / "compose.podman.yml")["services"]
     assert set(override) == set(COMPOSE["services"]) - {STREAMS}
     assert {override[name]["image"] for name in INFRASTRUCTURE} == built
+    for name in ("prometheus", "grafana"):  # stand-ins: an HTTP server on the port, healthy when it answers
+        port = str(override[name]["command"][-1])
+        assert (
+            port in str(COMPOSE["services"][name]["healthcheck"]["test"])
+            and port in override[name]["healthcheck"]["test"][-1]
+        )
     for name in set(override) - INFRASTRUCTURE:  # podman_kit runs `streams` first; the rest is compose's
         assert override[name] == {"depends_on": ["nats", "redis"]}
     cluster = load(REPO / "tests" / "containers" / "compose.nats-cluster.yml")["services"]
@@ -333,3 +343,120 @@ def test_probe_counts_only_established_connections(tmp_path):
     )
     assert problems[0].startswith("the service holds no connection to NATS_URL")
     assert "cannot be reached" in problems[1]  # nothing listens on 127.0.0.1:1
+
+
+# -- metrics, health endpoints and dashboards --------------------------------------------------------
+
+SERVICEKIT_CONFIG = importlib.import_module("hyperjob.servicekit.config")
+HEALTH = importlib.import_module("hyperjob.servicekit.health")
+ENV = COMPOSE["x-service"]["environment"]
+
+
+def test_the_shared_metrics_settings_are_settings_every_service_reads():
+    fields = {f.name for f in msgspec.structs.fields(HEALTH.HealthSettings)}
+    shared = {variable: field for field, variable in SERVICEKIT_CONFIG.SHARED_VARIABLES.items()}
+    for variable in ("METRICS_HOST", "METRICS_PORT"):
+        assert variable in ENV and shared[variable] in fields
+    assert ENV["METRICS_HOST"] == "0.0.0.0"  # reachable by Prometheus on the compose network
+    settings = SERVICEKIT_CONFIG.load_settings(HEALTH.HealthSettings, "SPLITTER", environ=ENV)
+    assert settings.metrics_port == int(ENV["METRICS_PORT"])
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_every_service_is_probed_on_the_health_endpoint_it_serves(name):
+    url = SERVICES[name]["healthcheck"]["test"][2]
+    parts = urlsplit(url)
+    assert parts.port == int(SERVICES[name]["environment"]["METRICS_PORT"])
+    assert parts.path == "/healthz" and parts.path in HEALTH.PATHS
+
+
+def test_the_dashboard_is_probed_on_its_port_and_its_settings_are_read():
+    dashboard = COMPOSE["services"][DASHBOARD]
+    environment = dashboard["environment"]
+    assert urlsplit(dashboard["healthcheck"]["test"][2]).port == int(environment["DASHBOARD_PORT"])
+    read = (REPO / "src" / "hyperjob" / "dashboard" / "__main__.py").read_text()
+    for variable in set(environment) - {"OTEL_EXPORTER_OTLP_ENDPOINT"}:
+        assert f'"{variable}"' in read, f"the dashboard does not read {variable}"
+    routes = {route.path for route in importlib.import_module("hyperjob.dashboard.app").create_app("", "").routes}
+    assert {"/healthz", "/metrics"} <= routes
+
+
+PROMETHEUS = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
+
+
+def test_prometheus_scrapes_every_service_and_the_dashboard_on_their_ports():
+    prometheus = COMPOSE["services"]["prometheus"]
+    assert "./deploy/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in prometheus["volumes"]
+    assert any(v.startswith("prometheus-data:") for v in prometheus["volumes"])
+    targets = {
+        target for job in PROMETHEUS["scrape_configs"] for group in job["static_configs"] for target in group["targets"]
+    }
+    expected = {f"{name}:{spec['environment']['METRICS_PORT']}" for name, spec in SERVICES.items()}
+    expected.add(f"{DASHBOARD}:{COMPOSE['services'][DASHBOARD]['environment']['DASHBOARD_PORT']}")
+    assert targets == expected
+
+
+GRAFANA = REPO / "deploy" / "grafana"
+DASHBOARD_JSON = json.loads((GRAFANA / "dashboards" / "hyperjob.json").read_text())
+SOURCE = "\n".join(path.read_text() for path in (REPO / "src" / "hyperjob").rglob("*.py"))
+
+
+def test_grafana_is_provisioned_with_prometheus_and_the_dashboard():
+    grafana = COMPOSE["services"]["grafana"]
+    assert "./deploy/grafana/provisioning:/etc/grafana/provisioning:ro" in grafana["volumes"]
+    assert grafana["depends_on"] == {"prometheus": {"condition": "service_healthy"}}
+    sources = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "prometheus.yaml").read_text())
+    prometheus = next(d for d in sources["datasources"] if d["type"] == "prometheus")
+    assert urlsplit(prometheus["url"]).hostname == "prometheus"
+    assert urlsplit(prometheus["url"]).port == int(COMPOSE["services"]["prometheus"]["ports"][0].rsplit(":", 1)[1])
+    uids = {d["uid"] for d in sources["datasources"]}
+    for panel in DASHBOARD_JSON["panels"]:
+        assert panel.get("datasource", {"uid": "prometheus"})["uid"] in uids
+
+
+def test_the_dashboard_shows_what_the_issue_asks_for():
+    titles = " | ".join(panel["title"] for panel in DASHBOARD_JSON["panels"]).lower()
+    for wanted in ("by phase", "submit → running", "per queue and cluster", "fleet-wide", "throughput", "bus", "gpu"):
+        assert wanted in titles or wanted == "bus" and "messages handled" in titles, wanted
+
+
+def exported_metrics() -> set[str]:
+    """Every metric family the code exports: the services' registry (bus, process, HyperJobs) and
+    the dashboard's fleet families (built from one queue, cluster and node)."""
+    importlib.import_module("hyperjob.services.status_aggregator.metrics")
+    registry = importlib.import_module("hyperjob.servicekit.metrics").REGISTRY
+    fleet = importlib.import_module("hyperjob.dashboard.metrics")
+    queue = {
+        "name": "q",
+        "usage": {"c": {"allocated": {"cpu": 1.0}}},
+        "spec": {},
+        "podgroups": dict.fromkeys(("inqueue", "pending", "running"), 0),
+    }
+    cluster = {
+        "name": "c",
+        "allocatable": {},
+        "free": {},
+        "nodes": 1,
+        "ready_nodes": 1,
+        "gpu_healthy_nodes": 1,
+        "fabric_healthy_nodes": 1,
+        "lastReportAge": 1.0,
+    }
+    node = {"name": "n", "cluster": "c", "ready": True, "gpuHealthy": True, "fabricHealthy": True}
+    families = [*registry.collect(), *fleet.queue_families([queue]), *fleet.cluster_families([cluster], [node])]
+    return {f.name for f in families} | {sample.name for f in families for sample in f.samples}
+
+
+def test_every_metric_the_dashboard_plots_is_exported_by_the_code():
+    """A renamed metric would leave a panel empty without an error: the names must exist."""
+    exported = exported_metrics()
+    plotted = {
+        name
+        for panel in DASHBOARD_JSON["panels"]
+        for target in panel.get("targets", [])
+        for name in re.findall(r"\b((?:hyperjob|volcano)_[a-z_]+)", target["expr"])
+    }
+    assert len(plotted) >= 15
+    for name in plotted:
+        family = re.sub(r"_(bucket|total|sum)$", "", name)
+        assert name in exported or family in exported, f"{name} is exported nowhere"
