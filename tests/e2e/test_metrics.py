@@ -1,0 +1,134 @@
+"""Every service's /metrics, /healthz and /readyz under ``hyperjob up``, after the README's HyperJob
+ran; ``get services -o wide`` shows where they are; ``get events`` and ``describe`` tell its story."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, Cli
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = REPO / "examples" / "hyperjob-llm.yaml"
+NAME = "llm-train-hyperjob"
+SERVICES = {"splitter", "global_scheduler", "status_aggregator", "workflow_controller"}
+CLUSTER_SERVICES = {"cluster_scheduler", "job_controller", "node_agent"}
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - a loopback URL of ours
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels`` (0 when there is none)."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+@pytest.fixture(scope="module")
+def ran(cli: Cli) -> Cli:
+    """The README's HyperJob, run to completion (deleted at the end of the module)."""
+    cli.run("apply", "-f", str(EXAMPLE))
+
+    def completed() -> bool:
+        return cli.json("get", "hyperjobs", NAME)["phase"] == "Completed"
+
+    cli.wait_for("the HyperJob to complete", completed, timeout=180)
+    yield cli
+    cli.run("delete", "hyperjob", NAME, "--timeout", "120", check=False)
+
+
+def endpoints(cli: Cli) -> dict[str, str]:
+    """Each supervised process's /metrics URL, as ``get services -o json`` shows it."""
+    items = json.loads(cli.run("get", "services", "-o", "json").stdout)["items"]
+    return {i["name"]: i["endpoints"]["metrics"] for i in items if i["endpoints"]["metrics"]}
+
+
+def test_get_services_shows_every_services_metrics_endpoint(ran: Cli) -> None:
+    def reported() -> dict[str, str] | None:
+        urls = endpoints(ran)
+        return urls if len(urls) >= len(SERVICES) + len(CLUSTER_SERVICES) * 2 + 1 else None
+
+    urls = ran.wait_for("every service to report its endpoint", reported)
+    assert {n for n in urls if "@" not in n} >= SERVICES | {"dashboard"}
+    assert {n.split("@")[0] for n in urls if "@" in n} == CLUSTER_SERVICES
+    assert all(re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", u) for u in urls.values())
+    wide = ran.run("get", "services", "-o", "wide").stdout.splitlines()
+    assert "METRICS" in wide[0].split()
+    assert urls["splitter"] in next(line for line in wide if line.startswith("splitter "))
+
+
+def test_every_service_is_alive_and_ready(ran: Cli) -> None:
+    for name, url in endpoints(ran).items():
+        if name == "dashboard":
+            continue
+        base = url.removesuffix("/metrics")
+        status, body = fetch(f"{base}/healthz")
+        assert status == 200 and json.loads(body)["bus"] == "connected", name
+        status, body = fetch(f"{base}/readyz")
+        assert (status, json.loads(body)) == (200, {"ready": True, "problems": []}), name
+
+
+def test_the_status_aggregator_counts_the_hyperjob_and_its_journey(ran: Cli) -> None:
+    status, text = fetch(endpoints(ran)["status_aggregator"])
+    assert status == 200
+    assert sample(text, "hyperjob_hyperjobs", phase="Completed") >= 1
+    assert sample(text, "hyperjob_submit_to_running_seconds_count") >= 1
+    assert 0 < sample(text, "hyperjob_submit_to_running_seconds_sum") < 180
+    assert sample(text, "hyperjob_admissions_total") >= 1
+    for cluster in ("cluster-a", "cluster-b"):
+        running = sample(text, "hyperjob_child_job_phase_transitions_total", cluster=cluster, phase="Running")
+        assert running >= 1, cluster
+    assert sample(text, "hyperjob_bus_messages_handled_total", subject="hj.hyperjob.spec", outcome="ok") >= 1
+    assert sample(text, "hyperjob_bus_handler_duration_seconds_count", subject="job.phase.cluster-a") >= 1
+
+
+def test_every_service_counts_the_messages_it_handled(ran: Cli) -> None:
+    urls = endpoints(ran)
+    for name in ("splitter", "global_scheduler", "job_controller@cluster-a", "cluster_scheduler@cluster-b"):
+        _, text = fetch(urls[name])
+        assert sample(text, "hyperjob_bus_messages_handled_total", outcome="ok") > 0, name
+        assert "hyperjob_bus_dead_letters{" in text and "process_cpu_seconds_total" in text, name
+
+
+def test_the_dashboard_exports_the_fleet(ran: Cli) -> None:
+    _, text = fetch(endpoints(ran)["dashboard"])
+    for cluster in ("cluster-a", "cluster-b"):
+        assert sample(text, "hyperjob_cluster_nodes", cluster=cluster) == 4
+        assert sample(text, "hyperjob_cluster_gpu_healthy_nodes", cluster=cluster) == 4
+        assert sample(text, "hyperjob_cluster_allocatable", cluster=cluster, resource="nvidia.com/gpu") == 32
+    assert "volcano_queue_pod_group_running_count" in text
+
+
+def test_get_events_and_describe_tell_the_hyperjobs_story(ran: Cli) -> None:
+    table = ran.run("get", "events", f"hyperjob/{NAME}").stdout.splitlines()
+    assert table[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    reasons = {(line.split()[2], line.split()[3]) for line in table[1:]}
+    for reason in ("Submitted", "Admitted", "Running", "Completed"):
+        assert (reason, f"hyperjob/{NAME}") in reasons, reason
+    assert ("Dispatched", f"job/{NAME}-job-0") in reasons
+    assert ("Scheduled", f"job/{NAME}-job-1") in reasons
+    described = ran.run("describe", "hyperjob", NAME).stdout
+    assert "events:" in described and "Admitted" in described
+    assert "Submitted" in ran.run("describe", "queue", "global-ai").stdout
+    listed = json.loads(ran.run("get", "events", "-o", "json").stdout)["items"]
+    assert any(e["object"] == f"hyperjob/{NAME}" and e["reason"] == "Completed" for e in listed)
+
+
+def test_liveness_files_record_the_endpoint(ran: Cli) -> None:
+    home = Path(ran.env["HYPERJOB_HOME"])
+    records = [json.loads(p.read_text()) for p in (home / "logs").glob("*.alive")]
+    assert records and all(r["metrics"].startswith("http://127.0.0.1:") for r in records)
