@@ -89,3 +89,90 @@ def failovers(old: list[events.ChildRef], new: list[events.ChildRef]) -> list[tu
         for ref in new
         if ref.name in before and before[ref.name] != ref.cluster
     ]
+
+
+def news_key(child: str, cluster: str) -> str:
+    return f"{child}@{cluster}"
+
+
+def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
+    return fleetcore.ChildStatus(
+        name=msg.job,
+        replicated_job=msg.replicated_job,
+        cluster=msg.cluster,
+        phase=msg.new,
+        reason=msg.reason,
+        last_transition_time=msg.occurred_at,
+        replicas=msg.pending + msg.running + msg.succeeded + msg.failed + msg.terminating,
+        pending=msg.pending,
+        running=msg.running,
+        succeeded=msg.succeeded,
+        failed=msg.failed,
+        terminating=msg.terminating,
+        unknown=msg.unknown,
+    )
+
+
+def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
+    """Fold the children the plan has now (unknown ones Pending) into the HyperJob status."""
+    hyperjob = api.decode(spec.manifest)
+    assert isinstance(hyperjob, api.HyperJob)
+    hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
+    children = [_child_status(doc, ref, spec.attempt) for ref in spec.children]
+    # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts
+    # over. Children's news and the owner's commands travel on different streams, so a child that a
+    # suspend aborted may be heard of before the suspend itself: its condition must not stick.
+    phases = {child.name: child.phase for child in children}
+    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(_unsettled(spec, doc), phases)  # type: ignore[arg-type]
+    restarted = spec.restarts != doc.restarts or lifecycle != doc.lifecycle
+    previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
+    # A child only ever leaves Pending after its owner was admitted.
+    admitted = spec.admitted or any(child.phase != "Pending" for child in children)
+    status = fleetcore.aggregate_status(
+        hyperjob,
+        children,
+        previous=previous,
+        lifecycle=lifecycle,
+        admitted=admitted,
+        waiting_reason=spec.waiting_reason or doc.waiting_reason,
+        now=now,
+    )
+    return replace(
+        doc,
+        phase=status.phase,
+        status=msgspec.to_builtins(status),
+        updated_at=now,
+        restarts=spec.restarts,
+        lifecycle=lifecycle,
+    )
+
+
+def _child_status(doc: AggregateDoc, ref: events.ChildRef, attempt: int) -> fleetcore.ChildStatus:
+    """The child as the plan places it: the news from its cluster, if of the plan in force."""
+    key = news_key(ref.name, ref.cluster)
+    news = doc.children.get(key) if ref.cluster else None
+    if news is not None and _of_current_plan(doc.attempts.get(key, 0), attempt):
+        return replace(news, replicas=ref.replicas)
+    return fleetcore.ChildStatus(
+        name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas
+    )
+
+
+def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:
+    """The lifecycle to settle on this status's own view of the children. The splitter settles a
+    resume or restart (back to Active) on the child news it has seen, which this service may not
+    have seen yet (another consumer of the same stream): until it has, the children it last heard
+    of as Aborted are still coming back, not failed."""
+    if spec.lifecycle != "Active":
+        return spec.lifecycle
+    if doc.lifecycle in ("Suspended", "Resuming"):
+        return "Resuming"
+    if spec.restarts != doc.restarts or doc.lifecycle == "Restarting":
+        return "Restarting"
+    return spec.lifecycle
+
+
+def _of_current_plan(attempt: int, current: int) -> bool:
+    """News about a child is about the plan in force unless it names an earlier attempt (0: news
+    that names none, about whichever child of that name there is)."""
+    return attempt == 0 or attempt >= current
