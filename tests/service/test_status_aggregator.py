@@ -18,6 +18,7 @@ from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.records.capacity import cluster_capacity
 from hyperjob.servicekit import Runtime
+from hyperjob.servicekit.metrics import REGISTRY
 from hyperjob.services.splitter import domain as splitter_domain
 from hyperjob.services.status_aggregator.app import build
 from hyperjob.services.status_aggregator.config import Settings
@@ -90,9 +91,16 @@ async def status_doc(store: Any, phase: str) -> AggregateDoc:
     return await sh.doc(store, records.HYPERJOB_STATUS, HJ, AggregateDoc, where=lambda d: d.phase == phase)
 
 
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to_completed(
     aggregator, bus, store, probe
 ) -> None:
+    counted = ("hyperjob_admissions_total", "hyperjob_submit_to_running_seconds_count")
+    before = {name: sample(name) for name in counted}
+    running_in_c1 = sample("hyperjob_child_job_phase_transitions_total", cluster="c1", phase="Running")
     announced = spec()
     await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator", again=True)
     await status_doc(store, "Pending")
@@ -116,6 +124,10 @@ async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to
         await child_phase(bus, probe, ref, "Completed", succeeded=2)
     done = await status_doc(store, "Completed")
     assert [c["type"] for c in done.status["conditions"]] == ["Completed"]
+    # Its metrics (servicekit.metrics.REGISTRY, on /metrics): counted once each, copies or not.
+    assert {name: sample(name) - before[name] for name in counted} == dict.fromkeys(counted, 1.0)
+    assert sample("hyperjob_child_job_phase_transitions_total", cluster="c1", phase="Running") == running_in_c1 + 1
+    assert sample("hyperjob_hyperjobs", phase="Completed") == 1
     # One announcement per change (six pieces of news; the three copies changed nothing).
     assert [s.phase for s in await statuses(probe)] == [
         "Pending",
