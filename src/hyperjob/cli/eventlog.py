@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from hyperjob import events
+from hyperjob.api.quantity import format_quantity
 from hyperjob.services.status_aggregator.domain import waiting_reason_code
 
 # What is read: the subjects whose messages say what happened to an object (not the bulky or
@@ -127,7 +128,7 @@ class _Fold:
     def _OwnerSubmitted(self, m: events.OwnerSubmitted, at: float) -> Iterator[Event]:
         kind = "Job" if m.plain else "HyperJob"
         self.queues[m.name] = m.queue
-        asks = ", ".join(f"{k}={v:g}" for k, v in sorted(m.request.items()))
+        asks = ", ".join(f"{k}={format_quantity(k, v)}" for k, v in sorted(m.request.items()))
         yield _event(kind, m.name, "Submitted", f"asks queue {m.queue} for {asks}", at, hyperjob=m.name)
         yield _event("Queue", m.queue, "Submitted", f"{kind.lower()}/{m.name} asks for {asks}", at)
 
@@ -205,7 +206,8 @@ class _Fold:
             return
         if m.hyperjob:
             self.owners[m.job] = m.hyperjob
-        text = f"phase {m.old} → {m.new} on cluster {m.cluster}" + (f": {m.reason}" if m.reason else "")
+        change = f"{m.old} → {m.new}" if m.old else m.new
+        text = f"phase {change} on cluster {m.cluster}" + (f": {m.reason}" if m.reason else "")
         yield _event("Job", m.job, m.new, text, at, m.new in WARNING_PHASES, cluster=m.cluster, hyperjob=m.hyperjob)
 
     def _JobRemoved(self, m: events.JobRemoved, at: float) -> Iterator[Event]:

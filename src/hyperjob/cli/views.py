@@ -602,16 +602,24 @@ async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] 
     return described
 
 
-def event_section(found: list[eventlog.Event], target: str) -> list[str] | str:
-    """``describe``'s Events: one line per event, as kubectl prints them (``<none>`` if none)."""
+def event_section(found: list[eventlog.Event], target: str) -> list[dict[str, Any]] | str:
+    """``describe``'s Events, kubectl's columns (type, reason, age, object, message; ``<none>``)."""
     try:
         mine = eventlog.about(found, target)
     except ValueError:
         mine = []
     if not mine:
         return "<none>"
-    header, rows = event_rows([eventlog.item(e, time.time()) for e in mine])
-    return table(header, rows).splitlines()
+    return [
+        {
+            "type": e.type,
+            "reason": e.reason,
+            "age": _age(e.last) + (f" (x{e.count} over {_age(e.first)})" if e.count > 1 else ""),
+            "object": e.object,
+            "message": e.message,
+        }
+        for e in mine
+    ]
 
 
 async def event_items(client: Client, target: str | None) -> list[dict[str, Any]]:

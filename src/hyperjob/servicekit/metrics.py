@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Mapping, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 
 from hyperjob.bus import Delivery
 
 __all__ = ["BUS", "REGISTRY", "BusMetrics", "LATENCY_BUCKETS"]
 
+disable_created_metrics()  # no ``*_created`` series: a series' start is not worth doubling the page
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
 # Handler latency: a batch commits in a few ms; a scheduling session can take seconds.
