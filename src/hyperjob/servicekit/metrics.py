@@ -13,6 +13,8 @@ What the bus series say, per subject a handler consumed:
 - ``hyperjob_bus_redeliveries_total{subject}``: deliveries after the first;
 - ``hyperjob_bus_handler_duration_seconds{subject}``: one batch's handling, commit included,
   observed once per subject in the batch;
+- ``hyperjob_round_duration_seconds{round}``: each round a service runs (``Runtime.every``): the
+  cluster-scheduler's ``cycle`` is Volcano's session, scheduling and binding;
 - ``hyperjob_bus_dead_letters{durable}``: letters waiting on ``dlq.<durable>``, and
   ``hyperjob_bus_consumer_pending{durable}``: messages not delivered yet (both read every
   ``DLQ_PERIOD``; absent when this service's user may not read them).
@@ -20,6 +22,7 @@ What the bus series say, per subject a handler consumed:
 
 from __future__ import annotations
 
+import time
 from collections import Counter as Tally
 from collections.abc import Mapping, Sequence
 
@@ -27,9 +30,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 
 from hyperjob.bus import Delivery
 
+from .timers import Work
+
 __all__ = ["BUS", "REGISTRY", "BusMetrics", "LATENCY_BUCKETS"]
 
-disable_created_metrics()  # no ``*_created`` series: a series' start is not worth doubling the page
+# No ``*_created`` series: when a series started is not worth doubling the page.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
 # Handler latency: a batch commits in a few ms; a scheduling session can take seconds.
@@ -66,6 +72,13 @@ class BusMetrics:
             ["durable"],
             registry=registry,
         )
+        self.rounds = Histogram(
+            "hyperjob_round_duration_seconds",
+            "Time one round of a service takes (the cluster-scheduler's cycle: a scheduling session and its binds)",
+            ["round"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
         self.pending = Gauge(
             "hyperjob_bus_consumer_pending",
             "Messages stored for a durable consumer of this service and not delivered to it yet",
@@ -84,6 +97,18 @@ class BusMetrics:
             self.handled.labels(subject, outcome).inc(count)
         for subject in {d.subject for d in deliveries}:
             self.latency.labels(subject).observe(seconds)
+
+    def timed(self, name: str, work: Work) -> Work:
+        """``work`` (a round), its duration observed under ``name`` each time it runs."""
+
+        async def run() -> None:
+            started = time.perf_counter()
+            try:
+                await work()
+            finally:
+                self.rounds.labels(name).observe(time.perf_counter() - started)
+
+        return run
 
 
 BUS = BusMetrics(REGISTRY)

@@ -192,6 +192,7 @@ class Runtime:
         """A round every ``period`` (and soon after a ``kick``); it runs alone (``lock``) unless
         ``exclusive`` is False: a round that only reads memory and publishes (a summary, a beat)
         then goes on while a long unit of work holds the lock."""
+        work = BUS.timed(name, work)  # hyperjob_round_duration_seconds (servicekit.metrics)
         self.timers.every(period, self._exclusive(work) if exclusive else work, f"{self.instance}/{name}", rank=rank)
 
     def kick(self, name: str) -> None:

@@ -460,3 +460,8 @@ def test_every_metric_the_dashboard_plots_is_exported_by_the_code():
     for name in plotted:
         family = re.sub(r"_(bucket|total|sum)$", "", name)
         assert name in exported or family in exported, f"{name} is exported nowhere"
+
+
+def test_the_dashboard_json_is_what_its_script_writes():
+    """Panels are edited in deploy/grafana/make_dashboard.py; the JSON Grafana loads is its output."""
+    assert (GRAFANA / "dashboards" / "hyperjob.json").read_text() == load_module(GRAFANA / "make_dashboard.py").render()

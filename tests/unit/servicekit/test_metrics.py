@@ -55,3 +55,21 @@ def test_the_census_counts_phases_and_the_waiting_by_reason_code() -> None:
     by_phase, by_reason = metrics.census(specs, statuses)
     assert by_phase == {"Pending": 1, "Admitted": 1, "Running": 1}
     assert by_reason == {"QueueLimit": 1, "Unschedulable": 1}  # a running one waits for nothing
+
+
+async def test_a_round_is_timed_under_its_name_even_when_it_fails() -> None:
+    registry = CollectorRegistry()
+    bus = BusMetrics(registry)
+
+    async def failing() -> None:
+        raise RuntimeError("store down")
+
+    async def fine() -> None:
+        return None
+
+    await bus.timed("cycle", fine)()
+    try:
+        await bus.timed("cycle", failing)()
+    except RuntimeError:
+        pass
+    assert registry.get_sample_value("hyperjob_round_duration_seconds_count", {"round": "cycle"}) == 2
