@@ -90,12 +90,16 @@ panel(
     desc="From the splitter's acceptance to the first Running phase",
 )
 panel(
-    "Admissions, failovers",
+    "Admissions, failovers, gang reservations",
     [
         ("sum(rate(hyperjob_admissions_total[$__rate_interval]))", "admitted/s"),
         (
             "sum by (from_cluster, to_cluster) (rate(hyperjob_failovers_total[$__rate_interval]))",
             "failover {{from_cluster}} → {{to_cluster}}",
+        ),
+        (
+            "sum by (outcome) (rate(hyperjob_gang_reservations_total[$__rate_interval]))",
+            "gang {{outcome}}",
         ),
     ],
     12,

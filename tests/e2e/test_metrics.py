@@ -89,6 +89,8 @@ def test_the_status_aggregator_counts_the_hyperjob_and_its_journey(ran: Cli) -> 
     assert sample(text, "hyperjob_submit_to_running_seconds_count") >= 1
     assert 0 < sample(text, "hyperjob_submit_to_running_seconds_sum") < 180
     assert sample(text, "hyperjob_admissions_total") >= 1
+    for cluster in ("cluster-a", "cluster-b"):  # the example is one gang across both clusters
+        assert sample(text, "hyperjob_gang_reservations_total", cluster=cluster, outcome="held") >= 1
     for cluster in ("cluster-a", "cluster-b"):
         running = sample(text, "hyperjob_child_job_phase_transitions_total", cluster=cluster, phase="Running")
         assert running >= 1, cluster

@@ -193,3 +193,17 @@ async def test_a_crash_after_the_commit_announces_the_status_once(bus, store, pr
         await probe.wait(subjects.HYPERJOB_STATUS, events.HyperJobStatusChanged)
     assert [s.phase for s in await statuses(probe)] == ["Pending"]
     assert await sh.version(store, records.HYPERJOB_STATUS, HJ) == 1
+
+
+async def test_gang_reservation_outcomes_are_counted_once(aggregator, bus, probe) -> None:
+    name = "hyperjob_gang_reservations_total"
+    before = {o: sample(name, cluster=c, outcome=o) for c, o in (("c1", "held"), ("c2", "lost"), ("", "released"))}
+    held = sh.message(events.ReservationHeld, child="train-0", cluster="c1", hyperjob=HJ, attempt=1)
+    lost = sh.message(events.ReservationHeld, child="train-1", cluster="c2", hyperjob=HJ, attempt=1, held=False)
+    retry = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="train-1 not held in 30s")
+    await send(bus, probe, subjects.RESERVATION_HELD, held, "status-aggregator-sched", again=True)
+    await send(bus, probe, subjects.RESERVATION_HELD, lost, "status-aggregator-sched")
+    await send(bus, probe, subjects.GANG_RETRY, retry, "status-aggregator-sched")
+    assert sample(name, cluster="c1", outcome="held") == before["held"] + 1  # its copy counted no more
+    assert sample(name, cluster="c2", outcome="lost") == before["lost"] + 1
+    assert sample(name, cluster="", outcome="released") == before["released"] + 1

@@ -90,7 +90,10 @@ GRANTS: dict[Role, Grant] = {
     ),
     "status-aggregator": Grant(
         publishes=("hj.hyperjob.status",),
-        reads=("hj.hyperjob.spec", "hj.hyperjob.deleted", "job.phase.*", "sched.child.waiting", "sched.owner.admitted"),
+        reads=(
+            "hj.hyperjob.spec", "hj.hyperjob.deleted", "job.phase.*", "sched.child.waiting", "sched.owner.admitted",
+            "sched.reservation.held", "sched.gang.retry",  # the gang reservation metrics
+        ),
         durables=("", "-admin", "-jobs", "-sched"),
     ),
     "cluster-scheduler": Grant(

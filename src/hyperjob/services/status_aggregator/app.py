@@ -24,10 +24,12 @@ async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
     )
     runtime.subscribe(
         "status-aggregator-sched",
-        [subjects.OWNER_ADMITTED, subjects.CHILD_WAITING],
+        [subjects.OWNER_ADMITTED, subjects.CHILD_WAITING, subjects.RESERVATION_HELD, subjects.GANG_RETRY],
         {
             events.OwnerAdmitted: aggregator.on_admitted,
             events.ChildPlacementWaiting: aggregator.on_waiting,
+            events.ReservationHeld: aggregator.on_reservation,
+            events.GangRetry: aggregator.on_gang_retry,
         },
     )
     runtime.subscribe("status-aggregator-jobs", "job.phase.*", {events.JobPhaseChanged: aggregator.on_job_phase})

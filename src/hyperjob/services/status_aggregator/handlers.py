@@ -77,6 +77,14 @@ class StatusAggregator:
         self.statuses.put(msg.hyperjob, replace(doc, waiting_reason=msg.reason))
         self.dirty.add(msg.hyperjob)
 
+    def on_reservation(self, msg: events.ReservationHeld) -> Reaction | None:
+        """A cluster holds (or lost) a cross-cluster gang member's reservation: only counted."""
+        return _counted(m.GANG_RESERVATIONS.labels(msg.cluster, "held" if msg.held else "lost").inc)
+
+    def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
+        """A gang attempt released because not every member held in time: only counted."""
+        return _counted(m.GANG_RESERVATIONS.labels("", "released").inc)
+
     def on_deleted(self, msg: events.HyperJobDeleted) -> None:
         self.specs.delete(msg.name)
         self.statuses.delete(msg.name)

@@ -10,6 +10,8 @@ them stale); counters and the latency histogram change only once a unit of work 
 - ``hyperjob_submit_to_running_seconds``: from acceptance to the first Running phase;
 - ``hyperjob_admissions_total``: HyperJobs their queues admitted;
 - ``hyperjob_failovers_total{from_cluster,to_cluster}``: children the plan moved between clusters;
+- ``hyperjob_gang_reservations_total{cluster,outcome}``: cross-cluster gang members held or lost by
+  a cluster, attempts released (``sched.reservation.held``, ``sched.gang.retry``);
 - ``hyperjob_child_job_phase_transitions_total{cluster,phase}``: child Volcano Jobs entering a
   phase (the rate of ``phase="Running"`` is the fleet's scheduling throughput, per cluster).
 """
@@ -42,6 +44,13 @@ FAILOVERS = Counter(
     "hyperjob_failovers",
     "Child jobs the plan moved from one cluster to another",
     ["from_cluster", "to_cluster"],
+    registry=REGISTRY,
+)
+GANG_RESERVATIONS = Counter(
+    "hyperjob_gang_reservations",
+    "Cross-cluster gang reservations by outcome: a cluster held a member (held) or lost it (lost); an attempt"
+    " released because not every member held in time (released, no cluster)",
+    ["cluster", "outcome"],
     registry=REGISTRY,
 )
 CHILD_PHASES = Counter(
