@@ -86,11 +86,14 @@ class BusMetrics:
             registry=registry,
         )
 
-    def batch(self, deliveries: Sequence[Delivery], failures: Mapping[int, BaseException], seconds: float) -> None:
-        """One handled batch: what each delivery became, and how long the batch took."""
+    def batch(
+        self, deliveries: Sequence[Delivery], failures: Mapping[int, BaseException] | None, seconds: float
+    ) -> None:
+        """One handled batch: what each delivery became (``failures`` None: the whole batch
+        failed), and how long its handling took."""
         outcomes: Tally[tuple[str, str]] = Tally()
         for i, delivery in enumerate(deliveries):
-            outcomes[(delivery.subject, "failed" if i in failures else "ok")] += 1
+            outcomes[(delivery.subject, "failed" if failures is None or i in failures else "ok")] += 1
             if delivery.num_delivered > 1:
                 self.redeliveries.labels(delivery.subject).inc()
         for (subject, outcome), count in outcomes.items():

@@ -403,13 +403,13 @@ class Runtime:
         reader = Reader(sub.handlers)
 
         async def on_batch(deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
-            started, failures = time.perf_counter(), {i: BaseException() for i in range(len(deliveries))}
-            try:
-                async with self.lock:
+            async with self.lock:
+                started, failures = time.perf_counter(), None  # None: the batch raised, all failed
+                try:
                     failures = await self._on_batch(sub, reader, deliveries)
-                return failures
-            finally:  # the bus metrics (servicekit.metrics): a batch that raised failed whole
-                BUS.batch(deliveries, failures, time.perf_counter() - started)
+                    return failures
+                finally:  # the bus metrics (servicekit.metrics)
+                    BUS.batch(deliveries, failures, time.perf_counter() - started)
 
         return on_batch
 

@@ -29,6 +29,8 @@ def test_a_batch_counts_each_delivery_by_subject_and_outcome_and_its_time_once_p
     assert value("hyperjob_bus_handler_duration_seconds_count", {"subject": "job.phase.a"}) == 1
     assert value("hyperjob_bus_handler_duration_seconds_bucket", {"subject": "job.phase.b", "le": "0.025"}) == 1
     assert value("hyperjob_bus_handler_duration_seconds_bucket", {"subject": "job.phase.b", "le": "0.01"}) == 0
+    bus.batch([delivery("job.phase.b")], None, 0.01)  # the batch raised: every delivery failed
+    assert value("hyperjob_bus_messages_handled_total", {"subject": "job.phase.b", "outcome": "failed"}) == 1
 
 
 def ref(name: str, cluster: str) -> events.ChildRef:
