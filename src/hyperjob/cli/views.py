@@ -635,8 +635,8 @@ async def event_items(client: Client, target: str | None) -> list[dict[str, Any]
 def event_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
-        count = f" (x{i['count']} over {_age(i['firstTimestamp'])})" if i["count"] > 1 else ""
-        row = [_age(i["lastTimestamp"]), i["type"], i["reason"], i["object"], i["message"] + count]
+        # As kubectl: the count in -o wide (and describe), so that -w reprints a row when it recurs.
+        row = [_age(i["lastTimestamp"]), i["type"], i["reason"], i["object"], i["message"]]
         if wide:
             row += [i["cluster"] or "-", _age(i["firstTimestamp"]), str(i["count"])]
         rows.append(row)
