@@ -521,7 +521,11 @@ async def _watch_kind(
                     click.echo("   ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip())
             shown_lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
             # A row is printed again when it changed, not when only its age did.
-            ticking = {i for i, column in enumerate(header) if column in ("AGE", "UPTIME", "REPORTED", "LAST SEEN")}
+            ticking = {
+                i
+                for i, column in enumerate(header)
+                if column in ("AGE", "UPTIME", "REPORTED", "LAST SEEN", "FIRST SEEN")
+            }
             lines = ["\0".join(c for i, c in enumerate(row) if i not in ticking) for row in rows]
         elif output == "name":
             lines = [f"{shown.singular}/{i['name']}" for i in items]
