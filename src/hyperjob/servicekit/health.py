@@ -69,7 +69,7 @@ class HealthServer:
         self.settings = settings
         self.url = ""
         self._server: asyncio.Server | None = None
-        self._dead_letters: asyncio.Task[None] | None = None
+        self._backlog: asyncio.Task[None] | None = None
         self.routes: dict[str, Route] = {"/metrics": self._metrics, "/healthz": self._healthz, "/readyz": self._readyz}
 
     async def start(self) -> str:
@@ -78,12 +78,12 @@ class HealthServer:
         host, port = self._server.sockets[0].getsockname()[:2]
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         self.url = f"http://{shown}:{port}"
-        self._dead_letters = asyncio.create_task(self._count_dead_letters(), name="dead-letter-gauge")
+        self._backlog = asyncio.create_task(self._watch_backlog(), name="bus-backlog-gauges")
         return self.url
 
     async def stop(self) -> None:
-        if self._dead_letters is not None:
-            self._dead_letters.cancel()
+        if self._backlog is not None:
+            self._backlog.cancel()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -124,7 +124,7 @@ class HealthServer:
         body = json.dumps({"ready": not problems, "problems": problems}).encode() + b"\n"
         return (503 if problems else 200), "application/json", body
 
-    async def _count_dead_letters(self) -> None:
+    async def _watch_backlog(self) -> None:
         """Keep ``hyperjob_bus_dead_letters`` and ``hyperjob_bus_consumer_pending`` per durable of
         this instance (read-only; what its user may not read stays out)."""
         consumers = {durable: filters for durable, filters, _ in self.runtime.inputs() if durable != "watch"}
