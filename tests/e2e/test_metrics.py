@@ -9,6 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from .conftest import REPO, Cli
 
@@ -30,12 +31,12 @@ def fetch(url: str) -> tuple[int, str]:
 
 def sample(text: str, name: str, **labels: str) -> float:
     """The sum of ``name``'s samples whose labels include ``labels`` (0 when there is none)."""
-    total = 0.0
-    for line in text.splitlines():
-        match = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
-        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
-            total += float(match.group(2))
-    return total
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and labels.items() <= s.labels.items()
+    )
 
 
 @pytest.fixture(scope="module")
