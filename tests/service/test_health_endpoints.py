@@ -8,16 +8,18 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hyperjob.testkit.servers import RedisServer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import service_helpers as sh  # noqa: E402
 
 pytestmark = pytest.mark.service
 
@@ -35,16 +37,6 @@ def fetch(url: str) -> tuple[int, dict[str, Any] | str]:
         return status, body
 
 
-def wait_for(what: str, probe: Any, timeout: float = 30.0) -> Any:
-    deadline, last = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last saw {last!r}")
-
-
 @pytest.fixture
 def redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of this test's own: it is stopped and started again."""
@@ -53,7 +45,7 @@ def redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def service(nats_url: str, redis: RedisServer, tmp_path: Path) -> Iterator[str]:
+async def service(nats_url: str, redis: RedisServer, tmp_path: Path) -> AsyncIterator[str]:
     """The status-aggregator as its own process (it declares the streams it needs, as without
     authentication), its endpoints on any free port; yields their base URL."""
     alive = tmp_path / "status-aggregator.alive"
@@ -69,7 +61,12 @@ def service(nats_url: str, redis: RedisServer, tmp_path: Path) -> Iterator[str]:
         [sys.executable, "-m", "hyperjob.services.status_aggregator"], env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        record = wait_for("the liveness file", lambda: alive.exists() and json.loads(alive.read_text() or "{}"))
+        record = await sh.until(
+            lambda: alive.exists() and json.loads(alive.read_text() or "{}"),
+            what="the liveness file",
+            timeout=30,
+            interval=0.1,
+        )
         yield record["metrics"]
     finally:
         proc.terminate()
@@ -77,21 +74,25 @@ def service(nats_url: str, redis: RedisServer, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_readyz_follows_redis_and_healthz_stays_up(service: str, redis: RedisServer) -> None:
+async def test_readyz_follows_redis_and_healthz_stays_up(service: str, redis: RedisServer) -> None:
     assert fetch(f"{service}/readyz") == (200, {"ready": True, "problems": []})
     status, alive = fetch(f"{service}/healthz")
     assert status == 200 and alive["instance"] == "status-aggregator"
 
     redis.stop()
-    status, ready = wait_for("readyz to refuse", lambda: (r := fetch(f"{service}/readyz"))[0] == 503 and r)
+    status, ready = await sh.until(
+        lambda: (r := fetch(f"{service}/readyz"))[0] == 503 and r, what="readyz to refuse", timeout=30, interval=0.2
+    )
     assert ready["ready"] is False and any(p.startswith("Redis: ") for p in ready["problems"])
     assert fetch(f"{service}/healthz")[0] == 200  # alive: a restart would not bring Redis back
 
     redis.restart()
-    assert wait_for("readyz to accept again", lambda: fetch(f"{service}/readyz")[0] == 200)
+    await sh.until(
+        lambda: fetch(f"{service}/readyz")[0] == 200, what="readyz to accept again", timeout=30, interval=0.2
+    )
 
 
-def test_metrics_are_prometheus_text_and_unknown_paths_are_refused(service: str) -> None:
+async def test_metrics_are_prometheus_text_and_unknown_paths_are_refused(service: str) -> None:
     status, text = fetch(f"{service}/metrics")
     assert status == 200 and isinstance(text, str)
     assert "# TYPE hyperjob_bus_messages_handled_total counter" in text
@@ -101,5 +102,6 @@ def test_metrics_are_prometheus_text_and_unknown_paths_are_refused(service: str)
         text = str(fetch(f"{service}/metrics")[1])
         return text if "hyperjob_bus_dead_letters{" in text else None
 
-    assert 'hyperjob_bus_dead_letters{durable="status-aggregator"} 0.0' in wait_for("the dead-letter gauge", gauged)
+    gauges = await sh.until(gauged, what="the dead-letter gauge", timeout=30, interval=0.2)
+    assert 'hyperjob_bus_dead_letters{durable="status-aggregator"} 0.0' in gauges
     assert fetch(f"{service}/nothing")[0] == 404
