@@ -34,14 +34,14 @@ async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     statuses = await client.docs(records.HYPERJOB_STATUS, records.HyperJobStatusDoc)
     items = []
     for doc in docs.values():
-        if doc.plain or (name and doc.name != name):
-            continue
-        status = statuses.get(doc.name)
-        phase = "Terminating" if doc.deleting else status.phase if status else "Pending"
         metadata = doc.manifest.get("metadata", {})
+        if doc.plain or (name and metadata.get("name", doc.name) != name):
+            continue
+        status = statuses.get(doc.name)  # kept under the HyperJob's key (team-a/x; x in default)
+        phase = "Terminating" if doc.deleting else status.phase if status else "Pending"
         items.append(
             {
-                "name": doc.name,
+                "name": metadata.get("name", doc.name),
                 "namespace": metadata.get("namespace", "default"),
                 "labels": metadata.get("labels", {}),
                 "phase": phase,

@@ -420,6 +420,8 @@ class Runtime:
                 self.log.debug("message_type_not_handled", subject=delivery.subject)
             elif message.event_id not in ids:  # a copy in the same batch: once
                 ids.add(message.event_id)
+                if isinstance(message, events.Request):  # where NATS checked its sender (ADR 0006)
+                    message = msgspec.structs.replace(message, received_on=delivery.subject)
                 batch.append((i, message))
         await self._handle(sub, batch, failures)
         return failures

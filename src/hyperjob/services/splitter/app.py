@@ -15,7 +15,7 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
     runtime.subscribe(
         "splitter",
-        [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND, subjects.OBJECT_COMMAND],
+        [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],
         {
             events.ApplyManifest: splitter.on_apply,
             events.DeleteObject: splitter.on_delete,

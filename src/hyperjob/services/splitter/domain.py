@@ -4,10 +4,12 @@ children, the changes a new plan makes, and what the rest of the system is told.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
 from hyperjob import api, events, fleetcore, records
+from hyperjob.events import subjects
 
 ROOT_QUEUE = "root"
 
@@ -251,3 +253,56 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
         [manifest.spec] if isinstance(manifest, api.Job) else [rj.template_spec for rj in manifest.spec.replicated_jobs]
     )  # type: ignore[union-attr]
     return {spec.queue or api.DEFAULT_QUEUE for spec in specs}
+
+
+# -- namespaces ------------------------------------------------------------------------------------
+# A request's subject names the namespace NATS let its sender act in (``hj.object.delete.team-a``);
+# the bare subject is for whoever may act in every namespace (ADR 0006). A request never reaches
+# past its subject's namespace: an object that names another is refused, naming the field.
+
+
+def request_namespace(request: str, msg: events.Request, named: object, field: str) -> str:
+    """The namespace ``msg`` acts in: its subject's, which ``named`` (what the object or the message
+    says, ``""`` or ``None`` if nothing) must not contradict; on the bare subject ``named`` or
+    ``default``."""
+    if named is not None and not isinstance(named, str):
+        raise api.ManifestError(field, f"a namespace is a string, not {type(named).__name__}")
+    granted = subjects.namespace_of(request, msg.received_on)
+    if granted is None:
+        return named or api.DEFAULT_NAMESPACE
+    if named and named != granted:
+        raise api.ManifestError(
+            field, f"namespace {named!r} is not the namespace of the request's subject {msg.received_on} ({granted!r})"
+        )
+    return granted
+
+
+def scoped_manifest(msg: events.ApplyManifest) -> dict[str, Any]:
+    """The manifest as applied: server-set metadata and ``status`` dropped (as kubectl does with an
+    exported object) and the namespace the request acts in written in (none for a Queue or a
+    PriorityClass, which only the bare subject may carry)."""
+    manifest = api.without_server_fields(msg.manifest)
+    metadata = manifest.get("metadata")
+    if not isinstance(metadata, dict):
+        return manifest  # decoding says what is wrong
+    kind = manifest.get("kind")
+    if kind in api.CLUSTER_SCOPED_KINDS:
+        if subjects.namespace_of(subjects.APPLY, msg.received_on) is not None:
+            raise api.ManifestError(
+                "$.kind", f"a {kind} has no namespace: apply it on {subjects.APPLY} (rights in every namespace)"
+            )
+        return manifest
+    namespace = request_namespace(subjects.APPLY, msg, metadata.get("namespace"), "$.metadata.namespace")
+    return {**manifest, "metadata": {**metadata, "namespace": namespace}}
+
+
+def namespace_of(doc: records.HyperJobDoc) -> str:
+    metadata = doc.manifest.get("metadata")
+    return str(metadata.get("namespace") or api.DEFAULT_NAMESPACE) if isinstance(metadata, dict) else "default"
+
+
+def owner_key(kind: str, namespace: str, name: str) -> str:
+    """Where an owner is kept: a HyperJob under ``api.object_key`` (namespaces apart); a plain Job
+    or PodGroup under its name, since its clusters know it by that name alone (unique across
+    namespaces: one in another namespace is refused)."""
+    return api.object_key(namespace, name) if kind == "HyperJob" else name
