@@ -220,8 +220,8 @@ class Splitter:
             kind = existing.manifest.get("kind", "object")
             raise api.ManifestError(
                 "$.metadata.name",
-                f"{kind} {name!r} exists in namespace {domain.namespace_of(existing)!r}; "
-                "a plain Job's or PodGroup's name is unique across namespaces",
+                f"{kind} {name!r} already exists in namespace {domain.namespace_of(existing)!r} "
+                "(a plain Job's or PodGroup's name is unique across namespaces; a HyperJob's is per namespace)",
             )
         return existing
 
