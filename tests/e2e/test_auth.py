@@ -250,8 +250,7 @@ def test_a_team_a_user_is_refused_in_team_b_by_nats(cli: Cli, tmp_path: Path) ->
         assert carol.run("delete", "hyperjob", NAME, "-n", "team-b", "--timeout", "10", check=False).returncode != 0
         assert carol.run("suspend", NAME, "-n", "team-b", check=False).returncode != 0
         # team-b's HyperJob is untouched: carol's requests never reached the splitter.
-        team_b = cli.json("get", "hyperjobs", NAME, "-n", "team-b")
-        assert team_b["lifecycle"] == "Active" and team_b["phase"] != "Terminating"
+        assert cli.json("get", "hyperjobs", NAME, "-n", "team-b")["phase"] in ("Pending", "Running")
         assert "carols-q" not in cli.run("get", "queues").stdout
         assert f"hyperjob/{NAME} deleted" in carol.run("delete", "hyperjob", NAME, "-n", "team-a").stdout
     finally:

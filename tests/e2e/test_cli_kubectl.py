@@ -130,8 +130,13 @@ def test_namespaces_are_kept_apart_and_never_collide_silently(cli: Cli, tmp_path
         wide = cli.run("get", "jobs", "-A").stdout.splitlines()
         assert wide[0].split()[0] == "NAMESPACE"
         assert any(line.split()[:2] == ["team-a", "same-name"] for line in wide)
+        elsewhere = cli.run("delete", "job", "same-name", "-n", "team-b", check=False)  # kubectl's -n
+        assert (elsewhere.returncode, elsewhere.stderr) == (
+            1,
+            "error: job/same-name: Job 'same-name' in namespace 'team-b' not found\n",
+        )
     finally:
-        cli.run("delete", "job", "same-name")
+        cli.run("delete", "job", "same-name", "-n", "team-a")
 
 
 def small_hyperjob(tmp_path: Path, name: str, duration: str) -> Path:
