@@ -306,3 +306,19 @@ def owner_key(kind: str, namespace: str, name: str) -> str:
     or PodGroup under its name, since its clusters know it by that name alone (unique across
     namespaces: one in another namespace is refused)."""
     return api.object_key(namespace, name) if kind == "HyperJob" else name
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def command_refused(action: str, doc: records.HyperJobDoc) -> str:
+    """Why ``action`` would change nothing on this HyperJob ("" when it may go ahead), as a person
+    should hear it instead of "commanded": a finished HyperJob takes no command (Volcano's finished
+    Jobs take none either), and only a suspended one can be resumed (an aborted one has ended)."""
+    phases = [doc.child_phases.get(ref.name, "Pending") for ref in doc.children]
+    if doc.lifecycle == "Active" and phases and all(p in fleetcore.TERMINAL_CHILD_PHASES for p in phases):
+        phase = "Completed" if all(p == "Completed" for p in phases) else "Failed"
+        return f"is {phase}: a finished HyperJob takes no {action} (delete it and apply it again)"
+    if action == "resume" and doc.lifecycle != "Suspended":
+        return f"is not suspended ({doc.lifecycle}): nothing to resume"
+    return ""

@@ -553,6 +553,10 @@ class Splitter:
                 else _not_found("HyperJob", namespace, msg.name)
             )
             return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+        refused = domain.command_refused(msg.action, doc)
+        if refused:
+            reason = f"HyperJob {msg.name!r} {refused}"
+            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
