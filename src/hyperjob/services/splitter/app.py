@@ -22,6 +22,7 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
             events.CommandHyperJob: splitter.on_command,
             events.CommandObject: splitter.on_object_command,
         },
+        on_unreadable=splitter.on_unreadable,
     )
     runtime.subscribe(
         "splitter-sched",

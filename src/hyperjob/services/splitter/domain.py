@@ -3,6 +3,7 @@ children, the changes a new plan makes, and what the rest of the system is told.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -322,3 +323,33 @@ def command_refused(action: str, doc: records.HyperJobDoc) -> str:
     if action == "resume" and doc.lifecycle != "Suspended":
         return f"is not suspended ({doc.lifecycle}): nothing to resume"
     return ""
+
+
+# -- requests that are not requests ----------------------------------------------------------------
+
+# An id that can end a subject (``hj.result.<id>``): no dots, spaces or wildcards.
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+class _Envelope(msgspec.Struct):
+    """What can be read of a malformed request to answer it: where, and about which object."""
+
+    event_id: Any = None
+    kind: Any = None
+    name: Any = None
+    manifest: Any = None
+
+
+def unreadable_request(data: bytes) -> tuple[str, str, str] | None:
+    """``(request id, kind, name)`` of a payload no handler could take, when it says where its
+    answer goes (a JSON object with an ``event_id`` fit for a subject); else None."""
+    try:
+        envelope = msgspec.json.decode(data, type=_Envelope)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, OverflowError):
+        return None
+    if not isinstance(envelope.event_id, str) or not _REQUEST_ID.match(envelope.event_id):
+        return None
+    kind, name = envelope.kind, envelope.name
+    if isinstance(envelope.manifest, dict):
+        kind, name = manifest_kind(envelope.manifest)
+    return envelope.event_id, kind if isinstance(kind, str) else "", name if isinstance(name, str) else ""

@@ -18,6 +18,7 @@ import msgspec
 from msgspec.structs import replace
 
 from hyperjob import api, events, fleetcore, records
+from hyperjob.bus import Delivery
 from hyperjob.events import subjects
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction, Runtime
@@ -82,6 +83,28 @@ class Splitter:
             return self._apply_podgroup(msg, manifest)
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+
+    async def on_unreadable(self, delivery: Delivery, error: Exception) -> None:
+        """A request that is not one (the wrong shape, an unknown type) is answered all the same
+        when it says where (its ``event_id``), naming what is wrong: a program is never left to
+        silence. It is dead-lettered too (``hyperjob get dlq``)."""
+        found = domain.unreadable_request(delivery.data)
+        if found is None:
+            return
+        request_id, kind, name = found
+        answer = events.RequestRejected(
+            event_id=events.derive_id(request_id, "answer"),
+            occurred_at=self.rt.now(),
+            producer=self.rt.service,
+            causation_id=request_id,
+            kind=kind,
+            name=name,
+            reason=str(error)[:1000],
+        )
+        try:
+            await self.rt.bus.publish(subjects.result(request_id), events.encode(answer), msg_id=answer.event_id)
+        except Exception as exc:  # noqa: BLE001 - the dead letter still records it
+            self.rt.log.warning("unreadable_request_unanswered", request=request_id, error=str(exc))
 
     def _apply_queue(self, msg: events.ApplyManifest, queue: api.Queue) -> Reaction:
         domain.check_queue(queue, self.cfg())
