@@ -12,7 +12,9 @@ checked.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .base import Message
 
@@ -22,7 +24,10 @@ HyperJobAction = Literal["suspend", "resume", "restart", "abort"]
 class Request(Message, frozen=True, kw_only=True):
     """A request of the submit contract. ``received_on``: set by the receiver, never by a sender."""
 
-    received_on: str = ""
+    received_on: Annotated[
+        str,
+        msgspec.Meta(description="set by the receiver: the subject the request arrived on (a sender's is replaced)"),
+    ] = ""
 
 
 class ApplyManifest(Request, frozen=True, kw_only=True, tag="hj.manifest.apply.v1"):

@@ -204,7 +204,7 @@ def test_version() -> None:
     result = CliRunner().invoke(main, ["version"])
     assert result.exit_code == 0
     assert result.output.startswith("hyperjob ")
-    assert "contract v1" in result.output
+    assert "contract v2" in result.output
 
 
 def test_completion_scripts_are_clicks() -> None:
