@@ -649,16 +649,17 @@ async def _wait_gone(client: Client, kind: str, namespace: str, name: str, timeo
 @click.argument("kind", type=click.Choice(["hyperjob", "hj"]))
 @click.argument("name")
 @click.option("--timeout", type=float, default=3600.0, show_default=True)
-def watch(kind: str, name: str, timeout: float) -> None:
+@click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
+def watch(kind: str, name: str, timeout: float, namespace: str) -> None:
     """Show a HyperJob's status as it changes, until it completes or fails."""
-    phase = with_client(lambda client: _watch(client, name, timeout))
+    phase = with_client(lambda client: _watch(client, name, timeout, namespace))
     sys.exit(0 if phase == "Completed" else 1)
 
 
-async def _watch(client: Client, name: str, timeout: float) -> str:
+async def _watch(client: Client, name: str, timeout: float, namespace: str = api.DEFAULT_NAMESPACE) -> str:
     last, started = None, time.monotonic()
     while time.monotonic() - started < timeout:
-        found = await views.hyperjobs(client, name)
+        found = [i for i in await views.hyperjobs(client, name) if i["namespace"] == namespace]
         if not found:
             click.echo(f"hyperjob/{name} not found")
             return "NotFound"
