@@ -218,7 +218,7 @@ def test_schema_lists_and_prints_every_type_of_the_contract() -> None:
     listed = CliRunner().invoke(main, ["schema"]).output.split()
     assert {"HyperJob", "Job", "Queue", "ApplyManifest", "RequestRejected", "HyperJobStatusChanged"} <= set(listed)
     applied = json.loads(CliRunner().invoke(main, ["schema", "ApplyManifest"]).output)
-    assert applied["$id"].endswith("/v1/ApplyManifest.json")
+    assert applied["$id"].endswith("/v2/ApplyManifest.json")
     assert applied["$defs"]["ApplyManifest"]["properties"]["type"] == {"enum": ["hj.manifest.apply.v1"]}
     hyperjob = json.loads(CliRunner().invoke(main, ["schema", "hyperjob"]).output)
     assert hyperjob["$defs"]["ObjectMeta"]["properties"]["name"]["maxLength"] == 63

@@ -287,7 +287,7 @@ def scoped_manifest(msg: events.ApplyManifest) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         return manifest  # decoding says what is wrong
     kind = manifest.get("kind")
-    if kind in api.CLUSTER_SCOPED_KINDS:
+    if isinstance(kind, str) and kind in api.CLUSTER_SCOPED_KINDS:
         if subjects.namespace_of(subjects.APPLY, msg.received_on) is not None:
             raise api.ManifestError(
                 "$.kind", f"a {kind} has no namespace: apply it on {subjects.APPLY} (rights in every namespace)"
