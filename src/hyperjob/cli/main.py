@@ -586,9 +586,11 @@ def delete(
         owners = await views.child_owners(client)
         for kind, where, name in targets:
             if kind == "Job" and name in owners:
+                owner_namespace, owner = api.split_key(owners[name])
+                flag = f" -n {owner_namespace}" if owner_namespace != api.DEFAULT_NAMESPACE else ""
                 click.echo(
-                    f"error: job/{name}: belongs to HyperJob {owners[name]!r}; delete the HyperJob "
-                    f"(hyperjob delete hyperjob {owners[name]}) or suspend it",
+                    f"error: job/{name}: belongs to HyperJob {owner!r}{_where(owner_namespace)}; delete the "
+                    f"HyperJob (hyperjob delete hyperjob {owner}{flag}) or suspend it",
                     err=True,
                 )
                 ok = False

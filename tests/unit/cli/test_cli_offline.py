@@ -315,3 +315,12 @@ def test_jsonpath_templates_as_kubectl_prints_them(template: str, printed: str) 
 def test_bad_jsonpath_templates_are_refused(template: str) -> None:
     with pytest.raises(jsonpath_template.TemplateError):
         jsonpath_template.render(template, LIST)
+
+
+def test_user_add_names_a_bad_namespace_before_touching_anything(tmp_path: Path) -> None:
+    env = {"HYPERJOB_HOME": str(tmp_path)}
+    bad = CliRunner().invoke(main, ["user", "add", "carol", "--namespaces", "team-a,Team_B"], env=env)
+    assert bad.exit_code == 1 and "--namespaces" in bad.output and "'Team_B'" in bad.output
+    none = CliRunner().invoke(main, ["user", "add", "carol", "--namespaces", ","], env=env)
+    assert none.exit_code == 1 and "at least one namespace" in none.output
+    assert list(tmp_path.iterdir()) == []
