@@ -262,13 +262,20 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
 # past its subject's namespace: an object that names another is refused, naming the field.
 
 
-def request_namespace(request: str, msg: events.Request, named: object, field: str) -> str:
-    """The namespace ``msg`` acts in: its subject's, which ``named`` (what the object or the message
-    says, ``""`` or ``None`` if nothing) must not contradict; on the bare subject ``named`` or
-    ``default``."""
+def request_namespace(request: str, msg: events.Request, kind: object, named: object, field: str) -> str:
+    """The namespace ``msg`` (about an object of ``kind``) acts in: its subject's, which ``named``
+    (what the object or the message says, ``""`` or ``None`` if nothing) must not contradict; on
+    the bare subject ``named`` or ``default``. A cluster-scoped kind has none (``""``) and only the
+    bare subject may carry it."""
+    granted = subjects.namespace_of(request, msg.received_on)
+    if isinstance(kind, str) and kind in api.CLUSTER_SCOPED_KINDS:
+        if granted is not None:
+            raise api.ManifestError(
+                "$.kind", f"a {kind} has no namespace: send it on {request} (rights in every namespace)"
+            )
+        return ""
     if named is not None and not isinstance(named, str):
         raise api.ManifestError(field, f"a namespace is a string, not {type(named).__name__}")
-    granted = subjects.namespace_of(request, msg.received_on)
     if granted is None:
         return named or api.DEFAULT_NAMESPACE
     if named and named != granted:
@@ -287,13 +294,9 @@ def scoped_manifest(msg: events.ApplyManifest) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         return manifest  # decoding says what is wrong
     kind = manifest.get("kind")
-    if isinstance(kind, str) and kind in api.CLUSTER_SCOPED_KINDS:
-        if subjects.namespace_of(subjects.APPLY, msg.received_on) is not None:
-            raise api.ManifestError(
-                "$.kind", f"a {kind} has no namespace: apply it on {subjects.APPLY} (rights in every namespace)"
-            )
+    namespace = request_namespace(subjects.APPLY, msg, kind, metadata.get("namespace"), "$.metadata.namespace")
+    if not namespace:
         return manifest
-    namespace = request_namespace(subjects.APPLY, msg, metadata.get("namespace"), "$.metadata.namespace")
     return {**manifest, "metadata": {**metadata, "namespace": namespace}}
 
 

@@ -478,7 +478,7 @@ class Splitter:
         if msg.kind in api.WORKFLOW_KINDS:
             return None  # the workflow-controller's to answer
         try:
-            namespace = self._request_namespace(subjects.DELETE, msg, msg.kind)
+            namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
@@ -565,7 +565,9 @@ class Splitter:
     def on_command(self, msg: events.CommandHyperJob) -> Reaction:
         """suspend / resume / restart / abort act on every child, through its cluster's job-controller."""
         try:
-            namespace = self._request_namespace(subjects.HYPERJOB_COMMAND, msg, "HyperJob")
+            namespace = domain.request_namespace(
+                subjects.HYPERJOB_COMMAND, msg, "HyperJob", msg.namespace, "$.namespace"
+            )
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=str(exc))
         doc = self._find("HyperJob", namespace, msg.name)
@@ -600,7 +602,7 @@ class Splitter:
     def on_object_command(self, msg: events.CommandObject) -> Reaction:
         """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
         try:
-            namespace = self._request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind)
+            namespace = domain.request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
@@ -632,19 +634,6 @@ class Splitter:
             subjects.command_child(cluster),
             self.rt.emit(events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action),
         )
-
-    def _request_namespace(
-        self, request: str, msg: events.DeleteObject | events.CommandHyperJob | events.CommandObject, kind: str
-    ) -> str:
-        """The namespace a delete or command acts in ("" for a cluster-scoped kind, which only the
-        bare subject carries)."""
-        if kind in api.CLUSTER_SCOPED_KINDS:
-            if subjects.namespace_of(request, msg.received_on) is not None:
-                raise api.ManifestError(
-                    "$.kind", f"a {kind} has no namespace: send this on {request} (rights in every namespace)"
-                )
-            return ""
-        return domain.request_namespace(request, msg, msg.namespace, "$.namespace")
 
     def _remember_moves(
         self, reaction: Reaction, hyperjob: api.HyperJob, split: fleetcore.SplitPlan, moves: list[Any]
