@@ -618,10 +618,10 @@ class Splitter:
                     if queue is None
                     else f"$.action: a Queue takes open or close, not {msg.action!r}",
                 )
-            doc = replace(queue, state="Open" if msg.action == "open" else "Closed")
-            self.queues.put(msg.name, doc)
+            queue = replace(queue, state="Open" if msg.action == "open" else "Closed")
+            self.queues.put(msg.name, queue)
             reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
-            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, doc))
+            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, queue))
         doc = self._find("Job", namespace, msg.name)
         cluster = doc.children[0].cluster if doc is not None and doc.children else ""
         if not cluster:
