@@ -222,3 +222,56 @@ def test_a_second_user_may_submit_but_not_delete(cli: Cli, tmp_path: Path) -> No
     assert "NATS_URL=nats://bob:" in env and "REDIS_URL=redis://bob:" in env
     cli.run("delete", "queue", "bobs-q")
     assert os.environ.get("HYPERJOB_USER") is None  # the suite's own CLI acts as the CLI's user
+
+
+def team_queue(tmp_path: Path, name: str) -> Path:
+    queue = tmp_path / f"{name}.yaml"
+    queue.write_text(f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {name}}}\n")
+    return queue
+
+
+def test_a_team_a_user_is_refused_in_team_b_by_nats(cli: Cli, tmp_path: Path) -> None:
+    """``--namespaces team-a``: carol applies, deletes and commands in team-a; in team-b (and on the
+    every-namespace subjects: queues, priority classes) NATS itself refuses her, and nothing there changes."""
+    added = cli.run("user", "add", "carol", "--namespaces", "team-a")
+    assert "in namespace team-a" in added.stdout
+    carol = Cli({**cli.env, "HYPERJOB_USER": "carol"})
+    manifest = running_hyperjob(cli, tmp_path)
+    cli.run("apply", "-n", "team-b", "-f", str(manifest))  # the CLI's user may act everywhere
+    try:
+        refused = carol.run("apply", "-n", "team-b", "-f", str(manifest), check=False)
+        assert refused.returncode != 0
+        only_hyperjob = tmp_path / "only-hj.yaml"
+        only_hyperjob.write_text(manifest.read_text().split("---", 1)[1])
+        assert f"hyperjob/{NAME} created" in carol.run("apply", "-n", "team-a", "-f", str(only_hyperjob)).stdout
+        assert carol.run("apply", "-f", str(team_queue(tmp_path, "carols-q")), check=False).returncode != 0
+        outcome = asyncio.run(carol_in_team_b(cli))
+        assert outcome == {key: True for key in outcome}, outcome
+        assert carol.run("delete", "hyperjob", NAME, "-n", "team-b", "--timeout", "10", check=False).returncode != 0
+        assert carol.run("suspend", NAME, "-n", "team-b", check=False).returncode != 0
+        # team-b's HyperJob is untouched: carol's requests never reached the splitter.
+        assert cli.json("get", "hyperjobs", NAME, "-n", "team-b")["phase"] in ("Pending", "Running")
+        assert "carols-q" not in cli.run("get", "queues").stdout
+        assert f"hyperjob/{NAME} deleted" in carol.run("delete", "hyperjob", NAME, "-n", "team-a").stdout
+    finally:
+        for team in ("team-a", "team-b"):
+            cli.run("delete", "hyperjob", NAME, "-n", team, "--ignore-not-found", "--timeout", "120", check=False)
+
+
+async def carol_in_team_b(cli: Cli) -> dict[str, bool]:
+    refused: dict[str, bool] = {}
+    delete = json.dumps({"type": "hj.object.delete.v1", "event_id": "carol-del", "kind": "HyperJob", "name": NAME})
+    command = json.dumps({"type": "hj.hyperjob.command.v1", "event_id": "carol-cmd", "name": NAME, "action": "abort"})
+    s = await Session.open(cli, "carol")
+    for subject, payload in (
+        ("hj.object.delete.team-b", delete),
+        ("hj.object.delete", delete),  # the every-namespace form (contract v1)
+        ("hj.hyperjob.command.team-b", command),
+        ("hj.hyperjob.command", command),
+        ("hj.manifest.apply.team-b", "{}"),
+    ):
+        refused[f"carol publishes {subject}"] = await s.refused(
+            lambda js, sub=subject, p=payload: js.publish(sub, p.encode(), timeout=1)
+        )
+    await s.close()
+    return refused

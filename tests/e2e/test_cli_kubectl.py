@@ -130,8 +130,13 @@ def test_namespaces_are_kept_apart_and_never_collide_silently(cli: Cli, tmp_path
         wide = cli.run("get", "jobs", "-A").stdout.splitlines()
         assert wide[0].split()[0] == "NAMESPACE"
         assert any(line.split()[:2] == ["team-a", "same-name"] for line in wide)
+        elsewhere = cli.run("delete", "job", "same-name", "-n", "team-b", check=False)  # kubectl's -n
+        assert (elsewhere.returncode, elsewhere.stderr) == (
+            1,
+            "error: job/same-name: Job 'same-name' in namespace 'team-b' not found\n",
+        )
     finally:
-        cli.run("delete", "job", "same-name")
+        cli.run("delete", "job", "same-name", "-n", "team-a")
 
 
 def small_hyperjob(tmp_path: Path, name: str, duration: str) -> Path:
@@ -147,6 +152,35 @@ def small_hyperjob(tmp_path: Path, name: str, duration: str) -> Path:
         .replace("sim-duration: 10s", f"sim-duration: {duration}")
     )
     return manifest
+
+
+def test_a_hyperjob_of_the_same_name_in_two_namespaces_is_two_hyperjobs(cli: Cli, tmp_path: Path) -> None:
+    manifest = small_hyperjob(tmp_path, "ns-twin", "300s")
+    for team in ("team-a", "team-b"):
+        assert "hyperjob/ns-twin created" in cli.run("apply", "-n", team, "-f", str(manifest)).stdout
+    try:
+        assert names(cli, "hyperjobs", "-n", "team-a") >= {"ns-twin"}
+        assert "ns-twin" not in names(cli, "hyperjobs")  # the default namespace has none
+        table = cli.run("get", "hyperjobs", "-A").stdout.splitlines()
+        assert table[0].split()[:2] == ["NAMESPACE", "NAME"]
+        assert {tuple(line.split()[:2]) for line in table[1:]} >= {("team-a", "ns-twin"), ("team-b", "ns-twin")}
+        for team in ("team-a", "team-b"):  # each runs its own children, named after its namespace
+            cli.wait_for(
+                f"{team}/ns-twin to run",
+                lambda t=team: cli.json("get", "hyperjobs", "ns-twin", "-n", t)["phase"] == "Running",
+            )
+            children = [
+                c["name"] for c in yaml.safe_load(cli.run("describe", "hj", "ns-twin", "-n", team).stdout)["children"]
+            ]
+            assert children and all(c.startswith(f"{team}-ns-twin-") for c in children), children
+        missing = cli.run("describe", "hj", "ns-twin", "-n", "team-c", check=False)
+        assert missing.returncode == 1 and "not found in namespace 'team-c'" in missing.stderr
+        assert "hyperjob/ns-twin deleted" in cli.run("delete", "hyperjob", "ns-twin", "-n", "team-a").stdout
+        assert cli.json("get", "hyperjobs", "ns-twin", "-n", "team-b")["phase"] == "Running"  # untouched
+        assert "ns-twin" not in names(cli, "hyperjobs", "-n", "team-a")
+    finally:
+        for team in ("team-a", "team-b"):
+            cli.run("delete", "hyperjob", "ns-twin", "-n", team, "--timeout", "120", "--ignore-not-found", check=False)
 
 
 def test_child_jobs_are_deleted_through_their_hyperjob(cli: Cli, tmp_path: Path) -> None:

@@ -68,12 +68,25 @@ def test_a_plain_json_apply_and_delete_are_answered(cli: Cli) -> None:
     assert deleted is not None and deleted["outcome"] == "deleted"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs a splitter change: a message that is not a request goes to the DLQ unanswered"
-)
 def test_garbage_gets_a_rejection_naming_what_is_wrong(cli: Cli) -> None:
     request_id = str(uuid.uuid4())
     garbage = {"type": "hj.manifest.apply.v1", "event_id": request_id, "manifest": "not an object"}
-    answer = asyncio.run(submit(nats_url(cli), "hj.manifest.apply", garbage, request_id))
+    answer = asyncio.run(submit(nats_url(cli), "hj.manifest.apply.default", garbage, request_id))
     assert answer is not None and answer["type"] == "hj.request.rejected.v1"
-    assert "manifest" in answer["reason"]
+    assert "$.manifest" in answer["reason"], answer
+    unknown_id = str(uuid.uuid4())
+    unknown = {"type": "hj.manifest.apply.v9", "event_id": unknown_id, "manifest": {}}
+    answer = asyncio.run(submit(nats_url(cli), "hj.manifest.apply", unknown, unknown_id))
+    assert answer is not None and "unknown message type 'hj.manifest.apply.v9'" in answer["reason"], answer
+
+
+def test_a_namespaced_request_is_answered_and_one_reaching_past_its_subject_is_refused(cli: Cli) -> None:
+    url, request_id = nats_url(cli), str(uuid.uuid4())
+    delete = {"type": "hj.object.delete.v1", "event_id": request_id, "kind": "HyperJob", "name": "nope"}
+    answer = asyncio.run(submit(url, "hj.object.delete.team-a", delete, request_id))
+    assert answer is not None and answer["reason"] == "HyperJob 'nope' in namespace 'team-a' not found", answer
+    other_id = str(uuid.uuid4())
+    answer = asyncio.run(
+        submit(url, "hj.object.delete.team-a", {**delete, "event_id": other_id, "namespace": "team-b"}, other_id)
+    )
+    assert answer is not None and answer["reason"].startswith("$.namespace: namespace 'team-b' is not"), answer

@@ -154,9 +154,11 @@ def test_the_splitter_answers_every_mutated_manifest_and_a_rejected_one_changes_
         letters, splitter_letters = _letters(the_fleet), _letters(the_fleet, "dlq.splitter")
         loop.run_until_complete(the_fleet.inject(subjects.APPLY, data))
         answers = [d for d in the_fleet.engine.bus.messages("HYPERJOB") if d.subject == subjects.result(f"fuzz-m-{n}")]
-        if not isinstance(manifest, dict):  # not even a request: dead-lettered, nothing answered or changed
-            # every consumer of applies (the splitter, the workflow-controller) dead-letters its copy
-            assert _letters(the_fleet, "dlq.splitter") == splitter_letters + 1 and not answers
+        if not isinstance(manifest, dict):  # not even a request: dead-lettered, answered, nothing changed
+            # every consumer of applies (the splitter, the workflow-controller) dead-letters its copy;
+            # the splitter answers it, naming what is wrong (the submit contract)
+            assert _letters(the_fleet, "dlq.splitter") == splitter_letters + 1
+            assert len(answers) == 1 and b"$.manifest" in answers[0].data, answers
             assert the_fleet.state() == before
             return
         assert _letters(the_fleet) == letters

@@ -316,3 +316,149 @@ async def test_a_crash_after_the_commit_has_one_effect_once_redelivered(bus, sto
     assert len(await probe.messages(subjects.OWNER_SUBMITTED)) == 1
     assert len(await probe.messages(subjects.HYPERJOB_SPEC)) == 1
     assert (await probe.changelog("splitter"))[f"hyperjob/{HJ}"].headers["Hyperjob-Version"] == "1"
+
+
+# -- namespaces (contract v2: a request's subject names its namespace) ------------------------------
+
+
+def in_namespace(manifest: dict[str, Any], namespace: str) -> dict[str, Any]:
+    return {**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}}
+
+
+async def test_one_name_in_two_namespaces_is_two_hyperjobs_with_their_own_children(splitter, bus, store, probe) -> None:
+    for team in ("team-a", "team-b"):
+        apply = sh.apply(in_namespace(sh.hyperjob_manifest(HJ, CLUSTERS), team))
+        msg = await send(bus, probe, subjects.in_namespace(subjects.APPLY, team), apply)
+        assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+        admitted = sh.message(events.OwnerAdmitted, name=f"{team}/{HJ}", queue="default")
+        await send(bus, probe, subjects.OWNER_ADMITTED, admitted, durable="splitter-sched")
+    places = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert sorted(p.owner for p in places) == ["team-a/train", "team-b/train"]
+    for place in places:  # children named after the namespace: no clash on a cluster
+        team = place.owner.split("/")[0]
+        assert [c.name for c in place.children] == [f"{team}-{HJ}-job-0", f"{team}-{HJ}-job-1"]
+        assert {c.job["metadata"]["namespace"] for c in place.children} == {team}
+    assert await store.get(records.HYPERJOB, HJ) is None  # nothing in the default namespace
+    team_b = await hyperjob_doc(store, f"team-b/{HJ}")
+    delete = sh.message(events.DeleteObject, kind="HyperJob", name=HJ)
+    await send(bus, probe, subjects.in_namespace(subjects.DELETE, "team-a"), delete)
+    assert (await answer(probe, delete)).outcome == "deleting"  # type: ignore[union-attr]
+    assert (await hyperjob_doc(store, f"team-a/{HJ}")).deleting
+    assert await hyperjob_doc(store, f"team-b/{HJ}") == team_b  # untouched
+
+
+@pytest.mark.parametrize(
+    ("subject", "request_", "field"),
+    [
+        (  # the object lives in another namespace than the subject's
+            "hj.manifest.apply.team-a",
+            lambda: sh.apply(in_namespace(sh.hyperjob_manifest(HJ, CLUSTERS), "team-b")),
+            "$.metadata.namespace: namespace 'team-b' is not the namespace of the request's subject",
+        ),
+        (  # the request names another namespace than its subject's
+            "hj.object.delete.team-a",
+            lambda: sh.message(events.DeleteObject, kind="HyperJob", name=HJ, namespace="team-b"),
+            "$.namespace: namespace 'team-b' is not the namespace",
+        ),
+        (
+            "hj.hyperjob.command.team-a",
+            lambda: sh.message(events.CommandHyperJob, name=HJ, action="suspend", namespace="team-b"),
+            "$.namespace: namespace 'team-b' is not the namespace",
+        ),
+        (  # a cluster-scoped kind is for the every-namespace subject only
+            "hj.manifest.apply.team-a",
+            lambda: sh.apply(sh.queue_manifest("sneaky")),
+            "$.kind: a Queue has no namespace",
+        ),
+        (  # team-a's subject does not reach team-b's HyperJob
+            "hj.object.delete.team-a",
+            lambda: sh.message(events.DeleteObject, kind="HyperJob", name=HJ),
+            "HyperJob 'train' in namespace 'team-a' not found",
+        ),
+    ],
+)
+async def test_a_request_never_reaches_past_its_subjects_namespace(
+    splitter, bus, store, probe, subject, request_, field
+) -> None:
+    team_b = sh.apply(in_namespace(sh.hyperjob_manifest(HJ, CLUSTERS), "team-b"))
+    await send(bus, probe, subjects.in_namespace(subjects.APPLY, "team-b"), team_b)
+    before = await hyperjob_doc(store, f"team-b/{HJ}")
+    msg = await send(bus, probe, subject, request_())
+    rejected = await answer(probe, msg)
+    assert isinstance(rejected, events.RequestRejected) and rejected.reason.startswith(field), rejected
+    assert await hyperjob_doc(store, f"team-b/{HJ}") == before
+    assert await store.get(records.HYPERJOB, HJ) is None and await store.get(records.QUEUE, "sneaky") is None
+
+
+async def test_a_kubectl_exported_object_is_applied_without_its_server_set_metadata(
+    splitter, bus, store, probe
+) -> None:
+    manifest = sh.hyperjob_manifest(HJ, CLUSTERS)
+    exported = {
+        **manifest,
+        "metadata": {
+            **manifest["metadata"],
+            "uid": "0d9c4c5e-8d7b-4b53-a4b5-0b8f1b0f6a11",
+            "resourceVersion": "48213",
+            "generation": 3,
+            "creationTimestamp": "2026-11-20T10:00:00Z",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Thing", "name": "owner", "uid": "1"}],
+            "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update"}],
+        },
+        "status": {"phase": "Running"},
+    }
+    msg = await send(bus, probe, subjects.APPLY, sh.apply(exported))
+    assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+    again = await send(bus, probe, subjects.APPLY, sh.apply(manifest))
+    assert (await answer(probe, again)).outcome == "unchanged"  # type: ignore[union-attr]
+    stored = (await hyperjob_doc(store)).manifest
+    assert "status" not in stored and not {"uid", "resourceVersion", "managedFields"} & set(stored["metadata"])
+
+
+# -- commands that would change nothing are refused -------------------------------------------------
+
+
+async def phases(bus: Any, probe: sh.Probe, place: events.PlaceChildren, phase: str) -> None:
+    for child, cluster in zip((c.name for c in place.children), ("c1", "c2"), strict=True):
+        news = sh.message(events.JobPhaseChanged, cluster=cluster, job=child, hyperjob=HJ, old="Running", new=phase)
+        await send(bus, probe, subjects.job_phase(cluster), news, durable="splitter-children")
+
+
+async def test_resume_of_an_aborted_hyperjob_and_commands_on_a_finished_one_are_refused(
+    splitter, bus, store, probe
+) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    resume = await send(
+        bus, probe, subjects.HYPERJOB_COMMAND, sh.message(events.CommandHyperJob, name=HJ, action="resume")
+    )
+    refused = await answer(probe, resume)
+    assert isinstance(refused, events.RequestRejected)
+    assert refused.reason == "HyperJob 'train' is not suspended (Active): nothing to resume"
+    abort = await send(
+        bus, probe, subjects.HYPERJOB_COMMAND, sh.message(events.CommandHyperJob, name=HJ, action="abort")
+    )
+    assert (await answer(probe, abort)).outcome == "commanded"  # type: ignore[union-attr]
+    await phases(bus, probe, place, "Aborted")
+    commands_before = len(await probe.messages(subjects.command_child("c1")))
+    for action, phase in (("resume", "Failed"), ("restart", "Failed"), ("suspend", "Failed")):
+        msg = await send(
+            bus, probe, subjects.HYPERJOB_COMMAND, sh.message(events.CommandHyperJob, name=HJ, action=action)
+        )
+        refused = await answer(probe, msg)
+        assert isinstance(refused, events.RequestRejected), action
+        assert (
+            refused.reason
+            == f"HyperJob 'train' is {phase}: a finished HyperJob takes no {action} (delete it and apply it again)"
+        )
+    assert len(await probe.messages(subjects.command_child("c1"))) == commands_before  # nothing sent on
+
+
+async def test_a_command_on_a_completed_hyperjob_is_refused(splitter, bus, store, probe) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    await phases(bus, probe, place, "Completed")
+    msg = await send(
+        bus, probe, subjects.HYPERJOB_COMMAND, sh.message(events.CommandHyperJob, name=HJ, action="suspend")
+    )
+    refused = await answer(probe, msg)
+    assert isinstance(refused, events.RequestRejected) and "is Completed" in refused.reason
+    assert (await hyperjob_doc(store)).lifecycle == "Active"

@@ -37,6 +37,31 @@ class ObjectMeta(Spec, frozen=True, kw_only=True):
     creation_timestamp: str = ""
 
 
+DEFAULT_NAMESPACE = "default"
+# Kinds without a namespace, as in Kubernetes and Volcano: a person needs rights in every
+# namespace to apply, delete or command them.
+CLUSTER_SCOPED_KINDS = frozenset({"Queue", "PriorityClass"})
+
+
+def object_key(namespace: str, name: str) -> str:
+    """How the system keys a namespaced object: its name in ``default`` (as before namespaces
+    counted), ``<namespace>/<name>`` in any other, so ``team-a/x`` and ``team-b/x`` are two objects."""
+    return name if namespace in ("", DEFAULT_NAMESPACE) else f"{namespace}/{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``(namespace, name)`` of an ``object_key``."""
+    namespace, _, name = key.rpartition("/")
+    return namespace or DEFAULT_NAMESPACE, name
+
+
+def fleet_name(meta: ObjectMeta) -> str:
+    """The name an object goes by where only names are known (its child Jobs, their clusters'
+    services): its own in ``default``, ``<namespace>-<name>`` in any other. A DNS label still, so
+    child Jobs derive theirs from it (``<fleet name>-<replicated job>-<index>``)."""
+    return object_key(meta.namespace, meta.name).replace("/", "-")
+
+
 class NamedObjectRef(Spec, frozen=True, kw_only=True):
     kind: str
     name: str

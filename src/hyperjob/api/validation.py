@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from .base import DNS_LABEL_MAX
+from .base import DNS_LABEL_MAX, fleet_name
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
@@ -165,14 +165,15 @@ def check_hyperjob(hyperjob: HyperJob) -> None:
 
 
 def _check_child_name_length(hyperjob: str, rj: ReplicatedJob, path: str) -> None:
-    """Each child is a Volcano Job named ``<hyperjob>-<replicated job>-<index>``, and a Job's name is
+    """Each child is a Volcano Job named ``<fleet name>-<replicated job>-<index>`` (the fleet name has
+    the namespace in front outside ``default``), and a Job's name is
     a DNS label: the longest child name must fit in 63 characters (at most one child per pod)."""
     longest = f"{hyperjob}-{rj.name}-{max(rj.replicas * template_replicas(rj.template_spec) - 1, 0)}"
     if len(longest) > DNS_LABEL_MAX:
         raise ManifestError(
             f"{path}.name",
             f"child job names such as {longest!r} would be {len(longest)} characters; a Job name is a DNS label "
-            f"(at most {DNS_LABEL_MAX}): shorten the HyperJob's or the replicated job's name",
+            f"(at most {DNS_LABEL_MAX}): shorten the HyperJob's, its namespace's or the replicated job's name",
         )
 
 
@@ -183,7 +184,7 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
     names: set[str] = set()
     for i, rj in enumerate(spec.replicated_jobs):
         path = f"{path_prefix}.replicatedJobs[{i}]"
-        _check_child_name_length(hyperjob.metadata.name, rj, path)
+        _check_child_name_length(fleet_name(hyperjob.metadata), rj, path)
         if rj.name in names:
             raise ManifestError(f"{path}.name", f"duplicate replicated job name {rj.name!r}")
         names.add(rj.name)

@@ -304,8 +304,6 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
 
     async def work(client: Client) -> bool:
         await preflight.check(client, found)
-        for obj in found:
-            obj.error = obj.error or await _namespace_clash(client, obj)
         if _report_invalid(found):
             return False
         if dry_run == "server":
@@ -328,9 +326,9 @@ def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) ->
         ]
     except manifests.SourceError as exc:
         raise click.ClickException(str(exc)) from None
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], str] = {}
     for obj in found:
-        key = (obj.kind, obj.name)
+        key = (obj.kind, obj.namespace, obj.name)
         if key in seen and not obj.error:
             obj.error = f"$.metadata.name: {obj.ref} is also defined in {seen[key]}"
         seen.setdefault(key, obj.source)
@@ -349,24 +347,6 @@ def _report_invalid(found: list[manifests.Object]) -> bool:
     if bad:
         click.echo(f"error: nothing applied: {len(bad)} of {len(found)} objects are invalid", err=True)
     return bool(bad)
-
-
-async def _namespace_clash(client: Client, obj: manifests.Object) -> str:
-    """Names are unique across namespaces here: applying team-b/x over team-a/x must not replace it."""
-    if obj.kind not in NAMESPACED_KINDS:
-        return ""
-    existing = await client.doc(records.HYPERJOB, obj.name, records.HyperJobDoc)
-    if existing is None:
-        return ""
-    theirs = existing.manifest.get("metadata", {}).get("namespace", "default")
-    ours = obj.document.get("metadata", {}).get("namespace", "default")
-    if theirs == ours:
-        return ""
-    kind = existing.manifest.get("kind", "object")
-    return (
-        f"$.metadata.name: {kind} {obj.name!r} already exists in namespace {theirs!r} "
-        "(names are unique across namespaces in HyperJob)"
-    )
 
 
 def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
@@ -551,16 +531,17 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
 @main.command()
 @click.argument("kind", type=click.Choice(views.DESCRIBABLE))
 @click.argument("name")
-def describe(kind: str, name: str) -> None:
+@click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
+def describe(kind: str, name: str, namespace: str) -> None:
     """Everything about one HyperJob (spec, status, children and where they run), Job, Queue, node,
     CronJob, JobFlow or JobTemplate, ending with its Events."""
 
     async def work(client: Client) -> dict[str, Any] | None:
-        return await views.describe(client, kind, name)
+        return await views.describe(client, kind, name, namespace)
 
     described = with_client(work)
     if described is None:
-        raise click.ClickException(f"{kind} {name!r} not found")
+        raise click.ClickException(f"{kind} {name!r} not found" + _where(namespace))
     click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
 
 
@@ -590,6 +571,7 @@ DELETABLE = {
 @click.option("--ignore-not-found", is_flag=True, help="an object that does not exist is not an error")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="wait until every child is gone")
 @click.option("--timeout", type=float, default=300.0, show_default=True)
+@click.option("-n", "--namespace", default=None, help="the namespace of the objects (default: default)")
 def delete(
     args: tuple[str, ...],
     filenames: tuple[str, ...],
@@ -597,38 +579,44 @@ def delete(
     ignore_not_found: bool,
     wait: bool,
     timeout: float,
+    namespace: str | None,
 ) -> None:
     """Delete objects: KIND NAME..., KIND/NAME..., or -f FILE. A HyperJob is gone only once every
     child is gone from every cluster."""
-    targets = _delete_targets(args, filenames, recursive)
+    targets = _delete_targets(args, filenames, recursive, namespace)
 
     async def work(client: Client) -> bool:
         ok = True
         owners = await views.child_owners(client)
-        for kind, name in targets:
+        for kind, where, name in targets:
             if kind == "Job" and name in owners:
+                owner_namespace, owner = api.split_key(owners[name])
+                flag = f" -n {owner_namespace}" if owner_namespace != api.DEFAULT_NAMESPACE else ""
                 click.echo(
-                    f"error: job/{name}: belongs to HyperJob {owners[name]!r}; delete the HyperJob "
-                    f"(hyperjob delete hyperjob {owners[name]}) or suspend it",
+                    f"error: job/{name}: belongs to HyperJob {owner!r}{_where(owner_namespace)}; delete the "
+                    f"HyperJob (hyperjob delete hyperjob {owner}{flag}) or suspend it",
                     err=True,
                 )
                 ok = False
                 continue
-            answer = await client.delete(kind, name)
+            answer = await client.delete(kind, name, where)
             if not _print_answer(answer, ignore_not_found):
                 ok = False
             elif isinstance(answer, events.RequestAccepted) and wait and kind in NAMESPACED_KINDS:
-                ok = await _wait_gone(client, kind, name, timeout) and ok
+                ok = await _wait_gone(client, kind, where, name, timeout) and ok
         return ok
 
     sys.exit(0 if with_client(work) else 1)
 
 
-def _delete_targets(args: tuple[str, ...], filenames: tuple[str, ...], recursive: bool) -> list[tuple[str, str]]:
+def _delete_targets(
+    args: tuple[str, ...], filenames: tuple[str, ...], recursive: bool, namespace: str | None
+) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of each object to delete."""
     if filenames:
         if args:
             raise click.UsageError("give either -f FILE or KIND NAME, not both")
-        return [(obj.kind, obj.name) for obj in _load(filenames, recursive, None)]
+        return [(obj.kind, obj.namespace, obj.name) for obj in _load(filenames, recursive, namespace)]
     if not args:
         raise click.UsageError("give KIND NAME..., KIND/NAME... or -f FILE")
     if all("/" in a for a in args):
@@ -641,13 +629,18 @@ def _delete_targets(args: tuple[str, ...], filenames: tuple[str, ...], recursive
     for kind, name in pairs:
         if kind.lower() not in DELETABLE:
             raise click.UsageError(f'cannot delete resource type "{kind}" (one of {", ".join(sorted(DELETABLE))})')
-        targets.append((DELETABLE[kind.lower()], name))
+        targets.append((DELETABLE[kind.lower()], namespace or api.DEFAULT_NAMESPACE, name))
     return targets
 
 
-async def _wait_gone(client: Client, kind: str, name: str, timeout: float) -> bool:
+def _where(namespace: str) -> str:
+    return f" in namespace {namespace!r}" if namespace != api.DEFAULT_NAMESPACE else ""
+
+
+async def _wait_gone(client: Client, kind: str, namespace: str, name: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    while await client.store.get(records.HYPERJOB, name) is not None:
+    key = api.object_key(namespace, name) if kind == "HyperJob" else name
+    while await client.store.get(records.HYPERJOB, key) is not None:
         if time.monotonic() > deadline:
             click.echo(
                 f"error: {kind.lower()}/{name} still deleting after {timeout:g}s (a cluster may be down)", err=True
@@ -662,16 +655,17 @@ async def _wait_gone(client: Client, kind: str, name: str, timeout: float) -> bo
 @click.argument("kind", type=click.Choice(["hyperjob", "hj"]))
 @click.argument("name")
 @click.option("--timeout", type=float, default=3600.0, show_default=True)
-def watch(kind: str, name: str, timeout: float) -> None:
+@click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
+def watch(kind: str, name: str, timeout: float, namespace: str) -> None:
     """Show a HyperJob's status as it changes, until it completes or fails."""
-    phase = with_client(lambda client: _watch(client, name, timeout))
+    phase = with_client(lambda client: _watch(client, name, timeout, namespace))
     sys.exit(0 if phase == "Completed" else 1)
 
 
-async def _watch(client: Client, name: str, timeout: float) -> str:
+async def _watch(client: Client, name: str, timeout: float, namespace: str = api.DEFAULT_NAMESPACE) -> str:
     last, started = None, time.monotonic()
     while time.monotonic() - started < timeout:
-        found = await views.hyperjobs(client, name)
+        found = [i for i in await views.hyperjobs(client, name) if i["namespace"] == namespace]
         if not found:
             click.echo(f"hyperjob/{name} not found")
             return "NotFound"
@@ -709,14 +703,15 @@ FINISHED = ("Completed", "Failed", "Terminated")
 def _hyperjob_command(action: str) -> click.Command:
     @click.command(name=action, help=f"{action.capitalize()} a HyperJob: act on every child job in every cluster.")
     @click.argument("name")
-    def command(name: str) -> None:
+    @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
+    def command(name: str, namespace: str) -> None:
         async def work(client: Client) -> bool:
-            found = await views.hyperjobs(client, name)
+            found = [i for i in await views.hyperjobs(client, name) if i["namespace"] == namespace]
             problem = _command_refused(action, found[0]) if found else ""
             if problem:
                 click.echo(f"error: hyperjob/{name}: {problem}", err=True)
                 return False
-            return _print_answer(await client.command(name, action))
+            return _print_answer(await client.command(name, action, namespace))
 
         sys.exit(0 if with_client(work) else 1)
 

@@ -33,6 +33,13 @@ class Object:
     error: str = ""
 
     @property
+    def namespace(self) -> str:
+        """The object's namespace (``default`` when it names none)."""
+        metadata = self.document.get("metadata")
+        written = metadata.get("namespace") if isinstance(metadata, dict) else None
+        return written if isinstance(written, str) and written else api.DEFAULT_NAMESPACE
+
+    @property
     def ref(self) -> str:
         """``kind/name`` as kubectl prints it (``hyperjob/llm-train``)."""
         return f"{self.kind.lower()}/{self.name}"

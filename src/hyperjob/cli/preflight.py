@@ -52,7 +52,8 @@ async def outcome(client: Client, obj: Object) -> str:
         "JobFlow": (records.JOBFLOW, records.JobFlowDoc),
         "JobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
     }.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
-    existing = await client.doc(kind, obj.name, doc_type)
+    key = domain.owner_key(obj.kind, obj.namespace, obj.name) if kind == records.HYPERJOB else obj.name
+    existing = await client.doc(kind, key, doc_type)
     if existing is None:
         return "created"
     return "unchanged" if existing.manifest == manifest else "configured"

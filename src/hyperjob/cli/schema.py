@@ -2,7 +2,7 @@
 themselves (``msgspec.json.schema``), so they cannot drift from what the services decode.
 
 The contract (``docs/submit-contract.md``): the manifests a program applies, the requests it
-publishes on NATS (``hj.manifest.apply``, ``hj.object.delete``, ``hj.hyperjob.command``), the
+publishes on NATS (``hj.manifest.apply.<namespace>``, ``hj.object.delete.<namespace>`` ...), the
 answers on ``hj.result.<event_id>`` and the status events on ``hj.hyperjob.status``. Each event
 type carries its version in its ``type`` tag (``hj.manifest.apply.v1``); ``CONTRACT_VERSION``
 versions the set as a whole.
@@ -20,15 +20,15 @@ from hyperjob import events
 from hyperjob.api.manifest import KINDS as MANIFEST_KINDS
 from hyperjob.events import subjects
 
-CONTRACT_VERSION = "v1"
+CONTRACT_VERSION = "v2"
 SCHEMA_BASE = f"https://hyperjob.dev/schemas/{CONTRACT_VERSION}"
 
 # What a submitter sends or reads, with the subject it travels on.
 EVENTS: dict[str, tuple[type[Any], str]] = {
-    "ApplyManifest": (events.ApplyManifest, subjects.APPLY),
-    "DeleteObject": (events.DeleteObject, subjects.DELETE),
-    "CommandHyperJob": (events.CommandHyperJob, subjects.HYPERJOB_COMMAND),
-    "CommandObject": (events.CommandObject, subjects.OBJECT_COMMAND),
+    "ApplyManifest": (events.ApplyManifest, subjects.in_namespace(subjects.APPLY, "<namespace>")),
+    "DeleteObject": (events.DeleteObject, subjects.in_namespace(subjects.DELETE, "<namespace>")),
+    "CommandHyperJob": (events.CommandHyperJob, subjects.in_namespace(subjects.HYPERJOB_COMMAND, "<namespace>")),
+    "CommandObject": (events.CommandObject, subjects.in_namespace(subjects.OBJECT_COMMAND, "<namespace>")),
     "RequestAccepted": (events.RequestAccepted, subjects.result("<event_id>")),
     "RequestRejected": (events.RequestRejected, subjects.result("<event_id>")),
     "HyperJobStatusChanged": (events.HyperJobStatusChanged, subjects.HYPERJOB_STATUS),

@@ -36,14 +36,14 @@ async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     statuses = await client.docs(records.HYPERJOB_STATUS, records.HyperJobStatusDoc)
     items = []
     for doc in docs.values():
-        if doc.plain or (name and doc.name != name):
-            continue
-        status = statuses.get(doc.name)
-        phase = "Terminating" if doc.deleting else status.phase if status else "Pending"
         metadata = doc.manifest.get("metadata", {})
+        if doc.plain or (name and metadata.get("name", doc.name) != name):
+            continue
+        status = statuses.get(doc.name)  # kept under the HyperJob's key (team-a/x; x in default)
+        phase = "Terminating" if doc.deleting else status.phase if status else "Pending"
         items.append(
             {
-                "name": doc.name,
+                "name": metadata.get("name", doc.name),
                 "namespace": metadata.get("namespace", "default"),
                 "labels": metadata.get("labels", {}),
                 "phase": phase,
@@ -580,14 +580,16 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] | None:
+async def describe(
+    client: Client, kind_name: str, name: str, namespace: str = api.DEFAULT_NAMESPACE
+) -> dict[str, Any] | None:
     """Everything about one object, then its Events (as ``kubectl describe`` ends): a HyperJob
     with its child jobs, a CronJob or JobFlow with the jobs it made (as ``get jobs`` shows them),
     a Job, a Queue, a node, a JobTemplate."""
     shown = kind(kind_name)
     if shown is None or shown.load is None:
         return None
-    found = await shown.load(client, name)
+    found = [i for i in await shown.load(client, name) if i.get("namespace", namespace) == namespace]
     if not found:
         return None
     described = {k: v for k, v in found[0].items() if k != "manifest"}
@@ -598,7 +600,8 @@ async def describe(client: Client, kind_name: str, name: str) -> dict[str, Any] 
     elif described.get("jobs"):
         listed = [j for j in await jobs(client, None) if j["name"] in described["jobs"]]
         described["runs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
-    described["events"] = event_section(await eventlog.load(client.bus), f"{shown.singular}/{name}")
+    key = name if namespace == api.DEFAULT_NAMESPACE or "namespace" not in found[0] else f"{namespace}/{name}"
+    described["events"] = event_section(await eventlog.load(client.bus), f"{shown.singular}/{key}")
     return described
 
 

@@ -103,18 +103,23 @@ class Client:
         return {"event_id": events.new_request_id(), "occurred_at": time.time(), "producer": self.producer}
 
     async def apply(self, manifest: dict[str, Any]) -> Answer:
-        """Create or update one object. Server-set metadata is dropped first, as kubectl does."""
+        """Create or update one object, on its namespace's subject (``default`` when it names none).
+        Server-set metadata is dropped first, as kubectl does."""
         manifest = api.without_server_fields(manifest)
         check_size(manifest)
-        return await self.request(subjects.APPLY, events.ApplyManifest(**self._envelope(), manifest=manifest))
+        metadata = manifest.get("metadata")
+        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+        subject = _subject(subjects.APPLY, str(manifest.get("kind")), str(namespace or api.DEFAULT_NAMESPACE))
+        return await self.request(subject, events.ApplyManifest(**self._envelope(), manifest=manifest))
 
-    async def delete(self, kind: str, name: str) -> Answer:
-        return await self.request(subjects.DELETE, events.DeleteObject(**self._envelope(), kind=kind, name=name))
+    async def delete(self, kind: str, name: str, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
+        message = events.DeleteObject(**self._envelope(), kind=kind, name=name)
+        return await self.request(_subject(subjects.DELETE, kind, namespace), message)
 
-    async def command(self, name: str, action: str) -> Answer:
+    async def command(self, name: str, action: str, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
         """suspend, resume, restart or abort a HyperJob."""
         message = events.CommandHyperJob(**self._envelope(), name=name, action=action)  # type: ignore[arg-type]
-        return await self.request(subjects.HYPERJOB_COMMAND, message)
+        return await self.request(subjects.in_namespace(subjects.HYPERJOB_COMMAND, namespace), message)
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -147,6 +152,12 @@ class Client:
         latest = await self.bus.last_per_subject(subjects.node_statuses(cluster))
         statuses = [decoder.decode(d.data) for d in latest.values()]
         return {s.node: s for s in sorted(statuses, key=lambda s: s.node)}
+
+
+def _subject(request: str, kind: str, namespace: str) -> str:
+    """Where a request about a ``kind`` goes: its namespace's subject, the bare one for a
+    cluster-scoped kind (``docs/submit-contract.md``, v2)."""
+    return request if kind in api.CLUSTER_SCOPED_KINDS else subjects.in_namespace(request, namespace)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -56,6 +56,7 @@ from .manifest import (
     CommandObject,
     DeleteObject,
     InstanceStarted,
+    Request,
     RequestAccepted,
     RequestRejected,
 )
@@ -190,6 +191,7 @@ __all__ = [
     "PriorityClassChanged",
     "QueueChanged",
     "RemoveChild",
+    "Request",
     "RequestAccepted",
     "RequestRejected",
     "ReservationHeld",

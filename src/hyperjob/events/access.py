@@ -71,6 +71,7 @@ GRANTS: dict[Role, Grant] = {
         ),
         reads=(
             "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
             "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
         ),
         durables=("", "-admin", "-sched", "-children"),
@@ -129,12 +130,19 @@ GRANTS: dict[Role, Grant] = {
     # Answers CronJob/JobFlow/JobTemplate requests; makes and deletes the jobs they own as a user would.
     "workflow-controller": Grant(
         publishes=("hj.result.*", "hj.manifest.apply", "hj.object.delete"),
-        reads=("hj.manifest.apply", "hj.object.delete", "hj.result.*", "job.phase.*", "hj.hyperjob.deleted"),
+        reads=(
+            "hj.manifest.apply", "hj.object.delete", "hj.manifest.apply.*", "hj.object.delete.*", "hj.result.*",
+            "job.phase.*", "hj.hyperjob.deleted",
+        ),
         durables=("", "-admin", "-jobs"),
     ),
-    # A person with the CLI: submits, deletes and commands, reads everything (get, describe, watch).
+    # A person with the CLI: submits, deletes and commands (in every namespace, unless
+    # ``nats_permissions`` is given some), reads everything (get, describe, watch).
     "user": Grant(
-        publishes=("hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command"),
+        publishes=(
+            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
+        ),
         reads=(">",),
     ),
     # The operator: also rebuilds services, injects faults, manages streams and dead letters. A
@@ -242,12 +250,36 @@ def _durable_api(durable: str) -> tuple[str, ...]:
     )
 
 
-# What a person with the CLI may be allowed to do, verb by verb (``hyperjob user add --verbs``).
+# What a person with the CLI may be allowed to do, verb by verb (``hyperjob user add --verbs``):
+# the request subjects, each on ``<subject>.<namespace>`` for the namespaces granted
+# (``--namespaces``), or on ``<subject>.*`` and the bare ``<subject>`` (cluster-scoped kinds,
+# contract v1) for a person of every namespace.
 USER_VERBS: dict[str, tuple[str, ...]] = {
     "apply": ("hj.manifest.apply",),
     "delete": ("hj.object.delete",),
     "command": ("hj.hyperjob.command", "hj.object.command"),
 }
+ALL_NAMESPACES = "*"
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def user_subjects(verbs: Iterable[str], namespaces: Iterable[str] = (ALL_NAMESPACES,)) -> tuple[str, ...]:
+    """The subjects a person may publish: each verb's requests in each namespace granted (``*``:
+    every namespace, and the bare subjects with it). Raises ``ValueError`` naming what is unknown."""
+    verbs, namespaces = tuple(verbs), tuple(namespaces)
+    unknown = sorted(set(verbs) - set(USER_VERBS))
+    if unknown:
+        raise ValueError(f"verbs: {', '.join(unknown)} unknown (known: {', '.join(USER_VERBS)})")
+    bad = sorted(n for n in namespaces if n != ALL_NAMESPACES and (not _NAMESPACE.match(n) or len(n) > 63))
+    if bad:
+        raise ValueError(f"namespaces: {', '.join(map(repr, bad))}: a namespace is a DNS label (a-z, 0-9, '-')")
+    out: list[str] = []
+    for verb in verbs:
+        for subject in USER_VERBS[verb]:
+            if ALL_NAMESPACES in namespaces:
+                out.append(subject)
+            out += [f"{subject}.{namespace}" for namespace in namespaces]
+    return tuple(out)
 
 
 def nats_permissions(
@@ -256,12 +288,14 @@ def nats_permissions(
     cluster: str = "",
     instance: str = "",
     verbs: tuple[str, ...] | None = None,
+    namespaces: tuple[str, ...] | None = None,
     protected: Iterable[str] = (),
 ) -> dict[str, dict[str, list[str]]]:
     """The ``permissions`` block of a nats-server user for one instance of ``role``: publish only
     what the role produces (plus the JetStream API for its own consumers), subscribe only to
     replies — JetStream delivers consumed messages to the consumer's inbox. A person (``user``)
-    may be limited to some ``verbs`` of ``USER_VERBS`` (``()``: read only); people also hear the
+    may be limited to some ``verbs`` of ``USER_VERBS`` (``()``: read only) and to some
+    ``namespaces`` (``None``: every one; ``user_subjects``); people also hear the
     answers to their requests (``hj.result.<id>``, the submit contract's core subscription).
 
     ``protected`` names every durable consumer of the system: those that are not this instance's
@@ -269,11 +303,10 @@ def nats_permissions(
     under any other name. The operator's are never denied."""
     g = grant(role, cluster=cluster, instance=instance)
     publishes = g.publishes
-    if role == "user" and verbs is not None:
-        unknown = sorted(set(verbs) - set(USER_VERBS))
-        if unknown:
-            raise ValueError(f"verbs: {', '.join(unknown)} unknown (known: {', '.join(USER_VERBS)})")
-        publishes = tuple(s for verb in verbs for s in USER_VERBS[verb])
+    if role == "user" and (verbs is not None or namespaces is not None):
+        publishes = user_subjects(
+            USER_VERBS if verbs is None else verbs, (ALL_NAMESPACES,) if namespaces is None else namespaces
+        )
     publish = [*publishes, *_JS_READ]
     for durable in g.durables:
         publish += _durable_api(durable)

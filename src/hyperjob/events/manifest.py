@@ -2,40 +2,62 @@
 
 Commands have one consumer (the splitter); the answer to a request is published on
 ``hj.result.<request_id>`` so the client that asked can wait for it.
+
+A request about a namespaced object travels on ``<subject>.<namespace>`` (``subjects.in_namespace``):
+NATS checks that its sender may act in that namespace, and the splitter refuses a request whose
+object names another one. ``received_on`` is where the request arrived: the receiving runtime
+sets it from the delivery (a sender's value is replaced), so the splitter knows the subject NATS
+checked.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .base import Message
 
 HyperJobAction = Literal["suspend", "resume", "restart", "abort"]
 
 
-class ApplyManifest(Message, frozen=True, kw_only=True, tag="hj.manifest.apply.v1"):
+class Request(Message, frozen=True, kw_only=True):
+    """A request of the submit contract. ``received_on``: set by the receiver, never by a sender."""
+
+    received_on: Annotated[
+        str,
+        msgspec.Meta(description="set by the receiver: the subject the request arrived on (a sender's is replaced)"),
+    ] = ""
+
+
+class ApplyManifest(Request, frozen=True, kw_only=True, tag="hj.manifest.apply.v1"):
     """Create or update one object from its manifest (any kind of the API)."""
 
     manifest: dict[str, Any]
 
 
-class DeleteObject(Message, frozen=True, kw_only=True, tag="hj.object.delete.v1"):
+class DeleteObject(Request, frozen=True, kw_only=True, tag="hj.object.delete.v1"):
+    """``namespace``: of a namespaced object; "" is the subject's namespace (``default`` on the bare one)."""
+
     kind: str
     name: str
+    namespace: str = ""
 
 
-class CommandHyperJob(Message, frozen=True, kw_only=True, tag="hj.hyperjob.command.v1"):
+class CommandHyperJob(Request, frozen=True, kw_only=True, tag="hj.hyperjob.command.v1"):
     name: str
     action: HyperJobAction
+    namespace: str = ""
 
 
-class CommandObject(Message, frozen=True, kw_only=True, tag="hj.object.command.v1"):
+class CommandObject(Request, frozen=True, kw_only=True, tag="hj.object.command.v1"):
     """A command on a plain Job (a Volcano Job action: AbortJob, ResumeJob, RestartJob,
     TerminateJob, CompleteJob) or on a Queue (``open``, ``close``)."""
 
     kind: Literal["Job", "Queue"]
     name: str
     action: str
+    namespace: str = ""
 
 
 class RequestAccepted(Message, frozen=True, kw_only=True, tag="hj.request.accepted.v1"):

@@ -26,14 +26,29 @@ def token(name: str) -> str:
     return name.replace("%", "%25").replace(".", "%2E")
 
 
-# API front door (splitter).
+# API front door (splitter). A request travels on ``<subject>.<namespace>`` (contract v2), so that
+# NATS can grant a person some namespaces only; the bare subject is contract v1's form, kept for
+# the cluster-scoped kinds (Queue, PriorityClass) and for whoever may act in every namespace.
 APPLY = "hj.manifest.apply"
 DELETE = "hj.object.delete"
 HYPERJOB_COMMAND = "hj.hyperjob.command"
 OBJECT_COMMAND = "hj.object.command"
+REQUESTS = (APPLY, DELETE, HYPERJOB_COMMAND, OBJECT_COMMAND)
 HYPERJOB_SPEC = "hj.hyperjob.spec"
 HYPERJOB_STATUS = "hj.hyperjob.status"
 HYPERJOB_DELETED = "hj.hyperjob.deleted"
+
+
+def in_namespace(request: str, namespace: str) -> str:
+    """The subject of a request about an object of ``namespace`` (``hj.object.delete.team-a``)."""
+    return f"{request}.{token(namespace)}"
+
+
+def namespace_of(request: str, subject: str) -> str | None:
+    """The namespace a request's subject names; ``None`` for the bare (every-namespace) form."""
+    if subject == request or not subject.startswith(request + "."):
+        return None
+    return subject[len(request) + 1 :]
 
 
 def result(request_id: str) -> str:

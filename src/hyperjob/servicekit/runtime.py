@@ -46,6 +46,9 @@ M = TypeVar("M", bound=Message)
 T = TypeVar("T")
 Handler = Callable[[Any], "Reaction | None | Awaitable[Reaction | None]"]
 WatchHandler = Callable[[Any], None]
+# Told of a payload no handler can take (it is dead-lettered all the same): the splitter answers
+# a malformed request with a rejection naming what is wrong.
+UnreadableHandler = Callable[[Delivery, Exception], Awaitable[None]]
 MAX_ATTEMPTS = 5
 # A replica of the same instance committed meanwhile (``stale``): no conflict over the batch itself,
 # so it is handled again on reloaded memory, more times, after a short random pause that lets the
@@ -109,6 +112,7 @@ class _Subscription(msgspec.Struct, kw_only=True):
     subjects: list[str]
     handlers: dict[type, Handler]
     policy: dict[str, Any]
+    on_unreadable: UnreadableHandler | None = None
 
 
 class Runtime:
@@ -172,14 +176,17 @@ class Runtime:
         max_deliver: int = 5,
         backoff: Sequence[float] | None = None,
         ack_wait: float = 30.0,
+        on_unreadable: UnreadableHandler | None = None,
     ) -> None:
-        """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches."""
+        """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches.
+        ``on_unreadable`` hears of each payload that no handler can take before it is dead-lettered."""
         self._subscriptions.append(
             _Subscription(
                 durable=durable,
                 subjects=[subjects] if isinstance(subjects, str) else list(subjects),
                 handlers=dict(handlers),
                 policy={"batch": batch, "max_deliver": max_deliver, "backoff": backoff, "ack_wait": ack_wait},
+                on_unreadable=on_unreadable,
             )
         )
 
@@ -424,11 +431,15 @@ class Runtime:
                 message = reader.read(delivery.data)
             except Unreadable as exc:  # dead-lettered at once with its reason; the rest goes on
                 failures[i] = exc
+                if sub.on_unreadable is not None:
+                    await sub.on_unreadable(delivery, exc)
                 continue
             if message is None:  # another consumer's message on a shared subject
                 self.log.debug("message_type_not_handled", subject=delivery.subject)
             elif message.event_id not in ids:  # a copy in the same batch: once
                 ids.add(message.event_id)
+                if isinstance(message, events.Request):  # where NATS checked its sender (ADR 0006)
+                    message = msgspec.structs.replace(message, received_on=delivery.subject)
                 batch.append((i, message))
         await self._handle(sub, batch, failures)
         return failures

@@ -53,16 +53,23 @@ CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller",
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
     """One NATS user and one Redis user. ``name`` is the service instance's name (its durable
     consumers and keys are named after it) or the person's; ``verbs`` limits a person (``user``
-    role) to some of ``access.USER_VERBS`` (None: all of them, ``()``: read only)."""
+    role) to some of ``access.USER_VERBS`` (None: all of them, ``()``: read only), ``namespaces``
+    to the requests of some namespaces (None: every namespace, cluster-scoped kinds too)."""
 
     name: str
     role: access.Role
     cluster: str = ""
     verbs: tuple[str, ...] | None = None
+    namespaces: tuple[str, ...] | None = None
 
     def nats_permissions(self, protected: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
         return access.nats_permissions(
-            self.role, cluster=self.cluster, instance=self.name, verbs=self.verbs, protected=protected
+            self.role,
+            cluster=self.cluster,
+            instance=self.name,
+            verbs=self.verbs,
+            namespaces=self.namespaces,
+            protected=protected,
         )
 
     @property

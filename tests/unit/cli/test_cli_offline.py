@@ -204,7 +204,7 @@ def test_version() -> None:
     result = CliRunner().invoke(main, ["version"])
     assert result.exit_code == 0
     assert result.output.startswith("hyperjob ")
-    assert "contract v1" in result.output
+    assert "contract v2" in result.output
 
 
 def test_completion_scripts_are_clicks() -> None:
@@ -218,7 +218,7 @@ def test_schema_lists_and_prints_every_type_of_the_contract() -> None:
     listed = CliRunner().invoke(main, ["schema"]).output.split()
     assert {"HyperJob", "Job", "Queue", "ApplyManifest", "RequestRejected", "HyperJobStatusChanged"} <= set(listed)
     applied = json.loads(CliRunner().invoke(main, ["schema", "ApplyManifest"]).output)
-    assert applied["$id"].endswith("/v1/ApplyManifest.json")
+    assert applied["$id"].endswith("/v2/ApplyManifest.json")
     assert applied["$defs"]["ApplyManifest"]["properties"]["type"] == {"enum": ["hj.manifest.apply.v1"]}
     hyperjob = json.loads(CliRunner().invoke(main, ["schema", "hyperjob"]).output)
     assert hyperjob["$defs"]["ObjectMeta"]["properties"]["name"]["maxLength"] == 63
@@ -315,3 +315,12 @@ def test_jsonpath_templates_as_kubectl_prints_them(template: str, printed: str) 
 def test_bad_jsonpath_templates_are_refused(template: str) -> None:
     with pytest.raises(jsonpath_template.TemplateError):
         jsonpath_template.render(template, LIST)
+
+
+def test_user_add_names_a_bad_namespace_before_touching_anything(tmp_path: Path) -> None:
+    env = {"HYPERJOB_HOME": str(tmp_path)}
+    bad = CliRunner().invoke(main, ["user", "add", "carol", "--namespaces", "team-a,Team_B"], env=env)
+    assert bad.exit_code == 1 and "--namespaces" in bad.output and "'Team_B'" in bad.output
+    none = CliRunner().invoke(main, ["user", "add", "carol", "--namespaces", ","], env=env)
+    assert none.exit_code == 1 and "at least one namespace" in none.output
+    assert list(tmp_path.iterdir()) == []

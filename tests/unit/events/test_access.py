@@ -93,6 +93,18 @@ def test_a_person_may_be_limited_to_some_verbs() -> None:
         access.nats_permissions("user", verbs=("erase",))
 
 
+def test_a_person_may_be_limited_to_some_namespaces() -> None:
+    team_a = access.nats_permissions("user", verbs=("apply", "delete"), namespaces=("team-a",))
+    assert allowed(team_a, "hj.manifest.apply.team-a") and allowed(team_a, "hj.object.delete.team-a")
+    for denied in ("hj.manifest.apply.team-b", "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command.team-a"):
+        assert not allowed(team_a, denied), denied
+    everywhere = access.nats_permissions("user", verbs=("delete",))
+    assert allowed(everywhere, "hj.object.delete") and allowed(everywhere, "hj.object.delete.team-b")
+    assert not allowed(everywhere, "hj.object.delete.team-b.x")  # one token: a namespace
+    with pytest.raises(ValueError, match="namespaces: 'Team_A'"):
+        access.nats_permissions("user", verbs=("apply",), namespaces=("Team_A",))
+
+
 def test_a_url_carries_an_identitys_credentials() -> None:
     assert (
         access.with_credentials("nats://a:4222,nats://old:pw@b:4223", "u", "p") == "nats://u:p@a:4222,nats://u:p@b:4223"

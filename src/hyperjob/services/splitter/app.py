@@ -15,13 +15,14 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
     runtime.subscribe(
         "splitter",
-        [subjects.APPLY, subjects.DELETE, subjects.HYPERJOB_COMMAND, subjects.OBJECT_COMMAND],
+        [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],
         {
             events.ApplyManifest: splitter.on_apply,
             events.DeleteObject: splitter.on_delete,
             events.CommandHyperJob: splitter.on_command,
             events.CommandObject: splitter.on_object_command,
         },
+        on_unreadable=splitter.on_unreadable,
     )
     runtime.subscribe(
         "splitter-sched",

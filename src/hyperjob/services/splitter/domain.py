@@ -3,11 +3,14 @@ children, the changes a new plan makes, and what the rest of the system is told.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
 from hyperjob import api, events, fleetcore, records
+from hyperjob.events import subjects
 
 ROOT_QUEUE = "root"
 
@@ -251,3 +254,105 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
         [manifest.spec] if isinstance(manifest, api.Job) else [rj.template_spec for rj in manifest.spec.replicated_jobs]
     )  # type: ignore[union-attr]
     return {spec.queue or api.DEFAULT_QUEUE for spec in specs}
+
+
+# -- namespaces ------------------------------------------------------------------------------------
+# A request's subject names the namespace NATS let its sender act in (``hj.object.delete.team-a``);
+# the bare subject is for whoever may act in every namespace (ADR 0006). A request never reaches
+# past its subject's namespace: an object that names another is refused, naming the field.
+
+
+def request_namespace(request: str, msg: events.Request, kind: object, named: object, field: str) -> str:
+    """The namespace ``msg`` (about an object of ``kind``) acts in: its subject's, which ``named``
+    (what the object or the message says, ``""`` or ``None`` if nothing) must not contradict; on
+    the bare subject ``named`` or ``default``. A cluster-scoped kind has none (``""``) and only the
+    bare subject may carry it."""
+    granted = subjects.namespace_of(request, msg.received_on)
+    if isinstance(kind, str) and kind in api.CLUSTER_SCOPED_KINDS:
+        if granted is not None:
+            raise api.ManifestError(
+                "$.kind", f"a {kind} has no namespace: send it on {request} (rights in every namespace)"
+            )
+        return ""
+    if named is not None and not isinstance(named, str):
+        raise api.ManifestError(field, f"a namespace is a string, not {type(named).__name__}")
+    if granted is None:
+        return named or api.DEFAULT_NAMESPACE
+    if named and named != granted:
+        raise api.ManifestError(
+            field, f"namespace {named!r} is not the namespace of the request's subject {msg.received_on} ({granted!r})"
+        )
+    return granted
+
+
+def scoped_manifest(msg: events.ApplyManifest) -> dict[str, Any]:
+    """The manifest as applied: server-set metadata and ``status`` dropped (as kubectl does with an
+    exported object) and the namespace the request acts in written in (none for a Queue or a
+    PriorityClass, which only the bare subject may carry)."""
+    manifest = api.without_server_fields(msg.manifest)
+    metadata = manifest.get("metadata")
+    if not isinstance(metadata, dict):
+        return manifest  # decoding says what is wrong
+    kind = manifest.get("kind")
+    namespace = request_namespace(subjects.APPLY, msg, kind, metadata.get("namespace"), "$.metadata.namespace")
+    if not namespace:
+        return manifest
+    return {**manifest, "metadata": {**metadata, "namespace": namespace}}
+
+
+def namespace_of(doc: records.HyperJobDoc) -> str:
+    metadata = doc.manifest.get("metadata")
+    return str(metadata.get("namespace") or api.DEFAULT_NAMESPACE) if isinstance(metadata, dict) else "default"
+
+
+def owner_key(kind: str, namespace: str, name: str) -> str:
+    """Where an owner is kept: a HyperJob under ``api.object_key`` (namespaces apart); a plain Job
+    or PodGroup under its name, since its clusters know it by that name alone (unique across
+    namespaces: one in another namespace is refused)."""
+    return api.object_key(namespace, name) if kind == "HyperJob" else name
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def command_refused(action: str, doc: records.HyperJobDoc) -> str:
+    """Why ``action`` would change nothing on this HyperJob ("" when it may go ahead), as a person
+    should hear it instead of "commanded": a finished HyperJob takes no command (Volcano's finished
+    Jobs take none either), and only a suspended one can be resumed (an aborted one has ended)."""
+    phases = [doc.child_phases.get(ref.name, "Pending") for ref in doc.children]
+    if doc.lifecycle == "Active" and phases and all(p in fleetcore.TERMINAL_CHILD_PHASES for p in phases):
+        phase = "Completed" if all(p == "Completed" for p in phases) else "Failed"
+        return f"is {phase}: a finished HyperJob takes no {action} (delete it and apply it again)"
+    if action == "resume" and doc.lifecycle != "Suspended":
+        return f"is not suspended ({doc.lifecycle}): nothing to resume"
+    return ""
+
+
+# -- requests that are not requests ----------------------------------------------------------------
+
+# An id that can end a subject (``hj.result.<id>``): no dots, spaces or wildcards.
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+class _Envelope(msgspec.Struct):
+    """What can be read of a malformed request to answer it: where, and about which object."""
+
+    event_id: Any = None
+    kind: Any = None
+    name: Any = None
+    manifest: Any = None
+
+
+def unreadable_request(data: bytes) -> tuple[str, str, str] | None:
+    """``(request id, kind, name)`` of a payload no handler could take, when it says where its
+    answer goes (a JSON object with an ``event_id`` fit for a subject); else None."""
+    try:
+        envelope = msgspec.json.decode(data, type=_Envelope)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, OverflowError):
+        return None
+    if not isinstance(envelope.event_id, str) or not _REQUEST_ID.match(envelope.event_id):
+        return None
+    kind, name = envelope.kind, envelope.name
+    if isinstance(envelope.manifest, dict):
+        kind, name = manifest_kind(envelope.manifest)
+    return envelope.event_id, kind if isinstance(kind, str) else "", name if isinstance(name, str) else ""

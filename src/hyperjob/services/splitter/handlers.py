@@ -18,6 +18,7 @@ import msgspec
 from msgspec.structs import replace
 
 from hyperjob import api, events, fleetcore, records
+from hyperjob.bus import Delivery
 from hyperjob.events import subjects
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction, Runtime
@@ -69,7 +70,7 @@ class Splitter:
         if kind in api.WORKFLOW_KINDS:
             return None  # the workflow-controller's to answer
         try:
-            manifest = api.decode(msg.manifest)
+            manifest = api.decode(domain.scoped_manifest(msg))
             if isinstance(manifest, api.Queue):
                 return self._apply_queue(msg, manifest)
             if isinstance(manifest, api.PriorityClass):
@@ -82,6 +83,28 @@ class Splitter:
             return self._apply_podgroup(msg, manifest)
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+
+    async def on_unreadable(self, delivery: Delivery, error: Exception) -> None:
+        """A request that is not one (the wrong shape, an unknown type) is answered all the same
+        when it says where (its ``event_id``), naming what is wrong: a program is never left to
+        silence. It is dead-lettered too (``hyperjob get dlq``)."""
+        found = domain.unreadable_request(delivery.data)
+        if found is None:
+            return
+        request_id, kind, name = found
+        answer = events.RequestRejected(
+            event_id=events.derive_id(request_id, "answer"),
+            occurred_at=self.rt.now(),
+            producer=self.rt.service,
+            causation_id=request_id,
+            kind=kind,
+            name=name,
+            reason=str(error)[:1000],
+        )
+        try:
+            await self.rt.bus.publish(subjects.result(request_id), events.encode(answer), msg_id=answer.event_id)
+        except Exception as exc:  # noqa: BLE001 - the dead letter still records it
+            self.rt.log.warning("unreadable_request_unanswered", request=request_id, error=str(exc))
 
     def _apply_queue(self, msg: events.ApplyManifest, queue: api.Queue) -> Reaction:
         domain.check_queue(queue, self.cfg())
@@ -140,7 +163,7 @@ class Splitter:
     def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
         name = job.metadata.name
         domain.check_job_references(job.spec, "$.spec", self.cfg())
-        existing = self.hyperjobs.get(name)
+        existing = self._same_name_elsewhere(name, job.metadata.namespace)
         owner = next(
             (d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}), ""
         )
@@ -170,7 +193,7 @@ class Splitter:
         """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
         name = podgroup.metadata.name
         domain.check_podgroup_references(podgroup, self.cfg())
-        existing = self.hyperjobs.get(name)
+        existing = self._same_name_elsewhere(name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
@@ -186,9 +209,9 @@ class Splitter:
         return self._submit(reaction, msg, doc)
 
     def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
-        name = hyperjob.metadata.name
+        name, key = hyperjob.metadata.name, api.object_key(hyperjob.metadata.namespace, hyperjob.metadata.name)
         domain.check_hyperjob_references(hyperjob, self.cfg())
-        previous = self.hyperjobs.get(name)
+        previous = self.hyperjobs.get(key)
         if previous is not None and previous.plain:
             raise api.ManifestError("$.metadata.name", f"a Job named {name!r} already exists")
         if previous is not None and previous.deleting:
@@ -206,11 +229,31 @@ class Splitter:
             outcome="created" if previous is None else "configured",
         )
         if previous is None:
-            doc = records.HyperJobDoc(name=name, manifest=api.encode(hyperjob), created=self.rt.now())
+            doc = records.HyperJobDoc(name=key, manifest=api.encode(hyperjob), created=self.rt.now())
             return self._submit(reaction, msg, doc)
         doc = replace(previous, manifest=api.encode(hyperjob), generation=previous.generation + 1)
         reaction = self._submit(reaction, msg, doc)
         return self._split(reaction, msg, doc) if doc.admitted else reaction
+
+    def _same_name_elsewhere(self, name: str, namespace: str) -> records.HyperJobDoc | None:
+        """The owner kept under a plain Job's or PodGroup's name; one of another namespace is refused
+        (its clusters know it by its name alone)."""
+        existing = self.hyperjobs.get(name)
+        if existing is not None and domain.namespace_of(existing) != namespace:
+            kind = existing.manifest.get("kind", "object")
+            raise api.ManifestError(
+                "$.metadata.name",
+                f"{kind} {name!r} already exists in namespace {domain.namespace_of(existing)!r} "
+                "(a plain Job's or PodGroup's name is unique across namespaces; a HyperJob's is per namespace)",
+            )
+        return existing
+
+    def _find(self, kind: str, namespace: str, name: str) -> records.HyperJobDoc | None:
+        """The HyperJob, plain Job or PodGroup ``namespace/name``, or None."""
+        doc = self.hyperjobs.get(domain.owner_key(kind, namespace, name))
+        if doc is None or doc.manifest.get("kind") != kind or domain.namespace_of(doc) != namespace:
+            return None
+        return doc
 
     def _submit(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
         """Record the owner and ask its queue to admit it (again, for a new generation)."""
@@ -434,6 +477,10 @@ class Splitter:
     def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
         if msg.kind in api.WORKFLOW_KINDS:
             return None  # the workflow-controller's to answer
+        try:
+            namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
+        except api.ManifestError as exc:
+            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             return self._delete_queue(msg)
         if msg.kind == "PriorityClass" and msg.name in self.classes:
@@ -445,18 +492,18 @@ class Splitter:
                     events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True
                 ),
             )
-        doc = self.hyperjobs.get(msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
-        if doc is None or msg.kind != doc.manifest.get("kind"):
+        doc = self._find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
+        if doc is None:
             return _answer(
                 self.rt,
                 msg,
                 events.RequestRejected,
                 kind=msg.kind,
                 name=msg.name,
-                reason=f"{msg.kind} {msg.name!r} not found",
+                reason=_not_found(msg.kind, namespace, msg.name),
             )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
-        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn", name=msg.name))
+        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn", name=doc.name))
         return self._start_deleting(reaction, msg, doc)
 
     def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
@@ -517,13 +564,23 @@ class Splitter:
 
     def on_command(self, msg: events.CommandHyperJob) -> Reaction:
         """suspend / resume / restart / abort act on every child, through its cluster's job-controller."""
-        doc = self.hyperjobs.get(msg.name)
-        if doc is None or doc.plain or doc.deleting:
+        try:
+            namespace = domain.request_namespace(
+                subjects.HYPERJOB_COMMAND, msg, "HyperJob", msg.namespace, "$.namespace"
+            )
+        except api.ManifestError as exc:
+            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=str(exc))
+        doc = self._find("HyperJob", namespace, msg.name)
+        if doc is None or doc.deleting:
             reason = (
                 f"HyperJob {msg.name!r} is being deleted"
                 if doc is not None and doc.deleting
-                else f"HyperJob {msg.name!r} not found"
+                else _not_found("HyperJob", namespace, msg.name)
             )
+            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+        refused = domain.command_refused(msg.action, doc)
+        if refused:
+            reason = f"HyperJob {msg.name!r} {refused}"
             return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
@@ -538,12 +595,16 @@ class Splitter:
         return reaction.publish(
             subjects.OWNER_LIFECYCLE,
             self.rt.emit(
-                events.OwnerLifecycle, msg, "lifecycle", name=msg.name, lifecycle=lifecycle, restarts=restarts
+                events.OwnerLifecycle, msg, "lifecycle", name=doc.name, lifecycle=lifecycle, restarts=restarts
             ),
         )
 
     def on_object_command(self, msg: events.CommandObject) -> Reaction:
         """A Volcano Job command on a plain Job (through its cluster), or a Queue opened or closed."""
+        try:
+            namespace = domain.request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind, msg.namespace, "$.namespace")
+        except api.ManifestError as exc:
+            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
             if queue is None or msg.action not in ("open", "close"):
@@ -557,17 +618,15 @@ class Splitter:
                     if queue is None
                     else f"$.action: a Queue takes open or close, not {msg.action!r}",
                 )
-            doc = replace(queue, state="Open" if msg.action == "open" else "Closed")
-            self.queues.put(msg.name, doc)
+            queue = replace(queue, state="Open" if msg.action == "open" else "Closed")
+            self.queues.put(msg.name, queue)
             reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
-            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, doc))
-        doc = self.hyperjobs.get(msg.name)
-        cluster = doc.children[0].cluster if doc is not None and doc.plain and doc.children else ""
+            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, queue))
+        doc = self._find("Job", namespace, msg.name)
+        cluster = doc.children[0].cluster if doc is not None and doc.children else ""
         if not cluster:
             reason = (
-                f"Job {msg.name!r} not found"
-                if doc is None or not doc.plain
-                else f"Job {msg.name!r} is not on a cluster yet"
+                _not_found("Job", namespace, msg.name) if doc is None else f"Job {msg.name!r} is not on a cluster yet"
             )
             return _answer(self.rt, msg, events.RequestRejected, kind="Job", name=msg.name, reason=reason)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=msg.name, outcome="commanded")
@@ -731,10 +790,19 @@ def _digest_cause(instance: str, now: float, reaction: Reaction) -> str:
     return events.derive_id(instance, f"replan/{digest.hexdigest()}")
 
 
+def _not_found(kind: str, namespace: str, name: str) -> str:
+    """kubectl's NotFound, naming the namespace outside ``default`` (the reason ends "not found")."""
+    where = f" in namespace {namespace!r}" if namespace not in ("", api.DEFAULT_NAMESPACE) else ""
+    return f"{kind} {name!r}{where} not found"
+
+
 def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
+    """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
+    start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
     hyperjob = api.decode(doc.manifest)
     assert isinstance(hyperjob, api.HyperJob)
-    return hyperjob
+    meta = hyperjob.metadata
+    return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
 
 
 def _job(doc: records.HyperJobDoc) -> api.Job:

@@ -16,7 +16,8 @@ async def build(settings: Settings, runtime: Runtime) -> WorkflowController:
     # the ends of jobs, in the order they happened.
     runtime.subscribe(
         "workflow-controller",
-        [subjects.APPLY, subjects.DELETE, subjects.result("*"), subjects.HYPERJOB_DELETED],
+        [subjects.APPLY, subjects.DELETE, subjects.result("*"), subjects.HYPERJOB_DELETED]
+        + [subjects.in_namespace(request, "*") for request in (subjects.APPLY, subjects.DELETE)],  # contract v2
         {
             events.ApplyManifest: controller.on_apply,
             events.DeleteObject: controller.on_delete,
