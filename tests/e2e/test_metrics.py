@@ -138,19 +138,23 @@ def test_liveness_files_record_the_endpoint(ran: Cli) -> None:
 
 
 def test_a_hyperjob_its_queue_cannot_hold_waits_with_the_reason_in_events_and_metrics(ran: Cli, tmp_path: Path) -> None:
-    """Ten times the example in the same queue: the queue's fleet-wide room refuses it."""
-    manifest = EXAMPLE.read_text().replace(f"name: {NAME}", "name: too-big")
-    manifest = manifest.replace("replicas: 64", "replicas: 640").replace("replicas: 32}", "replicas: 320}")
+    """The example in a queue capped at 16 GPUs: the queue's capability refuses it, whatever else
+    the shared system runs meanwhile."""
+    capped = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: capped-ai}\n"
+    capped += "spec: {weight: 1, capability: {nvidia.com/gpu: 16}}\n---\n"
+    manifest = (
+        EXAMPLE.read_text().replace(f"name: {NAME}", "name: too-big").replace("queue: global-ai", "queue: capped-ai")
+    )
     path = tmp_path / "too-big.yaml"
-    path.write_text(manifest)
+    path.write_text(capped + manifest)
     with ran.applied(path, "too-big"):
         table = ran.wait_for(
             "the waiting event",
-            lambda: [r for r in ran.run("get", "events", "hyperjob/too-big").stdout.splitlines() if "Warning" in r],
+            lambda: [r for r in ran.run("get", "events", "hyperjob/too-big").stdout.splitlines() if "QueueLimit" in r],
         )
         assert table[0].split()[1:4] == ["Warning", "QueueLimit", "hyperjob/too-big"]
-        assert "queue global-ai" in table[0]
-        queue_events = ran.run("get", "events", "queue/global-ai").stdout
+        assert "queue capped-ai" in table[0]
+        queue_events = ran.run("get", "events", "queue/capped-ai").stdout
         assert "QueueLimit" in queue_events and "too-big" in queue_events
         _, text = fetch(endpoints(ran)["status_aggregator"])
         assert sample(text, "hyperjob_pending_hyperjobs", reason="QueueLimit") >= 1  # the system is shared
