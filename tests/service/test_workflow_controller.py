@@ -133,6 +133,67 @@ async def test_a_jobflow_makes_each_job_once_its_targets_completed_and_records_a
         assert await store.get(records.JOBFLOW, "f") is None
 
 
+def hyperjob_template(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "training.volcano.sh/v1alpha1",
+        "kind": "HyperJobTemplate",
+        "metadata": {"name": name},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "templateSpec": {"minAvailable": 1, "tasks": TASKS}}]},
+    }
+
+
+async def test_a_hyperjob_step_is_made_as_a_hyperjob_and_its_dependents_wait_for_the_whole_of_it(
+    bus, store, probe
+) -> None:
+    """A flow a → b whose a is a HyperJobTemplate in team-a: the controller applies the HyperJob
+    team-a/f-a; its children's phases do not move the flow, the HyperJob's own Completed does (twice
+    told, b is asked for once); deleting the flow deletes the HyperJob in its namespace."""
+    flow = {**FLOW, "metadata": {"name": "f", "namespace": "team-a"}}
+    in_team_a = {**hyperjob_template("a"), "metadata": {"name": "a", "namespace": "team-a"}}
+    async with controller(bus, store):
+        answer = await request(bus, probe, subjects.APPLY, apply(in_team_a))
+        assert isinstance(answer, events.RequestAccepted) and answer.kind == "HyperJobTemplate"
+        clash = await request(bus, probe, subjects.APPLY, apply({**template("a"), "metadata": in_team_a["metadata"]}))
+        assert (
+            isinstance(clash, events.RequestRejected) and "a HyperJobTemplate named 'a' already exists" in clash.reason
+        )
+        await request(
+            bus, probe, subjects.APPLY, apply({**template("b"), "metadata": {"name": "b", "namespace": "team-a"}})
+        )
+        await request(bus, probe, subjects.APPLY, apply(flow))
+        first = await made(probe, 1)
+        assert [(m.manifest["kind"], m.manifest["metadata"]["name"]) for m in first] == [("HyperJob", "f-a")]
+        assert first[0].manifest["metadata"]["namespace"] == "team-a"
+        assert [rj["name"] for rj in first[0].manifest["spec"]["replicatedJobs"]] == ["w"]
+
+        child_done = sh.message(
+            events.JobPhaseChanged, cluster="c1", job="f-a-w-0", hyperjob="team-a/f-a", old="Running", new="Completed"
+        )
+        await sh.send(bus, subjects.job_phase("c1"), child_done)
+        await probe.settled(f"{DURABLE}-jobs", subjects.job_phase("c1"))
+        running = sh.message(events.HyperJobStatusChanged, name="team-a/f-a", phase="Running", status={})
+        await sh.send(bus, subjects.HYPERJOB_STATUS, running)
+        doc = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: d.phase == "Running")
+        assert doc.jobs["f-a"].kind == "HyperJob" and set(doc.jobs) == {"f-a"}  # b waits for the whole HyperJob
+
+        done = sh.message(events.HyperJobStatusChanged, name="team-a/f-a", phase="Completed", status={})
+        for copy in (0, 1):
+            await sh.send(bus, subjects.HYPERJOB_STATUS, done, copy=copy)
+            await probe.settled(DURABLE, subjects.HYPERJOB_STATUS)
+        second = await made(probe, 2)
+        assert [(m.manifest["kind"], m.manifest["metadata"]["name"]) for m in second] == [
+            ("HyperJob", "f-a"), ("Job", "f-b"),
+        ]  # fmt: skip
+
+        delete = sh.message(events.DeleteObject, kind="JobFlow", name="f", namespace="team-a")
+        answer = await request(bus, probe, subjects.DELETE, delete)
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted"
+        deletes = await probe.wait(subjects.DELETE, events.DeleteObject, count=2, where=_mine)
+        assert sorted((m.kind, m.name, m.namespace) for m in deletes) == [
+            ("HyperJob", "f-a", "team-a"), ("Job", "f-b", "team-a"),
+        ]  # fmt: skip
+
+
 async def test_a_workflow_kind_with_a_bad_field_is_refused_by_name_and_other_kinds_are_left_alone(
     bus, store, probe
 ) -> None:

@@ -11,7 +11,7 @@ beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names
 from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, fleet_name, object_key, split_key
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
-from .flow import WORKFLOW_KINDS, JobFlow, JobTemplate
+from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterReplicas,
     HyperJob,
@@ -61,6 +61,7 @@ __all__ = [
     "CronJob",
     "JobFlow",
     "JobTemplate",
+    "HyperJobTemplate",
     "HYPERJOB_PLUGIN_FLAGS",
     "JOB_PLUGIN_FLAGS",
     "MPI_IMPLEMENTATIONS",

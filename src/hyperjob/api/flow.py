@@ -16,11 +16,12 @@ from typing import Final, Literal
 
 from .base import ObjectMeta, Opaque, Spec
 from .errors import ManifestError
+from .hyperjob import TRAINING_API_VERSION, HyperJob, HyperJobSpec
 from .job import CronJob, JobSpec, _cycle
-from .validation import check_job_spec, check_sim_annotations
+from .validation import check_hyperjob, check_job_spec, check_sim_annotations
 
 FLOW_API_VERSION: Final = "flow.volcano.sh/v1alpha1"
-WORKFLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate")
+WORKFLOW_KINDS = ("CronJob", "JobFlow", "JobTemplate", "HyperJobTemplate")
 """The kinds that make Volcano Jobs (the workflow-controller's); every other kind is the splitter's."""
 
 
@@ -82,11 +83,26 @@ class JobTemplate(Spec, frozen=True, kw_only=True):
     spec: JobSpec
 
 
+class HyperJobTemplate(Spec, frozen=True, kw_only=True):
+    """A HyperJob spec kept under a name (HyperJob's extension of Volcano's JobFlow): a JobFlow's flow
+    named N whose template is this one makes the HyperJob ``<jobflow>-N``, split across clusters like
+    any HyperJob; the flow's dependents start once that HyperJob is Completed. A JobTemplate and a
+    HyperJobTemplate share one namespace of names, as the flow refers to either by name alone."""
+
+    api_version: Literal["training.volcano.sh/v1alpha1"] = TRAINING_API_VERSION
+    kind: Literal["HyperJobTemplate"] = "HyperJobTemplate"
+    metadata: ObjectMeta
+    spec: HyperJobSpec
+
+    def as_hyperjob(self, name: str) -> HyperJob:
+        return HyperJob(metadata=ObjectMeta(name=name, namespace=self.metadata.namespace), spec=self.spec)
+
+
 # A CronJob's jobs are ``<cronjob>-<minutes since the epoch>``: Volcano's webhook keeps 11 characters for the suffix.
 CRONJOB_NAME_MAX = 52
 
 
-def check_workflow(obj: CronJob | JobFlow | JobTemplate) -> None:
+def check_workflow(obj: CronJob | JobFlow | JobTemplate | HyperJobTemplate) -> None:
     """Volcano's webhook checks, and the Job a CronJob or JobTemplate makes passes a Job's admission
     checks at apply (Volcano would accept it and fail each run)."""
     if isinstance(obj, CronJob):
@@ -103,3 +119,5 @@ def check_workflow(obj: CronJob | JobFlow | JobTemplate) -> None:
     elif isinstance(obj, JobTemplate):
         check_sim_annotations(obj.metadata.annotations, "$.metadata")
         check_job_spec(obj.spec, "$.spec")
+    elif isinstance(obj, HyperJobTemplate):
+        check_hyperjob(obj.as_hyperjob(obj.metadata.name))

@@ -8,7 +8,7 @@ import msgspec
 import yaml
 
 from .errors import ManifestError
-from .flow import FLOW_API_VERSION, JobFlow, JobTemplate, check_workflow
+from .flow import FLOW_API_VERSION, HyperJobTemplate, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, CronJob, Job
 from .kubeflow import KUBEFLOW_KINDS, MPIJob, PyTorchJob, TFJob, to_volcano_job
@@ -17,7 +17,7 @@ from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
-Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate
+Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate | HyperJobTemplate
 
 KINDS: dict[tuple[str, str], type[Any]] = {
     (JOB_API_VERSION, "Job"): Job,
@@ -29,6 +29,7 @@ KINDS: dict[tuple[str, str], type[Any]] = {
     (JOB_API_VERSION, "CronJob"): CronJob,
     (FLOW_API_VERSION, "JobFlow"): JobFlow,
     (FLOW_API_VERSION, "JobTemplate"): JobTemplate,
+    (TRAINING_API_VERSION, "HyperJobTemplate"): HyperJobTemplate,
     **KUBEFLOW_KINDS,
 }
 """Every kind ``decode`` accepts; Kubeflow's come back as the Volcano Job that runs them."""
@@ -48,6 +49,8 @@ SHORT_KINDS = {
     "jf": "JobFlow",
     "jobtemplate": "JobTemplate",
     "jt": "JobTemplate",
+    "hyperjobtemplate": "HyperJobTemplate",
+    "hjt": "HyperJobTemplate",
 }
 # Job plugins of a Kubeflow template that a HyperJob runs at its own level, so the world spans its children.
 _WORLD_PLUGINS = ("mpi", "tensorflow", "pytorch")
@@ -332,7 +335,7 @@ def _validated(obj: Any) -> Manifest:
         check_job_spec(obj.spec)
     elif isinstance(obj, Queue):
         check_queue(obj)
-    elif isinstance(obj, (CronJob, JobFlow, JobTemplate)):
+    elif isinstance(obj, (CronJob, JobFlow, JobTemplate, HyperJobTemplate)):
         check_workflow(obj)
     return obj  # type: ignore[no-any-return]
 

@@ -388,7 +388,7 @@ def get(
     watch: bool,
 ) -> None:
     """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, cronjobs, jobflows, jobtemplates, clusters, nodes, services, events (of
+    priorityclasses, cronjobs, jobflows, jobtemplates, hyperjobtemplates, clusters, nodes, services, events (of
     KIND/NAME)."""
     shown = views.kind(kind)
     if shown is None:
@@ -560,7 +560,7 @@ DELETABLE = {
     "podgroups": "PodGroup",
     "pg": "PodGroup",
     **{name: api.SHORT_KINDS[name] for name in views.DESCRIBED},
-    **{name + "s": api.SHORT_KINDS[name] for name in ("cronjob", "jobflow", "jobtemplate")},
+    **{name + "s": api.SHORT_KINDS[name] for name in ("cronjob", "jobflow", "jobtemplate", "hyperjobtemplate")},
 }
 
 

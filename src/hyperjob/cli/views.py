@@ -532,11 +532,20 @@ def jobflow_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[
 
 
 async def jobtemplates(client: Client, name: str | None) -> list[dict[str, Any]]:
+    return await _templates(client, name, "JobTemplate")
+
+
+async def hyperjobtemplates(client: Client, name: str | None) -> list[dict[str, Any]]:
+    return await _templates(client, name, "HyperJobTemplate")
+
+
+async def _templates(client: Client, name: str | None, kind: str) -> list[dict[str, Any]]:
+    """The templates of ``kind``: they share one table, as a flow names either by name alone."""
     docs = await client.docs(records.JOBTEMPLATE, records.JobTemplateDoc)
     flows = (await client.docs(records.JOBFLOW, records.JobFlowDoc)).values()
     items = []
     for n, doc in docs.items():
-        if name and n != name:
+        if (name and n != name) or doc.manifest.get("kind") != kind:
             continue
         metadata = doc.manifest.get("metadata", {})
         # The jobs made from it (Volcano's status.jobDependsOnList): a flow's step of this name.
@@ -854,6 +863,16 @@ KINDS = {
         Kind("cronjobs", "cronjob", cronjob_rows, cronjobs, None, cronjob_manifest, True, ("cronvcjob", "cronvj")),
         Kind("jobflows", "jobflow", jobflow_rows, jobflows, None, jobflow_manifest, True, ("jf",)),
         Kind("jobtemplates", "jobtemplate", jobtemplate_rows, jobtemplates, None, jobtemplate_manifest, True, ("jt",)),
+        Kind(
+            "hyperjobtemplates",
+            "hyperjobtemplate",
+            jobtemplate_rows,
+            hyperjobtemplates,
+            None,
+            jobtemplate_manifest,
+            True,
+            ("hjt",),
+        ),
         Kind("clusters", "cluster", cluster_rows, clusters),
         Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
         Kind("services", "service", service_rows, None, services, aliases=("svc",)),
@@ -863,7 +882,7 @@ KINDS = {
 
 
 # The workflow-controller's kinds ``describe`` takes, by every name kubectl would accept.
-DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt")
+DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt", "hyperjobtemplate", "hjt")
 # Every kind ``describe`` takes (each ends with its Events).
 DESCRIBABLE = ("hyperjob", "hj", "job", "vcjob", "vj", "queue", "q", "node", "no", *DESCRIBED)
 

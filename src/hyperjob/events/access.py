@@ -132,7 +132,7 @@ GRANTS: dict[Role, Grant] = {
         publishes=("hj.result.*", "hj.manifest.apply", "hj.object.delete"),
         reads=(
             "hj.manifest.apply", "hj.object.delete", "hj.manifest.apply.*", "hj.object.delete.*", "hj.result.*",
-            "job.phase.*", "hj.hyperjob.deleted",
+            "job.phase.*", "hj.hyperjob.deleted", "hj.hyperjob.status",
         ),
         durables=("", "-admin", "-jobs"),
     ),

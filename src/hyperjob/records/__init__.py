@@ -234,6 +234,7 @@ class MadeJob(msgspec.Struct, frozen=True, kw_only=True):
     created: float
     phase: str = ""
     scheduled_at: float | None = None  # a CronJob's run: the schedule time it is for
+    kind: str = "Job"  # or HyperJob: a JobFlow's step made from a HyperJobTemplate
 
 
 class CronJobDoc(msgspec.Struct, frozen=True, kw_only=True):

@@ -26,7 +26,17 @@ COMMAND_ACTIONS = {
     "Job": ("abort", "resume", "restart", "terminate", "complete"),
     "Queue": ("open", "close"),
 }
-DELETE_KINDS = ("Job", "HyperJob", "Queue", "PodGroup", "PriorityClass", "CronJob", "JobFlow", "JobTemplate")
+DELETE_KINDS = (
+    "Job",
+    "HyperJob",
+    "Queue",
+    "PodGroup",
+    "PriorityClass",
+    "CronJob",
+    "JobFlow",
+    "JobTemplate",
+    "HyperJobTemplate",
+)
 
 
 class NodeSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -31,12 +31,14 @@ def test_every_workflow_kind_decodes_and_encodes_back() -> None:
          "spec": {"tasks": TASKS}},
         {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": "f"},
          "spec": {"flows": [{"name": "a"}], "jobRetainPolicy": "delete"}},
+        {"apiVersion": "training.volcano.sh/v1alpha1", "kind": "HyperJobTemplate", "metadata": {"name": "h"},
+         "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "templateSpec": {"tasks": TASKS}}]}},
     ]  # fmt: skip
     for document in documents:
         obj = api.decode(document)
         assert type(obj).__name__ == document["kind"] and obj.kind in api.WORKFLOW_KINDS
         assert api.decode(api.encode(obj)) == obj
-    assert {api.SHORT_KINDS[k] for k in ("cronjob", "cronvj", "jf", "jt")} == set(api.WORKFLOW_KINDS)
+    assert {api.SHORT_KINDS[k] for k in ("cronjob", "cronvj", "jf", "jt", "hjt")} == set(api.WORKFLOW_KINDS)
 
 
 @pytest.mark.parametrize(
@@ -83,3 +85,16 @@ def test_a_name_wins_over_generate_name_and_a_long_prefix_is_cut() -> None:
     with pytest.raises(api.ManifestError, match="non-empty prefix") as caught:
         with_generated_name({"metadata": {"generateName": ""}}, random.Random(0))
     assert caught.value.path == "$.metadata.generateName"
+
+
+def test_a_hyperjob_template_is_checked_as_the_hyperjob_it_makes() -> None:
+    """A HyperJobTemplate whose HyperJob would be refused is refused at apply, naming the field."""
+    document = {
+        "apiVersion": "training.volcano.sh/v1alpha1",
+        "kind": "HyperJobTemplate",
+        "metadata": {"name": "h"},
+        "spec": {"replicatedJobs": [{"name": "w", "templateSpec": {"tasks": TASKS}}] * 2},
+    }
+    with pytest.raises(api.ManifestError) as refused:
+        api.decode(document)
+    assert refused.value.path == "$.spec.replicatedJobs[1].name"

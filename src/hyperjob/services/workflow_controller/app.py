@@ -16,7 +16,7 @@ async def build(settings: Settings, runtime: Runtime) -> WorkflowController:
     # the ends of jobs, in the order they happened.
     runtime.subscribe(
         "workflow-controller",
-        [subjects.APPLY, subjects.DELETE, subjects.result("*"), subjects.HYPERJOB_DELETED]
+        [subjects.APPLY, subjects.DELETE, subjects.result("*"), subjects.HYPERJOB_DELETED, subjects.HYPERJOB_STATUS]
         + [subjects.in_namespace(request, "*") for request in (subjects.APPLY, subjects.DELETE)],  # contract v2
         {
             events.ApplyManifest: controller.on_apply,
@@ -24,6 +24,7 @@ async def build(settings: Settings, runtime: Runtime) -> WorkflowController:
             events.RequestAccepted: controller.on_answer,
             events.RequestRejected: controller.on_answer,
             events.HyperJobDeleted: controller.on_job_deleted,
+            events.HyperJobStatusChanged: controller.on_hyperjob_status,  # a flow's HyperJob step
         },
     )
     runtime.subscribe("workflow-controller-jobs", "job.phase.*", {events.JobPhaseChanged: controller.on_job_phase})

@@ -43,6 +43,36 @@ def flow_job(flow: api.JobFlow, template: api.JobTemplate, name: str) -> dict[st
     return _job(name, namespace, dict(marks), {**sim, **marks}, template.spec)
 
 
+def flow_hyperjob(flow: api.JobFlow, template: api.HyperJobTemplate, name: str) -> dict[str, Any]:
+    """The HyperJob of one flow whose template is a HyperJobTemplate: its spec, marked as a Job's would be."""
+    namespace = flow.metadata.namespace
+    marks = {
+        CREATED_BY_JOB_TEMPLATE: f"{namespace}.{template.metadata.name}",
+        CREATED_BY_JOB_FLOW: f"{namespace}.{flow.metadata.name}",
+    }
+    hyperjob = template.as_hyperjob(name)
+    metadata = msgspec.structs.replace(hyperjob.metadata, labels=dict(marks), annotations=dict(marks))
+    return api.encode(msgspec.structs.replace(hyperjob, metadata=metadata))
+
+
+def flow_step(flow: api.JobFlow, template: api.JobTemplate | api.HyperJobTemplate, name: str) -> dict[str, Any]:
+    """What one flow makes from its template: a Volcano Job, or a HyperJob split across clusters."""
+    if isinstance(template, api.HyperJobTemplate):
+        return flow_hyperjob(flow, template, name)
+    return flow_job(flow, template, name)
+
+
+def step_phase(hyperjob_phase: str) -> str:
+    """A HyperJob's phase as the Volcano Job phase a flow judges by (``jobcore.jobflow``): admitted
+    or suspended is still Pending, a restart runs; Completed, Failed and Terminating are the same."""
+    return {"Admitted": "Pending", "Suspended": "Pending", "Restarting": "Running"}.get(hyperjob_phase, hyperjob_phase)
+
+
+def job_of_key(key: str) -> str:
+    """The name in a HyperJob's key (``team-a/x`` → ``x``; ``x`` in ``default``)."""
+    return key.rpartition("/")[2]
+
+
 def _job(
     name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str], spec: api.JobSpec
 ) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class WorkflowController:
             return self._apply_cronjob(msg, obj)
         if isinstance(obj, api.JobFlow):
             return self._apply_jobflow(msg, obj)
-        assert isinstance(obj, api.JobTemplate)
+        assert isinstance(obj, (api.JobTemplate, api.HyperJobTemplate))
         return self._apply_template(msg, obj)
 
     def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
@@ -79,15 +79,18 @@ class WorkflowController:
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome=outcome)
         return reaction.extend(self._sync_jobflow(msg, name))
 
-    def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate) -> Reaction:
-        name, manifest = template.metadata.name, api.encode(template)
+    def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate | api.HyperJobTemplate) -> Reaction:
+        name, manifest, kind = template.metadata.name, api.encode(template), template.kind
         existing = self.templates.get(name)
         if existing is not None and existing.manifest == manifest:
-            return _answer(self.rt, msg, events.RequestAccepted, kind="JobTemplate", name=name, outcome="unchanged")
+            return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
+        if existing is not None and existing.manifest.get("kind") != kind:  # a flow names its template alone
+            reason = f"$.metadata.name: a {existing.manifest.get('kind')} named {name!r} already exists"
+            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=reason)
         created = existing.created if existing is not None else self.rt.now()
         self.templates.put(name, records.JobTemplateDoc(manifest=manifest, created=created))
         outcome = "created" if existing is None else "configured"
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobTemplate", name=name, outcome=outcome)
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome=outcome)
         # Flows waiting for this template (it was missing, or its job was refused) may go on now.
         for flow_name, doc in self.flows.items():
             flow = _decode(doc.manifest, api.JobFlow)
@@ -100,16 +103,17 @@ class WorkflowController:
     def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
         if msg.kind not in api.WORKFLOW_KINDS:
             return None  # the splitter's
-        table: Any = {"CronJob": self.cronjobs, "JobFlow": self.flows, "JobTemplate": self.templates}[msg.kind]
+        tables = {"CronJob": self.cronjobs, "JobFlow": self.flows}
+        table: Any = tables.get(msg.kind, self.templates)  # JobTemplate and HyperJobTemplate share names
         doc = table.get(msg.name)
-        if doc is None:
+        if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
             reason = f"{msg.kind} {msg.name!r} not found"
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=reason)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
         if msg.kind == "CronJob":
             self.rt.cancel(_timer(msg.name))
-        for job in getattr(doc, "jobs", {}):  # the jobs it made go with it (background cascade)
-            reaction.extend(self._delete_job(msg, job))
+        for job, made in getattr(doc, "jobs", {}).items():  # the jobs it made go with it (background cascade)
+            reaction.extend(self._delete_job(msg, job, made.kind, _namespace(doc.manifest)))
         table.delete(msg.name)
         return reaction
 
@@ -133,40 +137,55 @@ class WorkflowController:
             )
             self._put_cronjob(name, cron)
             return self._sync_cronjob(msg, name)
-        flow = self._jobflow(name)
-        made = flow.jobs[msg.job]
-        if made.phase == msg.new:
+        return self._flow_step_phase(msg, name, msg.job, msg.new)
+
+    def on_hyperjob_status(self, msg: events.HyperJobStatusChanged) -> Reaction | None:
+        """A flow's step made from a HyperJobTemplate changed phase: the flow judges it as a Job's."""
+        job = domain.job_of_key(msg.name)
+        owner = self.owners.get(job)
+        if owner is None or owner[0] != "JobFlow":
             return None
-        self._put_jobflow(name, replace(flow, jobs={**flow.jobs, msg.job: replace(made, phase=msg.new)}))
-        return self._sync_jobflow(msg, name)
+        made = self._jobflow(owner[1]).jobs.get(job)
+        if made is None or made.kind != "HyperJob":
+            return None
+        return self._flow_step_phase(msg, owner[1], job, domain.step_phase(msg.phase))
+
+    def _flow_step_phase(self, cause: events.Message, name: str, job: str, phase: str) -> Reaction | None:
+        flow = self._jobflow(name)
+        made = flow.jobs[job]
+        if made.phase == phase:
+            return None
+        self._put_jobflow(name, replace(flow, jobs={**flow.jobs, job: replace(made, phase=phase)}))
+        return self._sync_jobflow(cause, name)
 
     def on_job_deleted(self, msg: events.HyperJobDeleted) -> Reaction | None:
         """A job made here is gone (deleted by someone else): its owner syncs without it."""
-        owner = self.owners.get(msg.name)
+        owner = self.owners.get(domain.job_of_key(msg.name))
         if owner is None:
             return None
         kind, name = owner
-        self._forget(kind, name, msg.name)
+        self._forget(kind, name, domain.job_of_key(msg.name))
         return self._sync_cronjob(msg, name) if kind == "CronJob" else self._sync_jobflow(msg, name)
 
     def on_answer(self, msg: Answer) -> None:
         """The splitter refused a job made here: its owner records why, and does not ask again."""
-        if not isinstance(msg, events.RequestRejected) or msg.kind != "Job":
+        if not isinstance(msg, events.RequestRejected) or msg.kind not in ("Job", "HyperJob"):
             return
-        owner = self.owners.get(msg.name)
+        job = domain.job_of_key(msg.name)
+        owner = self.owners.get(job)
         if owner is None:
             return
         kind, name = owner
-        made = self._made(kind, name, msg.name)
+        made = self._made(kind, name, job)
         if made is None or made.request != msg.causation_id:
             return  # the answer to another request for the same name
-        self._forget(kind, name, msg.name)
-        message = f"job {msg.name!r} refused: {msg.reason}"
+        self._forget(kind, name, job)
+        message = f"{made.kind.lower()} {job!r} refused: {msg.reason}"
         if kind == "CronJob":
             self._put_cronjob(name, replace(self._cronjob(name), message=message))
         else:
             flow = self._jobflow(name)
-            self._put_jobflow(name, replace(flow, refused={**flow.refused, msg.name: msg.reason}, message=message))
+            self._put_jobflow(name, replace(flow, refused={**flow.refused, job: msg.reason}, message=message))
 
     # -- CronJob ---------------------------------------------------------------------------------------
 
@@ -183,7 +202,7 @@ class WorkflowController:
         reaction = Reaction()
         jobs = dict(doc.jobs)
         for job in decided.delete:
-            reaction.extend(self._delete_job(cause, job))
+            reaction.extend(self._delete_job(cause, job, "Job", cron.metadata.namespace))
             jobs.pop(job, None)
         if decided.create is not None:
             assert decided.scheduled_at is not None
@@ -226,7 +245,7 @@ class WorkflowController:
         # A refusal stays said until the flow or the template is applied again; a wait only while it lasts.
         jobs, message = dict(doc.jobs), doc.message if doc.refused else ""
         for job in decided.delete:
-            reaction.extend(self._delete_job(cause, job))
+            reaction.extend(self._delete_job(cause, job, jobs[job].kind, flow.metadata.namespace))
             jobs.pop(job, None)
         for job, template_name in decided.create:
             template = self.templates.get(template_name)
@@ -235,8 +254,9 @@ class WorkflowController:
             if template is None:
                 message = f"job {job!r} waits for JobTemplate {template_name!r}, which does not exist"
                 continue
-            manifest = domain.flow_job(flow, _decode(template.manifest, api.JobTemplate), job)
-            jobs[job] = records.MadeJob(request=self._create_job(reaction, cause, manifest), created=self.rt.now())
+            manifest = domain.flow_step(flow, _decode(template.manifest, (api.JobTemplate, api.HyperJobTemplate)), job)
+            request = self._create_job(reaction, cause, manifest)
+            jobs[job] = records.MadeJob(request=request, created=self.rt.now(), kind=manifest["kind"])
         status = decided.status
         if status is not None and decided.create:  # the jobs just made are listed Pending
             status = jobflow.step(flow, {job: made.phase or "Pending" for job, made in jobs.items()}, doc.phase).status
@@ -254,9 +274,11 @@ class WorkflowController:
         reaction.publish(subjects.APPLY, request)
         return request.event_id
 
-    def _delete_job(self, cause: events.Message | str, job: str) -> Reaction:
+    def _delete_job(self, cause: events.Message | str, job: str, kind: str, namespace: str) -> Reaction:
         self.owners.pop(job, None)
-        request = self.rt.emit(events.DeleteObject, cause, f"delete/{job}", kind="Job", name=job)
+        request = self.rt.emit(
+            events.DeleteObject, cause, f"delete/{job}", kind=kind, name=job, namespace=_namespace_field(namespace)
+        )
         return Reaction().publish(subjects.DELETE, request)
 
     def _forget(self, kind: str, name: str, job: str) -> None:
@@ -304,7 +326,19 @@ def _kind_and_name(manifest: dict[str, Any]) -> tuple[str, str]:
     return str(manifest.get("kind", "")), name
 
 
-def _decode(manifest: dict[str, Any], kind: type[Any]) -> Any:
+def _namespace(manifest: dict[str, Any]) -> str:
+    metadata = manifest.get("metadata")
+    return (
+        str(metadata.get("namespace", api.DEFAULT_NAMESPACE)) if isinstance(metadata, dict) else api.DEFAULT_NAMESPACE
+    )
+
+
+def _namespace_field(namespace: str) -> str:
+    """A delete's ``namespace``: "" for ``default`` (the bare subject's own), as the CLI sends it."""
+    return "" if namespace == api.DEFAULT_NAMESPACE else namespace
+
+
+def _decode(manifest: dict[str, Any], kind: type[Any] | tuple[type[Any], ...]) -> Any:
     obj = api.decode(manifest)
     assert isinstance(obj, kind)
     return obj
