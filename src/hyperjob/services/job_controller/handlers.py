@@ -174,6 +174,8 @@ class JobController:
             if (pod := record.pods.get(p.pod)) is not None and (pod.uid, pod.node) == (p.uid, p.node)
         ]
         if started:
+            info = self.children.get(record.name) or records.ChildInfo()
+            envs = domain.training_envs(info.world)
             reaction = (reaction or Reaction()).publish(
                 subjects.start_pods(self.cluster),
                 self.rt.emit(
@@ -183,15 +185,16 @@ class JobController:
                     cluster=self.cluster,
                     job=msg.job,
                     job_version=record.version,
-                    pods=[self._start(record, p.pod) for p in started],
+                    pods=[self._start(record, p.pod, envs) for p in started],
                 ),
             )
         return reaction
 
-    def _start(self, record: jm.JobRecord, name: str) -> events.PodStart:
+    def _start(
+        self, record: jm.JobRecord, name: str, envs: Callable[[str, str, int], dict[str, str]]
+    ) -> events.PodStart:
         pod = record.pods[name]
-        info = self.children.get(record.name) or records.ChildInfo()
-        world_env = domain.training_env(info.world, record.name, pod.task, pod.index)
+        world_env = envs(record.name, pod.task, pod.index)
         env, files = jobcore.pod_environment(record, name, world_env)
         run = pod.run
         return events.PodStart(
