@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -254,6 +255,19 @@ def decode(document: Any) -> Manifest:
     if struct_type is TemplatedHyperJob:
         document = _with_kubeflow_template(document)
     return _validated(_convert(document, struct_type))
+
+
+def decode_stored(document: dict[str, Any]) -> Manifest:
+    """``decode`` of a manifest the system holds (validated when it came in), through a cache keyed
+    by its content: services decode the same stored HyperJob or Job again on every event about it
+    (0.1-0.5 ms each, the most expensive step of a status update); encoding it to find it in the
+    cache costs 1-2 us. Callers share the decoded object: treat it as read-only (it is frozen)."""
+    return _decode_cached(msgspec.json.encode(document))
+
+
+@functools.lru_cache(maxsize=2048)
+def _decode_cached(encoded: bytes) -> Manifest:
+    return decode(msgspec.json.decode(encoded))
 
 
 def _without_default_namespace(document: dict[str, Any]) -> dict[str, Any]:

@@ -35,8 +35,26 @@ def test_a_configured_fault_happens_after_its_delay_and_clears_after_its_duratio
     s = sensors("gpu-ecc@c1-node-1,gpu=1,after=10,for=20")
     assert by_node(s.read("c1", NODES, {}, now=109.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
     assert by_node(s.read("c1", NODES, {}, now=110.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
-    assert by_node(s.read("c1", NODES, {}, now=129.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 1
+    assert ("gpu", "c1-node-1") not in by_node(s.read("c1", NODES, {}, now=129.0))  # nothing changed: not read
     assert by_node(s.read("c1", NODES, {}, now=130.0))[("gpu", "c1-node-1")].gpus[1].ecc_uncorrected == 0
+
+
+def test_a_period_reads_the_nodes_that_changed_and_a_rolling_share_of_the_rest():
+    nodes = [f"c1-node-{i}" for i in range(6)]
+    s = SimulatedSensors("c1", nodes, hwprobe.FleetShape(gpus_per_node=2), [], seed=0, started=0.0, refresh_periods=3)
+
+    def read(now, busy=None):
+        return sorted({node for _, node in by_node(s.read("c1", nodes, busy or {}, now=now))})
+
+    assert read(0.0) == nodes  # the first period reads every node
+    assert read(10.0) == ["c1-node-1", "c1-node-4"]  # quiet: a third of them, in turn
+    assert read(20.0) == ["c1-node-2", "c1-node-5"]
+    assert read(30.0) == ["c1-node-0", "c1-node-3"]  # every node refreshed within 3 periods
+    assert read(40.0, {"c1-node-2": 0.5}) == ["c1-node-1", "c1-node-2", "c1-node-4"]  # its load changed
+    assert read(50.0, {"c1-node-2": 0.5}) == ["c1-node-2", "c1-node-5"]  # its turn, not changed again
+    assert s.inject(hwprobe.Fault(kind="ib-down", node="c1-node-4"), now=55.0)
+    verdict = health(s.read("c1", nodes, {"c1-node-2": 0.5}, now=60.0), "c1-node-4")  # a fault: read at once
+    assert not verdict.fabric_ok
 
 
 def test_a_silent_node_publishes_no_telemetry_and_unknown_nodes_are_ignored():

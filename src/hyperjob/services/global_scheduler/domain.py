@@ -15,7 +15,7 @@ __all__ = ["Capacity", "choose", "fleet_queue", "reserve_room", "round_cause"]
 
 
 def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
-    queue = api.decode(msg.manifest)
+    queue = api.decode_stored(msg.manifest)
     assert isinstance(queue, api.Queue)
     return msgspec.structs.replace(fleetcore.fleet_queue(queue, msg.created), state=msg.state)
 
@@ -26,7 +26,7 @@ def choose(
     """Where a waiting child goes now, and take its room from ``working`` so the next choice of
     the same round sees it taken. A planned child waits for its cluster's room; a plain job goes
     to the best live cluster, whose own Volcano queueing takes it from there."""
-    job = api.decode(placement.job)
+    job = api.decode_stored(placement.job)
     if isinstance(job, api.PodGroup):
         live = [c for c in (placement.clusters or sorted(working)) if c in working]
         return live[0] if live else fleetcore.Waiting(reason="no live cluster")
@@ -48,7 +48,7 @@ def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetc
     trial = dict(working)
     for child in children:
         cluster = child.clusters[0] if child.clusters else ""
-        job = api.decode(child.job)
+        job = api.decode_stored(child.job)
         assert isinstance(job, api.Job)
         if cluster not in trial:
             return f"{child.child}: cluster {cluster or '?'} is not live"

@@ -105,7 +105,7 @@ def training_envs(world: events.World | None) -> Callable[[str, str, int], dict[
     per pod was 45 % of the job-controller's CPU under load."""
     if world is None:
         return lambda child, task, index: {}
-    hyperjob = api.decode(world.hyperjob)
+    hyperjob = api.decode_stored(world.hyperjob)
     assert isinstance(hyperjob, api.HyperJob)
     return functools.partial(fleetcore.training_env, hyperjob, split_plan(hyperjob.metadata.name, world))
 
@@ -178,7 +178,7 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
 
 def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
     """The ``JobState`` of a PodGroup applied on its own: its podgroup, no pods."""
-    pg = api.decode(doc.manifest)
+    pg = api.decode_stored(doc.manifest)
     assert isinstance(pg, api.PodGroup)
     spec = pg.spec
     resources = api.quantity.parse_resource_list(spec.min_resources) if spec.min_resources is not None else {}

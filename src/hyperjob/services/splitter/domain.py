@@ -100,7 +100,7 @@ def check_queue(queue: api.Queue, cfg: Config) -> None:
 
 def submission(doc: records.HyperJobDoc, cfg: Config) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
-    manifest = api.decode(doc.manifest)
+    manifest = api.decode_stored(doc.manifest)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
         spec = manifest.spec
@@ -247,7 +247,7 @@ def manifest_kind(manifest: dict[str, object]) -> tuple[str, str]:
 
 
 def queues_of(doc: records.HyperJobDoc) -> set[str]:
-    manifest = api.decode(doc.manifest)
+    manifest = api.decode_stored(doc.manifest)
     if isinstance(manifest, api.PodGroup):
         return {manifest.spec.queue or api.DEFAULT_QUEUE}
     specs = (

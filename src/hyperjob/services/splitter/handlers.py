@@ -799,13 +799,13 @@ def _not_found(kind: str, namespace: str, name: str) -> str:
 def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
     """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
     start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
-    hyperjob = api.decode(doc.manifest)
+    hyperjob = api.decode_stored(doc.manifest)
     assert isinstance(hyperjob, api.HyperJob)
     meta = hyperjob.metadata
     return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
 
 
 def _job(doc: records.HyperJobDoc) -> api.Job:
-    job = api.decode(doc.manifest)
+    job = api.decode_stored(doc.manifest)
     assert isinstance(job, api.Job)
     return job
