@@ -14,6 +14,7 @@ GPU, an InfiniBand port down, or a node that stops heartbeating.
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 from typing import Literal
@@ -103,8 +104,10 @@ class SimulatedNode:
         self.ports = [_Port(device=f"mlx5_{i}", counters=dict.fromkeys(_COUNTERS, 0)) for i in range(ports)]
         self.last = 0.0
 
-    @property
+    @functools.cached_property
     def labels(self) -> dict[str, str]:
+        """Fixed by the node's place in the fabric: built once (the agent compares them every
+        heartbeat, for every node). Read-only."""
         p = self.position
         tier1 = p.nvlink_domain if self.shape.nodes_per_nvlink_domain > 1 else p.leaf
         return {

@@ -28,7 +28,16 @@ def build_sensors(settings: Settings, started: float) -> Sensors:
     shape = settings.fleet_shape
     if gpus != shape.gpus_per_node:  # the node's allocatable is the truth about its GPU count
         shape = msgspec.structs.replace(shape, gpus_per_node=gpus)
-    return SimulatedSensors(settings.cluster, [s.name for s in specs], shape, settings.faults, settings.seed, started)
+    refresh_periods = max(1, round(settings.telemetry_refresh / settings.telemetry_period))
+    return SimulatedSensors(
+        settings.cluster,
+        [s.name for s in specs],
+        shape,
+        settings.faults,
+        settings.seed,
+        started,
+        refresh_periods=refresh_periods,
+    )
 
 
 def agent_name(settings: Settings) -> str:

@@ -43,6 +43,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
     telemetry_period: float = 10.0
+    # Simulated telemetry is sent on change (load, faults); a node nothing touched is read again
+    # at least this often (seconds).
+    telemetry_refresh: float = 300.0
     fleet_shape: FleetShape = FleetShape()  # gpus_per_node follows allocatable's nvidia.com/gpu
     faults: list[str] = []  # injected into the simulated fleet: KIND@NODE[,key=value...]
     seed: int = 0

@@ -120,8 +120,9 @@ class NodeAgent:
         changed = []
         for node in self.nodes:
             # What a status is made of, compared first as is (cheap): the same inputs as when it
-            # was last reported give the same status.
-            inputs = (node in self.down, self.health.get(node), dict(self.sensors.labels(node)))
+            # was last reported give the same status. The sensors' labels and the health verdicts
+            # are kept objects, so an unchanged node compares by identity (5,000 nodes every beat).
+            inputs = (node in self.down, self.health.get(node), self.sensors.labels(node))
             if self._reported_inputs.get(node) == inputs:
                 continue
             fields = self._status_fields(node)
