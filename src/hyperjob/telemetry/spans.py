@@ -286,12 +286,14 @@ class ServiceTracing:
         """The unit of work is over (committed or refused: a retry emits again)."""
         self._emitted.clear()
 
-    @contextlib.contextmanager
-    def pod_span(self, name: str, pod: str, **attributes: Any) -> Iterator[None]:
-        """A per-pod span inside the current work span, only for sampled pods."""
+    def pod_event(self, name: str, pod: str, job: str, **attributes: Any) -> None:
+        """A per-pod span (``pod Running`` on its node), only for sampled pods: inside the current
+        work span, or in the pod's job's trace when a round reports it."""
         if not pod_sampled(pod):
-            yield
             return
-        attrs = {"pod.name": pod} | {k: v for k, v in attributes.items() if isinstance(v, str | int | float | bool)}
-        with _tracer.start_as_current_span(name, attributes=attrs):
-            yield
+        attrs = {"pod.name": pod, "job.name": job}
+        attrs |= {k: v for k, v in attributes.items() if isinstance(v, str | int | float | bool)}
+        parent = otel_context.get_current() if _IN_WORK.get() else self.context_for([job])
+        if parent is None:
+            return
+        _tracer.start_span(name, context=parent, attributes=attrs).end()
