@@ -58,7 +58,7 @@ def steps(stored: Iterable[tuple[Any, float]], hyperjob: str) -> list[Step]:
             Step(
                 at=event.first,
                 service=getattr(message, "producer", "") or "-",
-                object=event.object + (f"@{event.cluster}" if event.cluster else ""),
+                object=event.object,
                 reason=event.reason,
                 message=event.message,
                 warning=event.type == "Warning",
@@ -94,12 +94,15 @@ def render(found: list[Step], hyperjob: str, jaeger: str = "http://localhost:166
     ]
     if trace:
         lines.append(f"jaeger:   {jaeger}/trace/{trace}")
+    width = max(len(s.object) for s in found)
     lines.append("")
-    lines.append(f"{'OFFSET':>9}  {'SERVICE':<18} {'OBJECT':<28} {'REASON':<14} {'WATERFALL':<{BAR_WIDTH + 2}} MESSAGE")
+    lines.append(
+        f"{'OFFSET':>9}  {'SERVICE':<18} {'OBJECT':<{width}} {'REASON':<14} {'WATERFALL':<{BAR_WIDTH + 2}} MESSAGE"
+    )
     previous = start
     for step in found:
         lines.append(
-            f"{'+' + format(step.at - start, '.3f') + 's':>9}  {step.service[:18]:<18} {step.object[:28]:<28} "
+            f"{'+' + format(step.at - start, '.3f') + 's':>9}  {step.service[:18]:<18} {step.object:<{width}} "
             f"{step.reason[:14]:<14} |{_bar(previous - start, step.at - start, span)}| "
             f"{'! ' if step.warning else ''}{step.message}"
             + ("" if not trace or step.trace_id in ("", trace) else f"  (trace {step.trace_id})")
