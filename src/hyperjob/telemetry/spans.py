@@ -291,7 +291,7 @@ class ServiceTracing:
         work span, or in the pod's job's trace when a round reports it."""
         if not pod_sampled(pod):
             return
-        attrs = {"pod.name": pod, "job.name": job}
+        attrs: dict[str, str | int | float | bool] = {"pod.name": pod, "job.name": job}
         attrs |= {k: v for k, v in attributes.items() if isinstance(v, str | int | float | bool)}
         parent = otel_context.get_current() if _IN_WORK.get() else self.context_for([job])
         if parent is None:
