@@ -219,7 +219,7 @@ def _retry_verdict(exc: BaseException, delivery: Delivery, durable: str, policy:
         "error_type": type(exc).__name__,
     }
     if known:
-        _log.info("message_retry", **fields)
+        _log.debug("message_retry", **fields)  # resolves itself, or ends in the DLQ (logged there)
     else:
         _log.error("handler_failed", exc_info=exc, **fields)
     if delivery.num_delivered >= policy.max_deliver:

@@ -304,3 +304,12 @@ def item(event: Event, now: float) -> dict[str, Any]:
         "cluster": event.cluster,
         "hyperJob": event.hyperjob,
     }
+
+
+def unfolded(messages: Iterable[tuple[Any, float]]) -> Iterator[tuple[Event, Any]]:
+    """Each event of ``messages`` with the message it came from, in time order, repeats not folded
+    (``hyperjob trace``: every step of a journey, and who took it)."""
+    fold = _Fold()
+    for message, at in sorted(messages, key=lambda pair: pair[1]):
+        for event in fold.of(message, at):
+            yield event, message

@@ -14,11 +14,12 @@ from typing import Any
 
 import click
 import yaml
+from opentelemetry.trace import SpanKind
 
 from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 
-from . import jsonpath_template, manifests, preflight, views
+from . import journey, jsonpath_template, manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
@@ -312,10 +313,34 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
             return True
         ok = True
         for obj in found:
-            ok = _print_answer(await client.apply(obj.document)) and ok
+            # The root of the object's trace: every service's work for it joins this trace.
+            with tracer.start_as_current_span(
+                f"apply {obj.kind}", kind=SpanKind.PRODUCER, attributes=_span_attributes(obj)
+            ):
+                trace_id = telemetry.current_trace_id()
+                answer = await client.apply(obj.document)
+            ok = _print_answer(answer) and ok
+            if trace_id and isinstance(answer, events.RequestAccepted) and _traced(answer):
+                click.echo(f"trace id: {trace_id}")
         return ok
 
-    sys.exit(0 if with_client(work) else 1)
+    provider = telemetry.setup_tracing("hyperjob-cli")
+    tracer = provider.get_tracer("hyperjob.cli")
+    try:
+        ok = with_client(work)
+    finally:
+        provider.shutdown()  # exports the root spans (when OTEL_EXPORTER_OTLP_ENDPOINT is set)
+    sys.exit(0 if ok else 1)
+
+
+def _traced(answer: events.RequestAccepted) -> bool:
+    """A workload whose journey began with this request (a queue's change has no journey)."""
+    return answer.kind in ("HyperJob", "Job", "PodGroup") and answer.outcome != "unchanged"
+
+
+def _span_attributes(obj: manifests.Object) -> dict[str, str]:
+    key = "hyperjob.name" if obj.kind in ("HyperJob", "Job") else "object.name"
+    return {key: api.object_key(obj.namespace, obj.name), "object.kind": obj.kind}
 
 
 def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) -> list[manifests.Object]:
@@ -543,6 +568,24 @@ def describe(kind: str, name: str, namespace: str) -> None:
     if described is None:
         raise click.ClickException(f"{kind} {name!r} not found" + _where(namespace))
     click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
+
+
+@main.command("trace")
+@click.argument("name")
+@click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
+@click.option("--jaeger", default="http://localhost:16686", show_default=True, help="where Jaeger's UI is")
+def trace_command(name: str, namespace: str, jaeger: str) -> None:
+    """A HyperJob's journey as a waterfall (from the event log: no tracing backend needed), and the
+    trace id to look it up in Jaeger."""
+    key = api.object_key(namespace, name)
+
+    async def work(client: Client) -> list[journey.Step]:
+        return await journey.load(client.bus, key)
+
+    found = with_client(work)
+    if not found:
+        raise click.ClickException(f"no events of HyperJob {name!r}" + _where(namespace))
+    click.echo(journey.render(found, key, jaeger))
 
 
 DELETABLE = {

@@ -21,6 +21,7 @@ crash they are published again (their ids are deterministic, JetStream drops the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import random
 import time
@@ -34,6 +35,7 @@ from hyperjob import events
 from hyperjob.bus import Bus, Delivery, RetryableError, Verdict
 from hyperjob.events import Message, derive_id, subjects
 from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
+from hyperjob.telemetry.spans import ServiceTracing
 
 from .inputs import Reader, Unreadable
 from .metrics import BUS
@@ -140,6 +142,8 @@ class Runtime:
         self.fault = fault or (lambda point: None)
         self.changelog = changelog
         self.log = structlog.get_logger(service)
+        # One trace per HyperJob: each message's work in its object's trace, and what it emits too.
+        self.tracing = ServiceTracing(service)
         self.projection = Projection()
         self._subscriptions: list[_Subscription] = []
         self._watches: list[tuple[str, dict[type, WatchHandler]]] = []
@@ -243,7 +247,7 @@ class Runtime:
         derived (the same on every retry) and its correlation id inherited."""
         cause_id = cause if isinstance(cause, str) else cause.event_id
         correlation = "" if isinstance(cause, str) else (cause.correlation_id or cause.event_id)
-        return message_type(
+        message = message_type(
             event_id=derive_id(cause_id, step),
             occurred_at=self.now(),
             producer=self.service,
@@ -251,6 +255,13 @@ class Runtime:
             causation_id=cause_id,
             **fields,
         )
+        self.tracing.note(message)
+        return message
+
+    def span(self, name: str, key: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+        """A span of a round's or timer's work on the object ``key`` (a HyperJob, a job), in that
+        object's trace: ``place child``, ``admit``, ``bind gang``. What is emitted inside joins it."""
+        return self.tracing.span(name, key, **attributes)
 
     # -- life --------------------------------------------------------------------------------------
 
@@ -425,6 +436,7 @@ class Runtime:
     ) -> dict[int, BaseException]:
         failures: dict[int, BaseException] = {}
         batch: list[tuple[int, Message]] = []
+        headers = {i: d.headers for i, d in enumerate(deliveries)}
         ids: set[str] = set()
         for i, delivery in enumerate(deliveries):
             try:
@@ -441,11 +453,15 @@ class Runtime:
                 if isinstance(message, events.Request):  # where NATS checked its sender (ADR 0006)
                     message = msgspec.structs.replace(message, received_on=delivery.subject)
                 batch.append((i, message))
-        await self._handle(sub, batch, failures)
+        await self._handle(sub, batch, failures, headers)
         return failures
 
     async def _handle(
-        self, sub: _Subscription, batch: list[tuple[int, Message]], failures: dict[int, BaseException]
+        self,
+        sub: _Subscription,
+        batch: list[tuple[int, Message]],
+        failures: dict[int, BaseException],
+        headers: Mapping[int, Mapping[str, str]] | None = None,
     ) -> None:
         if self._stale:
             await self._load()
@@ -461,7 +477,8 @@ class Runtime:
             failed = False
             for i, message in live:
                 try:
-                    reaction.extend(await _call(sub.handlers[type(message)], message))
+                    with self.tracing.handling(message, (headers or {}).get(i)):
+                        reaction.extend(await _call(sub.handlers[type(message)], message))
                 except Exception as exc:  # noqa: BLE001 - the message's own failure, settled by the bus
                     failures[i] = exc
                     failed = True
@@ -494,7 +511,8 @@ class Runtime:
             self.log.warning("store_wiped", instance=self.instance)
             await self._restore_if_wiped()
         elif result.refusal != "duplicate":
-            self.log.info("commit_refused", instance=self.instance, why=result.describe())
+            # Another replica's commit or a version conflict: handled again at once, resolves itself.
+            self.log.debug("commit_refused", instance=self.instance, why=result.describe())
         await self.reload()
 
     # -- committing ----------------------------------------------------------------------------------
@@ -531,9 +549,15 @@ class Runtime:
                 raise
         writes = self.projection.take()
         outputs = [
-            Output(subject=subject, msg_id=message.event_id, payload=events.encode(message))
+            Output(
+                subject=subject,
+                msg_id=message.event_id,
+                payload=events.encode(message),
+                headers=self.tracing.headers_for(message),
+            )
             for subject, message in reaction.outputs
         ]
+        self.tracing.forget_emitted()
         if self.changelog:
             outputs += self._changelog(writes, reaction, unit)
         if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
@@ -644,6 +668,7 @@ class Runtime:
                 return
             if value is None:
                 return
+            self.tracing.learn(value, delivery.headers)
             try:
                 handlers[type(value)](value)
             except Exception as exc:  # noqa: BLE001 - one value must not stop the watch or the instance

@@ -18,6 +18,7 @@ from hyperjob import api, events, fleetcore, records, schedcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.store import Binding, Unbind
+from hyperjob.telemetry.spans import decision as decided
 
 from . import domain
 from .config import Settings
@@ -263,13 +264,24 @@ class ClusterScheduler:
         for job, refs in sorted(out.rejected.items()):
             reaction.publish(subjects.pods_rejected(c), self._pods_message(events.PodsRejected, job, refs, "rejected"))
         for job, refs in sorted(out.bound.items()):
-            reaction.publish(subjects.pods_bound(c), self._pods_message(events.PodsBound, job, refs, "bound"))
+            nodes = len({r.node for r in refs})
+            with self.rt.span("bind gang", job, job=job, cluster=c, pods=len(refs), nodes=nodes):
+                decided("gang_bound", job=job, cluster=c, pods=len(refs), nodes=nodes, reason="gang fits")
+                reaction.publish(subjects.pods_bound(c), self._pods_message(events.PodsBound, job, refs, "bound"))
         for job in out.held:
             reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=True))
         for job in out.lost:
             reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=False))
         for job, phase in sorted(out.phases.items()):
-            reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase))
+            with self.rt.span("podgroup phase", job, job=job, cluster=c, phase=phase):
+                decided(
+                    "podgroup_phase_changed",
+                    job=job,
+                    cluster=c,
+                    phase=phase,
+                    reason=decision.unschedulable.get(job, ""),
+                )
+                reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase))
         self._forget_gone_jobs()
         self._record_usage(decision)
         return reaction

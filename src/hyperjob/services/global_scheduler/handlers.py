@@ -19,6 +19,7 @@ from hyperjob.api.quantity import add
 from hyperjob.events import subjects
 from hyperjob.fleetcore import placement_state as ps
 from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.telemetry.spans import decision
 
 from . import domain
 
@@ -174,6 +175,7 @@ class GlobalScheduler:
         if isinstance(command, ps.DispatchTo):
             current = self.placements.get(child)
             assert current is not None
+            decision("child_placed", hyperjob=owner, child=child, cluster=command.cluster, reason="fits")
             reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, current, command.cluster))
         elif isinstance(command, ps.RemoveFrom):
             reaction.publish(
@@ -184,6 +186,7 @@ class GlobalScheduler:
             )
         elif isinstance(command, ps.Announce):
             version = self.placements.versions.get(child, 0)
+            decision("child_waits", hyperjob=owner, child=child, reason=command.reason)
             reaction.publish(
                 subjects.CHILD_WAITING,
                 self.rt.emit(
@@ -416,17 +419,19 @@ class GlobalScheduler:
 
     def _admitted(self, owner: records.OwnerDoc, reaction: Reaction) -> None:
         self.owners.put(owner.name, msgspec.structs.replace(owner, admitted=True, reason=""))
-        reaction.publish(
-            subjects.OWNER_ADMITTED,
-            self.rt.emit(
-                events.OwnerAdmitted,
-                owner.name,
-                f"admitted/{owner.created!r}/{owner.generation}",
-                name=owner.name,
-                queue=owner.queue,
-                generation=owner.generation,
-            ),
-        )
+        with self.rt.span("admit", owner.name, hyperjob=owner.name, queue=owner.queue):
+            decision("owner_admitted", hyperjob=owner.name, queue=owner.queue, plain=owner.plain)
+            reaction.publish(
+                subjects.OWNER_ADMITTED,
+                self.rt.emit(
+                    events.OwnerAdmitted,
+                    owner.name,
+                    f"admitted/{owner.created!r}/{owner.generation}",
+                    name=owner.name,
+                    queue=owner.queue,
+                    generation=owner.generation,
+                ),
+            )
 
     def _owner_waits(self, name: str, reason: str, reaction: Reaction) -> None:
         owner = self.owners.get(name)
@@ -434,17 +439,19 @@ class GlobalScheduler:
             return
         self.owners.put(name, msgspec.structs.replace(owner, reason=reason))
         version = self.owners.versions.get(name, 0)
-        reaction.publish(
-            subjects.CHILD_WAITING,
-            self.rt.emit(
-                events.ChildPlacementWaiting,
-                name,
-                f"owner-wait/{owner.created!r}/{version}/{reason}",
-                child=name if owner.plain else "",
-                hyperjob="" if owner.plain else name,
-                reason=reason,
-            ),
-        )
+        with self.rt.span("admit", name, hyperjob=name, queue=owner.queue):
+            decision("owner_held", hyperjob=name, queue=owner.queue, reason=reason)
+            reaction.publish(
+                subjects.CHILD_WAITING,
+                self.rt.emit(
+                    events.ChildPlacementWaiting,
+                    name,
+                    f"owner-wait/{owner.created!r}/{version}/{reason}",
+                    child=name if owner.plain else "",
+                    hyperjob="" if owner.plain else name,
+                    reason=reason,
+                ),
+            )
 
     def _place_owner(self, name: str, reaction: Reaction) -> None:
         """Place what the owner has waiting: its gang as a whole, or each child where it fits."""
@@ -466,7 +473,8 @@ class GlobalScheduler:
             event = (
                 ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
             )
-            self._step(cause, placement.child, event, reaction)
+            with self.rt.span("place child", name, hyperjob=name, job=placement.child):
+                self._step(cause, placement.child, event, reaction)
 
     def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
         """A gang attempt opens when every child to place waits and the gang fits the room no open
@@ -486,4 +494,13 @@ class GlobalScheduler:
             owner.name, plan, min(owner.gang, len(plan)), self.rt.now(), attempt=attempt
         )
         self.gangs.put(owner.name, gang)
-        self._gang_decisions(events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}"), gang, decisions, reaction)
+        with self.rt.span("reserve gang", owner.name, hyperjob=owner.name, attempt=attempt):
+            decision(
+                "gang_reserving",
+                hyperjob=owner.name,
+                attempt=attempt,
+                clusters=",".join(sorted(set(plan.values()))),
+                reason=f"all {len(plan)} children fit",
+            )
+            cause = events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}")
+            self._gang_decisions(cause, gang, decisions, reaction)

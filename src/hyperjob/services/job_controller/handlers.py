@@ -20,6 +20,7 @@ from hyperjob import api, events, jobcore, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import model as jm
 from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.telemetry.spans import decision
 
 from . import domain
 from .config import Settings
@@ -324,6 +325,15 @@ class JobController:
         reaction = Reaction()
         counts = jobcore.counts(record)
         for change in outcome.phase_changes:
+            decision(
+                "job_phase_changed",
+                job=record.name,
+                hyperjob=info.hyperjob,
+                cluster=self.cluster,
+                old=change.old,
+                new=change.new,
+                reason=change.reason,
+            )
             reaction.publish(
                 subjects.job_phase(self.cluster),
                 self.rt.emit(

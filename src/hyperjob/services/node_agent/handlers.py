@@ -391,6 +391,8 @@ class NodeAgent:
         reaction = Reaction()
         if reports:
             now = self.rt.now()
+            for r in reports:  # sampled: HYPERJOB_TRACE_POD_SAMPLE
+                self.rt.tracing.pod_event(f"pod {r.phase}", r.pod, r.job, node=r.node, cluster=self.cluster)
             step = "report/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)
             reaction.publish(
                 subjects.pod_phases(self.cluster),

@@ -22,6 +22,7 @@ from hyperjob.bus import Delivery
 from hyperjob.events import subjects
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.telemetry.spans import decision
 
 from . import domain
 from .config import Settings
@@ -300,6 +301,7 @@ class Splitter:
         result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
+                decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
                 self._put(replace(doc, waiting_reason=result.reason))
                 reaction.publish(
                     subjects.CHILD_WAITING,
@@ -344,6 +346,15 @@ class Splitter:
             )
         children = [c for c in result.children if c.name in place]
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
+        decision(
+            "hyperjob_split",
+            hyperjob=doc.name,
+            children=len(result.refs),
+            clusters=",".join(sorted({c for ref in result.refs for c in [ref.cluster] if c})),
+            world_size=result.world_size,
+            gang=result.gang,
+            reason=f"{len(place)} to place, {len(remove)} to remove",
+        )
         return reaction.publish(
             subjects.PLACE_CHILDREN,
             self.rt.emit(
@@ -780,6 +791,8 @@ def _default_queue() -> records.QueueDoc:
 
 
 def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
+    accepted = message_type is events.RequestAccepted
+    decision("request_accepted" if accepted else "request_rejected", request=msg.event_id, **fields)
     return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))
 
 

@@ -12,6 +12,7 @@ from msgspec.structs import replace
 from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.telemetry.spans import decision
 
 from . import domain
 from . import metrics as m
@@ -108,17 +109,21 @@ class StatusAggregator:
                     reaction.extend(_counted(functools.partial(m.SUBMIT_TO_RUNNING.observe, latency)))
             self.statuses.put(name, new)
             if (new.phase, new.status) != (doc.phase, doc.status):
-                reaction.publish(
-                    subjects.HYPERJOB_STATUS,
-                    self.rt.emit(
-                        events.HyperJobStatusChanged,
-                        name,
-                        f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
-                        name=name,
-                        phase=new.phase,
-                        status=new.status,
-                    ),
-                )
+                with self.rt.span("status", name, hyperjob=name, phase=new.phase):
+                    if new.phase != doc.phase:
+                        reason = str(new.status.get("waitingReason", "")) if isinstance(new.status, dict) else ""
+                        decision("hyperjob_phase_changed", hyperjob=name, old=doc.phase, new=new.phase, reason=reason)
+                    reaction.publish(
+                        subjects.HYPERJOB_STATUS,
+                        self.rt.emit(
+                            events.HyperJobStatusChanged,
+                            name,
+                            f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
+                            name=name,
+                            phase=new.phase,
+                            status=new.status,
+                        ),
+                    )
         self.dirty.clear()
         return reaction
 
