@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Packages mypy --strict keeps clean (issue 15: the whole tree, package by package).
-TYPED := src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator \
+TYPED := src/hyperjob/api src/hyperjob/jobcore src/hyperjob/store src/hyperjob/testkit \
+	src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator \
 	src/hyperjob/schedcore src/hyperjob/telemetry src/hyperjob/client src/hyperjob/dashboard
 
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos

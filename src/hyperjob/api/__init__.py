@@ -8,7 +8,7 @@ that needs no running system. Pure: no I/O
 beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the field.
 """
 
-from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, fleet_name, object_key, split_key
+from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, RawDocument, fleet_name, object_key, split_key
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
@@ -55,6 +55,7 @@ from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_wor
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
     "DEFAULT_NAMESPACE",
+    "RawDocument",
     "fleet_name",
     "object_key",
     "split_key",

@@ -24,7 +24,12 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=DNS_LABEL_MAX, pattern=DNS_LABEL_PATTERN)]
 Quantity = str | int | float
 QuantityMap = dict[str, Quantity]
+# Kubernetes fields the system carries through without reading them (probes, volumes, affinity
+# terms): kept as the YAML wrote them, so their values stay untyped.
 Opaque = dict[str, Any]
+# A manifest as YAML or JSON decodes it, before ``api.decode`` has checked it: the edge where untyped
+# data enters (files, the bus), so its values are Any. Inside, manifests are the typed structs.
+RawDocument = dict[str, Any]
 
 
 class ObjectMeta(Spec, frozen=True, kw_only=True):

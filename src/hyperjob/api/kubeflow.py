@@ -36,7 +36,7 @@ other than ``Running`` (a finished job's running pods are always stopped), ``sch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 
 import msgspec
 
@@ -122,7 +122,7 @@ class TFJob(Spec, frozen=True, kw_only=True):
 
 
 KubeflowJob = MPIJob | PyTorchJob | TFJob
-KUBEFLOW_KINDS: dict[tuple[str, str], type[Any]] = {
+KUBEFLOW_KINDS: dict[tuple[str, str], type[KubeflowJob]] = {
     (MPI_API_VERSION, "MPIJob"): MPIJob,
     (TRAINING_API_VERSION, "PyTorchJob"): PyTorchJob,
     (TRAINING_API_VERSION, "TFJob"): TFJob,

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 import yaml
 
+from .base import RawDocument
 from .errors import ManifestError
 from .flow import FLOW_API_VERSION, HyperJobTemplate, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, CronJob, Job
-from .kubeflow import KUBEFLOW_KINDS, MPIJob, PyTorchJob, TFJob, to_volcano_job
+from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, PyTorchJob, TFJob, to_volcano_job
 from .kubeflow import user_path as kubeflow_user_path
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
 Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate | HyperJobTemplate
+# What a document decodes to before ``_validated`` turns it into a ``Manifest``.
+Decoded = Manifest | TemplatedHyperJob | KubeflowJob
+_Struct = TypeVar("_Struct", bound=msgspec.Struct)
 
-KINDS: dict[tuple[str, str], type[Any]] = {
+KINDS: dict[tuple[str, str], type[Decoded]] = {
     (JOB_API_VERSION, "Job"): Job,
     (TRAINING_API_VERSION, "HyperJob"): HyperJob,
     (CONCEPT_API_VERSION, "HyperJob"): TemplatedHyperJob,
@@ -87,7 +91,7 @@ def check_shape(text: str) -> None:
     expanded: dict[str, int] = {}  # anchor -> values it stands for
     total = 0
 
-    def place(event: Any) -> None:
+    def place(event: yaml.Event) -> None:
         """Where a node goes in its parent: a mapping's key or value, a sequence's next item."""
         if not frames:
             return
@@ -130,13 +134,13 @@ def check_shape(text: str) -> None:
             add(1)
         elif isinstance(event, yaml.AliasEvent):
             place(event)
-            add(expanded.get(event.anchor, 1))
+            add(expanded.get(event.anchor or "", 1))
 
 
-def check_plain(document: Any) -> None:
+def check_plain(document: object) -> None:
     """The same bounds on data already built (a manifest that came as JSON over the bus):
     iterative, so depth cannot exhaust the stack of what would walk it recursively."""
-    stack: list[tuple[Any, int]] = [(document, 0)]
+    stack: list[tuple[object, int]] = [(document, 0)]
     seen = 0
     while stack:
         value, depth = stack.pop()
@@ -149,7 +153,7 @@ def check_plain(document: Any) -> None:
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
-def _deep_path(document: Any) -> str:
+def _deep_path(document: object) -> str:
     """Where ``document`` first goes deeper than ``MAX_DEPTH`` (for the error only)."""
     path, value = "$", document
     for depth in range(MAX_DEPTH):
@@ -163,7 +167,7 @@ def _deep_path(document: Any) -> str:
     return path if len(path) < 400 else path[:400] + "..."
 
 
-def _depth_over(value: Any, limit: int) -> bool:
+def _depth_over(value: object, limit: int) -> bool:
     stack = [(value, 0)]
     while stack:
         node, depth = stack.pop()
@@ -176,7 +180,7 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-def load_documents(text: str) -> list[dict[str, Any]]:
+def load_documents(text: str) -> list[RawDocument]:
     """Split multi-document YAML (JSON is YAML too); empty documents are skipped. Text nested too
     deep or standing for too many values (aliases) is refused before it is built (``check_shape``)."""
     try:
@@ -193,17 +197,19 @@ def load_documents(text: str) -> list[dict[str, Any]]:
     return [item for document in documents for item in _list_items(document)]
 
 
-def _list_items(document: dict[str, Any]) -> list[dict[str, Any]]:
+def _list_items(document: RawDocument) -> list[RawDocument]:
     """A ``kind: List`` (what ``get -o yaml`` prints for several objects) stands for its items."""
-    if document.get("kind") != "List" or not isinstance(document.get("items"), list):
+    items = document.get("items")
+    if document.get("kind") != "List" or not isinstance(items, list):
         return [document]
-    items = document["items"]
+    checked: list[RawDocument] = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise ManifestError(
                 f"$.items[{i}]", "a manifest must be a mapping with apiVersion, kind, metadata and spec"
             )
-    return items
+        checked.append(item)
+    return checked
 
 
 # Metadata the API server sets (kubectl get -o yaml shows it); kubectl apply ignores it, and so do we.
@@ -221,7 +227,7 @@ SERVER_SET_METADATA = (
 )
 
 
-def without_server_fields(document: dict[str, Any]) -> dict[str, Any]:
+def without_server_fields(document: RawDocument) -> RawDocument:
     """The document as a user would apply it: server-set metadata and ``status`` dropped, as kubectl
     does with an exported object (a Queue is opened or closed by command, not by its status)."""
     if not isinstance(document, dict):
@@ -233,7 +239,7 @@ def without_server_fields(document: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def decode(document: Any) -> Manifest:
+def decode(document: object) -> Manifest:
     """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form, a
     Kubeflow MPIJob, PyTorchJob or TFJob as the Volcano Job that runs it (``api.kubeflow``).
 
@@ -251,13 +257,13 @@ def decode(document: Any) -> Manifest:
     if struct_type is None:
         known = ", ".join(f"{k} ({v})" for v, k in KINDS)
         raise ManifestError("$.kind", f"unknown kind {kind!r} in {api_version!r}; known: {known}")
-    document = with_default_requests(_without_default_namespace(document))
+    raw = with_default_requests(_without_default_namespace(document))
     if struct_type is TemplatedHyperJob:
-        document = _with_kubeflow_template(document)
-    return _validated(_convert(document, struct_type))
+        raw = _with_kubeflow_template(raw)
+    return _validated(_convert(raw, struct_type))
 
 
-def decode_stored(document: dict[str, Any]) -> Manifest:
+def decode_stored(document: RawDocument) -> Manifest:
     """``decode`` of a manifest the system holds (validated when it came in), through a cache keyed
     by its content: services decode the same stored HyperJob or Job again on every event about it
     (0.1-0.5 ms each, the most expensive step of a status update); encoding it to find it in the
@@ -270,7 +276,7 @@ def _decode_cached(encoded: bytes) -> Manifest:
     return decode(msgspec.json.decode(encoded))
 
 
-def _without_default_namespace(document: dict[str, Any]) -> dict[str, Any]:
+def _without_default_namespace(document: RawDocument) -> RawDocument:
     """``namespace: default`` written out is the default: drop it, so that the object encodes the same
     either way (msgspec omits a default only when it is the default object itself)."""
     metadata = document.get("metadata")
@@ -279,7 +285,7 @@ def _without_default_namespace(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _convert(document: Any, struct_type: type[Any], at: str = "$") -> Any:
+def _convert(document: RawDocument, struct_type: type[_Struct], at: str = "$") -> _Struct:
     try:
         return msgspec.convert(document, struct_type, strict=True)
     except msgspec.ValidationError as exc:
@@ -297,25 +303,27 @@ def _kubeflow_job(manifest: MPIJob | PyTorchJob | TFJob) -> Job:
     return job
 
 
-def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
+def _mapping(value: object) -> RawDocument:
+    """``value`` if it is a mapping, else an empty one (the decoder reports the wrong shape itself)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _with_kubeflow_template(document: RawDocument) -> RawDocument:
     """A conceptual HyperJob whose ``template`` is a Kubeflow job, with the template translated into
     a Volcano Job and its framework plugin raised to the HyperJob (unless the HyperJob sets its own),
     so that one world spans every child: one hostfile, one TF_CONFIG, one set of ranks."""
-    spec = document.get("spec")
-    template = spec.get("template") if isinstance(spec, dict) else None
-    names = (template.get("apiVersion"), template.get("kind")) if isinstance(template, dict) else None
+    spec = _mapping(document.get("spec"))
+    template = _mapping(spec.get("template"))
+    api_version, kind_name = template.get("apiVersion"), template.get("kind")
     # Only strings name a kind (a list there is unhashable; the template's own check reports it).
-    kind = KUBEFLOW_KINDS.get(names) if names and all(isinstance(n, str) for n in names) else None
+    if not isinstance(api_version, str) or not isinstance(kind_name, str):
+        return document
+    kind = KUBEFLOW_KINDS.get((api_version, kind_name))
     if kind is None:
         return document
-    assert isinstance(spec, dict) and isinstance(template, dict)
-    metadata = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-    name = (
-        (document.get("metadata") or {}).get("name", "template")
-        if isinstance(document.get("metadata"), dict)
-        else "template"
-    )
-    manifest = _convert({**template, "metadata": {"name": name, **metadata}}, kind, "$.spec.template")
+    name = _mapping(document.get("metadata")).get("name", "template")
+    metadata = {"name": name, **_mapping(template.get("metadata"))}
+    manifest = _convert({**template, "metadata": metadata}, kind, "$.spec.template")
     try:
         job = _kubeflow_job(manifest)
     except ManifestError as exc:
@@ -331,11 +339,11 @@ def _with_kubeflow_template(document: dict[str, Any]) -> dict[str, Any]:
         "spec": msgspec.to_builtins(job.spec),
         "metadata": {"labels": job.metadata.labels, "annotations": job.metadata.annotations},
     }
-    plugins = spec.get("plugins") if isinstance(spec.get("plugins"), dict) else {}
+    plugins = _mapping(spec.get("plugins"))
     return {**document, "spec": {**spec, "template": translated, "plugins": {**promoted, **plugins}}}
 
 
-def _validated(obj: Any) -> Manifest:
+def _validated(obj: Decoded) -> Manifest:
     if isinstance(obj, (MPIJob, PyTorchJob, TFJob)):
         return _kubeflow_job(obj)
     if isinstance(obj, TemplatedHyperJob):
@@ -351,7 +359,7 @@ def _validated(obj: Any) -> Manifest:
         check_queue(obj)
     elif isinstance(obj, (CronJob, JobFlow, JobTemplate, HyperJobTemplate)):
         check_workflow(obj)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def load(text: str) -> list[Manifest]:
@@ -364,19 +372,17 @@ def load(text: str) -> list[Manifest]:
         except ManifestError as exc:
             if len(documents) == 1:
                 raise
-            name = (
-                (document.get("metadata") or {}).get("name", "?") if isinstance(document.get("metadata"), dict) else "?"
-            )
+            name = _mapping(document.get("metadata")).get("name", "?")
             raise ManifestError(f"document {i} ({document.get('kind', '?')} {name}) {exc.path}", exc.message) from None
     return manifests
 
 
-def encode(obj: Manifest) -> dict[str, Any]:
+def encode(obj: Manifest) -> RawDocument:
     """The manifest as plain data (camelCase), e.g. to print as YAML or JSON; ``decode`` reads it back.
 
     Defaults are omitted, except ``apiVersion`` and ``kind``, which say what the data is.
     """
-    data: dict[str, Any] = msgspec.to_builtins(obj)
+    data: RawDocument = msgspec.to_builtins(obj)
     return {"apiVersion": obj.api_version, "kind": obj.kind, **data}
 
 

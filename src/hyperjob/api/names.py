@@ -11,9 +11,8 @@ scenario, so that a scenario always names its objects the same.
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from .base import DNS_LABEL_MAX
+from .base import DNS_LABEL_MAX, RawDocument
 from .errors import ManifestError
 
 SUFFIX_LENGTH = 5
@@ -21,9 +20,9 @@ ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 PREFIX_MAX = DNS_LABEL_MAX - SUFFIX_LENGTH
 
 
-def with_generated_name(document: Any, source: random.Random) -> Any:
+def with_generated_name(document: RawDocument, source: random.Random) -> RawDocument:
     """``document`` with its name made from ``metadata.generateName`` (and that field dropped)."""
-    metadata = document.get("metadata") if isinstance(document, dict) else None
+    metadata = document.get("metadata")
     if not isinstance(metadata, dict) or "generateName" not in metadata:
         return document
     prefix = metadata["generateName"]

@@ -6,9 +6,9 @@ context, ...) are accepted as opaque maps so real manifests load, and passed thr
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from .base import NonNegative, Opaque, QuantityMap, Spec
+from .base import NonNegative, Opaque, QuantityMap, RawDocument, Spec
 
 DRA_REFUSED = (
     "dynamic resource allocation is not supported: the devices a ResourceClaim names are decided by "
@@ -152,27 +152,38 @@ class PodTemplateSpec(Spec, frozen=True, kw_only=True):
     spec: PodSpec
 
 
-def with_default_requests(data: Any) -> Any:
-    """A copy of raw manifest data in which every container's ``requests`` default to its ``limits``.
+def with_default_requests(document: RawDocument) -> RawDocument:
+    """A copy of a raw manifest in which every container's ``requests`` default to its ``limits``.
 
     Kubernetes' defaulting rule for every pod of every kind: a resource given only a limit requests
     that limit (GPUs are usually written this way). Applied to the raw document before it is decoded,
     so it covers every place a pod template can appear; data of the wrong shape is left for the
     decoder to reject with its field path.
     """
+    return _mapping_with_default_requests(document)
+
+
+def _with_default_requests(data: object) -> object:
     if isinstance(data, list):
-        return [with_default_requests(item) for item in data]
-    if not isinstance(data, dict):
-        return data
-    out = {key: with_default_requests(value) for key, value in data.items()}
+        return [_with_default_requests(item) for item in data]
+    if isinstance(data, dict):
+        return _mapping_with_default_requests(data)
+    return data
+
+
+def _mapping_with_default_requests(data: RawDocument) -> RawDocument:
+    out = {key: _with_default_requests(value) for key, value in data.items()}
     for key in ("containers", "initContainers"):
-        if isinstance(out.get(key), list):
-            out[key] = [_container_with_default_requests(c) for c in out[key]]
+        containers = out.get(key)
+        if isinstance(containers, list):
+            out[key] = [_container_with_default_requests(c) for c in containers]
     return out
 
 
-def _container_with_default_requests(container: Any) -> Any:
-    resources = container.get("resources") if isinstance(container, dict) else None
+def _container_with_default_requests(container: object) -> object:
+    if not isinstance(container, dict):
+        return container
+    resources = container.get("resources")
     if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
         return container
     requests = resources.get("requests", {})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from .base import DNS_LABEL_MAX, fleet_name
+from .base import DNS_LABEL_MAX, Quantity, fleet_name
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
@@ -133,10 +133,10 @@ def _check_resources(resources: ResourceRequirements, path: str) -> None:
             raise ManifestError(f"{path}.requests.{name}", f"{request} is more than its limit {limit}")
 
 
-def _check_quantities(raw: Mapping[str, object], path: str) -> None:
+def _check_quantities(raw: Mapping[str, Quantity], path: str) -> None:
     for name, value in raw.items():
         try:
-            amount = parse_quantity(value)  # type: ignore[arg-type]
+            amount = parse_quantity(value)
         except QuantityError as exc:
             raise ManifestError(f"{path}.{name}", str(exc)) from None
         if amount < 0:

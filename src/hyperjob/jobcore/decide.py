@@ -8,8 +8,6 @@ event, the policy resolved, and the action executed in the current phase (or del
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from .machine import Result, Target, execute, settle
@@ -201,7 +199,8 @@ def _restarted_event(record: JobRecord, task: str) -> str:
     return "TaskFailed" if max_retry >= 0 and restarts >= max_retry else "OutOfSync"
 
 
-def _set_status(record: JobRecord, pod: PodRecord, **changes: Any) -> JobRecord:
+def _set_status(record: JobRecord, pod: PodRecord, **changes: object) -> JobRecord:
+    # msgspec checks ``changes`` against PodStatus's fields when it replaces them (TypeError otherwise).
     status: PodStatus = msgspec.structs.replace(pod.status, **changes)
     return msgspec.structs.replace(record, pods={**record.pods, pod.name: msgspec.structs.replace(pod, status=status)})
 

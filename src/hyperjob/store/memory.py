@@ -8,8 +8,9 @@ Markers never expire. ``fail(op, times)`` injects ``StoreUnavailableError``s to 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from .errors import StoreUnavailableError, VersionConflictError
 from .model import (
@@ -31,8 +32,16 @@ __all__ = ["InMemoryStore"]
 _TOLERANCE = 1e-9
 
 
+class Snapshot(TypedDict):
+    """``InMemoryStore.snapshot()``: documents as kind -> name -> (version, data); bound pods per cluster."""
+
+    docs: dict[str, dict[str, tuple[int, bytes]]]
+    bindings: dict[str, builtins.list[str]]
+
+
 class InMemoryStore:
-    """Dicts behind the ``Store`` protocol. ``close()`` is a no-op."""
+    """Dicts behind the ``Store`` protocol. ``close()`` is a no-op. (Signatures say ``builtins.list``:
+    the ``list`` method shadows the built-in in the class's scope.)"""
 
     def __init__(self) -> None:
         self._faults: dict[str, int] = {}
@@ -67,7 +76,7 @@ class InMemoryStore:
         self.wipe()
         return n
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """Every document (kind -> name -> (version, data)) and binding, as plain values: a test
         compares two snapshots to see that something changed nothing."""
         return {
@@ -93,7 +102,7 @@ class InMemoryStore:
         self._fault("list")
         return dict(sorted(self._docs.get(kind, {}).items()))
 
-    async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
+    async def put_if_version(self, kind: str, name: str, doc: object, expected_version: int | None) -> int:
         return (await self._plain(Write.put(kind, name, doc, expected_version))).versions[0]
 
     async def delete(self, kind: str, name: str, expected_version: int | None = None) -> None:
@@ -208,7 +217,7 @@ class InMemoryStore:
         docs[w.name] = Doc(kind=w.kind, name=w.name, version=version, data=w.data)
         return version
 
-    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
+    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, builtins.list[Output]]:
         self._fault("seen")
         return {
             e: list(self._recorded.get(self._markers[(consumer, e)], []))
@@ -216,7 +225,7 @@ class InMemoryStore:
             if (consumer, e) in self._markers
         }
 
-    async def outbox(self, instance: str) -> list[tuple[str, list[Output]]]:
+    async def outbox(self, instance: str) -> builtins.list[tuple[str, builtins.list[Output]]]:
         self._fault("outbox")
         keys = list(dict.fromkeys(self._outboxes.get(instance, [])))
         return [(k, list(self._recorded[k])) for k in keys if k in self._recorded]
@@ -281,7 +290,7 @@ class InMemoryStore:
         self._fault("allocations")
         return dict(sorted(self._binds.get(cluster, {}).items()))
 
-    async def binding_docs(self, cluster: str) -> list[Doc]:
+    async def binding_docs(self, cluster: str) -> builtins.list[Doc]:
         return [
             Doc(kind=binding_kind(cluster), name=p, version=1, data=entry_of(b).encode())
             for p, b in sorted(self._binds.get(cluster, {}).items())

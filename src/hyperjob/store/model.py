@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -29,7 +29,7 @@ DEFAULT_PODS = 110.0
 BINDING_KIND_PREFIX = "binding@"
 
 
-def encode_doc(doc: Any) -> bytes:
+def encode_doc(doc: object) -> bytes:
     """Bytes as they are (already JSON); anything else (a msgspec Struct, a dict) as msgspec JSON."""
     if isinstance(doc, bytes):
         return doc
@@ -60,7 +60,7 @@ class Write(msgspec.Struct, frozen=True, kw_only=True):
     expected_version: int | None = None
 
     @classmethod
-    def put(cls, kind: str, name: str, doc: Any, expected_version: int | None = None) -> Write:
+    def put(cls, kind: str, name: str, doc: object, expected_version: int | None = None) -> Write:
         return cls(kind=kind, name=name, data=encode_doc(doc), expected_version=expected_version)
 
     @classmethod
@@ -218,7 +218,8 @@ def parse_entry(cluster: str, pod: str, entry: str) -> Binding:
     """The binding a stored entry describes."""
     node, *lines = entry.split("\n")
     request: dict[str, float] = {}
-    uid, devices = "", ()
+    uid = ""
+    devices: tuple[int, ...] = ()
     for line in lines:
         if line.startswith("@"):
             uid = line[1:]

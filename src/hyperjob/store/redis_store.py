@@ -18,13 +18,14 @@ Lua script ``COMMIT``. redis-py's exceptions are translated here, once, into ``S
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.typing import EncodableT, FieldT
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
 from .lua import COMMIT, RESTORE_BINDINGS
@@ -106,7 +107,7 @@ def commit_request(commit: Commit) -> bytes:
     )
 
 
-def _bind_args(b: Binding) -> list[Any]:
+def _bind_args(b: Binding) -> list[str | list[str]]:
     """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
     return [
         b.cluster,
@@ -117,7 +118,8 @@ def _bind_args(b: Binding) -> list[Any]:
     ]
 
 
-def commit_result(reply: Any, commit: Commit) -> CommitResult:
+def commit_result(reply: Sequence[int | bytes], commit: Commit) -> CommitResult:
+    """What ``COMMIT`` replied (a code, then integers and strings by position; see ``lua.COMMIT``)."""
     code = int(reply[0])
     if code == 0:
         n = len(commit.writes)
@@ -146,13 +148,20 @@ def commit_result(reply: Any, commit: Commit) -> CommitResult:
     return CommitResult(refusal="unknown-node", node=_text(reply[1]))
 
 
-def _text(value: Any) -> str:
+# The client never decodes replies (no ``decode_responses``): every string redis-py types as
+# ``bytes | str`` arrives as bytes. ``_text`` decodes one, ``_bytes`` says so to the type checker.
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
 
 
 class RedisStore:
     """The Redis adapter (``redis.asyncio`` + hiredis). Cheap to build; connects lazily; ``close()``
-    at exit. Everything lives under ``prefix``, so tests and deployments can share a server."""
+    at exit. Everything lives under ``prefix``, so tests and deployments can share a server.
+    (Signatures say ``builtins.list``: the ``list`` method shadows the built-in in the class's scope.)"""
 
     def __init__(self, url: str, prefix: str = "hj", *, marker_ttl: int = MARKER_TTL) -> None:
         self._r = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
@@ -162,9 +171,9 @@ class RedisStore:
         self._restore_bindings = self._r.register_script(RESTORE_BINDINGS)
 
     @classmethod
-    async def connect(cls, url: str, prefix: str = "hj", **kw: Any) -> RedisStore:
+    async def connect(cls, url: str, prefix: str = "hj", *, marker_ttl: int = MARKER_TTL) -> RedisStore:
         """Build and ping; raises ``StoreUnavailableError`` when Redis does not answer."""
-        store = cls(url, prefix, **kw)
+        store = cls(url, prefix, marker_ttl=marker_ttl)
         await store.ping()
         return store
 
@@ -218,7 +227,7 @@ class RedisStore:
             for n, d, v in zip(names, datas, versions, strict=True)
         }
 
-    async def put_if_version(self, kind: str, name: str, doc: Any, expected_version: int | None) -> int:
+    async def put_if_version(self, kind: str, name: str, doc: object, expected_version: int | None) -> int:
         """Write ``doc`` if the stored version is ``expected_version`` (0 = absent, None = any);
         returns the new version. Raises ``VersionConflictError``."""
         return (await self._plain(Write.put(kind, name, doc, expected_version))).versions[0]
@@ -258,25 +267,25 @@ class RedisStore:
             )
         return commit_result(reply, commit)
 
-    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, list[Output]]:
+    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, builtins.list[Output]]:
         """The events of ``event_ids`` already committed under ``consumer``, with the outputs
         their commit recorded (to publish again), in two round trips."""
         if not event_ids:
             return {}
         with _translate():
             pointers = await self._r.mget([f"{self._p}:m:{consumer}:{e}" for e in event_ids])
-            found = {e: p.decode() for e, p in zip(event_ids, pointers, strict=True) if p is not None}
+            found = {e: _text(p) for e, p in zip(event_ids, pointers, strict=True) if p is not None}
             keys = sorted({p for p in found.values() if p})
             blobs = dict(zip(keys, await self._r.mget([f"{self._p}:{k}" for k in keys]), strict=True)) if keys else {}
-        return {e: decode_outputs(blobs[p]) if blobs.get(p) else [] for e, p in found.items()}
+        return {e: decode_outputs(_bytes(blob)) if (blob := blobs.get(p)) else [] for e, p in found.items()}
 
-    async def outbox(self, instance: str) -> list[tuple[str, list[Output]]]:
+    async def outbox(self, instance: str) -> builtins.list[tuple[str, builtins.list[Output]]]:
         """Outputs ``instance`` committed that no later commit confirmed as published."""
         with _translate():
-            keys = [k.decode() for k in await self._r.lrange(f"{self._p}:outbox:{instance}", 0, -1)]
+            keys = [_text(k) for k in await self._r.lrange(f"{self._p}:outbox:{instance}", 0, -1)]
             keys = list(dict.fromkeys(keys))
             blobs = await self._r.mget([f"{self._p}:{k}" for k in keys]) if keys else []
-        return [(k, decode_outputs(b)) for k, b in zip(keys, blobs, strict=True) if b]
+        return [(k, decode_outputs(_bytes(b))) for k, b in zip(keys, blobs, strict=True) if b]
 
     # -- sentinels and restore ------------------------------------------------------------------
 
@@ -344,7 +353,7 @@ class RedisStore:
             async with self._r.pipeline(transaction=True) as pipe:
                 for node, allocatable in nodes.items():
                     alloc_key, _ = self._node_keys(cluster, node)
-                    values = {r: fmt_amount(a) for r, a in allocatable.items()}
+                    values: dict[FieldT, EncodableT] = {r: fmt_amount(a) for r, a in allocatable.items()}
                     values.setdefault("pods", fmt_amount(DEFAULT_PODS))
                     pipe.delete(alloc_key)
                     pipe.hset(alloc_key, mapping=values)
@@ -363,7 +372,7 @@ class RedisStore:
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
         """Every registered node of ``cluster`` with its usage, sorted by name (two round trips)."""
         with _translate():
-            names = sorted(m.decode() for m in await self._r.smembers(f"{self._p}:nodes:{cluster}"))
+            names = sorted(_text(m) for m in await self._r.smembers(f"{self._p}:nodes:{cluster}"))
             if not names:
                 return {}
             async with self._r.pipeline(transaction=True) as pipe:
@@ -384,11 +393,13 @@ class RedisStore:
             raw = await self._r.hgetall(self._bind_key(cluster))
         out = {}
         for pod, entry in sorted(raw.items()):
-            out[pod.decode()] = parse_entry(cluster, pod.decode(), entry.decode())
+            out[_text(pod)] = parse_entry(cluster, _text(pod), _text(entry))
         return out
 
-    async def binding_docs(self, cluster: str) -> list[Doc]:
+    async def binding_docs(self, cluster: str) -> builtins.list[Doc]:
         """The cluster's bindings as changelog documents (kind ``binding@<cluster>``)."""
         with _translate():
             raw = await self._r.hgetall(self._bind_key(cluster))
-        return [Doc(kind=binding_kind(cluster), name=p.decode(), version=1, data=e) for p, e in sorted(raw.items())]
+        return [
+            Doc(kind=binding_kind(cluster), name=_text(p), version=1, data=_bytes(e)) for p, e in sorted(raw.items())
+        ]

@@ -25,7 +25,7 @@ import secrets
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import msgspec
 
@@ -75,6 +75,20 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def durables(self) -> tuple[str, ...]:
         return access.durables_of(self.role, cluster=self.cluster, instance=self.name)
+
+
+class NatsUser(TypedDict):
+    """One user of nats-server's ``authorization`` block."""
+
+    user: str
+    password: str
+    permissions: dict[str, dict[str, list[str]]]
+
+
+class NatsAuthorization(TypedDict):
+    """nats-server's ``authorization`` block, as ``Auth.nats_authorization`` writes it."""
+
+    users: list[NatsUser]
 
 
 def system_identities(clusters: Iterable[str]) -> list[Identity]:
@@ -149,11 +163,11 @@ class Auth(msgspec.Struct, kw_only=True):
 
     # -- what the servers read --------------------------------------------------------------------
 
-    def nats_authorization(self) -> dict[str, Any]:
+    def nats_authorization(self) -> NatsAuthorization:
         """nats-server's ``authorization`` block: one user per identity with its permissions."""
         durables = [d for i in self.identities for d in i.durables]
         users = [
-            {"user": i.name, "password": self.passwords[i.name], "permissions": i.nats_permissions(durables)}
+            NatsUser(user=i.name, password=self.passwords[i.name], permissions=i.nats_permissions(durables))
             for i in self.identities
         ]
         return {"users": users}

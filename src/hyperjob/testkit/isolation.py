@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
 
 import nats
 import redis.asyncio as aioredis
 
+from hyperjob.bus import StreamSpec
 from hyperjob.bus.natsbus import NatsBus
+from hyperjob.events.subjects import StreamDecl
 from hyperjob.store.redis_store import RedisStore
 
 __all__ = ["delete_keys", "delete_streams", "new_namespace", "open_nats_bus", "open_redis_store"]
@@ -51,7 +52,7 @@ async def delete_keys(url: str, prefix: str) -> None:
 
 @contextlib.asynccontextmanager
 async def open_nats_bus(
-    url: str, namespace: str, streams: Iterable[Any] = (), *, cleanup: bool = True
+    url: str, namespace: str, streams: Iterable[StreamSpec | StreamDecl] = (), *, cleanup: bool = True
 ) -> AsyncIterator[NatsBus]:
     """A ``NatsBus`` in ``namespace`` with ``streams`` declared; its streams are deleted on exit."""
     bus = await NatsBus.connect(url, streams, namespace=namespace, name=f"test-{namespace}")
