@@ -7,12 +7,14 @@ combination rules are Volcano's (``framework/session_plugins.go``), documented p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
 
 from .errors import ConfError
+from .status import NodeRejection, Status
 
 if TYPE_CHECKING:
     from .conf import PluginConf
@@ -181,9 +183,15 @@ class JobStarving(Protocol):
 
 @runtime_checkable
 class JobValid(Protocol):
-    """None when valid, else the reason; runs whatever the conf's switches say."""
+    """May the job be scheduled at all this cycle. Asked by every action before it works on a
+    job, whatever the conf's switches say.
 
-    def job_valid(self, job: JobState) -> str | None: ...
+    ``SUCCESS``: valid. Any other code (``UNRESOLVABLE`` for a job that cannot run as declared,
+    such as a gang with fewer valid pods than ``minAvailable``) skips the job for the cycle; the
+    first rejecting plugin's reasons are what its users read.
+    """
+
+    def job_valid(self, job: JobState) -> Status: ...
 
 
 @runtime_checkable
@@ -197,21 +205,32 @@ class JobEnqueueable(Protocol):
 
 @runtime_checkable
 class Predicate(Protocol):
-    """Static node filter for a task: a boolean mask over the session's node rows.
+    """Static node filter for a task (kube-scheduler's Filter, vectorised over the node table).
 
-    Must depend only on the task's selector fields and on node attributes (labels, taints,
-    unschedulable), never on node usage: the session caches it per distinct selector.
+    Returns the node rows this plugin rules out, one ``NodeRejection`` per reason (its ``rows``
+    a boolean mask over the session's node rows, its ``code`` ``UNRESOLVABLE``: no eviction
+    makes a node match); an empty sequence passes every node. A node passes when no rejection
+    of any enabled predicate covers it. The reasons feed the "0/N nodes are available" message
+    of a pod no node takes, where a node is counted under the first rejection (in conf order,
+    then in the order returned) that covers it.
+
+    Must depend only on the task's selector fields (and its queue, for a ``per_queue``
+    plugin) and on node attributes (labels, taints, unschedulable), never on node usage: the
+    session caches the answer per distinct selector.
     """
 
-    def node_mask(self, task: TaskState) -> np.ndarray | None: ...
+    def filter_nodes(self, task: TaskState) -> Sequence[NodeRejection]: ...
 
 
 @runtime_checkable
 class DynamicFit(Protocol):
     """Usage-dependent node filter for a task, on top of the resource fit: which of ``rows`` can
-    take ``task`` now (None: no opinion on this task). Must depend only on the task's placement
-    fields and on state that changes only when a node row changes (the placement refreshes a
-    row's fit when the node is marked dirty)."""
+    take ``task`` now (True: fits; None: no opinion on this task). Must depend only on the
+    task's placement fields and on state that changes only when a node row changes (the
+    placement refreshes a row's fit when the node is marked dirty). ``misfit_reason`` is how a
+    user reads a False (``UNSCHEDULABLE``: the node may fit once pods leave it)."""
+
+    misfit_reason: str
 
     def fits_rows(self, task: TaskState, rows: np.ndarray) -> np.ndarray | None: ...
 

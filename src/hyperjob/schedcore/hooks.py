@@ -31,6 +31,7 @@ from .framework import (
     VictimQueueOrder,
 )
 from .state import JobState, QueueState, TaskState
+from .status import SUCCESS, Status
 
 
 @dataclass
@@ -173,12 +174,13 @@ class Dispatch:
     def job_ready(self, job: JobState) -> bool:
         return all(p.job_ready(job) for _, p in self.hooks.job_ready)
 
-    def job_valid(self, job: JobState) -> str | None:
+    def job_valid(self, job: JobState) -> Status:
+        """The first rejecting plugin's status, else ``SUCCESS``."""
         for _, p in self.hooks.job_valid:
-            reason = p.job_valid(job)
-            if reason is not None:
-                return str(reason)
-        return None
+            status = p.job_valid(job)
+            if status.rejects:
+                return status
+        return SUCCESS
 
     def job_starving(self, job: JobState) -> bool:
         """Within the first tier that registers a starving function, all must say true."""

@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .status import Code, NodeRejection, Status, fit_error
+
 if TYPE_CHECKING:
     from .session import Session
     from .state import TaskState
 
 NEG = -np.inf
+_USAGE = Code.UNSCHEDULABLE  # a node short of room now may have it once pods leave
 
 
 class _Class:
@@ -50,7 +53,7 @@ class Placement:
         self.ssn = ssn
         self.nodes = ssn.nodes
         self.all_rows = np.arange(self.nodes.size)
-        self._masks: dict[tuple[bytes, str], np.ndarray] = {}
+        self._masks: dict[tuple[bytes, str], tuple[np.ndarray, list[NodeRejection]]] = {}
         self._per_queue: bool | None = None
         self._classes: dict[tuple[object, ...], _Class] = {}
         self._scalar_ok: bool | None = None
@@ -88,17 +91,61 @@ class Placement:
         return t.job.queue if self._queue_scoped() and t.job is not None else ""
 
     def static_mask(self, t: TaskState) -> np.ndarray:
-        """AND of the enabled predicate plugins' masks for the task's selector (cached)."""
+        """Nodes no enabled predicate rules out for the task's selector (cached)."""
+        return self._static(t)[0]
+
+    def _static(self, t: TaskState) -> tuple[np.ndarray, list[NodeRejection]]:
+        """The static mask and the predicates' rejections, in conf order (cached per selector)."""
         key = (t.sel_key, self._scope(t))
-        mask = self._masks.get(key)
-        if mask is None:
+        cached = self._masks.get(key)
+        if cached is None:
             mask = np.ones(self.nodes.size, dtype=bool)
+            rejections: list[NodeRejection] = []
             for _, p in self.ssn.hooks.predicate:
-                m = p.node_mask(t)
-                if m is not None:
-                    mask &= m
-            self._masks[key] = mask
-        return mask
+                for rejection in p.filter_nodes(t):
+                    mask &= ~rejection.rows
+                    rejections.append(rejection)
+            cached = self._masks[key] = (mask, rejections)
+        return cached
+
+    def diagnose(self, t: TaskState, restrict: np.ndarray | None = None, outside: str = "") -> Status:
+        """Why no node takes ``t`` (kube-scheduler's FitError): each node under the first step
+        that rules it out: NotReady, the predicates, ``restrict`` (reason ``outside``), then
+        usage (every short resource, GPU devices, the dynamic fits). Only on the failure path."""
+        left = np.ones(self.nodes.size, dtype=bool)
+        found: list[tuple[str, int, Code]] = [("node(s) were NotReady", self.nodes.not_ready, Code.UNRESOLVABLE)]
+        steps = list(self._static(t)[1])
+        if restrict is not None:
+            steps.append(NodeRejection(outside, ~restrict))
+        for rejection in steps:
+            found.append((rejection.reason, int((rejection.rows & left).sum()), rejection.code))
+            left &= ~rejection.rows
+        for rejection in self._usage_misfits(t, np.flatnonzero(left)):
+            found.append((rejection.reason, int(rejection.rows.sum()), rejection.code))
+        return fit_error(self.nodes.size + self.nodes.not_ready, found)
+
+    def _usage_misfits(self, t: TaskState, rows: np.ndarray) -> list[NodeRejection]:
+        """Among ``rows``, those short of a resource (each short resource counts), then of GPU
+        devices, then failing a dynamic fit, judged on FutureIdle as placement does."""
+        space, out = self.ssn.space, []
+        fits = np.ones(len(rows), dtype=bool)
+        for d in np.flatnonzero(t.req > 0).tolist():
+            short = self.nodes.fidle[rows, d] < t.req[d] - space.eps[d]
+            name = space.names[d]
+            out.append(NodeRejection("Too many pods" if d == space.pods else f"Insufficient {name}", short, _USAGE))
+            fits &= ~short
+        if t.vgpu[0]:
+            devices = (self.nodes.device_free[rows] >= t.vgpu[1] - 1e-9).sum(axis=1) >= t.vgpu[0]
+            out.append(NodeRejection("node(s) had too few free GPU devices", fits & ~devices, _USAGE))
+            fits &= devices
+        for _, p in self.ssn.hooks.dynamic_fit:
+            ok = p.fits_rows(t, rows[fits]) if fits.any() else None
+            if ok is not None:
+                misfit = np.zeros(len(rows), dtype=bool)
+                misfit[np.flatnonzero(fits)[~ok]] = True
+                out.append(NodeRejection(p.misfit_reason, misfit, _USAGE))
+                fits &= ~misfit
+        return out
 
     def scores(self, t: TaskState, rows: np.ndarray, per_task: bool = False) -> np.ndarray:
         """Sum of the shape scorers on ``rows`` (and of the per-task ones too, when asked)."""

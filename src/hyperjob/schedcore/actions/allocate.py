@@ -13,6 +13,7 @@ import numpy as np
 
 from ..state import READY, JobState, QueueState, TaskState
 from ..statement import Statement
+from ..status import unschedulable
 from .topology import allocate_in_topology, wants_topology
 from .util import PriorityQueue
 
@@ -31,9 +32,9 @@ def candidate_jobs(ssn: Session, promote_pending: bool) -> dict[str, PriorityQue
         q = ssn.queue_of(job)
         if q is None or not any(t.status == "Pending" and not t.best_effort and not t.info.gated for t in job.tasks):
             continue
-        reason = ssn.job_valid(job)
-        if reason is not None:
-            job.fit_errors["job"] = reason
+        validity = ssn.job_valid(job)
+        if validity.rejects:
+            job.fit_errors["job"] = validity
             continue
         per_queue.setdefault(q.name, PriorityQueue(ssn.job_before, key=ssn.job_key())).push(job)
     return per_queue
@@ -57,7 +58,7 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         if not queue.is_open:
-            job.fit_errors["queue"] = f"queue {queue.name} is {queue.info.state}"
+            job.fit_errors["queue"] = unschedulable(f"queue {queue.name} is {queue.info.state}")
             queues.push(queue)
             continue
         tasks = pending.get(job.name)
@@ -95,13 +96,13 @@ def allocate_tasks(
     while not tasks.empty():
         t = tasks.pop()
         if not ssn.allocatable(queue, t):
-            job.fit_errors.setdefault("queue", f"queue {queue.name} quota does not admit {t.name}")
+            job.fit_errors.setdefault("queue", unschedulable(f"queue {queue.name} quota does not admit {t.name}"))
             continue
         if t.role and t.role in job.failed_roles:
             continue
         choice = placement.best(t, restrict, key)
         if choice is None:
-            job.fit_errors[t.role or t.name] = "no node fits the pod (resources, selectors, taints)"
+            job.fit_errors[t.role or t.name] = placement.diagnose(t, restrict, "node(s) outside the HyperNode tried")
             if t.role:
                 job.failed_roles.add(t.role)
             if need_continue(job):

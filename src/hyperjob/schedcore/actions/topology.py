@@ -17,6 +17,7 @@ import numpy as np
 from ..cyclestate import StateKey
 from ..nodes import TIER_LABEL
 from ..state import JobState, QueueState, TaskState
+from ..status import unschedulable
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def allocate_in_topology(
                 return
             stmt.rollback_to(mark)
     if hard:
-        job.fit_errors["topology"] = f"no HyperNode of tier <= {highest} holds the gang"
+        job.fit_errors["topology"] = unschedulable(f"no HyperNode of tier <= {highest} holds the gang")
         return
     job.failed_roles.clear()
     allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, todo), None)
