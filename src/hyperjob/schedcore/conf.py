@@ -89,7 +89,11 @@ tiers:
   - name: predicates
   - name: proportion
   - name: nodeorder
+  - name: network-topology-aware
 """
+"""Volcano's default conf, plus ``network-topology-aware``: gangs land within one HyperNode of the
+``topology.hyperjob.io/tierN`` labels (nodes without them see no difference). A conf that leaves
+it out places gangs node by node, and a job whose networkTopology is ``hard`` then waits."""
 
 
 def parse_conf(text: str) -> SchedulerConf:

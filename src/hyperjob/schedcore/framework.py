@@ -7,12 +7,14 @@ combination rules are Volcano's (``framework/session_plugins.go``), documented p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
 
+from .cyclestate import CycleState
 from .errors import ConfError
 from .status import NodeRejection, Status
 
@@ -35,7 +37,8 @@ class SessionView(Protocol):
     Read: ``nodes`` (the node table; its rows are the node order every mask and score uses),
     ``space`` (resource names and vectors), ``jobs`` and ``queues`` (their per-cycle states),
     ``total`` (the cluster's allocatable), ``share_dims`` (the resources shares are taken over),
-    ``plugin_conf`` (each plugin's conf line), ``static_mask`` (the enabled predicates' mask for
+    ``plugin_conf`` (each plugin's conf line), ``cycle_state`` (per-cycle data under keys
+    their modules own), ``static_mask`` (the enabled predicates' mask for
     a pod). Written by the plugins that own them: ``deserved`` (queue -> deserved vector, by
     the queue-sharing plugin) and ``unschedulable`` (job -> the reason users read, by gang).
     Plugins change placements only through the hooks, never through this view.
@@ -48,6 +51,7 @@ class SessionView(Protocol):
     total: np.ndarray
     share_dims: np.ndarray
     plugin_conf: dict[str, PluginConf]
+    cycle_state: CycleState
     deserved: dict[str, np.ndarray]
     unschedulable: dict[str, str]
 
@@ -235,6 +239,46 @@ class DynamicFit(Protocol):
     def fits_rows(self, task: TaskState, rows: np.ndarray) -> np.ndarray | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A set of nodes a gang is tried within as a whole (a HyperNode): ``rows`` is a boolean
+    mask over the node table, ``key`` names it for the placement caches (unique per mask) and
+    ``name`` for users ("HyperNode s1 (tier 1)")."""
+
+    name: str
+    rows: np.ndarray
+    key: object
+
+
+@dataclass(frozen=True, slots=True)
+class DomainPlan:
+    """Where allocate tries a job's gang: each of ``domains`` in turn (produced lazily, so a
+    domain is judged on the nodes as the failed tries before it left them), then, with
+    ``fallback``, every node; without it the job waits with ``unplaced`` as its reason."""
+
+    domains: Iterable[Domain]
+    fallback: bool
+    unplaced: Status
+
+
+@runtime_checkable
+class GangDomains(Protocol):
+    """Network-topology placement (Volcano's HyperNodes): the node sets a job's gang must, or
+    should, land within as a whole.
+
+    ``wants_domains``: True when this plugin places the job (allocate then drains the job's
+    pending tasks in task order and asks ``job_domains`` for them); False leaves the job to
+    plain node-by-node allocation. The first plugin that wants the job decides. Each domain
+    is one statement: kept when the job becomes ready or pipelined within it, rolled back
+    otherwise. A job with a ``hard`` network-topology request that no plugin wants waits
+    (``UNRESOLVABLE``), never lands outside the topology it asked for.
+    """
+
+    def wants_domains(self, job: JobState) -> bool: ...
+
+    def job_domains(self, job: JobState, todo: Sequence[TaskState]) -> DomainPlan: ...
+
+
 @runtime_checkable
 class NodeScore(Protocol):
     """Scores of ``task`` on node ``rows`` (higher is better); depends only on those rows' state."""
@@ -282,6 +326,7 @@ HOOKS: dict[str, tuple[type, str | None]] = {
     "job_enqueueable": (JobEnqueueable, "enableJobEnqueued"),
     "predicate": (Predicate, "enablePredicate"),
     "dynamic_fit": (DynamicFit, "enablePredicate"),
+    "gang_domains": (GangDomains, "enabledHyperNodeOrder"),
     "node_score": (NodeScore, "enableNodeOrder"),
     "device_choice": (DeviceChoice, "enableNodeOrder"),
     "event": (EventHandler, None),

@@ -13,6 +13,7 @@ from .framework import (
     DeviceChoice,
     DynamicFit,
     EventHandler,
+    GangDomains,
     JobEnqueueable,
     JobOrder,
     JobPipelined,
@@ -55,6 +56,7 @@ class HookRegistry:
     job_enqueueable: list[tuple[int, JobEnqueueable]] = field(default_factory=list)
     predicate: list[tuple[int, Predicate]] = field(default_factory=list)
     dynamic_fit: list[tuple[int, DynamicFit]] = field(default_factory=list)
+    gang_domains: list[tuple[int, GangDomains]] = field(default_factory=list)
     node_score: list[tuple[int, NodeScore]] = field(default_factory=list)
     device_choice: list[tuple[int, DeviceChoice]] = field(default_factory=list)
     event: list[tuple[int, EventHandler]] = field(default_factory=list)
@@ -220,6 +222,13 @@ class Dispatch:
     def job_enqueued(self, job: JobState) -> None:
         for _, p in self.hooks.job_enqueueable:
             p.job_enqueued(job)
+
+    def domains_for(self, job: JobState) -> GangDomains | None:
+        """The first plugin that places ``job`` by domains (``GangDomains``), if any."""
+        for _, p in self.hooks.gang_domains:
+            if p.wants_domains(job):
+                return p
+        return None
 
     def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]:
         """The first device-choosing plugin's answer; empty lets the node table pick best-fit."""

@@ -26,6 +26,7 @@ from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
 from .plugins.priority import PriorityPlugin
 from .plugins.proportion import ProportionPlugin
+from .plugins.topology import NetworkTopologyPlugin
 
 # Plugin[Any]: each plugin class is parameterised by its own Args struct.
 _BUILTIN: tuple[type[Plugin[Any]], ...] = (
@@ -48,6 +49,7 @@ _BUILTIN: tuple[type[Plugin[Any]], ...] = (
     GpuPackingPlugin,
     GpuBestFitPlugin,
     GpuFragPlugin,
+    NetworkTopologyPlugin,
 )
 
 

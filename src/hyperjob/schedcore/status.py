@@ -8,7 +8,7 @@ The reasons of the statuses a job collects in a cycle become its entry in
 ``NodeRejection`` is the vectorised form a node filter returns: one reason and the mask of the
 node rows it rules out. ``fit_error`` aggregates them over the nodes the way kube-scheduler's
 ``FitError`` does: ``0/8 nodes are available: 5 Insufficient nvidia.com/gpu, 3 node(s) were
-NotReady.``
+NotReady`` (without kube's final period: gang joins several reasons with "; ").
 """
 
 from __future__ import annotations
@@ -102,5 +102,5 @@ def fit_error(total: int, rejected: Iterable[tuple[str, int, Code]], plugin: str
             counts[reason] += n
             resolvable |= code is not Code.UNRESOLVABLE
     detail = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
-    text = f"0/{total} nodes are available" + (f": {detail}." if detail else ".")
+    text = f"0/{total} nodes are available" + (f": {detail}" if detail else "")
     return Status(Code.UNSCHEDULABLE if resolvable or not counts else Code.UNRESOLVABLE, (text,), plugin)

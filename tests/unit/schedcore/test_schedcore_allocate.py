@@ -122,22 +122,22 @@ def _gpu(name, gpus=8):
 @pytest.mark.parametrize(
     ("nodes", "task_kw", "expected"),
     [
-        ([small("a"), small("b")], {"cpu": 5}, "0/2 nodes are available: 2 Insufficient cpu."),
+        ([small("a"), small("b")], {"cpu": 5}, "0/2 nodes are available: 2 Insufficient cpu"),
         (
             [small("a", cpu=1), _gpu("b", 1), _gpu("c").not_ready(), _gpu("d", 2).cpu(1)],
             {"cpu": 2, "nvidia.com/gpu": 2},
-            "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient nvidia.com/gpu, 1 node(s) were NotReady.",
+            "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient nvidia.com/gpu, 1 node(s) were NotReady",
         ),
         (
             [small("a").taint("dedicated", "gpu"), small("b").cordon(), small("c").label(zone="x"), small("d").pods(0)],
             {"cpu": 1, "node_selector": {"zone": "y"}},
             "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
-            "1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable.",
+            "1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable",
         ),
         (
             [small("a"), small("b").pods(0)],
             {"cpu": 1, "node_name": "b"},
-            "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match the requested node name.",
+            "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match the requested node name",
         ),
     ],
     ids=["insufficient-cpu", "resources-and-not-ready", "static-filters-first-wins", "node-name-then-pods"],

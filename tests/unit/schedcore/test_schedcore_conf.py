@@ -7,11 +7,11 @@ import pytest
 from hyperjob.schedcore import DEFAULT_CONF, ConfError, parse_conf
 
 
-def test_default_conf_is_volcanos():
+def test_default_conf_is_volcanos_with_network_topology():
     assert DEFAULT_CONF.actions == ("enqueue", "allocate", "backfill")
     assert [[p.name for p in tier] for tier in DEFAULT_CONF.tiers] == [
         ["priority", "gang", "conformance"],
-        ["overcommit", "drf", "predicates", "proportion", "nodeorder"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "network-topology-aware"],
     ]
 
 

@@ -35,5 +35,5 @@ def test_fit_error_sums_a_reason_and_leaves_out_reasons_that_rule_out_nothing():
          ("Insufficient cpu", 1, Code.UNSCHEDULABLE), ("node(s) were unschedulable", 2, Code.UNRESOLVABLE)],
         plugin="predicates",
     )  # fmt: skip
-    assert status.message == "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) were unschedulable."
+    assert status.message == "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) were unschedulable"
     assert status.code is Code.UNSCHEDULABLE and status.plugin == "predicates" and status.rejects
