@@ -37,15 +37,8 @@ Driver contract (what a caller of ``cycle`` must do):
   back as ``JobInfo.phase``; create a job's pods once its phase is Inqueue or later.
 """
 
-from .conf import (
-    DEFAULT_CONF,
-    DEFAULT_CONF_TEXT,
-    LIVE_DEFAULT_CONF,
-    LIVE_DEFAULT_CONF_TEXT,
-    PluginConf,
-    SchedulerConf,
-    parse_conf,
-)
+from .conf import DEFAULT_CONF, DEFAULT_CONF_TEXT, LIVE_DEFAULT_CONF, LIVE_DEFAULT_CONF_TEXT, parse_conf
+from .confspec import PluginConf, SchedulerConf
 from .errors import ConfError
 from .model import Bind, Decision, Evict, JobInfo, NodeInfo, QueueInfo, QueueUsage, Snapshot, TaskInfo
 from .registry import build_registry

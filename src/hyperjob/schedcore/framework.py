@@ -19,7 +19,7 @@ from .errors import ConfError
 from .status import NodeRejection, Status
 
 if TYPE_CHECKING:
-    from .conf import PluginConf
+    from .confspec import PluginConf
     from .nodes import NodeTable
     from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
@@ -72,6 +72,10 @@ class Plugin(Generic[ArgsT]):
 
     NAME: ClassVar[str] = ""
     Args: ClassVar[type[msgspec.Struct]] = NoArgs
+    # Placement cache scope of a filter or scorer: by the task's queue too (``per_queue``), or
+    # never cached, added afresh for each pod (``per_task``: a scorer that draws per pod).
+    per_queue: ClassVar[bool] = False
+    per_task: ClassVar[bool] = False
 
     def __init__(self, args: ArgsT) -> None:
         self.args = args
@@ -98,63 +102,92 @@ class Plugin(Generic[ArgsT]):
 
 @runtime_checkable
 class JobOrder(Protocol):
-    """<0 when ``a`` goes first, >0 when ``b`` does, 0 to let the next plugin decide."""
+    """Which of two jobs of one queue allocate, preempt and reclaim serve first.
+
+    <0: ``a`` first; >0: ``b`` first; 0: no preference, the next plugin (conf order) decides,
+    and after the last one the job's (creation, namespace, name). Must be a consistent order:
+    the queues are heaps. Pure: no state changes.
+    """
 
     def job_order(self, a: JobState, b: JobState) -> int: ...
 
 
 @runtime_checkable
 class QueueOrder(Protocol):
-    """<0 when queue ``a`` is served first; 0 defers to the next plugin, then creation, name."""
+    """Which of two queues allocate, enqueue, preempt and reclaim serve next.
+
+    <0: ``a`` first; >0: ``b`` first; 0: the next plugin (conf order) decides, and after the
+    last one the queues' (creation, name). Asked again each time a queue is pushed back, so
+    the order follows shares as they change during the cycle.
+    """
 
     def queue_order(self, a: QueueState, b: QueueState) -> int: ...
 
 
 @runtime_checkable
 class VictimQueueOrder(Protocol):
-    """<0 when victims of queue ``a`` are evicted before those of ``b`` for ``preemptor``'s queue."""
+    """Between victims of two queues, whose go first when ``preemptor`` (a queue) reclaims.
+
+    <0: ``a``'s victims are evicted first; >0: ``b``'s; 0: the next plugin decides, and after
+    the last one the reverse of ``QueueOrder`` (the queue served last loses first).
+    """
 
     def victim_queue_order(self, a: QueueState, b: QueueState, preemptor: QueueState) -> int: ...
 
 
 @runtime_checkable
 class TaskOrder(Protocol):
-    """<0 when task ``a`` is placed first."""
+    """Which of two tasks of one job is placed first (and, reversed, evicted first).
+
+    <0: ``a`` first; >0: ``b`` first; 0: the next plugin decides, and after the last one the
+    tasks' declared order (``order_index``), then their key.
+    """
 
     def task_order(self, a: TaskState, b: TaskState) -> int: ...
 
 
 @runtime_checkable
 class Preemptable(Protocol):
-    """Victims among ``candidates`` (same queue) for ``preemptor``; None abstains."""
+    """Which of ``candidates`` (Running/Bound pods of ``preemptor``'s queue, on one node) this
+    plugin lets ``preemptor`` evict.
+
+    A list (possibly empty) is this plugin's answer; None abstains. Within a tier the answers
+    intersect; the first tier whose intersection is non-empty decides, and once a tier has
+    answered, an empty answer later leaves no victims (Volcano's rule: gang's protection holds).
+    """
 
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
 
 
 @runtime_checkable
 class Reclaimable(Protocol):
-    """Victims among ``candidates`` (other queues) for ``reclaimer``; None abstains."""
+    """Which of ``candidates`` (Running pods of other, reclaimable queues, on one node) this
+    plugin lets ``reclaimer`` evict: a list (possibly empty) answers, None abstains; answers
+    combine as ``Preemptable``'s do."""
 
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
 
 
 @runtime_checkable
 class Preemptive(Protocol):
-    """Reclaimer side of reclaim: may ``queue`` take ``tasks`` from other queues."""
+    """Reclaimer side of reclaim: may ``queue`` take back room for ``tasks`` from other queues
+    (it is below what it deserves). True: yes. False from any plugin: the task reclaims nothing."""
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool: ...
 
 
 @runtime_checkable
 class Overused(Protocol):
-    """True drops the queue from allocate and reclaim for the rest of the cycle."""
+    """Has ``queue`` all it deserves. True from any plugin drops the queue from allocate and
+    reclaim each time it is popped, for the rest of that action; False lets it be served."""
 
     def overused(self, queue: QueueState) -> bool: ...
 
 
 @runtime_checkable
 class Allocatable(Protocol):
-    """May ``task`` be placed given its queue's quota right now."""
+    """May ``task`` be placed given its queue's quota right now. True: yes; False from any
+    plugin: the task is skipped this turn and the job's reason names the queue's quota."""
 
     def allocatable(self, queue: QueueState, task: TaskState) -> bool: ...
 
@@ -200,7 +233,12 @@ class JobValid(Protocol):
 
 @runtime_checkable
 class JobEnqueueable(Protocol):
-    """A vote on admitting a Pending podgroup; ``job_enqueued`` is told once all plugins admit."""
+    """A vote on admitting a Pending podgroup (phase Pending -> Inqueue; its pods get created).
+
+    ``job_enqueueable``: PERMIT, ABSTAIN or REJECT; a REJECT from any plugin keeps the job
+    Pending; a tier with a PERMIT and no REJECT admits it; a job nobody rejects is admitted.
+    ``job_enqueued`` is told of every admitted job (reserve its minResources).
+    """
 
     def job_enqueueable(self, job: JobState) -> int: ...
 
@@ -222,6 +260,8 @@ class Predicate(Protocol):
     plugin) and on node attributes (labels, taints, unschedulable), never on node usage: the
     session caches the answer per distinct selector.
     """
+
+    per_queue: bool
 
     def filter_nodes(self, task: TaskState) -> Sequence[NodeRejection]: ...
 
@@ -281,9 +321,32 @@ class GangDomains(Protocol):
 
 @runtime_checkable
 class NodeScore(Protocol):
-    """Scores of ``task`` on node ``rows`` (higher is better); depends only on those rows' state."""
+    """Scores of ``task`` on node ``rows`` (higher is better; the enabled scorers' sum ranks the
+    nodes, ties broken by node name). Must depend only on the task's shape (plus its queue when
+    ``per_queue``) and on those rows' state: the placement caches a shape's scores and
+    refreshes a row only when it changes. ``per_task`` scorers (a per-pod draw) are never
+    cached: they are added over every node whenever a pod picks one."""
+
+    per_queue: bool
+    per_task: bool
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ScalarScore(Protocol):
+    """Optional beside ``NodeScore``: the same score for one row as a plain float. When every
+    shape scorer has it, refreshing a single changed row skips numpy."""
+
+    def score_one(self, task: TaskState, row: int) -> float: ...
+
+
+@runtime_checkable
+class JobOrderKey(Protocol):
+    """Optional beside ``JobOrder``: a sort key ordering jobs exactly as ``job_order`` does. When
+    every job-order plugin has one, job queues compare tuples instead of calling the chain."""
+
+    def job_order_key(self, job: JobState) -> float | int | bool: ...
 
 
 @runtime_checkable
@@ -301,7 +364,10 @@ class DeviceChoice(Protocol):
 
 @runtime_checkable
 class EventHandler(Protocol):
-    """Told of every allocate/pipeline (``on_allocate``) and evict/undo (``on_deallocate``)."""
+    """Told of every change to a task's placement, so plugins keep their accounting (shares,
+    quota, NUMA room) current: ``on_allocate`` after an allocate, a pipeline or an undone
+    evict; ``on_deallocate`` after an evict or an undone allocate/pipeline. Called inside the
+    change, in conf order; must not change placements itself."""
 
     def on_allocate(self, task: TaskState) -> None: ...
 

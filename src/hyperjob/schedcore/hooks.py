@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conf import PluginConf
+from .confspec import PluginConf
 from .framework import (
     HOOKS,
     Allocatable,
@@ -16,6 +16,7 @@ from .framework import (
     GangDomains,
     JobEnqueueable,
     JobOrder,
+    JobOrderKey,
     JobPipelined,
     JobReady,
     JobStarving,
@@ -62,6 +63,11 @@ class HookRegistry:
     event: list[tuple[int, EventHandler]] = field(default_factory=list)
 
 
+def hook_enabled(pconf: PluginConf, hook: str) -> bool:
+    """Does ``pconf`` leave ``hook`` (a key of ``framework.HOOKS``) on; a hook without a switch always is."""
+    return pconf.enabled(HOOKS[hook][1])
+
+
 # Plugin[Any]: plugins of every Args type share the session.
 LoadedPlugin = tuple[int, Plugin[Any], PluginConf]
 
@@ -73,16 +79,16 @@ class Dispatch:
     loaded: list[tuple[int, Plugin[Any]]]
 
     def _bind_hooks(self, plugins: Sequence[LoadedPlugin]) -> None:
+        """Fill ``self.hooks`` (built empty beforehand, so the placement can hold it) in conf order."""
         self.loaded = [(tier, p) for tier, p, _ in plugins]
-        self.hooks = HookRegistry()
         for tier, plugin, pconf in plugins:
-            for name, (proto, _switch) in HOOKS.items():
-                if isinstance(plugin, proto) and (name == "job_valid" or pconf.hook_enabled(name)):
+            for name, (proto, switch) in HOOKS.items():
+                if isinstance(plugin, proto) and pconf.enabled(switch):
                     getattr(self.hooks, name).append((tier, plugin))
         self._job_order = [p.job_order for _, p in self.hooks.job_order]
-        keys = [getattr(p, "job_order_key", None) for _, p in self.hooks.job_order]
-        self._job_keys: list[Callable[[JobState], Any]] | None = (
-            [k for k in keys if k is not None] if all(k is not None for k in keys) else None
+        keyed = [p for _, p in self.hooks.job_order if isinstance(p, JobOrderKey)]
+        self._job_keys: list[Callable[[JobState], float | int | bool]] | None = (
+            [p.job_order_key for p in keyed] if len(keyed) == len(self.hooks.job_order) else None
         )
 
     # ---- orders: first non-zero comparison wins, then the fallback -------------------------

@@ -53,9 +53,12 @@ _BUILTIN: tuple[type[Plugin[Any]], ...] = (
 )
 
 
-def build_registry() -> dict[str, type[Plugin[Any]]]:
+Registry = dict[str, type[Plugin[Any]]]
+
+
+def build_registry() -> Registry:
     """Plugin name -> factory (the plugin class; ``cls(args)`` makes a per-session instance)."""
-    registry: dict[str, type[Plugin[Any]]] = {}
+    registry: Registry = {}
     for cls in _BUILTIN:
         if cls.NAME in registry:
             raise ValueError(f"duplicate plugin name {cls.NAME!r}")

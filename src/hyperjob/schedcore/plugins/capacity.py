@@ -13,7 +13,7 @@ import numpy as np
 
 from ..framework import PERMIT, REJECT, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
-from .capacity_tree import build_flat, build_tree
+from .capacity_tree import QueueTree, build_flat, build_tree
 from .quota import QueueAttr
 
 ROOT = "root"
@@ -32,14 +32,9 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         super().on_session_open(ssn)
         pconf = ssn.plugin_conf.get(self.NAME)
         self.hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))
-        self.attrs: dict[str, QueueAttr] = {}
-        self.parent: dict[str, str] = {}
-        self.defined: dict[str, np.ndarray] = {}
-        self.broken = False
-        if self.hierarchy:
-            build_tree(self, ssn)
-        else:
-            build_flat(self, ssn)
+        tree = QueueTree()
+        (build_tree if self.hierarchy else build_flat)(tree, ssn)
+        self.attrs, self.parent, self.defined, self.broken = tree.attrs, tree.parent, tree.defined, tree.broken
         for name, attr in self.attrs.items():
             attr.share = self._share(name)
             if name in ssn.queues:

@@ -7,12 +7,10 @@ matchFields), NoSchedule/NoExecute taints against tolerations, and cordoned node
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import numpy as np
 
-from hyperjob.api.pod import NodeSelectorRequirement, Taint, Toleration
+from hyperjob.api.pod import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
 from ..framework import Plugin, SessionView
 from ..state import TaskState
@@ -111,7 +109,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
             mask &= self._terms(required.node_selector_terms)
         return mask
 
-    def _terms(self, terms: list[Any]) -> np.ndarray:
+    def _terms(self, terms: list[NodeSelectorTerm]) -> np.ndarray:
         # Terms are ORed; requirements inside a term are ANDed; an empty term matches nothing.
         out = np.zeros(self.ssn.nodes.size, dtype=bool)
         for term in terms:
