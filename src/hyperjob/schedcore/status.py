@@ -31,8 +31,8 @@ class Code(enum.Enum):
     - ``UNRESOLVABLE`` (kube's ``UnschedulableAndUnresolvable``): evicting pods cannot help:
       the node does not match the pod's selector, affinity or tolerations, is NotReady or
       cordoned, or the job itself is invalid (too few pods for its gang).
-    - ``ERROR``: a plugin met input it cannot judge (an inconsistent snapshot). The job waits
-      and the reason names the plugin; the cycle goes on for everything else.
+    - ``ERROR``: a plugin met input it cannot judge (an inconsistent snapshot). No built-in
+      plugin returns it; one that does turns the job away like any rejection, with its reason.
     - ``SKIP``: the plugin has no opinion on this pod or job; the next one decides.
     """
 
@@ -66,7 +66,6 @@ class Status:
 
 
 SUCCESS = Status(Code.SUCCESS)
-SKIP = Status(Code.SKIP)
 
 
 def unschedulable(reason: str, plugin: str = "") -> Status:
