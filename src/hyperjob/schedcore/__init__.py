@@ -10,7 +10,9 @@ Invariants:
   Ties break by name (nodes) and by (creation, name) (jobs, queues, tasks).
 - Node state is dense numpy (node x resource); filtering and scoring a pod shape over all nodes
   is a few vector operations, and identical pods reuse one cached vector.
-- Expected rejections are values (``Decision.unschedulable``); only a bad conf raises
+- Expected rejections are values: hooks answer with ``status.Status`` (documented codes and
+  reasons), a pod no node takes gets kube-scheduler's "0/N nodes are available: ..." message,
+  and each job's reasons end up in ``Decision.unschedulable``; only a bad conf raises
   (``ConfError``).
 - GPU pods (``nvidia.com/gpu`` whole GPUs, Volcano vGPU ``volcano.sh/vgpu-number``/``-cores``
   shares) take devices; ``Bind.devices`` says which, and a driver passes them back as
@@ -19,7 +21,9 @@ Invariants:
   the placement caches per queue; a usage-dependent filter (``DynamicFit``: ``numa-aware``'s CPUs
   per NUMA node) is re-evaluated with the node's row whenever the node changes.
 
-Confs: ``DEFAULT_CONF`` is Volcano's default (``hyperjob simulate`` without a schedulerConf);
+Confs: ``DEFAULT_CONF`` is Volcano's default plus ``network-topology-aware`` (gangs within one
+HyperNode of the ``topology.hyperjob.io/tierN`` labels; ``hyperjob simulate`` without a
+schedulerConf);
 ``LIVE_DEFAULT_CONF`` adds the fragmentation-aware GPU scorer ``gpufrag`` and is what the live
 cluster-scheduler should run when none is configured. ``tracebench`` replays GPU cluster traces.
 
@@ -37,15 +41,8 @@ Driver contract (what a caller of ``cycle`` must do):
   back as ``JobInfo.phase``; create a job's pods once its phase is Inqueue or later.
 """
 
-from .conf import (
-    DEFAULT_CONF,
-    DEFAULT_CONF_TEXT,
-    LIVE_DEFAULT_CONF,
-    LIVE_DEFAULT_CONF_TEXT,
-    PluginConf,
-    SchedulerConf,
-    parse_conf,
-)
+from .conf import DEFAULT_CONF, DEFAULT_CONF_TEXT, LIVE_DEFAULT_CONF, LIVE_DEFAULT_CONF_TEXT, parse_conf
+from .confspec import PluginConf, SchedulerConf
 from .errors import ConfError
 from .model import Bind, Decision, Evict, JobInfo, NodeInfo, QueueInfo, QueueUsage, Snapshot, TaskInfo
 from .registry import build_registry

@@ -17,7 +17,8 @@ import time
 import msgspec
 import numpy as np
 
-from .conf import DEFAULT_CONF, SchedulerConf
+from .conf import DEFAULT_CONF
+from .confspec import SchedulerConf
 from .model import JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
 from .scheduler import Scheduler
 from .testing import advance

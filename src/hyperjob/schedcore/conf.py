@@ -8,73 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import yaml
 
+from .confspec import ACTIONS, SWITCHES, PluginConf, SchedulerConf
 from .errors import ConfError
-from .framework import HOOKS
-
-ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
-# Every switch of Volcano's PluginOption, with its exact spelling. Those without a hook here
-# (best node, target job, sub-jobs, hypernode gradients...) are accepted and have no effect.
-SWITCHES = frozenset(
-    {
-        "enableJobOrder",
-        "enableHierarchy",
-        "enableJobReady",
-        "enableJobPipelined",
-        "enableTaskOrder",
-        "enablePreemptable",
-        "enableReclaimable",
-        "enablePreemptive",
-        "enableQueueOrder",
-        "enabledClusterOrder",
-        "EnabledClusterOrder",
-        "enablePredicate",
-        "enableBestNode",
-        "enableNodeOrder",
-        "enableTargetJob",
-        "enableReservedNodes",
-        "enableJobEnqueued",
-        "enabledVictim",
-        "enableJobStarving",
-        "enabledOverused",
-        "enabledAllocatable",
-        "enabledHyperNodeOrder",
-        "enabledSubJobReady",
-        "enabledSubJobPipelined",
-        "enabledSubJobOrder",
-        "enabledHyperNodeGradient",
-    }
-)
-
-
-class PluginConf(msgspec.Struct, frozen=True, kw_only=True):
-    """One plugin line of a tier: explicit switches only (absent means enabled) and decoded args."""
-
-    name: str
-    switches: dict[str, bool] = {}
-    arguments: dict[str, Any] = {}  # as the YAML gave them
-    args: msgspec.Struct | None = None  # decoded to the plugin's Args
-
-    def enabled(self, switch: str | None) -> bool:
-        return switch is None or self.switches.get(switch, True)
-
-    def hook_enabled(self, hook: str) -> bool:
-        return self.enabled(HOOKS[hook][1])
-
-
-class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
-    actions: tuple[str, ...]
-    tiers: tuple[tuple[PluginConf, ...], ...]
-
-    def plugin(self, name: str) -> PluginConf | None:
-        for tier in self.tiers:
-            for p in tier:
-                if p.name == name:
-                    return p
-        return None
-
+from .registry import build_registry
 
 DEFAULT_CONF_TEXT = """\
 actions: "enqueue, allocate, backfill"
@@ -89,7 +27,11 @@ tiers:
   - name: predicates
   - name: proportion
   - name: nodeorder
+  - name: network-topology-aware
 """
+"""Volcano's default conf, plus ``network-topology-aware``: gangs land within one HyperNode of the
+``topology.hyperjob.io/tierN`` labels (nodes without them see no difference). A conf that leaves
+it out places gangs node by node, and a job whose networkTopology is ``hard`` then waits."""
 
 
 def parse_conf(text: str) -> SchedulerConf:
@@ -143,8 +85,6 @@ def _tier(i: int, raw: Any) -> tuple[PluginConf, ...]:
 
 
 def _plugin(path: str, raw: Any) -> PluginConf:
-    from .registry import build_registry
-
     if not isinstance(raw, dict) or "name" not in raw:
         raise ConfError(f"{path}: a plugin needs a 'name'")
     name = raw["name"]

@@ -7,15 +7,19 @@ combination rules are Volcano's (``framework/session_plugins.go``), documented p
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
 
+from .cyclestate import CycleState
 from .errors import ConfError
+from .status import NodeRejection, Status
 
 if TYPE_CHECKING:
-    from .conf import PluginConf
+    from .confspec import PluginConf
     from .nodes import NodeTable
     from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
@@ -33,7 +37,8 @@ class SessionView(Protocol):
     Read: ``nodes`` (the node table; its rows are the node order every mask and score uses),
     ``space`` (resource names and vectors), ``jobs`` and ``queues`` (their per-cycle states),
     ``total`` (the cluster's allocatable), ``share_dims`` (the resources shares are taken over),
-    ``plugin_conf`` (each plugin's conf line), ``static_mask`` (the enabled predicates' mask for
+    ``plugin_conf`` (each plugin's conf line), ``cycle_state`` (per-cycle data under keys
+    their modules own), ``static_mask`` (the enabled predicates' mask for
     a pod). Written by the plugins that own them: ``deserved`` (queue -> deserved vector, by
     the queue-sharing plugin) and ``unschedulable`` (job -> the reason users read, by gang).
     Plugins change placements only through the hooks, never through this view.
@@ -46,6 +51,7 @@ class SessionView(Protocol):
     total: np.ndarray
     share_dims: np.ndarray
     plugin_conf: dict[str, PluginConf]
+    cycle_state: CycleState
     deserved: dict[str, np.ndarray]
     unschedulable: dict[str, str]
 
@@ -66,6 +72,10 @@ class Plugin(Generic[ArgsT]):
 
     NAME: ClassVar[str] = ""
     Args: ClassVar[type[msgspec.Struct]] = NoArgs
+    # Placement cache scope of a filter or scorer: by the task's queue too (``per_queue``), or
+    # never cached, added afresh for each pod (``per_task``: a scorer that draws per pod).
+    per_queue: ClassVar[bool] = False
+    per_task: ClassVar[bool] = False
 
     def __init__(self, args: ArgsT) -> None:
         self.args = args
@@ -92,63 +102,92 @@ class Plugin(Generic[ArgsT]):
 
 @runtime_checkable
 class JobOrder(Protocol):
-    """<0 when ``a`` goes first, >0 when ``b`` does, 0 to let the next plugin decide."""
+    """Which of two jobs of one queue allocate, preempt and reclaim serve first.
+
+    <0: ``a`` first; >0: ``b`` first; 0: no preference, the next plugin (conf order) decides,
+    and after the last one the job's (creation, namespace, name). Must be a consistent order:
+    the queues are heaps. Pure: no state changes.
+    """
 
     def job_order(self, a: JobState, b: JobState) -> int: ...
 
 
 @runtime_checkable
 class QueueOrder(Protocol):
-    """<0 when queue ``a`` is served first; 0 defers to the next plugin, then creation, name."""
+    """Which of two queues allocate, enqueue, preempt and reclaim serve next.
+
+    <0: ``a`` first; >0: ``b`` first; 0: the next plugin (conf order) decides, and after the
+    last one the queues' (creation, name). Asked again each time a queue is pushed back, so
+    the order follows shares as they change during the cycle.
+    """
 
     def queue_order(self, a: QueueState, b: QueueState) -> int: ...
 
 
 @runtime_checkable
 class VictimQueueOrder(Protocol):
-    """<0 when victims of queue ``a`` are evicted before those of ``b`` for ``preemptor``'s queue."""
+    """Between victims of two queues, whose go first when ``preemptor`` (a queue) reclaims.
+
+    <0: ``a``'s victims are evicted first; >0: ``b``'s; 0: the next plugin decides, and after
+    the last one the reverse of ``QueueOrder`` (the queue served last loses first).
+    """
 
     def victim_queue_order(self, a: QueueState, b: QueueState, preemptor: QueueState) -> int: ...
 
 
 @runtime_checkable
 class TaskOrder(Protocol):
-    """<0 when task ``a`` is placed first."""
+    """Which of two tasks of one job is placed first (and, reversed, evicted first).
+
+    <0: ``a`` first; >0: ``b`` first; 0: the next plugin decides, and after the last one the
+    tasks' declared order (``order_index``), then their key.
+    """
 
     def task_order(self, a: TaskState, b: TaskState) -> int: ...
 
 
 @runtime_checkable
 class Preemptable(Protocol):
-    """Victims among ``candidates`` (same queue) for ``preemptor``; None abstains."""
+    """Which of ``candidates`` (Running/Bound pods of ``preemptor``'s queue, on one node) this
+    plugin lets ``preemptor`` evict.
+
+    A list (possibly empty) is this plugin's answer; None abstains. Within a tier the answers
+    intersect; the first tier whose intersection is non-empty decides, and once a tier has
+    answered, an empty answer later leaves no victims (Volcano's rule: gang's protection holds).
+    """
 
     def preemptable(self, preemptor: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
 
 
 @runtime_checkable
 class Reclaimable(Protocol):
-    """Victims among ``candidates`` (other queues) for ``reclaimer``; None abstains."""
+    """Which of ``candidates`` (Running pods of other, reclaimable queues, on one node) this
+    plugin lets ``reclaimer`` evict: a list (possibly empty) answers, None abstains; answers
+    combine as ``Preemptable``'s do."""
 
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None: ...
 
 
 @runtime_checkable
 class Preemptive(Protocol):
-    """Reclaimer side of reclaim: may ``queue`` take ``tasks`` from other queues."""
+    """Reclaimer side of reclaim: may ``queue`` take back room for ``tasks`` from other queues
+    (it is below what it deserves). True: yes. False from any plugin: the task reclaims nothing."""
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool: ...
 
 
 @runtime_checkable
 class Overused(Protocol):
-    """True drops the queue from allocate and reclaim for the rest of the cycle."""
+    """Has ``queue`` all it deserves. True from any plugin drops the queue from allocate and
+    reclaim each time it is popped, for the rest of that action; False lets it be served."""
 
     def overused(self, queue: QueueState) -> bool: ...
 
 
 @runtime_checkable
 class Allocatable(Protocol):
-    """May ``task`` be placed given its queue's quota right now."""
+    """May ``task`` be placed given its queue's quota right now. True: yes; False from any
+    plugin: the task is skipped this turn and the job's reason names the queue's quota."""
 
     def allocatable(self, queue: QueueState, task: TaskState) -> bool: ...
 
@@ -181,14 +220,25 @@ class JobStarving(Protocol):
 
 @runtime_checkable
 class JobValid(Protocol):
-    """None when valid, else the reason; runs whatever the conf's switches say."""
+    """May the job be scheduled at all this cycle. Asked by every action before it works on a
+    job, whatever the conf's switches say.
 
-    def job_valid(self, job: JobState) -> str | None: ...
+    ``SUCCESS``: valid. Any other code (``UNRESOLVABLE`` for a job that cannot run as declared,
+    such as a gang with fewer valid pods than ``minAvailable``) skips the job for the cycle; the
+    first rejecting plugin's reasons are what its users read.
+    """
+
+    def job_valid(self, job: JobState) -> Status: ...
 
 
 @runtime_checkable
 class JobEnqueueable(Protocol):
-    """A vote on admitting a Pending podgroup; ``job_enqueued`` is told once all plugins admit."""
+    """A vote on admitting a Pending podgroup (phase Pending -> Inqueue; its pods get created).
+
+    ``job_enqueueable``: PERMIT, ABSTAIN or REJECT; a REJECT from any plugin keeps the job
+    Pending; a tier with a PERMIT and no REJECT admits it; a job nobody rejects is admitted.
+    ``job_enqueued`` is told of every admitted job (reserve its minResources).
+    """
 
     def job_enqueueable(self, job: JobState) -> int: ...
 
@@ -197,30 +247,106 @@ class JobEnqueueable(Protocol):
 
 @runtime_checkable
 class Predicate(Protocol):
-    """Static node filter for a task: a boolean mask over the session's node rows.
+    """Static node filter for a task (kube-scheduler's Filter, vectorised over the node table).
 
-    Must depend only on the task's selector fields and on node attributes (labels, taints,
-    unschedulable), never on node usage: the session caches it per distinct selector.
+    Returns the node rows this plugin rules out, one ``NodeRejection`` per reason (its ``rows``
+    a boolean mask over the session's node rows, its ``code`` ``UNRESOLVABLE``: no eviction
+    makes a node match); an empty sequence passes every node. A node passes when no rejection
+    of any enabled predicate covers it. The reasons feed the "0/N nodes are available" message
+    of a pod no node takes, where a node is counted under the first rejection (in conf order,
+    then in the order returned) that covers it.
+
+    Must depend only on the task's selector fields (and its queue, for a ``per_queue``
+    plugin) and on node attributes (labels, taints, unschedulable), never on node usage: the
+    session caches the answer per distinct selector.
     """
 
-    def node_mask(self, task: TaskState) -> np.ndarray | None: ...
+    per_queue: bool
+
+    def filter_nodes(self, task: TaskState) -> Sequence[NodeRejection]: ...
 
 
 @runtime_checkable
 class DynamicFit(Protocol):
     """Usage-dependent node filter for a task, on top of the resource fit: which of ``rows`` can
-    take ``task`` now (None: no opinion on this task). Must depend only on the task's placement
-    fields and on state that changes only when a node row changes (the placement refreshes a
-    row's fit when the node is marked dirty)."""
+    take ``task`` now (True: fits; None: no opinion on this task). Must depend only on the
+    task's placement fields and on state that changes only when a node row changes (the
+    placement refreshes a row's fit when the node is marked dirty). ``misfit_reason`` is how a
+    user reads a False (``UNSCHEDULABLE``: the node may fit once pods leave it)."""
+
+    misfit_reason: str
 
     def fits_rows(self, task: TaskState, rows: np.ndarray) -> np.ndarray | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A set of nodes a gang is tried within as a whole (a HyperNode): ``rows`` is a boolean
+    mask over the node table, ``key`` names it for the placement caches (unique per mask) and
+    ``name`` for users ("HyperNode s1 (tier 1)")."""
+
+    name: str
+    rows: np.ndarray
+    key: object
+
+
+@dataclass(frozen=True, slots=True)
+class DomainPlan:
+    """Where allocate tries a job's gang: each of ``domains`` in turn (produced lazily, so a
+    domain is judged on the nodes as the failed tries before it left them), then, with
+    ``fallback``, every node; without it the job waits with ``unplaced`` as its reason."""
+
+    domains: Iterable[Domain]
+    fallback: bool
+    unplaced: Status
+
+
+@runtime_checkable
+class GangDomains(Protocol):
+    """Network-topology placement (Volcano's HyperNodes): the node sets a job's gang must, or
+    should, land within as a whole.
+
+    ``wants_domains``: True when this plugin places the job (allocate then drains the job's
+    pending tasks in task order and asks ``job_domains`` for them); False leaves the job to
+    plain node-by-node allocation. The first plugin that wants the job decides. Each domain
+    is one statement: kept when the job becomes ready or pipelined within it, rolled back
+    otherwise. A job with a ``hard`` network-topology request that no plugin wants waits
+    (``UNRESOLVABLE``), never lands outside the topology it asked for.
+    """
+
+    def wants_domains(self, job: JobState) -> bool: ...
+
+    def job_domains(self, job: JobState, todo: Sequence[TaskState]) -> DomainPlan: ...
+
+
 @runtime_checkable
 class NodeScore(Protocol):
-    """Scores of ``task`` on node ``rows`` (higher is better); depends only on those rows' state."""
+    """Scores of ``task`` on node ``rows`` (higher is better; the enabled scorers' sum ranks the
+    nodes, ties broken by node name). Must depend only on the task's shape (plus its queue when
+    ``per_queue``) and on those rows' state: the placement caches a shape's scores and
+    refreshes a row only when it changes. ``per_task`` scorers (a per-pod draw) are never
+    cached: they are added over every node whenever a pod picks one."""
+
+    per_queue: bool
+    per_task: bool
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ScalarScore(Protocol):
+    """Optional beside ``NodeScore``: the same score for one row as a plain float. When every
+    shape scorer has it, refreshing a single changed row skips numpy."""
+
+    def score_one(self, task: TaskState, row: int) -> float: ...
+
+
+@runtime_checkable
+class JobOrderKey(Protocol):
+    """Optional beside ``JobOrder``: a sort key ordering jobs exactly as ``job_order`` does. When
+    every job-order plugin has one, job queues compare tuples instead of calling the chain."""
+
+    def job_order_key(self, job: JobState) -> float | int | bool: ...
 
 
 @runtime_checkable
@@ -238,7 +364,10 @@ class DeviceChoice(Protocol):
 
 @runtime_checkable
 class EventHandler(Protocol):
-    """Told of every allocate/pipeline (``on_allocate``) and evict/undo (``on_deallocate``)."""
+    """Told of every change to a task's placement, so plugins keep their accounting (shares,
+    quota, NUMA room) current: ``on_allocate`` after an allocate, a pipeline or an undone
+    evict; ``on_deallocate`` after an evict or an undone allocate/pipeline. Called inside the
+    change, in conf order; must not change placements itself."""
 
     def on_allocate(self, task: TaskState) -> None: ...
 
@@ -263,6 +392,7 @@ HOOKS: dict[str, tuple[type, str | None]] = {
     "job_enqueueable": (JobEnqueueable, "enableJobEnqueued"),
     "predicate": (Predicate, "enablePredicate"),
     "dynamic_fit": (DynamicFit, "enablePredicate"),
+    "gang_domains": (GangDomains, "enabledHyperNodeOrder"),
     "node_score": (NodeScore, "enableNodeOrder"),
     "device_choice": (DeviceChoice, "enableNodeOrder"),
     "event": (EventHandler, None),

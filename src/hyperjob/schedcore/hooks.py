@@ -6,15 +6,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conf import PluginConf
+from .confspec import PluginConf
 from .framework import (
     HOOKS,
     Allocatable,
     DeviceChoice,
     DynamicFit,
     EventHandler,
+    GangDomains,
     JobEnqueueable,
     JobOrder,
+    JobOrderKey,
     JobPipelined,
     JobReady,
     JobStarving,
@@ -31,6 +33,7 @@ from .framework import (
     VictimQueueOrder,
 )
 from .state import JobState, QueueState, TaskState
+from .status import SUCCESS, Status
 
 
 @dataclass
@@ -54,9 +57,15 @@ class HookRegistry:
     job_enqueueable: list[tuple[int, JobEnqueueable]] = field(default_factory=list)
     predicate: list[tuple[int, Predicate]] = field(default_factory=list)
     dynamic_fit: list[tuple[int, DynamicFit]] = field(default_factory=list)
+    gang_domains: list[tuple[int, GangDomains]] = field(default_factory=list)
     node_score: list[tuple[int, NodeScore]] = field(default_factory=list)
     device_choice: list[tuple[int, DeviceChoice]] = field(default_factory=list)
     event: list[tuple[int, EventHandler]] = field(default_factory=list)
+
+
+def hook_enabled(pconf: PluginConf, hook: str) -> bool:
+    """Does ``pconf`` leave ``hook`` (a key of ``framework.HOOKS``) on; a hook without a switch always is."""
+    return pconf.enabled(HOOKS[hook][1])
 
 
 # Plugin[Any]: plugins of every Args type share the session.
@@ -70,16 +79,16 @@ class Dispatch:
     loaded: list[tuple[int, Plugin[Any]]]
 
     def _bind_hooks(self, plugins: Sequence[LoadedPlugin]) -> None:
+        """Fill ``self.hooks`` (built empty beforehand, so the placement can hold it) in conf order."""
         self.loaded = [(tier, p) for tier, p, _ in plugins]
-        self.hooks = HookRegistry()
         for tier, plugin, pconf in plugins:
-            for name, (proto, _switch) in HOOKS.items():
-                if isinstance(plugin, proto) and (name == "job_valid" or pconf.hook_enabled(name)):
+            for name, (proto, switch) in HOOKS.items():
+                if isinstance(plugin, proto) and pconf.enabled(switch):
                     getattr(self.hooks, name).append((tier, plugin))
         self._job_order = [p.job_order for _, p in self.hooks.job_order]
-        keys = [getattr(p, "job_order_key", None) for _, p in self.hooks.job_order]
-        self._job_keys: list[Callable[[JobState], Any]] | None = (
-            [k for k in keys if k is not None] if all(k is not None for k in keys) else None
+        keyed = [p for _, p in self.hooks.job_order if isinstance(p, JobOrderKey)]
+        self._job_keys: list[Callable[[JobState], float | int | bool]] | None = (
+            [p.job_order_key for p in keyed] if len(keyed) == len(self.hooks.job_order) else None
         )
 
     # ---- orders: first non-zero comparison wins, then the fallback -------------------------
@@ -173,12 +182,13 @@ class Dispatch:
     def job_ready(self, job: JobState) -> bool:
         return all(p.job_ready(job) for _, p in self.hooks.job_ready)
 
-    def job_valid(self, job: JobState) -> str | None:
+    def job_valid(self, job: JobState) -> Status:
+        """The first rejecting plugin's status, else ``SUCCESS``."""
         for _, p in self.hooks.job_valid:
-            reason = p.job_valid(job)
-            if reason is not None:
-                return str(reason)
-        return None
+            status = p.job_valid(job)
+            if status.rejects:
+                return status
+        return SUCCESS
 
     def job_starving(self, job: JobState) -> bool:
         """Within the first tier that registers a starving function, all must say true."""
@@ -218,6 +228,13 @@ class Dispatch:
     def job_enqueued(self, job: JobState) -> None:
         for _, p in self.hooks.job_enqueueable:
             p.job_enqueued(job)
+
+    def domains_for(self, job: JobState) -> GangDomains | None:
+        """The first plugin that places ``job`` by domains (``GangDomains``), if any."""
+        for _, p in self.hooks.gang_domains:
+            if p.wants_domains(job):
+                return p
+        return None
 
     def choose_devices(self, task: TaskState, row: int) -> tuple[int, ...]:
         """The first device-choosing plugin's answer; empty lets the node table pick best-fit."""

@@ -44,6 +44,7 @@ class NodeTable:
         self.names = [n.name for n in ready]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.size = len(ready)
+        self.not_ready = len(nodes) - self.size  # listed but NotReady: not in the table at all
         self.space = space
         self.alloc = np.array(_rows(ready, space.names), dtype=float).reshape(self.size, space.size)
         for i, n in enumerate(ready):

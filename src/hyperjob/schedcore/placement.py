@@ -12,15 +12,21 @@ or tie-break) is kept out of the cache and added over every node when that pod p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .framework import NodeScore, ScalarScore
+from .status import Code, NodeRejection, Status, fit_error
+
 if TYPE_CHECKING:
-    from .session import Session
+    from .hooks import HookRegistry
+    from .nodes import NodeTable
+    from .resources import ResourceSpace
     from .state import TaskState
 
 NEG = -np.inf
+_USAGE = Code.UNSCHEDULABLE  # a node short of room now may have it once pods leave
 
 
 class _Class:
@@ -46,41 +52,41 @@ class _Class:
 class Placement:
     """Per-session caches of static masks and per-class fit/score vectors."""
 
-    def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
-        self.nodes = ssn.nodes
+    def __init__(self, nodes: NodeTable, space: ResourceSpace, hooks: HookRegistry) -> None:
+        self.nodes = nodes
+        self.space = space
+        self.hooks = hooks  # filled with the plugins after the placement is built
         self.all_rows = np.arange(self.nodes.size)
-        self._masks: dict[tuple[bytes, str], np.ndarray] = {}
+        self._masks: dict[tuple[bytes, str], tuple[np.ndarray, list[NodeRejection]]] = {}
         self._per_queue: bool | None = None
         self._classes: dict[tuple[object, ...], _Class] = {}
-        self._scalar_ok: bool | None = None
-        self._scorers: tuple[list[Any], list[Any]] | None = None
+        self._scalar_scorers: list[ScalarScore] | None = None
+        self._scalar_known = False
+        self._scorers: tuple[list[NodeScore], list[NodeScore]] | None = None
 
     @property
-    def shape_scorers(self) -> list[Any]:
+    def shape_scorers(self) -> list[NodeScore]:
         """Scorers whose scores depend on the pod's shape only (cached per class)."""
         return self._split()[0]
 
     @property
-    def task_scorers(self) -> list[Any]:
+    def task_scorers(self) -> list[NodeScore]:
         """Scorers marked ``per_task``: added afresh whenever a pod picks a node."""
         return self._split()[1]
 
-    def _split(self) -> tuple[list[Any], list[Any]]:
+    def _split(self) -> tuple[list[NodeScore], list[NodeScore]]:
         # Plugins are bound after the placement is built, so the split is made on first use.
         if self._scorers is None:
-            scorers = [p for _, p in self.ssn.hooks.node_score]
-            self._scorers = (
-                [p for p in scorers if not getattr(p, "per_task", False)],
-                [p for p in scorers if getattr(p, "per_task", False)],
-            )
+            scorers = [p for _, p in self.hooks.node_score]
+            self._scorers = ([p for p in scorers if not p.per_task], [p for p in scorers if p.per_task])
         return self._scorers
 
     def _queue_scoped(self) -> bool:
         """Some predicate or scorer depends on the task's queue (``per_queue``, e.g. nodegroup)."""
         if self._per_queue is None:
-            plugins = [p for _, p in self.ssn.hooks.predicate] + [p for _, p in self.ssn.hooks.node_score]
-            self._per_queue = any(getattr(p, "per_queue", False) for p in plugins)
+            self._per_queue = any(p.per_queue for _, p in self.hooks.predicate) or any(
+                p.per_queue for _, p in self.hooks.node_score
+            )
         return self._per_queue
 
     def _scope(self, t: TaskState) -> str:
@@ -88,17 +94,61 @@ class Placement:
         return t.job.queue if self._queue_scoped() and t.job is not None else ""
 
     def static_mask(self, t: TaskState) -> np.ndarray:
-        """AND of the enabled predicate plugins' masks for the task's selector (cached)."""
+        """Nodes no enabled predicate rules out for the task's selector (cached)."""
+        return self._static(t)[0]
+
+    def _static(self, t: TaskState) -> tuple[np.ndarray, list[NodeRejection]]:
+        """The static mask and the predicates' rejections, in conf order (cached per selector)."""
         key = (t.sel_key, self._scope(t))
-        mask = self._masks.get(key)
-        if mask is None:
+        cached = self._masks.get(key)
+        if cached is None:
             mask = np.ones(self.nodes.size, dtype=bool)
-            for _, p in self.ssn.hooks.predicate:
-                m = p.node_mask(t)
-                if m is not None:
-                    mask &= m
-            self._masks[key] = mask
-        return mask
+            rejections: list[NodeRejection] = []
+            for _, p in self.hooks.predicate:
+                for rejection in p.filter_nodes(t):
+                    mask &= ~rejection.rows
+                    rejections.append(rejection)
+            cached = self._masks[key] = (mask, rejections)
+        return cached
+
+    def diagnose(self, t: TaskState, restrict: np.ndarray | None = None, outside: str = "") -> Status:
+        """Why no node takes ``t`` (kube-scheduler's FitError): each node under the first step
+        that rules it out: NotReady, the predicates, ``restrict`` (reason ``outside``), then
+        usage (every short resource, GPU devices, the dynamic fits). Only on the failure path."""
+        left = np.ones(self.nodes.size, dtype=bool)
+        found: list[tuple[str, int, Code]] = [("node(s) were NotReady", self.nodes.not_ready, Code.UNRESOLVABLE)]
+        steps = list(self._static(t)[1])
+        if restrict is not None:
+            steps.append(NodeRejection(outside, ~restrict))
+        for rejection in steps:
+            found.append((rejection.reason, int((rejection.rows & left).sum()), rejection.code))
+            left &= ~rejection.rows
+        for rejection in self._usage_misfits(t, np.flatnonzero(left)):
+            found.append((rejection.reason, int(rejection.rows.sum()), rejection.code))
+        return fit_error(self.nodes.size + self.nodes.not_ready, found)
+
+    def _usage_misfits(self, t: TaskState, rows: np.ndarray) -> list[NodeRejection]:
+        """Among ``rows``, those short of a resource (each short resource counts), then of GPU
+        devices, then failing a dynamic fit, judged on FutureIdle as placement does."""
+        space, out = self.space, []
+        fits = np.ones(len(rows), dtype=bool)
+        for d in np.flatnonzero(t.req > 0).tolist():
+            short = self.nodes.fidle[rows, d] < t.req[d] - space.eps[d]
+            name = space.names[d]
+            out.append(NodeRejection("Too many pods" if d == space.pods else f"Insufficient {name}", short, _USAGE))
+            fits &= ~short
+        if t.vgpu[0]:
+            devices = (self.nodes.device_free[rows] >= t.vgpu[1] - 1e-9).sum(axis=1) >= t.vgpu[0]
+            out.append(NodeRejection("node(s) had too few free GPU devices", fits & ~devices, _USAGE))
+            fits &= devices
+        for _, p in self.hooks.dynamic_fit:
+            ok = p.fits_rows(t, rows[fits]) if fits.any() else None
+            if ok is not None:
+                misfit = np.zeros(len(rows), dtype=bool)
+                misfit[np.flatnonzero(fits)[~ok]] = True
+                out.append(NodeRejection(p.misfit_reason, misfit, _USAGE))
+                fits &= ~misfit
+        return out
 
     def scores(self, t: TaskState, rows: np.ndarray, per_task: bool = False) -> np.ndarray:
         """Sum of the shape scorers on ``rows`` (and of the per-task ones too, when asked)."""
@@ -116,15 +166,16 @@ class Placement:
     def _dynamic_fit(self, t: TaskState, rows: np.ndarray) -> np.ndarray | None:
         """AND of the usage-dependent filters (``DynamicFit``, e.g. numa-aware) on ``rows``; None if none applies."""
         out = None
-        for _, p in self.ssn.hooks.dynamic_fit:
+        for _, p in self.hooks.dynamic_fit:
             ok = p.fits_rows(t, rows)
             if ok is not None:
                 out = ok if out is None else out & ok
         return out
 
     def _refresh(self, c: _Class, t: TaskState, rows: np.ndarray) -> None:
-        if len(rows) == 1 and self._scalar() and not self.ssn.hooks.dynamic_fit:
-            self._refresh_one(c, t, int(rows[0]))
+        scalar = self._scalar() if len(rows) == 1 and not self.hooks.dynamic_fit else None
+        if scalar is not None:
+            self._refresh_one(c, t, int(rows[0]), scalar)
             return
         base = c.base[rows]
         dynamic = self._dynamic_fit(t, rows)
@@ -134,18 +185,20 @@ class Placement:
         c.eff_idle[rows] = np.where(base & self._fits(c, rows, self.nodes.idle), score, NEG)
         c.eff_fut[rows] = np.where(base & self._fits(c, rows, self.nodes.fidle), score, NEG)
 
-    def _scalar(self) -> bool:
-        """Every scorer has a plain-float ``score_one`` (then single rows skip numpy)."""
-        if self._scalar_ok is None:
-            self._scalar_ok = all(hasattr(p, "score_one") for p in self.shape_scorers)
-        return self._scalar_ok
+    def _scalar(self) -> list[ScalarScore] | None:
+        """The shape scorers as ``ScalarScore`` when every one is (then single rows skip numpy)."""
+        if not self._scalar_known:
+            scalar: list[ScalarScore] = [p for p in self.shape_scorers if isinstance(p, ScalarScore)]
+            self._scalar_scorers = scalar if len(scalar) == len(self.shape_scorers) else None
+            self._scalar_known = True
+        return self._scalar_scorers
 
-    def _refresh_one(self, c: _Class, t: TaskState, row: int) -> None:
+    def _refresh_one(self, c: _Class, t: TaskState, row: int, scorers: list[ScalarScore]) -> None:
         if not c.base[row]:
             c.eff_idle[row] = c.eff_fut[row] = NEG
             return
         score = 0.0
-        for p in self.shape_scorers:
+        for p in scorers:
             score += p.score_one(t, row)
         dims, need = c.dims_list, c.need_list
         idle, fidle = self.nodes.idle[row].tolist(), self.nodes.fidle[row].tolist()
@@ -164,7 +217,7 @@ class Placement:
         dirty = self.nodes.dirty
         if c is None:
             base = self.static_mask(t) if restrict is None else self.static_mask(t) & restrict
-            c = _Class(base, t.req, t.vgpu, self.ssn.space.eps, self.nodes.size)
+            c = _Class(base, t.req, t.vgpu, self.space.eps, self.nodes.size)
             self._refresh(c, t, np.flatnonzero(c.base))
             c.pos = len(dirty)
             self._classes[ck] = c
@@ -221,7 +274,7 @@ class Placement:
         mask = self.static_mask(t)
         if room is not None:
             dims = np.flatnonzero(t.req > 0)
-            mask = mask & (room[:, dims] >= t.req[dims] - self.ssn.space.eps[dims]).all(axis=1)
+            mask = mask & (room[:, dims] >= t.req[dims] - self.space.eps[dims]).all(axis=1)
         rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return []

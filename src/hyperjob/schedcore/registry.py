@@ -26,6 +26,7 @@ from .plugins.overcommit import OvercommitPlugin
 from .plugins.predicates import PredicatesPlugin
 from .plugins.priority import PriorityPlugin
 from .plugins.proportion import ProportionPlugin
+from .plugins.topology import NetworkTopologyPlugin
 
 # Plugin[Any]: each plugin class is parameterised by its own Args struct.
 _BUILTIN: tuple[type[Plugin[Any]], ...] = (
@@ -48,12 +49,16 @@ _BUILTIN: tuple[type[Plugin[Any]], ...] = (
     GpuPackingPlugin,
     GpuBestFitPlugin,
     GpuFragPlugin,
+    NetworkTopologyPlugin,
 )
 
 
-def build_registry() -> dict[str, type[Plugin[Any]]]:
+Registry = dict[str, type[Plugin[Any]]]
+
+
+def build_registry() -> Registry:
     """Plugin name -> factory (the plugin class; ``cls(args)`` makes a per-session instance)."""
-    registry: dict[str, type[Plugin[Any]]] = {}
+    registry: Registry = {}
     for cls in _BUILTIN:
         if cls.NAME in registry:
             raise ValueError(f"duplicate plugin name {cls.NAME!r}")

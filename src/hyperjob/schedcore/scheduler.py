@@ -9,7 +9,8 @@ from .actions.backfill import backfill
 from .actions.enqueue import enqueue
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
-from .conf import DEFAULT_CONF, SchedulerConf
+from .conf import DEFAULT_CONF
+from .confspec import SchedulerConf
 from .model import Decision, Snapshot
 from .registry import build_registry
 from .session import Session

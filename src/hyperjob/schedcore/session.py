@@ -7,16 +7,15 @@ Close: plugins write back, podgroup phases are recomputed, and the ``Decision`` 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from .conf import SchedulerConf
+from .confspec import SchedulerConf
 from .cyclestate import CycleState
-from .hooks import Dispatch
+from .hooks import Dispatch, HookRegistry
 from .model import Bind, Decision, Evict, PodGroupPhase, QueueUsage, Snapshot
 from .nodes import NodeTable
 from .placement import Placement
+from .registry import Registry
 from .resources import ResourceSpace
 from .state import ALLOCATED, JobState, QueueState, TaskState
 
@@ -37,7 +36,7 @@ def _space(snapshot: Snapshot) -> ResourceSpace:
 class Session(Dispatch):
     """Holds nodes, queues, jobs and plugins for one cycle; see the module docstring."""
 
-    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, registry: dict[str, Any]) -> None:
+    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, registry: Registry) -> None:
         self.conf = conf
         self.snapshot = snapshot
         self.now = snapshot.now
@@ -66,7 +65,8 @@ class Session(Dispatch):
         self.pipelined: list[Bind] = []
         self.unschedulable: dict[str, str] = {}
         self.deserved: dict[str, np.ndarray] = {}
-        self.placement = Placement(self)
+        self.hooks = HookRegistry()
+        self.placement = Placement(self.nodes, space, self.hooks)
         plugins = [(ti, registry[pc.name](pc.args), pc) for ti, tier in enumerate(conf.tiers) for pc in tier]
         self.plugin_conf = {pc.name: pc for _, _, pc in plugins}
         self._bind_hooks(plugins)

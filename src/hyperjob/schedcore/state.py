@@ -10,6 +10,7 @@ import numpy as np
 
 from .model import JobInfo, QueueInfo, TaskInfo
 from .resources import GPU, VGPU_CORES, VGPU_NUMBER, ResourceSpace
+from .status import Status
 
 ALLOCATED = frozenset({"Allocated", "Binding", "Bound", "Running"})
 READY = frozenset({"Allocated", "Binding", "Bound", "Running", "Succeeded"})
@@ -157,7 +158,7 @@ class JobState:
         self.role_pending_be: dict[str, int] = {}
         self.allocated = np.zeros(space.size)
         self.failed_roles: set[str] = set()
-        self.fit_errors: dict[str, str] = {}
+        self.fit_errors: dict[str, Status] = {}  # what stopped the job, by role (or "job", "queue", ...)
         self.enqueue_reason = ""
         self.ready = 0
         self.valid = 0

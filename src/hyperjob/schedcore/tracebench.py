@@ -20,7 +20,8 @@ import msgspec
 import numpy as np
 
 from . import fragmentation as frag
-from .conf import LIVE_DEFAULT_CONF, SchedulerConf, parse_conf
+from .conf import LIVE_DEFAULT_CONF, parse_conf
+from .confspec import SchedulerConf
 from .model import Decision
 from .nodes import DEVICE_CORES
 from .scheduler import Scheduler

@@ -115,9 +115,44 @@ def test_required_node_affinity(operator, values, expected):
     assert bound(d) == {"j-task-0": expected}
 
 
-def test_no_node_fits_reports_unschedulable():
-    d = run(DEFAULT_CONF_TEXT, [small("a"), small("b")], [job("j").min(1).tasks(1, cpu=5)])
-    assert d.binds == [] and "no node fits" in d.unschedulable["j"]
+def _gpu(name, gpus=8):
+    return small(name).gpus(gpus)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "task_kw", "expected"),
+    [
+        ([small("a"), small("b")], {"cpu": 5}, "0/2 nodes are available: 2 Insufficient cpu"),
+        (
+            [small("a", cpu=1), _gpu("b", 1), _gpu("c").not_ready(), _gpu("d", 2).cpu(1)],
+            {"cpu": 2, "nvidia.com/gpu": 2},
+            "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient nvidia.com/gpu, 1 node(s) were NotReady",
+        ),
+        (
+            [small("a").taint("dedicated", "gpu"), small("b").cordon(), small("c").label(zone="x"), small("d").pods(0)],
+            {"cpu": 1, "node_selector": {"zone": "y"}},
+            "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
+            "1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable",
+        ),
+        (
+            [small("a"), small("b").pods(0)],
+            {"cpu": 1, "node_name": "b"},
+            "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match the requested node name",
+        ),
+    ],
+    ids=["insufficient-cpu", "resources-and-not-ready", "static-filters-first-wins", "node-name-then-pods"],
+)
+def test_no_node_fits_says_why_per_node(nodes, task_kw, expected):
+    # kube-scheduler's FitError: each node counted under the first filter that rules it out,
+    # every short resource of a node that passes the static filters counted.
+    d = run(DEFAULT_CONF_TEXT, nodes, [job("j").min(1).tasks(1, **task_kw)])
+    assert d.binds == []
+    assert d.unschedulable["j"] == f"1/1 tasks in gang unschedulable: task: {expected}"
+
+
+def test_invalid_gang_reason_is_the_rejecting_plugins():
+    d = run(DEFAULT_CONF_TEXT, [small("a")], [job("j").min(3).tasks(2, cpu=1)])
+    assert "NotEnoughPods: not enough valid tasks for gang-scheduling, valid: 2, min: 3" in d.unschedulable["j"]
 
 
 def test_task_beyond_queue_deserved_is_not_allocatable():

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from hyperjob.schedcore import DEFAULT_CONF, ConfError, parse_conf
+from hyperjob.schedcore.hooks import hook_enabled
 
 
-def test_default_conf_is_volcanos():
+def test_default_conf_is_volcanos_with_network_topology():
     assert DEFAULT_CONF.actions == ("enqueue", "allocate", "backfill")
     assert [[p.name for p in tier] for tier in DEFAULT_CONF.tiers] == [
         ["priority", "gang", "conformance"],
-        ["overcommit", "drf", "predicates", "proportion", "nodeorder"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "network-topology-aware"],
     ]
 
 
@@ -28,8 +29,8 @@ tiers:
 """)
     gang = conf.plugin("gang")
     assert gang is not None
-    assert not gang.hook_enabled("preemptable") and not gang.hook_enabled("job_order")
-    assert gang.hook_enabled("job_ready")
+    assert not hook_enabled(gang, "preemptable") and not hook_enabled(gang, "job_order")
+    assert hook_enabled(gang, "job_ready")
     assert conf.plugin("capacity").switches == {"enableHierarchy": True}  # type: ignore[union-attr]
 
 

@@ -6,6 +6,7 @@ import pytest
 from schedcore_helpers import RECLAIM_CONF
 
 from hyperjob.schedcore import Scheduler, parse_conf
+from hyperjob.schedcore.plugins.quota import QueueAttr, reclaim_victims
 from hyperjob.schedcore.testing import job, node, queue, snapshot
 
 
@@ -79,3 +80,25 @@ def test_gang_protection_holds_when_tier_one_already_answered():
     )
     jobs = [job("hog", "a").min(4).phase("Running").running(["n1"] * 4, cpu=1), want()]
     assert reclaim(jobs, [queue("a"), queue("b")], conf=conf).evictions == []
+
+
+@pytest.mark.parametrize(
+    ("deserved_cpu", "expected"),
+    [(1, ["a-task-0", "a-task-1"]), (3, []), (0, ["a-task-0", "a-task-1", "a-task-2"])],
+    ids=["gives-up-only-down-to-deserved", "within-deserved-keeps-all", "nothing-deserved-gives-all"],
+)
+def test_reclaim_victims_stops_once_the_queue_is_back_within_what_it_keeps(deserved_cpu, expected):
+    ssn = Scheduler(parse_conf(RECLAIM_CONF)).open(
+        snapshot([node("n1").cpu(8).mem("16Gi")], [queue("a")], [job("a", "a").min(1).running(["n1"] * 3, cpu=1)])
+    )
+    attr = QueueAttr("a", ssn.space)
+    attr.allocated = ssn.space.vec({"cpu": 3, "pods": 3})
+    attr.deserved = ssn.space.vec({"cpu": deserved_cpu, "pods": 3})
+    tasks = ssn.jobs["a"].tasks
+
+    def above_deserved(a, allocated, _):
+        return not ssn.space.less_equal(allocated, a.deserved)
+
+    got = reclaim_victims({"a": attr}, tasks, above_deserved)
+    assert [t.name for t in got] == expected
+    assert attr.allocated[0] == 3  # the running figure is a copy: the queue's own is untouched

@@ -63,6 +63,27 @@ def test_statement_discard_restores_every_node_row():
     assert ssn.jobs["p"].ready_num() == 0
 
 
+def test_statement_commit_turns_each_typed_operation_into_its_output():
+    snap = snapshot(
+        [node("n1").cpu(4).mem("16Gi"), node("n2").cpu(4).mem("16Gi")],
+        [queue("default")],
+        [job("run").min(1).phase("Running").running(["n1"], cpu=2), job("p").min(1).tasks(2, cpu=1)],
+    )
+    ssn = Scheduler(parse_conf(DEFAULT_CONF_TEXT)).open(snap)
+    running = ssn.jobs["run"].tasks[0]
+    a, b = ssn.jobs["p"].tasks
+    stmt = Statement(ssn)
+    stmt.evict(running, "reclaim")
+    stmt.allocate(a, 1)
+    stmt.pipeline(b, 0)
+    assert [type(op).__name__ for op in stmt.ops] == ["Evicted", "Allocated", "Pipelined"]
+    stmt.commit()
+    assert stmt.ops == [] and a.status == "Binding"
+    assert [(e.task, e.node, e.reason) for e in ssn.evictions] == [(running.name, "n1", "reclaim")]
+    assert [(x.task, x.node) for x in ssn.binds] == [(a.name, "n2")]
+    assert [(x.task, x.node) for x in ssn.pipelined] == [(b.name, "n1")]
+
+
 @pytest.mark.parametrize("gang", [1, 8], ids=["single-pod-jobs", "gangs-of-8"])
 def test_bench_binds_every_pod(gang):
     result = run(nodes=50, pods=64, gang=gang, seed=1)

@@ -70,3 +70,33 @@ def test_misfit_in_one_domain_does_not_poison_the_next():
     busy = job("busy").min(1).phase("Running").running(["a1"], cpu=2)
     got, _ = placed([busy, job("g").min(2).topology("hard", 1).tasks(2, role="w", cpu=3)], nodes)
     assert sorted(got.values()) == ["b1", "b2"]
+
+
+WITHOUT_TOPOLOGY = DEFAULT_CONF_TEXT.replace("  - name: network-topology-aware\n", "")
+SWITCHED_OFF = DEFAULT_CONF_TEXT.replace(
+    "  - name: network-topology-aware\n", "  - name: network-topology-aware\n    enabledHyperNodeOrder: false\n"
+)
+
+
+@pytest.mark.parametrize("conf", [WITHOUT_TOPOLOGY, SWITCHED_OFF], ids=["plugin-absent", "switched-off"])
+def test_without_the_plugin_gangs_are_placed_node_by_node(conf):
+    d = Scheduler(parse_conf(conf)).cycle(snapshot(fabric(), [queue("default")], [job("g").min(2).tasks(2, cpu=4)]))
+    assert sorted(b.node for b in d.binds) == ["n1", "n2"]  # name order: across both leaves
+
+
+def test_without_the_plugin_a_hard_request_waits_and_says_why():
+    snap = snapshot(fabric(), [queue("default")], [job("g").min(2).topology("hard", 1).tasks(2, cpu=4)])
+    d = Scheduler(parse_conf(WITHOUT_TOPOLOGY)).cycle(snap)
+    assert d.binds == [] and "enables no network-topology-aware plugin" in d.unschedulable["g"]
+
+
+def test_a_failed_hard_gang_says_why_its_last_domain_failed():
+    nodes = fabric()
+    nodes[0] = nodes[0].label(pick="me")  # n1 (leaf s1) is the only node the pods select
+    got, d = placed([job("g").min(2).topology("hard", 1).tasks(2, cpu=3, node_selector={"pick": "me"})], nodes)
+    assert got == {}
+    assert d.unschedulable["g"] == (
+        "2/2 tasks in gang unschedulable: task: 0/4 nodes are available: "
+        "3 node(s) didn't match Pod's node affinity/selector, 1 node(s) outside HyperNode s2 (tier 1); "
+        "topology: no HyperNode of tier <= 1 holds the gang"
+    )

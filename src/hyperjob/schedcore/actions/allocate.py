@@ -2,18 +2,18 @@
 
 Per turn: pop the best queue (QueueOrder; an overused queue is dropped for the cycle), pop its
 best job (JobOrder), place its tasks in TaskOrder into one Statement until the job is ready,
-then commit if JobReady, keep if JobPipelined, discard otherwise.
+then commit if JobReady, keep if JobPipelined, discard otherwise. A job a ``GangDomains``
+plugin wants (network topology) is tried domain by domain instead, as that plugin lays out.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ..framework import Domain, GangDomains
 from ..state import READY, JobState, QueueState, TaskState
 from ..statement import Statement
-from .topology import allocate_in_topology, wants_topology
+from ..status import unresolvable, unschedulable
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -31,9 +31,9 @@ def candidate_jobs(ssn: Session, promote_pending: bool) -> dict[str, PriorityQue
         q = ssn.queue_of(job)
         if q is None or not any(t.status == "Pending" and not t.best_effort and not t.info.gated for t in job.tasks):
             continue
-        reason = ssn.job_valid(job)
-        if reason is not None:
-            job.fit_errors["job"] = reason
+        validity = ssn.job_valid(job)
+        if validity.rejects:
+            job.fit_errors["job"] = validity
             continue
         per_queue.setdefault(q.name, PriorityQueue(ssn.job_before, key=ssn.job_key())).push(job)
     return per_queue
@@ -57,15 +57,18 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         if not queue.is_open:
-            job.fit_errors["queue"] = f"queue {queue.name} is {queue.info.state}"
+            job.fit_errors["queue"] = unschedulable(f"queue {queue.name} is {queue.info.state}")
             queues.push(queue)
             continue
         tasks = pending.get(job.name)
         if tasks is None:
             tasks = pending[job.name] = pending_queue(ssn, job)
         stmt = Statement(ssn)
-        if wants_topology(ssn, job):
-            allocate_in_topology(ssn, stmt, job, queue, tasks)
+        by_domains = ssn.domains_for(job)
+        if by_domains is not None:
+            allocate_in_domains(ssn, stmt, job, queue, tasks, by_domains)
+        elif _hard_topology_unserved(job):
+            job.fit_errors["topology"] = _NO_TOPOLOGY_PLUGIN
         else:
             allocate_tasks(ssn, stmt, job, queue, tasks, jobs)
         commit_rule(ssn, stmt, job)
@@ -87,21 +90,24 @@ def allocate_tasks(
     queue: QueueState,
     tasks: PriorityQueue[TaskState],
     jobs: PriorityQueue[JobState] | None,
-    restrict: np.ndarray | None = None,
-    key: object = None,
+    domain: Domain | None = None,
 ) -> None:
-    """Volcano's allocateResourcesForTasks; with ``jobs`` None the turn does not stop at ready."""
+    """Volcano's allocateResourcesForTasks (within ``domain``'s nodes when given); with ``jobs``
+    None the turn does not stop at ready."""
     placement = ssn.placement
+    restrict, key = (domain.rows, domain.key) if domain is not None else (None, None)
     while not tasks.empty():
         t = tasks.pop()
         if not ssn.allocatable(queue, t):
-            job.fit_errors.setdefault("queue", f"queue {queue.name} quota does not admit {t.name}")
+            job.fit_errors.setdefault("queue", unschedulable(f"queue {queue.name} quota does not admit {t.name}"))
             continue
         if t.role and t.role in job.failed_roles:
             continue
         choice = placement.best(t, restrict, key)
         if choice is None:
-            job.fit_errors[t.role or t.name] = "no node fits the pod (resources, selectors, taints)"
+            job.fit_errors[t.role or t.name] = placement.diagnose(
+                t, restrict, f"node(s) outside {domain.name}" if domain else ""
+            )
             if t.role:
                 job.failed_roles.add(t.role)
             if need_continue(job):
@@ -115,6 +121,46 @@ def allocate_tasks(
         if jobs is not None and ssn.job_ready(job) and not tasks.empty():
             jobs.push(job)
             break
+
+
+def allocate_in_domains(
+    ssn: Session,
+    stmt: Statement,
+    job: JobState,
+    queue: QueueState,
+    tasks: PriorityQueue[TaskState],
+    plugin: GangDomains,
+) -> None:
+    """Try the gang in each of the plugin's domains, one rolled-back attempt each, until the
+    job is ready or pipelined; then over every node if the plan allows it."""
+    todo: list[TaskState] = []
+    while not tasks.empty():
+        todo.append(tasks.pop())
+    plan = plugin.job_domains(job, todo)
+    for domain in plan.domains:
+        mark = stmt.mark()
+        job.failed_roles.clear()  # a misfit in one domain says nothing about the next
+        pending = PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"])
+        allocate_tasks(ssn, stmt, job, queue, pending, None, domain)
+        if ssn.job_ready(job) or ssn.job_pipelined(job):
+            return
+        stmt.rollback_to(mark)
+    if not plan.fallback:
+        job.fit_errors["topology"] = plan.unplaced
+        return
+    job.failed_roles.clear()
+    allocate_tasks(ssn, stmt, job, queue, PriorityQueue(ssn.task_before, todo), None)
+
+
+_NO_TOPOLOGY_PLUGIN = unresolvable(
+    "the job's networkTopology is hard but the scheduler conf enables no network-topology-aware plugin"
+)
+
+
+def _hard_topology_unserved(job: JobState) -> bool:
+    """A hard topology request no plugin serves: the job waits rather than land anywhere."""
+    nt = job.info.network_topology
+    return nt is not None and nt.mode == "hard"
 
 
 def need_continue(job: JobState) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..statement import Statement
+from ..status import unschedulable
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -18,7 +19,7 @@ def backfill(ssn: Session) -> None:
         and ssn.queue_of(j) is not None
         and any(t.status == "Pending" and t.best_effort for t in j.tasks)
     ]
-    jobs = [j for j in jobs if ssn.job_valid(j) is None]
+    jobs = [j for j in jobs if not ssn.job_valid(j).rejects]
     queue_rank = sorted({j.queue for j in jobs}, key=lambda n: _QueueKey(ssn, n))
     for qname in queue_rank:
         queue = ssn.queues[qname]
@@ -31,8 +32,11 @@ def backfill(ssn: Session) -> None:
             )
             for t in tasks:
                 choice = ssn.placement.best(t)
-                if choice is None or not choice[1]:
-                    job.fit_errors[t.role or t.name] = "no node fits the best-effort pod"
+                if choice is None:
+                    job.fit_errors[t.role or t.name] = ssn.placement.diagnose(t)
+                    continue
+                if not choice[1]:
+                    job.fit_errors[t.role or t.name] = unschedulable("the best-effort pod waits for releasing pods")
                     continue
                 stmt = Statement(ssn)
                 stmt.allocate(t, choice[0])

@@ -66,7 +66,7 @@ def starving_jobs(ssn: Session) -> dict[str, list[JobState]]:
     out: dict[str, list[JobState]] = {}
     for job in ssn.jobs.values():
         q: QueueState | None = ssn.queue_of(job)
-        if q is None or job.phase == "Pending" or ssn.job_valid(job) is not None or not ssn.job_starving(job):
+        if q is None or job.phase == "Pending" or ssn.job_valid(job).rejects or not ssn.job_starving(job):
             continue
         out.setdefault(q.name, []).append(job)
     return out

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..framework import PERMIT, REJECT, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
-from .capacity_tree import build_flat, build_tree
-from .quota import QueueAttr
+from .capacity_tree import QueueTree, build_flat, build_tree
+from .quota import QueueAttr, reclaim_victims
 
 ROOT = "root"
 
@@ -32,14 +32,9 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         super().on_session_open(ssn)
         pconf = ssn.plugin_conf.get(self.NAME)
         self.hierarchy = bool(pconf and pconf.switches.get("enableHierarchy", False))
-        self.attrs: dict[str, QueueAttr] = {}
-        self.parent: dict[str, str] = {}
-        self.defined: dict[str, np.ndarray] = {}
-        self.broken = False
-        if self.hierarchy:
-            build_tree(self, ssn)
-        else:
-            build_flat(self, ssn)
+        tree = QueueTree()
+        (build_tree if self.hierarchy else build_flat)(tree, ssn)
+        self.attrs, self.parent, self.defined, self.broken = tree.attrs, tree.parent, tree.defined, tree.broken
         for name, attr in self.attrs.items():
             attr.share = self._share(name)
             if name in ssn.queues:
@@ -147,25 +142,18 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             return []
         space = self.ssn.space
         rdims = space.req_dims(reclaimer.req)
-        left: dict[str, np.ndarray] = {}
-        victims = []
-        for c in candidates:
-            assert c.job is not None
-            attr = self.attrs.get(c.job.queue)
-            if attr is None:
-                continue
+
+        def above_deserved(attr: QueueAttr, allocated: np.ndarray, c: TaskState) -> bool:
+            """A victim frees something the reclaimer asks for and leaves its queue its guarantee;
+            its queue declares no deserved on what it frees, or is above it on some of it."""
             cdims = space.req_dims(c.req)
-            if not (cdims & rdims).any():
-                continue
-            alloc = left.setdefault(attr.name, attr.allocated.copy())
-            if not bool(np.all(attr.guarantee <= alloc - c.req + 1e-9)):
-                continue
+            if not (cdims & rdims).any() or not bool(np.all(attr.guarantee <= allocated - c.req + 1e-9)):
+                return False
             defined = self.defined.get(attr.name, np.zeros(space.size, dtype=bool)) & (attr.deserved >= space.eps)
             common = cdims & defined
-            if not common.any() or bool(np.any(alloc[common] > attr.deserved[common] + 1e-9)):
-                alloc -= c.req
-                victims.append(c)
-        return victims
+            return not common.any() or bool(np.any(allocated[common] > attr.deserved[common] + 1e-9))
+
+        return reclaim_victims(self.attrs, candidates, above_deserved)
 
     def job_enqueueable(self, job: JobState) -> int:
         queue = self.ssn.queues[job.queue]

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..framework import SessionView
 from .quota import QueueAttr, assign, capability_vec, queue_sums
 
-if TYPE_CHECKING:
-    from .capacity import CapacityPlugin
-
 ROOT = "root"
+
+
+@dataclass
+class QueueTree:
+    """What capacity builds at session open: each queue's attributes, its parent (hierarchy
+    only), the resources its ``deserved`` names, and whether a job sits in a non-leaf queue."""
+
+    attrs: dict[str, QueueAttr] = field(default_factory=dict)
+    parent: dict[str, str] = field(default_factory=dict)
+    defined: dict[str, np.ndarray] = field(default_factory=dict)
+    broken: bool = False
 
 
 def _defined(ssn: SessionView, deserved: dict[str, float]) -> np.ndarray:
@@ -23,7 +31,7 @@ def _defined(ssn: SessionView, deserved: dict[str, float]) -> np.ndarray:
     return mask
 
 
-def build_flat(plugin: CapacityPlugin, ssn: SessionView) -> None:
+def build_flat(plugin: QueueTree, ssn: SessionView) -> None:
     space = ssn.space
     total_guarantee = sum((space.vec(q.info.guarantee) for q in ssn.queues.values()), np.zeros(space.size))
     jobs = [j for j in ssn.jobs.values() if j.queue in ssn.queues]
@@ -38,7 +46,7 @@ def build_flat(plugin: CapacityPlugin, ssn: SessionView) -> None:
         assign(attr, sums)
 
 
-def build_tree(plugin: CapacityPlugin, ssn: SessionView) -> None:
+def build_tree(plugin: QueueTree, ssn: SessionView) -> None:
     space = ssn.space
     for q in ssn.queues.values():
         attr = plugin.attrs[q.name] = QueueAttr(q.name, space)
@@ -73,7 +81,7 @@ def build_tree(plugin: CapacityPlugin, ssn: SessionView) -> None:
     _top_down(plugin, ROOT, children)
 
 
-def _chain(plugin: CapacityPlugin, name: str) -> list[str]:
+def _chain(plugin: QueueTree, name: str) -> list[str]:
     """``name`` and its ancestors up to root; a parent cycle is cut where it closes."""
     out = [name]
     while name != ROOT:
@@ -84,7 +92,7 @@ def _chain(plugin: CapacityPlugin, name: str) -> list[str]:
     return out
 
 
-def _top_down(plugin: CapacityPlugin, parent: str, children: dict[str, list[str]]) -> None:
+def _top_down(plugin: QueueTree, parent: str, children: dict[str, list[str]]) -> None:
     p = plugin.attrs[parent]
     kids = children.get(parent, [])
     siblings_guarantee = sum((plugin.attrs[c].guarantee for c in kids), np.zeros_like(p.guarantee))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
 from ..state import READY, VALID, JobState, TaskState
+from ..status import SUCCESS, Status, unresolvable
 
 _PIPELINED = READY | {"Pipelined"}
 
@@ -11,13 +12,18 @@ _PIPELINED = READY | {"Pipelined"}
 class GangPlugin(Plugin[NoArgs]):
     NAME = "gang"
 
-    def job_valid(self, job: JobState) -> str | None:
+    def job_valid(self, job: JobState) -> Status:
         if not job.role_check(VALID, with_be=False):
-            return "NotEnoughPodsOfTask: not enough valid pods of each task for gang-scheduling"
+            return unresolvable(
+                "NotEnoughPodsOfTask: not enough valid pods of each task for gang-scheduling", self.NAME
+            )
         valid = job.valid_num()
         if valid < job.min_member:
-            return f"NotEnoughPods: not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
-        return None
+            return unresolvable(
+                f"NotEnoughPods: not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}",
+                self.NAME,
+            )
+        return SUCCESS
 
     def job_ready(self, job: JobState) -> bool:
         return job.role_check(READY, with_be=True) and job.is_ready()
@@ -67,6 +73,6 @@ class GangPlugin(Plugin[NoArgs]):
                 continue
             schedulable = job.ready_num() + job.n("Allocated")
             unready = max(job.min_member - schedulable, 0)
-            detail = "; ".join(f"{k}: {v}" for k, v in sorted(job.fit_errors.items()))
+            detail = "; ".join(f"{k}: {v.message}" for k, v in sorted(job.fit_errors.items()))
             reason = job.enqueue_reason or detail or ("no pods yet" if not job.tasks else "not enough resources")
             ssn.unschedulable[job.name] = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reason}"

@@ -28,6 +28,7 @@ from hyperjob.api.queue import NODEGROUP_LABEL, QueueAffinity
 from ..framework import Plugin, SessionView
 from ..model import QueueInfo
 from ..state import TaskState
+from ..status import NodeRejection
 
 BASE_SCORE = 100.0
 
@@ -102,15 +103,16 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
     def _queue_groups(self, task: TaskState) -> _Groups | None:
         return self.groups.get(task.job.queue) if task.job is not None else None
 
-    def node_mask(self, task: TaskState) -> np.ndarray:
+    def filter_nodes(self, task: TaskState) -> list[NodeRejection]:
         groups, strict = self._queue_groups(task), self.args.strict
-        return np.array(
+        admitted = np.array(
             [
                 (not strict and groups is None) if g is None else (groups is not None and groups.admits(g))
                 for g in self.node_groups
             ],
             dtype=bool,
         )
+        return [NodeRejection("node(s) didn't match the queue's node group affinity", ~admitted)]
 
     def _queue_scores(self, task: TaskState) -> np.ndarray:
         queue = task.job.queue if task.job is not None else ""

@@ -78,6 +78,7 @@ def choose(free: np.ndarray, capacity: tuple[float, ...], request: float, policy
 class NumaAwarePlugin(Plugin[NumaArgs]):
     NAME = "numa-aware"
     Args = NumaArgs
+    misfit_reason = "node(s) had no NUMA placement for the pod's topology policy"
 
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)

@@ -7,15 +7,14 @@ matchFields), NoSchedule/NoExecute taints against tolerations, and cordoned node
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import numpy as np
 
-from hyperjob.api.pod import NodeSelectorRequirement, Taint, Toleration
+from hyperjob.api.pod import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
 from ..framework import Plugin, SessionView
 from ..state import TaskState
+from ..status import NodeRejection
 
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
@@ -68,29 +67,49 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         groups: dict[tuple[Taint, ...], list[int]] = {}
         for i, n in enumerate(ssn.nodes.infos):
             hard = tuple(t for t in n.taints if t.effect in ("NoSchedule", "NoExecute"))
-            if n.unschedulable:
-                hard += (UNSCHEDULABLE_TAINT,)
             if hard:
                 groups.setdefault(hard, []).append(i)
         self.taint_groups = groups
+        self.cordoned = ssn.nodes.unschedulable
 
-    def node_mask(self, task: TaskState) -> np.ndarray | None:
+    def filter_nodes(self, task: TaskState) -> list[NodeRejection]:
+        """kube-scheduler's NodeUnschedulable, NodeName, TaintToleration and NodeAffinity, in
+        that order, each with kube's wording."""
         ssn, info = self.ssn, task.info
-        mask = np.ones(ssn.nodes.size, dtype=bool)
-        for taints, rows in self.taint_groups.items():
-            if not all(tolerates(info.tolerations, t) for t in taints):
-                mask[rows] = False
+        out: list[NodeRejection] = []
+        if self.cordoned.any() and not tolerates(info.tolerations, UNSCHEDULABLE_TAINT):
+            out.append(NodeRejection("node(s) were unschedulable", self.cordoned))
         if info.node_name:
-            mask &= np.array([n == info.node_name for n in ssn.nodes.names], dtype=bool)
-        for key, value in info.node_selector.items():
-            mask &= np.array([v == value for v in ssn.nodes.column(key)], dtype=bool)
+            other = np.array([n != info.node_name for n in ssn.nodes.names], dtype=bool)
+            out.append(NodeRejection("node(s) didn't match the requested node name", other))
+        for taints, rows in self.taint_groups.items():
+            untolerated = next((t for t in taints if not tolerates(info.tolerations, t)), None)
+            if untolerated is not None:
+                mask = np.zeros(ssn.nodes.size, dtype=bool)
+                mask[rows] = True
+                out.append(
+                    NodeRejection(f"node(s) had untolerated taint {{{untolerated.key}: {untolerated.value}}}", mask)
+                )
+        match = self._affinity(task)
+        if match is not None:
+            out.append(NodeRejection("node(s) didn't match Pod's node affinity/selector", ~match))
+        return out
+
+    def _affinity(self, task: TaskState) -> np.ndarray | None:
+        """Nodes matching the pod's nodeSelector and required node affinity (None: no such terms)."""
+        info = task.info
         aff = info.affinity.node_affinity if info.affinity else None
         required = aff.required_during_scheduling_ignored_during_execution if aff else None
+        if not info.node_selector and required is None:
+            return None
+        mask = np.ones(self.ssn.nodes.size, dtype=bool)
+        for key, value in info.node_selector.items():
+            mask &= np.array([v == value for v in self.ssn.nodes.column(key)], dtype=bool)
         if required is not None:
             mask &= self._terms(required.node_selector_terms)
         return mask
 
-    def _terms(self, terms: list[Any]) -> np.ndarray:
+    def _terms(self, terms: list[NodeSelectorTerm]) -> np.ndarray:
         # Terms are ORed; requirements inside a term are ANDed; an empty term matches nothing.
         out = np.zeros(self.ssn.nodes.size, dtype=bool)
         for term in terms:

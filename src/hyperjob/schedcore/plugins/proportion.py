@@ -6,7 +6,7 @@ import numpy as np
 
 from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
-from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, share_of
+from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, reclaim_victims, share_of
 
 
 class ProportionPlugin(Plugin[NoArgs]):
@@ -85,18 +85,11 @@ class ProportionPlugin(Plugin[NoArgs]):
 
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState] | None:
         space = self.ssn.space
-        left: dict[str, np.ndarray] = {}
-        victims = []
-        for c in candidates:
-            assert c.job is not None
-            attr = self.attrs.get(c.job.queue)
-            if attr is None:
-                continue
-            alloc = left.setdefault(attr.name, attr.allocated.copy())
-            if not space.less_equal(alloc, attr.deserved):
-                alloc -= c.req
-                victims.append(c)
-        return victims
+
+        def above_deserved(attr: QueueAttr, allocated: np.ndarray, _: TaskState) -> bool:
+            return not space.less_equal(allocated, attr.deserved)
+
+        return reclaim_victims(self.attrs, candidates, above_deserved)
 
     def job_enqueueable(self, job: JobState) -> int:
         q = self.ssn.queues[job.queue]

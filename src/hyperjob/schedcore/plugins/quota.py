@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..framework import SessionView
 from ..resources import ResourceSpace
-from ..state import ALLOCATED, JobState
+from ..state import ALLOCATED, JobState, TaskState
 
 
 class QueueAttr:
@@ -114,3 +116,30 @@ def real_capability(
     base = ssn.total if parent_real is None else parent_real
     real: np.ndarray = np.minimum(np.maximum(base - total_guarantee, 0.0) + guarantee, capability)
     return real
+
+
+def reclaim_victims(
+    attrs: dict[str, QueueAttr],
+    candidates: list[TaskState],
+    above_keep: Callable[[QueueAttr, np.ndarray, TaskState], bool],
+) -> list[TaskState]:
+    """The queue side of reclaim for proportion and capacity (Volcano's reclaimableFn walk).
+
+    Candidates are taken in order; ``above_keep(attr, allocated, candidate)`` says whether the
+    candidate's queue, with ``allocated`` as it stands after the victims already chosen, still
+    holds more than it may keep. A victim's request comes off that running figure, so a queue
+    gives up pods only until it is back within what it may keep. Queues without attributes
+    keep everything.
+    """
+    left: dict[str, np.ndarray] = {}
+    victims = []
+    for c in candidates:
+        assert c.job is not None
+        attr = attrs.get(c.job.queue)
+        if attr is None:
+            continue
+        allocated = left.setdefault(attr.name, attr.allocated.copy())
+        if above_keep(attr, allocated, c):
+            allocated -= c.req
+            victims.append(c)
+    return victims
