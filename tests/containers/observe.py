@@ -226,6 +226,28 @@ class Figures:
         }
 
 
+def leftovers(cli: Cli) -> list[str] | None:
+    """Children not in a final phase and nodes with bookings; None while the CLI gets no answer."""
+    jobs, nodes = cli.json("get", "jobs"), cli.json("get", "nodes")
+    if jobs is None or nodes is None:
+        return None
+    return [f"{j['name']}@{j['cluster']}" for j in jobs if j["phase"] not in FINAL_PHASES] + [
+        n["name"] for n in nodes if any(n["used"].values())
+    ]
+
+
+def wait_until_settled(cli: Cli, timeout: float) -> bool:
+    """Poll until no child is left in a non-final phase and no node keeps a booking. A HyperJob
+    can be final while a cluster it left is still cut off: that cluster's bookings stay (its pods
+    may still run) until it is back and hears that they ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if leftovers(cli) == []:
+            return True
+        time.sleep(1)
+    return False
+
+
 def collect(
     cli: Cli, sampler: BookingSampler, nats_url: str, expected: dict[str, str], notes: dict[str, Any] | None = None
 ) -> Figures:

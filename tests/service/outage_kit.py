@@ -104,7 +104,9 @@ class Servers:
 class Partition:
     """A TCP proxy in front of a server, for the clients behind it: ``cut()`` stops forwarding in
     both directions and opening new connections (they stay open, unanswered, as under a network
-    partition), ``heal()`` lets everything through again."""
+    partition), ``heal()`` lets everything through again. ``heal(resume=False)`` lets only new
+    connections through: those open during the cut stay silent for good, as when the server
+    dropped them meanwhile (the NATS server's write deadline) and nothing of it reached the client."""
 
     def __init__(self, url: str) -> None:
         scheme, _, rest = url.partition("://")
@@ -112,6 +114,9 @@ class Partition:
         self.scheme, self.target = scheme, (host, int(port.split("/")[0]))
         self.open = asyncio.Event()
         self.open.set()
+        self.closing = asyncio.Event()
+        self.cuts = 0
+        self.dead = 0  # connections opened before the ``dead``-th cut never forward again
         self.server: asyncio.Server | None = None
 
     async def start(self) -> str:
@@ -120,28 +125,38 @@ class Partition:
         return f"{self.scheme}://127.0.0.1:{port}"
 
     async def close(self) -> None:
+        self.closing.set()
         if self.server is not None:
             self.server.close()
 
     def cut(self) -> None:
         self.open.clear()
+        self.cuts += 1
 
-    def heal(self) -> None:
+    def heal(self, *, resume: bool = True) -> None:
+        if not resume:
+            self.dead = self.cuts
         self.open.set()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self.open.wait()
+        born = self.cuts
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
             writer.close()
             return
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True)
+        await asyncio.gather(
+            self._pipe(reader, up_writer, born), self._pipe(up_reader, writer, born), return_exceptions=True
+        )
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, born: int) -> None:
         try:
             while data := await reader.read(65536):
                 await self.open.wait()
+                if born < self.dead:
+                    await self.closing.wait()  # dropped across the cut: silent until the proxy closes
+                    return
                 writer.write(data)
                 await writer.drain()
         finally:

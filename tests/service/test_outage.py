@@ -155,3 +155,38 @@ async def test_after_a_wipe_every_hyperjob_completed_ones_too_the_queue_and_the_
     assert figures.completed == 6 and figures.lost == 0, figures.phases
     assert hyperjobs == {f"hj{i}" for i in range(6)} and "outage" in queues
     assert (figures.started_twice, figures.over, figures.dlq, figures.evicted, figures.moved) == (0, 0, 0, 0, 0)
+
+
+async def test_a_cluster_whose_connections_were_dropped_across_a_partition_comes_back_and_gives_its_nodes_back(
+    tmp_path,
+) -> None:
+    """Issue 16's fault (a) as the containers showed it: c1's node-agent and cluster-scheduler are
+    cut off from NATS and Redis while their pods finish. Across a partition that long the NATS
+    server drops their connections (its write deadline), and nothing of it reaches them: once the
+    network is back, only new connections get through. They must notice and connect again, so
+    that c1's pods are reported, its HyperJobs complete and its nodes are given back (before: a
+    client heard of a dead connection only from nats-py's ping every 2 minutes, so c1 stayed
+    silent, its bookings held, for minutes after the partition healed)."""
+    with outage_kit.Servers(tmp_path) as servers:
+        run = outage_kit.Run(servers.nats.url, servers.redis.url, nodes=2, period=0.2, cut_cluster="c1")
+        async with run.running():
+            await run.submit(2, duration="3s")
+            await run.until_running(2 * 2 * 2)
+            nats_link, redis_link = run.partitions
+            nats_link.cut()
+            redis_link.cut()
+            await asyncio.sleep(5)  # c1's pods finish meanwhile: their reports cannot go out
+            nats_link.heal(resume=False)
+            redis_link.heal()  # Redis keeps idle clients: their connections resume
+            await run.until_done(timeout=60)
+            figures = await run.audit()
+
+            async def nodes_given_back() -> bool:
+                return not any((await run.bookings_left()).values())
+
+            with contextlib.suppress(AssertionError):
+                await sh.until(nodes_given_back, what="c1's nodes given back", timeout=30, interval=0.2)
+            left = await run.bookings_left()
+    assert figures.completed == 2 and figures.lost == 0, figures.phases
+    assert left == {"c1": 0, "c2": 0}
+    assert (figures.started_twice, figures.over, figures.dlq) == (0, 0, 0)

@@ -63,6 +63,12 @@ _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
 # A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
 # a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
 WATCH_HEARTBEAT = 1.0
+# A connection the server dropped across a partition (its write deadline) can look open for
+# minutes to the client: nothing of the drop reaches it, and TCP retries ever more rarely. A ping
+# every 5 s (nats-py: every 120 s) finds it dead once two go unanswered (10-15 s), so the client
+# connects anew and is back within seconds of the network (issue 16, fault (a)).
+PING_INTERVAL = 5
+MAX_OUTSTANDING_PINGS = 2
 
 
 def _close(a: float | None, b: float | None) -> bool:
@@ -172,6 +178,8 @@ class NatsBus:
                     max_reconnect_attempts=-1,
                     reconnect_time_wait=0.5,
                     allow_reconnect=True,
+                    ping_interval=PING_INTERVAL,
+                    max_outstanding_pings=MAX_OUTSTANDING_PINGS,
                     error_cb=events.error,
                     disconnected_cb=events.disconnected,
                     reconnected_cb=events.reconnected,
