@@ -3,7 +3,9 @@
 Starts ``nats-server`` (with its monitoring port) and ``redis-server`` from the pip wheels, then
 every service as its own process exactly as ``hyperjob up`` does (``up.System``), with
 ``--clusters`` simulated clusters of ``--nodes`` 8-GPU nodes each and pods that run until stopped.
-Once every cluster-scheduler sees its whole fleet, it measures the idle cost of each process,
+Once every cluster-scheduler sees its whole fleet and ``--settle`` seconds have passed (a fleet
+just started is not at rest: each agent reads and publishes every node's telemetry once at start,
+which at 10,000 nodes takes the agents several seconds), it measures the idle cost of each process,
 then publishes ``--hyperjobs`` HyperJobs of ``--replicas`` one-GPU replicas at once (split evenly
 across the clusters unless ``--no-split``) and waits until each is Running.
 
@@ -393,7 +395,7 @@ class LiveBench:
         calls = sum(int(v["calls"]) for v in stats.values() if isinstance(v, dict))
         return Counters(at=time.monotonic(), cpu=cpu, nats_in=nats_in, nats_out=nats_out, redis_calls=calls)
 
-    async def run(self, idle_seconds: float, timeout: float) -> dict[str, Any]:
+    async def run(self, idle_seconds: float, timeout: float, settle_seconds: float = 3.0) -> dict[str, Any]:
         import redis.asyncio as aioredis  # noqa: PLC0415
 
         from .client import connect  # noqa: PLC0415
@@ -407,7 +409,7 @@ class LiveBench:
             answer = await client.apply(queue_manifest())
             if not isinstance(answer, events.RequestAccepted):
                 raise click.ClickException(f"the bench queue was rejected: {answer.reason}")
-            await asyncio.sleep(min(3.0, idle_seconds))  # let the queue's news settle
+            await asyncio.sleep(settle_seconds)  # the queue's news, the agents' first telemetry
             load = {"idle": os.getloadavg()}
             idle_start = await self.counters(redis)
             await asyncio.sleep(idle_seconds)
@@ -597,7 +599,17 @@ class LiveBench:
     is_flag=True,
     help="submit each HyperJob once the one before runs (submit->Running on an idle fleet), not all at once",
 )
-@click.option("--idle", "idle_seconds", type=click.FloatRange(min=1.0), default=10.0, show_default=True)
+@click.option(
+    "--settle",
+    "settle_seconds",
+    type=click.FloatRange(min=0.0),
+    default=15.0,
+    show_default=True,
+    help="seconds between the whole fleet being seen and the idle measurement",
+)
+@click.option(
+    "--idle", "idle_seconds", type=click.FloatRange(min=1.0), default=30.0, show_default=True, help="idle window"
+)
 @click.option("--timeout", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option("--schedule-period", default="1s", show_default=True)
 @click.option(
@@ -622,6 +634,7 @@ def bench_live(
     replicas: int,
     split: bool,
     one_at_a_time: bool,
+    settle_seconds: float,
     idle_seconds: float,
     timeout: float,
     schedule_period: str,
@@ -651,7 +664,7 @@ def bench_live(
         with ExitStack() as stack:
             bench.start(stack)
             echo(f"{len(bench.system.services)} service processes up in {home}; waiting for the fleet ...")
-            figures = asyncio.run(bench.run(idle_seconds, timeout))
+            figures = asyncio.run(bench.run(idle_seconds, timeout, settle_seconds))
     finally:
         if keep:
             echo(f"kept {home}")
