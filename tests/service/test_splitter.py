@@ -280,6 +280,25 @@ async def test_child_phases_are_followed_and_a_plain_job_is_its_own_child(splitt
     assert doc.child_phases == {"solo": "Running"} and doc.children[0].cluster == "c2"
 
 
+async def test_a_child_whose_name_a_job_goes_by_waits_with_that_reason(splitter, bus, store, probe) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    child = f"other{place.children[0].name.removeprefix(HJ)}"  # what HyperJob "other" would call it
+    await applied_and_admitted(bus, probe, sh.job_manifest(child))  # a plain Job already goes by it
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest("other", CLUSTERS)))
+    await send(
+        bus,
+        probe,
+        subjects.OWNER_ADMITTED,
+        sh.message(events.OwnerAdmitted, name="other", queue="default"),
+        durable="splitter-sched",
+    )
+    [waiting] = await probe.wait(
+        subjects.CHILD_WAITING, events.ChildPlacementWaiting, where=lambda m: m.hyperjob == "other"
+    )
+    assert waiting.reason == f"child {child}: a job of that name already exists"
+    assert [p.owner for p in await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)] == [HJ, child]
+
+
 async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appears(splitter, bus, store, probe) -> None:
     await sh.report_capacity(bus, sh.capacity("c1", full=True), sh.capacity("c2", full=True))
     await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))

@@ -10,7 +10,7 @@ than one batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -25,10 +25,11 @@ __all__ = ["Index", "Projection", "Table"]
 
 class Index(Generic[T, K]):
     """The names of a table's rows grouped by ``key(row)``, kept up to date as rows change (a
-    lookup by owner, say, without scanning every row)."""
+    lookup by owner, say, without scanning every row). A row may stand under several keys
+    (``Table.index_many``: a HyperJob under each of its children's names)."""
 
-    def __init__(self, key: Callable[[T], K]) -> None:
-        self.key = key
+    def __init__(self, keys: Callable[[T], Iterable[K]]) -> None:
+        self.keys = keys
         self._groups: dict[K, set[str]] = {}
 
     def names(self, key: K) -> list[str]:
@@ -36,15 +37,16 @@ class Index(Generic[T, K]):
         return sorted(self._groups.get(key, ()))
 
     def _add(self, name: str, row: T) -> None:
-        self._groups.setdefault(self.key(row), set()).add(name)
+        for key in self.keys(row):
+            self._groups.setdefault(key, set()).add(name)
 
     def _remove(self, name: str, row: T) -> None:
-        key = self.key(row)
-        group = self._groups.get(key)
-        if group is not None:
-            group.discard(name)
-            if not group:
-                del self._groups[key]
+        for key in self.keys(row):
+            group = self._groups.get(key)
+            if group is not None:
+                group.discard(name)
+                if not group:
+                    del self._groups[key]
 
     def _rebuild(self, rows: dict[str, T]) -> None:
         self._groups = {}
@@ -67,7 +69,11 @@ class Table(Generic[T]):
 
     def index(self, key: Callable[[T], K]) -> Index[T, K]:
         """A lookup of row names by ``key(row)``, maintained with every change."""
-        index: Index[T, K] = Index(key)
+        return self.index_many(lambda row: (key(row),))
+
+    def index_many(self, keys: Callable[[T], Iterable[K]]) -> Index[T, K]:
+        """A lookup of row names by each of ``keys(row)``, maintained with every change."""
+        index: Index[T, K] = Index(keys)
         index._rebuild(self.rows)
         self._indexes.append(index)
         return index

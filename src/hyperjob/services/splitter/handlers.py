@@ -38,6 +38,9 @@ class Splitter:
         settings = settings or Settings()
         self.rt = runtime
         self.hyperjobs = runtime.table(records.HYPERJOB, records.HyperJobDoc)
+        # Which HyperJob (or plain Job) goes by a job name: looked up on every split, a scan of
+        # every HyperJob's children made accepting a burst of HyperJobs quadratic.
+        self.owners_of_name = self.hyperjobs.index_many(_names_used)
         self.queues = runtime.table(records.QUEUE, records.QueueDoc)
         self.classes = runtime.table(records.PRIORITY_CLASS, records.PriorityClassDoc)
         self.capacity = Capacity()
@@ -374,14 +377,8 @@ class Splitter:
 
     def _names_taken(self, owner: str, names: list[str]) -> str:
         """The first of ``names`` another Job or HyperJob child already goes by ("" if none)."""
-        for other, doc in self.hyperjobs.items():
-            if other == owner:
-                continue
-            used = {other} if doc.plain else {ref.name for ref in doc.children}
-            clash = sorted(used & set(names))
-            if clash:
-                return clash[0]
-        return ""
+        taken = (name for name in sorted(names) if set(self.owners_of_name.names(name)) - {owner})
+        return next(taken, "")
 
     def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
         """The gang's reservations did not all hold in time: plan again (it may fit elsewhere now),
@@ -822,3 +819,8 @@ def _job(doc: records.HyperJobDoc) -> api.Job:
     job = api.decode_stored(doc.manifest)
     assert isinstance(job, api.Job)
     return job
+
+
+def _names_used(doc: records.HyperJobDoc) -> list[str]:
+    """The job names a HyperJob's children (or a plain Job itself) go by."""
+    return [doc.name] if doc.plain else [ref.name for ref in doc.children]
