@@ -56,17 +56,21 @@ class GlobalScheduler:
 
     def on_submitted(self, msg: events.OwnerSubmitted) -> None:
         current = self.owners.get(msg.name)
-        fields = {
-            "queue": msg.queue,
-            "priority": msg.priority,
-            "request": msg.request,
-            "created": msg.created,
-            "generation": msg.generation,
-        }
         if current is None or current.withdrawn:
-            self.owners.put(msg.name, records.OwnerDoc(name=msg.name, plain=msg.plain, **fields))
-        elif current.generation != msg.generation:
-            self.owners.put(msg.name, msgspec.structs.replace(current, **fields))
+            current = records.OwnerDoc(name=msg.name, plain=msg.plain, queue=msg.queue, request={}, created=0.0)
+        elif current.generation == msg.generation:
+            self.rt.kick("round")
+            return
+        # New, or what it asks changed (where it stands did not).
+        asks = msgspec.structs.replace(
+            current,
+            queue=msg.queue,
+            priority=msg.priority,
+            request=msg.request,
+            created=msg.created,
+            generation=msg.generation,
+        )
+        self.owners.put(msg.name, asks)
         self.rt.kick("round")
 
     def on_withdrawn(self, msg: events.OwnerWithdrawn) -> None:

@@ -63,23 +63,26 @@ def _carry_out(outcome: Outcome, effect: Any) -> list[Any]:
     return []
 
 
-def pod_event(record: jm.JobRecord, report: events.PodReport) -> Any | None:
+def pod_event(record: jm.JobRecord, report: events.PodReport) -> jm.JobEvent | None:
     """A node's report about a pod as jobcore's event (None: nothing to say). The report names the
     incarnation (``uid``); jobcore ignores one about an older incarnation."""
     current = record.pods.get(report.pod)
     if current is None:
         return None
-    common = {"pod": report.pod, "job_version": current.version, "uid": report.uid or current.uid}
+    pod, version, uid = report.pod, current.version, report.uid or current.uid
     if report.phase == "Running":
         if report.restarts > current.status.container_restarts:
-            return jm.PodRestarted(restarts=report.restarts, exit_code=report.exit_code, **common)
-        return jm.PodRunning(**common)
+            return jm.PodRestarted(
+                restarts=report.restarts, exit_code=report.exit_code, pod=pod, job_version=version, uid=uid
+            )
+        return jm.PodRunning(pod=pod, job_version=version, uid=uid)
     if report.phase == "Succeeded":
-        return jm.PodSucceeded(**common)
+        return jm.PodSucceeded(pod=pod, job_version=version, uid=uid)
     if report.phase == "Failed":
-        return jm.PodFailed(exit_code=report.exit_code if report.exit_code is not None else 1, **common)
+        exit_code = report.exit_code if report.exit_code is not None else 1
+        return jm.PodFailed(exit_code=exit_code, pod=pod, job_version=version, uid=uid)
     if report.phase == "Deleted":
-        return jm.PodDeleted(**common)
+        return jm.PodDeleted(pod=pod, job_version=version, uid=uid)
     return None
 
 
@@ -135,7 +138,7 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
     ``events.PART_SIZE`` pods (task order, then index). A job without pods has one part."""
     order = {t.name: i for i, t in enumerate(record.spec.tasks)}
     pods = sorted(record.pods.values(), key=lambda p: (order.get(p.task, len(order)), p.task, p.index))
-    tasks = {}
+    tasks: dict[str, events.TaskScheduling] = {}
     for pod in pods:
         tasks.setdefault(pod.task, _task_scheduling(pod.scheduling))
     states = [

@@ -254,7 +254,7 @@ class JobController:
             by_job.setdefault(report.job, []).append(report)
         reaction = Reaction()
         for job, reports in sorted(by_job.items()):
-            reaction.extend(self._feed(msg, job, lambda r, rs=reports: [domain.pod_event(r, x) for x in rs]))
+            reaction.extend(self._feed(msg, job, _pod_events(reports)))
         return reaction
 
     # -- timers ------------------------------------------------------------------------------------
@@ -449,3 +449,8 @@ def _digest(message: events.JobState) -> str:
 def _version(record: jm.JobRecord, pod: str) -> int:
     current = record.pods.get(pod)
     return current.version if current is not None else record.version
+
+
+def _pod_events(reports: list[events.PodReport]) -> Callable[[jm.JobRecord], list[jm.JobEvent | None]]:
+    """What one job's pod reports say, decided on its record when it is fed."""
+    return lambda record: [domain.pod_event(record, report) for report in reports]

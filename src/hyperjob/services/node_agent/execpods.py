@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import IO
 
 import structlog
 
@@ -26,7 +27,7 @@ from . import domain
 
 EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE = 127, 126  # what a shell or container runtime reports
 log = structlog.get_logger("node-agent")
-OnExit = Callable[[str, str, int], Awaitable[None]]
+OnExit = Callable[[str, str, int], Coroutine[None, None, None]]
 
 
 def sandbox(work_dir: str, cluster: str, pod: str) -> Path:
@@ -80,7 +81,7 @@ class ProcessRunner:
         (box / "pid").write_text(str(proc.pid))  # lets a restarted agent kill what it can no longer watch
         self.watchers[msg.pod] = asyncio.create_task(self._watch(msg.pod, msg.uid, proc))
 
-    async def _spawn(self, argv: list[str], env: dict[str, str], out: object) -> asyncio.subprocess.Process | int:
+    async def _spawn(self, argv: list[str], env: dict[str, str], out: IO[bytes]) -> asyncio.subprocess.Process | int:
         """The process, or the exit code a container runtime gives a command it cannot start."""
         if not argv:
             log.warning("pod_has_no_command")

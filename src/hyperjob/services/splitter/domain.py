@@ -248,12 +248,10 @@ def manifest_kind(manifest: dict[str, object]) -> tuple[str, str]:
 
 def queues_of(doc: records.HyperJobDoc) -> set[str]:
     manifest = api.decode_stored(doc.manifest)
-    if isinstance(manifest, api.PodGroup):
+    if isinstance(manifest, api.PodGroup | api.Job):
         return {manifest.spec.queue or api.DEFAULT_QUEUE}
-    specs = (
-        [manifest.spec] if isinstance(manifest, api.Job) else [rj.template_spec for rj in manifest.spec.replicated_jobs]
-    )  # type: ignore[union-attr]
-    return {spec.queue or api.DEFAULT_QUEUE for spec in specs}
+    assert isinstance(manifest, api.HyperJob), manifest  # the splitter keeps HyperJobs and plain Jobs
+    return {rj.template_spec.queue or api.DEFAULT_QUEUE for rj in manifest.spec.replicated_jobs}
 
 
 # -- namespaces ------------------------------------------------------------------------------------

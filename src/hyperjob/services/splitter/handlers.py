@@ -467,7 +467,8 @@ class Splitter:
         moves = [d for d in decisions if not isinstance(d, fleetcore.ChildWaits)]
         waiting = f"{WAITS} " + "; ".join(f"{d.child} on {d.cluster}: {d.reason}" for d in waits) if waits else ""
         if moves:
-            self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=[m.child for m in moves])
+            moved = [m.child for m in moves if not isinstance(m, fleetcore.SetLifecycle)]
+            self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=moved)
             self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
             if split is not None:
                 self._remember_moves(reaction, _hyperjob(doc), split, moves)
