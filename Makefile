@@ -4,9 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Packages mypy --strict keeps clean (issue 15: the whole tree, package by package).
-TYPED := src/hyperjob/api src/hyperjob/jobcore src/hyperjob/store src/hyperjob/testkit \
+TYPED := src/hyperjob/api src/hyperjob/bus src/hyperjob/jobcore src/hyperjob/store src/hyperjob/testkit \
 	src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator \
-	src/hyperjob/schedcore src/hyperjob/telemetry src/hyperjob/client src/hyperjob/dashboard
+	src/hyperjob/schedcore src/hyperjob/telemetry src/hyperjob/client src/hyperjob/dashboard src/hyperjob/servicekit \
+	src/hyperjob/cli
 
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
 

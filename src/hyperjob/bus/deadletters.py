@@ -15,7 +15,8 @@ markers, ADR 0002). A replayed message that fails again is dead-lettered again, 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 import msgspec
 
@@ -32,7 +33,7 @@ from .dispatch import (
     H_ORIGINAL_SUBJECT,
     H_WATCH,
 )
-from .model import DLQ_STREAM, MSG_ID, Delivery
+from .model import DLQ_STREAM, MSG_ID, Delivery, Payload, PublishAck
 
 __all__ = ["DeadLetter", "DeadLetterError", "dead_letters", "purge", "replay"]
 
@@ -89,7 +90,9 @@ class _Bus(Protocol):
 
     async def delete_message(self, stream: str, seq: int) -> bool: ...
 
-    async def publish(self, subject: str, event: Any, *, msg_id: str, headers: dict[str, str] | None = None) -> Any: ...
+    async def publish(
+        self, subject: str, event: Payload, *, msg_id: str, headers: Mapping[str, str] | None = None
+    ) -> PublishAck: ...
 
 
 def _chosen(letter: DeadLetter, consumer: str | None, seq: int | None) -> bool:

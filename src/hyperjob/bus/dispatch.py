@@ -25,7 +25,7 @@ stream and sequence, from which ``hyperjob dlq replay`` reads it back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 import msgspec
@@ -40,6 +40,7 @@ from .model import MSG_ID, BatchHandler, ConsumerPolicy, Delivery, Handler, Outg
 __all__ = [
     "DEAD_LETTER_HEADERS",
     "MAX_PAYLOAD",
+    "Run",
     "H_BY_REFERENCE",
     "H_DLQ_REASON",
     "H_ERROR",
@@ -56,6 +57,8 @@ __all__ = [
     "wire_size",
     "run_batch_handler",
     "run_handler",
+    "runs_batches",
+    "runs_each",
     "verdict_for",
 ]
 
@@ -175,9 +178,32 @@ async def run_batch_handler(
                 span.set_status(trace.StatusCode.ERROR, str(exc))
                 failures = dict.fromkeys(range(len(live)), exc)
             for pos, i in enumerate(live):
-                exc = failures.get(pos)
-                verdicts[i] = ACK if exc is None else verdict_for(exc, deliveries[i], durable, policy)
+                error = failures.get(pos)
+                verdicts[i] = ACK if error is None else verdict_for(error, deliveries[i], durable, policy)
     return [v if v is not None else ACK for v in verdicts]
+
+
+# What a consumer does with the deliveries it took: one verdict each. The buses take either kind
+# of handler (``consume``'s one at a time, ``consume_batch``'s whole batches) through this one shape.
+Run = Callable[[Sequence[Delivery], str, ConsumerPolicy], Awaitable[list[Verdict]]]
+
+
+def runs_each(handler: Handler) -> Run:
+    """``handler`` called once per delivery, each in its own span (``consume``)."""
+
+    async def run(deliveries: Sequence[Delivery], durable: str, policy: ConsumerPolicy) -> list[Verdict]:
+        return [await run_handler(handler, delivery, durable, policy) for delivery in deliveries]
+
+    return run
+
+
+def runs_batches(handler: BatchHandler) -> Run:
+    """``handler`` called once with all the deliveries, in one span (``consume_batch``)."""
+
+    async def run(deliveries: Sequence[Delivery], durable: str, policy: ConsumerPolicy) -> list[Verdict]:
+        return await run_batch_handler(handler, deliveries, durable, policy)
+
+    return run
 
 
 def verdict_for(exc: BaseException, delivery: Delivery, durable: str, policy: ConsumerPolicy) -> Verdict:

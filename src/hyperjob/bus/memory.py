@@ -28,13 +28,13 @@ import contextlib
 import heapq
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import structlog
 
+from hyperjob.events.subjects import StreamDecl
 from hyperjob.telemetry import inject
 
-from .dispatch import MAX_PAYLOAD, Verdict, dead_letter, hold_delay, run_batch_handler, run_handler, wire_size
+from .dispatch import MAX_PAYLOAD, Run, Verdict, dead_letter, hold_delay, runs_batches, runs_each, wire_size
 from .errors import BusClosedError, ConsumerError, InstanceCrash, MessageTooLargeError, NoStreamError, PublishError
 from .model import (
     DLQ_STREAM,
@@ -44,6 +44,8 @@ from .model import (
     ConsumerPolicy,
     Delivery,
     Handler,
+    Message,
+    Payload,
     PublishAck,
     StreamSpec,
     as_outgoing,
@@ -209,17 +211,20 @@ class Member:
         self,
         bus: InMemoryBus,
         durable: str,
-        handler: Any,
         kind: str,
+        *,
         consumer: _Consumer | None = None,
+        run: Run | None = None,
         watch: tuple[_Stream, str] | None = None,
+        on_value: Handler | None = None,
     ) -> None:
         self.durable = durable
         self.kind = kind
         self._bus = bus
         self._consumer = consumer
-        self._handler = handler
+        self._handle = run  # a consumer's
         self._watch = watch
+        self._on_value = on_value  # a watch's
         self._watch_cursor = watch[0].last_seq if watch else 0
         self._stopping = False
         self._idle = False
@@ -355,26 +360,23 @@ class Member:
 
     async def _step_watch(self) -> int:
         """Hand over the next new value (one at a time, so deliveries interleave in publish order)."""
-        assert self._watch is not None
+        assert self._watch is not None and self._on_value is not None
         self._skip_watch()
         stream = self._watch[0]
         if self._watch_cursor >= stream.last_seq:
             return 0
         self._watch_cursor += 1
-        await self._handler(self._bus.delivery(stream, stream.msgs[self._watch_cursor], 1))
+        await self._on_value(self._bus.delivery(stream, stream.msgs[self._watch_cursor], 1))
         return 1
 
     async def _process(self, batch: list[tuple[_Stored, int]]) -> None:
         consumer = self._consumer
-        assert consumer is not None
+        assert consumer is not None and self._handle is not None
         stream, policy = consumer.stream, consumer.policy
         deliveries = [self._bus.delivery(stream, m, n) for m, n in batch]
         unsettled = [m.seq for m, _ in batch]
         try:
-            if self.kind == "batch":
-                verdicts = await run_batch_handler(self._handler, deliveries, self.durable, policy)
-            else:
-                verdicts = [await run_handler(self._handler, deliveries[0], self.durable, policy)]
+            verdicts = await self._handle(deliveries, self.durable, policy)
         except (InstanceCrash, asyncio.CancelledError):
             # Died mid-batch: nothing was settled, the server redelivers after ack_wait.
             for seq in unsettled:
@@ -394,7 +396,7 @@ class InMemoryBus:
 
     def __init__(
         self,
-        streams: Iterable[Any] = (),
+        streams: Iterable[StreamSpec | StreamDecl] = (),
         *,
         clock: Clock | None = None,
         driven: bool = False,
@@ -425,10 +427,12 @@ class InMemoryBus:
         return False
 
     @classmethod
-    async def connect(cls, url: str = "memory://", streams: Iterable[Any] = (), **_: Any) -> InMemoryBus:
+    async def connect(
+        cls, url: str = "memory://", streams: Iterable[StreamSpec | StreamDecl] = (), **_: object
+    ) -> InMemoryBus:
         return cls(streams)
 
-    def declare(self, streams: Iterable[Any]) -> None:
+    def declare(self, streams: Iterable[StreamSpec | StreamDecl]) -> None:
         """Create or replace streams (a replaced spec keeps the stored messages)."""
         specs = [as_stream_spec(s) for s in streams]
         if find_stream([*(st.spec for st in self._streams.values()), *specs], ["dlq.x"]) is None:
@@ -454,13 +458,13 @@ class InMemoryBus:
     # -- publish ----------------------------------------------------------------------------
 
     async def publish(
-        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+        self, subject: str, event: Payload, *, msg_id: str, headers: Mapping[str, str] | None = None
     ) -> PublishAck:
         """As ``NatsBus.publish``."""
         return self.publish_now(subject, event, msg_id=msg_id, headers=headers)
 
     def publish_now(
-        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+        self, subject: str, event: Payload, *, msg_id: str, headers: Mapping[str, str] | None = None
     ) -> PublishAck:
         if self._closed:
             raise BusClosedError("bus is closed")
@@ -484,7 +488,7 @@ class InMemoryBus:
         self.notify()
         return ack
 
-    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
+    async def publish_many(self, messages: Iterable[Message], *, timeout: float = 10.0) -> list[PublishAck]:
         """As ``NatsBus.publish_many``, stopping at the first failure: what follows it is not
         stored, so a retry of the whole list keeps the order (the copies are dropped by id)."""
         acks: list[PublishAck] = []
@@ -518,7 +522,7 @@ class InMemoryBus:
             ack_wait=ack_wait,
             concurrency=concurrency,
         )
-        return self._start(durable, subjects, handler, policy, stream, kind="consume")
+        return self._start(durable, subjects, runs_each(handler), policy, stream, kind="consume")
 
     async def consume_batch(
         self,
@@ -537,13 +541,13 @@ class InMemoryBus:
         policy = ConsumerPolicy.build(
             batch=batch, max_deliver=max_deliver, backoff=backoff, max_ack_pending=max_ack_pending, ack_wait=ack_wait
         )
-        return self._start(durable, subjects, handler, policy, stream, kind="batch")
+        return self._start(durable, subjects, runs_batches(handler), policy, stream, kind="batch")
 
     def _start(
         self,
         durable: str,
         subjects: str | Sequence[str],
-        handler: Any,
+        run: Run,
         policy: ConsumerPolicy,
         stream: str | None,
         *,
@@ -559,7 +563,7 @@ class InMemoryBus:
             consumer = self._consumers[key] = _Consumer(target, filters, policy)
         else:
             consumer.filters, consumer.policy = filters, policy
-        member = Member(self, durable, handler, kind, consumer=consumer)
+        member = Member(self, durable, kind, consumer=consumer, run=run)
         self.members.append(member)
         member.start()
         return member
@@ -573,7 +577,7 @@ class InMemoryBus:
                 await handler(self.delivery(target, msg, 1))
             except Exception:  # noqa: BLE001 - as NatsBus: one bad value must not end the watch
                 _log.exception("watch_handler_failed", subject=msg.subject)
-        member = Member(self, f"watch-{subject_filter}", handler, "watch", watch=(target, subject_filter))
+        member = Member(self, f"watch-{subject_filter}", "watch", watch=(target, subject_filter), on_value=handler)
         self.members.append(member)
         member.start()
         return member

@@ -8,10 +8,15 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from hyperjob.events.subjects import StreamDecl
+
 __all__ = [
     "DEFAULT_BACKOFF",
     "DLQ_STREAM",
     "MSG_ID",
+    "Message",
+    "OutputLike",
+    "Payload",
     "BatchHandler",
     "ConsumerLag",
     "ConsumerPolicy",
@@ -59,17 +64,16 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
 DLQ_STREAM = StreamSpec(name="DLQ", subjects=["dlq.>"], max_age=30 * _DAY, duplicate_window=_DAY)
 
 
-def as_stream_spec(decl: Any) -> StreamSpec:
-    """A ``StreamSpec`` from itself or a duck-typed declaration such as ``events.subjects.StreamDecl``
-    (``name``, ``subjects``, optional ``latest_only`` and ``max_age_seconds``)."""
+def as_stream_spec(decl: StreamSpec | StreamDecl) -> StreamSpec:
+    """A ``StreamSpec`` from itself or from the contract's ``events.subjects.StreamDecl``
+    (``latest_only`` becomes one message per subject)."""
     if isinstance(decl, StreamSpec):
         return decl
-    latest = bool(getattr(decl, "latest_only", False))
     return StreamSpec(
         name=decl.name,
         subjects=list(decl.subjects),
-        max_age=float(getattr(decl, "max_age_seconds", 7 * _DAY)),
-        max_msgs_per_subject=1 if latest else -1,
+        max_age=decl.max_age_seconds,
+        max_msgs_per_subject=1 if decl.latest_only else -1,
     )
 
 
@@ -115,6 +119,28 @@ class Outgoing(msgspec.Struct, frozen=True, kw_only=True):
     payload: bytes
     headers: dict[str, str] | None = None
 
+
+class OutputLike(Protocol):
+    """Anything with ``Outgoing``'s fields, such as ``store.Output`` (the bus does not import store)."""
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def msg_id(self) -> str: ...
+
+    @property
+    def payload(self) -> bytes: ...
+
+    @property
+    def headers(self) -> Mapping[str, str] | None: ...
+
+
+# What ``publish`` sends: bytes as they are, anything else as msgspec JSON (a Struct, or a dict
+# whose values are whatever JSON holds: hence ``Any``).
+Payload = bytes | bytearray | memoryview | msgspec.Struct | Mapping[str, Any]
+# What ``publish_many`` accepts for one message.
+Message = Outgoing | OutputLike | tuple[str, str, Payload]
 
 Handler = Callable[[Delivery], Awaitable[None]]
 # A batch handler gets up to ``batch`` deliveries and returns None (ack all) or the exceptions of
@@ -185,7 +211,7 @@ class Subscription(Protocol):
     def running(self) -> bool: ...
 
 
-def encode_payload(event: bytes | bytearray | memoryview | msgspec.Struct | Any) -> bytes:
+def encode_payload(event: Payload) -> bytes:
     """Bytes as they are; anything else (a msgspec Struct, a dict) as msgspec JSON."""
     if isinstance(event, bytes):
         return event
@@ -194,7 +220,7 @@ def encode_payload(event: bytes | bytearray | memoryview | msgspec.Struct | Any)
     return msgspec.json.encode(event)
 
 
-def as_outgoing(item: Any) -> Outgoing:
+def as_outgoing(item: Message) -> Outgoing:
     """Accept ``Outgoing``, anything with ``subject``/``msg_id``/``payload`` (``store.Output``), or a
     ``(subject, msg_id, payload)`` tuple."""
     if isinstance(item, Outgoing):
@@ -206,7 +232,7 @@ def as_outgoing(item: Any) -> Outgoing:
         subject=item.subject,
         msg_id=item.msg_id,
         payload=encode_payload(item.payload),
-        headers=getattr(item, "headers", None),
+        headers=dict(item.headers) if item.headers is not None else None,
     )
 
 

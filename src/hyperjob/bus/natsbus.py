@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import msgspec
 import nats.errors
@@ -24,9 +23,10 @@ from nats.js import JetStreamContext, api
 from nats.protocol.parser import AUTHORIZATION_VIOLATION, PERMISSIONS_ERR, STALE_CONNECTION
 
 from hyperjob.events.access import without_credentials
+from hyperjob.events.subjects import StreamDecl
 from hyperjob.telemetry import inject
 
-from .dispatch import Verdict, dead_letter, wire_size
+from .dispatch import Run, Verdict, dead_letter, runs_batches, runs_each, wire_size
 from .errors import (
     BusClosedError,
     ConsumerError,
@@ -43,7 +43,9 @@ from .model import (
     ConsumerPolicy,
     Delivery,
     Handler,
+    Message,
     Outgoing,
+    Payload,
     PublishAck,
     StreamSpec,
     as_outgoing,
@@ -89,12 +91,6 @@ class _Client(NatsClient):
         error = nats.errors.Error("nats: " + err_msg.strip("'"))
         await self._error_cb(error)
         await self._process_op_err(error)
-
-
-async def _connect(servers: list[str], **options: Any) -> NatsClient:
-    client = _Client()
-    await client.connect(servers, **options)
-    return client
 
 
 class _ConnectionEvents:
@@ -149,7 +145,7 @@ class NatsBus:
     async def connect(
         cls,
         url: str,
-        streams: Iterable[Any] = (),
+        streams: Iterable[StreamSpec | StreamDecl] = (),
         *,
         namespace: str = "",
         name: str | None = None,
@@ -168,15 +164,17 @@ class NatsBus:
         many copies (a 3-node cluster: 3), whatever the specs say."""
         events = _ConnectionEvents(without_credentials(url))
         servers = [u.strip() for u in url.split(",") if u.strip()]
+        nc = _Client()
         try:
             # nats-py retries a first connect forever when reconnects are unlimited: bound it here.
-            nc = await asyncio.wait_for(
-                _connect(
+            await asyncio.wait_for(
+                nc.connect(
                     servers,
                     name=name,
                     connect_timeout=2,
                     max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.5,
+                    # nats-py annotates this int, but sleeps on it (a float works): its stub is wrong.
+                    reconnect_time_wait=0.5,  # type: ignore[arg-type]
                     allow_reconnect=True,
                     ping_interval=PING_INTERVAL,
                     max_outstanding_pings=MAX_OUTSTANDING_PINGS,
@@ -236,7 +234,7 @@ class NatsBus:
 
     # -- streams ----------------------------------------------------------------------------
 
-    async def declare(self, streams: Iterable[Any]) -> None:
+    async def declare(self, streams: Iterable[StreamSpec | StreamDecl]) -> None:
         """Create or update each stream so its config matches the spec. Idempotent."""
         specs = [as_stream_spec(s) for s in streams]
         if find_stream([*self._streams, *specs], ["dlq.x"]) is None:
@@ -246,8 +244,9 @@ class NatsBus:
             self._streams = [s for s in self._streams if s.name != spec.name] + [spec]
 
     async def _declare_one(self, spec: StreamSpec) -> None:
+        name = self._stream_name(spec.name)
         config = api.StreamConfig(
-            name=self._stream_name(spec.name),
+            name=name,
             subjects=[self._wire(s) for s in spec.subjects],
             storage=api.StorageType.FILE if spec.storage == "file" else api.StorageType.MEMORY,
             max_age=spec.max_age,
@@ -259,7 +258,7 @@ class NatsBus:
             allow_direct=True,
         )
         try:
-            if await self._declared_already(config):
+            if await self._declared_already(name, config):
                 return
             try:
                 await self._js.add_stream(config)
@@ -270,12 +269,12 @@ class NatsBus:
         except _NATS_ERRORS as exc:
             raise StreamConfigError(spec.name, str(exc)) from exc
 
-    async def _declared_already(self, config: api.StreamConfig) -> bool:
+    async def _declared_already(self, name: str, config: api.StreamConfig) -> bool:
         """Whether the stream exists as ``config`` says (its replicas as they are, unless this bus
         was given ``replicas``). Then nothing is sent that only the operator may send: under least
         privilege (ADR 0006) a service reads the streams the operator declared."""
         try:
-            info = await self._js.stream_info(config.name)
+            info = await self._js.stream_info(name)
         except nats.js.errors.NotFoundError:
             return False
         have = info.config
@@ -307,7 +306,7 @@ class NatsBus:
         return out
 
     async def publish(
-        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+        self, subject: str, event: Payload, *, msg_id: str, headers: Mapping[str, str] | None = None
     ) -> PublishAck:
         """Publish one message and wait for the stream's ack. ``event`` is bytes or a msgspec Struct
         (JSON). ``msg_id`` becomes ``Nats-Msg-Id``: a republish within the stream's duplicate
@@ -324,7 +323,7 @@ class NatsBus:
     def _logical_stream(self, name: str) -> str:
         return name[len(self._ns) + 1 :] if self._ns and name.startswith(f"{self._ns}_") else name
 
-    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]:
+    async def publish_many(self, messages: Iterable[Message], *, timeout: float = 10.0) -> list[PublishAck]:
         """Publish many messages with up to ``max_pending_publishes`` acks in flight; returns the acks
         in order. Items are ``Outgoing``, ``store.Output`` or ``(subject, msg_id, payload)``. If any
         publish fails, the others still complete and one ``PublishError`` (the first) is raised;
@@ -384,7 +383,7 @@ class NatsBus:
             ack_wait=ack_wait,
             concurrency=concurrency,
         )
-        return await self._start(durable, subjects, handler, policy, stream, batched=False)
+        return await self._start(durable, subjects, runs_each(handler), policy, stream, batched=False)
 
     async def consume_batch(
         self,
@@ -407,13 +406,13 @@ class NatsBus:
         policy = ConsumerPolicy.build(
             batch=batch, max_deliver=max_deliver, backoff=backoff, max_ack_pending=max_ack_pending, ack_wait=ack_wait
         )
-        return await self._start(durable, subjects, handler, policy, stream, batched=True)
+        return await self._start(durable, subjects, runs_batches(handler), policy, stream, batched=True)
 
     async def _start(
         self,
         durable: str,
         subjects: str | Sequence[str],
-        handler: Handler | BatchHandler,
+        run: Run,
         policy: ConsumerPolicy,
         stream: str | None,
         *,
@@ -436,7 +435,7 @@ class NatsBus:
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
             filter_subjects=wire_filters if len(wire_filters) > 1 else None,
         )
-        loop = PullLoop(self, self._nc, wire_stream, durable, handler, policy, batched=batched)
+        loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched)
         try:
             await self._js.add_consumer(wire_stream, config)
             await loop.start()
@@ -575,7 +574,8 @@ class NatsBus:
             info = await watch.sub.consumer_info()
         except _NATS_ERRORS as exc:
             raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
-        if not info.num_pending and not info.delivered.stream_seq:
+        delivered = info.delivered.stream_seq if info.delivered is not None else 0
+        if not info.num_pending and not delivered:
             watch.caught_up.set()
         try:
             await asyncio.wait_for(watch.caught_up.wait(), catch_up_timeout)
@@ -677,7 +677,7 @@ class _Watch:
         self._bus = bus
         self._handler = handler
         self.caught_up = asyncio.Event()
-        self.sub: Any = None
+        self.sub: JetStreamContext.PushSubscription | None = None
 
     @property
     def running(self) -> bool:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from .model import BatchHandler, ConsumerLag, Delivery, Handler, PublishAck, Subscription
+from .dispatch import Verdict
+from .model import BatchHandler, ConsumerLag, Delivery, Handler, Message, Payload, PublishAck, Subscription
 
 
 class Bus(Protocol):
@@ -13,10 +14,10 @@ class Bus(Protocol):
     method's contract."""
 
     async def publish(
-        self, subject: str, event: Any, *, msg_id: str, headers: Mapping[str, str] | None = None
+        self, subject: str, event: Payload, *, msg_id: str, headers: Mapping[str, str] | None = None
     ) -> PublishAck: ...
 
-    async def publish_many(self, messages: Iterable[Any], *, timeout: float = 10.0) -> list[PublishAck]: ...
+    async def publish_many(self, messages: Iterable[Message], *, timeout: float = 10.0) -> list[PublishAck]: ...
 
     async def consume(
         self,
@@ -53,6 +54,8 @@ class Bus(Protocol):
 
     async def last_per_subject(self, subject_filter: str, *, stream: str | None = None) -> dict[str, Delivery]: ...
 
+    async def stored(self, subject_filter: str, *, stream: str | None = None) -> list[tuple[Delivery, float]]: ...
+
     async def purge(self, subject: str, *, stream: str | None = None) -> int: ...
 
     async def lag(self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None) -> ConsumerLag: ...
@@ -61,6 +64,6 @@ class Bus(Protocol):
         self, durable: str, subjects: str | Sequence[str], *, stream: str | None = None
     ) -> bool: ...
 
-    async def dead_letter(self, durable: str, delivery: Delivery, verdict: Any, *, watch: str = "") -> None: ...
+    async def dead_letter(self, durable: str, delivery: Delivery, verdict: Verdict, *, watch: str = "") -> None: ...
 
     async def close(self) -> None: ...

@@ -27,8 +27,8 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription as NatsSubscription
 
-from .dispatch import Verdict, hold_delay, run_batch_handler, run_handler
-from .model import BatchHandler, ConsumerPolicy, Delivery, Handler
+from .dispatch import Run, Verdict, hold_delay
+from .model import ConsumerPolicy, Delivery
 
 __all__ = ["PullLoop"]
 
@@ -55,7 +55,7 @@ class PullLoop:
         nc: NatsClient,
         stream: str,
         durable: str,
-        handler: Handler | BatchHandler,
+        run: Run,
         policy: ConsumerPolicy,
         *,
         batched: bool = False,
@@ -64,7 +64,7 @@ class PullLoop:
         self._bus = bus
         self._nc = nc
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}"
-        self._handler = handler
+        self._handle = run
         self._batched = batched
         self._policy = policy
         self._buffer: collections.deque[Msg] = collections.deque()
@@ -216,7 +216,7 @@ class PullLoop:
         delivery = self._bus.delivery(msg)
 
         async def run(indexes: list[int]) -> list[Verdict]:
-            return [await run_handler(self._handler, delivery, self.durable, self._policy)]  # type: ignore[arg-type]
+            return await self._handle([delivery], self.durable, self._policy)
 
         verdicts = await self._until_not_held([msg], run)
         await self._settle(msg, delivery, verdicts[0])
@@ -225,12 +225,7 @@ class PullLoop:
         deliveries = [self._bus.delivery(m) for m in msgs]
 
         async def run(indexes: list[int]) -> list[Verdict]:
-            return await run_batch_handler(
-                self._handler,  # type: ignore[arg-type]
-                [deliveries[i] for i in indexes],
-                self.durable,
-                self._policy,
-            )
+            return await self._handle([deliveries[i] for i in indexes], self.durable, self._policy)
 
         verdicts = await self._until_not_held(msgs, run)
         for msg, delivery, verdict in zip(msgs, deliveries, verdicts, strict=True):

@@ -132,7 +132,9 @@ def agent_endpoints(cluster: str, node_names: list[str]) -> Endpoints:
     endpoints = resolve_endpoints()
     if not endpoints.secured:
         return endpoints
-    from .up import Identity, grant  # noqa: PLC0415
+    from hyperjob.testkit.auth import Identity  # noqa: PLC0415
+
+    from .up import grant  # noqa: PLC0415
 
     name = agent_name(Settings(cluster=cluster, node_names=node_names))
     grant(Identity(name=name, role="node-agent", cluster=cluster))

@@ -199,7 +199,7 @@ def family(subject: str, clusters: Sequence[str]) -> str:
     tokens = subject.split(".")
     if tokens[0] == "state":
         return ".".join(tokens[:2])
-    kept = []
+    kept: list[str] = []
     for token in tokens[:3]:
         if token in clusters or tokens[0] in ("jobstate", "nodestatus", "heartbeat", "telemetry") and kept:
             break

@@ -78,7 +78,17 @@ class Event(msgspec.Struct, kw_only=True):
         return f"{self.kind.lower()}/{self.name}"
 
 
-def _event(kind: str, name: str, reason: str, message: str, at: float, warning: bool = False, **rest: str) -> Event:
+def _event(
+    kind: str,
+    name: str,
+    reason: str,
+    message: str,
+    at: float,
+    warning: bool = False,
+    *,
+    cluster: str = "",
+    hyperjob: str = "",
+) -> Event:
     return Event(
         kind=kind,
         name=name,
@@ -87,7 +97,8 @@ def _event(kind: str, name: str, reason: str, message: str, at: float, warning: 
         message=message,
         first=at,
         last=at,
-        **rest,
+        cluster=cluster,
+        hyperjob=hyperjob,
     )
 
 

@@ -32,11 +32,14 @@ async def consumer_progress(bus: NatsBus) -> list[ConsumerProgress]:
     js = bus._js  # noqa: SLF001 - the bus lists no consumers; this is the operator's view of them all
     out = []
     for info in await js.streams_info():
-        for consumer in await js.consumers_info(info.config.name):
+        stream = info.config.name
+        if stream is None:  # the server names every stream it lists; nats-py's type allows None
+            continue
+        for consumer in await js.consumers_info(stream):
             if consumer.config.durable_name:
                 out.append(
                     ConsumerProgress(
-                        stream=info.config.name,
+                        stream=stream,
                         durable=consumer.name,
                         acked=consumer.ack_floor.stream_seq if consumer.ack_floor else 0,
                         waiting=(consumer.num_pending or 0) + (consumer.num_ack_pending or 0),

@@ -15,9 +15,10 @@ import re
 import click
 
 from hyperjob.events.access import USER_VERBS, user_subjects
+from hyperjob.testkit.auth import Identity
 
 from .config import endpoints_file, resolve_endpoints
-from .up import Identity, UpError, grant
+from .up import UpError, grant
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

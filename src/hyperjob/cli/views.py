@@ -899,18 +899,24 @@ def selector(text: str) -> Callable[[dict[str, str]], bool]:
     for term in filter(None, (t.strip() for t in text.split(","))):
         if "!=" in term:
             key, value = (p.strip() for p in term.split("!=", 1))
-            tests.append(lambda labels, k=key, v=value: labels.get(k) != v)
+            tests.append(_label_test(key, value, want=False))
         elif "=" in term:
             key, value = (p.strip() for p in term.replace("==", "=").split("=", 1))
-            tests.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            tests.append(_label_test(key, value, want=True))
         elif term.startswith("!"):
-            absent = term[1:].strip()
-            tests.append(lambda labels, k=absent: k not in labels)
+            tests.append(_label_test(term[1:].strip(), None, want=False))
         else:
-            tests.append(lambda labels, k=term: k in labels)
+            tests.append(_label_test(term, None, want=True))
         if not key_ok(term):
             raise ValueError(f"invalid label selector {text!r}")
     return lambda labels: all(test(labels) for test in tests)
+
+
+def _label_test(key: str, value: str | None, *, want: bool) -> Callable[[dict[str, str]], bool]:
+    """Whether the labels have ``key`` (``value`` None) or ``key=value``, is ``want``."""
+    if value is None:
+        return lambda labels: (key in labels) == want
+    return lambda labels: (labels.get(key) == value) == want
 
 
 def key_ok(term: str) -> bool:

@@ -34,6 +34,7 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> T:
+    # ``Any``: raw field values (text, or JSON from the environment) until msgspec checks them below.
     env = os.environ if environ is None else environ
     raw: dict[str, Any] = {}
     for field in msgspec.structs.fields(settings_type):
@@ -51,7 +52,8 @@ def load_settings(
 
 
 def _parse(value: str) -> Any:
-    """Environment values are text; JSON lists and maps are accepted for structured fields."""
+    """Environment values are text; JSON lists and maps are accepted for structured fields
+    (``Any``: whatever the JSON holds, checked by ``msgspec.convert`` against the field)."""
     if value[:1] in "[{":
         try:
             return msgspec.json.decode(value)
@@ -60,7 +62,7 @@ def _parse(value: str) -> Any:
     return value
 
 
-def instance_name(service: str, settings: Any) -> str:
+def instance_name(service: str, settings: msgspec.Struct) -> str:
     """The instance: the service, and its cluster for per-cluster services (``job-controller-c1``)."""
     cluster = getattr(settings, "cluster", "")
     return f"{service}-{cluster}" if cluster else service

@@ -21,12 +21,15 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from . import liveness, metrics
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 __all__ = ["PATHS", "HealthServer", "HealthSettings", "readiness"]
 
@@ -42,7 +45,7 @@ class HealthSettings(msgspec.Struct, frozen=True, kw_only=True):
     metrics_port: int = 0
 
 
-async def readiness(runtime: Any) -> list[str]:
+async def readiness(runtime: Runtime) -> list[str]:
     """Why ``runtime`` is not ready (empty: ready)."""
     problems = []
     if liveness.report(runtime) is None:
@@ -64,7 +67,7 @@ Route = Callable[[], Awaitable[tuple[int, str, bytes]]]
 class HealthServer:
     """The three endpoints of one service instance, on the instance's event loop."""
 
-    def __init__(self, runtime: Any, settings: HealthSettings) -> None:
+    def __init__(self, runtime: Runtime, settings: HealthSettings) -> None:
         self.runtime = runtime
         self.settings = settings
         self.url = ""

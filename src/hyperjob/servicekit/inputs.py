@@ -13,7 +13,7 @@ A payload is one of three things for an input (a durable consumer or a watch):
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 import msgspec
 
@@ -23,10 +23,16 @@ from hyperjob.events import Message
 
 __all__ = ["CATALOGUE_TAGS", "Reader", "Unreadable", "tag_of"]
 
-CATALOGUE_TAGS: frozenset[str] = frozenset(
-    str(msgspec.inspect.type_info(t).tag)  # type: ignore[attr-defined]
-    for t in events.ALL_MESSAGES
-)
+
+def _tag(message_type: type) -> str:
+    """The ``type`` tag a message type is encoded with."""
+    info = msgspec.inspect.type_info(message_type)
+    if not isinstance(info, msgspec.inspect.StructType):
+        raise TypeError(f"{message_type.__name__} is not a message (a tagged msgspec Struct)")
+    return str(info.tag)
+
+
+CATALOGUE_TAGS: frozenset[str] = frozenset(_tag(t) for t in events.ALL_MESSAGES)
 
 
 class Unreadable(TerminalError):
@@ -56,15 +62,16 @@ def tag_of(data: bytes) -> str:
 class Reader:
     """Decodes the message types one input handles (built once, at start-up)."""
 
-    def __init__(self, types: Any) -> None:
+    def __init__(self, types: Iterable[type[Message]]) -> None:
         self.types = tuple(types)
         self._decoder = events.decoder(*self.types)
-        self.tags = frozenset(str(msgspec.inspect.type_info(t).tag) for t in self.types)  # type: ignore[attr-defined]
+        self.tags = frozenset(_tag(t) for t in self.types)
 
     def read(self, data: bytes) -> Message | None:
         """The message; ``None`` for another consumer's catalogue message; else ``Unreadable``."""
         try:
-            return self._decoder.decode(data)  # type: ignore[no-any-return]
+            message: Message = self._decoder.decode(data)  # a union of ``types``: each a Message
+            return message
         except msgspec.ValidationError as exc:
             tag = tag_of(data)
             if tag in CATALOGUE_TAGS and tag not in self.tags:

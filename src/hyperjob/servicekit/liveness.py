@@ -22,7 +22,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for the type: the healthcheck (``python -m``) stays a light import
+    from .runtime import Runtime
 
 __all__ = ["ENV", "EXIT_BUS_LOST", "PERIOD", "STALE_AFTER", "fresh", "report", "run"]
 
@@ -32,7 +35,7 @@ STALE_AFTER = 20.0
 EXIT_BUS_LOST = 3
 
 
-def report(runtime: Any) -> dict[str, Any] | None:
+def report(runtime: Runtime) -> dict[str, object] | None:
     """The liveness record of ``runtime``, or ``None`` when something it needs has stopped."""
     connected = getattr(runtime.bus, "connected", True)
     members = runtime.members
@@ -44,11 +47,11 @@ def report(runtime: Any) -> dict[str, Any] | None:
         "at": time.time(),
         "bus": "connected" if connected else "reconnecting",
         "members": len(members),
-        "metrics": getattr(runtime, "metrics_url", ""),  # servicekit.health's endpoints
+        "metrics": runtime.metrics_url,  # servicekit.health's endpoints
     }
 
 
-async def run(runtime: Any, path: Path, period: float = PERIOD) -> None:
+async def run(runtime: Runtime, path: Path, period: float = PERIOD) -> None:
     """Rewrite ``path`` every ``period`` while ``runtime`` is well (until cancelled)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 import structlog
@@ -27,16 +27,18 @@ from .runtime import Runtime
 from .timers import AsyncioTimers, WallClock
 
 S = TypeVar("S", bound=msgspec.Struct)
-Build = Callable[[Any, Runtime], Awaitable[Any]]
+# A service's ``build(settings, runtime)``: declares its tables, inputs and rounds on ``runtime``.
+Build = Callable[[S, Runtime], Awaitable[object]]
 
 
-def run_service(name: str, settings_type: type[S], build: Build, instance: Callable[[Any], str] | None = None) -> None:
+def run_service(name: str, settings_type: type[S], build: Build[S], instance: Callable[[S], str] | None = None) -> None:
     """The whole life of a service process. ``name`` is the deploy name (``global-scheduler``);
     ``instance`` names the instance from its settings when the default (``instance_name``) does not."""
     prefix = name.upper().replace("-", "_")
     try:
         settings = load_settings(settings_type, prefix)
         endpoints = load_settings(HealthSettings, prefix)
+        urls = _Urls(nats=_url(settings, "nats_url"), redis=_url(settings, "redis_url"))
     except SettingsError as exc:
         print(f"{name}: invalid configuration: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -47,7 +49,7 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
         uvloop.install()
     except ImportError:  # uvloop is an optimisation, not a requirement
         pass
-    serve = _serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings), endpoints)
+    serve = _serve(name, settings, build, (instance or (lambda s: instance_name(name, s)))(settings), endpoints, urls)
     profile_dir = os.environ.get("HYPERJOB_PROFILE_DIR")
     if not profile_dir:
         asyncio.run(serve)
@@ -63,15 +65,30 @@ def run_service(name: str, settings_type: type[S], build: Build, instance: Calla
         profiler.dump_stats(os.path.join(profile_dir, f"{name}{'-' + cluster if cluster else ''}.prof"))
 
 
-async def _serve(name: str, settings: Any, build: Build, instance: str, endpoints: HealthSettings) -> None:
+def _url(settings: msgspec.Struct, field: str) -> str:
+    """``nats_url`` or ``redis_url``: every service's Settings declares both (as ``str``)."""
+    value = getattr(settings, field, None)
+    if not isinstance(value, str):
+        raise SettingsError(f"{type(settings).__name__} has no {field} (a str)")
+    return value
+
+
+class _Urls(msgspec.Struct, frozen=True, kw_only=True):
+    nats: str
+    redis: str
+
+
+async def _serve(
+    name: str, settings: S, build: Build[S], instance: str, endpoints: HealthSettings, urls: _Urls
+) -> None:
     from hyperjob.bus.natsbus import NatsBus
     from hyperjob.store.redis_store import RedisStore
 
     log = structlog.get_logger(name)
     # A NATS cluster: NATS_URL names its servers (comma-separated), NATS_STREAM_REPLICAS the copies.
     replicas = int(os.environ.get("NATS_STREAM_REPLICAS", "0")) or None
-    bus = await NatsBus.connect(settings.nats_url, STREAMS, name=name, replicas=replicas)
-    store = await RedisStore.connect(settings.redis_url)
+    bus = await NatsBus.connect(urls.nats, STREAMS, name=name, replicas=replicas)
+    store = await RedisStore.connect(urls.redis)
     clock = WallClock()
     runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
     runtime.offload = True

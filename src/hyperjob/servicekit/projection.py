@@ -65,7 +65,7 @@ class Table(Generic[T]):
         self.rows: dict[str, T] = {}
         self.versions: dict[str, int] = {}
         self._order: list[str] | None = []  # the names sorted (None: to sort again)
-        self._indexes: list[Index[T, Any]] = []
+        self._indexes: list[Index[T, Any]] = []  # each its own key type: ``Any`` for the list
 
     def index(self, key: Callable[[T], K]) -> Index[T, K]:
         """A lookup of row names by ``key(row)``, maintained with every change."""
@@ -137,7 +137,7 @@ class Projection:
     """Every table of one service instance, and the writes queued since the last ``take``."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, Table[Any]] = {}
+        self.tables: dict[str, Table[Any]] = {}  # each its own row type: ``Any`` for the mapping
         self._queued: list[Write] = []
 
     def table(self, kind: str, type_: type[T]) -> Table[T]:

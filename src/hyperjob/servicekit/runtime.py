@@ -26,13 +26,14 @@ import inspect
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 import structlog
+from opentelemetry import trace
 
 from hyperjob import events
-from hyperjob.bus import Bus, Delivery, RetryableError, Verdict
+from hyperjob.bus import Bus, Delivery, RetryableError, Subscription, Verdict
 from hyperjob.events import Message, derive_id, subjects
 from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
 from hyperjob.telemetry.spans import ServiceTracing
@@ -46,6 +47,10 @@ __all__ = ["Reaction", "Runtime", "parse_state_subject", "state_subject"]
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
+P = ParamSpec("P")
+# A handler takes the message type it is registered under (``{JobPlaced: on_placed}``): a mapping
+# cannot tie each key to its value's parameter type, hence ``Any`` (the ``Reader`` decodes exactly
+# those types, so each handler gets its own).
 Handler = Callable[[Any], "Reaction | None | Awaitable[Reaction | None]"]
 WatchHandler = Callable[[Any], None]
 # Told of a payload no handler can take (it is dead-lettered all the same): the splitter answers
@@ -113,7 +118,10 @@ class _Subscription(msgspec.Struct, kw_only=True):
     durable: str
     subjects: list[str]
     handlers: dict[type, Handler]
-    policy: dict[str, Any]
+    batch: int
+    max_deliver: int
+    backoff: Sequence[float] | None
+    ack_wait: float
     on_unreadable: UnreadableHandler | None = None
 
 
@@ -150,7 +158,7 @@ class Runtime:
         self._on_load: list[Callable[[], Awaitable[None] | None]] = []
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._before_commit: list[Callable[[], Reaction | None]] = []
-        self._members: list[Any] = []
+        self._members: list[Subscription] = []
         self._binding_clusters: list[str] = []
         self._stale = False
         self._epoch = -1  # the store's commit count of this instance when memory was loaded
@@ -189,7 +197,10 @@ class Runtime:
                 durable=durable,
                 subjects=[subjects] if isinstance(subjects, str) else list(subjects),
                 handlers=dict(handlers),
-                policy={"batch": batch, "max_deliver": max_deliver, "backoff": backoff, "ack_wait": ack_wait},
+                batch=batch,
+                max_deliver=max_deliver,
+                backoff=backoff,
+                ack_wait=ack_wait,
                 on_unreadable=on_unreadable,
             )
         )
@@ -220,11 +231,11 @@ class Runtime:
 
         return run
 
-    async def offloaded(self, work: Callable[..., T], *args: Any) -> T:
-        """``work(*args)``: in a worker thread when ``offload`` is set (live), else inline."""
+    async def offloaded(self, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``work(*args, **kwargs)``: in a worker thread when ``offload`` is set (live), else inline."""
         if self.offload:
-            return await asyncio.to_thread(work, *args)
-        return work(*args)
+            return await asyncio.to_thread(work, *args, **kwargs)
+        return work(*args, **kwargs)
 
     def cancel(self, key: str) -> None:
         self.timers.cancel(f"{self.instance}/{key}")
@@ -244,7 +255,8 @@ class Runtime:
 
     def emit(self, message_type: type[M], cause: Message | str, step: str, **fields: Any) -> M:
         """A message caused by ``cause`` (a message, or a cause id for rounds and timers): its id is
-        derived (the same on every retry) and its correlation id inherited."""
+        derived (the same on every retry) and its correlation id inherited. (``fields`` are those
+        of ``message_type``, whichever it is: ``Any``, checked by msgspec when it is built.)"""
         cause_id = cause if isinstance(cause, str) else cause.event_id
         correlation = "" if isinstance(cause, str) else (cause.correlation_id or cause.event_id)
         message = message_type(
@@ -258,7 +270,7 @@ class Runtime:
         self.tracing.note(message)
         return message
 
-    def span(self, name: str, key: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    def span(self, name: str, key: str, **attributes: object) -> contextlib.AbstractContextManager[trace.Span]:
         """A span of a round's or timer's work on the object ``key`` (a HyperJob, a job), in that
         object's trace: ``place child``, ``admit``, ``bind gang``. What is emitted inside joins it."""
         return self.tracing.span(name, key, **attributes)
@@ -274,7 +286,15 @@ class Runtime:
             self._members.append(await self.bus.watch(subject_filter, self._watch_handler(subject_filter, handlers)))
         for sub in self._subscriptions:
             self._members.append(
-                await self.bus.consume_batch(sub.durable, sub.subjects, self._batch_handler(sub), **sub.policy)
+                await self.bus.consume_batch(
+                    sub.durable,
+                    sub.subjects,
+                    self._batch_handler(sub),
+                    batch=sub.batch,
+                    max_deliver=sub.max_deliver,
+                    backoff=sub.backoff,
+                    ack_wait=sub.ack_wait,
+                )
             )
         self._members.append(
             await self.bus.consume(
@@ -315,7 +335,7 @@ class Runtime:
         self.started = False
 
     @property
-    def members(self) -> list[Any]:
+    def members(self) -> list[Subscription]:
         return list(self._members)
 
     def inputs(self) -> list[tuple[str, list[str], tuple[type, ...]]]:
@@ -681,5 +701,5 @@ class Runtime:
 async def _call(handler: Handler, message: Message) -> Reaction | None:
     result = handler(message)
     if inspect.isawaitable(result):
-        result = await result
-    return result  # type: ignore[return-value]
+        return await result
+    return result

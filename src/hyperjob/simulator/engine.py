@@ -87,7 +87,7 @@ class Engine:
         await plan.build(plan.settings, runtime)
         await runtime.start()
         self.runtimes[plan.name] = runtime
-        for member in runtime.members:
+        for member in _members_of(runtime):
             self.owner[id(member)] = plan.name
             member.paused = plan.cluster in self.down
         self._members_changed()
@@ -99,7 +99,7 @@ class Engine:
     async def restart(self, name: str) -> None:
         """The instance died: its successor starts from what the store holds, as a new process would."""
         old = self.runtimes.pop(name)
-        for member in old.members:
+        for member in _members_of(old):
             self.owner.pop(id(member), None)
             await member.stop()
             self.bus.forget(member)
@@ -112,7 +112,7 @@ class Engine:
         for plan in self.plans.values():
             if plan.cluster != cluster:
                 continue
-            for member in self.runtimes[plan.name].members:
+            for member in _members_of(self.runtimes[plan.name]):
                 member.paused = paused
                 self._candidates.add(member)
             (self.agenda.paused.add if paused else self.agenda.paused.discard)(plan.name)
@@ -300,3 +300,13 @@ class Engine:
             **fields,
         )
         self.bus.publish_now(subject, events.encode(message), msg_id=message.event_id)
+
+
+def _members_of(runtime: Runtime) -> list[Member]:
+    """An instance's consumers and watches: every one made by the fleet's ``InMemoryBus``."""
+    members: list[Member] = []
+    for member in runtime.members:
+        if not isinstance(member, Member):
+            raise TypeError(f"{runtime.instance}: {type(member).__name__} is not an InMemoryBus member")
+        members.append(member)
+    return members
