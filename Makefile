@@ -7,7 +7,9 @@ STAMP := $(VENV)/.installed
 TYPED := src/hyperjob/api src/hyperjob/bus src/hyperjob/jobcore src/hyperjob/store src/hyperjob/testkit \
 	src/hyperjob/events src/hyperjob/records src/hyperjob/fleetcore src/hyperjob/hwprobe src/hyperjob/simulator \
 	src/hyperjob/schedcore src/hyperjob/telemetry src/hyperjob/client src/hyperjob/dashboard src/hyperjob/servicekit \
-	src/hyperjob/cli
+	src/hyperjob/cli src/hyperjob/services/splitter src/hyperjob/services/global_scheduler \
+	src/hyperjob/services/job_controller src/hyperjob/services/node_agent src/hyperjob/services/workflow_controller \
+	src/hyperjob/services/status_aggregator
 
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
 
