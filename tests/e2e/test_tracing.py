@@ -110,7 +110,7 @@ def test_one_hyperjob_across_two_clusters_is_one_trace_with_spans_from_every_ser
         "HYPERJOB_TRACE_POD_SAMPLE": "0.1",
     }
     with running_system(home, 2, "--no-dashboard", env=env) as cli:
-        applied = cli.run("apply", "-f", str(manifest)).stdout
+        applied = cli.run("apply", "-f", str(manifest)).stderr  # stdout stays kubectl's
         [trace_id] = re.findall(r"^trace id: ([0-9a-f]{32})$", applied, re.MULTILINE)
         cli.wait_for(
             "the HyperJob to complete",

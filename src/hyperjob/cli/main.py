@@ -321,7 +321,8 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
                 answer = await client.apply(obj.document)
             ok = _print_answer(answer) and ok
             if trace_id and isinstance(answer, events.RequestAccepted) and _traced(answer):
-                click.echo(f"trace id: {trace_id}")
+                # On stderr: stdout stays kubectl's ("job/x created"), which scripts parse.
+                click.echo(f"trace id: {trace_id}", err=True)
         return ok
 
     provider = telemetry.setup_tracing("hyperjob-cli")
