@@ -258,6 +258,20 @@ async def test_a_watch_catches_up_on_thousands_of_subjects_before_it_returns(nat
         assert sum(1 for v in seen.values() if v == b"new") == 1000
 
 
+async def test_a_watch_of_a_filter_nothing_matches_in_a_busy_stream_is_caught_up_at_once(nats_url, namespace) -> None:
+    kept = [StreamSpec(name="EVENTS", subjects=["latest.>"])]  # every message, not the latest per subject
+    async with open_nats_bus(nats_url, namespace, kept) as bus:
+        await bus.publish_many([(f"latest.other.{i}", f"{i}", b"x") for i in range(20)])
+
+        async def handler(d: Delivery) -> None:
+            raise AssertionError(f"nothing matches, yet {d.subject} was handed over")
+
+        # Before the fix it waited out its catch-up timeout and returned not caught up: a service
+        # watching such a filter started a minute late.
+        watch = await bus.watch("latest.n.*", handler, catch_up_timeout=5.0)
+        assert watch.caught_up.is_set()
+
+
 async def test_a_watch_follows_new_values_after_the_server_restarts(tmp_path: Path) -> None:
     latest = [StreamSpec(name="LATEST", subjects=["latest.>"], max_msgs_per_subject=1)]
     server = NatsServer(tmp_path / "nats")

@@ -574,7 +574,10 @@ class NatsBus:
             info = await watch.sub.consumer_info()
         except _NATS_ERRORS as exc:
             raise ConsumerError(f"watch-{subject_filter}", str(exc) or type(exc).__name__) from exc
-        delivered = info.delivered.stream_seq if info.delivered is not None else 0
+        # Nothing pending and nothing handed out yet: no value matched. (The consumer's own sequence:
+        # its delivered *stream* sequence starts at the stream's last one when no subject matches,
+        # which made a watch of an empty filter in a busy stream wait its whole catch-up timeout.)
+        delivered = info.delivered.consumer_seq if info.delivered is not None else 0
         if not info.num_pending and not delivered:
             watch.caught_up.set()
         try:
