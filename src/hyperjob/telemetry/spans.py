@@ -116,8 +116,14 @@ def keys_of(message: Any) -> list[str]:
 
 
 def _manifest_key(manifest: dict[str, Any]) -> str:
-    metadata = manifest.get("metadata") or {}
-    name, namespace = str(metadata.get("name", "")), str(metadata.get("namespace", "") or "")
+    """``namespace/name`` of an applied manifest; "" when it has none. The manifest is not validated
+    yet (the handler rejects garbage, naming the field): nothing here may assume its shape."""
+    metadata = manifest.get("metadata")
+    if not isinstance(metadata, dict):
+        return ""
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    name = name if isinstance(name, str) else ""
+    namespace = namespace if isinstance(namespace, str) else ""
     return name if namespace in ("", "default") or not name else f"{namespace}/{name}"
 
 
