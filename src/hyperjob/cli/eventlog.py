@@ -99,6 +99,7 @@ class _Fold:
         self.phases: dict[str, str] = {}
         self.queues: dict[str, str] = {}
         self.owners: dict[str, str] = {}  # child job → its HyperJob
+        self.waiting: dict[str, str] = {}  # HyperJob → the waiting reason its last status gave
 
     def of(self, message: Any, at: float) -> Iterator[Event]:
         handler = getattr(self, f"_{type(message).__name__}", None)
@@ -106,11 +107,14 @@ class _Fold:
             yield from handler(message, at)
 
     def _HyperJobStatusChanged(self, m: events.HyperJobStatusChanged, at: float) -> Iterator[Event]:
+        reason = str(m.status.get("waitingReason", "")) if isinstance(m.status, dict) else ""
+        told, self.waiting[m.name] = self.waiting.get(m.name, ""), reason
         if self.phases.get(m.name) == m.phase:
+            if reason and reason != told:  # waits on, for another reason now (a child's cluster said why)
+                yield _event("HyperJob", m.name, waiting_reason_code(reason), reason, at, True, hyperjob=m.name)
             return
         before = self.phases.get(m.name, "")
         self.phases[m.name] = m.phase
-        reason = m.status.get("waitingReason", "") if isinstance(m.status, dict) else ""
         text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
         yield _event(
             "HyperJob",
@@ -178,8 +182,11 @@ class _Fold:
         )
 
     def _PodGroupPhaseChanged(self, m: events.PodGroupPhaseChanged, at: float) -> Iterator[Event]:
-        waiting = bool(m.reason) and m.phase in ("Pending", "Inqueue")
-        reason = "Unschedulable" if waiting else m.phase
+        waiting = bool(m.reason) and m.phase in ("Pending", "Inqueue", "Unknown")
+        # Volcano's condition type, or what took the pods of a job that ran (a node fault).
+        reason = (
+            ("NodeFault" if waiting_reason_code(m.reason) == "NodeFault" else "Unschedulable") if waiting else m.phase
+        )
         text = m.reason if waiting else f"podgroup {m.phase}" + (f": {m.reason}" if m.reason else "")
         yield _event(
             "PodGroup", m.job, reason, text, at, waiting, cluster=m.cluster, hyperjob=self.owners.get(m.job, "")
@@ -256,7 +263,7 @@ def derive(messages: Iterable[tuple[Any, float]]) -> list[Event]:
 
 def about(found: list[Event], target: str | None) -> list[Event]:
     """The events of ``target`` (``KIND/NAME``, or a bare NAME of any kind): for a HyperJob, its
-    child jobs' and podgroups' too."""
+    child jobs' and podgroups' too; for a Job, its podgroup's (named after it, as Volcano does)."""
     if not target:
         return found
     kind_text, _, name = target.rpartition("/")
@@ -266,7 +273,7 @@ def about(found: list[Event], target: str | None) -> list[Event]:
     return [
         e
         for e in found
-        if (e.name == name and kind in ("", e.kind))
+        if (e.name == name and (kind in ("", e.kind) or (kind, e.kind) == ("Job", "PodGroup")))
         or (kind == "HyperJob" and e.hyperjob == name and e.kind != "Queue")
     ]
 

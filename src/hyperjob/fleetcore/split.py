@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from hyperjob import api
 
-from .capacity import PodShape, could_ever_host, gang_pods, max_replicas, place_gang, task_shape
+from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
 Parts = list[tuple[str, int]]
@@ -141,6 +141,11 @@ def _cluster_selector(hyperjob: api.HyperJob) -> dict[str, str]:
     raw = hyperjob.metadata.annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
     pairs = [item.split("=", 1) for item in raw.split(",") if "=" in item]
     return {k.strip(): v.strip() for k, v in pairs}
+
+
+# Kueue's word for a request that can never be admitted as the fleet is (larger than any cluster):
+# said at once, so it does not wait silently for room that will never come.
+INADMISSIBLE = "inadmissible: "
 
 
 def _waiting(hyperjob: api.HyperJob, rj: api.ReplicatedJob, reason: str) -> Waiting:
@@ -320,9 +325,12 @@ def _fit(
             for name, n in child.tasks.items():
                 running[name] = running.get(name, 0) + n
     added = {name: n - running.get(name, 0) for name, n in tasks.items() if n > running.get(name, 0)}
-    placed = place_gang(working[cluster], gang_pods(rj.template_spec, added))
+    pods = gang_pods(rj.template_spec, added)
+    placed = place_gang(working[cluster], pods)
     if isinstance(placed, str):
-        return _waiting(hyperjob, rj, placed)
+        # Inadmissible only when no cluster at all could hold it: another split might use another.
+        never = all(gang_never_fits(c, pods) for c in working.values())
+        return _waiting(hyperjob, rj, f"{INADMISSIBLE}{placed}" if never else placed)
     working[cluster] = placed
     return None
 
@@ -393,4 +401,6 @@ def _why_not(
     reasons = [r for n in eligible if n in working and isinstance(r := place_gang(working[n], pods), str)]
     if not reasons and hyperjob.spec.max_domains is not None:
         return f"maxDomains {hyperjob.spec.max_domains} reached ({', '.join(used)})"
+    if reasons and all(gang_never_fits(working[n], pods) for n in eligible if n in working):
+        return f"{INADMISSIBLE}no cluster can ever hold it: " + "; ".join(reasons)
     return "; ".join(reasons) or "no eligible cluster"

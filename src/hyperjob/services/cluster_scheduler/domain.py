@@ -169,6 +169,7 @@ class ClusterView(msgspec.Struct, kw_only=True):
     reservations: dict[str, records.ReservationDoc]
     nominated: dict[str, str] = {}
     reasons: dict[str, str] = {}  # job -> the Unschedulable message its podgroup shows now
+    faults: dict[str, str] = {}  # job -> the node fault that took its pods, until it runs again
 
     def reservation(self, job: str) -> records.ReservationDoc | None:
         """The hold of a cross-cluster gang member (None: not a gang member, schedule as usual)."""
@@ -494,6 +495,8 @@ def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decisio
         if job not in state.jobs:
             continue
         reason = "" if phase in SCHEDULED_PHASES else decision.unschedulable.get(job, "")
+        if reason and job in state.faults:
+            reason = f"{state.faults[job]}; {reason}"
         old_reason = state.reasons.get(job, "")
         if state.phases.get(job, "Pending") != phase or reason_kind(reason) != reason_kind(old_reason):
             out.phases[job] = phase
@@ -511,6 +514,18 @@ def waiting_pods(state: ClusterView, decision: schedcore.Decision, out: CycleOut
             waiting = sum(1 for p in view.pods.values() if p.phase == "Pending" and not p.node and p.name not in bound)
             result[f"{view.namespace}/{job}"] = waiting
     return result
+
+
+def node_faults(known: Mapping[str, str], decision: schedcore.Decision, out: CycleOutcome) -> dict[str, str]:
+    """Which jobs lost pods to a node fault (``known``, plus this cycle's evictions from nodes
+    that went down), until their podgroup runs again: the fault heads their Unschedulable message,
+    so a job that fell from Running says why, not only what it now lacks."""
+    faults = {job: why for job, why in known.items() if decision.podgroup_phases.get(job) not in SCHEDULED_PHASES}
+    for job, refs in out.evicted.items():
+        nodes = sorted({r.node for r in refs if r.reason == "nodeDown"})
+        if nodes:
+            faults[job] = f"{len(refs)} pods evicted from NotReady node(s) {', '.join(nodes)}"
+    return faults
 
 
 # A podgroup this far has what it asked for: no Unschedulable condition (Volcano clears it).

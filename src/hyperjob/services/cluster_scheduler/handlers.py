@@ -51,6 +51,7 @@ class ClusterScheduler:
         self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
         self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
         self._snapshots = domain.SnapshotCache()
+        self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
         runtime.on_load(self.on_loaded)
 
     async def on_loaded(self) -> None:
@@ -205,6 +206,7 @@ class ClusterScheduler:
         except Exception:
             metrics.failed_session()
             raise
+        state.faults = self.faults = domain.node_faults(self.faults, decision, out)
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
         if out.binds or out.held or out.phases:
@@ -339,6 +341,7 @@ class ClusterScheduler:
         )
 
     def _forget_gone_jobs(self) -> None:
+        self.faults = {job: why for job, why in self.faults.items() if job in self.jobs}
         for table in (self.phases, self.reservations):
             for job in [j for j in table if j not in self.jobs]:
                 table.delete(job)
