@@ -107,24 +107,25 @@ class _Fold:
             yield from handler(message, at)
 
     def _HyperJobStatusChanged(self, m: events.HyperJobStatusChanged, at: float) -> Iterator[Event]:
+        """A phase change; and a Warning, coded as the metrics code it, each time it waits for a
+        new reason (the splitter's, its queue's, or a child's cluster's)."""
         reason = str(m.status.get("waitingReason", "")) if isinstance(m.status, dict) else ""
         told, self.waiting[m.name] = self.waiting.get(m.name, ""), reason
-        if self.phases.get(m.name) == m.phase:
-            if reason and reason != told:  # waits on, for another reason now (a child's cluster said why)
-                yield _event("HyperJob", m.name, waiting_reason_code(reason), reason, at, True, hyperjob=m.name)
-            return
         before = self.phases.get(m.name, "")
-        self.phases[m.name] = m.phase
-        text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
-        yield _event(
-            "HyperJob",
-            m.name,
-            m.phase,
-            f"{text}: {reason}" if reason else text,
-            at,
-            m.phase in WARNING_PHASES,
-            hyperjob=m.name,
-        )
+        if before != m.phase:
+            self.phases[m.name] = m.phase
+            text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
+            yield _event(
+                "HyperJob",
+                m.name,
+                m.phase,
+                f"{text}: {reason}" if reason else text,
+                at,
+                m.phase in WARNING_PHASES,
+                hyperjob=m.name,
+            )
+        if reason and reason != told:
+            yield _event("HyperJob", m.name, waiting_reason_code(reason), reason, at, True, hyperjob=m.name)
 
     def _HyperJobDeleted(self, m: events.HyperJobDeleted, at: float) -> Iterator[Event]:
         yield _event("HyperJob", m.name, "Deleted", "deleted, with every child on every cluster", at, hyperjob=m.name)

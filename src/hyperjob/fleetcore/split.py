@@ -100,8 +100,8 @@ def _split_replicated_job(
         return counts
     parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
-        for cluster, tasks in parts:
-            fitted = _fit(hyperjob, rj, cluster, tasks, working, current)
+        for index, (cluster, tasks) in enumerate(parts):
+            fitted = _fit(hyperjob, rj, index, cluster, tasks, working, current)
             if isinstance(fitted, Waiting):
                 return fitted
     return parts
@@ -311,12 +311,13 @@ def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
 def _fit(
     hyperjob: api.HyperJob,
     rj: api.ReplicatedJob,
+    index: int,
     cluster: str,
     tasks: Mapping[str, int],
     working: dict[str, ClusterCapacity],
     current: SplitPlan | None,
 ) -> None | Waiting:
-    """Check the child's gang and take it from ``working``. Only what it adds to what this
+    """Check the gang of child ``index`` and take it from ``working``. Only what it adds to what this
     replicated job's current children already run on that cluster must fit (those pods are
     already in the cluster's summary)."""
     running: dict[str, int] = {}
@@ -330,7 +331,8 @@ def _fit(
     if isinstance(placed, str):
         # Inadmissible only when no cluster at all could hold it: another split might use another.
         never = all(gang_never_fits(c, pods) for c in working.values())
-        return _waiting(hyperjob, rj, f"{INADMISSIBLE}{placed}" if never else placed)
+        child = f"child {child_name(hyperjob.metadata.name, rj.name, index)}: "  # a gang member: which one
+        return _waiting(hyperjob, rj, child + (f"{INADMISSIBLE}{placed}" if never else placed))
     working[cluster] = placed
     return None
 

@@ -116,6 +116,13 @@ def test_an_undecodable_message_is_not_an_event() -> None:
         ("fleet nvidia.com/gpu: 128 requested, 64 not yet promised", "QueueLimit"),
         ("replicatedJob w: cluster c1 lacks nvidia.com/gpu (asks 128, free 24)", "Unschedulable"),
         ("no cluster fits the whole gang now", "GangNotHeld"),
+        ("cross-cluster gang: 1/2 reservations held within 60s; missing g-w-1 on c2", "GangNotHeld"),
+        ("replicatedJob w: child gang-w-1: cluster c2 lacks nvidia.com/gpu: needs 8, free 0", "Unschedulable"),
+        ("replicatedJob w: child g-w-0: inadmissible: cluster c1 can never hold it", "Inadmissible"),
+        (
+            "child g-w-0 on cluster c1: 8 pods evicted from NotReady node(s) n3; 8/32 tasks in gang unschedulable",
+            "NodeFault",
+        ),
         ("train-w-0: cluster c2 is not live", "ClusterLost"),
         ("child train-w-0: a job of that name already exists", "NameConflict"),
         ("something new", "Waiting"),

@@ -71,7 +71,7 @@ WAITING_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Unschedulable", ("tasks in gang unschedulable", "nodes are available")),
     ("QueueLimit", ("queue ", "fleet ", "not yet promised", "capability")),
     ("ClusterLost", ("lost", "not live", "silent", "failover")),
-    ("GangNotHeld", ("gang", "reservation", "hold")),
+    ("GangNotHeld", ("cross-cluster gang", "reservation", "whole gang")),  # not "gang": a name may hold it
     ("NameConflict", ("already exists", "previous child of this name")),
     ("Unschedulable", ("lacks", "cannot fit", "no cluster", "no live cluster", "no eligible", "never host",
                        "node selector", "maxdomains", "insufficient", "fit")),

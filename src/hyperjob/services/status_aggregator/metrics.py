@@ -92,10 +92,17 @@ def census(specs: Any, statuses: Any) -> tuple[Tally[str], Tally[str]]:
         doc = statuses.get(name)
         phase = doc.phase if doc is not None else "Pending"
         by_phase[phase] += 1
-        reason = spec.waiting_reason or (doc.waiting_reason if doc is not None else "")
+        reason = spec.waiting_reason or (_shown_reason(doc) if doc is not None else "")
         if phase in ("Pending", "Admitted") and reason:
             by_reason[domain.waiting_reason_code(reason)] += 1
     return by_phase, by_reason
+
+
+def _shown_reason(doc: Any) -> str:
+    """The reason its status shows (a waiting child's, when the scheduler gave none), else the
+    scheduler's."""
+    shown = doc.status.get("waitingReason", "") if isinstance(doc.status, dict) else ""
+    return str(shown) or doc.waiting_reason
 
 
 REGISTRY.register(HyperJobGauges())
