@@ -331,8 +331,8 @@ def _fit(
     if isinstance(placed, str):
         # Inadmissible only when no cluster at all could hold it: another split might use another.
         never = all(gang_never_fits(c, pods) for c in working.values())
-        child = f"child {child_name(hyperjob.metadata.name, rj.name, index)}: "  # a gang member: which one
-        return _waiting(hyperjob, rj, child + (f"{INADMISSIBLE}{placed}" if never else placed))
+        member = f"child {child_name(hyperjob.metadata.name, rj.name, index)}: "  # a gang member: which one
+        return _waiting(hyperjob, rj, member + (f"{INADMISSIBLE}{placed}" if never else placed))
     working[cluster] = placed
     return None
 
