@@ -6,7 +6,9 @@ them stale); counters and the latency histogram change only once a unit of work 
 
 - ``hyperjob_hyperjobs{phase}``: HyperJobs by phase (Pending, Admitted, Running, ...);
 - ``hyperjob_pending_hyperjobs{reason}``: HyperJobs not running yet with a waiting reason, by its
-  code (``domain.waiting_reason_code``: QueueLimit, Unschedulable, GangNotHeld, ClusterLost, ...);
+  code (``domain.waiting_reason_code``: QueueLimit, Inadmissible, Unschedulable, GangNotHeld,
+  NodeFault, ClusterLost, ...), as the status shows it (a waiting child's podgroup message when
+  nothing above the clusters holds it back);
 - ``hyperjob_submit_to_running_seconds``: from acceptance to the first Running phase;
 - ``hyperjob_admissions_total``: HyperJobs their queues admitted;
 - ``hyperjob_failovers_total{from_cluster,to_cluster}``: children the plan moved between clusters;
