@@ -35,9 +35,7 @@ class StatusAggregator:
         if msg.plain:
             return None  # a plain Job: its own record is its status
         if not msg.manifest:  # gone
-            self.specs.delete(msg.name)
-            self.statuses.delete(msg.name)
-            self.dirty.discard(msg.name)
+            self.on_deleted(msg)
             return None
         current = self.specs.get(msg.name)
         self.specs.put(msg.name, domain.spec_changed(current, msg))
@@ -103,10 +101,11 @@ class StatusAggregator:
         """A gang attempt released because not every member held in time: only counted."""
         return _counted(m.GANG_RESERVATIONS.labels("", "released").inc)
 
-    def on_deleted(self, msg: events.HyperJobDeleted) -> None:
+    def on_deleted(self, msg: events.HyperJobDeleted | events.HyperJobSpecChanged) -> None:
         self.specs.delete(msg.name)
         self.statuses.delete(msg.name)
         self.dirty.discard(msg.name)
+        self.owners = {child: owner for child, owner in self.owners.items() if owner != msg.name}
 
     def flush(self) -> Reaction | None:
         """The status of every HyperJob this unit touched; a change is announced."""
