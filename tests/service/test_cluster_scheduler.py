@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from hyperjob import api, events, records
 from hyperjob import jobcore as jc
 from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
+from hyperjob.servicekit.metrics import REGISTRY
 from hyperjob.services.cluster_scheduler.app import build
 from hyperjob.services.cluster_scheduler.config import Settings
 from hyperjob.services.job_controller import domain as jc_domain
@@ -175,6 +178,37 @@ async def test_a_gang_that_does_not_fit_binds_nothing(scheduler, bus, store, pro
     await probe.wait(subjects.pods_bound(C), events.PodsBound, where=lambda m: m.job == "small")
     assert await bound(probe, "big") == []
     assert set(await store.allocations(C)) == set(small.record.pods)
+
+
+async def test_a_gang_that_does_not_fit_shows_why_on_its_podgroup_and_in_volcanos_metrics(
+    scheduler, bus, store, probe
+) -> None:
+    await Job("big", replicas=1, gpu="12").admit().send(bus)  # a 12-GPU pod on 8-GPU nodes
+    [waiting] = await probe.wait(
+        subjects.podgroup_phase(C), events.PodGroupPhaseChanged, where=lambda m: m.job == "big" and bool(m.reason)
+    )
+    assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu" in waiting.reason, waiting.reason
+    doc = (await store.get(records.pgphase_kind(C), "big")).decode(records.PodGroupPhaseDoc)
+    assert doc.reason == waiting.reason
+    await nodes_report(bus, "n2", ready=False)  # the queue's share halves: a new kind of reason, announced
+    [again] = await probe.wait(
+        subjects.podgroup_phase(C), events.PodGroupPhaseChanged, where=lambda m: m.reason != waiting.reason
+    )
+    assert "quota does not admit" in again.reason and again.phase == waiting.phase
+    text = generate_latest(REGISTRY).decode()
+    assert 'volcano_unschedule_task_count{job_id="default/big"} 1.0' in text
+    assert "volcano_unschedule_job_count 1.0" in text
+    assert sample(text, "volcano_schedule_attempts_total", result="unschedulable") >= 1
+    assert sample(text, "volcano_e2e_scheduling_latency_milliseconds_count") >= 1
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and labels.items() <= s.labels.items()
+    )
 
 
 # -- the cross-cluster gang -------------------------------------------------------------------------

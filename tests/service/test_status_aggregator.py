@@ -207,3 +207,32 @@ async def test_gang_reservation_outcomes_are_counted_once(aggregator, bus, probe
     assert sample(name, cluster="c1", outcome="held") == before["held"] + 1  # its copy counted no more
     assert sample(name, cluster="c2", outcome="lost") == before["lost"] + 1
     assert sample(name, cluster="", outcome="released") == before["released"] + 1
+
+
+async def test_a_childs_podgroup_message_is_why_its_hyperjob_waits_until_it_runs(aggregator, bus, store, probe) -> None:
+    announced = spec()
+    await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator")
+    admitted = sh.message(events.OwnerAdmitted, name=HJ, queue="default")
+    await send(bus, probe, subjects.OWNER_ADMITTED, admitted, "status-aggregator-sched")
+    first, second = announced.children
+    await child_phase(bus, probe, first, "Running", running=2)
+    why = "2/2 tasks in gang unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu"
+
+    async def podgroup(phase: str, reason: str, *, again: bool = False) -> None:
+        msg = sh.message(
+            events.PodGroupPhaseChanged, cluster=second.cluster, job=second.name, phase=phase, reason=reason
+        )
+        await send(bus, probe, subjects.podgroup_phase(second.cluster), msg, "status-aggregator-podgroups", again=again)
+
+    await podgroup("Inqueue", why, again=True)
+    expected = f"child {second.name} on cluster {second.cluster}: {why}"
+    doc = await sh.doc(
+        store, records.HYPERJOB_STATUS, HJ, AggregateDoc, where=lambda d: d.status.get("waitingReason") == expected
+    )
+    assert doc.phase == "Admitted"
+    assert sample("hyperjob_pending_hyperjobs", reason="Unschedulable") >= 1
+    await podgroup("Running", "")
+    await child_phase(bus, probe, second, "Running", running=2)
+    doc = await status_doc(store, "Running")
+    assert "waitingReason" not in doc.status or doc.status["waitingReason"] == ""
+    assert doc.unschedulable == {}

@@ -110,6 +110,7 @@ class _Fold:
         self.phases: dict[str, str] = {}
         self.queues: dict[str, str] = {}
         self.owners: dict[str, str] = {}  # child job → its HyperJob
+        self.waiting: dict[str, str] = {}  # HyperJob → the waiting reason its last status gave
 
     def of(self, message: Any, at: float) -> Iterator[Event]:
         handler = getattr(self, f"_{type(message).__name__}", None)
@@ -117,21 +118,25 @@ class _Fold:
             yield from handler(message, at)
 
     def _HyperJobStatusChanged(self, m: events.HyperJobStatusChanged, at: float) -> Iterator[Event]:
-        if self.phases.get(m.name) == m.phase:
-            return
+        """A phase change; and a Warning, coded as the metrics code it, each time it waits for a
+        new reason (the splitter's, its queue's, or a child's cluster's)."""
+        reason = str(m.status.get("waitingReason", "")) if isinstance(m.status, dict) else ""
+        told, self.waiting[m.name] = self.waiting.get(m.name, ""), reason
         before = self.phases.get(m.name, "")
-        self.phases[m.name] = m.phase
-        reason = m.status.get("waitingReason", "") if isinstance(m.status, dict) else ""
-        text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
-        yield _event(
-            "HyperJob",
-            m.name,
-            m.phase,
-            f"{text}: {reason}" if reason else text,
-            at,
-            m.phase in WARNING_PHASES,
-            hyperjob=m.name,
-        )
+        if before != m.phase:
+            self.phases[m.name] = m.phase
+            text = f"phase {before} → {m.phase}" if before else f"phase {m.phase}"
+            yield _event(
+                "HyperJob",
+                m.name,
+                m.phase,
+                f"{text}: {reason}" if reason else text,
+                at,
+                m.phase in WARNING_PHASES,
+                hyperjob=m.name,
+            )
+        if reason and reason != told:
+            yield _event("HyperJob", m.name, waiting_reason_code(reason), reason, at, True, hyperjob=m.name)
 
     def _HyperJobDeleted(self, m: events.HyperJobDeleted, at: float) -> Iterator[Event]:
         yield _event("HyperJob", m.name, "Deleted", "deleted, with every child on every cluster", at, hyperjob=m.name)
@@ -189,8 +194,11 @@ class _Fold:
         )
 
     def _PodGroupPhaseChanged(self, m: events.PodGroupPhaseChanged, at: float) -> Iterator[Event]:
-        waiting = bool(m.reason) and m.phase in ("Pending", "Inqueue")
-        reason = "Unschedulable" if waiting else m.phase
+        waiting = bool(m.reason) and m.phase in ("Pending", "Inqueue", "Unknown")
+        # Volcano's condition type, or what took the pods of a job that ran (a node fault).
+        reason = (
+            ("NodeFault" if waiting_reason_code(m.reason) == "NodeFault" else "Unschedulable") if waiting else m.phase
+        )
         text = m.reason if waiting else f"podgroup {m.phase}" + (f": {m.reason}" if m.reason else "")
         yield _event(
             "PodGroup", m.job, reason, text, at, waiting, cluster=m.cluster, hyperjob=self.owners.get(m.job, "")
@@ -267,7 +275,7 @@ def derive(messages: Iterable[tuple[Any, float]]) -> list[Event]:
 
 def about(found: list[Event], target: str | None) -> list[Event]:
     """The events of ``target`` (``KIND/NAME``, or a bare NAME of any kind): for a HyperJob, its
-    child jobs' and podgroups' too."""
+    child jobs' and podgroups' too; for a Job, its podgroup's (named after it, as Volcano does)."""
     if not target:
         return found
     kind_text, _, name = target.rpartition("/")
@@ -277,7 +285,7 @@ def about(found: list[Event], target: str | None) -> list[Event]:
     return [
         e
         for e in found
-        if (e.name == name and kind in ("", e.kind))
+        if (e.name == name and (kind in ("", e.kind) or (kind, e.kind) == ("Job", "PodGroup")))
         or (kind == "HyperJob" and e.hyperjob == name and e.kind != "Queue")
     ]
 

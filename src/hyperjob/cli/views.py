@@ -50,7 +50,7 @@ async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
                 "generation": doc.generation,
                 "splitCount": len(doc.children),
                 "children": [msgspec.to_builtins(c) for c in doc.children],
-                "waitingReason": doc.waiting_reason or (status.status.get("waitingReason", "") if status else ""),
+                "waitingReason": _waiting_reason(phase, doc, status),
                 "status": status.status if status else {},
                 "lifecycle": doc.lifecycle,
                 "restarts": doc.restarts,
@@ -59,6 +59,13 @@ async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
             }
         )
     return items
+
+
+def _waiting_reason(phase: str, doc: records.HyperJobDoc, status: records.HyperJobStatusDoc | None) -> str:
+    """Why it waits, only while it waits: a HyperJob that runs or ended shows no stale reason."""
+    if phase not in ("Pending", "Admitted"):
+        return ""
+    return doc.waiting_reason or (str(status.status.get("waitingReason", "")) if status else "")
 
 
 def hyperjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +134,7 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     owners = await child_owners(client)
     plain = {doc.name: doc for doc in await _plain_jobs(client, name)}
     for cluster in await client.cluster_names():
+        podgroups = await client.docs(records.pgphase_kind(cluster), records.PodGroupPhaseDoc)
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
             if name and record.name != name:
                 continue
@@ -148,6 +156,7 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
                     "failed": counts.failed,
                     "terminating": counts.terminating,
                     "created": record.created_at,
+                    "waitingReason": _unschedulable(record, podgroups.get(record.name)),
                     # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
                     "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
                     "pods": [
@@ -167,6 +176,13 @@ async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     placed = {i["name"] for i in items}
     items += [_waiting_job(doc) for doc in plain.values() if doc.name not in placed]
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
+
+
+def _unschedulable(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc | None) -> str:
+    """A waiting job's podgroup Unschedulable message (of this incarnation of the job)."""
+    if podgroup is None or record.phase != "Pending" or podgroup.incarnation != f"{record.uid}/{record.version}":
+        return ""
+    return podgroup.reason
 
 
 async def _plain_jobs(client: Client, name: str | None) -> list[records.HyperJobDoc]:
@@ -210,6 +226,7 @@ def job_manifest(item: dict[str, Any]) -> dict[str, Any]:
     status = {
         "state": {"phase": item["phase"]},
         "cluster": item["cluster"],
+        "waitingReason": item["waitingReason"],
         "hyperJob": item["hyperJob"],
         **{k: item[k] for k in ("pending", "running", "succeeded", "failed", "terminating", "retryCount")},
         "pods": item["pods"],
@@ -230,9 +247,9 @@ def job_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str]
         ]
         if wide:
             row += [i["queue"], str(i["minAvailable"]), _age(i["created"])]
-        rows.append(row)
+        rows.append([*row, i["waitingReason"]])
     header = ["NAME", "CLUSTER", "HYPERJOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"]
-    return header + (["QUEUE", "MINAVAILABLE", "AGE"] if wide else []), rows
+    return header + (["QUEUE", "MINAVAILABLE", "AGE"] if wide else []) + ["WAITING"], rows
 
 
 async def pods(client: Client, name: str | None) -> list[dict[str, Any]]:

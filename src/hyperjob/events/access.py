@@ -94,8 +94,9 @@ GRANTS: dict[Role, Grant] = {
         reads=(
             "hj.hyperjob.spec", "hj.hyperjob.deleted", "job.phase.*", "sched.child.waiting", "sched.owner.admitted",
             "sched.reservation.held", "sched.gang.retry",  # the gang reservation metrics
+            "sched.podgroup.phase.*",  # why a child waits on its cluster
         ),
-        durables=("", "-admin", "-jobs", "-sched"),
+        durables=("", "-admin", "-jobs", "-sched", "-podgroups"),
     ),
     "cluster-scheduler": Grant(
         publishes=(

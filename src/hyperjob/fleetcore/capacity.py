@@ -7,7 +7,7 @@ A child job lands on a cluster only when every one of its pods can be put on a n
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -118,6 +118,10 @@ def _free(node: NodeCapacity) -> ResourceList:
     return free
 
 
+def _allocatable(node: NodeCapacity) -> ResourceList:
+    return {"pods": DEFAULT_PODS_PER_NODE, **node.allocatable}
+
+
 def _units(request: Mapping[str, float], free: Mapping[str, float]) -> int:
     """How many pods of ``request`` fit in ``free`` (a missing dimension is zero)."""
     counts = [math.floor((free.get(name, 0.0) + _EPS) / amount) for name, amount in request.items() if amount > 0]
@@ -224,23 +228,48 @@ def _place_by_sums(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> Cluste
 
 
 def _shortfall(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> str:
-    """Name the first resource the cluster lacks, or say the free capacity is fragmented."""
+    """Name the resources the cluster lacks (what it can never give, when the gang asks more than
+    it has at all), or say the free capacity is fragmented."""
     need = _total(pods)
-    if cluster.nodes:
-        free = add(*(scale(_free(n), n.count) for n in _usable_nodes(cluster, pods[0]))) if pods else {}
-    else:
-        free = dict(cluster.free)
+    free = _room(cluster, pods, _free)
     lacking = [
         name
         for name in sorted(need, key=_scarcity_order)
         if (cluster.nodes or name != "pods") and need[name] > free.get(name, 0.0) + _EPS
     ]
-    if lacking:
-        fmt = api.quantity.format_quantity
-        return f"cluster {cluster.name} lacks " + "; ".join(
-            f"{n}: needs {fmt(n, need[n])}, free {fmt(n, free.get(n, 0.0))}" for n in lacking
+    if not lacking:
+        return (
+            f"cluster {cluster.name} cannot fit all {len(pods)} pods at once on its nodes (free capacity is fragmented)"
         )
-    return f"cluster {cluster.name} cannot fit all {len(pods)} pods at once on its nodes (free capacity is fragmented)"
+    fmt = api.quantity.format_quantity
+    allocatable = _room(cluster, pods, _allocatable)
+    never = [n for n in lacking if need[n] > allocatable.get(n, 0.0) + _EPS]
+    if never:
+        return f"cluster {cluster.name} can never hold it: " + ", ".join(
+            f"{n}: needs {fmt(n, need[n])}, allocatable {fmt(n, allocatable.get(n, 0.0))}" for n in never
+        )
+    return f"cluster {cluster.name} lacks " + "; ".join(
+        f"{n}: needs {fmt(n, need[n])}, free {fmt(n, free.get(n, 0.0))}" for n in lacking
+    )
+
+
+def _room(
+    cluster: ClusterCapacity, pods: Sequence[PodShape], of: Callable[[NodeCapacity], Mapping[str, float]]
+) -> ResourceList:
+    """The cluster's total of ``of`` (free or allocatable) over the nodes the pods may use."""
+    if not cluster.nodes:
+        return dict(cluster.free if of is _free else cluster.allocatable)
+    return add(*(scale(of(n), n.count) for n in _usable_nodes(cluster, pods[0]))) if pods else {}
+
+
+def gang_never_fits(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> bool:
+    """True when the gang asks more than the cluster has at all, even empty (Kueue's inadmissible):
+    a pod no node could ever hold, or a total above the allocatable of the nodes it may use."""
+    if not all(could_ever_host(cluster, shape) for shape, _ in _group(pods)):
+        return True
+    need = _total(pods)
+    allocatable = _room(cluster, pods, _allocatable)
+    return any(need[n] > allocatable.get(n, 0.0) + _EPS for n in need if n != "pods" or cluster.nodes)
 
 
 def _scarcity_order(name: str) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from hyperjob import api
 
-from .capacity import PodShape, could_ever_host, gang_pods, max_replicas, place_gang, task_shape
+from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
 Parts = list[tuple[str, int]]
@@ -100,8 +100,8 @@ def _split_replicated_job(
         return counts
     parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
-        for cluster, tasks in parts:
-            fitted = _fit(hyperjob, rj, cluster, tasks, working, current)
+        for index, (cluster, tasks) in enumerate(parts):
+            fitted = _fit(hyperjob, rj, index, cluster, tasks, working, current)
             if isinstance(fitted, Waiting):
                 return fitted
     return parts
@@ -141,6 +141,11 @@ def _cluster_selector(hyperjob: api.HyperJob) -> dict[str, str]:
     raw = hyperjob.metadata.annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
     pairs = [item.split("=", 1) for item in raw.split(",") if "=" in item]
     return {k.strip(): v.strip() for k, v in pairs}
+
+
+# Kueue's word for a request that can never be admitted as the fleet is (larger than any cluster):
+# said at once, so it does not wait silently for room that will never come.
+INADMISSIBLE = "inadmissible: "
 
 
 def _waiting(hyperjob: api.HyperJob, rj: api.ReplicatedJob, reason: str) -> Waiting:
@@ -306,12 +311,13 @@ def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
 def _fit(
     hyperjob: api.HyperJob,
     rj: api.ReplicatedJob,
+    index: int,
     cluster: str,
     tasks: Mapping[str, int],
     working: dict[str, ClusterCapacity],
     current: SplitPlan | None,
 ) -> None | Waiting:
-    """Check the child's gang and take it from ``working``. Only what it adds to what this
+    """Check the gang of child ``index`` and take it from ``working``. Only what it adds to what this
     replicated job's current children already run on that cluster must fit (those pods are
     already in the cluster's summary)."""
     running: dict[str, int] = {}
@@ -320,9 +326,13 @@ def _fit(
             for name, n in child.tasks.items():
                 running[name] = running.get(name, 0) + n
     added = {name: n - running.get(name, 0) for name, n in tasks.items() if n > running.get(name, 0)}
-    placed = place_gang(working[cluster], gang_pods(rj.template_spec, added))
+    pods = gang_pods(rj.template_spec, added)
+    placed = place_gang(working[cluster], pods)
     if isinstance(placed, str):
-        return _waiting(hyperjob, rj, placed)
+        # Inadmissible only when no cluster at all could hold it: another split might use another.
+        never = all(gang_never_fits(c, pods) for c in working.values())
+        member = f"child {child_name(hyperjob.metadata.name, rj.name, index)}: "  # a gang member: which one
+        return _waiting(hyperjob, rj, member + (f"{INADMISSIBLE}{placed}" if never else placed))
     working[cluster] = placed
     return None
 
@@ -393,4 +403,6 @@ def _why_not(
     reasons = [r for n in eligible if n in working and isinstance(r := place_gang(working[n], pods), str)]
     if not reasons and hyperjob.spec.max_domains is not None:
         return f"maxDomains {hyperjob.spec.max_domains} reached ({', '.join(used)})"
+    if reasons and all(gang_never_fits(working[n], pods) for n in eligible if n in working):
+        return f"{INADMISSIBLE}no cluster can ever hold it: " + "; ".join(reasons)
     return "; ".join(reasons) or "no eligible cluster"

@@ -105,7 +105,7 @@ def aggregate_status(
     while the HyperJob is Active, and are sticky: once ``previous`` has one, it and the phase it
     implies stay (pass ``previous=None`` after a restart to start over). ``admitted`` is False
     while the global queue has not admitted the HyperJob. ``waiting_reason`` is kept only while
-    Pending or Admitted.
+    Pending or Admitted; without one, a waiting child's message (``children_waiting_reason``) is.
     """
     conditions = previous.conditions if previous and previous.conditions else _conditions(children, lifecycle, now)
     phase = _phase(hyperjob, children, conditions, admitted, lifecycle)
@@ -116,8 +116,24 @@ def aggregate_status(
         observed_generation=hyperjob.metadata.generation,
         phase=phase,
         placement=placement(children),
-        waiting_reason=waiting_reason if phase in ("Pending", "Admitted") else "",
+        waiting_reason=(waiting_reason or children_waiting_reason(children))
+        if phase in ("Pending", "Admitted")
+        else "",
     )
+
+
+def children_waiting_reason(children: Sequence[ChildStatus]) -> str:
+    """Why the HyperJob waits on its clusters: the first waiting child's ``message`` (its
+    podgroup's Unschedulable condition), naming the child and its cluster."""
+    waiting = sorted(
+        (c for c in children if c.message and c.phase not in RUNNING_CHILD_PHASES | TERMINAL_CHILD_PHASES),
+        key=lambda c: c.name,
+    )
+    if not waiting:
+        return ""
+    first = waiting[0]
+    more = f" (and {len(waiting) - 1} more children waiting)" if len(waiting) > 1 else ""
+    return f"child {first.name} on cluster {first.cluster}: {first.message}{more}"
 
 
 def _conditions(children: Sequence[ChildStatus], lifecycle: Lifecycle, now: float) -> tuple[Condition, ...]:

@@ -80,7 +80,8 @@ def test_a_hyperjobs_events_include_its_childrens_and_a_kind_filters() -> None:
     objects = {e.object for e in mine}
     assert {"hyperjob/train", "job/train-w-0", "podgroup/train-w-0"} <= objects
     assert not any(o.startswith("queue/") or o == "hyperjob/other" for o in objects)
-    assert {e.object for e in eventlog.about(found, "job/train-w-0")} == {"job/train-w-0"}
+    # A Job's events hold its podgroup's (named after it): why it waits.
+    assert {e.object for e in eventlog.about(found, "job/train-w-0")} == {"job/train-w-0", "podgroup/train-w-0"}
     assert {e.object for e in eventlog.about(found, "queue/gpu")} == {"queue/gpu"}
     assert {e.object for e in eventlog.about(found, "n3")} == {"node/n3"}
     with pytest.raises(ValueError, match="not 'pods'"):
@@ -115,6 +116,13 @@ def test_an_undecodable_message_is_not_an_event() -> None:
         ("fleet nvidia.com/gpu: 128 requested, 64 not yet promised", "QueueLimit"),
         ("replicatedJob w: cluster c1 lacks nvidia.com/gpu (asks 128, free 24)", "Unschedulable"),
         ("no cluster fits the whole gang now", "GangNotHeld"),
+        ("cross-cluster gang: 1/2 reservations held within 60s; missing g-w-1 on c2", "GangNotHeld"),
+        ("replicatedJob w: child gang-w-1: cluster c2 lacks nvidia.com/gpu: needs 8, free 0", "Unschedulable"),
+        ("replicatedJob w: child g-w-0: inadmissible: cluster c1 can never hold it", "Inadmissible"),
+        (
+            "child g-w-0 on cluster c1: 8 pods evicted from NotReady node(s) n3; 8/32 tasks in gang unschedulable",
+            "NodeFault",
+        ),
         ("train-w-0: cluster c2 is not live", "ClusterLost"),
         ("child train-w-0: a job of that name already exists", "NameConflict"),
         ("something new", "Waiting"),
@@ -129,3 +137,22 @@ def test_describe_takes_jobs_queues_and_nodes() -> None:
     result = CliRunner().invoke(main, ["describe", "--help"])
     for kind in ("hyperjob", "job", "queue", "node", "jobflow"):
         assert kind in result.output
+
+
+def test_a_hyperjob_that_waits_on_for_a_new_reason_gets_an_event_and_a_node_fault_is_named() -> None:
+    why = "child t-w-0 on cluster c1: 8 pods evicted from NotReady node(s) n3; 8/32 tasks in gang unschedulable: x"
+    found = eventlog.derive(
+        [
+            (msg(events.HyperJobStatusChanged, name="t", phase="Admitted", status={}), 1.0),
+            (msg(events.HyperJobStatusChanged, name="t", phase="Admitted", status={"waitingReason": why}), 2.0),
+            (msg(events.HyperJobStatusChanged, name="t", phase="Admitted", status={"waitingReason": why}), 3.0),
+            (msg(events.PodGroupPhaseChanged, cluster="c1", job="t-w-0", phase="Unknown", reason=why[27:]), 4.0),
+        ]
+    )
+    shown = [(e.object, e.type, e.reason, e.message, e.count) for e in found]
+    assert ("hyperjob/t", "Warning", "NodeFault", why, 1) in shown  # once: the same reason again is no news
+    assert ("podgroup/t-w-0", "Warning", "NodeFault", why[27:], 1) in shown
+    assert waiting_reason_code("inadmissible: no cluster can ever hold it: ...") == "Inadmissible"
+    assert waiting_reason_code("child c on cluster b: 1/1 tasks in gang unschedulable: queue q: 0/4 nodes") == (
+        "Unschedulable"
+    )

@@ -114,7 +114,8 @@ def test_auto_max_domains_1_waits_when_no_single_cluster_fits() -> None:
 def test_static_max_domains_1_waits_when_the_cluster_lacks_gpus() -> None:
     plan = plan_split(split_job({"mode": "static"}, maxDomains=1), ABC)
     assert isinstance(plan, Waiting)
-    assert "cluster a lacks nvidia.com/gpu: needs 64, free 32" in plan.reason
+    # No cluster has 64 GPUs at all: said at once, as Kueue's inadmissible.
+    assert "inadmissible: cluster a can never hold it: nvidia.com/gpu: needs 64, allocatable 32" in plan.reason
 
 
 def test_explicit_counts_wait_for_a_cluster_that_lacks_room() -> None:
@@ -344,3 +345,16 @@ def test_fan_out_children_prefer_the_cluster_best_linked_to_those_used() -> None
     assert [c for _, c, _ in layout(plan_split(hj, clusters))] == ["b", "b"]  # fewest clusters first
     tight = fleet(_linked(cluster("a", nodes=1), c=400.0), cluster("b", nodes=1), cluster("c", nodes=1))
     assert [c for _, c, _ in layout(plan_split(hj, tight))] == ["a", "c"]  # then the best link to a
+
+
+def test_a_gang_larger_than_every_cluster_is_inadmissible_at_once() -> None:
+    # One child of 40 single-GPU pods; every cluster has 32 GPUs in all, 8 of them in use.
+    hj = upstream("hj", rjob("w", job_spec(task("w", 40)), replicas=1))
+    plan = plan_split(hj, fleet(cluster("a", used_gpus=8), cluster("b")))
+    assert isinstance(plan, Waiting)
+    assert plan.reason.startswith("replicatedJob w: child 0: inadmissible: no cluster can ever hold it: ")
+    assert "cluster a can never hold it: nvidia.com/gpu: needs 40, allocatable 32" in plan.reason
+    # 24 asked of a cluster with 24 free now but 32 in all: it waits for room, not inadmissible.
+    room = plan_split(upstream("hj", rjob("w", job_spec(task("w", 28)), replicas=1)), fleet(cluster("a", used_gpus=8)))
+    assert isinstance(room, Waiting) and "inadmissible" not in room.reason
+    assert "cluster a lacks nvidia.com/gpu: needs 28, free 24" in room.reason

@@ -85,3 +85,15 @@ def test_upstream_shape_with_counts_placement_and_generation() -> None:
 
 def test_waiting_reason_is_dropped_once_running() -> None:
     assert aggregate_status(HJ, kids("Running", "Running"), waiting_reason="x").waiting_reason == ""
+
+
+def test_a_waiting_child_says_why_its_hyperjob_waits_until_it_runs() -> None:
+    why = "32/32 tasks in gang unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu"
+    waiting = [msgspec.structs.replace(k, message=why if k.cluster == "b" else "") for k in kids("Running", "Pending")]
+    status = aggregate_status(HJ, waiting)
+    assert (status.phase, status.waiting_reason) == ("Admitted", f"child hj-w-1 on cluster b: {why}")
+    assert aggregate_status(HJ, waiting, waiting_reason="queue q is full").waiting_reason == "queue q is full"
+    running = [msgspec.structs.replace(k, phase="Running") for k in waiting]
+    assert aggregate_status(HJ, running).waiting_reason == ""  # a message left on a running child is stale
+    done = [msgspec.structs.replace(k, phase="Completed", succeeded=8) for k in waiting]
+    assert aggregate_status(HJ, done).waiting_reason == ""

@@ -11,6 +11,7 @@ taint, and pods of single-pod jobs the fabric taint.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 
 import msgspec
@@ -167,6 +168,8 @@ class ClusterView(msgspec.Struct, kw_only=True):
     phases: dict[str, str]  # job -> podgroup phase of the job's current incarnation
     reservations: dict[str, records.ReservationDoc]
     nominated: dict[str, str] = {}
+    reasons: dict[str, str] = {}  # job -> the Unschedulable message its podgroup shows now
+    faults: dict[str, str] = {}  # job -> the node fault that took its pods, until it runs again
 
     def reservation(self, job: str) -> records.ReservationDoc | None:
         """The hold of a cross-cluster gang member (None: not a gang member, schedule as usual)."""
@@ -391,6 +394,7 @@ class CycleOutcome(msgspec.Struct, kw_only=True):
     held: list[str] = []
     lost: list[str] = []
     phases: dict[str, str] = {}
+    reasons: dict[str, str] = {}  # job -> its podgroup's Unschedulable message, for each job in ``phases``
 
     def add(self, table: dict[str, list[events.PodRef]], job: str, ref: events.PodRef) -> None:
         table.setdefault(job, []).append(ref)
@@ -488,8 +492,51 @@ def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decisio
     for job, binds in _by_job(decision.binds).items():
         _bind_gang(cluster, state, job, binds, pods, out)
     for job, phase in sorted(decision.podgroup_phases.items()):
-        if job in state.jobs and state.phases.get(job, "Pending") != phase:
+        if job not in state.jobs:
+            continue
+        reason = "" if phase in SCHEDULED_PHASES else decision.unschedulable.get(job, "")
+        if reason and job in state.faults:
+            reason = f"{state.faults[job]}; {reason}"
+        old_reason = state.reasons.get(job, "")
+        if state.phases.get(job, "Pending") != phase or reason_kind(reason) != reason_kind(old_reason):
             out.phases[job] = phase
+            out.reasons[job] = reason
+
+
+def waiting_pods(state: ClusterView, decision: schedcore.Decision, out: CycleOutcome) -> dict[str, int]:
+    """Each job the session left unschedulable (``namespace/name``, as Volcano's ``job_id``) and
+    how many of its pods are still waiting for a node after this cycle."""
+    bound = {b.pod for b in out.binds} | (set(state.bound) - {u.pod for u in out.unbinds})
+    result = {}
+    for job in decision.unschedulable:
+        view = state.jobs.get(job)
+        if view is not None:
+            waiting = sum(1 for p in view.pods.values() if p.phase == "Pending" and not p.node and p.name not in bound)
+            result[f"{view.namespace}/{job}"] = waiting
+    return result
+
+
+def node_faults(known: Mapping[str, str], decision: schedcore.Decision, out: CycleOutcome) -> dict[str, str]:
+    """Which jobs lost pods to a node fault (``known``, plus this cycle's evictions from nodes
+    that went down), until their podgroup runs again: the fault heads their Unschedulable message,
+    so a job that fell from Running says why, not only what it now lacks."""
+    faults = {job: why for job, why in known.items() if decision.podgroup_phases.get(job) not in SCHEDULED_PHASES}
+    for job, refs in out.evicted.items():
+        nodes = sorted({r.node for r in refs if r.reason == "nodeDown"})
+        if nodes:
+            faults[job] = f"{len(refs)} pods evicted from NotReady node(s) {', '.join(nodes)}"
+    return faults
+
+
+# A podgroup this far has what it asked for: no Unschedulable condition (Volcano clears it).
+SCHEDULED_PHASES = frozenset({"Running", "Completed"})
+
+
+def reason_kind(reason: str) -> str:
+    """What an Unschedulable message says, its counts left out: a podgroup's condition is
+    announced again when the kind of reason changes (a node went NotReady), not at each cycle
+    where another job took a node and ``5 Insufficient cpu`` became ``6 Insufficient cpu``."""
+    return re.sub(r"\d+(\.\d+)?", "#", reason)
 
 
 def _bind_gang(

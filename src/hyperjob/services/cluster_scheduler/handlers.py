@@ -20,7 +20,7 @@ from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.store import Binding, Unbind
 from hyperjob.telemetry.spans import decision as decided
 
-from . import domain
+from . import domain, metrics
 from .config import Settings
 from .summary import NodeRoom, summarize
 
@@ -51,6 +51,7 @@ class ClusterScheduler:
         self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
         self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
         self._snapshots = domain.SnapshotCache()
+        self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
         runtime.on_load(self.on_loaded)
 
     async def on_loaded(self) -> None:
@@ -200,7 +201,12 @@ class ClusterScheduler:
         # Live, the session runs in a worker thread: the cluster's summary and beats keep flowing
         # through a long session (a cluster silent for 30 s is declared lost and its gangs moved).
         snapshot = domain.snapshot(state, self.rt.now(), self._snapshots)
-        decision = await self.rt.offloaded(self.scheduler.cycle, snapshot)
+        try:
+            decision = await self.rt.offloaded(self.scheduler.cycle, snapshot)
+        except Exception:
+            metrics.failed_session()
+            raise
+        state.faults = self.faults = domain.node_faults(self.faults, decision, out)
         domain.apply_decision(self.cluster, state, decision, out)
         reaction = self._reaction(state, out, decision)
         if out.binds or out.held or out.phases:
@@ -217,26 +223,38 @@ class ClusterScheduler:
                 why=dict(sorted(decision.unschedulable.items())[:2]),
             )
         self.nominated = {b.task: b.node for b in decision.pipelined}
+        waiting = domain.waiting_pods(state, decision, out)
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
+            metrics.observe_session(self.cluster, decision, waiting, (time.perf_counter() - started) * 1000)
             return
         self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
         self._apply_bindings(self.bound, out)
         if await self.rt.commit(_cause(self.rt.instance, self.rt.now(), reaction), reaction):
             self.dirty = True  # what this cycle did may let the next one do more
+            self._observe_started(state, out)
         else:
             self.changed()
+        metrics.observe_session(self.cluster, decision, waiting, (time.perf_counter() - started) * 1000)
+
+    def _observe_started(self, state: domain.ClusterView, out: domain.CycleOutcome) -> None:
+        """Volcano's job scheduling latency: from a job's creation to its podgroup Running."""
+        for job, phase in out.phases.items():
+            view = state.jobs.get(job)
+            if phase == "Running" and state.phases.get(job) != "Running" and view is not None and view.created:
+                metrics.E2E_JOB_SCHEDULING_LATENCY.observe(max(0.0, self.rt.now() - view.created) * 1000)
 
     def _view(self) -> domain.ClusterView:
         incarnations = {name: view.incarnation for name, view in self.jobs.items()}
-        phases = {job: doc.phase for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
+        current = {job: doc for job, doc in self.phases.items() if incarnations.get(job) == doc.incarnation}
         return domain.ClusterView(  # copies: watched values may change while a session runs
             nodes=dict(self.nodes),
             queues=dict(self.queues),
             jobs=dict(self.jobs),
             bound=dict(self.bound),
-            phases=phases,
+            phases={job: doc.phase for job, doc in current.items()},
             reservations=dict(self.reservations.rows),
             nominated=self.nominated,
+            reasons={job: doc.reason for job, doc in current.items() if doc.reason},
         )
 
     def _down(self) -> set[str]:
@@ -273,15 +291,10 @@ class ClusterScheduler:
         for job in out.lost:
             reaction.publish(subjects.RESERVATION_HELD, self._held(job, state, held=False))
         for job, phase in sorted(out.phases.items()):
+            reason = out.reasons.get(job, "")
             with self.rt.span("podgroup phase", job, job=job, cluster=c, phase=phase):
-                decided(
-                    "podgroup_phase_changed",
-                    job=job,
-                    cluster=c,
-                    phase=phase,
-                    reason=decision.unschedulable.get(job, ""),
-                )
-                reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase))
+                decided("podgroup_phase_changed", job=job, cluster=c, phase=phase, reason=reason)
+                reaction.publish(subjects.podgroup_phase(c), self._phase(job, phase, reason))
         self._forget_gone_jobs()
         self._record_usage(decision)
         return reaction
@@ -310,10 +323,11 @@ class ClusterScheduler:
             held=held,
         )
 
-    def _phase(self, job: str, phase: str) -> events.PodGroupPhaseChanged:
+    def _phase(self, job: str, phase: str, reason: str) -> events.PodGroupPhaseChanged:
+        """The podgroup's phase and, while it waits, its Unschedulable condition's message."""
         view = self.jobs[job]
         version = self.phases.versions.get(job, 0) + 1
-        self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, incarnation=view.incarnation))
+        self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, reason=reason, incarnation=view.incarnation))
         return self.rt.emit(
             events.PodGroupPhaseChanged,
             f"{self.cluster}/{job}/{view.incarnation}",
@@ -323,9 +337,11 @@ class ClusterScheduler:
             job_uid=view.uid,
             job_version=view.version,
             phase=phase,
+            reason=reason,
         )
 
     def _forget_gone_jobs(self) -> None:
+        self.faults = {job: why for job, why in self.faults.items() if job in self.jobs}
         for table in (self.phases, self.reservations):
             for job in [j for j in table if j not in self.jobs]:
                 table.delete(job)

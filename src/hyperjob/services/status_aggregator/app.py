@@ -32,6 +32,11 @@ async def build(settings: Settings, runtime: Runtime) -> StatusAggregator:
             events.GangRetry: aggregator.on_gang_retry,
         },
     )
+    runtime.subscribe(
+        "status-aggregator-podgroups",
+        subjects.podgroup_phase("*"),
+        {events.PodGroupPhaseChanged: aggregator.on_podgroup_phase},
+    )
     runtime.subscribe("status-aggregator-jobs", "job.phase.*", {events.JobPhaseChanged: aggregator.on_job_phase})
     runtime.before_commit(aggregator.flush)
     return aggregator

@@ -37,6 +37,8 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     # on the cluster it left, whose news (it terminates once that cluster is back) is not the child's.
     children: dict[str, fleetcore.ChildStatus] = {}
     attempts: dict[str, int] = {}  # the plan attempt each child's news is about (same keys)
+    # Each waiting child's podgroup Unschedulable message, from its cluster's scheduler (same keys).
+    unschedulable: dict[str, str] = {}
     waiting_reason: str = ""
     restarts: int = 0  # the owner's restart count this status reflects
     lifecycle: str = "Active"  # the owner's lifecycle as settled on this status's view of the children
@@ -63,9 +65,13 @@ def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> Sp
 # Why something waits, as a short CamelCase reason (Kubernetes Events' ``reason``, the
 # ``hyperjob_pending_hyperjobs{reason}`` label): the first rule whose words the message holds.
 WAITING_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Inadmissible", ("inadmissible",)),
+    ("NodeFault", ("evicted from notready node",)),
+    # A child's podgroup, in its cluster's scheduler's words (whatever limit it names).
+    ("Unschedulable", ("tasks in gang unschedulable", "nodes are available")),
     ("QueueLimit", ("queue ", "fleet ", "not yet promised", "capability")),
     ("ClusterLost", ("lost", "not live", "silent", "failover")),
-    ("GangNotHeld", ("gang", "reservation", "hold")),
+    ("GangNotHeld", ("cross-cluster gang", "reservation", "whole gang")),  # not "gang": a name may hold it
     ("NameConflict", ("already exists", "previous child of this name")),
     ("Unschedulable", ("lacks", "cannot fit", "no cluster", "no live cluster", "no eligible", "never host",
                        "node selector", "maxdomains", "insufficient", "fit")),
@@ -151,11 +157,22 @@ def _child_status(doc: AggregateDoc, ref: events.ChildRef, attempt: int) -> flee
     """The child as the plan places it: the news from its cluster, if of the plan in force."""
     key = news_key(ref.name, ref.cluster)
     news = doc.children.get(key) if ref.cluster else None
+    message = doc.unschedulable.get(key, "") if ref.cluster else ""
     if news is not None and _of_current_plan(doc.attempts.get(key, 0), attempt):
-        return replace(news, replicas=ref.replicas)
+        return replace(news, replicas=ref.replicas, message=message)
     return fleetcore.ChildStatus(
-        name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas
+        name=ref.name, replicated_job=ref.replicated_job, cluster=ref.cluster, replicas=ref.replicas, message=message
     )
+
+
+def podgroup_news(doc: AggregateDoc, msg: events.PodGroupPhaseChanged) -> AggregateDoc:
+    """The child's podgroup waits with ``msg.reason`` (Volcano's Unschedulable condition), or no
+    longer waits."""
+    key = news_key(msg.job, msg.cluster)
+    unschedulable = {k: v for k, v in doc.unschedulable.items() if k != key}
+    if msg.reason:
+        unschedulable[key] = msg.reason
+    return replace(doc, unschedulable=unschedulable)
 
 
 def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:

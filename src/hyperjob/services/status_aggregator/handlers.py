@@ -24,18 +24,22 @@ class StatusAggregator:
         self.specs = runtime.table(records.HYPERJOB_SPEC, domain.SpecDoc)
         self.statuses = runtime.table(records.HYPERJOB_STATUS, domain.AggregateDoc)
         self.dirty: set[str] = set()
-        runtime.on_load(self.dirty.clear)
+        self.owners: dict[str, str] = {}  # child job -> its HyperJob, from the specs
+        runtime.on_load(self.on_loaded)
+
+    def on_loaded(self) -> None:
+        self.dirty.clear()
+        self.owners = {ref.name: name for name, spec in self.specs.items() for ref in spec.children}
 
     def on_spec(self, msg: events.HyperJobSpecChanged) -> Reaction | None:
         if msg.plain:
             return None  # a plain Job: its own record is its status
         if not msg.manifest:  # gone
-            self.specs.delete(msg.name)
-            self.statuses.delete(msg.name)
-            self.dirty.discard(msg.name)
+            self.on_deleted(msg)
             return None
         current = self.specs.get(msg.name)
         self.specs.put(msg.name, domain.spec_changed(current, msg))
+        self.owners.update({ref.name: msg.name for ref in msg.children})
         self.dirty.add(msg.name)
         moves = domain.failovers(current.children, msg.children) if current is not None else []
         return _counted(*(m.FAILOVERS.labels(a, b).inc for a, b in moves))
@@ -71,6 +75,17 @@ class StatusAggregator:
         self.dirty.add(msg.hyperjob)
         return counted
 
+    def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
+        """A child's podgroup waits for a reason its cluster's scheduler gives, or no longer waits."""
+        owner = self.owners.get(msg.job)
+        if owner is None or owner not in self.specs:
+            return
+        doc = self.statuses.get(owner) or domain.AggregateDoc(name=owner)
+        new = domain.podgroup_news(doc, msg)
+        if new != doc:
+            self.statuses.put(owner, new)
+            self.dirty.add(owner)
+
     def on_waiting(self, msg: events.ChildPlacementWaiting) -> None:
         if not msg.hyperjob or msg.hyperjob not in self.specs:
             return
@@ -86,10 +101,11 @@ class StatusAggregator:
         """A gang attempt released because not every member held in time: only counted."""
         return _counted(m.GANG_RESERVATIONS.labels("", "released").inc)
 
-    def on_deleted(self, msg: events.HyperJobDeleted) -> None:
+    def on_deleted(self, msg: events.HyperJobDeleted | events.HyperJobSpecChanged) -> None:
         self.specs.delete(msg.name)
         self.statuses.delete(msg.name)
         self.dirty.discard(msg.name)
+        self.owners = {child: owner for child, owner in self.owners.items() if owner != msg.name}
 
     def flush(self) -> Reaction | None:
         """The status of every HyperJob this unit touched; a change is announced."""

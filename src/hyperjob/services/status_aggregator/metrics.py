@@ -6,7 +6,9 @@ them stale); counters and the latency histogram change only once a unit of work 
 
 - ``hyperjob_hyperjobs{phase}``: HyperJobs by phase (Pending, Admitted, Running, ...);
 - ``hyperjob_pending_hyperjobs{reason}``: HyperJobs not running yet with a waiting reason, by its
-  code (``domain.waiting_reason_code``: QueueLimit, Unschedulable, GangNotHeld, ClusterLost, ...);
+  code (``domain.waiting_reason_code``: QueueLimit, Inadmissible, Unschedulable, GangNotHeld,
+  NodeFault, ClusterLost, ...), as the status shows it (a waiting child's podgroup message when
+  nothing above the clusters holds it back);
 - ``hyperjob_submit_to_running_seconds``: from acceptance to the first Running phase;
 - ``hyperjob_admissions_total``: HyperJobs their queues admitted;
 - ``hyperjob_failovers_total{from_cluster,to_cluster}``: children the plan moved between clusters;
@@ -92,10 +94,17 @@ def census(specs: Any, statuses: Any) -> tuple[Tally[str], Tally[str]]:
         doc = statuses.get(name)
         phase = doc.phase if doc is not None else "Pending"
         by_phase[phase] += 1
-        reason = spec.waiting_reason or (doc.waiting_reason if doc is not None else "")
+        reason = spec.waiting_reason or (_shown_reason(doc) if doc is not None else "")
         if phase in ("Pending", "Admitted") and reason:
             by_reason[domain.waiting_reason_code(reason)] += 1
     return by_phase, by_reason
+
+
+def _shown_reason(doc: Any) -> str:
+    """The reason its status shows (a waiting child's, when the scheduler gave none), else the
+    scheduler's."""
+    shown = doc.status.get("waitingReason", "") if isinstance(doc.status, dict) else ""
+    return str(shown) or doc.waiting_reason
 
 
 REGISTRY.register(HyperJobGauges())
