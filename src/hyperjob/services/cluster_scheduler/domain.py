@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
+from typing import TypeGuard, get_args
 
 import msgspec
 
 from hyperjob import api, events, records, schedcore
+from hyperjob.schedcore.model import PodGroupPhase, QueueState, TaskStatus
 from hyperjob.store import Binding, Unbind
 
 from .summary import FABRIC_UNHEALTHY, GPU_UNHEALTHY, is_accelerator
 
-TASK_STATUS = {
+TASK_STATUS: dict[str, TaskStatus] = {
     "Pending": "Pending",
     "Running": "Running",
     "Succeeded": "Succeeded",
@@ -271,10 +273,23 @@ def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
         reclaimable=spec.reclaimable is not False,
         priority=spec.priority,
         parent=spec.parent,
-        state=queue.state,
+        state=queue.state if _is_queue_state(queue.state) else "Unknown",
         created=queue.created,
         affinity=spec.affinity,
-    )  # type: ignore[arg-type]
+    )
+
+
+def _is_queue_state(text: str) -> TypeGuard[QueueState]:
+    return text in get_args(QueueState)
+
+
+def podgroup_phase(text: str) -> PodGroupPhase:
+    """A stored podgroup phase as schedcore's type (an unknown word is Volcano's ``Unknown``)."""
+    return text if _is_podgroup_phase(text) else "Unknown"
+
+
+def _is_podgroup_phase(text: str) -> TypeGuard[PodGroupPhase]:
+    return text in get_args(PodGroupPhase)
 
 
 DEFAULT_QUEUE = schedcore.QueueInfo(name=api.DEFAULT_QUEUE, weight=1.0, reclaimable=True)
@@ -292,8 +307,8 @@ def job_info(view: JobView, state: ClusterView, sick: bool) -> schedcore.JobInfo
         min_member=pg.min_member,
         min_task_member=dict(pg.min_task_member),
         min_resources=dict(pg.min_resources),
-        phase=state.phases.get(view.name, "Pending"),
-        created=view.created,  # type: ignore[arg-type]
+        phase=podgroup_phase(state.phases.get(view.name, "Pending")),
+        created=view.created,
         network_topology=topology,
         tasks=_tasks(view, state, sick),
         namespace=view.namespace,
@@ -310,6 +325,7 @@ def _tasks(view: JobView, state: ClusterView, sick: bool) -> list[schedcore.Task
         if binding is not None and binding.uid not in ("", pod.uid):
             binding = None
         node = binding.node if binding is not None else None
+        status: TaskStatus
         if pod.phase == "Pending" and node is not None:
             status = "Bound"  # bound by us, not yet reported running by its node
         elif pod.phase == "Terminating" and node is None and not pod.node:
@@ -337,7 +353,7 @@ def task_info(
     view: JobView,
     pod: events.PodState,
     s: events.TaskScheduling,
-    status: str,
+    status: TaskStatus,
     node: str | None,
     nominated: str,
     sick: bool,
@@ -355,7 +371,7 @@ def task_info(
         status=status,
         node=node,
         priority=s.priority,
-        preemptable=s.preemptable,  # type: ignore[arg-type]
+        preemptable=s.preemptable,
         node_selector=dict(s.node_selector),
         affinity=msgspec.convert(s.affinity, api.pod.Affinity) if s.affinity else None,
         tolerations=tolerations,
@@ -425,9 +441,9 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
         _direct_binds(cluster, state, view, waiting, out)
         if state.may_start(view.name):
             for pod in waiting:
-                binding = state.bound.get(pod.name)
-                if binding is not None and pod.name not in released and not pod.node and binding.uid in ("", pod.uid):
-                    out.add(out.bound, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=binding.node))
+                held = state.bound.get(pod.name)
+                if held is not None and pod.name not in released and not pod.node and held.uid in ("", pod.uid):
+                    out.add(out.bound, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=held.node))
     return out
 
 

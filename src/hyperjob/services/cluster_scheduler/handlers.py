@@ -174,15 +174,8 @@ class ClusterScheduler:
                 reaction.publish(
                     subjects.pods_bound(self.cluster), self._pods_message(events.PodsBound, msg.child, held, "bound")
                 )
-        state = {"reserve": "Reserving", "start": "Started", "release": "Released"}[msg.action]
-        self.reservations.put(
-            msg.child,
-            records.ReservationDoc(
-                state=state,
-                attempt=msg.attempt,  # type: ignore[arg-type]
-                uid=current.uid,
-            ),
-        )
+        state: records.ReservationState = _RESERVATION_STATES[msg.action]
+        self.reservations.put(msg.child, records.ReservationDoc(state=state, attempt=msg.attempt, uid=current.uid))
         self.changed()
         return reaction
 
@@ -402,3 +395,11 @@ def _cause(instance: str, now: float, reaction: Reaction) -> str:
     for u in reaction.unbinds:
         digest.update(f"-{u.pod}".encode())
     return events.derive_id(instance, f"cycle/{digest.hexdigest()}")
+
+
+# What a gang-control action makes of the member's reservation.
+_RESERVATION_STATES: dict[str, records.ReservationState] = {
+    "reserve": "Reserving",
+    "start": "Started",
+    "release": "Released",
+}
