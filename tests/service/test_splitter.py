@@ -299,6 +299,33 @@ async def test_a_child_whose_name_a_job_goes_by_waits_with_that_reason(splitter,
     assert [p.owner for p in await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)] == [HJ, child]
 
 
+async def test_a_hyperjob_applied_again_after_its_delete_is_planned_as_a_new_object(
+    splitter, bus, store, probe
+) -> None:
+    """Both lives wait for room and are planned by the replan round: the second life's placement
+    request must not carry the first one's id (the global-scheduler would take it for a
+    redelivery and drop it: the HyperJob never ran and its delete never ended)."""
+    for life in (1, 2):
+        await sh.report_capacity(bus, sh.capacity("c1", full=True), sh.capacity("c2", full=True))
+        await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))
+        admitted = sh.message(events.OwnerAdmitted, name=HJ, queue="default")
+        await send(bus, probe, subjects.OWNER_ADMITTED, admitted, durable="splitter-sched")
+        await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting, count=life)
+        await sh.report_capacity(bus, sh.capacity("c1"), sh.capacity("c2"))  # the round plans it
+        place = (await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren, count=life))[-1]
+        await send(bus, probe, subjects.DELETE, sh.message(events.DeleteObject, kind="HyperJob", name=HJ))
+        for child in place.children:
+            removed = sh.message(events.JobRemoved, cluster=child.clusters[0], job=child.name, hyperjob=HJ)
+            await send(bus, probe, subjects.job_removed(child.clusters[0]), removed, durable="splitter-children")
+        await sh.until(lambda: _gone(store, HJ), what="the HyperJob gone")
+    places = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    assert len({p.event_id for p in places}) == 2  # one placement request per life, each its own
+
+
+async def _gone(store: Any, name: str) -> bool:
+    return await store.get(records.HYPERJOB, name) is None
+
+
 async def test_a_hyperjob_that_fits_nowhere_waits_and_is_planned_when_room_appears(splitter, bus, store, probe) -> None:
     await sh.report_capacity(bus, sh.capacity("c1", full=True), sh.capacity("c2", full=True))
     await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, CLUSTERS)))

@@ -10,18 +10,22 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
 
+import structlog
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from hyperjob.bus import BusError
 from hyperjob.cli import views
 from hyperjob.client import Client
+from hyperjob.store import StoreUnavailableError
 
 from . import metrics
 
 # How often the event stream looks for changes; it sends only when something changed.
+_log = structlog.get_logger("dashboard")
 POLL_SECONDS = 1.0
 # A comment line keeps idle connections (and proxies) from timing out.
 KEEPALIVE_SECONDS = 15.0
@@ -100,7 +104,15 @@ async def _changes(request: Request, client: Client) -> AsyncIterator[str]:
     """The snapshot as an event each time it differs from the last one sent."""
     last, idle = "", 0.0
     while not await request.is_disconnected():
-        data = json.dumps(await snapshot(client), default=str, sort_keys=True)
+        try:
+            data = json.dumps(await snapshot(client), default=str, sort_keys=True)
+        except (StoreUnavailableError, BusError) as exc:
+            # An outage (or a connection the server dropped: redis-server drops its clients when
+            # a user is added) is not the stream's end: keep it open and read again next poll.
+            _log.warning("snapshot_unavailable", error=str(exc))
+            await asyncio.sleep(POLL_SECONDS)
+            idle += POLL_SECONDS
+            continue
         digest = hashlib.sha256(data.encode()).hexdigest()
         if digest != last:
             last, idle = digest, 0.0

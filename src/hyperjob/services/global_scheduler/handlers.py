@@ -356,7 +356,9 @@ class GlobalScheduler:
         gang = self.gangs.get(owner)
         if gang is None or gang.attempt != attempt or gang.phase != "Reserving":
             return
-        cause = events.derive_id(owner, f"gang-deadline/{attempt}")
+        doc = self.owners.get(owner)
+        life = doc.created if doc is not None else 0.0  # a HyperJob applied again under the same name
+        cause = events.derive_id(owner, f"gang-deadline/{life!r}/{attempt}")
         await self.rt.commit(cause, self._gang_step(cause, gang, fleetcore.GangTimer(attempt=attempt)))
 
     # -- the round ------------------------------------------------------------------------------------
@@ -506,5 +508,7 @@ class GlobalScheduler:
                 clusters=",".join(sorted(set(plan.values()))),
                 reason=f"all {len(plan)} children fit",
             )
-            cause = events.derive_id(owner.name, f"gang/{owner.attempt}/{attempt}")
+            # With its life (``created``): a HyperJob applied again under the same name must not
+            # send its gang's controls under the ids of the last one's (taken as redeliveries).
+            cause = events.derive_id(owner.name, f"gang/{owner.created!r}/{owner.attempt}/{attempt}")
             self._gang_decisions(cause, gang, decisions, reaction)

@@ -363,7 +363,7 @@ class Splitter:
             self.rt.emit(
                 events.PlaceChildren,
                 cause,
-                f"place/{doc.generation}/{doc.attempt}",
+                f"place/{doc.created!r}/{doc.generation}/{doc.attempt}",  # each life of a name its own
                 owner=doc.name,
                 generation=doc.generation,
                 attempt=doc.attempt,
