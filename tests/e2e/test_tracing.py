@@ -119,8 +119,13 @@ def test_one_hyperjob_across_two_clusters_is_one_trace_with_spans_from_every_ser
         )
 
         def every_service() -> set[str]:
-            services = {s[0] for s in receiver.of_trace(trace_id)}
-            return services if all(s in services for s in SERVICES) else set()
+            spans = receiver.of_trace(trace_id)
+            services = {s[0] for s in spans}
+            binds = {s[3].get("cluster") for s in spans if s[2] == "bind gang"}
+            # Both clusters' schedulers are one service name: wait for each cluster's bind too
+            # (each process exports its spans in its own batches).
+            complete = all(s in services for s in SERVICES) and binds >= {"cluster-a", "cluster-b"}
+            return services if complete else set()
 
         cli.wait_for(f"spans of {', '.join(SERVICES)} in trace {trace_id}", every_service, timeout=60)
         shown = cli.run("trace", "llm-train-hyperjob").stdout
