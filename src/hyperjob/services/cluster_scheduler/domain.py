@@ -510,7 +510,12 @@ def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decisio
     for job, phase in sorted(decision.podgroup_phases.items()):
         if job not in state.jobs:
             continue
-        reason = "" if phase in SCHEDULED_PHASES else decision.unschedulable.get(job, "")
+        # Just enqueued, its pods not created yet by its job-controller: it waits for them, not for
+        # room, so no Unschedulable condition ("32/0 tasks in gang unschedulable" on every job).
+        # A Pending podgroup without pods keeps its reason: its queue did not enqueue it.
+        awaiting_pods = phase == "Inqueue" and not state.jobs[job].pods
+        waits_for_room = phase not in SCHEDULED_PHASES and not awaiting_pods
+        reason = decision.unschedulable.get(job, "") if waits_for_room else ""
         if reason and job in state.faults:
             reason = f"{state.faults[job]}; {reason}"
         old_reason = state.reasons.get(job, "")
