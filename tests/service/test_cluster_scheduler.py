@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from hyperjob import api, events, records
 from hyperjob import jobcore as jc
@@ -28,6 +27,7 @@ from hyperjob.services.cluster_scheduler.app import build
 from hyperjob.services.cluster_scheduler.config import Settings
 from hyperjob.services.job_controller import domain as jc_domain
 from hyperjob.store import Binding
+from hyperjob.testkit.metrics import sample
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -200,15 +200,6 @@ async def test_a_gang_that_does_not_fit_shows_why_on_its_podgroup_and_in_volcano
     assert "volcano_unschedule_job_count 1.0" in text
     assert sample(text, "volcano_schedule_attempts_total", result="unschedulable") >= 1
     assert sample(text, "volcano_e2e_scheduling_latency_milliseconds_count") >= 1
-
-
-def sample(text: str, name: str, **labels: str) -> float:
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == name and labels.items() <= s.labels.items()
-    )
 
 
 # -- the cross-cluster gang -------------------------------------------------------------------------

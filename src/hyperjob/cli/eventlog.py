@@ -293,10 +293,17 @@ def about(found: list[Event], target: str | None) -> list[Event]:
 def decoded(stored: Iterable[tuple[Any, float]]) -> Iterator[tuple[Any, float]]:
     """(message, time) of each stored delivery that decodes; the rest is not an event."""
     for delivery, at in stored:
-        try:
-            yield _DECODER.decode(delivery.data), at
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
+        message = decode(delivery.data)
+        if message is not None:
+            yield message, at
+
+
+def decode(data: bytes) -> Any | None:
+    """The message stored as ``data``, or None when it is none of ours."""
+    try:
+        return _DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 async def load(bus: Any) -> list[Event]:

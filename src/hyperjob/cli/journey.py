@@ -14,12 +14,9 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import events
-
 from . import eventlog
 
 BAR_WIDTH = 32
-_DECODER = events.decoder(*events.ALL_MESSAGES)
 
 
 class Step(msgspec.Struct, kw_only=True):
@@ -42,9 +39,8 @@ def steps(stored: Iterable[tuple[Any, float]], hyperjob: str) -> list[Step]:
     """The steps of ``hyperjob`` among ``stored`` (deliveries with the time they were stored)."""
     decoded, traces = [], {}
     for delivery, at in stored:
-        try:
-            message = _DECODER.decode(delivery.data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        message = eventlog.decode(delivery.data)
+        if message is None:
             continue
         decoded.append((message, at))
         traces[id(message)] = trace_id_of(delivery.headers)
