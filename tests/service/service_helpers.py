@@ -172,8 +172,10 @@ async def running(
     *,
     instance: str | None = None,
     fault: Callable[[str], None] | None = None,
+    lease_ttl: float = 0.0,
 ) -> AsyncIterator[tuple[Runtime, Any]]:
-    """The service built and started on ``bus`` and ``store``; stopped on exit."""
+    """The service built and started on ``bus`` and ``store``; stopped on exit. With ``lease_ttl``,
+    one replica of several of the same instance (``Runtime``'s lease)."""
     clock = WallClock()
     runtime = TestRuntime(
         service,
@@ -183,6 +185,7 @@ async def running(
         clock=clock,
         timers=AsyncioTimers(clock),
         fault=fault,
+        lease_ttl=lease_ttl,
     )
     built = await build(settings, runtime)
     await runtime.start()
@@ -436,10 +439,21 @@ def apply(manifest: dict[str, Any]) -> events.ApplyManifest:
 class Fleet:
     """Every service of a small fleet, in-process on one bus and one store: per cluster a
     simulating node-agent, a cluster-scheduler and a job-controller; the splitter, the
-    global-scheduler and the status-aggregator. ``period`` paces every round."""
+    global-scheduler and the status-aggregator. ``period`` paces every round; ``lease_ttl`` makes each
+    instance one replica of several (``Runtime``'s lease)."""
 
-    def __init__(self, bus: Any, store: Any, clusters: Sequence[str], *, nodes: int = 2, period: float = 0.2) -> None:
+    def __init__(
+        self,
+        bus: Any,
+        store: Any,
+        clusters: Sequence[str],
+        *,
+        nodes: int = 2,
+        period: float = 0.2,
+        lease_ttl: float = 0.0,
+    ) -> None:
         self.bus = bus
+        self.lease_ttl = lease_ttl
         self.store = store
         self.clusters = list(clusters)
         self.nodes = nodes
@@ -474,7 +488,9 @@ class Fleet:
                 for c in self.clusters:
                     await until(lambda c=c: self.bus.last(subjects.capacity(c)), what=f"capacity of {c}")
             runtime, _ = await self._stack.enter_async_context(
-                running(service, build_service, settings, self.bus, self.store, instance=instance)
+                running(
+                    service, build_service, settings, self.bus, self.store, instance=instance, lease_ttl=self.lease_ttl
+                )
             )
             self.runtimes[instance] = runtime
         return self

@@ -8,7 +8,8 @@ be decoded goes to the dead-letter queue, what is another consumer's is skipped;
 leaves nothing of its change in memory; a replica that decided on stale memory is refused, reloads
 and decides again; outputs committed but never published go out when the instance restarts, in
 order; a wiped store is seen at the next commit and rebuilt from the changelog, which always ends
-at each document's latest version; watched values are in before anything is handled.
+at each document's latest version; watched values are in before anything is handled; replicas of
+one instance take turns, one holding its lease while the other waits, and hand over without loss.
 """
 
 from __future__ import annotations
@@ -82,15 +83,22 @@ class Counter:
 
 
 def runtime_on(
-    bus: Any, store: Any, *, instance: str = INSTANCE, fault: Callable[[str], None] | None = None
+    bus: Any,
+    store: Any,
+    *,
+    instance: str = INSTANCE,
+    fault: Callable[[str], None] | None = None,
+    lease_ttl: float = 0.0,
 ) -> Runtime:
     clock = WallClock()
-    return Runtime("counter", instance, bus, store, clock=clock, timers=AsyncioTimers(clock), fault=fault)
+    timers = AsyncioTimers(clock)
+    return Runtime("counter", instance, bus, store, clock=clock, timers=timers, fault=fault, lease_ttl=lease_ttl)
 
 
 class Running:
     def __init__(self, bus: Any, store: Any, **kw: Any) -> None:
-        self.runtime = runtime_on(bus, store, **{k: v for k, v in kw.items() if k in ("instance", "fault")})
+        own = ("instance", "fault", "lease_ttl")
+        self.runtime = runtime_on(bus, store, **{k: v for k, v in kw.items() if k in own})
         self.counter = Counter(self.runtime, **{k: v for k, v in kw.items() if k in ("backoff", "max_deliver")})
 
     async def __aenter__(self) -> Counter:
@@ -197,6 +205,39 @@ async def test_replicas_sharing_a_consumer_refuse_each_others_stale_decisions_an
     assert a.calls and b.calls  # both took part
     assert (await count(store))[0] == 40  # each counted on the latest value: refused when stale, then again
     assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 40
+
+
+async def tick_all(bus: Any, probe: sh.Probe, n: int) -> None:
+    ticks = [tick() for _ in range(n)]
+    await bus.publish_many([(subjects.DELETE, t.event_id, events.encode(t)) for t in ticks])
+    await probe.settled(DURABLE, subjects.DELETE)
+
+
+async def test_replicas_of_one_instance_take_turns_and_hand_over_without_loss(bus, store, probe) -> None:
+    lease = 0.4
+    first = Running(bus, store, lease_ttl=lease)
+    a = await first.__aenter__()
+    async with Running(bus, store, lease_ttl=lease) as b:
+        try:
+            assert a.rt.active and not b.rt.active  # b waits: one replica runs the instance
+            await tick_all(bus, probe, 10)
+            assert len(a.calls) == 10 and b.calls == []  # and no refused commit to retry
+        finally:
+            await first.__aexit__(None, None, None)  # a stops and gives the lease back
+        await sh.until(lambda: b.rt.active, what="the standby running the instance")
+        await tick_all(bus, probe, 10)
+        assert len(b.calls) == 10
+        assert (await count(store))[0] == 20
+
+        # Another holder took the lease (b's renewals did not reach the store in time): b stops.
+        await store.release_lease(INSTANCE, b.rt._holder)
+        assert await store.take_lease(INSTANCE, "elsewhere", 30.0)
+        await sh.until(lambda: not b.rt.active and not b.rt.members, what="b stepping down")
+        await store.release_lease(INSTANCE, "elsewhere")
+        await sh.until(lambda: b.rt.active, what="b running the instance again")
+        await tick_all(bus, probe, 5)
+    assert (await count(store))[0] == 25
+    assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 25
 
 
 # -- after a commit -------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ partition (each serves half of a cluster's nodes, with a durable of its own).
 
 A run of HyperJobs split across two clusters completes with nothing lost (every HyperJob Completed,
 every pod started, run and given back) and nothing doubled (each pod started once, each phase
-reported once); and so it does when one NATS server is killed in the middle of the run.
+reported once); and so it does when one NATS server is killed in the middle of the run, and when the
+running replica of every service stops in the middle of it. Replicas of one instance take turns
+(``Runtime``'s lease in Redis): one runs the instance, the other waits and takes over.
 
 Not in ``make test`` yet: ``HYPERJOB_SCALE_OUT=1 pytest -q tests/service/test_scale_out.py`` (about a
 minute). Each has passed and each has failed: now and then one HyperJob of six never gets its
@@ -55,13 +57,14 @@ T = TypeVar("T")
 CLUSTERS = ("c1", "c2")
 NODES = 4  # per cluster; each of its two agents serves two
 HYPERJOBS = 6
+LEASE_TTL = 2.0  # a replica that stops hands over at once; one that dies, within this
 
 
 class Half(sh.Fleet):
     """One instance of every service; its node-agents serve the nodes of half ``half`` (0 or 1)."""
 
     def __init__(self, bus: Any, store: Any, half: int) -> None:
-        super().__init__(bus, store, CLUSTERS, nodes=NODES)
+        super().__init__(bus, store, CLUSTERS, nodes=NODES, lease_ttl=LEASE_TTL)
         self.half = half
 
     def plans(self) -> list[tuple[str, Any, Any, str]]:
@@ -89,8 +92,9 @@ def server_url(cluster: NatsCluster, first: int) -> str:
 
 
 @contextlib.asynccontextmanager
-async def two_of_everything(cluster: NatsCluster, store: Any) -> AsyncIterator[tuple[list[NatsBus], Any]]:
-    """Two instances of every service (the first on server 0, the second on server 1) and a probe on server 2."""
+async def two_of_everything(cluster: NatsCluster, store: Any) -> AsyncIterator[tuple[list[NatsBus], Any, list[Half]]]:
+    """Two replicas of every service (the first on server 0, the second on server 1) and a probe on server 2.
+    The first replica of each instance started holds its lease and runs it; the second waits."""
     namespace = new_namespace()
     buses = []
     async with contextlib.AsyncExitStack() as stack:
@@ -102,9 +106,8 @@ async def two_of_everything(cluster: NatsCluster, store: Any) -> AsyncIterator[t
             buses.append(bus)
         probe = await sh.probe_for(cluster.url.split(",")[2], namespace)
         stack.push_async_callback(probe.close)
-        for half, bus in enumerate(buses):
-            await stack.enter_async_context(Half(bus, store, half))
-        yield buses, probe
+        halves = [await stack.enter_async_context(Half(bus, store, half)) for half, bus in enumerate(buses)]
+        yield buses, probe, halves
 
 
 async def _connect(url: str, namespace: str) -> NatsBus | None:
@@ -168,17 +171,36 @@ async def test_two_instances_of_every_service_on_a_three_node_nats_cluster_lose_
     nats_cluster, store
 ) -> None:
     names = [f"hj-{i}" for i in range(HYPERJOBS)]
-    async with two_of_everything(nats_cluster, store) as (buses, probe):
+    async with two_of_everything(nats_cluster, store) as (buses, probe, halves):
         await submit(buses[0], probe, names)
         await nothing_lost_or_doubled(store, probe, names)
+        replicas = [rt for rt in halves[1].runtimes.values() if rt.service != "node-agent"]
+        assert replicas and not any(rt.active for rt in replicas)  # the standbys did nothing
 
 
 async def test_killing_one_nats_server_mid_run_loses_nothing(nats_cluster, store) -> None:
     names = [f"hj-{i}" for i in range(HYPERJOBS)]
-    async with two_of_everything(nats_cluster, store) as (buses, probe):
+    async with two_of_everything(nats_cluster, store) as (buses, probe, _):
         await submit(buses[1], probe, names)
         await sh.doc(
             store, records.HYPERJOB_STATUS, names[0], AggregateDoc, timeout=60.0, where=lambda d: d.phase == "Running"
         )
         nats_cluster.kill(0)  # the server the first instance of every service is connected to
+        await nothing_lost_or_doubled(store, probe, names)
+
+
+async def test_the_running_replica_of_every_service_stopping_mid_run_hands_over_and_loses_nothing(
+    nats_cluster, store
+) -> None:
+    names = [f"hj-{i}" for i in range(HYPERJOBS)]
+    async with two_of_everything(nats_cluster, store) as (buses, probe, halves):
+        await submit(buses[0], probe, names)
+        await sh.doc(
+            store, records.HYPERJOB_STATUS, names[0], AggregateDoc, timeout=60.0, where=lambda d: d.phase == "Running"
+        )
+        running = [rt for rt in halves[0].runtimes.values() if rt.service != "node-agent"]
+        for runtime in running:  # as a rolling update would: each stops and gives its lease back
+            await runtime.stop()
+        standbys = [rt for rt in halves[1].runtimes.values() if rt.service != "node-agent"]
+        await sh.until(lambda: all(rt.active for rt in standbys), what="every standby running its instance")
         await nothing_lost_or_doubled(store, probe, names)

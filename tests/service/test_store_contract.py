@@ -296,6 +296,19 @@ async def test_commits_naming_a_sentinel_count_its_epoch_and_one_made_on_an_olde
     assert await any_store.epoch("splitter") == start + 2
 
 
+async def test_an_instances_lease_has_one_holder_until_it_is_given_back_or_lapses(any_store) -> None:
+    assert await any_store.take_lease("splitter", "replica-a", 0.3)
+    assert not await any_store.take_lease("splitter", "replica-b", 0.3)  # held by a
+    assert await any_store.take_lease("splitter", "replica-a", 0.3)  # renewed by its holder
+    await any_store.release_lease("splitter", "replica-b")  # only the holder gives it back
+    assert not await any_store.take_lease("splitter", "replica-b", 0.3)
+    assert await any_store.take_lease("job-controller-c1", "replica-b", 0.3)  # one lease per instance
+    await any_store.release_lease("splitter", "replica-a")
+    assert await any_store.take_lease("splitter", "replica-b", 0.3)  # given back: taken at once
+    await asyncio.sleep(0.5)  # b neither renews nor gives it back: it lapses
+    assert await any_store.take_lease("splitter", "replica-a", 0.3)
+
+
 async def test_a_node_nobody_registered_refuses_the_bind(any_store) -> None:
     result = await any_store.commit(Commit(binds=[bind("p", "ghost", {"cpu": 1.0})]))
     assert (result.refusal, result.node) == ("unknown-node", "ghost") and "ghost" in result.describe()

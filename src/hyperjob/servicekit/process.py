@@ -27,6 +27,7 @@ from .runtime import Runtime
 from .timers import AsyncioTimers, WallClock
 
 S = TypeVar("S", bound=msgspec.Struct)
+LEASE_TTL = 5.0
 # A service's ``build(settings, runtime)``: declares its tables, inputs and rounds on ``runtime``.
 Build = Callable[[S, Runtime], Awaitable[object]]
 
@@ -90,7 +91,10 @@ async def _serve(
     bus = await NatsBus.connect(urls.nats, STREAMS, name=name, replicas=replicas)
     store = await RedisStore.connect(urls.redis)
     clock = WallClock()
-    runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock))
+    # Replicas of one instance take turns (``Runtime``'s lease): a crashed holder's standby takes
+    # over within HYPERJOB_LEASE_TTL seconds (one that stops cleanly hands over at once).
+    lease_ttl = float(os.environ.get("HYPERJOB_LEASE_TTL", str(LEASE_TTL)))
+    runtime = Runtime(name, instance, bus, store, clock=clock, timers=AsyncioTimers(clock), lease_ttl=lease_ttl)
     runtime.offload = True
     stop = asyncio.Event()
     lost: list[bool] = []

@@ -16,6 +16,12 @@ wiped store) or a handler raised, the tables are reloaded from the store and the
 handled again without what cannot be handled, so memory never keeps an uncommitted change.
 Outputs are recorded in the store's outbox with the commit and removed once published; after a
 crash they are published again (their ids are deterministic, JetStream drops the copies).
+
+Replicas (docs/scale-out.md): several processes may run one instance (the same name, so the same
+durable consumers and documents), but one at a time: the holder of the instance's lease in the
+store (``lease_ttl``) consumes and runs rounds, the others wait as standbys and take over when it
+stops or its lease lapses. Two replicas that both ran would keep refusing each other's commits
+(the epoch fences every commit, so correctness never depended on the lease; progress does).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextlib
 import inspect
 import random
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -35,7 +42,18 @@ from opentelemetry import trace
 from hyperjob import events
 from hyperjob.bus import Bus, Delivery, RetryableError, Subscription, Verdict
 from hyperjob.events import Message, derive_id, subjects
-from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind, Write, binding_kind, entry_of
+from hyperjob.store import (
+    Binding,
+    Commit,
+    CommitResult,
+    Output,
+    Store,
+    StoreError,
+    Unbind,
+    Write,
+    binding_kind,
+    entry_of,
+)
 from hyperjob.telemetry.spans import ServiceTracing
 
 from .inputs import Reader, Unreadable
@@ -61,6 +79,9 @@ MAX_ATTEMPTS = 5
 # so it is handled again on reloaded memory, more times, after a short random pause that lets the
 # busier replica go first (two replicas refusing each other in step would otherwise never end).
 MAX_STALE_ATTEMPTS = 50
+# A lease holder renews this many times per TTL: a renewal or two may fail (a slow store, a busy
+# loop) before a standby may take over.
+LEASE_RENEWALS = 4
 H_VERSION = "Hyperjob-Version"
 H_DELETED = "Hyperjob-Deleted"
 
@@ -140,6 +161,7 @@ class Runtime:
         timers: Timers,
         fault: Callable[[str], None] | None = None,
         changelog: bool = True,
+        lease_ttl: float = 0.0,
     ) -> None:
         self.service = service
         self.instance = instance
@@ -165,6 +187,12 @@ class Runtime:
         self._published: list[str] = []
         self._unpublished: list[tuple[str, list[Output]]] = []
         self.started = False
+        # 0: no lease (the simulator, a test's lone instance); else replicas take turns (module doc).
+        self.lease_ttl = lease_ttl
+        self._holder = uuid.uuid4().hex  # this replica's token in the lease
+        self._lease_keeper: asyncio.Task[None] | None = None
+        self._activation: asyncio.Task[None] | None = None
+        self.active = False  # consuming and running rounds (the lease holder)
         self.metrics_url = ""  # where its /metrics, /healthz, /readyz are served (live only)
         # Live, CPU-long pure work (a scheduling session) runs in a worker thread (``offloaded``) so
         # the event loop keeps receiving and reporting meanwhile; the simulator keeps it inline.
@@ -215,7 +243,8 @@ class Runtime:
         ``exclusive`` is False: a round that only reads memory and publishes (a summary, a beat)
         then goes on while a long unit of work holds the lock."""
         work = BUS.timed(name, work)  # hyperjob_round_duration_seconds (servicekit.metrics)
-        self.timers.every(period, self._exclusive(work) if exclusive else work, f"{self.instance}/{name}", rank=rank)
+        work = self._exclusive(work) if exclusive else self._when_active(work)
+        self.timers.every(period, work, f"{self.instance}/{name}", rank=rank)
 
     def kick(self, name: str) -> None:
         self.timers.kick(f"{self.instance}/{name}")
@@ -227,6 +256,16 @@ class Runtime:
     def _exclusive(self, work: Work) -> Work:
         async def run() -> None:
             async with self.lock:
+                if self.active:
+                    await work()
+
+        return run
+
+    def _when_active(self, work: Work) -> Work:
+        """``work`` when this replica runs the instance (a standby's rounds do nothing)."""
+
+        async def run() -> None:
+            if self.active:
                 await work()
 
         return run
@@ -278,7 +317,24 @@ class Runtime:
     # -- life --------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Restore the state if the store lost it, load it, fill the watches, then go."""
+        """Run the instance (restore, load, consume; ``_activate``), or, when another replica holds
+        its lease, wait as a standby and run it once the lease is free."""
+        self.timers.every(
+            1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING
+        )
+        if not self.lease_ttl:
+            await self._activate()
+        else:
+            if await self.store.take_lease(self.instance, self._holder, self.lease_ttl):
+                await self._activate()
+            else:
+                self.log.info("standby", instance=self.instance, why="another replica holds the lease")
+            self._lease_keeper = asyncio.create_task(self._keep_lease(), name=f"{self.instance}/lease")
+        self.timers.start()
+        self.started = True
+
+    async def _activate(self) -> None:
+        """Restore the state if the store lost it, load it, fill the watches, then consume."""
         await self._restore_if_wiped()
         await self._load()
         await self._republish_outbox()
@@ -301,11 +357,7 @@ class Runtime:
                 f"{_durable(self.instance)}-admin", subjects.admin(self.instance), self._on_admin, max_deliver=3
             )
         )
-        self.timers.every(
-            1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING
-        )
-        self.timers.start()
-        self.started = True
+        self.active = True
         started = self.emit(
             events.InstanceStarted,
             self.instance,
@@ -315,6 +367,53 @@ class Runtime:
             started_at=self.now(),
         )
         await self.bus.publish(subjects.instance(self.instance), events.encode(started), msg_id=started.event_id)
+
+    async def _deactivate(self) -> None:
+        """Another replica holds the lease: stop consuming and forget the state (loaded again when
+        this replica runs the instance again)."""
+        await self._stop_consuming()
+        async with self.lock:
+            self.projection.discard()
+            self._stale = True
+
+    async def _stop_consuming(self) -> None:
+        """What is in flight finishes; what is unacknowledged goes to whoever consumes next."""
+        self.active = False
+        if self._activation is not None:
+            self._activation.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._activation
+            self._activation = None
+        for member in self._members:
+            await member.stop()
+        self._members.clear()
+
+    async def _keep_lease(self) -> None:
+        """Renew the lease while holding it; as a standby, take it when it is free. Activation runs
+        beside the renewals (a long load must not let the lease lapse)."""
+        while True:
+            await asyncio.sleep(self.lease_ttl / LEASE_RENEWALS)
+            try:
+                held = await self.store.take_lease(self.instance, self._holder, self.lease_ttl)
+            except StoreError as exc:  # the store is away: nobody can commit meanwhile; try again
+                self.log.debug("lease_unknown", instance=self.instance, error=str(exc))
+                continue
+            if held and not self.active and self._activation is None:
+                self.log.warning("lease_taken", instance=self.instance, holder=self._holder)
+                self._activation = asyncio.create_task(self._activate_once())
+            elif not held and (self.active or self._activation is not None):
+                self.log.warning("lease_lost", instance=self.instance, holder=self._holder)
+                await self._deactivate()
+
+    async def _activate_once(self) -> None:
+        try:
+            await self._activate()
+        except Exception:  # noqa: BLE001 - the store or bus is away: the next renewal tries again
+            self.log.exception("activation_failed", instance=self.instance)
+            self._activation = None
+            await self._stop_consuming()
+        finally:
+            self._activation = None
 
     def before_commit(self, callback: Callable[[], Reaction | None]) -> None:
         """Run at the end of every unit of work, before its commit: what it adds is committed and
@@ -326,12 +425,18 @@ class Runtime:
         self._on_stop.append(callback)
 
     async def stop(self) -> None:
+        if self._lease_keeper is not None:
+            self._lease_keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lease_keeper
+            self._lease_keeper = None
         for callback in self._on_stop:
             await callback()
-        for member in self._members:
-            await member.stop()
-        self._members.clear()
+        await self._stop_consuming()
         await self.timers.stop()
+        if self.lease_ttl:
+            with contextlib.suppress(StoreError):  # unreleased, it lapses after its TTL
+                await self.store.release_lease(self.instance, self._holder)
         self.started = False
 
     @property

@@ -2,10 +2,11 @@
 
 Keys are ``<prefix>:<family>:...`` (``RedisStore``): documents and versions of a kind
 (``d:<kind>``, ``v:<kind>``), dedup markers per consumer (``m:<consumer>:<id>``), the instance's
-outbox (``outbox:<instance>``, ``o:<instance>:<unit>``) and sentinel (``alive:<instance>``), and a
-cluster's node bookings (``bind:<cluster>``, ``node:<cluster>:...``, ``nodes:<cluster>``). Redis
-checks these patterns inside the commit script too, so a service that tries to write another's
-document is refused by Redis (``NOPERM``), not by our code. The CLI reads everything and writes
+outbox (``outbox:<instance>``, ``o:<instance>:<unit>``), sentinel (``alive:<instance>``) and
+lease (``lease:<instance>``), and a cluster's node bookings (``bind:<cluster>``,
+``node:<cluster>:...``, ``nodes:<cluster>``). Redis checks these patterns inside the commit script
+too, so a service that tries to write another's document is refused by Redis (``NOPERM``), not by
+our code. The CLI reads everything and writes
 nothing; the operator may do anything.
 """
 
@@ -25,7 +26,8 @@ def instance_keys(
     prefix: str, instance: str, *, kinds: Iterable[str], consumers: Iterable[str], booking_clusters: Iterable[str] = ()
 ) -> list[str]:
     """The key patterns (``~pattern``) one instance's store user may touch."""
-    keys = [f"{prefix}:alive:{instance}", f"{prefix}:outbox:{instance}", f"{prefix}:o:{instance}:*"]
+    keys = [f"{prefix}:alive:{instance}", f"{prefix}:lease:{instance}", f"{prefix}:outbox:{instance}"]
+    keys.append(f"{prefix}:o:{instance}:*")
     keys += [f"{prefix}:m:{consumer}:*" for consumer in consumers]
     for kind in kinds:
         keys += [f"{prefix}:d:{kind}", f"{prefix}:v:{kind}"]

@@ -160,3 +160,18 @@ for _, b in ipairs(cmsgpack.unpack(ARGV[2])) do
 end
 return restored
 """
+
+# KEYS[1] an instance's lease P:lease:<instance>; ARGV[1] the holder's token, ARGV[2] its TTL (ms).
+# Taken when nobody holds it, renewed when the caller holds it; returns 1 then, 0 when another does.
+TAKE_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+# KEYS[1] the lease, ARGV[1] the holder's token: given back only by its holder.
+RELEASE_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""

@@ -9,6 +9,7 @@ Markers never expire. ``fail(op, times)`` injects ``StoreUnavailableError``s to 
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
@@ -53,6 +54,7 @@ class InMemoryStore:
         self._recorded: dict[str, list[Output]] = {}
         self._outboxes: dict[str, list[str]] = {}
         self._alive: dict[str, int] = {}  # instance -> its commit count (its epoch)
+        self._leases: dict[str, tuple[str, float]] = {}  # instance -> (holder, monotonic expiry)
         self._alloc: dict[tuple[str, str], dict[str, float]] = {}
         self._used: dict[tuple[str, str], dict[str, float]] = {}
         self._binds: dict[str, dict[str, Binding]] = {}
@@ -243,6 +245,20 @@ class InMemoryStore:
     async def mark_alive(self, instance: str) -> None:
         self._fault("mark_alive")
         self._alive.setdefault(instance, 1)
+
+    async def take_lease(self, instance: str, holder: str, ttl: float) -> bool:
+        self._fault("take_lease")
+        now = time.monotonic()
+        current = self._leases.get(instance)
+        if current is not None and current[0] != holder and current[1] > now:
+            return False
+        self._leases[instance] = (holder, now + ttl)
+        return True
+
+    async def release_lease(self, instance: str, holder: str) -> None:
+        self._fault("release_lease")
+        if self._leases.get(instance, ("", 0.0))[0] == holder:
+            del self._leases[instance]
 
     async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
         self._fault("forget")

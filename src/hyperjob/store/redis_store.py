@@ -7,6 +7,7 @@ Key layout under ``prefix`` (``P``)::
     P:m:<consumer>:<event id>      str   dedup marker -> the key of its outputs (TTL)
     P:o:<consumer>:<event id>      str   msgpack of the outputs one commit recorded (TTL)
     P:alive:<instance>             str   an instance's sentinel: its state is in this store
+    P:lease:<instance>             str   the token of the replica that runs the instance (TTL)
     P:node:<cluster>:<node>:alloc  hash  resource -> allocatable amount
     P:node:<cluster>:<node>:used   hash  resource -> amount bound pods use
     P:nodes:<cluster>              set   node names with allocatable registered
@@ -28,7 +29,7 @@ import redis.exceptions
 from redis.typing import EncodableT, FieldT
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
-from .lua import COMMIT, RESTORE_BINDINGS
+from .lua import COMMIT, RELEASE_LEASE, RESTORE_BINDINGS, TAKE_LEASE
 from .model import (
     BINDING_KIND_PREFIX,
     DEFAULT_PODS,
@@ -169,6 +170,8 @@ class RedisStore:
         self._ttl = marker_ttl
         self._commit = self._r.register_script(COMMIT)
         self._restore_bindings = self._r.register_script(RESTORE_BINDINGS)
+        self._take_lease = self._r.register_script(TAKE_LEASE)
+        self._release_lease = self._r.register_script(RELEASE_LEASE)
 
     @classmethod
     async def connect(cls, url: str, prefix: str = "hj", *, marker_ttl: int = MARKER_TTL) -> RedisStore:
@@ -302,6 +305,17 @@ class RedisStore:
     async def mark_alive(self, instance: str) -> None:
         with _translate():
             await self._r.set(f"{self._p}:alive:{instance}", "1", nx=True)  # a live one keeps its epoch
+
+    async def take_lease(self, instance: str, holder: str, ttl: float) -> bool:
+        """Take ``instance``'s lease for ``ttl`` seconds, or renew it, unless another holder has it."""
+        with _translate():
+            taken = await self._take_lease(keys=[f"{self._p}:lease:{instance}"], args=[holder, max(1, int(ttl * 1000))])
+        return bool(taken)
+
+    async def release_lease(self, instance: str, holder: str) -> None:
+        """Give the lease back (only its holder can): a standby replica takes it at once."""
+        with _translate():
+            await self._release_lease(keys=[f"{self._p}:lease:{instance}"], args=[holder])
 
     async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
         """Drop an instance's state: its documents of ``kinds``, the bindings of
