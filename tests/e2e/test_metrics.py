@@ -71,7 +71,7 @@ def test_every_service_is_alive_and_ready(ran: Cli) -> None:
         status, body = fetch(f"{base}/healthz")
         assert status == 200 and json.loads(body)["bus"] == "connected", name
         status, body = fetch(f"{base}/readyz")
-        assert (status, json.loads(body)) == (200, {"ready": True, "problems": []}), name
+        assert (status, json.loads(body)) == (200, {"ready": True, "active": True, "problems": []}), name
 
 
 def test_the_status_aggregator_counts_the_hyperjob_and_its_journey(ran: Cli) -> None:

@@ -75,7 +75,7 @@ async def service(nats_url: str, redis: RedisServer, tmp_path: Path) -> AsyncIte
 
 
 async def test_readyz_follows_redis_and_healthz_stays_up(service: str, redis: RedisServer) -> None:
-    assert fetch(f"{service}/readyz") == (200, {"ready": True, "problems": []})
+    assert fetch(f"{service}/readyz") == (200, {"ready": True, "active": True, "problems": []})
     status, alive = fetch(f"{service}/healthz")
     assert status == 200 and alive["instance"] == "status-aggregator"
 
@@ -97,6 +97,7 @@ async def test_metrics_are_prometheus_text_and_unknown_paths_are_refused(service
     assert status == 200 and isinstance(text, str)
     assert "# TYPE hyperjob_bus_messages_handled_total counter" in text
     assert "# TYPE hyperjob_hyperjobs gauge" in text
+    assert "\nhyperjob_instance_active 1.0\n" in text  # the one replica: it holds the lease
 
     def gauged() -> str | None:
         text = str(fetch(f"{service}/metrics")[1])

@@ -124,7 +124,9 @@ class HealthServer:
 
     async def _readyz(self) -> tuple[int, str, bytes]:
         problems = await readiness(self.runtime)
-        body = json.dumps({"ready": not problems, "problems": problems}).encode() + b"\n"
+        # A standby replica is ready (it takes over when needed); ``active`` says which one runs.
+        body = json.dumps({"ready": not problems, "active": self.runtime.active, "problems": problems}).encode()
+        body += b"\n"
         return (503 if problems else 200), "application/json", body
 
     async def _watch_backlog(self) -> None:

@@ -18,6 +18,9 @@ What the bus series say, per subject a handler consumed:
 - ``hyperjob_bus_dead_letters{durable}``: letters waiting on ``dlq.<durable>``, and
   ``hyperjob_bus_consumer_pending{durable}``: messages not delivered yet (both read every
   ``DLQ_PERIOD``; absent when this service's user may not read them).
+
+And ``hyperjob_instance_active``: 1 while this replica runs its instance (holds its lease), 0
+while it waits as a standby (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from hyperjob.bus import Delivery
 
 from .timers import Work
 
-__all__ = ["BUS", "REGISTRY", "BusMetrics", "LATENCY_BUCKETS"]
+__all__ = ["ACTIVE", "BUS", "REGISTRY", "BusMetrics", "LATENCY_BUCKETS"]
 
 # No ``*_created`` series: when a series started is not worth doubling the page.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -115,3 +118,8 @@ class BusMetrics:
 
 
 BUS = BusMetrics(REGISTRY)
+ACTIVE = Gauge(
+    "hyperjob_instance_active",
+    "1 while this replica runs its service instance (it holds the instance's lease), 0 while it waits",
+    registry=REGISTRY,
+)

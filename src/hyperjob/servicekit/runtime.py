@@ -57,7 +57,7 @@ from hyperjob.store import (
 from hyperjob.telemetry.spans import ServiceTracing
 
 from .inputs import Reader, Unreadable
-from .metrics import BUS
+from .metrics import ACTIVE, BUS
 from .projection import Projection, Table
 from .timers import Clock, Rank, Timers, Work
 
@@ -358,6 +358,7 @@ class Runtime:
             )
         )
         self.active = True
+        ACTIVE.set(1)
         started = self.emit(
             events.InstanceStarted,
             self.instance,
@@ -379,6 +380,7 @@ class Runtime:
     async def _stop_consuming(self) -> None:
         """What is in flight finishes; what is unacknowledged goes to whoever consumes next."""
         self.active = False
+        ACTIVE.set(0)
         if self._activation is not None:
             self._activation.cancel()
             with contextlib.suppress(asyncio.CancelledError):
