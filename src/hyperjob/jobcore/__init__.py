@@ -87,7 +87,6 @@ from .model import (
     PHASES,
     CancelTimer,
     CommandIssued,
-    Counts,
     CreatePodGroup,
     CreatePods,
     DelayedAction,
@@ -122,7 +121,7 @@ from .podgroup import derive_podgroup, minimum_pods
 from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
-from .status import JobStatus, counts, job_status, task_counts, total_replicas
+from .status import JobStatus, PodCounts, counts, job_status, task_counts, total_replicas
 
 
 def initial_effects(record: JobRecord) -> list[Effect]:
@@ -141,9 +140,9 @@ __all__ = [
     "SIM_EXIT_CODE",
     "CancelTimer",
     "CommandIssued",
-    "Counts",
     "CreatePodGroup",
     "JobStatus",
+    "PodCounts",
     "CreatePods",
     "DelayedAction",
     "DeletePodGroup",
