@@ -81,6 +81,8 @@ Driver contract (simulator and job-controller service alike):
 
 from __future__ import annotations
 
+from hyperjob.events import PodCounts  # the counters ``counts`` returns (one declaration)
+
 from .admission import DEFAULT_MAX_RETRY, KeyGen, admit, apply_defaults
 from .decide import COMMAND_VERBS, decide
 from .model import (
@@ -121,7 +123,7 @@ from .podgroup import derive_podgroup, minimum_pods
 from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
-from .status import JobStatus, PodCounts, counts, job_status, task_counts, total_replicas
+from .status import JobStatus, counts, job_status, task_counts, total_replicas
 
 
 def initial_effects(record: JobRecord) -> list[Effect]:
