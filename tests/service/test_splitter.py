@@ -274,7 +274,14 @@ async def test_child_phases_are_followed_and_a_plain_job_is_its_own_child(splitt
     [place] = await probe.wait(subjects.PLACE_CHILDREN, events.PlaceChildren)
     assert (place.plain, place.gang, [c.name for c in place.children]) == (True, 0, ["solo"])
     assert place.children[0].clusters == ["c1", "c2"]  # any live cluster
-    running = sh.message(events.JobPhaseChanged, cluster="c2", job="solo", old="Pending", new="Running", running=2)
+    running = sh.message(
+        events.JobPhaseChanged,
+        cluster="c2",
+        job="solo",
+        old="Pending",
+        new="Running",
+        counts=events.PodCounts(running=2),
+    )
     await send(bus, probe, subjects.job_phase("c2"), running, again=True, durable="splitter-children")
     doc = await hyperjob_doc(store, "solo")
     assert doc.child_phases == {"solo": "Running"} and doc.children[0].cluster == "c2"

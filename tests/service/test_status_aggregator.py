@@ -78,7 +78,7 @@ async def child_phase(
         replicated_job=ref.replicated_job,
         old="",
         new=new,
-        **counts,
+        counts=events.PodCounts(**counts),
     )
     await send(bus, probe, subjects.job_phase(ref.cluster), msg, "status-aggregator-jobs", again=again)
 
@@ -137,6 +137,30 @@ async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to
         "Running",
         "Completed",
     ]
+
+
+async def test_v1_phase_news_still_in_the_stream_is_read_once(aggregator, bus, store, probe) -> None:
+    """An upgrade finds ``job.phase.v1`` messages (flat counters) in the stream: they count."""
+    announced = spec()
+    await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator")
+    admitted = sh.message(events.OwnerAdmitted, name=HJ, queue="default")
+    await send(bus, probe, subjects.OWNER_ADMITTED, admitted, "status-aggregator-sched")
+    for ref in announced.children:
+        old = sh.message(
+            events.JobPhaseChangedV1,
+            cluster=ref.cluster,
+            job=ref.name,
+            hyperjob=HJ,
+            replicated_job=ref.replicated_job,
+            old="Pending",
+            new="Running",
+            running=2,
+            terminating=1,
+        )
+        await send(bus, probe, subjects.job_phase(ref.cluster), old, "status-aggregator-jobs", again=True)
+    running = await status_doc(store, "Running")
+    (replicated,) = running.status["replicatedJobsStatus"]
+    assert (replicated["running"], replicated["terminating"], replicated["pending"]) == (4, 2, 0)
 
 
 async def test_why_a_hyperjob_waits_is_in_its_status(aggregator, bus, store, probe) -> None:

@@ -4,9 +4,10 @@ Commands are imperative and have exactly one consumer (``ApplyManifest``, ``Plac
 ``DispatchChild``, ``StartPods``); facts are past tense and may have many (``PodsBound``,
 ``JobPhaseChanged``). Tags are versioned (``sched.pods.bound.v1``); evolution follows msgspec's
 rules: add a field only with a default, never rename, retype or reorder; a breaking change is a
-new tag. Events carry the data their consumers need: no service reads another's documents
-(ADR 0004). Trace context travels in NATS headers, never in the payload. Pure: imports no I/O
-library.
+new tag, and the retired tag stays readable (``RETIRED_MESSAGES``): ``decoder`` turns it into the
+current form, so handlers only ever see current messages. Events carry the data their consumers
+need: no service reads another's documents (ADR 0004). Trace context travels in NATS headers,
+never in the payload. Pure: imports no I/O library.
 
 A child job's path through the system::
 
@@ -19,6 +20,7 @@ A child job's path through the system::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Union
 
 import msgspec
@@ -39,8 +41,10 @@ from .hyperjob import ChildRef, HyperJobDeleted, HyperJobSpecChanged, HyperJobSt
 from .job import (
     PART_SIZE,
     JobPhaseChanged,
+    JobPhaseChangedV1,
     JobRemoved,
     JobState,
+    PodCounts,
     PodGroupSpec,
     PodStart,
     PodState,
@@ -125,6 +129,13 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     InjectNodeFault,
 )
 
+# Retired tags still read, each with what makes the current message of it: a stream being
+# upgraded still holds messages its old producers published.
+_UPGRADES: dict[type[Message], tuple[type[Message], Callable[[Any], Message]]] = {
+    JobPhaseChangedV1: (JobPhaseChanged, JobPhaseChangedV1.upgrade),
+}
+RETIRED_MESSAGES: tuple[type[Message], ...] = tuple(_UPGRADES)
+
 _encoder = msgspec.json.Encoder()
 
 
@@ -132,12 +143,29 @@ def encode(message: Message) -> bytes:
     return _encoder.encode(message)
 
 
-def decoder(*types: type[Message]) -> msgspec.json.Decoder[Any]:
+class Decoder:
+    """Decodes exactly the message types a consumer handles, plus the retired forms of them, which
+    it returns in their current form: the one place a retired tag is read."""
+
+    def __init__(self, types: tuple[type[Message], ...]) -> None:
+        self._upgrades = {old: upgrade for old, (current, upgrade) in _UPGRADES.items() if current in types}
+        # The union of the message types, for callers that decode with msgspec directly.
+        self.type: Any = Union[types + tuple(self._upgrades)]  # noqa: UP007 (a runtime tuple of types)
+        self._decoder = msgspec.json.Decoder(self.type)
+
+    def decode(self, data: bytes) -> Any:
+        """The message ``data`` holds; raises msgspec's ``DecodeError`` / ``ValidationError``."""
+        message = self._decoder.decode(data)
+        upgrade = self._upgrades.get(type(message))
+        return upgrade(message) if upgrade else message
+
+
+def decoder(*types: type[Message]) -> Decoder:
     """One decoder for exactly the message types a consumer handles (built once at start-up).
 
     The messages are tagged, so a union of them decodes to the right type by its ``type`` field.
     """
-    return msgspec.json.Decoder(Union[types])  # noqa: UP007 (a runtime tuple of types)
+    return Decoder(types)
 
 
 __all__ = [
@@ -150,6 +178,7 @@ __all__ = [
     "ChildPlacementWaiting",
     "ChildRef",
     "ClusterCapacityReported",
+    "Decoder",
     "CommandChild",
     "CommandHyperJob",
     "CommandObject",
@@ -165,6 +194,7 @@ __all__ = [
     "InjectNodeFault",
     "InstanceStarted",
     "JobPhaseChanged",
+    "JobPhaseChangedV1",
     "JobRemoved",
     "JobState",
     "Message",
@@ -177,6 +207,7 @@ __all__ = [
     "OwnerWithdrawn",
     "PlaceChildren",
     "PlannedChild",
+    "PodCounts",
     "PodGroupPhaseChanged",
     "PodGroupSpec",
     "PodPhasesReported",
@@ -190,6 +221,7 @@ __all__ = [
     "PodsRejected",
     "PriorityClassChanged",
     "QueueChanged",
+    "RETIRED_MESSAGES",
     "RemoveChild",
     "Request",
     "RequestAccepted",

@@ -11,6 +11,7 @@ so that no message grows past the bus's limit; a removed job leaves a tombstone 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -20,7 +21,39 @@ from .base import Message
 PART_SIZE = 256
 
 
-class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
+class PodCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """How many pods are in each phase: Volcano's job status counters, of one job or summed.
+
+    The one declaration of these counters. jobcore derives them from a job's pods, the
+    job-controller's ``JobPhaseChanged`` carries them, and fleetcore's child and replicated-job
+    statuses extend this struct. Its fields are keyword-only on purpose: a struct extending it with
+    positional fields encodes those first, as upstream's ``replicatedJobsStatus`` puts ``name``
+    and ``jobStates`` before the counters.
+    """
+
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    terminating: int = 0
+    unknown: int = 0
+
+    @staticmethod
+    def summed(parts: Iterable[PodCounts]) -> PodCounts:
+        """Each counter added up over ``parts`` (any structs extending ``PodCounts``)."""
+        totals = dict.fromkeys(PodCounts.__struct_fields__, 0)
+        for part in parts:
+            for field in totals:
+                totals[field] += getattr(part, field)
+        return PodCounts(**totals)
+
+
+class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v2"):
+    """A child job's phase changed; ``counts`` are its pods' counters at that moment.
+
+    v2 nests the counters (``PodCounts``) that v1 (``JobPhaseChangedV1``) declared flat.
+    """
+
     cluster: str
     job: str
     hyperjob: str = ""
@@ -30,12 +63,34 @@ class JobPhaseChanged(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
     reason: str = ""
     attempt: int = 0  # the HyperJob's plan attempt this child was dispatched for
     retry_count: int = 0
+    counts: PodCounts = PodCounts()
+
+
+class JobPhaseChangedV1(Message, frozen=True, kw_only=True, tag="job.phase.v1"):
+    """Retired: what job-controllers published before ``job.phase.v2``. Still read, because a
+    stream being upgraded holds some; ``events.decoder`` turns each into ``JobPhaseChanged``."""
+
+    cluster: str
+    job: str
+    hyperjob: str = ""
+    replicated_job: str = ""
+    old: str
+    new: str
+    reason: str = ""
+    attempt: int = 0
+    retry_count: int = 0
     pending: int = 0
     running: int = 0
     succeeded: int = 0
     failed: int = 0
     terminating: int = 0
     unknown: int = 0
+
+    def upgrade(self) -> JobPhaseChanged:
+        """The same fact in the current form (envelope and every field kept)."""
+        fields = msgspec.structs.asdict(self)
+        counts = PodCounts(**{name: fields.pop(name) for name in PodCounts.__struct_fields__})
+        return JobPhaseChanged(**fields, counts=counts)
 
 
 class JobRemoved(Message, frozen=True, kw_only=True, tag="job.removed.v1"):

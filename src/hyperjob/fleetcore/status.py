@@ -8,6 +8,7 @@ from typing import Literal
 import msgspec
 
 from hyperjob import api
+from hyperjob.events import PodCounts
 
 HyperJobPhase = Literal[
     "Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed", "Terminating"
@@ -23,11 +24,12 @@ COMPLETED_REASON = "AllChildVCJobsCompleted"
 FAILED_REASON = "SomeChildVCJobsUnsuccessful"
 
 
-class ChildStatus(msgspec.Struct, frozen=True, kw_only=True):
+class ChildStatus(PodCounts, frozen=True):
     """What the status-aggregator knows of one child: its Volcano Job phase and pod counters.
 
     A planned child not created yet is ``phase="Pending"`` with zero counters; ``cluster`` is ""
-    while the child has no cluster.
+    while the child has no cluster. Not keyword-only, so that these fields come before the
+    (keyword-only) counters, in the order a stored child status has always had.
     """
 
     name: str
@@ -38,12 +40,6 @@ class ChildStatus(msgspec.Struct, frozen=True, kw_only=True):
     message: str = ""
     last_transition_time: float = 0.0
     replicas: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
 
 
 class _Out(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -65,15 +61,12 @@ class Condition(_Out, frozen=True, kw_only=True):
     last_transition_time: float = 0.0
 
 
-class ReplicatedJobStatus(_Out, frozen=True, kw_only=True):
+class ReplicatedJobStatus(_Out, PodCounts, frozen=True):
+    """One replicated job: its children's states and their pods' counters summed. Not
+    keyword-only, so ``name`` and ``jobStates`` encode before the counters, as upstream's do."""
+
     name: str
     job_states: dict[str, JobState] = {}
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
 
 
 class HyperJobStatus(_Out, frozen=True, kw_only=True):
@@ -191,12 +184,7 @@ def _replicated(name: str, children: Sequence[ChildStatus]) -> ReplicatedJobStat
             )
             for c in sorted(mine, key=lambda c: c.name)
         },
-        pending=sum(c.pending for c in mine),
-        running=sum(c.running for c in mine),
-        succeeded=sum(c.succeeded for c in mine),
-        failed=sum(c.failed for c in mine),
-        terminating=sum(c.terminating for c in mine),
-        unknown=sum(c.unknown for c in mine),
+        **msgspec.structs.asdict(PodCounts.summed(mine)),
     )
 
 

@@ -81,13 +81,14 @@ Driver contract (simulator and job-controller service alike):
 
 from __future__ import annotations
 
+from hyperjob.events import PodCounts  # the counters ``counts`` returns (one declaration)
+
 from .admission import DEFAULT_MAX_RETRY, KeyGen, admit, apply_defaults
 from .decide import COMMAND_VERBS, decide
 from .model import (
     PHASES,
     CancelTimer,
     CommandIssued,
-    Counts,
     CreatePodGroup,
     CreatePods,
     DelayedAction,
@@ -141,9 +142,9 @@ __all__ = [
     "SIM_EXIT_CODE",
     "CancelTimer",
     "CommandIssued",
-    "Counts",
     "CreatePodGroup",
     "JobStatus",
+    "PodCounts",
     "CreatePods",
     "DelayedAction",
     "DeletePodGroup",

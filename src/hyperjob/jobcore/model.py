@@ -211,14 +211,6 @@ class PodGroupInfo(_Frozen, frozen=True, kw_only=True):
     network_topology: api.NetworkTopology | None = None
 
 
-class Counts(_Frozen, frozen=True, kw_only=True):
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-
-
 # ------------------------------------------------------------------------------------------- events
 class PodGroupAdmitted(_Frozen, frozen=True, kw_only=True, tag="jobcore.PodGroupAdmitted"):
     """The job's podgroup reached Inqueue (or later); ``job_version`` is ``PodGroupInfo.job_version``."""

@@ -1,4 +1,4 @@
-"""Pod counters derived from the record (Volcano's job status counts), never stored."""
+"""Pod counters derived from the record (Volcano's job status counts, ``events.PodCounts``), never stored."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Iterable
 
 import msgspec
 
-from .model import Counts, JobRecord, PodRecord
+from hyperjob.events import PodCounts
+
+from .model import JobRecord, PodRecord
 
 _FIELD = {
     "Pending": "pending",
@@ -17,12 +19,12 @@ _FIELD = {
 }
 
 
-def counts(record: JobRecord) -> Counts:
+def counts(record: JobRecord) -> PodCounts:
     """pending / running / succeeded / failed / terminating over every pod the job has."""
     return _count(record.pods.values())
 
 
-def task_counts(record: JobRecord) -> dict[str, Counts]:
+def task_counts(record: JobRecord) -> dict[str, PodCounts]:
     """The same counters per task (every task present, possibly all zero)."""
     by_task: dict[str, list[PodRecord]] = {task.name: [] for task in record.spec.tasks}
     for pod in record.pods.values():
@@ -34,11 +36,11 @@ def total_replicas(record: JobRecord) -> int:
     return sum(task.replicas for task in record.spec.tasks)
 
 
-def _count(pods: Iterable[PodRecord]) -> Counts:
+def _count(pods: Iterable[PodRecord]) -> PodCounts:
     tally = dict.fromkeys(_FIELD.values(), 0)
     for pod in pods:
         tally[_FIELD[pod.status.phase]] += 1
-    return Counts(**tally)
+    return PodCounts(**tally)
 
 
 class JobStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,8 +50,8 @@ class JobStatus(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     retry_count: int
     min_available: int
-    counts: Counts
-    task_status_count: dict[str, Counts]
+    counts: PodCounts
+    task_status_count: dict[str, PodCounts]
 
 
 def job_status(record: JobRecord) -> JobStatus:

@@ -51,6 +51,67 @@ def test_a_decoder_for_some_types_rejects_the_others():
         decoder.decode(events.encode(other))
 
 
+V1_PHASE = events.JobPhaseChangedV1(
+    event_id="e1",
+    occurred_at=2.5,
+    producer="job-controller",
+    correlation_id="r1",
+    cluster="c1",
+    job="train-w-0",
+    hyperjob="train",
+    replicated_job="w",
+    old="Pending",
+    new="Running",
+    reason="pods running",
+    attempt=2,
+    retry_count=1,
+    running=6,
+    pending=1,
+    terminating=1,
+    unknown=3,
+)
+
+
+def test_a_v1_phase_message_is_read_as_the_current_form():
+    phase = events.decoder(events.JobPhaseChanged, events.PodsBound).decode(events.encode(V1_PHASE))
+    assert phase == events.JobPhaseChanged(
+        event_id="e1",
+        occurred_at=2.5,
+        producer="job-controller",
+        correlation_id="r1",
+        cluster="c1",
+        job="train-w-0",
+        hyperjob="train",
+        replicated_job="w",
+        old="Pending",
+        new="Running",
+        reason="pods running",
+        attempt=2,
+        retry_count=1,
+        counts=events.PodCounts(pending=1, running=6, terminating=1, unknown=3),
+    )
+
+
+def test_the_catalogue_decoder_reads_retired_tags_too():
+    assert isinstance(events.decoder(*events.ALL_MESSAGES).decode(events.encode(V1_PHASE)), events.JobPhaseChanged)
+
+
+def test_a_retired_form_is_read_only_where_its_current_form_is_handled():
+    with pytest.raises(msgspec.ValidationError):
+        events.decoder(events.PodsBound).decode(events.encode(V1_PHASE))
+
+
+def test_the_decoders_union_covers_the_retired_forms_it_reads():
+    union = typing.get_args(events.decoder(events.JobPhaseChanged).type)
+    assert set(union) == {events.JobPhaseChanged, events.JobPhaseChangedV1}
+
+
+def test_pod_counts_sum_every_counter():
+    parts = [events.PodCounts(pending=1, unknown=2), events.PodCounts(running=3, failed=1, unknown=1)]
+    assert events.PodCounts.summed(parts) == events.PodCounts(pending=1, running=3, failed=1, unknown=3)
+    assert events.PodCounts.summed([]) == events.PodCounts()
+
+
 def test_derived_ids_are_deterministic_and_distinct_per_step():
     assert events.derive_id("e1", "bind") == events.derive_id("e1", "bind")
     assert events.derive_id("e1", "bind") != events.derive_id("e1", "start")

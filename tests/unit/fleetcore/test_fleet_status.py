@@ -83,6 +83,29 @@ def test_upstream_shape_with_counts_placement_and_generation() -> None:
     assert rj["jobStates"]["hj-w-0"]["phase"] == "Running"
 
 
+def test_a_replicated_jobs_status_encodes_exactly_as_upstreams() -> None:
+    """name, jobStates, then the counters (shared ``PodCounts``) in upstream's order."""
+    children = [msgspec.structs.replace(k, terminating=1, unknown=2) for k in kids("Running", "Completed")]
+    (replicated,) = aggregate_status(HJ, children).replicated_jobs_status
+    assert msgspec.json.encode(replicated) == (
+        b'{"name":"w","jobStates":{'
+        b'"hj-w-0":{"phase":"Running","reason":"","message":"","lastTransitionTime":0.0},'
+        b'"hj-w-1":{"phase":"Completed","reason":"","message":"","lastTransitionTime":0.0}},'
+        b'"pending":0,"running":8,"succeeded":8,"failed":0,"terminating":2,"unknown":4}'
+    )
+
+
+def test_a_child_status_stored_before_the_counters_were_shared_reads_the_same() -> None:
+    stored = (
+        b'{"name":"hj-w-0","replicated_job":"w","cluster":"a","phase":"Running","reason":"r","message":"",'
+        b'"last_transition_time":2.5,"replicas":8,"pending":1,"running":7,"succeeded":0,"failed":0,'
+        b'"terminating":0,"unknown":0}'
+    )
+    child = msgspec.json.decode(stored, type=ChildStatus)
+    assert (child.name, child.replicas, child.pending, child.running) == ("hj-w-0", 8, 1, 7)
+    assert msgspec.json.encode(child) == stored
+
+
 def test_waiting_reason_is_dropped_once_running() -> None:
     assert aggregate_status(HJ, kids("Running", "Running"), waiting_reason="x").waiting_reason == ""
 

@@ -117,7 +117,7 @@ def test_counts_follow_the_pods():
     d.start()
     d.run("job1-worker-0")
     d.send(jc.PodBound(pod="job1-worker-1", node="n2"))
-    assert jc.counts(d.record) == jc.Counts(pending=2, running=1)
+    assert jc.counts(d.record) == jc.PodCounts(pending=2, running=1)
     assert jc.task_counts(d.record)["worker"].pending == 2
 
 
@@ -127,8 +127,8 @@ def test_job_status_reports_phase_retries_and_counts():
     d.run("job1-ps-0")
     status = jc.job_status(d.record)
     assert (status.phase, status.version, status.retry_count, status.min_available) == ("Pending", 0, 0, 3)
-    assert status.counts == jc.Counts(pending=2, running=1)
-    assert status.task_status_count["ps"] == jc.Counts(running=1)
+    assert status.counts == jc.PodCounts(pending=2, running=1)
+    assert status.task_status_count["ps"] == jc.PodCounts(running=1)
 
 
 def _first_pod(*tasks, classes=None, **spec) -> jc.PodRecord:

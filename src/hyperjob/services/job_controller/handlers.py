@@ -349,11 +349,7 @@ class JobController:
                     reason=change.reason,
                     attempt=info.attempt,
                     retry_count=record.retry_count,
-                    pending=counts.pending,
-                    running=counts.running,
-                    succeeded=counts.succeeded,
-                    failed=counts.failed,
-                    terminating=counts.terminating,
+                    counts=counts,
                 ),
             )
         if outcome.stop:

@@ -102,6 +102,7 @@ def news_key(child: str, cluster: str) -> str:
 
 
 def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
+    counts = msg.counts
     return fleetcore.ChildStatus(
         name=msg.job,
         replicated_job=msg.replicated_job,
@@ -109,13 +110,8 @@ def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
         phase=msg.new,
         reason=msg.reason,
         last_transition_time=msg.occurred_at,
-        replicas=msg.pending + msg.running + msg.succeeded + msg.failed + msg.terminating,
-        pending=msg.pending,
-        running=msg.running,
-        succeeded=msg.succeeded,
-        failed=msg.failed,
-        terminating=msg.terminating,
-        unknown=msg.unknown,
+        replicas=counts.pending + counts.running + counts.succeeded + counts.failed + counts.terminating,
+        **msgspec.structs.asdict(counts),
     )
 
 
