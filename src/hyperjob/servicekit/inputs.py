@@ -32,7 +32,9 @@ def _tag(message_type: type) -> str:
     return str(info.tag)
 
 
-CATALOGUE_TAGS: frozenset[str] = frozenset(_tag(t) for t in events.ALL_MESSAGES)
+# Retired tags included: a consumer that does not handle their successor skips them like any other
+# consumer's message, instead of dead-lettering them as unknown.
+CATALOGUE_TAGS: frozenset[str] = frozenset(_tag(t) for t in events.ALL_MESSAGES + events.RETIRED_MESSAGES)
 
 
 class Unreadable(TerminalError):
