@@ -7,9 +7,9 @@ rules: add a field only with a default, never rename, retype or reorder; a break
 new tag, and the retired tag stays readable (``RETIRED_MESSAGES``): ``decoder`` turns it into the
 current form, so handlers only ever see current messages. Hence the upgrade order: consumers
 first, then producers (a consumer of an older release does not read the new tag; it dead-letters
-it as an unknown type, from where ``hyperjob dlq replay`` brings it back once it is upgraded). Events carry the data their consumers
-need: no service reads another's documents (ADR 0004). Trace context travels in NATS headers,
-never in the payload. Pure: imports no I/O library.
+it as an unknown type, from where ``hyperjob dlq replay`` brings it back once it is upgraded).
+Events carry the data their consumers need: no service reads another's documents (ADR 0004).
+Trace context travels in NATS headers, never in the payload. Pure: imports no I/O library.
 
 A child job's path through the system::
 
