@@ -174,7 +174,8 @@ class Dispatch:
     def _first_rejection(statuses: Iterable[Status]) -> Status:
         """Logical AND over statuses: the first rejecting one, else ``SUCCESS`` (``SKIP`` admits)."""
         for status in statuses:
-            if status.rejects:
+            # The shared SUCCESS first: it is the usual answer (a hook asked per pod) and the cheapest test.
+            if status is not SUCCESS and status.rejects:
                 return status
         return SUCCESS
 
@@ -220,10 +221,10 @@ class Dispatch:
                     return SUCCESS
                 current = tier
             status = vote(job)
-            if status.rejects:
-                return status
-            if status.is_success:
+            if status is SUCCESS or status.is_success:
                 permit = True
+            elif status.rejects:
+                return status
         return SUCCESS
 
     def job_pipelined(self, job: JobState) -> Status:

@@ -47,6 +47,9 @@ class Code(enum.Enum):
     SKIP = "Skip"
 
 
+_ADMITTING = frozenset({Code.SUCCESS, Code.SKIP})
+
+
 @dataclass(frozen=True, slots=True)
 class Status:
     """A hook's answer: ``code``, the ``reasons`` users read, and the ``plugin`` that gave it."""
@@ -62,7 +65,7 @@ class Status:
     @property
     def rejects(self) -> bool:
         """The pod or job is turned away (any code but ``SUCCESS`` and ``SKIP``)."""
-        return self.code not in (Code.SUCCESS, Code.SKIP)
+        return self.code not in _ADMITTING
 
     @property
     def message(self) -> str:
