@@ -16,7 +16,7 @@ retries does to the HyperJob).
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -73,13 +73,23 @@ class HyperJobSpec(_GangSpec, frozen=True, kw_only=True):
     replicated_jobs: list[ReplicatedJob]
 
 
-class HyperJob(Spec, frozen=True, kw_only=True):
+SpecT = TypeVar("SpecT", bound=_GangSpec)
+
+
+class _HyperJobForm(Spec, Generic[SpecT], frozen=True, kw_only=True):
+    """What both forms are: a namespaced ``HyperJob`` whose ``spec`` is the form's. Each form
+    narrows ``api_version`` to its own (the field keeps its place, so the wire order holds)."""
+
+    api_version: str
+    kind: Literal["HyperJob"] = "HyperJob"
+    metadata: ObjectMeta
+    spec: SpecT
+
+
+class HyperJob(_HyperJobForm[HyperJobSpec], frozen=True, kw_only=True):
     """Upstream form."""
 
     api_version: Literal["training.volcano.sh/v1alpha1"] = TRAINING_API_VERSION
-    kind: Literal["HyperJob"] = "HyperJob"
-    metadata: ObjectMeta
-    spec: HyperJobSpec
 
 
 class JobTemplate(Spec, frozen=True, kw_only=True):
@@ -95,13 +105,10 @@ class TemplatedHyperJobSpec(_GangSpec, frozen=True, kw_only=True):
     cluster_names: list[str] = []
 
 
-class TemplatedHyperJob(Spec, frozen=True, kw_only=True):
+class TemplatedHyperJob(_HyperJobForm[TemplatedHyperJobSpec], frozen=True, kw_only=True):
     """Conceptual form."""
 
     api_version: Literal["batch.volcano.sh/v1alpha1"] = CONCEPT_API_VERSION
-    kind: Literal["HyperJob"] = "HyperJob"
-    metadata: ObjectMeta
-    spec: TemplatedHyperJobSpec
 
 
 def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
 
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
-
 
 class NoArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Arguments of a plugin that takes none."""
@@ -186,10 +184,16 @@ class Overused(Protocol):
 
 @runtime_checkable
 class Allocatable(Protocol):
-    """May ``task`` be placed given its queue's quota right now. True: yes; False from any
-    plugin: the task is skipped this turn and the job's reason names the queue's quota."""
+    """May ``task`` be placed given its queue's quota right now. Asked by allocate before it
+    looks for a node for each pending task, and by preempt for each candidate node.
 
-    def allocatable(self, queue: QueueState, task: TaskState) -> bool: ...
+    ``SUCCESS``: the quota admits it. ``UNSCHEDULABLE`` (the queue is at its deserved or
+    capability on a resource the task asks for, or is not Open): the task is skipped this turn;
+    the first rejecting plugin's reason is what the job's users read. Every enabled implementer
+    must answer ``SUCCESS`` (Volcano's logical AND; none enabled admits).
+    """
+
+    def allocatable(self, queue: QueueState, task: TaskState) -> Status: ...
 
 
 @runtime_checkable
@@ -204,9 +208,15 @@ class JobReady(Protocol):
 @runtime_checkable
 class JobPipelined(Protocol):
     """A vote on keeping a job's not-yet-ready statement for the rest of the cycle (its pods
-    wait on releasing ones): PERMIT, ABSTAIN or REJECT; a REJECT discards the statement."""
+    wait on releasing ones). Asked by allocate, preempt and reclaim after ``JobReady`` said no.
 
-    def job_pipelined(self, job: JobState) -> int: ...
+    Votes combine as ``JobEnqueueable``'s: ``SUCCESS`` permits, ``SKIP`` abstains, any other
+    code rejects (``UNSCHEDULABLE``: not enough pods placed or pipelined for the gang) and
+    discards the statement. Its reason is for logs and tests: users read the job's placement
+    failures instead, which say why the pods found no node.
+    """
+
+    def job_pipelined(self, job: JobState) -> Status: ...
 
 
 @runtime_checkable
@@ -234,13 +244,23 @@ class JobValid(Protocol):
 @runtime_checkable
 class JobEnqueueable(Protocol):
     """A vote on admitting a Pending podgroup (phase Pending -> Inqueue; its pods get created).
+    Asked by enqueue for each Pending job with ``minResources``, its queue being Open.
 
-    ``job_enqueueable``: PERMIT, ABSTAIN or REJECT; a REJECT from any plugin keeps the job
-    Pending; a tier with a PERMIT and no REJECT admits it; a job nobody rejects is admitted.
-    ``job_enqueued`` is told of every admitted job (reserve its minResources).
+    ``job_enqueueable`` answers Volcano's vote as a status:
+
+    - ``SUCCESS`` = permit: a tier with a permit and no reject admits the job; later tiers are
+      not asked.
+    - ``SKIP`` = abstain: no opinion; a tier where every plugin abstains passes to the next
+      tier, and a job no tier decides is admitted.
+    - ``UNSCHEDULABLE`` (or any other code) = reject: the job stays Pending this cycle, whatever
+      the other plugins say; the first rejecting plugin's reason (the quota or capacity its
+      ``minResources`` exceed) becomes the podgroup's Unschedulable message.
+
+    ``job_enqueued`` is told of every admitted job (reserve its minResources); it is called
+    only once every plugin has let the job in.
     """
 
-    def job_enqueueable(self, job: JobState) -> int: ...
+    def job_enqueueable(self, job: JobState) -> Status: ...
 
     def job_enqueued(self, job: JobState) -> None: ...
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,9 +169,19 @@ class Dispatch:
     def reclaimable(self, reclaimer: TaskState, candidates: list[TaskState]) -> list[TaskState]:
         return self._victims([(t, p.reclaimable) for t, p in self.hooks.reclaimable], reclaimer, candidates)
 
-    # ---- boolean combinations -----------------------------------------------------------
-    def allocatable(self, queue: QueueState, task: TaskState) -> bool:
-        return all(p.allocatable(queue, task) for _, p in self.hooks.allocatable)
+    # ---- combinations ---------------------------------------------------------------------
+    @staticmethod
+    def _first_rejection(statuses: Iterable[Status]) -> Status:
+        """Logical AND over statuses: the first rejecting one, else ``SUCCESS`` (``SKIP`` admits)."""
+        for status in statuses:
+            # The shared SUCCESS first: it is the usual answer (a hook asked per pod) and the cheapest test.
+            if status is not SUCCESS and status.rejects:
+                return status
+        return SUCCESS
+
+    def allocatable(self, queue: QueueState, task: TaskState) -> Status:
+        """The first rejecting plugin's status (its reason names the quota), else ``SUCCESS``."""
+        return self._first_rejection(p.allocatable(queue, task) for _, p in self.hooks.allocatable)
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool:
         return all(p.preemptive(queue, tasks) for _, p in self.hooks.preemptive)
@@ -184,11 +194,7 @@ class Dispatch:
 
     def job_valid(self, job: JobState) -> Status:
         """The first rejecting plugin's status, else ``SUCCESS``."""
-        for _, p in self.hooks.job_valid:
-            status = p.job_valid(job)
-            if status.rejects:
-                return status
-        return SUCCESS
+        return self._first_rejection(p.job_valid(job) for _, p in self.hooks.job_valid)
 
     def job_starving(self, job: JobState) -> bool:
         """Within the first tier that registers a starving function, all must say true."""
@@ -203,26 +209,28 @@ class Dispatch:
         return found
 
     @staticmethod
-    def _vote(voters: Sequence[tuple[int, Callable[[JobState], int]]], job: JobState) -> bool:
-        """Votes: a reject ends with false; a tier with a permit ends with true; else next tier."""
+    def _vote(voters: Sequence[tuple[int, Callable[[JobState], Status]]], job: JobState) -> Status:
+        """Volcano's votes as statuses (``SUCCESS`` permit, ``SKIP`` abstain, any other code
+        reject): a reject ends with that status; a tier with a permit ends with ``SUCCESS``;
+        a tier where all abstain passes to the next; when no tier decides, ``SUCCESS``."""
         permit = False
         current = None
         for tier, vote in voters:
             if tier != current:
                 if permit:
-                    return True
+                    return SUCCESS
                 current = tier
-            res = vote(job)
-            if res < 0:
-                return False
-            if res > 0:
+            status = vote(job)
+            if status is SUCCESS or status.is_success:
                 permit = True
-        return True
+            elif status.rejects:
+                return status
+        return SUCCESS
 
-    def job_pipelined(self, job: JobState) -> bool:
+    def job_pipelined(self, job: JobState) -> Status:
         return self._vote([(t, p.job_pipelined) for t, p in self.hooks.job_pipelined], job)
 
-    def job_enqueueable(self, job: JobState) -> bool:
+    def job_enqueueable(self, job: JobState) -> Status:
         return self._vote([(t, p.job_enqueueable) for t, p in self.hooks.job_enqueueable], job)
 
     def job_enqueued(self, job: JobState) -> None:

@@ -102,6 +102,14 @@ class ResourceSpace:
                 return False
         return True
 
+    def over_on(self, a: np.ndarray, b: np.ndarray, dims: np.ndarray) -> list[str]:
+        """The names of the ``dims`` where ``le_on(a, b, dims)`` fails: what a quota message names."""
+        return [
+            self.names[i]
+            for i in np.flatnonzero(dims).tolist()
+            if float(a[i]) > float(b[i]) + _EXACT * max(1.0, abs(float(b[i])))
+        ]
+
     def req_dims(self, req: np.ndarray) -> np.ndarray:
         """The dimensions a quota check looks at for this request: > 0, ``pods`` skipped."""
         return (req > 0) & self.quota_mask

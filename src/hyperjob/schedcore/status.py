@@ -25,7 +25,8 @@ class Code(enum.Enum):
     """What a status means for the pod or job it is about.
 
     - ``SUCCESS``: the hook admits it (a filter: the node may take the pod; job validity: the
-      job may be scheduled this cycle). Carries no reasons.
+      job may be scheduled this cycle; a vote, ``JobEnqueueable``/``JobPipelined``: permit).
+      Carries no reasons.
     - ``UNSCHEDULABLE``: not now, but a change in usage may help: resources run out, a quota
       is full. Preempt and reclaim may still free room for it.
     - ``UNRESOLVABLE`` (kube's ``UnschedulableAndUnresolvable``): evicting pods cannot help:
@@ -33,7 +34,10 @@ class Code(enum.Enum):
       cordoned, or the job itself is invalid (too few pods for its gang).
     - ``ERROR``: a plugin met input it cannot judge (an inconsistent snapshot). No built-in
       plugin returns it; one that does turns the job away like any rejection, with its reason.
-    - ``SKIP``: the plugin has no opinion on this pod or job; the next one decides.
+    - ``SKIP``: the plugin has no opinion on this pod or job; the next one decides (a vote:
+      abstain).
+
+    In a vote any code but ``SUCCESS`` and ``SKIP`` is a reject.
     """
 
     SUCCESS = "Success"
@@ -41,6 +45,9 @@ class Code(enum.Enum):
     UNRESOLVABLE = "UnschedulableAndUnresolvable"
     ERROR = "Error"
     SKIP = "Skip"
+
+
+_ADMITTING = frozenset({Code.SUCCESS, Code.SKIP})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +65,7 @@ class Status:
     @property
     def rejects(self) -> bool:
         """The pod or job is turned away (any code but ``SUCCESS`` and ``SKIP``)."""
-        return self.code not in (Code.SUCCESS, Code.SKIP)
+        return self.code not in _ADMITTING
 
     @property
     def message(self) -> str:
@@ -66,6 +73,7 @@ class Status:
 
 
 SUCCESS = Status(Code.SUCCESS)
+SKIP = Status(Code.SKIP)  # a vote's abstention: no opinion, the next plugin or tier decides
 
 
 def unschedulable(reason: str, plugin: str = "") -> Status:

@@ -190,3 +190,23 @@ def test_references_to_missing_cluster_and_closed_queue_name_the_field():
 def test_encode_round_trips_a_manifest():
     [job] = api.load(JOB)
     assert api.decode(api.encode(job)) == job
+
+
+def test_both_forms_read_the_hyperjob_wide_fields_alike():
+    # One base declares them (minAvailable, maxDomains, plugins, childFailurePolicy): what the
+    # conceptual form says of them reaches the normalized HyperJob as the upstream form's would.
+    shared = (
+        "  minAvailable: 2\n  maxDomains: 2\n  plugins: {pytorch: [--master=trainer, --port=23456]}\n"
+        "  childFailurePolicy: RePlaceChild\n"
+    )
+    [conceptual] = api.load(replace(CONCEPTUAL, "spec:\n  template:", "spec:\n" + shared + "  template:"))
+    [upstream] = api.load(
+        replace(UPSTREAM, "  minAvailable: 2\n  maxDomains: 2\n", shared).replace(
+            '  plugins: {pytorch: ["--master=trainer", "--port=23456"]}\n', "", 1
+        )
+    )
+    fields = ("min_available", "max_domains", "plugins", "child_failure_policy")
+    got = {f: getattr(conceptual.spec, f) for f in fields}
+    assert got == {f: getattr(upstream.spec, f) for f in fields}
+    assert got["child_failure_policy"] == "RePlaceChild" and got["max_domains"] == 2
+    assert api.encode(conceptual)["spec"]["childFailurePolicy"] == "RePlaceChild"

@@ -91,3 +91,37 @@ def test_inqueue_reservation_counts_against_later_jobs():
         job("second").phase("Pending").created(1).min(1).min_resources(cpu=2).tasks(1, cpu=2),
     ]
     assert phases(DEFAULT_CONF_TEXT, [node("n1").cpu(4).mem("16Gi")], jobs)["second"] == "Pending"
+
+
+def unschedulable(conf_text, nodes, jobs, queues=None):
+    return Scheduler(parse_conf(conf_text)).cycle(snapshot(nodes, queues or [queue("default")], jobs)).unschedulable
+
+
+@pytest.mark.parametrize(
+    ("used", "min_cpu", "queue_state", "reason"),
+    [
+        (4, 1, "Open", "podgroup minResources exceed what the cluster can admit on cpu (its allocatable x 1.2"),
+        (3, 1.5, "Open", "queue default: podgroup minResources exceed what the queue can admit on cpu"),
+        (0, 1, "Closing", "queue default is Closing"),
+    ],
+    ids=["overcommit-rejects", "proportion-rejects", "queue-closed"],
+)
+def test_a_job_left_pending_says_which_limit_its_min_resources_exceed(used, min_cpu, queue_state, reason):
+    jobs = [busy(used)] if used else []
+    jobs.append(job("new").phase("Pending").min(1).min_resources(cpu=min_cpu).tasks(1, cpu=min_cpu))
+    queues = [queue("default").state(queue_state)]
+    got = unschedulable(DEFAULT_CONF_TEXT, [node("n1").cpu(4).mem("16Gi")], jobs, queues)
+    assert got["new"].startswith(f"1/1 tasks in gang unschedulable: {reason}")
+
+
+def test_capacity_hierarchy_rejection_names_the_ancestor_queue():
+    # team's own room (org's 4 cpu) takes 3, but its sibling already holds 3 of org's 4.
+    conf = 'actions: "enqueue"\ntiers:\n- plugins: [{name: gang}, {name: capacity, enableHierarchy: true}]\n'
+    queues = [queue("root"), queue("org").parent("root").capability(cpu=4)]
+    queues += [queue("team").parent("org"), queue("sibling").parent("org")]
+    jobs = [
+        job("busy", "sibling").min(1).phase("Running").running(["n1"], cpu=3).min_resources(cpu=3),
+        job("j", "team").phase("Pending").min(1).min_resources(cpu=3).tasks(1, cpu=3),
+    ]
+    got = unschedulable(conf, [node("n1").cpu(8).mem("16Gi")], jobs, queues)
+    assert "queue org: podgroup minResources exceed what the queue can admit on cpu" in got["j"]

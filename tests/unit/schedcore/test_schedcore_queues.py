@@ -164,3 +164,19 @@ def test_hierarchy_parent_cycle_does_not_hang():
         snapshot([node("n1").cpu(4).mem("8Gi")], queues, [job("j", "x").min(1).tasks(1, cpu=1)])
     )
     assert d.podgroup_phases["j"] in ("Inqueue", "Pending")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "limit"),
+    [("capacity", "capability"), ("proportion", "deserved share")],
+    ids=["capacity", "proportion"],
+)
+def test_a_task_its_queue_quota_turns_away_says_which_resource_ran_out(plugin, limit):
+    conf = f'actions: "allocate"\ntiers:\n- plugins: [{{name: gang}}, {{name: {plugin}}}]\n'
+    queues = [queue("q").deserved(cpu=1).capability(cpu=1)]
+    jobs = [job("j", "q").phase("Inqueue").min(2).tasks(2, cpu=1)]
+    d = Scheduler(parse_conf(conf)).cycle(snapshot([node("n1").cpu(8).mem("16Gi")], queues, jobs))
+    assert not d.binds
+    assert d.unschedulable["j"] == (
+        f"2/2 tasks in gang unschedulable: queue: queue q quota does not admit j-task-1: its {limit} is reached on cpu"
+    )

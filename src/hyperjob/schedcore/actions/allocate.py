@@ -76,10 +76,11 @@ def allocate(ssn: Session) -> None:
 
 
 def commit_rule(ssn: Session, stmt: Statement, job: JobState) -> None:
-    """Gang's rule: commit when ready, keep (unbound) when pipelined, else roll back."""
+    """Gang's rule: commit when ready, keep (unbound) when pipelined, else roll back (the job's
+    reasons are then its tasks' placement failures, which say more than the vote's)."""
     if ssn.job_ready(job):
         stmt.commit()
-    elif not ssn.job_pipelined(job):
+    elif ssn.job_pipelined(job).rejects:
         stmt.discard()
 
 
@@ -98,8 +99,9 @@ def allocate_tasks(
     restrict, key = (domain.rows, domain.key) if domain is not None else (None, None)
     while not tasks.empty():
         t = tasks.pop()
-        if not ssn.allocatable(queue, t):
-            job.fit_errors.setdefault("queue", unschedulable(f"queue {queue.name} quota does not admit {t.name}"))
+        quota = ssn.allocatable(queue, t)
+        if quota.rejects:
+            job.fit_errors.setdefault("queue", quota)
             continue
         if t.role and t.role in job.failed_roles:
             continue
@@ -142,7 +144,7 @@ def allocate_in_domains(
         job.failed_roles.clear()  # a misfit in one domain says nothing about the next
         pending = PriorityQueue(ssn.task_before, [t for t in todo if t.status == "Pending"])
         allocate_tasks(ssn, stmt, job, queue, pending, None, domain)
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
+        if ssn.job_ready(job) or ssn.job_pipelined(job).is_success:
             return
         stmt.rollback_to(mark)
     if not plan.fallback:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..state import JobState, QueueState
+from ..status import SUCCESS
 from .util import PriorityQueue
 
 if TYPE_CHECKING:
@@ -30,10 +31,18 @@ def enqueue(ssn: Session) -> None:
             # Volcano's plugins reject a non-Open queue; we hold it here too so that a conf
             # without proportion/capacity still gives a closed queue nothing new.
             job.enqueue_reason = f"queue {queue.name} is {queue.info.state}"
-        elif job.min_req is None or ssn.job_enqueueable(job):
-            ssn.job_enqueued(job)
-            job.phase = "Inqueue"
-            job.enqueue_reason = ""
         else:
-            job.enqueue_reason = f"queue {queue.name}: podgroup minResources exceed what the queue or cluster can admit"
+            admit(ssn, job)
         queues.push(queue)
+
+
+def admit(ssn: Session, job: JobState) -> None:
+    """Inqueue when the plugins' votes let it in (a job without minResources always); else it
+    stays Pending with the rejecting plugin's reason, which its podgroup's message shows."""
+    verdict = SUCCESS if job.min_req is None else ssn.job_enqueueable(job)
+    if verdict.rejects:
+        job.enqueue_reason = verdict.message
+        return
+    ssn.job_enqueued(job)
+    job.phase = "Inqueue"
+    job.enqueue_reason = ""

@@ -41,7 +41,7 @@ def preempt(ssn: Session) -> None:
             while ssn.job_starving(job) and not tasks.empty():
                 t = tasks.pop()
                 preempt_task(ssn, stmt, t, _other_job_of_its_queue(job), releasable)
-            if ssn.job_pipelined(job):
+            if ssn.job_pipelined(job).is_success:
                 stmt.commit()
             else:
                 stmt.discard()
@@ -88,7 +88,7 @@ def preempt_task(
             continue
 
         def fits(row: int = row) -> bool:
-            return ssn.allocatable(queue, t) and ssn.placement.fits_future(t, row)
+            return ssn.allocatable(queue, t).is_success and ssn.placement.fits_future(t, row)
 
         if evict_until(ssn, stmt, t, row, victims, fits, "preempt"):
             return True

@@ -41,7 +41,7 @@ def reclaim(ssn: Session) -> None:
             if t.info.preemption_policy == "Never" or not ssn.preemptive(queue, [t]):
                 continue
             reclaim_task(ssn, stmt, t, queue, releasable)
-        if ssn.job_pipelined(job):
+        if ssn.job_pipelined(job).is_success:
             stmt.commit()
         else:
             stmt.discard()

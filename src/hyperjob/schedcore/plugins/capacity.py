@@ -11,10 +11,11 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin, SessionView
+from ..framework import Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
+from ..status import SUCCESS, Status, unschedulable
 from .capacity_tree import QueueTree, build_flat, build_tree
-from .quota import QueueAttr, reclaim_victims
+from .quota import QueueAttr, admission, queue_closed, reclaim_victims, task_quota
 
 ROOT = "root"
 
@@ -62,7 +63,19 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         return float(max((x / y if y else (0.0 if x == 0 else 1.0)) for x, y in zip(a, d, strict=True)))
 
     def _usable(self, queue: QueueState) -> bool:
-        return not self.broken and queue.is_open and queue.name in self.attrs and self.is_leaf(queue.name)
+        return self._unusable(queue) is None
+
+    def _unusable(self, queue: QueueState) -> Status | None:
+        """Why every quota hook turns ``queue`` away this session, or None when it may be used."""
+        if self.broken:
+            return unschedulable("capacity: a job is in a non-leaf queue, so no queue admits anything", self.NAME)
+        if not queue.is_open:
+            return queue_closed(queue, self.NAME)
+        if queue.name not in self.attrs:
+            return unschedulable(f"queue {queue.name} has no capacity this session", self.NAME)
+        if not self.is_leaf(queue.name):
+            return unschedulable(f"queue {queue.name} is not a leaf queue", self.NAME)
+        return None
 
     # ---- hooks --------------------------------------------------------------------------
     def queue_order(self, a: QueueState, b: QueueState) -> int:
@@ -109,13 +122,17 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         db = max((depth.get(n, 0) for n in self._ancestors(b.name)), default=0)
         return 0 if da == db else (-1 if da > db else 1)
 
-    def allocatable(self, queue: QueueState, task: TaskState) -> bool:
-        return self._usable(queue) and self._within_capability(queue.name, task.req)
-
-    def _within_capability(self, name: str, req: np.ndarray) -> bool:
-        space = self.ssn.space
-        dims = space.req_dims(req)
-        return all(space.le_on(a.allocated + req, a.real_cap, dims) for a in self.path(name))
+    def allocatable(self, queue: QueueState, task: TaskState) -> Status:
+        """Within the capability of the queue and (hierarchy) of every ancestor."""
+        unusable = self._unusable(queue)
+        if unusable is not None:
+            return unusable
+        for a in self.path(queue.name):
+            limit = "capability" if a.name == queue.name else f"ancestor {a.name}'s capability"
+            status = task_quota(self.ssn.space, queue.name, task, a.allocated + task.req, a.real_cap, limit, self.NAME)
+            if status.rejects:
+                return status
+        return SUCCESS
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool:
         if not self._usable(queue):
@@ -155,18 +172,18 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
         return reclaim_victims(self.attrs, candidates, above_deserved)
 
-    def job_enqueueable(self, job: JobState) -> int:
-        queue = self.ssn.queues[job.queue]
-        if not self._usable(queue):
-            return REJECT
+    def job_enqueueable(self, job: JobState) -> Status:
+        """Admitted by the queue and (hierarchy) by every ancestor."""
+        unusable = self._unusable(self.ssn.queues[job.queue])
+        if unusable is not None:
+            return unusable
         if job.min_req is None:
-            return PERMIT
-        space = self.ssn.space
-        dims = space.req_dims(job.min_req)
+            return SUCCESS
         for a in self.path(job.queue):
-            if not space.le_on(job.min_req + a.allocated + a.inqueue - a.elastic, a.real_cap, dims):
-                return REJECT
-        return PERMIT
+            status = admission(self.ssn.space, a, job.min_req, self.NAME)
+            if status.rejects:
+                return status
+        return SUCCESS
 
     def job_enqueued(self, job: JobState) -> None:
         if job.min_req is not None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
+from ..framework import NoArgs, Plugin, SessionView
 from ..state import READY, VALID, JobState, TaskState
-from ..status import SUCCESS, Status, unresolvable
+from ..status import SUCCESS, Status, unresolvable, unschedulable
 
 _PIPELINED = READY | {"Pipelined"}
 
@@ -28,11 +28,16 @@ class GangPlugin(Plugin[NoArgs]):
     def job_ready(self, job: JobState) -> bool:
         return job.role_check(READY, with_be=True) and job.is_ready()
 
-    def job_pipelined(self, job: JobState) -> int:
-        ok = job.role_check(_PIPELINED, with_be=True) and (
-            job.waiting_num() + job.ready_num() + job.pending_be >= job.min_member
-        )
-        return PERMIT if ok else REJECT
+    def job_pipelined(self, job: JobState) -> Status:
+        """Permit (``SUCCESS``) when pods placed or pipelined make the gang, else reject."""
+        if not job.role_check(_PIPELINED, with_be=True):
+            return unschedulable("NotEnoughPipelinedPodsOfTask: a task lacks its minimum of placed pods", self.NAME)
+        have = job.waiting_num() + job.ready_num() + job.pending_be
+        if have < job.min_member:
+            return unschedulable(
+                f"NotEnoughPipelinedPods: placed or pipelined: {have}, min: {job.min_member}", self.NAME
+            )
+        return SUCCESS
 
     def job_starving(self, job: JobState) -> bool:
         return job.waiting_num() + job.ready_num() < job.min_member

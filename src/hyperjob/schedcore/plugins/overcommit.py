@@ -5,8 +5,9 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..framework import PERMIT, REJECT, Plugin, SessionView
+from ..framework import Plugin, SessionView
 from ..state import JobState
+from ..status import SUCCESS, Status, unschedulable
 from .quota import inqueue_part
 
 
@@ -20,8 +21,8 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
 
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
-        factor = self.args.factor if self.args.factor >= 1 else 1.2
-        self.idle = ssn.total * factor - ssn.nodes.used().sum(axis=0)
+        self.factor = self.args.factor if self.args.factor >= 1 else 1.2
+        self.idle = ssn.total * self.factor - ssn.nodes.used().sum(axis=0)
         self.inqueue = np.zeros(ssn.space.size)
         for job in ssn.jobs.values():
             if job.min_req is None:
@@ -33,12 +34,20 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
                 if part is not None:
                     self.inqueue += part
 
-    def job_enqueueable(self, job: JobState) -> int:
+    def job_enqueueable(self, job: JobState) -> Status:
         if job.min_req is None:
-            return PERMIT
+            return SUCCESS
         space = self.ssn.space
-        ok = space.le_on(self.inqueue + job.min_req, self.idle, space.req_dims(job.min_req))
-        return PERMIT if ok else REJECT
+        dims = space.req_dims(job.min_req)
+        need = self.inqueue + job.min_req
+        if space.le_on(need, self.idle, dims):
+            return SUCCESS
+        over = ", ".join(space.over_on(need, self.idle, dims))
+        return unschedulable(
+            f"podgroup minResources exceed what the cluster can admit on {over} "
+            f"(its allocatable x {self.factor:g} overcommit, less what runs and what admitted podgroups reserve)",
+            self.NAME,
+        )
 
     def job_enqueued(self, job: JobState) -> None:
         if job.min_req is not None:

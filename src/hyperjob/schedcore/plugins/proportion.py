@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import PERMIT, REJECT, NoArgs, Plugin, SessionView
+from ..framework import NoArgs, Plugin, SessionView
 from ..state import JobState, QueueState, TaskState
-from .quota import QueueAttr, assign, capability_vec, queue_sums, real_capability, reclaim_victims, share_of
+from ..status import SUCCESS, Status, unschedulable
+from .quota import (
+    QueueAttr,
+    admission,
+    assign,
+    capability_vec,
+    queue_closed,
+    queue_sums,
+    real_capability,
+    reclaim_victims,
+    share_of,
+    task_quota,
+)
 
 
 class ProportionPlugin(Plugin[NoArgs]):
@@ -72,8 +84,16 @@ class ProportionPlugin(Plugin[NoArgs]):
         attr = self._attr(queue)
         return attr is not None and self.ssn.space.less_equal(attr.deserved, attr.allocated)
 
-    def allocatable(self, queue: QueueState, task: TaskState) -> bool:
-        return self.preemptive(queue, [task])
+    def allocatable(self, queue: QueueState, task: TaskState) -> Status:
+        """``preemptive`` for one task, with the reason a rejection gives."""
+        attr = self._attr(queue)
+        if not queue.is_open:
+            return queue_closed(queue, self.NAME)
+        if attr is None:
+            return unschedulable(f"queue {queue.name} has no share this session", self.NAME)
+        return task_quota(
+            self.ssn.space, queue.name, task, attr.allocated + task.req, attr.deserved, "deserved share", self.NAME
+        )
 
     def preemptive(self, queue: QueueState, tasks: list[TaskState]) -> bool:
         attr = self._attr(queue)
@@ -91,16 +111,14 @@ class ProportionPlugin(Plugin[NoArgs]):
 
         return reclaim_victims(self.attrs, candidates, above_deserved)
 
-    def job_enqueueable(self, job: JobState) -> int:
+    def job_enqueueable(self, job: JobState) -> Status:
         q = self.ssn.queues[job.queue]
         if not q.is_open:
-            return REJECT
+            return queue_closed(q, self.NAME)
         attr = self.attrs.get(job.queue)
         if job.min_req is None or attr is None:
-            return PERMIT
-        space = self.ssn.space
-        need = job.min_req + attr.allocated + attr.inqueue - attr.elastic
-        return PERMIT if space.le_on(need, attr.real_cap, space.req_dims(job.min_req)) else REJECT
+            return SUCCESS
+        return admission(self.ssn.space, attr, job.min_req, self.NAME)
 
     def job_enqueued(self, job: JobState) -> None:
         attr = self.attrs.get(job.queue)

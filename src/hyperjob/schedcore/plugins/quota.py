@@ -8,7 +8,8 @@ import numpy as np
 
 from ..framework import SessionView
 from ..resources import ResourceSpace
-from ..state import ALLOCATED, JobState, TaskState
+from ..state import ALLOCATED, JobState, QueueState, TaskState
+from ..status import SUCCESS, Status, unschedulable
 
 
 class QueueAttr:
@@ -27,6 +28,46 @@ class QueueAttr:
         self.real_cap = np.full(space.size, np.inf)
         self.share = 0.0
         self.weight = 1.0
+
+
+def task_quota(
+    space: ResourceSpace,
+    queue: str,
+    task: TaskState,
+    after: np.ndarray,
+    limit: np.ndarray,
+    limit_name: str,
+    plugin: str,
+) -> Status:
+    """Allocatable's answer for ``task`` of ``queue``: ``SUCCESS`` when ``after`` (its queue's
+    allocation with the task) stays within ``limit`` on the task's dimensions; else which
+    resources the quota runs out of."""
+    dims = space.req_dims(task.req)
+    if space.le_on(after, limit, dims):
+        return SUCCESS
+    over = ", ".join(space.over_on(after, limit, dims))
+    return unschedulable(
+        f"queue {queue} quota does not admit {task.name}: its {limit_name} is reached on {over}", plugin
+    )
+
+
+def admission(space: ResourceSpace, attr: QueueAttr, min_req: np.ndarray, plugin: str) -> Status:
+    """JobEnqueueable's check of one queue: ``minResources + allocated + inqueue - elastic`` within
+    its real capability on the dimensions minResources names; a rejection names those it exceeds."""
+    dims = space.req_dims(min_req)
+    need = min_req + attr.allocated + attr.inqueue - attr.elastic
+    if space.le_on(need, attr.real_cap, dims):
+        return SUCCESS
+    over = ", ".join(space.over_on(need, attr.real_cap, dims))
+    return unschedulable(
+        f"queue {attr.name}: podgroup minResources exceed what the queue can admit on {over} "
+        "(its capability, or the cluster less other queues' guarantees, beside podgroups already admitted)",
+        plugin,
+    )
+
+
+def queue_closed(queue: QueueState, plugin: str) -> Status:
+    return unschedulable(f"queue {queue.name} is {queue.info.state}", plugin)
 
 
 def capability_vec(space: ResourceSpace, cap: dict[str, float]) -> np.ndarray:
