@@ -10,17 +10,13 @@ reported once); and so it does when one NATS server is killed in the middle of t
 running replica of every service stops in the middle of it. Replicas of one instance take turns
 (``Runtime``'s lease in Redis): one runs the instance, the other waits and takes over.
 
-Not in ``make test`` yet: ``HYPERJOB_SCALE_OUT=1 pytest -q tests/service/test_scale_out.py`` (about a
-minute). Each has passed and each has failed: now and then one HyperJob of six never gets its
-status while the two replicas of each service keep refusing each other's commits (see
-docs/scale-out.md), so they are kept out of CI until that is solved.
+About 50 s for the three (``pytest -q tests/service/test_scale_out.py``), in ``make test``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -45,15 +41,7 @@ from hyperjob.testkit.servers import NatsCluster
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
 
-pytestmark = [
-    pytest.mark.service,
-    pytest.mark.skipif(
-        not os.environ.get("HYPERJOB_SCALE_OUT"),
-        reason="opt-in (HYPERJOB_SCALE_OUT=1): two active replicas of one instance still lose a "
-        "HyperJob's status (2 runs of 5 at stop 22, 2 of 2 at stop 23; needs one active replica "
-        "per instance, docs/scale-out.md)",
-    ),
-]
+pytestmark = pytest.mark.service
 
 T = TypeVar("T")
 CLUSTERS = ("c1", "c2")
