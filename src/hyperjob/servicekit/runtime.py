@@ -548,6 +548,10 @@ class Runtime:
         reader = Reader(sub.handlers)
 
         async def on_batch(deliveries: Sequence[Delivery]) -> dict[int, BaseException]:
+            if self.lease_ttl and not self.active and self._activation is None:
+                # A consumer that outlived this replica's turn (its start was cut short): not handled
+                # here, so that the replica holding the lease gets the batch again.
+                raise RetryableError(f"{self.instance}: this replica does not hold the lease")
             async with self.lock:
                 started, failures = time.perf_counter(), None  # None: the batch raised, all failed
                 try:
