@@ -14,6 +14,9 @@ Figures (never assertions; the machine's load is reported beside them):
 - ``podsPerSecond``: pods of the HyperJobs that ran / seconds from the publish to the last one Running;
 - ``submitToRunningP50``/``P99``: per HyperJob, seconds from the publish to its status saying Running;
 - ``acceptedPerSecond`` (the splitter's answers), ``admittedPerSecond`` (the global-scheduler's);
+- ``admissionCpuMsPerHyperJob``: the splitter's and the global-scheduler's CPU from the publish to
+  the last admission, per HyperJob (what admitting costs them, whatever else the machine runs), and
+  ``admissionCoreShare``: that CPU over that time (how much of a core each got meanwhile);
 - CPU milliseconds per pod of each service (``/proc/<pid>/stat``), NATS messages in and out per
   pod (``/varz``), Redis commands per pod (``INFO commandstats``);
 - ``idleCpuPercent``: the services' CPU at rest at this fleet size, in % of one core (per process too);
@@ -180,6 +183,8 @@ class Observed:
     admitted: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     nodes_seen_min: int | None = None
+    cpu_at_submit: dict[str, float] = field(default_factory=dict)  # the admitting services' CPU seconds
+    cpu_at_admitted: dict[str, float] = field(default_factory=dict)  # ... once every HyperJob was admitted
     messages: list[tuple[float, str]] = field(default_factory=list)  # (when, subject family), with --timeline
     firsts: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, job) -> first seen
 
@@ -257,6 +262,22 @@ def _rate(count: int, times: Mapping[str, float], since: float) -> float | None:
     return round(count / seconds, 1) if seconds > 0 else None
 
 
+ADMITTING = ("splitter", "global_scheduler")
+
+
+def admission_cpu(observed: Observed, hyperjobs: int) -> dict[str, dict[str, float]]:
+    """CPU milliseconds per HyperJob of the admitting services from the publish to the last
+    admission, and the share of one core they had meanwhile (empty unless every one was admitted)."""
+    if not observed.cpu_at_admitted or len(observed.admitted) < hyperjobs or hyperjobs == 0:
+        return {}
+    window = max(max(observed.admitted.values()) - observed.submitted_at, 1e-9)
+    used = {name: seconds - observed.cpu_at_submit.get(name, 0.0) for name, seconds in observed.cpu_at_admitted.items()}
+    return {
+        "admissionCpuMsPerHyperJob": {k: round(1000.0 * v / hyperjobs, 2) for k, v in sorted(used.items())},
+        "admissionCoreShare": {k: round(v / window, 2) for k, v in sorted(used.items())},
+    }
+
+
 def report(
     plan: Plan,
     idle: tuple[Counters, Counters],
@@ -301,6 +322,7 @@ def report(
         "submitToRunningMax": rounded(max(latencies, default=None) if latencies else None),
         "acceptedPerSecond": _rate(plan.hyperjobs, observed.accepted, observed.submitted_at),
         "admittedPerSecond": _rate(plan.hyperjobs, observed.admitted, observed.submitted_at),
+        **admission_cpu(observed, plan.hyperjobs),
         "cpuMsPerPod": {k: round(1000.0 * v / per_pod, 3) for k, v in sorted(cpu_ms_by_service.items())},
         "cpuMsPerPodServices": round(
             1000.0 * sum(v for k, v in cpu_ms_by_service.items() if k not in ("nats-server", "redis-server")) / per_pod,
@@ -377,6 +399,9 @@ class LiveBench:
             if server is not None and server.pid is not None:
                 pids[server.name] = server.pid
         return pids
+
+    def admitting_cpu(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) for name, pid in self.processes().items() if service_of(name) in ADMITTING}
 
     def start(self, stack: ExitStack) -> None:
         from .up import System  # noqa: PLC0415 - the CLI imports its commands lazily
@@ -475,7 +500,10 @@ class LiveBench:
 
         async def on_admitted(delivery: Any) -> None:
             name = admissions.decode(delivery.data).name
-            observed.admitted.setdefault(name, time.monotonic())
+            if name in requests and name not in observed.admitted:
+                observed.admitted[name] = time.monotonic()
+                if len(observed.admitted) == len(names):
+                    observed.cpu_at_admitted = self.admitting_cpu()
 
         async def on_answer(delivery: Any) -> None:
             request = delivery.subject.rsplit(".", 1)[-1]
@@ -492,6 +520,7 @@ class LiveBench:
         ]
         tracer = await self._trace(observed) if self.trace else None
         try:
+            observed.cpu_at_submit = self.admitting_cpu()
             observed.submitted_at = time.monotonic()
             batches = [[m] for m in requests.values()] if plan.one_at_a_time else [list(requests.values())]
             for batch in batches:
