@@ -16,7 +16,8 @@ Figures (never assertions; the machine's load is reported beside them):
 - ``acceptedPerSecond`` (the splitter's answers), ``admittedPerSecond`` (the global-scheduler's);
 - ``admissionCpuMsPerHyperJob``: the splitter's and the global-scheduler's CPU from the publish to
   the last admission, per HyperJob (what admitting costs them, whatever else the machine runs), and
-  ``admissionCoreShare``: that CPU over that time (how much of a core each got meanwhile);
+  ``admissionCoreShare``: each service's CPU over that time (how much of a core each had meanwhile;
+  ``all``: the system's, of the machine's cores);
 - CPU milliseconds per pod of each service (``/proc/<pid>/stat``), NATS messages in and out per
   pod (``/varz``), Redis commands per pod (``INFO commandstats``);
 - ``idleCpuPercent``: the services' CPU at rest at this fleet size, in % of one core (per process too);
@@ -183,7 +184,7 @@ class Observed:
     admitted: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     nodes_seen_min: int | None = None
-    cpu_at_submit: dict[str, float] = field(default_factory=dict)  # the admitting services' CPU seconds
+    cpu_at_submit: dict[str, float] = field(default_factory=dict)  # every process's CPU seconds
     cpu_at_admitted: dict[str, float] = field(default_factory=dict)  # ... once every HyperJob was admitted
     messages: list[tuple[float, str]] = field(default_factory=list)  # (when, subject family), with --timeline
     firsts: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, job) -> first seen
@@ -267,14 +268,21 @@ ADMITTING = ("splitter", "global_scheduler")
 
 def admission_cpu(observed: Observed, hyperjobs: int) -> dict[str, dict[str, float]]:
     """CPU milliseconds per HyperJob of the admitting services from the publish to the last
-    admission, and the share of one core they had meanwhile (empty unless every one was admitted)."""
+    admission, and the share of one core each service had meanwhile (empty unless every one was
+    admitted)."""
     if not observed.cpu_at_admitted or len(observed.admitted) < hyperjobs or hyperjobs == 0:
         return {}
     window = max(max(observed.admitted.values()) - observed.submitted_at, 1e-9)
-    used = {name: seconds - observed.cpu_at_submit.get(name, 0.0) for name, seconds in observed.cpu_at_admitted.items()}
+    used: dict[str, float] = {}
+    for name, seconds in observed.cpu_at_admitted.items():
+        service = service_of(name)
+        used[service] = used.get(service, 0.0) + seconds - observed.cpu_at_submit.get(name, 0.0)
     return {
-        "admissionCpuMsPerHyperJob": {k: round(1000.0 * v / hyperjobs, 2) for k, v in sorted(used.items())},
-        "admissionCoreShare": {k: round(v / window, 2) for k, v in sorted(used.items())},
+        "admissionCpuMsPerHyperJob": {
+            k: round(1000.0 * v / hyperjobs, 2) for k, v in sorted(used.items()) if k in ADMITTING
+        },
+        "admissionCoreShare": {k: round(v / window, 2) for k, v in sorted(used.items())}
+        | {"all": round(sum(used.values()) / window, 2)},
     }
 
 
@@ -400,8 +408,8 @@ class LiveBench:
                 pids[server.name] = server.pid
         return pids
 
-    def admitting_cpu(self) -> dict[str, float]:
-        return {name: cpu_seconds(pid) for name, pid in self.processes().items() if service_of(name) in ADMITTING}
+    def cpu(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) for name, pid in self.processes().items()}
 
     def start(self, stack: ExitStack) -> None:
         from .up import System  # noqa: PLC0415 - the CLI imports its commands lazily
@@ -414,7 +422,7 @@ class LiveBench:
 
     async def counters(self, redis: Any) -> Counters:
         assert self.nats is not None
-        cpu = {name: cpu_seconds(pid) for name, pid in self.processes().items()}
+        cpu = self.cpu()
         nats_in, nats_out = await asyncio.to_thread(nats_varz, self.nats.monitor_url)
         stats = await redis.info("commandstats")
         calls = sum(int(v["calls"]) for v in stats.values() if isinstance(v, dict))
@@ -503,7 +511,7 @@ class LiveBench:
             if name in requests and name not in observed.admitted:
                 observed.admitted[name] = time.monotonic()
                 if len(observed.admitted) == len(names):
-                    observed.cpu_at_admitted = self.admitting_cpu()
+                    observed.cpu_at_admitted = self.cpu()
 
         async def on_answer(delivery: Any) -> None:
             request = delivery.subject.rsplit(".", 1)[-1]
@@ -520,7 +528,7 @@ class LiveBench:
         ]
         tracer = await self._trace(observed) if self.trace else None
         try:
-            observed.cpu_at_submit = self.admitting_cpu()
+            observed.cpu_at_submit = self.cpu()
             observed.submitted_at = time.monotonic()
             batches = [[m] for m in requests.values()] if plan.one_at_a_time else [list(requests.values())]
             for batch in batches:
