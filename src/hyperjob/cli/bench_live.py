@@ -14,6 +14,10 @@ Figures (never assertions; the machine's load is reported beside them):
 - ``podsPerSecond``: pods of the HyperJobs that ran / seconds from the publish to the last one Running;
 - ``submitToRunningP50``/``P99``: per HyperJob, seconds from the publish to its status saying Running;
 - ``acceptedPerSecond`` (the splitter's answers), ``admittedPerSecond`` (the global-scheduler's);
+- ``admissionCpuMsPerHyperJob``: the splitter's and the global-scheduler's CPU from the publish to
+  the last admission, per HyperJob (what admitting costs them, whatever else the machine runs), and
+  ``admissionCoreShare``: each service's CPU over that time (how much of a core each had meanwhile;
+  ``all``: the system's, of the machine's cores);
 - CPU milliseconds per pod of each service (``/proc/<pid>/stat``), NATS messages in and out per
   pod (``/varz``), Redis commands per pod (``INFO commandstats``);
 - ``idleCpuPercent``: the services' CPU at rest at this fleet size, in % of one core (per process too);
@@ -180,6 +184,8 @@ class Observed:
     admitted: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
     nodes_seen_min: int | None = None
+    cpu_at_submit: dict[str, float] = field(default_factory=dict)  # every process's CPU seconds
+    cpu_at_admitted: dict[str, float] = field(default_factory=dict)  # ... once every HyperJob was admitted
     messages: list[tuple[float, str]] = field(default_factory=list)  # (when, subject family), with --timeline
     firsts: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, job) -> first seen
 
@@ -257,6 +263,29 @@ def _rate(count: int, times: Mapping[str, float], since: float) -> float | None:
     return round(count / seconds, 1) if seconds > 0 else None
 
 
+ADMITTING = ("splitter", "global_scheduler")
+
+
+def admission_cpu(observed: Observed, hyperjobs: int) -> dict[str, dict[str, float]]:
+    """CPU milliseconds per HyperJob of the admitting services from the publish to the last
+    admission, and the share of one core each service had meanwhile (empty unless every one was
+    admitted)."""
+    if not observed.cpu_at_admitted or len(observed.admitted) < hyperjobs or hyperjobs == 0:
+        return {}
+    window = max(max(observed.admitted.values()) - observed.submitted_at, 1e-9)
+    used: dict[str, float] = {}
+    for name, seconds in observed.cpu_at_admitted.items():
+        service = service_of(name)
+        used[service] = used.get(service, 0.0) + seconds - observed.cpu_at_submit.get(name, 0.0)
+    return {
+        "admissionCpuMsPerHyperJob": {
+            k: round(1000.0 * v / hyperjobs, 2) for k, v in sorted(used.items()) if k in ADMITTING
+        },
+        "admissionCoreShare": {k: round(v / window, 2) for k, v in sorted(used.items())}
+        | {"all": round(sum(used.values()) / window, 2)},
+    }
+
+
 def report(
     plan: Plan,
     idle: tuple[Counters, Counters],
@@ -301,6 +330,7 @@ def report(
         "submitToRunningMax": rounded(max(latencies, default=None) if latencies else None),
         "acceptedPerSecond": _rate(plan.hyperjobs, observed.accepted, observed.submitted_at),
         "admittedPerSecond": _rate(plan.hyperjobs, observed.admitted, observed.submitted_at),
+        **admission_cpu(observed, plan.hyperjobs),
         "cpuMsPerPod": {k: round(1000.0 * v / per_pod, 3) for k, v in sorted(cpu_ms_by_service.items())},
         "cpuMsPerPodServices": round(
             1000.0 * sum(v for k, v in cpu_ms_by_service.items() if k not in ("nats-server", "redis-server")) / per_pod,
@@ -378,6 +408,9 @@ class LiveBench:
                 pids[server.name] = server.pid
         return pids
 
+    def cpu(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) for name, pid in self.processes().items()}
+
     def start(self, stack: ExitStack) -> None:
         from .up import System  # noqa: PLC0415 - the CLI imports its commands lazily
 
@@ -389,7 +422,7 @@ class LiveBench:
 
     async def counters(self, redis: Any) -> Counters:
         assert self.nats is not None
-        cpu = {name: cpu_seconds(pid) for name, pid in self.processes().items()}
+        cpu = self.cpu()
         nats_in, nats_out = await asyncio.to_thread(nats_varz, self.nats.monitor_url)
         stats = await redis.info("commandstats")
         calls = sum(int(v["calls"]) for v in stats.values() if isinstance(v, dict))
@@ -475,7 +508,10 @@ class LiveBench:
 
         async def on_admitted(delivery: Any) -> None:
             name = admissions.decode(delivery.data).name
-            observed.admitted.setdefault(name, time.monotonic())
+            if name in requests and name not in observed.admitted:
+                observed.admitted[name] = time.monotonic()
+                if len(observed.admitted) == len(names):
+                    observed.cpu_at_admitted = self.cpu()
 
         async def on_answer(delivery: Any) -> None:
             request = delivery.subject.rsplit(".", 1)[-1]
@@ -492,6 +528,7 @@ class LiveBench:
         ]
         tracer = await self._trace(observed) if self.trace else None
         try:
+            observed.cpu_at_submit = self.cpu()
             observed.submitted_at = time.monotonic()
             batches = [[m] for m in requests.values()] if plan.one_at_a_time else [list(requests.values())]
             for batch in batches:

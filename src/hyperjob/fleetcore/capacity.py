@@ -164,7 +164,9 @@ def place_gang(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCap
 
     Identical pods are placed in bulk (each node takes as many as fit before the next is tried),
     which is what pod-by-pod first fit does, in O(shapes × node classes): a class of alike nodes
-    splits into the nodes it filled, the one it half filled, and the ones it did not touch.
+    splits into the nodes it filled, the one it half filled, and the ones it did not touch. Classes
+    left alike are merged again (``merge_classes``), so a capacity that takes gang after gang (a
+    round's working copy) keeps as few classes as the cluster has kinds of node, not one more per gang.
     """
     if not cluster.nodes:
         return _place_by_sums(cluster, pods)
@@ -177,10 +179,36 @@ def place_gang(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCap
                 placed += taken
             else:
                 placed.append(node)
-        nodes = placed
+        nodes = merge_classes(placed)
         if count:
             return _shortfall(cluster, pods)
     return msgspec.structs.replace(cluster, nodes=tuple(nodes), free=_minus(cluster.free, _total(pods)))
+
+
+def merge_classes(nodes: Sequence[NodeCapacity]) -> list[NodeCapacity]:
+    """Alike classes (same free room, allocatable, labels, taints and readiness) as one, counts
+    summed, each where the first of them was; a merged class keeps its first member's name."""
+    merged: dict[tuple[object, ...], int] = {}
+    result: list[NodeCapacity] = []
+    for node in nodes:
+        key = _class_key(node)
+        at = merged.get(key)
+        if at is None:
+            merged[key] = len(result)
+            result.append(node)
+        else:
+            result[at] = msgspec.structs.replace(result[at], count=result[at].count + node.count)
+    return result
+
+
+def _class_key(node: NodeCapacity) -> tuple[object, ...]:
+    return (
+        tuple(sorted(node.free.items())),
+        tuple(sorted(node.allocatable.items())),
+        tuple(sorted(node.labels.items())),
+        node.taints,
+        node.ready,
+    )
 
 
 def _take(node: NodeCapacity, request: Mapping[str, float], count: int) -> tuple[list[NodeCapacity], int]:

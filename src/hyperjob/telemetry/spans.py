@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -34,7 +34,16 @@ from opentelemetry import trace
 
 from .tracing import extract, inject
 
-__all__ = ["POD_SAMPLE_ENV", "ServiceTracing", "attributes_of", "decision", "keys_of", "pod_sampled", "span_name"]
+__all__ = [
+    "POD_SAMPLE_ENV",
+    "ServiceTracing",
+    "attributes_of",
+    "decision",
+    "keys_of",
+    "only_noted",
+    "pod_sampled",
+    "span_name",
+]
 
 POD_SAMPLE_ENV = "HYPERJOB_TRACE_POD_SAMPLE"
 DEFAULT_POD_SAMPLE = 0.01
@@ -85,6 +94,25 @@ _SPAN_NAMES: dict[tuple[str, str], str] = {
     ("status-aggregator", "GangRetry"): "status",
     ("workflow-controller", "JobPhaseChanged"): "flow step",
 }
+
+
+# Messages a service only takes note of (how far a child got): their handling decides nothing
+# and costs less than a span would (in a burst these are most of the global-scheduler's messages).
+# They get no span of their own: the handling runs in the producer's context, so whatever it
+# emits still joins the HyperJob's trace, and its log lines carry the trace id. The phase itself is
+# traced where it happened and in the status.
+_NOTED: dict[tuple[str, str], Callable[[Any], bool]] = {
+    ("global-scheduler", "JobPhaseChanged"): lambda m: True,
+    ("global-scheduler", "PodGroupPhaseChanged"): lambda m: True,
+    # A failed child is the childFailurePolicy's decision: that one keeps its span.
+    ("splitter", "JobPhaseChanged"): lambda m: getattr(m, "new", "") != "Failed",
+}
+
+
+def only_noted(service: str, message: Any) -> bool:
+    """True when ``service`` handling ``message`` only takes note of it (no work span of its own)."""
+    noted = _NOTED.get((service, type(message).__name__))
+    return noted is not None and noted(message)
 
 
 def span_name(service: str, message: Any) -> str:
@@ -239,6 +267,10 @@ class ServiceTracing:
         carried = extract(headers)
         valid = trace.get_current_span(carried).get_span_context().is_valid
         parent = carried if valid else self.context_for(keys)
+        if only_noted(self.service, message):
+            with self._within(parent) as span:
+                yield span
+            return
         with self._work(span_name(self.service, message), parent, attributes_of(message)) as span:
             request = type(message).__name__ in _REQUESTS
             self.remember(keys, otel_context.get_current(), replace=request and valid)
@@ -269,6 +301,18 @@ class ServiceTracing:
                 yield span
             finally:
                 _IN_WORK.reset(token)
+
+    @contextlib.contextmanager
+    def _within(self, parent: otel_context.Context | None) -> Iterator[trace.Span]:
+        """Work without a span of its own, in ``parent`` (the producer's span, not recording here)."""
+        ctx = parent or otel_context.Context()
+        attached = otel_context.attach(ctx)
+        token = _IN_WORK.set(True)
+        try:
+            yield trace.get_current_span(ctx)
+        finally:
+            _IN_WORK.reset(token)
+            otel_context.detach(attached)
 
     # -- what emitted messages carry ------------------------------------------------------------------
 

@@ -59,6 +59,26 @@ def test_the_report_divides_by_the_pods_that_ran_and_names_the_figures_the_issue
     assert (figures["nodesSeen"], figures["nodesSeenMin"], figures["nodesTotal"]) == (1000, 1000, 1000)
 
 
+def test_admission_cpu_is_what_the_admitting_services_spent_until_the_last_admission_per_hyperjob() -> None:
+    observed = bl.Observed(
+        submitted_at=10.0,
+        admitted={"bench-00000": 10.5, "bench-00001": 12.0},
+        cpu_at_submit={"splitter": 1.0, "global_scheduler": 2.0, "cluster_scheduler@cluster-a": 0.0},
+        cpu_at_admitted={
+            "splitter": 1.004,
+            "global_scheduler": 3.0,
+            "cluster_scheduler@cluster-a": 1.0,
+            "cluster_scheduler@cluster-b": 1.0,  # started after the submit: all it used counts
+        },
+    )
+    assert bl.admission_cpu(observed, 2) == {
+        "admissionCpuMsPerHyperJob": {"global_scheduler": 500.0, "splitter": 2.0},
+        # 1 s of CPU in 2 s; the cluster-schedulers' 2 s in all: one core
+        "admissionCoreShare": {"cluster_scheduler": 1.0, "global_scheduler": 0.5, "splitter": 0.0, "all": 1.5},
+    }
+    assert bl.admission_cpu(observed, 3) == {}  # not every HyperJob was admitted: no figure
+
+
 def test_subjects_fold_into_families_without_cluster_or_object_names() -> None:
     clusters = ["cluster-a", "cluster-b"]
     assert bl.family("sched.gang.control.cluster-a", clusters) == "sched.gang.control"

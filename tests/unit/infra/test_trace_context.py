@@ -91,6 +91,35 @@ def test_another_trace_does_not_take_over_an_object_but_a_new_request_does(monke
     assert _trace(tracing, "llm") == OTHER.split("-")[1]
 
 
+def _phase(new: str) -> events.JobPhaseChanged:
+    return events.JobPhaseChanged(event_id=f"p-{new}", cluster="c1", job="llm-job-0", hyperjob="llm", old="", new=new)
+
+
+def test_a_phase_the_global_scheduler_only_notes_gets_no_span_and_what_it_emits_joins_the_producers_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exporter = _tracer(monkeypatch)
+    tracing = ServiceTracing("global-scheduler")
+    out = events.JobRemoved(event_id="r", cluster="c1", job="llm-job-0", hyperjob="llm")
+    with tracing.handling(_phase("Running"), {"traceparent": TRACEPARENT}) as span:
+        assert not span.is_recording()
+        tracing.note(out)
+    assert exporter.get_finished_spans() == ()
+    carried = tracing.headers_for(out)
+    assert carried is not None and carried["traceparent"] == TRACEPARENT
+
+
+def test_the_splitter_notes_a_childs_progress_but_traces_its_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    exporter = _tracer(monkeypatch)
+    tracing = ServiceTracing("splitter")
+    with tracing.handling(_phase("Running"), {"traceparent": TRACEPARENT}):
+        pass
+    with tracing.handling(_phase("Failed"), {"traceparent": TRACEPARENT}):
+        pass
+    assert [s.name for s in exporter.get_finished_spans()] == ["child phase"]
+    assert not spans.only_noted("status-aggregator", _phase("Running"))  # the status is traced
+
+
 def _trace(tracing: ServiceTracing, key: str) -> str:
     headers = tracing.headers_for(events.HyperJobDeleted(event_id=f"probe-{key}", name=key))
     assert headers is not None

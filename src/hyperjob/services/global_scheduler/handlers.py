@@ -368,7 +368,9 @@ class GlobalScheduler:
         reaction = Reaction()
         self._forget_finished()
         self._admit(reaction)
-        for name in sorted(self.owners):
+        # Only owners with a child not dispatched have anything to place: in a burst most owners
+        # run already, and visiting each of them every round cost more than the placing.
+        for name in sorted({p.owner for p in self.placements.rows.values() if p.state != "Dispatched"}):
             self._place_owner(name, reaction)
         await self.rt.commit(domain.round_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 

@@ -4,6 +4,7 @@ children, the changes a new plan makes, and what the rest of the system is told.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,12 +96,42 @@ def check_queue(queue: api.Queue, cfg: Config) -> None:
         raise api.ManifestError("$.spec.parent", f"queue {parent!r} does not exist")
 
 
+# -- decoded manifests -----------------------------------------------------------------------------
+
+
+class DecodedManifests:
+    """The object each owner's stored manifest decodes to, as the apply validated it.
+
+    An applied HyperJob is decoded from what the user sent (the validation), then read again from
+    its stored form when it is submitted and when it is split: decoding it costs more than the rest
+    of its handling. The stored form is encoded from that validated object, so the object is what it
+    decodes to. Known by the very document it was stored as (identity): a document read back from
+    the store, or replaced by a new apply, is decoded as before. Bounded: the oldest are forgotten.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._by_owner: OrderedDict[str, tuple[dict[str, Any], api.Manifest]] = OrderedDict()
+
+    def keep(self, owner: str, stored: dict[str, Any], manifest: api.Manifest) -> None:
+        self._by_owner[owner] = (stored, manifest)
+        self._by_owner.move_to_end(owner)
+        while len(self._by_owner) > self.size:
+            self._by_owner.popitem(last=False)
+
+    def of(self, doc: records.HyperJobDoc) -> api.Manifest:
+        found = self._by_owner.get(doc.name)
+        if found is not None and found[0] is doc.manifest:
+            return found[1]
+        return api.decode_stored(doc.manifest)
+
+
 # -- admission candidates --------------------------------------------------------------------------
 
 
-def submission(doc: records.HyperJobDoc, cfg: Config) -> dict[str, object]:
+def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
-    manifest = api.decode_stored(doc.manifest)
+    manifest = decoded.of(doc)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
         spec = manifest.spec

@@ -44,6 +44,7 @@ class Splitter:
         self.queues = runtime.table(records.QUEUE, records.QueueDoc)
         self.classes = runtime.table(records.PRIORITY_CLASS, records.PriorityClassDoc)
         self.capacity = Capacity()
+        self.decoded = domain.DecodedManifests()
         self.lost: set[str] = set()
         # Children moved lately: (cluster, pods, when), until their new cluster's summary counts them.
         self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
@@ -232,10 +233,12 @@ class Splitter:
             name=name,
             outcome="created" if previous is None else "configured",
         )
+        stored = api.encode(hyperjob)
+        self.decoded.keep(key, stored, hyperjob)
         if previous is None:
-            doc = records.HyperJobDoc(name=key, manifest=api.encode(hyperjob), created=self.rt.now())
+            doc = records.HyperJobDoc(name=key, manifest=stored, created=self.rt.now())
             return self._submit(reaction, msg, doc)
-        doc = replace(previous, manifest=api.encode(hyperjob), generation=previous.generation + 1)
+        doc = replace(previous, manifest=stored, generation=previous.generation + 1)
         reaction = self._submit(reaction, msg, doc)
         return self._split(reaction, msg, doc) if doc.admitted else reaction
 
@@ -268,7 +271,7 @@ class Splitter:
                 events.OwnerSubmitted,
                 cause,
                 f"submit/{doc.name}/{doc.generation}",
-                **domain.submission(doc, self.cfg()),
+                **domain.submission(doc, self.cfg(), self.decoded),
             ),
         )
 
@@ -298,7 +301,7 @@ class Splitter:
         return self._split(Reaction(), msg, doc)
 
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
-        hyperjob = _hyperjob(doc)
+        hyperjob = _hyperjob(doc, self.decoded)
         live = self.capacity.live(self.capacity.now(self.rt.now()))
         current = domain.split_plan(doc) if doc.children else None
         result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
@@ -455,7 +458,7 @@ class Splitter:
             split = None
         else:
             split, decisions = fleetcore.failover(
-                _hyperjob(doc),
+                _hyperjob(doc, self.decoded),
                 domain.split_plan(doc),
                 self.capacity.clusters,
                 now,
@@ -471,7 +474,7 @@ class Splitter:
             self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=moved)
             self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
             if split is not None:
-                self._remember_moves(reaction, _hyperjob(doc), split, moves)
+                self._remember_moves(reaction, _hyperjob(doc, self.decoded), split, moves)
         if split is not None:
             doc = domain.with_plan(doc, split)
         elif moves:
@@ -678,7 +681,7 @@ class Splitter:
             return None
         # A child failed beyond its own retries: the HyperJob's childFailurePolicy decides.
         split, decisions = fleetcore.child_failed(
-            _hyperjob(doc),
+            _hyperjob(doc, self.decoded),
             domain.split_plan(doc),
             msg.job,
             self.capacity.clusters,
@@ -807,10 +810,10 @@ def _not_found(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {name!r}{where} not found"
 
 
-def _hyperjob(doc: records.HyperJobDoc) -> api.HyperJob:
+def _hyperjob(doc: records.HyperJobDoc, decoded: domain.DecodedManifests) -> api.HyperJob:
     """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
     start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
-    hyperjob = api.decode_stored(doc.manifest)
+    hyperjob = decoded.of(doc)
     assert isinstance(hyperjob, api.HyperJob)
     meta = hyperjob.metadata
     return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
