@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
+import msgspec
 import yaml
 from opentelemetry.trace import SpanKind
 
 from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
+from hyperjob.events.manifest import HyperJobAction
 
 from . import journey, jsonpath_template, manifests, preflight, views
 from .admin import admin
@@ -194,9 +196,9 @@ def _up_detached(config_path: str | None, wait_timeout: float, options: list[str
     raise click.ClickException(f"not ready within {wait_timeout:g}s; see {home() / 'up.log'}")
 
 
-def _services_status() -> dict[str, Any]:
-    try:
-        return json.loads(services_file().read_text())  # type: ignore[no-any-return]
+def _services_status() -> dict[str, object]:
+    try:  # a file `hyperjob up` writes; anything but a JSON object reads as "not ready yet"
+        return msgspec.json.decode(services_file().read_bytes(), type=dict[str, object])
     except (OSError, ValueError):
         return {}
 
@@ -744,7 +746,7 @@ def _status_line(item: dict[str, Any]) -> str:
 FINISHED = ("Completed", "Failed", "Terminated")
 
 
-def _hyperjob_command(action: str) -> click.Command:
+def _hyperjob_command(action: HyperJobAction) -> click.Command:
     @click.command(name=action, help=f"{action.capitalize()} a HyperJob: act on every child job in every cluster.")
     @click.argument("name")
     @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
@@ -773,5 +775,6 @@ def _command_refused(action: str, item: dict[str, Any]) -> str:
     return ""
 
 
-for _action in ("suspend", "resume", "restart", "abort"):
+_ACTIONS: tuple[HyperJobAction, ...] = ("suspend", "resume", "restart", "abort")
+for _action in _ACTIONS:
     main.add_command(_hyperjob_command(_action))

@@ -345,7 +345,8 @@ def _decode(manifest: dict[str, Any], kind: type[Any] | tuple[type[Any], ...]) -
 
 
 def _builtins(status: jobflow.FlowStatus) -> dict[str, Any]:
-    return msgspec.to_builtins(status)  # type: ignore[no-any-return]
+    builtins: dict[str, Any] = msgspec.to_builtins(status)  # a struct encodes as a JSON object
+    return builtins
 
 
 def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
