@@ -27,8 +27,7 @@ from hyperjob.store.redis_store import RedisStore
 
 Answer = events.RequestAccepted | events.RequestRejected
 ANSWERS = events.decoder(events.RequestAccepted, events.RequestRejected)
-# A manifest as a client sends it: parsed YAML/JSON, which the splitter validates (``api.decode``).
-Manifest = dict[str, Any]
+Manifest = api.RawDocument  # as a client sends it: parsed YAML/JSON, which the splitter checks
 T = TypeVar("T")
 
 
