@@ -22,7 +22,7 @@ from hyperjob.events.subjects import STREAMS
 from hyperjob.servicekit import Runtime
 from hyperjob.store import InMemoryStore
 
-from . import observe
+from . import observe, output
 from .fleet import InstancePlan, plan_instances
 from .scenario import Scenario, TimedEvent
 from .timing import Agenda, SimClock, SimTimers
@@ -119,7 +119,7 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------------
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> output.Result:
         # The fleet boots one period before the scenario starts: nodes and clusters have reported,
         # and the scenario's queues and priority classes exist, when its first event happens.
         self.clock.time = -self.scenario.period
