@@ -7,8 +7,6 @@ cluster-scheduler published, a ``JobPhaseChanged`` one a job-controller publishe
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from hyperjob import api, events, jobcore, records
@@ -16,6 +14,7 @@ from hyperjob.jobcore import model as jm
 from hyperjob.store import InMemoryStore
 
 from . import output
+from .timing import SimClock
 
 TIMELINE_TYPES = (
     events.PodsBound,
@@ -35,7 +34,7 @@ QUIET_PREFIXES = ("heartbeat.", "capacity.", "telemetry.")
 class Timeline:
     """Listens to every message stored on the bus and keeps the scenario's events."""
 
-    def __init__(self, clock: Any) -> None:
+    def __init__(self, clock: SimClock) -> None:
         self.clock = clock
         self.events: list[output.EventRow] = []
         self.last_activity = 0.0
@@ -54,8 +53,18 @@ class Timeline:
             return  # poison is the services' to dead-letter; the timeline records only what it can read
         self._record(message)
 
-    def emit(self, type_: str, obj: str, **fields: Any) -> None:
-        self.events.append(output.event(self.clock.now(), type_, obj, **fields))
+    def emit(
+        self,
+        type_: str,
+        obj: str,
+        *,
+        cluster: str | None = None,
+        node: str | None = None,
+        reason: str = "",
+        phase: str = "",
+    ) -> None:
+        event = output.event(self.clock.now(), type_, obj, cluster=cluster, node=node, reason=reason, phase=phase)
+        self.events.append(event)
         self.last_activity = self.clock.now()
 
     def _record(self, m: events.Message) -> None:
