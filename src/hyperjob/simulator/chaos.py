@@ -36,9 +36,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -160,7 +160,7 @@ class Chaos:
 
     # -- faults --------------------------------------------------------------------------------
 
-    def fault_point(self, instance: str) -> Any:
+    def fault_point(self, instance: str) -> Callable[[str], None]:
         def fault(point: str) -> None:
             if self.rng.random() < self.rates.crash:
                 self._note(f"crash {point}", f"{instance} crashes {point}")
