@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import click
 
@@ -25,16 +26,18 @@ from . import views
 from .client import Client, connect
 from .config import resolve_endpoints
 
+R = TypeVar("R")
+
 __all__ = ["KIND", "dlq"]
 
 
-def _row(letter: DeadLetter) -> dict[str, Any]:
+def _row(letter: DeadLetter) -> views.View:
     row = {k: getattr(letter, k) for k in letter.__struct_fields__}
     row["name"] = str(letter.seq)
     return row
 
 
-async def _load(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def _load(client: Client, name: str | None) -> list[views.View]:
     seq = _seq(name) if name else None
     return [_row(letter) for letter in await deadletters.dead_letters(client.bus, seq=seq)]
 
@@ -51,7 +54,7 @@ def _age(at: float) -> str:
     return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m" if seconds < 7200 else f"{seconds // 3600}h"
 
 
-def _rows(items: list[dict[str, Any]], wide: bool) -> tuple[list[str], list[list[str]]]:
+def _rows(items: list[views.View], wide: bool) -> tuple[list[str], list[list[str]]]:
     header = ["SEQ", "CONSUMER", "SUBJECT", "REASON", "ERROR", "STREAM/SEQ", "AGE"]
     if wide:
         header += ["DELIVERIES", "SIZE", "MSG-ID"]
@@ -70,8 +73,8 @@ def _rows(items: list[dict[str, Any]], wide: bool) -> tuple[list[str], list[list
 KIND = views.Kind("deadletters", "deadletter", _rows, _load, aliases=("dlq",))
 
 
-def _run(work: Any) -> Any:
-    async def run() -> Any:
+def _run(work: Callable[[Client], Awaitable[R]]) -> R:
+    async def run() -> R:
         client = await connect(resolve_endpoints(as_user=OPERATOR))  # replaying and purging are the operator's
         try:
             return await work(client)

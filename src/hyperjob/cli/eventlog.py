@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
 from hyperjob import events
 from hyperjob.api.quantity import format_quantity
+from hyperjob.bus.protocol import Bus
 from hyperjob.services.status_aggregator.domain import waiting_reason_code
 
 # What is read: the subjects whose messages say what happened to an object (not the bulky or
@@ -59,6 +60,16 @@ KINDS = {
 WARNING_PHASES = ("Failed", "Aborted", "Terminated")
 
 _DECODER = events.decoder(*events.ALL_MESSAGES)
+
+
+PodsMessage = events.PodsBound | events.PodsEvicted | events.PodsRejected
+
+
+class Stored(Protocol):
+    """A message as the log stores it (a ``Delivery``; tests use a stand-in)."""
+
+    @property
+    def data(self) -> bytes: ...
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -112,7 +123,7 @@ class _Fold:
         self.owners: dict[str, str] = {}  # child job → its HyperJob
         self.waiting: dict[str, str] = {}  # HyperJob → the waiting reason its last status gave
 
-    def of(self, message: Any, at: float) -> Iterator[Event]:
+    def of(self, message: events.Message, at: float) -> Iterator[Event]:
         handler = getattr(self, f"_{type(message).__name__}", None)
         if handler is not None:
             yield from handler(message, at)
@@ -217,7 +228,7 @@ class _Fold:
         why = ", ".join(sorted({p.reason for p in m.pods if p.reason})) or "rejected"
         yield self._pods(m, "Rejected", f"{len(m.pods)} pods rejected by {_nodes(m.pods)}: {why}", at, True)
 
-    def _pods(self, m: Any, reason: str, text: str, at: float, warning: bool) -> Event:
+    def _pods(self, m: PodsMessage, reason: str, text: str, at: float, warning: bool) -> Event:
         return _event("Job", m.job, reason, text, at, warning, cluster=m.cluster, hyperjob=self.owners.get(m.job, ""))
 
     def _JobPhaseChanged(self, m: events.JobPhaseChanged, at: float) -> Iterator[Event]:
@@ -256,7 +267,7 @@ def _nodes(pods: list[events.PodRef]) -> str:
     return f"nodes {shown}" if nodes else "no node"
 
 
-def derive(messages: Iterable[tuple[Any, float]]) -> list[Event]:
+def derive(messages: Iterable[tuple[events.Message, float]]) -> list[Event]:
     """The events of ``messages`` (each with the time it was stored, in stream order), repeats
     folded into one with a count, oldest first by last occurrence."""
     fold = _Fold()
@@ -290,7 +301,7 @@ def about(found: list[Event], target: str | None) -> list[Event]:
     ]
 
 
-def decoded(stored: Iterable[tuple[Any, float]]) -> Iterator[tuple[Any, float]]:
+def decoded(stored: Iterable[tuple[Stored, float]]) -> Iterator[tuple[events.Message, float]]:
     """(message, time) of each stored delivery that decodes; the rest is not an event."""
     for delivery, at in stored:
         message = decode(delivery.data)
@@ -298,23 +309,24 @@ def decoded(stored: Iterable[tuple[Any, float]]) -> Iterator[tuple[Any, float]]:
             yield message, at
 
 
-def decode(data: bytes) -> Any | None:
+def decode(data: bytes) -> events.Message | None:
     """The message stored as ``data``, or None when it is none of ours."""
     try:
-        return _DECODER.decode(data)
+        message: events.Message = _DECODER.decode(data)  # a decoder of our messages only
+        return message
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
 
 
-async def load(bus: Any) -> list[Event]:
+async def load(bus: Bus) -> list[Event]:
     """Every event the log holds."""
-    stored: list[tuple[Any, float]] = []
+    stored: list[tuple[Stored, float]] = []
     for subject in SUBJECTS:
         stored += await bus.stored(subject)
     return derive(decoded(stored))
 
 
-def item(event: Event, now: float) -> dict[str, Any]:
+def item(event: Event, now: float) -> dict[str, object]:
     """One event as ``get events`` lists it (``name`` is unique: ``-w`` prints it again when its
     count or last time changes)."""
     digest = hashlib.sha1(f"{event.kind}/{event.name}/{event.reason}/{event.message}".encode()).hexdigest()[:10]
@@ -332,7 +344,7 @@ def item(event: Event, now: float) -> dict[str, Any]:
     }
 
 
-def unfolded(messages: Iterable[tuple[Any, float]]) -> Iterator[tuple[Event, Any]]:
+def unfolded(messages: Iterable[tuple[events.Message, float]]) -> Iterator[tuple[Event, events.Message]]:
     """Each event of ``messages`` with the message it came from, in time order, repeats not folded
     (``hyperjob trace``: every step of a journey, and who took it)."""
     fold = _Fold()

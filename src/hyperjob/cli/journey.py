@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
+
+from hyperjob.bus.model import Delivery
+from hyperjob.bus.protocol import Bus
 
 from . import eventlog
 
@@ -35,7 +37,7 @@ def trace_id_of(headers: dict[str, str] | None) -> str:
     return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else ""
 
 
-def steps(stored: Iterable[tuple[Any, float]], hyperjob: str) -> list[Step]:
+def steps(stored: Iterable[tuple[Delivery, float]], hyperjob: str) -> list[Step]:
     """The steps of ``hyperjob`` among ``stored`` (deliveries with the time they were stored)."""
     decoded, traces = [], {}
     for delivery, at in stored:
@@ -64,8 +66,8 @@ def steps(stored: Iterable[tuple[Any, float]], hyperjob: str) -> list[Step]:
     return mine
 
 
-async def load(bus: Any, hyperjob: str) -> list[Step]:
-    stored: list[tuple[Any, float]] = []
+async def load(bus: Bus, hyperjob: str) -> list[Step]:
+    stored: list[tuple[Delivery, float]] = []
     for subject in eventlog.SUBJECTS:
         stored += await bus.stored(subject)
     return steps(stored, hyperjob)

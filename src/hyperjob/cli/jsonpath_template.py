@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# A JSON view (``views.View``) or any value inside one: the template walks whatever JSON holds.
+JSONValue = Any
 # A {...} group; quoted strings inside may hold braces.
 _GROUP = re.compile(r"""\{((?:[^{}"']|"(?:\\.|[^"\\])*"|'[^']*')*)\}""")
 
@@ -22,17 +24,20 @@ class TemplateError(ValueError):
 @dataclass
 class _Range:
     expression: str
-    body: list[Any] = field(default_factory=list)
+    body: list[_Node] = field(default_factory=list)
 
 
-def render(template: str, data: Any) -> str:
+_Node = str | tuple[str, str] | _Range  # text, ("expr", expression), a range
+
+
+def render(template: str, data: JSONValue) -> str:
     return "".join(_render(_parse(template), data))
 
 
-def _parse(template: str) -> list[Any]:
+def _parse(template: str) -> list[_Node]:
     """Text (str), expressions (``("expr", e)``) and ranges, nested."""
-    root: list[Any] = []
-    stack: list[list[Any]] = [root]
+    root: list[_Node] = []
+    stack: list[list[_Node]] = [root]
     position = 0
     for match in _GROUP.finditer(template):
         if match.start() > position:
@@ -57,7 +62,7 @@ def _parse(template: str) -> list[Any]:
     return root
 
 
-def _render(nodes: list[Any], current: Any) -> list[str]:
+def _render(nodes: list[_Node], current: JSONValue) -> list[str]:
     out: list[str] = []
     for node in nodes:
         if isinstance(node, str):
@@ -70,7 +75,7 @@ def _render(nodes: list[Any], current: Any) -> list[str]:
     return out
 
 
-def _values(expression: str, current: Any) -> list[Any]:
+def _values(expression: str, current: JSONValue) -> list[JSONValue]:
     if expression[:1] in ('"', "'"):
         return [expression[1:-1].encode().decode("unicode_escape")]
     if expression in ("@", "$"):
@@ -84,7 +89,7 @@ def _values(expression: str, current: Any) -> list[Any]:
         raise TemplateError(f"{expression!r}: {exc}") from None
 
 
-def _text(value: Any) -> str:
+def _text(value: JSONValue) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if value is None:

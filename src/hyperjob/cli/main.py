@@ -10,14 +10,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import click
+import msgspec
 import yaml
 from opentelemetry.trace import SpanKind
 
 from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
+from hyperjob.events.manifest import HyperJobAction
 
 from . import journey, jsonpath_template, manifests, preflight, views
 from .admin import admin
@@ -32,13 +34,15 @@ from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever
 from .users import user
 
+R = TypeVar("R")
+
 
 class HyperJobCommand(click.Group):
     """The root command. Every failure ends as one line on stderr and exit code 1, as kubectl's do:
     usage errors, invalid manifests, an unreachable system; never a traceback (set
     ``HYPERJOB_DEBUG=1`` to see one)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # click.Group.main's own signature, forwarded
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
@@ -106,8 +110,8 @@ def completion(shell: str) -> None:
     click.echo(completer(main, {}, "hyperjob", "_HYPERJOB_COMPLETE").source())
 
 
-def with_client(work: Callable[[Client], Awaitable[Any]]) -> Any:
-    async def run() -> Any:
+def with_client(work: Callable[[Client], Awaitable[R]]) -> R:
+    async def run() -> R:
         client = await connect()
         try:
             return await work(client)
@@ -194,9 +198,9 @@ def _up_detached(config_path: str | None, wait_timeout: float, options: list[str
     raise click.ClickException(f"not ready within {wait_timeout:g}s; see {home() / 'up.log'}")
 
 
-def _services_status() -> dict[str, Any]:
-    try:
-        return json.loads(services_file().read_text())  # type: ignore[no-any-return]
+def _services_status() -> dict[str, object]:
+    try:  # a file `hyperjob up` writes; anything but a JSON object reads as "not ready yet"
+        return msgspec.json.decode(services_file().read_bytes(), type=dict[str, object])
     except (OSError, ValueError):
         return {}
 
@@ -424,12 +428,12 @@ def get(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
-    def chosen(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def chosen(items: list[views.View]) -> list[views.View]:
         if shown.namespaced and not all_namespaces:
             items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
         return [i for i in items if match(i.get("labels", {}))]
 
-    async def load(client: Client | None) -> list[dict[str, Any]]:
+    async def load(client: Client | None) -> list[views.View]:
         if shown.read_local:
             return chosen(shown.read_local(name))
         assert client is not None and shown.load is not None
@@ -447,7 +451,7 @@ def get(
 
 def output_items(
     shown: views.Kind,
-    items: list[dict[str, Any]],
+    items: list[views.View],
     output: str,
     single: bool = False,
     no_headers: bool = False,
@@ -467,7 +471,7 @@ def output_items(
             raise click.UsageError(f"error parsing jsonpath: {exc}") from None
     elif output in ("json", "yaml"):
         objects = [_object(shown, i) for i in items]
-        data: Any = (
+        data: views.View = (
             objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
         )
         click.echo(_serialized(data, output))
@@ -485,18 +489,18 @@ def _output_format(value: str) -> str:
     raise click.BadParameter(f"{value!r}: one of {', '.join(OUTPUTS)} or jsonpath=TEMPLATE", param_hint="-o")
 
 
-def _object(shown: views.Kind, item: dict[str, Any]) -> dict[str, Any]:
+def _object(shown: views.Kind, item: views.View) -> views.View:
     return shown.manifest(item) if shown.manifest else _plain(item)
 
 
-def _serialized(data: Any, output: str) -> str:
+def _serialized(data: views.View, output: str) -> str:
     if output == "json":
         return json.dumps(data, indent=2, default=str)
     return yaml.safe_dump(data, sort_keys=False).rstrip()
 
 
 def _table(
-    shown: views.Kind, items: list[dict[str, Any]], wide: bool, all_namespaces: bool
+    shown: views.Kind, items: list[views.View], wide: bool, all_namespaces: bool
 ) -> tuple[list[str], list[list[str]]]:
     header, table = shown.rows(items, wide)
     if all_namespaces and shown.namespaced:
@@ -508,7 +512,7 @@ def _table(
 async def _watch_kind(
     client: Client,
     shown: views.Kind,
-    load: Callable[[Client], Awaitable[list[dict[str, Any]]]],
+    load: Callable[[Client], Awaitable[list[views.View]]],
     output: str,
     no_headers: bool,
     all_namespaces: bool,
@@ -546,11 +550,11 @@ async def _watch_kind(
         await asyncio.sleep(1.0)
 
 
-def _key(item: dict[str, Any]) -> tuple[str, ...]:
+def _key(item: views.View) -> tuple[str, ...]:
     return (item.get("namespace", ""), item.get("cluster", ""), item["name"])
 
 
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
+def _plain(item: views.View) -> views.View:
     return {k: v for k, v in item.items() if k != "manifest"}
 
 
@@ -562,7 +566,7 @@ def describe(kind: str, name: str, namespace: str) -> None:
     """Everything about one HyperJob (spec, status, children and where they run), Job, Queue, node,
     CronJob, JobFlow or JobTemplate, ending with its Events."""
 
-    async def work(client: Client) -> dict[str, Any] | None:
+    async def work(client: Client) -> views.View | None:
         return await views.describe(client, kind, name, namespace)
 
     described = with_client(work)
@@ -725,7 +729,7 @@ async def _watch(client: Client, name: str, timeout: float, namespace: str = api
     return "Timeout"
 
 
-def _status_line(item: dict[str, Any]) -> str:
+def _status_line(item: views.View) -> str:
     status = item["status"]
     counts = {
         k: sum(rj.get(k, 0) for rj in status.get("replicatedJobsStatus", []))
@@ -744,7 +748,7 @@ def _status_line(item: dict[str, Any]) -> str:
 FINISHED = ("Completed", "Failed", "Terminated")
 
 
-def _hyperjob_command(action: str) -> click.Command:
+def _hyperjob_command(action: HyperJobAction) -> click.Command:
     @click.command(name=action, help=f"{action.capitalize()} a HyperJob: act on every child job in every cluster.")
     @click.argument("name")
     @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
@@ -762,7 +766,7 @@ def _hyperjob_command(action: str) -> click.Command:
     return command
 
 
-def _command_refused(action: str, item: dict[str, Any]) -> str:
+def _command_refused(action: str, item: views.View) -> str:
     """Why ``action`` cannot act on this HyperJob now, or "" (the splitter decides everything else)."""
     if item["phase"] in FINISHED:
         return f"is {item['phase']}: a finished HyperJob takes no {action} (delete it and apply it again)"
@@ -773,5 +777,6 @@ def _command_refused(action: str, item: dict[str, Any]) -> str:
     return ""
 
 
-for _action in ("suspend", "resume", "restart", "abort"):
+_ACTIONS: tuple[HyperJobAction, ...] = ("suspend", "resume", "restart", "abort")
+for _action in _ACTIONS:
     main.add_command(_hyperjob_command(_action))

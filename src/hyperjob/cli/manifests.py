@@ -13,7 +13,6 @@ import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hyperjob import api
 from hyperjob.client import MAX_MANIFEST_BYTES, check_size
@@ -29,7 +28,7 @@ class Object:
     source: str
     kind: str
     name: str
-    document: dict[str, Any]
+    document: api.RawDocument
     error: str = ""
 
     @property
@@ -90,14 +89,14 @@ def objects(source: str, namespace: str | None = None) -> list[Object]:
     return [_check(source, document, namespace) for document in documents]
 
 
-def _check(source: str, document: dict[str, Any], namespace: str | None) -> Object:
+def _check(source: str, document: api.RawDocument, namespace: str | None) -> Object:
     document = api.without_server_fields(document)
     try:
         document = api.with_generated_name(document, _NAMES)  # as the API server does (generateName)
     except api.ManifestError as exc:
         return Object(source, str(document.get("kind") or "object"), "?", document, str(exc))
     written_metadata = document.get("metadata")
-    metadata: dict[str, Any] = written_metadata if isinstance(written_metadata, dict) else {}
+    metadata: api.RawDocument = written_metadata if isinstance(written_metadata, dict) else {}
     kind = str(document.get("kind") or "object")
     name = str(metadata.get("name") or "?")
     found = Object(source, kind, name, document)

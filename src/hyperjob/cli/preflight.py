@@ -10,6 +10,8 @@ in between is still reported per object.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from hyperjob import api, records
 from hyperjob.client import Client
 from hyperjob.services.splitter import domain
@@ -41,17 +43,25 @@ async def check(client: Client, objects: list[Object]) -> None:
             classes = {**classes, manifest.metadata.name: doc}
 
 
+class _StoredManifest(Protocol):
+    """A stored document that keeps the manifest it was applied with."""
+
+    @property
+    def manifest(self) -> dict[str, object]: ...
+
+
 async def outcome(client: Client, obj: Object) -> str:
     """What applying ``obj`` would report: created, configured or unchanged (as the splitter
     compares: the stored manifest against the new one, both as ``api.encode`` writes them)."""
     manifest = api.encode(api.decode(obj.document))
-    kind, doc_type = {
+    doc_types: dict[str, tuple[str, type[_StoredManifest]]] = {
         "Queue": (records.QUEUE, records.QueueDoc),
         "PriorityClass": (records.PRIORITY_CLASS, records.PriorityClassDoc),
         "CronJob": (records.CRONJOB, records.CronJobDoc),
         "JobFlow": (records.JOBFLOW, records.JobFlowDoc),
         "JobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
-    }.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
+    }
+    kind, doc_type = doc_types.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
     key = domain.owner_key(obj.kind, obj.namespace, obj.name) if kind == records.HYPERJOB else obj.name
     existing = await client.doc(kind, key, doc_type)
     if existing is None:

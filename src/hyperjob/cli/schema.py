@@ -24,7 +24,7 @@ CONTRACT_VERSION = "v2"
 SCHEMA_BASE = f"https://hyperjob.dev/schemas/{CONTRACT_VERSION}"
 
 # What a submitter sends or reads, with the subject it travels on.
-EVENTS: dict[str, tuple[type[Any], str]] = {
+EVENTS: dict[str, tuple[type[msgspec.Struct], str]] = {
     "ApplyManifest": (events.ApplyManifest, subjects.in_namespace(subjects.APPLY, "<namespace>")),
     "DeleteObject": (events.DeleteObject, subjects.in_namespace(subjects.DELETE, "<namespace>")),
     "CommandHyperJob": (events.CommandHyperJob, subjects.in_namespace(subjects.HYPERJOB_COMMAND, "<namespace>")),
@@ -36,24 +36,28 @@ EVENTS: dict[str, tuple[type[Any], str]] = {
 }
 
 
-def manifest_types() -> dict[str, type[Any]]:
+def manifest_types() -> dict[str, type[msgspec.Struct]]:
     """Each manifest kind by name; the conceptual HyperJob form is ``HyperJob.batch``."""
-    found: dict[str, type[Any]] = {}
+    found: dict[str, type[msgspec.Struct]] = {}
     for (api_version, kind), struct in MANIFEST_KINDS.items():
         name = kind if kind not in found else f"{kind}.{api_version.split('.')[0]}"
         found[name] = struct
     return found
 
 
-def types() -> dict[str, tuple[type[Any], str]]:
+def types() -> dict[str, tuple[type[msgspec.Struct], str]]:
     """Every type of the contract with what it is (a manifest kind or the subject of an event)."""
     described = {name: (struct, "manifest") for name, struct in manifest_types().items()}
     return {**described, **{name: (struct, f"event on {subject}") for name, (struct, subject) in EVENTS.items()}}
 
 
-def json_schema(name: str) -> dict[str, Any]:
+# A JSON Schema document: msgspec builds it, of whatever shape the type's schema has.
+Schema = dict[str, Any]
+
+
+def json_schema(name: str) -> Schema:
     struct, _ = types()[name]
-    schema: dict[str, Any] = msgspec.json.schema(struct, schema_hook=_any)
+    schema: Schema = msgspec.json.schema(struct, schema_hook=_any)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"{SCHEMA_BASE}/{name}.json",
@@ -62,7 +66,7 @@ def json_schema(name: str) -> dict[str, Any]:
     }
 
 
-def _any(type_: type[Any]) -> dict[str, Any]:
+def _any(type_: type) -> Schema:
     """Fields typed ``object`` (opaque values passed through, e.g. plugin arguments) accept anything."""
     if type_ is object:
         return {"description": "any JSON value"}

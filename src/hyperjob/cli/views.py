@@ -29,9 +29,12 @@ from .config import services_file
 
 TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed")
 HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
+# One object as `get` shows it: a JSON view built from stored documents (and a manifest as YAML
+# wrote it) for tables, -o json/yaml and jsonpath, so its values are whatever JSON holds.
+View = dict[str, Any]
 
 
-async def hyperjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def hyperjobs(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.HYPERJOB, records.HyperJobDoc)
     statuses = await client.docs(records.HYPERJOB_STATUS, records.HyperJobStatusDoc)
     items = []
@@ -68,7 +71,7 @@ def _waiting_reason(phase: str, doc: records.HyperJobDoc, status: records.HyperJ
     return doc.waiting_reason or (str(status.status.get("waitingReason", "")) if status else "")
 
 
-def hyperjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def hyperjob_manifest(item: View) -> View:
     status = {
         **item["status"],
         "phase": item["phase"],
@@ -80,7 +83,7 @@ def hyperjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
     return _manifest(item["manifest"], item["created"], status)
 
 
-def hyperjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def hyperjob_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for item in items:
         placement = item["status"].get("placement") or _planned(item["children"])
@@ -107,20 +110,20 @@ def hyperjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list
     return header, rows
 
 
-def _pod_counts(status: dict[str, Any]) -> dict[str, int]:
+def _pod_counts(status: View) -> dict[str, int]:
     return {
         k: sum(rj.get(k, 0) for rj in status.get("replicatedJobsStatus", []))
         for k in ("pending", "running", "succeeded", "failed")
     }
 
 
-def _queues(manifest: dict[str, Any]) -> str:
+def _queues(manifest: View) -> str:
     spec = manifest.get("spec", {})
     found = {rj.get("templateSpec", {}).get("queue", api.DEFAULT_QUEUE) for rj in spec.get("replicatedJobs", [])}
     return ",".join(sorted(found)) or spec.get("queue", api.DEFAULT_QUEUE)
 
 
-def _planned(children: list[dict[str, Any]]) -> dict[str, int]:
+def _planned(children: list[View]) -> dict[str, int]:
     placement: dict[str, int] = {}
     for child in children:
         if child.get("cluster"):
@@ -128,7 +131,7 @@ def _planned(children: list[dict[str, Any]]) -> dict[str, int]:
     return placement
 
 
-async def jobs(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def jobs(client: Client, name: str | None) -> list[View]:
     """Every Volcano Job in every cluster, and plain Jobs accepted but not on a cluster yet."""
     items = []
     owners = await child_owners(client)
@@ -196,7 +199,7 @@ async def child_owners(client: Client) -> dict[str, str]:
     return {ref.name: d.name for d in docs if not d.plain for ref in d.children}
 
 
-def _waiting_job(doc: records.HyperJobDoc) -> dict[str, Any]:
+def _waiting_job(doc: records.HyperJobDoc) -> View:
     """A plain Job the system accepted that no cluster runs yet (waiting for admission or placement)."""
     metadata, spec = doc.manifest.get("metadata", {}), doc.manifest.get("spec", {})
     replicas = sum(task.get("replicas", 1) for task in spec.get("tasks", []))
@@ -222,7 +225,7 @@ def _waiting_job(doc: records.HyperJobDoc) -> dict[str, Any]:
     }
 
 
-def job_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def job_manifest(item: View) -> View:
     status = {
         "state": {"phase": item["phase"]},
         "cluster": item["cluster"],
@@ -234,7 +237,7 @@ def job_manifest(item: dict[str, Any]) -> dict[str, Any]:
     return _manifest(item["manifest"], item["created"], status)
 
 
-def job_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def job_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         row = [
@@ -252,7 +255,7 @@ def job_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str]
     return header + (["QUEUE", "MINAVAILABLE", "AGE"] if wide else []) + ["WAITING"], rows
 
 
-async def pods(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def pods(client: Client, name: str | None) -> list[View]:
     items = []
     for cluster in await client.cluster_names():
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
@@ -275,7 +278,7 @@ async def pods(client: Client, name: str | None) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 
-def pod_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def pod_manifest(item: View) -> View:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -285,7 +288,7 @@ def pod_manifest(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def pod_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def pod_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         row = [i["name"], i["cluster"], i["phase"], str(i["restarts"]), i["node"] or "<none>"]
@@ -295,7 +298,7 @@ def pod_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str]
     return ["NAME", "CLUSTER", "STATUS", "RESTARTS", "NODE"] + (["JOB", "TASK"] if wide else []), rows
 
 
-async def podgroups(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def podgroups(client: Client, name: str | None) -> list[View]:
     """A podgroup per Volcano Job (named after it, as Volcano does), with its scheduler phase."""
     items = []
     for cluster in await client.cluster_names():
@@ -320,7 +323,7 @@ async def podgroups(client: Client, name: str | None) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
 
 
-def podgroup_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def podgroup_manifest(item: View) -> View:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -334,7 +337,7 @@ def podgroup_manifest(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def podgroup_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def podgroup_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         row = [i["name"], i["cluster"], i["phase"], str(i["minMember"]), i["queue"]]
@@ -344,7 +347,7 @@ def podgroup_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list
     return ["NAME", "CLUSTER", "STATUS", "MINMEMBER", "QUEUE"] + (["PRIORITYCLASS", "REASON"] if wide else []), rows
 
 
-async def priorityclasses(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def priorityclasses(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.PRIORITY_CLASS, records.PriorityClassDoc)
     return [
         {"name": n, "value": d.value, "globalDefault": d.global_default, "manifest": d.manifest, "created": 0.0}
@@ -353,11 +356,11 @@ async def priorityclasses(client: Client, name: str | None) -> list[dict[str, An
     ]
 
 
-def priorityclass_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def priorityclass_manifest(item: View) -> View:
     return {k: v for k, v in item["manifest"].items() if k != "status"}
 
 
-def priorityclass_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def priorityclass_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = [[i["name"], str(i["value"]), str(i["globalDefault"]).lower()] for i in items]
     if wide:
         for row, i in zip(rows, items, strict=True):
@@ -365,7 +368,7 @@ def priorityclass_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple
     return ["NAME", "VALUE", "GLOBAL-DEFAULT"] + (["PREEMPTIONPOLICY"] if wide else []), rows
 
 
-async def queues(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def queues(client: Client, name: str | None) -> list[View]:
     """Each queue with vcctl's columns: its podgroups by phase and its resources, per cluster and
     fleet-wide (allocated and deserved as each cluster's last scheduling session saw them)."""
     docs = await client.docs(records.QUEUE, records.QueueDoc)
@@ -405,7 +408,7 @@ def _sum(maps: list[dict[str, float]]) -> dict[str, float]:
     return total
 
 
-def queue_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def queue_manifest(item: View) -> View:
     status = {
         "state": item["state"],
         **item["podgroups"],
@@ -416,7 +419,7 @@ def queue_manifest(item: dict[str, Any]) -> dict[str, Any]:
     return _manifest(item["manifest"], item["created"], status)
 
 
-def queue_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def queue_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         groups = i["podgroups"]
@@ -443,7 +446,7 @@ def queue_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[st
 # -- the workflow-controller's kinds: CronJob, JobFlow, JobTemplate ------------------------------------
 
 
-async def cronjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def cronjobs(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.CRONJOB, records.CronJobDoc)
     items = []
     for n, doc in docs.items():
@@ -472,16 +475,16 @@ async def cronjobs(client: Client, name: str | None) -> list[dict[str, Any]]:
     return items
 
 
-def cronjob_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def cronjob_manifest(item: View) -> View:
     """Kubernetes' CronJob status: the active jobs, the last schedule and the last success."""
-    status: dict[str, Any] = {"active": [{"kind": "Job", "name": job} for job in item["active"]]}
+    status: View = {"active": [{"kind": "Job", "name": job} for job in item["active"]]}
     for key in ("lastScheduleTime", "lastSuccessfulTime"):
         if item[key] is not None:
             status[key] = _timestamp(item[key])
     return _manifest(item["manifest"], item["created"], status)
 
 
-def cronjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def cronjob_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         last = i["lastScheduleTime"]
@@ -501,7 +504,7 @@ def cronjob_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[
     return header + (["POLICY", "JOBS", "MESSAGE"] if wide else []), rows
 
 
-async def jobflows(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def jobflows(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.JOBFLOW, records.JobFlowDoc)
     items = []
     for n, doc in docs.items():
@@ -525,7 +528,7 @@ async def jobflows(client: Client, name: str | None) -> list[dict[str, Any]]:
     return items
 
 
-def jobflow_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def jobflow_manifest(item: View) -> View:
     """Volcano's JobFlow status: the state, the jobs by phase (``unKnowJobs`` as Volcano spells it)
     and one entry per job."""
     lists = {("unKnowJobs" if k == "unknownJobs" else k): v for k, v in item["status"].items()}
@@ -537,7 +540,7 @@ def jobflow_manifest(item: dict[str, Any]) -> dict[str, Any]:
     return _manifest(item["manifest"], item["created"], status)
 
 
-def jobflow_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def jobflow_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         row = [i["name"], i["phase"], _age(i["created"])]
@@ -548,15 +551,15 @@ def jobflow_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[
     return ["NAME", "STATUS", "AGE"] + (["PENDING/RUNNING/COMPLETED/FAILED", "MESSAGE"] if wide else []), rows
 
 
-async def jobtemplates(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def jobtemplates(client: Client, name: str | None) -> list[View]:
     return await _templates(client, name, "JobTemplate")
 
 
-async def hyperjobtemplates(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def hyperjobtemplates(client: Client, name: str | None) -> list[View]:
     return await _templates(client, name, "HyperJobTemplate")
 
 
-async def _templates(client: Client, name: str | None, kind: str) -> list[dict[str, Any]]:
+async def _templates(client: Client, name: str | None, kind: str) -> list[View]:
     """The templates of ``kind``: they share one table, as a flow names either by name alone."""
     docs = await client.docs(records.JOBTEMPLATE, records.JobTemplateDoc)
     flows = (await client.docs(records.JOBFLOW, records.JobFlowDoc)).values()
@@ -585,16 +588,16 @@ async def _templates(client: Client, name: str | None, kind: str) -> list[dict[s
     return items
 
 
-def jobtemplate_manifest(item: dict[str, Any]) -> dict[str, Any]:
+def jobtemplate_manifest(item: View) -> View:
     return _manifest(item["manifest"], item["created"], {"jobDependsOnList": item["jobDependsOnList"]})
 
 
-def jobtemplate_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def jobtemplate_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = [[i["name"], _age(i["created"])] + ([",".join(i["jobDependsOnList"]) or "-"] if wide else []) for i in items]
     return ["NAME", "AGE"] + (["JOBS"] if wide else []), rows
 
 
-def _made_jobs(jobs: dict[str, records.MadeJob]) -> dict[str, dict[str, Any]]:
+def _made_jobs(jobs: dict[str, records.MadeJob]) -> dict[str, View]:
     return {
         job: {"phase": made.phase or "Pending", "created": made.created, "scheduledAt": made.scheduled_at}
         for job, made in sorted(jobs.items())
@@ -606,9 +609,7 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-async def describe(
-    client: Client, kind_name: str, name: str, namespace: str = api.DEFAULT_NAMESPACE
-) -> dict[str, Any] | None:
+async def describe(client: Client, kind_name: str, name: str, namespace: str = api.DEFAULT_NAMESPACE) -> View | None:
     """Everything about one object, then its Events (as ``kubectl describe`` ends): a HyperJob
     with its child jobs, a CronJob or JobFlow with the jobs it made (as ``get jobs`` shows them),
     a Job, a Queue, a node, a JobTemplate."""
@@ -631,7 +632,7 @@ async def describe(
     return described
 
 
-def event_section(found: list[eventlog.Event], target: str) -> list[dict[str, Any]] | str:
+def event_section(found: list[eventlog.Event], target: str) -> list[View] | str:
     """``describe``'s Events, kubectl's columns (type, reason, age, object, message; ``<none>``)."""
     try:
         mine = eventlog.about(found, target)
@@ -651,7 +652,7 @@ def event_section(found: list[eventlog.Event], target: str) -> list[dict[str, An
     ]
 
 
-async def event_items(client: Client, target: str | None) -> list[dict[str, Any]]:
+async def event_items(client: Client, target: str | None) -> list[View]:
     """``get events [KIND/NAME]``: the events of the log, oldest first."""
     try:
         found = eventlog.about(await eventlog.load(client.bus), target)
@@ -661,7 +662,7 @@ async def event_items(client: Client, target: str | None) -> list[dict[str, Any]
     return [eventlog.item(e, now) for e in found]
 
 
-def event_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def event_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         # As kubectl: the count in -o wide (and describe), so that -w reprints a row when it recurs.
@@ -673,11 +674,11 @@ def event_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[st
     return header + (["CLUSTER", "FIRST SEEN", "COUNT"] if wide else []), rows
 
 
-def _spec_resources(values: dict[str, Any] | None) -> str:
+def _spec_resources(values: View | None) -> str:
     return ",".join(f"{k.split('/')[-1]}={v}" for k, v in (values or {}).items()) or "-"
 
 
-def _manifest(applied: dict[str, Any], created: float, status: dict[str, Any]) -> dict[str, Any]:
+def _manifest(applied: View, created: float, status: View) -> View:
     """The object as applied, with the server-set metadata and the status kubectl shows."""
     metadata = {**applied.get("metadata", {})}
     metadata.setdefault("namespace", "default")
@@ -697,7 +698,7 @@ def _timestamp(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def clusters(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def clusters(client: Client, name: str | None) -> list[View]:
     now = time.time()
     return [
         {
@@ -726,7 +727,7 @@ _ENVELOPE = (
 )
 
 
-def cluster_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def cluster_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = [
         [
             i["name"],
@@ -748,7 +749,7 @@ def cluster_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[
     return header + (["ALLOCATABLE", "LINKS GB/S"] if wide else []), rows
 
 
-async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:
+async def nodes(client: Client, name: str | None) -> list[View]:
     items = []
     for cluster in await client.cluster_names():
         usage = await client.store.nodes(cluster)
@@ -772,7 +773,7 @@ async def nodes(client: Client, name: str | None) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 
-def node_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def node_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         row = [
@@ -804,7 +805,7 @@ def _age(created: float) -> str:
     return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m" if seconds < 7200 else f"{seconds // 3600}h"
 
 
-def services(name: str | None) -> list[dict[str, Any]]:
+def services(name: str | None) -> list[View]:
     """What ``hyperjob up`` supervises in this HYPERJOB_HOME (read from its status file)."""
     try:
         status = json.loads(services_file().read_text())
@@ -818,7 +819,7 @@ def services(name: str | None) -> list[dict[str, Any]]:
     ]
 
 
-def _metrics_url(service: dict[str, Any], dashboard: str) -> str:
+def _metrics_url(service: View, dashboard: str) -> str:
     """Where a service serves ``/metrics`` (``/healthz``, ``/readyz`` beside it): what its liveness
     file says (``servicekit.health`` listens on a free port under ``up``), the dashboard's own URL."""
     if service["name"] == "dashboard":
@@ -832,7 +833,7 @@ def _metrics_url(service: dict[str, Any], dashboard: str) -> str:
     return f"{base}/metrics" if base else ""
 
 
-def service_rows(items: list[dict[str, Any]], wide: bool = False) -> tuple[list[str], list[list[str]]]:
+def service_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
         exited = "-" if i["lastExit"] is None else str(i["lastExit"])
@@ -851,10 +852,10 @@ class Kind:
 
     plural: str
     singular: str
-    rows: Callable[[list[dict[str, Any]], bool], tuple[list[str], list[list[str]]]]
-    load: Callable[[Client, str | None], Awaitable[list[dict[str, Any]]]] | None = None
-    read_local: Callable[[str | None], list[dict[str, Any]]] | None = None
-    manifest: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    rows: Callable[[list[View], bool], tuple[list[str], list[list[str]]]]
+    load: Callable[[Client, str | None], Awaitable[list[View]]] | None = None
+    read_local: Callable[[str | None], list[View]] | None = None
+    manifest: Callable[[View], View] | None = None
     namespaced: bool = False
     aliases: tuple[str, ...] = ()
 

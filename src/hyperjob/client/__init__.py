@@ -14,18 +14,30 @@ from __future__ import annotations
 import asyncio
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
 from hyperjob import api, events
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.events import subjects
+from hyperjob.events.manifest import HyperJobAction
 from hyperjob.events.subjects import STREAMS
 from hyperjob.store.redis_store import RedisStore
 
 Answer = events.RequestAccepted | events.RequestRejected
 ANSWERS = events.decoder(events.RequestAccepted, events.RequestRejected)
+Manifest = api.RawDocument  # as a client sends it: parsed YAML/JSON, which the splitter checks
+T = TypeVar("T")
+
+
+class Envelope(TypedDict):
+    """The envelope fields every request carries."""
+
+    event_id: str
+    occurred_at: float
+    producer: str
+
 
 # NATS refuses a message larger than its max_payload (1 MiB by default); a manifest is checked
 # against this before anything is sent, with room left for the event's envelope.
@@ -37,12 +49,12 @@ class ClientError(Exception):
     """The system could not be reached or did not answer; the message is one line for a person."""
 
 
-def manifest_size(manifest: dict[str, Any]) -> int:
+def manifest_size(manifest: Manifest) -> int:
     """Bytes the manifest takes on the wire (JSON, as the event carries it)."""
     return len(msgspec.json.encode(manifest))
 
 
-def check_size(manifest: dict[str, Any]) -> None:
+def check_size(manifest: Manifest) -> None:
     """Raise ``api.ManifestError`` when the manifest is too large to send."""
     size = manifest_size(manifest)
     if size > MAX_MANIFEST_BYTES:
@@ -95,14 +107,15 @@ class Client:
         while time.monotonic() < deadline:
             answer = await self.bus.last(subjects.result(message.event_id))
             if answer is not None:
-                return ANSWERS.decode(answer.data)  # type: ignore[no-any-return]
+                decoded: Answer = ANSWERS.decode(answer.data)  # a decoder of exactly the Answer types
+                return decoded
             await asyncio.sleep(0.05)
         raise ClientError(f"no answer within {timeout:g}s: is the splitter running (hyperjob get services)?")
 
-    def _envelope(self) -> dict[str, Any]:
+    def _envelope(self) -> Envelope:
         return {"event_id": events.new_request_id(), "occurred_at": time.time(), "producer": self.producer}
 
-    async def apply(self, manifest: dict[str, Any]) -> Answer:
+    async def apply(self, manifest: Manifest) -> Answer:
         """Create or update one object, on its namespace's subject (``default`` when it names none).
         Server-set metadata is dropped first, as kubectl does."""
         manifest = api.without_server_fields(manifest)
@@ -116,17 +129,17 @@ class Client:
         message = events.DeleteObject(**self._envelope(), kind=kind, name=name)
         return await self.request(_subject(subjects.DELETE, kind, namespace), message)
 
-    async def command(self, name: str, action: str, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
+    async def command(self, name: str, action: HyperJobAction, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
         """suspend, resume, restart or abort a HyperJob."""
-        message = events.CommandHyperJob(**self._envelope(), name=name, action=action)  # type: ignore[arg-type]
+        message = events.CommandHyperJob(**self._envelope(), name=name, action=action)
         return await self.request(subjects.in_namespace(subjects.HYPERJOB_COMMAND, namespace), message)
 
     # -- reads -------------------------------------------------------------------------------------
 
-    async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
+    async def docs(self, kind: str, type_: type[T]) -> dict[str, T]:
         return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}
 
-    async def doc(self, kind: str, name: str, type_: type[Any]) -> Any | None:
+    async def doc(self, kind: str, name: str, type_: type[T]) -> T | None:
         stored = await self.store.get(kind, name)
         return stored.decode(type_) if stored is not None else None
 
@@ -165,7 +178,8 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
+    """``value`` as JSON-ready builtins, of whatever shape the value has (Any: a JSON view)."""
     return msgspec.to_builtins(value)
 
 

@@ -11,6 +11,7 @@ Xid keeps a GPU unhealthy for that long (it normally needs a GPU reset, which re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -21,6 +22,11 @@ from hyperjob.events.telemetry import GpuDevice, GpuLinks, NvLink, XidEvent
 # V100/A100/H100 NVLink2-4 50 per link, B200 NVLink5 100 per link.
 NVLINK_GB_PER_S = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0}
 DEFAULT_MAX_LINKS = 18
+
+# pynvml (or a test's stand-in) carries no type information: the module, its device handles and
+# event sets, and what its queries return are untyped here, the edge where NVML's answers enter.
+Nvml = Any
+NvmlValue = Any
 
 
 class NvmlReading(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,14 +39,13 @@ class NvmlReading(msgspec.Struct, frozen=True, kw_only=True):
 class NvmlReader:
     """One node's NVML session. Not thread-safe; one reader per agent process."""
 
-    def __init__(self, module: Any = None, xid_hold: float = 300.0) -> None:
-        # pynvml (or a test's stand-in) carries no type information: the reader is that edge.
-        self._nvml: Any = module
+    def __init__(self, module: Nvml = None, xid_hold: float = 300.0) -> None:
+        self._nvml: Nvml = module
         self.xid_hold = xid_hold
         self.available = False
         self.why_not = ""
-        self._handles: list[Any] = []
-        self._events: Any = None
+        self._handles: list[NvmlValue] = []
+        self._events: NvmlValue = None
         self._xids: dict[int, list[XidEvent]] = {}
 
     def open(self) -> bool:
@@ -84,7 +89,7 @@ class NvmlReader:
 
     # -- per device ---------------------------------------------------------------------------
 
-    def _device(self, index: int, handle: Any) -> GpuDevice:
+    def _device(self, index: int, handle: NvmlValue) -> GpuDevice:
         nvml = self._nvml
         memory = _try(nvml.nvmlDeviceGetMemoryInfo, handle)
         utilization = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
@@ -103,7 +108,7 @@ class NvmlReader:
             xid_events=list(self._xids.get(index, [])),
         )
 
-    def _links(self, handle: Any) -> list[NvLink]:
+    def _links(self, handle: NvmlValue) -> list[NvLink]:
         """Every link NVML answers for; the first link it refuses ends the list (no more links)."""
         nvml = self._nvml
         links = []
@@ -125,7 +130,7 @@ class NvmlReader:
 
     # -- Xid events ---------------------------------------------------------------------------
 
-    def _register_xid_events(self) -> Any:
+    def _register_xid_events(self) -> NvmlValue:
         nvml = self._nvml
         events = _try(nvml.nvmlEventSetCreate)
         if events is None:
@@ -144,20 +149,20 @@ class NvmlReader:
         for index, seen in list(self._xids.items()):
             self._xids[index] = [x for x in seen if now - x.at <= self.xid_hold]
 
-    def _index_of(self, device: Any) -> int | None:
+    def _index_of(self, device: NvmlValue) -> int | None:
         for index, handle in enumerate(self._handles):
             if handle == device:
                 return index
         return None
 
 
-def _import_pynvml() -> Any:
+def _import_pynvml() -> Nvml:
     import pynvml  # type: ignore[import-untyped]  # noqa: PLC0415 - imported only when a real agent starts
 
     return pynvml
 
 
-def _try(call: Any, *args: Any) -> Any:
+def _try(call: Callable[..., NvmlValue], *args: object) -> NvmlValue:
     """``call(*args)``, or ``None`` when NVML says the query is unsupported, timed out or failed."""
     try:
         return call(*args)
@@ -165,16 +170,16 @@ def _try(call: Any, *args: Any) -> Any:
         return None
 
 
-def _ecc(nvml: Any, handle: Any, error_type: Any) -> int | None:
+def _ecc(nvml: Nvml, handle: NvmlValue, error_type: int) -> int | None:
     value = _try(nvml.nvmlDeviceGetTotalEccErrors, handle, error_type, nvml.NVML_VOLATILE_ECC)
     return int(value) if value is not None else None
 
 
-def _float(value: Any) -> float | None:
+def _float(value: NvmlValue) -> float | None:
     return float(value) if value is not None else None
 
 
-def _text(value: Any) -> str | None:
+def _text(value: NvmlValue) -> str | None:
     """Older pynvml versions return bytes."""
     if isinstance(value, bytes):
         return value.decode(errors="replace")

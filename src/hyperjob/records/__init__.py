@@ -31,6 +31,10 @@ import msgspec
 
 from hyperjob import events
 
+# A manifest or a status as a JSON object: stored as its writer encoded it and decoded into the
+# typed structs (``api.decode``, ``msgspec.convert``) where it is read, so its values stay Any here.
+JSONObject = dict[str, Any]
+
 QUEUE = "queue"
 PRIORITY_CLASS = "priorityclass"
 HYPERJOB = "hyperjob"
@@ -72,13 +76,13 @@ def queue_usage_kind(cluster: str) -> str:
 
 
 class QueueDoc(msgspec.Struct, frozen=True, kw_only=True):
-    manifest: dict[str, Any]
+    manifest: JSONObject
     state: str = "Open"
     created: float = 0.0
 
 
 class PriorityClassDoc(msgspec.Struct, frozen=True, kw_only=True):
-    manifest: dict[str, Any]
+    manifest: JSONObject
     value: int
     global_default: bool = False
 
@@ -94,7 +98,7 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     name: str
-    manifest: dict[str, Any]
+    manifest: JSONObject
     generation: int = 1
     created: float = 0.0
     plain: bool = False
@@ -143,7 +147,7 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     plain: bool = False
     replicated_job: str = ""
     clusters: list[str] = []
-    job: dict[str, Any] = {}
+    job: JSONObject = {}
     template_hash: str = ""
     state: PlacementState = "Waiting"
     cluster: str = ""
@@ -175,7 +179,7 @@ class ChildInfo(msgspec.Struct, frozen=True, kw_only=True):
 class BarePodGroupDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A PodGroup applied on its own (no Job): scheduled like any, with no pods."""
 
-    manifest: dict[str, Any]
+    manifest: JSONObject
     uid: str
     created: float = 0.0
 
@@ -218,9 +222,9 @@ class HyperJobStatusDoc(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     phase: str
-    status: dict[str, Any]
+    status: JSONObject
     updated_at: float = 0.0
-    children: dict[str, dict[str, Any]] = {}
+    children: dict[str, JSONObject] = {}
 
 
 # -- workflow-controller --------------------------------------------------------------------------
@@ -240,7 +244,7 @@ class MadeJob(msgspec.Struct, frozen=True, kw_only=True):
 class CronJobDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A CronJob as applied, and what ``jobcore.cronjob`` remembers (Kubernetes' status fields)."""
 
-    manifest: dict[str, Any]
+    manifest: JSONObject
     created: float
     last_schedule_time: float | None = None
     last_successful_time: float | None = None
@@ -253,15 +257,15 @@ class CronJobDoc(msgspec.Struct, frozen=True, kw_only=True):
 class JobFlowDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A JobFlow as applied, its phase and status (``jobcore.jobflow``) and the Jobs it made."""
 
-    manifest: dict[str, Any]
+    manifest: JSONObject
     created: float
     phase: str = "Pending"
-    status: dict[str, Any] = {}
+    status: JSONObject = {}
     jobs: dict[str, MadeJob] = {}
     refused: dict[str, str] = {}  # job → why the splitter refused it; not asked again until re-applied
     message: str = ""
 
 
 class JobTemplateDoc(msgspec.Struct, frozen=True, kw_only=True):
-    manifest: dict[str, Any]
+    manifest: JSONObject
     created: float

@@ -9,6 +9,9 @@ from typing import Any
 
 import msgspec
 
+# A plugin line's ``arguments`` as the YAML gave them; each plugin's ``Args`` decodes them strictly.
+Arguments = dict[str, Any]
+
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
 # Every switch of Volcano's PluginOption, with its exact spelling. Those without a hook here
 # (best node, target job, sub-jobs, hypernode gradients...) are accepted and have no effect.
@@ -49,7 +52,7 @@ class PluginConf(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     switches: dict[str, bool] = {}
-    arguments: dict[str, Any] = {}  # as the YAML gave them
+    arguments: Arguments = {}
     args: msgspec.Struct | None = None  # decoded to the plugin's Args
 
     def enabled(self, switch: str | None) -> bool:

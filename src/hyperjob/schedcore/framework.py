@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -19,7 +19,7 @@ from .errors import ConfError
 from .status import NodeRejection, Status
 
 if TYPE_CHECKING:
-    from .confspec import PluginConf
+    from .confspec import Arguments, PluginConf
     from .nodes import NodeTable
     from .resources import ResourceSpace
     from .state import JobState, QueueState, TaskState
@@ -80,7 +80,7 @@ class Plugin(Generic[ArgsT]):
         self.ssn: SessionView
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
+    def decode_args(cls, arguments: Arguments, path: str) -> msgspec.Struct:
         """Decode the conf's ``arguments`` strictly; unknown keys and bad values name the argument."""
         try:
             return msgspec.convert(arguments, cls.Args, strict=False)

@@ -9,7 +9,8 @@ podgroup phases carry over.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import msgspec
 
@@ -18,7 +19,12 @@ from hyperjob.api.pod import Taint, Toleration
 from hyperjob.api.quantity import parse_quantity
 from hyperjob.api.queue import QueueAffinity
 
-from .model import Decision, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
+from .model import Decision, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
+
+Quantity = str | int | float  # "16Gi", 4, 0.5: what parse_quantity reads
+# A builder's keyword fields, handed to the model struct's constructor, which checks their types.
+Fields = dict[str, Any]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 _ALIASES = {
     "mem": "memory",
@@ -28,20 +34,20 @@ _ALIASES = {
 }
 
 
-def res(**kw: Any) -> dict[str, float]:
+def res(**kw: Quantity) -> dict[str, float]:
     """``res(cpu=1, mem="1Gi", gpu=2)`` -> a base-unit resource list."""
     return {_ALIASES.get(k, k.replace("_", ".")): parse_quantity(v) for k, v in kw.items()}
 
 
 class NodeBuilder:
     def __init__(self, name: str) -> None:
-        self.kw: dict[str, Any] = {"name": name, "allocatable": {"cpu": 0.0, "memory": 0.0}, "labels": {}, "taints": []}
+        self.kw: Fields = {"name": name, "allocatable": {"cpu": 0.0, "memory": 0.0}, "labels": {}, "taints": []}
 
-    def cpu(self, v: Any) -> NodeBuilder:
+    def cpu(self, v: Quantity) -> NodeBuilder:
         self.kw["allocatable"]["cpu"] = parse_quantity(v)
         return self
 
-    def mem(self, v: Any) -> NodeBuilder:
+    def mem(self, v: Quantity) -> NodeBuilder:
         self.kw["allocatable"]["memory"] = parse_quantity(v)
         return self
 
@@ -53,7 +59,7 @@ class NodeBuilder:
         self.kw["allocatable"]["pods"] = float(v)
         return self
 
-    def res(self, **kw: Any) -> NodeBuilder:
+    def res(self, **kw: Quantity) -> NodeBuilder:
         self.kw["allocatable"].update(res(**kw))
         return self
 
@@ -69,8 +75,8 @@ class NodeBuilder:
         self.kw["labels"][f"topology.hyperjob.io/tier{n}"] = value
         return self
 
-    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
-        self.kw["taints"].append(Taint(key=key, value=value, effect=effect))  # type: ignore[arg-type]
+    def taint(self, key: str, value: str = "", effect: TaintEffect = "NoSchedule") -> NodeBuilder:
+        self.kw["taints"].append(Taint(key=key, value=value, effect=effect))
         return self
 
     def cordon(self) -> NodeBuilder:
@@ -87,21 +93,21 @@ class NodeBuilder:
 
 class QueueBuilder:
     def __init__(self, name: str) -> None:
-        self.kw: dict[str, Any] = {"name": name}
+        self.kw: Fields = {"name": name}
 
     def weight(self, w: float) -> QueueBuilder:
         self.kw["weight"] = w
         return self
 
-    def capability(self, **kw: Any) -> QueueBuilder:
+    def capability(self, **kw: Quantity) -> QueueBuilder:
         self.kw["capability"] = res(**kw)
         return self
 
-    def deserved(self, **kw: Any) -> QueueBuilder:
+    def deserved(self, **kw: Quantity) -> QueueBuilder:
         self.kw["deserved"] = res(**kw)
         return self
 
-    def guarantee(self, **kw: Any) -> QueueBuilder:
+    def guarantee(self, **kw: Quantity) -> QueueBuilder:
         self.kw["guarantee"] = res(**kw)
         return self
 
@@ -123,10 +129,10 @@ class QueueBuilder:
 
     def nodegroups(
         self,
-        required: list[str] = (),  # type: ignore[assignment]
-        preferred: list[str] = (),  # type: ignore[assignment]
-        anti_required: list[str] = (),  # type: ignore[assignment]
-        anti_preferred: list[str] = (),  # type: ignore[assignment]
+        required: Sequence[str] = (),
+        preferred: Sequence[str] = (),
+        anti_required: Sequence[str] = (),
+        anti_preferred: Sequence[str] = (),
     ) -> QueueBuilder:
         """The queue's ``spec.affinity`` node groups (the ``nodegroup`` plugin)."""
         self.kw["affinity"] = msgspec.convert(
@@ -154,7 +160,7 @@ class QueueBuilder:
 
 class JobBuilder:
     def __init__(self, name: str, queue: str = "default") -> None:
-        self.kw: dict[str, Any] = {"name": name, "queue": queue, "phase": "Inqueue"}
+        self.kw: Fields = {"name": name, "queue": queue, "phase": "Inqueue"}
         self.task_list: list[TaskInfo] = []
 
     def min(self, n: int) -> JobBuilder:
@@ -165,7 +171,7 @@ class JobBuilder:
         self.kw["min_task_member"] = kw
         return self
 
-    def min_resources(self, **kw: Any) -> JobBuilder:
+    def min_resources(self, **kw: Quantity) -> JobBuilder:
         self.kw["min_resources"] = res(**kw)
         return self
 
@@ -181,12 +187,17 @@ class JobBuilder:
         self.kw["created"] = t
         return self
 
-    def topology(self, mode: str = "hard", tier: int | None = None) -> JobBuilder:
-        self.kw["network_topology"] = NetworkTopology(mode=mode, highest_tier_allowed=tier)  # type: ignore[arg-type]
+    def topology(self, mode: Literal["hard", "soft"] = "hard", tier: int | None = None) -> JobBuilder:
+        self.kw["network_topology"] = NetworkTopology(mode=mode, highest_tier_allowed=tier)
         return self
 
     def tasks(
-        self, n: int, role: str = "task", status: str = "Pending", nodes: list[str] | None = None, **kw: Any
+        self,
+        n: int,
+        role: str = "task",
+        status: TaskStatus = "Pending",
+        nodes: list[str] | None = None,
+        **kw: Any,  # resources (quantities) or TaskInfo fields, which TaskInfo checks
     ) -> JobBuilder:
         """Add ``n`` pods ``<job>-<role>-<i>``; ``kw`` are resources or TaskInfo fields."""
         fields = {k: kw.pop(k) for k in list(kw) if k in TaskInfo.__struct_fields__}
@@ -202,14 +213,14 @@ class JobBuilder:
                     role=role,
                     index=i,
                     request=res(**kw),
-                    status=status,  # type: ignore[arg-type]  # a test's word; TaskInfo checks it on decode only
+                    status=status,
                     node=node,
                     **fields,
                 )
             )
         return self
 
-    def running(self, nodes: list[str], role: str = "task", **kw: Any) -> JobBuilder:
+    def running(self, nodes: list[str], role: str = "task", **kw: Any) -> JobBuilder:  # kw: as ``tasks``
         return self.tasks(len(nodes), role=role, status="Running", nodes=nodes, **kw)
 
     def build(self) -> JobInfo:
@@ -230,13 +241,18 @@ def job(name: str, queue: str = "default") -> JobBuilder:
     return JobBuilder(name, queue)
 
 
-def _built(x: Any) -> Any:
-    return x.build() if hasattr(x, "build") else x
-
-
-def snapshot(nodes: list[Any], queues: list[Any], jobs: list[Any], now: float = 0.0) -> Snapshot:
+def snapshot(
+    nodes: Sequence[NodeBuilder | NodeInfo],
+    queues: Sequence[QueueBuilder | QueueInfo],
+    jobs: Sequence[JobBuilder | JobInfo],
+    now: float = 0.0,
+) -> Snapshot:
+    """A snapshot of built structs; builders are built here."""
     return Snapshot(
-        nodes=[_built(n) for n in nodes], queues=[_built(q) for q in queues], jobs=[_built(j) for j in jobs], now=now
+        nodes=[n.build() if isinstance(n, NodeBuilder) else n for n in nodes],
+        queues=[q.build() if isinstance(q, QueueBuilder) else q for q in queues],
+        jobs=[j.build() if isinstance(j, JobBuilder) else j for j in jobs],
+        now=now,
     )
 
 

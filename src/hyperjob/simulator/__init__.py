@@ -29,11 +29,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import structlog
 
-from . import chaos
+from . import chaos, output
 from .chaos import Violation
 from .engine import Engine
 from .errors import ScenarioError
@@ -44,7 +43,7 @@ from .table import render_table
 __all__ = ["ScenarioError", "Violation", "render_table", "run", "run_chaos", "to_json"]
 
 
-def run(text: str) -> dict[str, Any]:
+def run(text: str) -> output.Result:
     """Run a scenario given as YAML text; the result object of scenario-format.md ("Output").
 
     Raises ``ScenarioError`` (exit 2) when the file itself is wrong; everything that happens to

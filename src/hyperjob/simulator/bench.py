@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 import msgspec
 import yaml
+
+from hyperjob import api
 
 from .engine import Engine
 from .scenario import load
@@ -35,11 +36,11 @@ class SimulateBench(msgspec.Struct, frozen=True, kw_only=True):
     pods_finished: int
 
 
-def scenario(nodes: int, pods: int, duration: float, clusters: int = 2, seed: int = 0) -> dict[str, Any]:
+def scenario(nodes: int, pods: int, duration: float, clusters: int = 2, seed: int = 0) -> api.RawDocument:
     """The generated Scenario document."""
     rng = random.Random(seed)
     per_cluster = [nodes // clusters + (1 if i < nodes % clusters else 0) for i in range(clusters)]
-    spec: dict[str, Any] = {
+    spec: api.RawDocument = {
         "clusters": [
             {"name": f"c{i}", "nodes": [{"name": f"c{i}-n", "count": n, "allocatable": NODE}]}
             for i, n in enumerate(per_cluster)
@@ -94,7 +95,7 @@ def run(nodes: int, pods: int, duration: float, clusters: int = 2, seed: int = 0
     )
 
 
-def _queue(name: str, weight: int) -> dict[str, Any]:
+def _queue(name: str, weight: int) -> api.RawDocument:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
@@ -103,7 +104,7 @@ def _queue(name: str, weight: int) -> dict[str, Any]:
     }
 
 
-def _tasks(size: int, runtime: str) -> list[dict[str, Any]]:
+def _tasks(size: int, runtime: str) -> list[api.RawDocument]:
     return [
         {
             "name": "worker",
@@ -125,7 +126,7 @@ def _tasks(size: int, runtime: str) -> list[dict[str, Any]]:
     ]
 
 
-def _job(index: int, size: int, queue: str, runtime: str) -> dict[str, Any]:
+def _job(index: int, size: int, queue: str, runtime: str) -> api.RawDocument:
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -134,7 +135,7 @@ def _job(index: int, size: int, queue: str, runtime: str) -> dict[str, Any]:
     }
 
 
-def _hyperjob(index: int, size: int, queue: str, runtime: str) -> dict[str, Any]:
+def _hyperjob(index: int, size: int, queue: str, runtime: str) -> api.RawDocument:
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "HyperJob",

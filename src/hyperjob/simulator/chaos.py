@@ -36,16 +36,20 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from hyperjob import events
 from hyperjob.bus import H_ERROR, H_ORIGINAL_SUBJECT, InstanceCrash, Member
 
+from . import output
+
 if TYPE_CHECKING:
     from .engine import Engine
+    from .scenario import Scenario
 
 _DECODER = events.decoder(
     events.PodsBound, events.PodsEvicted, events.PodPhasesReported, events.DispatchChild, events.GangControl
@@ -156,7 +160,7 @@ class Chaos:
 
     # -- faults --------------------------------------------------------------------------------
 
-    def fault_point(self, instance: str) -> Any:
+    def fault_point(self, instance: str) -> Callable[[str], None]:
         def fault(point: str) -> None:
             if self.rng.random() < self.rates.crash:
                 self._note(f"crash {point}", f"{instance} crashes {point}")
@@ -236,7 +240,7 @@ class Chaos:
                     )
                     return
 
-    def compare(self, baseline: dict[str, Any], result: dict[str, Any], engine_time: float, steps: int) -> None:
+    def compare(self, baseline: output.Result, result: output.Result, engine_time: float, steps: int) -> None:
         """Every Job and HyperJob the scenario created ends in the phase it ends in without chaos.
         (A HyperJob's children are its own business: whether a child was dispatched before a
         suspend, say, depends on the interleaving; the HyperJob's phase says how it ended.)"""
@@ -254,11 +258,11 @@ class Chaos:
                     )
 
 
-def _phases(objects: list[dict[str, Any]]) -> dict[str, str]:
+def _phases(objects: Sequence[output.JobRow | output.HyperJobRow]) -> dict[str, str]:
     return {o["name"]: o["phase"] for o in objects}
 
 
-def _plain_jobs(result: dict[str, Any]) -> dict[str, str]:
+def _plain_jobs(result: output.Result) -> dict[str, str]:
     return _phases([j for j in result["jobs"] if not j.get("hyperJob")])
 
 
@@ -267,7 +271,7 @@ class ChaosRun:
     """One chaos run that held: its result and what was injected."""
 
     seed: int
-    result: dict[str, Any]
+    result: output.Result
     steps: int
     injected: Counter[str]
 
@@ -276,7 +280,7 @@ class ChaosRun:
         return f"chaos seed {self.seed}: {self.steps} steps, {faults}; every invariant held"
 
 
-def run(scenario: Any, seed: int, baseline: dict[str, Any], rates: Rates = Rates()) -> ChaosRun:
+def run(scenario: Scenario, seed: int, baseline: output.Result, rates: Rates = Rates()) -> ChaosRun:
     """Run ``scenario`` under chaos ``seed`` and compare its end with ``baseline`` (the run without
     chaos). Raises ``Violation`` at the first invariant broken."""
     from .engine import Engine

@@ -16,16 +16,17 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from hyperjob import api, events
-from hyperjob.bus import InMemoryBus, InstanceCrash, Member
+from hyperjob.bus import Bus, InMemoryBus, InstanceCrash, Member
 from hyperjob.events import subjects
 from hyperjob.events.subjects import STREAMS
 from hyperjob.servicekit import Runtime
 from hyperjob.store import InMemoryStore
 
-from . import observe
+from . import observe, output
 from .fleet import InstancePlan, plan_instances
 from .scenario import Scenario, TimedEvent
-from .timing import Agenda, SimClock, SimTimers
+from .schema import Command
+from .timing import Agenda, SimClock, SimTimers, Work
 
 if TYPE_CHECKING:  # chaos drives the engine: it imports this module
     from .chaos import Chaos
@@ -92,7 +93,7 @@ class Engine:
             member.paused = plan.cluster in self.down
         self._members_changed()
 
-    def bus_for(self, plan: InstancePlan) -> Any:
+    def bus_for(self, plan: InstancePlan) -> Bus:
         """The bus an instance talks to: the fleet's (a test may put a view in between)."""
         return self.bus
 
@@ -119,7 +120,7 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------------
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> output.Result:
         # The fleet boots one period before the scenario starts: nodes and clusters have reported,
         # and the scenario's queues and priority classes exist, when its first event happens.
         self.clock.time = -self.scenario.period
@@ -175,7 +176,7 @@ class Engine:
             self.agenda.ran(due, now)
             await self._run(due.instance, due.work)
 
-    async def _run(self, who: str, work: Any) -> None:
+    async def _run(self, who: str, work: Work) -> None:
         instance = who.split("/", 1)[0]
         try:
             await work()
@@ -275,7 +276,7 @@ class Engine:
         elif event.kind == "command":
             self._command(body, tag)
 
-    def _named(self, manifest: Any, tag: str) -> Any:
+    def _named(self, manifest: api.RawDocument, tag: str) -> api.RawDocument:
         """A manifest with ``generateName`` named as the API server would, the same on every run; one
         whose prefix is unusable goes as written (and is rejected for it)."""
         try:
@@ -283,7 +284,7 @@ class Engine:
         except api.ManifestError:
             return manifest
 
-    def _command(self, body: Any, tag: str) -> None:
+    def _command(self, body: Command, tag: str) -> None:
         if body.kind == "HyperJob":
             self.publish(subjects.HYPERJOB_COMMAND, events.CommandHyperJob, tag, name=body.name, action=body.action)
         else:
@@ -292,7 +293,13 @@ class Engine:
                 subjects.OBJECT_COMMAND, events.CommandObject, tag, kind=body.kind, name=body.name, action=action
             )
 
-    def publish(self, subject: str, message_type: type, tag: str, **fields: Any) -> None:
+    def publish(
+        self,
+        subject: str,
+        message_type: type[events.Message],
+        tag: str,
+        **fields: Any,  # the message's own fields, checked by its constructor
+    ) -> None:
         message = message_type(
             event_id=events.derive_id(self.scenario.name, tag),
             occurred_at=self.clock.now(),

@@ -33,6 +33,8 @@ from hyperjob.services.workflow_controller import config as wc_config
 
 from .scenario import ClusterSpec, Scenario
 
+# Each service's ``app.build(settings, runtime)``: the services' Settings and apps are types of
+# their own (one per service, no common base), so a table of all of them holds them as Any.
 Build = Callable[[Any, Any], Awaitable[Any]]
 
 
@@ -41,7 +43,7 @@ class InstancePlan(msgspec.Struct, frozen=True, kw_only=True):
 
     service: str
     name: str
-    settings: Any
+    settings: Any  # the service's own Settings struct (see ``Build``)
     cluster: str = ""
 
     @property

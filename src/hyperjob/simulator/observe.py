@@ -7,8 +7,6 @@ cluster-scheduler published, a ``JobPhaseChanged`` one a job-controller publishe
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from hyperjob import api, events, jobcore, records
@@ -16,6 +14,7 @@ from hyperjob.jobcore import model as jm
 from hyperjob.store import InMemoryStore
 
 from . import output
+from .timing import SimClock
 
 TIMELINE_TYPES = (
     events.PodsBound,
@@ -35,9 +34,9 @@ QUIET_PREFIXES = ("heartbeat.", "capacity.", "telemetry.")
 class Timeline:
     """Listens to every message stored on the bus and keeps the scenario's events."""
 
-    def __init__(self, clock: Any) -> None:
+    def __init__(self, clock: SimClock) -> None:
         self.clock = clock
-        self.events: list[dict[str, Any]] = []
+        self.events: list[output.EventRow] = []
         self.last_activity = 0.0
         self._hyperjob_phase: dict[str, str] = {}
 
@@ -54,8 +53,18 @@ class Timeline:
             return  # poison is the services' to dead-letter; the timeline records only what it can read
         self._record(message)
 
-    def emit(self, type_: str, obj: str, **fields: Any) -> None:
-        self.events.append(output.event(self.clock.now(), type_, obj, **fields))
+    def emit(
+        self,
+        type_: str,
+        obj: str,
+        *,
+        cluster: str | None = None,
+        node: str | None = None,
+        reason: str = "",
+        phase: str = "",
+    ) -> None:
+        event = output.event(self.clock.now(), type_, obj, cluster=cluster, node=node, reason=reason, phase=phase)
+        self.events.append(event)
         self.last_activity = self.clock.now()
 
     def _record(self, m: events.Message) -> None:
@@ -89,12 +98,10 @@ class Timeline:
 # -- the result, from the services' documents --------------------------------------------------------
 
 
-async def result(
-    name: str, end: float, store: InMemoryStore, clusters: list[str], timeline: Timeline
-) -> dict[str, Any]:
-    jobs: list[dict[str, Any]] = []
-    pods: list[dict[str, Any]] = []
-    groups: list[dict[str, Any]] = []
+async def result(name: str, end: float, store: InMemoryStore, clusters: list[str], timeline: Timeline) -> output.Result:
+    jobs: list[output.JobRow] = []
+    pods: list[output.PodRow] = []
+    groups: list[output.PodGroupRow] = []
     # Where the global-scheduler runs each job now: a copy left on a cluster it failed over from
     # (that cluster is down, and removes it when it returns) is not shown.
     placed = {n: d.decode(records.PlacementDoc) for n, d in (await store.list(records.PLACEMENT)).items()}
@@ -137,7 +144,7 @@ async def result(
     )
 
 
-def _pod(pod: jm.PodRecord, cluster: str, moves: int) -> dict[str, Any]:
+def _pod(pod: jm.PodRecord, cluster: str, moves: int) -> output.PodRow:
     phase = "Running" if pod.phase == "Terminating" else pod.phase
     node = pod.node if phase != "Pending" else None
     return {
@@ -154,7 +161,7 @@ def _pod(pod: jm.PodRecord, cluster: str, moves: int) -> dict[str, Any]:
     }
 
 
-def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
+def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDoc | None) -> output.PodGroupRow:
     pg = jobcore.derive_podgroup(record)
     current = phase.phase if phase is not None and phase.incarnation == f"{record.uid}/{record.version}" else "Pending"
     return {
@@ -167,7 +174,7 @@ def _podgroup(record: jm.JobRecord, cluster: str, phase: records.PodGroupPhaseDo
     }
 
 
-def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPhaseDoc | None) -> dict[str, Any]:
+def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPhaseDoc | None) -> output.PodGroupRow:
     pg = api.decode(doc.manifest)
     assert isinstance(pg, api.PodGroup)
     resources = api.quantity.parse_resource_list(pg.spec.min_resources or {})
@@ -182,10 +189,10 @@ def _bare(doc: records.BarePodGroupDoc, cluster: str, phase: records.PodGroupPha
     }
 
 
-async def _undispatched(store: InMemoryStore, known: set[str]) -> list[dict[str, Any]]:
+async def _undispatched(store: InMemoryStore, known: set[str]) -> list[output.JobRow]:
     """Accepted jobs no cluster has yet: plain Jobs waiting for admission or a cluster, children
     waiting for room."""
-    out = []
+    out: list[output.JobRow] = []
     for name, doc in (await store.list(records.HYPERJOB)).items():
         hj = doc.decode(records.HyperJobDoc)
         if hj.plain and hj.manifest.get("kind") == "Job" and name not in known:
@@ -199,15 +206,15 @@ async def _undispatched(store: InMemoryStore, known: set[str]) -> list[dict[str,
     return out
 
 
-async def _hyperjobs(store: InMemoryStore) -> list[dict[str, Any]]:
-    out = []
+async def _hyperjobs(store: InMemoryStore) -> list[output.HyperJobRow]:
+    out: list[output.HyperJobRow] = []
     statuses = {n: d.decode(records.HyperJobStatusDoc) for n, d in (await store.list(records.HYPERJOB_STATUS)).items()}
     for name, doc in (await store.list(records.HYPERJOB)).items():
         if doc.decode(records.HyperJobDoc).plain:
             continue
         status = statuses.get(name)
         body = status.status if status is not None else {}
-        conditions = [
+        conditions: list[output.Condition] = [
             {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason", "")}
             for c in body.get("conditions", [])
         ]
@@ -223,14 +230,14 @@ async def _hyperjobs(store: InMemoryStore) -> list[dict[str, Any]]:
     return out
 
 
-async def _queues(store: InMemoryStore, clusters: list[str]) -> list[dict[str, Any]]:
+async def _queues(store: InMemoryStore, clusters: list[str]) -> list[output.QueueRow]:
     docs = {n: d.decode(records.QueueDoc) for n, d in (await store.list(records.QUEUE)).items()}
     states = {api.DEFAULT_QUEUE: "Open", **{n: d.state for n, d in docs.items()}}
     for doc in docs.values():  # a hierarchy's root (and any parent not declared) exists implicitly
         parent = str(doc.manifest.get("spec", {}).get("parent") or "")
         for implicit in (parent, "root") if parent else ():
             states.setdefault(implicit, "Open")
-    out = []
+    out: list[output.QueueRow] = []
     for cluster in clusters:
         usage = {
             n: d.decode(records.QueueUsageDoc) for n, d in (await store.list(records.queue_usage_kind(cluster))).items()

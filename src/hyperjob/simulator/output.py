@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict, TypeVar
 
 EVENT_TYPES = (
     "PodBound",
@@ -28,6 +28,86 @@ EVENT_TYPES = (
 )
 HIDDEN_RESOURCES = frozenset({"pods"})  # every pod requests one slot; printing it adds noise, not facts
 
+Resources = dict[str, float | int]
+
+# The result's objects, one TypedDict each, with the contract's (camelCase) keys in its order.
+
+
+class EventRow(TypedDict):
+    time: float | None
+    type: str
+    object: str
+    cluster: str | None
+    node: str | None
+    reason: str
+    phase: str
+
+
+class PodRow(TypedDict):
+    name: str
+    job: str
+    task: str
+    index: int
+    cluster: str
+    node: str | None
+    phase: str
+    startedAt: float | None
+    finishedAt: float | None
+    restarts: int
+
+
+class PodGroupRow(TypedDict):
+    name: str
+    cluster: str
+    queue: str
+    phase: str
+    minMember: int
+    minResources: Resources
+
+
+class JobRow(TypedDict):
+    name: str
+    hyperJob: str | None
+    cluster: str | None
+    phase: str
+    retryCount: int
+
+
+class Condition(TypedDict):
+    type: str | None  # None: the status's condition left it out
+    status: str | None
+    reason: str
+
+
+class HyperJobRow(TypedDict):
+    name: str
+    phase: str
+    splitCount: int
+    placement: dict[str, int]  # cluster -> children placed there
+    conditions: list[Condition]
+
+
+class QueueRow(TypedDict):
+    name: str
+    cluster: str
+    state: str
+    allocated: Resources
+    deserved: Resources
+
+
+class Result(TypedDict):
+    scenario: str
+    time: float | None
+    pods: list[PodRow]
+    podGroups: list[PodGroupRow]
+    jobs: list[JobRow]
+    hyperJobs: list[HyperJobRow]
+    queues: list[QueueRow]
+    events: list[EventRow]
+
+
+Row = TypeVar("Row", PodRow, PodGroupRow, JobRow, HyperJobRow, QueueRow)
+
 
 def number(name: str, amount: float) -> float | int:
     """A quantity in base units as printed: cpu in (fractional) cores, the rest integral when whole."""
@@ -41,7 +121,7 @@ def number(name: str, amount: float) -> float | int:
     return round(amount, 9)
 
 
-def resources(values: Mapping[str, float] | None, always: tuple[str, ...] = ("cpu",)) -> dict[str, float | int]:
+def resources(values: Mapping[str, float] | None, always: tuple[str, ...] = ("cpu",)) -> Resources:
     """A resource map for output: sorted keys, ``always`` keys present, zero entries and pods dropped."""
     values = values or {}
     keys = sorted({*always, *(k for k, v in values.items() if v and k not in HIDDEN_RESOURCES)})
@@ -61,7 +141,7 @@ def event(
     node: str | None = None,
     reason: str = "",
     phase: str = "",
-) -> dict[str, Any]:
+) -> EventRow:
     """One timeline entry; ``phase`` is the new phase for ``*PhaseChanged``, "" otherwise."""
     assert type_ in EVENT_TYPES, type_
     return {
@@ -79,13 +159,13 @@ def result(
     name: str,
     time: float,
     *,
-    pods: list[dict[str, Any]],
-    pod_groups: list[dict[str, Any]],
-    jobs: list[dict[str, Any]],
-    hyperjobs: list[dict[str, Any]],
-    queues: list[dict[str, Any]],
-    events: list[dict[str, Any]],
-) -> dict[str, Any]:
+    pods: list[PodRow],
+    pod_groups: list[PodGroupRow],
+    jobs: list[JobRow],
+    hyperjobs: list[HyperJobRow],
+    queues: list[QueueRow],
+    events: list[EventRow],
+) -> Result:
     """The whole result in the contract's key order, every list sorted as the contract says."""
     return {
         "scenario": name,
@@ -99,10 +179,10 @@ def result(
     }
 
 
-def _by_name(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _by_name(items: list[Row]) -> list[Row]:
     return sorted(items, key=lambda i: (i["name"], i.get("cluster") or ""))
 
 
-def to_json(result_: dict[str, Any]) -> str:
+def to_json(result_: Result) -> str:
     """Deterministic JSON text of a result (2-space indent, keys in the contract's order)."""
     return json.dumps(result_, indent=2, ensure_ascii=False, allow_nan=False)

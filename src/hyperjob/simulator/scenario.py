@@ -18,7 +18,16 @@ from hyperjob.api.quantity import QuantityError, parse_quantity
 from hyperjob.schedcore.plugins import numaaware
 
 from .errors import ScenarioError
-from .schema import EVENT_FIELDS, ClusterEntry, EventEntry, NumaEntry, ScenarioFile
+from .schema import (
+    EVENT_FIELDS,
+    ClusterEntry,
+    DurationText,
+    EventEntry,
+    NumaEntry,
+    QuantityValue,
+    ScenarioFile,
+    ScenarioSpec,
+)
 
 DEFAULT_PODS = 110.0
 COMMAND_ACTIONS = {
@@ -58,7 +67,7 @@ class TimedEvent(msgspec.Struct, frozen=True, kw_only=True):
     at: float
     seq: int
     kind: str
-    body: Any
+    body: Any  # the YAML key's entry: a manifest as written or one of ``schema``'s structs
 
 
 class Scenario(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +114,7 @@ def load(text: str) -> Scenario:
     )
 
 
-def _yaml(text: str) -> Any:
+def _yaml(text: str) -> Any:  # YAML as parsed, before ``ScenarioFile`` checks it
     try:
         # libyaml's loader when present: same safe subset, ten times faster on trace-sized files.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -147,14 +156,14 @@ def _plain(path: str) -> str:
     return path[2:] if path.startswith("$.") else path
 
 
-def _duration(value: Any, path: str) -> float:
+def _duration(value: DurationText, path: str) -> float:
     try:
         return api.parse_duration(value)
     except api.DurationError:
         raise ScenarioError(path, f"not a duration ({value!r}; expected e.g. 30, 500ms, 10s, 5m, 2h)") from None
 
 
-def _resources(raw: dict[str, Any], path: str) -> api.ResourceList:
+def _resources(raw: dict[str, QuantityValue], path: str) -> api.ResourceList:
     result: api.ResourceList = {}
     for name, value in raw.items():
         try:
@@ -244,7 +253,7 @@ def _camel(field: str) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
-def _queue(document: Any, path: str) -> api.Queue:
+def _queue(document: api.RawDocument, path: str) -> api.Queue:
     try:
         manifest = api.decode(document)
     except api.ManifestError as exc:
@@ -255,7 +264,7 @@ def _queue(document: Any, path: str) -> api.Queue:
     return manifest
 
 
-def _queues(documents: list[Any]) -> list[api.Queue]:
+def _queues(documents: list[api.RawDocument]) -> list[api.Queue]:
     queues = [_queue(q, f"spec.queues[{i}]") for i, q in enumerate(documents)]
     names = [q.metadata.name for q in queues]
     _unique(names, "spec.queues", "queue")
@@ -266,7 +275,7 @@ def _queues(documents: list[Any]) -> list[api.Queue]:
     return queues
 
 
-def _priority_classes(spec: Any) -> list[api.PriorityClass]:
+def _priority_classes(spec: ScenarioSpec) -> list[api.PriorityClass]:
     classes = []
     for i, p in enumerate(spec.priority_classes):
         try:

@@ -7,12 +7,13 @@ width detection, so the text is as deterministic as the JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hyperjob.api.quantity import format_quantity
 
+from .output import PodRow, Result
 
-def render_table(result: Mapping[str, Any]) -> str:
+
+def render_table(result: Result) -> str:
     """Render a result of ``simulator.run`` as text tables."""
     parts = [f"scenario {result['scenario']} at t={_time(result['time'])}", ""]
     parts += _section("JOBS", ("KIND", "NAME", "CLUSTER", "PHASE", "DETAIL"), _job_rows(result))
@@ -31,7 +32,7 @@ def _section(title: str, header: Sequence[str], rows: list[tuple[str, ...]]) -> 
     return [*lines, ""]
 
 
-def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def _job_rows(result: Result) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for hj in result.get("hyperJobs", []):
         placement = ", ".join(f"{c}={n}" for c, n in hj["placement"].items()) or "-"
@@ -45,7 +46,7 @@ def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
                 f"children={hj['splitCount']} placement: {placement}{conditions}",
             )
         )
-    pods_by_job: dict[str, list[Mapping[str, Any]]] = {}
+    pods_by_job: dict[str, list[PodRow]] = {}
     for pod in result.get("pods", []):
         pods_by_job.setdefault(pod["job"], []).append(pod)
     for job in result.get("jobs", []):
@@ -61,14 +62,14 @@ def _job_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-def _queue_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def _queue_rows(result: Result) -> list[tuple[str, ...]]:
     return [
         (q["name"], q["cluster"], q["state"], _resources(q["allocated"]), _resources(q["deserved"]))
         for q in result.get("queues", [])
     ]
 
 
-def _event_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def _event_rows(result: Result) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for e in result.get("events", []):
         where = "/".join(p for p in (e["cluster"], e["node"]) if p) or "-"
@@ -76,7 +77,7 @@ def _event_rows(result: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-def _resources(values: Mapping[str, Any]) -> str:
+def _resources(values: Mapping[str, float]) -> str:
     # Kubernetes notation (256Gi, 500m) reads better than base units for a person.
     return ", ".join(f"{k}={format_quantity(k, float(v))}" for k, v in values.items()) or "-"
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ..state import JobState, TaskState
 from ..statement import Statement
 from ..status import unschedulable
 
 if TYPE_CHECKING:
     from ..session import Session
+
+_V = TypeVar("_V")
 
 
 def backfill(ssn: Session) -> None:
@@ -43,23 +46,23 @@ def backfill(ssn: Session) -> None:
                 stmt.commit()
 
 
-class _Key:
+class _Key(Generic[_V]):
     __slots__ = ("ssn", "v")
 
-    def __init__(self, ssn: Session, v: object) -> None:
+    def __init__(self, ssn: Session, v: _V) -> None:
         self.ssn, self.v = ssn, v
 
 
-class _QueueKey(_Key):
+class _QueueKey(_Key[str]):
     def __lt__(self, other: _QueueKey) -> bool:
-        return self.ssn.queue_before(self.ssn.queues[self.v], self.ssn.queues[other.v])  # type: ignore[index]
+        return self.ssn.queue_before(self.ssn.queues[self.v], self.ssn.queues[other.v])
 
 
-class _JobKey(_Key):
+class _JobKey(_Key[JobState]):
     def __lt__(self, other: _JobKey) -> bool:
-        return self.ssn.job_before(self.v, other.v)  # type: ignore[arg-type]
+        return self.ssn.job_before(self.v, other.v)
 
 
-class _TaskKey(_Key):
+class _TaskKey(_Key[TaskState]):
     def __lt__(self, other: _TaskKey) -> bool:
-        return self.ssn.task_before(self.v, other.v)  # type: ignore[arg-type]
+        return self.ssn.task_before(self.v, other.v)

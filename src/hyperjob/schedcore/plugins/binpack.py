@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import numpy as np
 
+from ..confspec import Arguments
 from ..errors import ConfError
 from ..framework import Plugin, SessionView
 from ..state import TaskState
@@ -27,7 +26,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
     Args = BinpackArgs
 
     @classmethod
-    def decode_args(cls, arguments: dict[str, Any], path: str) -> msgspec.Struct:
+    def decode_args(cls, arguments: Arguments, path: str) -> msgspec.Struct:
         # ``binpack.resources.<name>`` keys are open-ended, so they are split off first.
         extra = {k[len(_PREFIX) :]: v for k, v in arguments.items() if k.startswith(_PREFIX)}
         base = {k: v for k, v in arguments.items() if not k.startswith(_PREFIX)}

@@ -67,6 +67,10 @@ class FragScorer(Plugin[ArgsT]):
     shapes: frag.Shapes | None
     every_device = True  # a shared-GPU pod is tried on each device, else on its best-fit one
 
+    def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
+        """Each subclass's own score of ``rows`` (every subclass is a Score plugin)."""
+        raise NotImplementedError
+
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
@@ -209,7 +213,7 @@ class FragScorer(Plugin[ArgsT]):
         )
         value = self._scores.get(key)
         if value is None:
-            value = self._scores[key] = float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+            value = self._scores[key] = float(self.score(task, np.array([row]))[0])
         return value
 
 

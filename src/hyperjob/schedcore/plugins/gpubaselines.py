@@ -51,6 +51,10 @@ def is_shared(task: TaskState) -> bool:
 class GpuScorer(Plugin[ArgsT]):
     """Base: node views in the artifact's terms."""
 
+    def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
+        """Each baseline's own score of ``rows`` (every baseline is a Score plugin)."""
+        raise NotImplementedError
+
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
         self.nodes = ssn.nodes
@@ -64,7 +68,7 @@ class GpuScorer(Plugin[ArgsT]):
         return dev
 
     def score_one(self, task: TaskState, row: int) -> float:
-        return float(self.score(task, np.array([row]))[0])  # type: ignore[attr-defined]
+        return float(self.score(task, np.array([row]))[0])
 
 
 class RandomArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

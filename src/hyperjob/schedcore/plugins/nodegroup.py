@@ -126,7 +126,8 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
         return cached
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
-        return self._queue_scores(task)[rows]  # type: ignore[no-any-return]
+        scores: np.ndarray = self._queue_scores(task)[rows]
+        return scores
 
     def score_one(self, task: TaskState, row: int) -> float:
         return float(self._queue_scores(task)[row])

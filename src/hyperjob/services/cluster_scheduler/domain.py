@@ -12,8 +12,8 @@ taint, and pods of single-pod jobs the fabric taint.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
-from typing import TypeGuard, get_args
+from collections.abc import Collection, Iterable, Mapping
+from typing import Final, TypeGuard, TypeVar, get_args, overload
 
 import msgspec
 
@@ -72,6 +72,10 @@ class NodeView(msgspec.Struct, kw_only=True):
         return taints
 
 
+_T = TypeVar("_T")
+_MISSING: Final = object()
+
+
 class Bookings(dict[str, Binding]):
     """pod → its binding, with what the bindings take on each node kept up to date as they change
     (the capacity summary reads it every period; summing every binding each time would cost as
@@ -98,8 +102,17 @@ class Bookings(dict[str, Binding]):
         self._account(old, -1.0)
         self.revision += 1
 
-    def pop(self, pod: str, default: Binding | None = None) -> Binding | None:  # type: ignore[override]
+    # dict.pop's own overloads, so that a Bookings is still a dict to its readers.
+    @overload
+    def pop(self, pod: str, /) -> Binding: ...
+    @overload
+    def pop(self, pod: str, default: Binding, /) -> Binding: ...
+    @overload
+    def pop(self, pod: str, default: _T, /) -> Binding | _T: ...
+    def pop(self, pod: str, default: object = _MISSING, /) -> object:
         if pod not in self:
+            if default is _MISSING:
+                raise KeyError(pod)
             return default
         binding = self[pod]
         del self[pod]
@@ -481,10 +494,10 @@ def _admission_failure(state: ClusterView, node: str, request: Mapping[str, floa
     return ""
 
 
-def used_by_node(*bindings: object) -> dict[str, dict[str, float]]:
+def used_by_node(*bindings: Iterable[Binding]) -> dict[str, dict[str, float]]:
     used: dict[str, dict[str, float]] = {}
     for group in bindings:
-        for b in group:  # type: ignore[attr-defined]
+        for b in group:
             slot = used.setdefault(b.node, {})
             for r, a in b.request.items():
                 slot[r] = slot.get(r, 0.0) + a

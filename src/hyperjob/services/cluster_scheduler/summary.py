@@ -48,7 +48,7 @@ def summarize(
     nodes: list[NodeRoom],
     node_count: int,
     links: Mapping[str, float] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fields of mixed types, checked by the event's constructor
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
     (nodes alike counted once, times their number), so its cost follows how varied the cluster

@@ -30,10 +30,14 @@ class Outcome(msgspec.Struct, kw_only=True):
     timers: list[jm.StartTimer | jm.CancelTimer] = []
 
 
-def run(record: jm.JobRecord, todo: list[Any], now: float, initial: list[Any] | None = None) -> Outcome:
+# ``events.JobState`` keyword fields (plain data: hashed as JSON first), checked by its constructor.
+StateFields = dict[str, Any]
+
+
+def run(record: jm.JobRecord, todo: list[jm.JobEvent], now: float, initial: list[jm.Effect] | None = None) -> Outcome:
     """Decide every event in order, following up on deletions of pods that are on no node."""
     outcome = Outcome(record=record)
-    work: deque[Any] = deque(todo)
+    work: deque[jm.JobEvent] = deque(todo)
     for effect in initial or []:
         work.extend(_carry_out(outcome, effect))
     while work:
@@ -43,9 +47,9 @@ def run(record: jm.JobRecord, todo: list[Any], now: float, initial: list[Any] | 
     return outcome
 
 
-def _carry_out(outcome: Outcome, effect: Any) -> list[Any]:
+def _carry_out(outcome: Outcome, effect: jm.Effect) -> list[jm.JobEvent]:
     if isinstance(effect, jm.DeletePods):
-        followups = []
+        followups: list[jm.JobEvent] = []
         for name in effect.names:
             pod = outcome.record.pods.get(name)
             if pod is None:
@@ -133,7 +137,7 @@ def split_plan(name: str, world: events.World) -> fleetcore.SplitPlan:
 # -- what the cluster-scheduler sees of a job ------------------------------------------------------
 
 
-def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str) -> list[dict[str, Any]]:
+def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str) -> list[StateFields]:
     """The job's scheduling state as ``JobState`` fields, split into parts of at most
     ``events.PART_SIZE`` pods (task order, then index). A job without pods has one part."""
     order = {t.name: i for i, t in enumerate(record.spec.tasks)}
@@ -179,7 +183,7 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
     ]
 
 
-def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> dict[str, Any]:
+def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> StateFields:
     """The ``JobState`` of a PodGroup applied on its own: its podgroup, no pods."""
     pg = api.decode_stored(doc.manifest)
     assert isinstance(pg, api.PodGroup)

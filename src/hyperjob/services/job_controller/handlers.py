@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 
@@ -24,6 +23,8 @@ from hyperjob.telemetry.spans import decision
 
 from . import domain
 from .config import Settings
+
+Made = jm.JobEvent | list[jm.JobEvent | None] | None  # what a message means for a job: one event, several, none
 
 ADMITTED_PHASES = ("Inqueue", "Running", "Unknown", "Completed")
 
@@ -147,7 +148,7 @@ class JobController:
     # -- the scheduler's news ----------------------------------------------------------------------
 
     def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> Reaction | None:
-        def event(record: jm.JobRecord) -> Any:
+        def event(record: jm.JobRecord) -> jm.JobEvent | None:
             if (msg.job_uid, msg.job_version) != (record.uid, record.version):
                 return None  # about another incarnation of the job or its podgroup
             if msg.phase == "Unknown":
@@ -280,7 +281,7 @@ class JobController:
 
     # -- the shared pipeline -----------------------------------------------------------------------
 
-    def _feed(self, cause: events.Message | str, job: str, make: Callable[[jm.JobRecord], Any]) -> Reaction | None:
+    def _feed(self, cause: events.Message | str, job: str, make: Callable[[jm.JobRecord], Made]) -> Reaction | None:
         """Decide the events ``make`` gives for ``job`` (one, a list, or None) and apply them."""
         record = self.jobs.get(job)
         if record is None:
@@ -424,7 +425,7 @@ class JobController:
             out.append((fields["part"], message, _digest(message)))
         return out
 
-    def _state(self, job: str, fields: dict[str, Any], version: object) -> events.JobState:
+    def _state(self, job: str, fields: domain.StateFields, version: object) -> events.JobState:
         """A part's message; its id names the job's incarnation and record version, so a state
         that returns to an earlier content is still a new message."""
         body = msgspec.json.encode(fields)

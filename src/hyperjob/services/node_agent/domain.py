@@ -62,9 +62,10 @@ def stop(pods: dict[str, RunningPod], name: str) -> list[Report]:
 def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
     """Finish every simulated pod whose time has come, in a stable order."""
     reports = []
-    for name in sorted(n for n, p in pods.items() if p.finishes_at is not None and p.finishes_at <= now):
-        pod = pods[name]
-        duration = pod.finishes_at - pod.started_at  # type: ignore[operator]
+    due = {n: p.finishes_at for n, p in pods.items() if p.finishes_at is not None and p.finishes_at <= now}
+    for name in sorted(due):
+        pod = pods[name]  # each exit changes only its own pod: this is still the one found due
+        duration = due[name] - pod.started_at
         reports += exited(pods, name, pod.uid, pod.exit_code, now, next_duration=duration)
     return reports
 

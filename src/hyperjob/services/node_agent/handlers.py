@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
+from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
 from hyperjob.hwprobe.simfleet import Fault
 from hyperjob.servicekit import Reaction, Runtime
 
@@ -163,12 +164,16 @@ class NodeAgent:
 
     def judge(self, readings: list[Reading]) -> bool:
         """Each node's health from its latest readings; True when any verdict changed."""
-        by_node: dict[str, dict[str, Reading]] = {}
+        gpus: dict[str, GpuTelemetry] = {}
+        fabrics: dict[str, FabricTelemetry] = {}
         for reading in readings:
-            by_node.setdefault(reading.node, {})[type(reading).__name__] = reading
+            if isinstance(reading, GpuTelemetry):
+                gpus[reading.node] = reading
+            else:
+                fabrics[reading.node] = reading
         changed = False
-        for node, kinds in by_node.items():
-            health = hwprobe.node_health(kinds.get("GpuTelemetry"), kinds.get("FabricTelemetry"))  # type: ignore[arg-type]
+        for node in dict.fromkeys(r.node for r in readings):
+            health = hwprobe.node_health(gpus.get(node), fabrics.get(node))
             if health != self.health.get(node, hwprobe.NodeHealth()):
                 self.rt.log.info("node_health_changed", cluster=self.cluster, node=node, reasons=health.reasons)
                 changed = True

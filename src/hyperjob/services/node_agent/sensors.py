@@ -39,7 +39,11 @@ class Sensors(Protocol):
     def inject(self, fault: Fault, now: float) -> bool: ...
 
 
-def _messages(cluster: str, node: str, now: float, gpu: dict[str, Any], fabric: dict[str, Any]) -> list[Reading]:
+# A reading's own fields, as a probe gives them: checked by the telemetry struct they are built into.
+Fields = dict[str, Any]
+
+
+def _messages(cluster: str, node: str, now: float, gpu: Fields, fabric: Fields) -> list[Reading]:
     stamp = f"{cluster}/{node}/{now:.3f}"
     return [
         GpuTelemetry(

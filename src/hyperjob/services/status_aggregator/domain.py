@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import msgspec
 from msgspec.structs import replace
 
@@ -125,7 +127,7 @@ def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     # over. Children's news and the owner's commands travel on different streams, so a child that a
     # suspend aborted may be heard of before the suspend itself: its condition must not stick.
     phases = {child.name: child.phase for child in children}
-    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(_unsettled(spec, doc), phases)  # type: ignore[arg-type]
+    lifecycle = "Terminating" if spec.deleting else fleetcore.settle_lifecycle(_unsettled(spec, doc), phases)
     restarted = spec.restarts != doc.restarts or lifecycle != doc.lifecycle
     previous = msgspec.convert(doc.status, fleetcore.HyperJobStatus) if doc.status and not restarted else None
     # A child only ever leaves Pending after its owner was admitted.
@@ -171,18 +173,20 @@ def podgroup_news(doc: AggregateDoc, msg: events.PodGroupPhaseChanged) -> Aggreg
     return replace(doc, unschedulable=unschedulable)
 
 
-def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> str:
+def _unsettled(spec: SpecDoc, doc: AggregateDoc) -> fleetcore.Lifecycle:
     """The lifecycle to settle on this status's own view of the children. The splitter settles a
     resume or restart (back to Active) on the child news it has seen, which this service may not
     have seen yet (another consumer of the same stream): until it has, the children it last heard
     of as Aborted are still coming back, not failed."""
-    if spec.lifecycle != "Active":
-        return spec.lifecycle
+    # The event carries the splitter's ``records.Lifecycle`` (a subset of fleetcore's) as a string.
+    lifecycle = cast("fleetcore.Lifecycle", spec.lifecycle)
+    if lifecycle != "Active":
+        return lifecycle
     if doc.lifecycle in ("Suspended", "Resuming"):
         return "Resuming"
     if spec.restarts != doc.restarts or doc.lifecycle == "Restarting":
         return "Restarting"
-    return spec.lifecycle
+    return lifecycle
 
 
 def _of_current_plan(attempt: int, current: int) -> bool:

@@ -21,8 +21,8 @@ them stale); counters and the latency histogram change only once a unit of work 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -31,6 +31,16 @@ from prometheus_client.registry import Collector
 from hyperjob.servicekit.metrics import REGISTRY
 
 from . import domain
+
+if TYPE_CHECKING:
+    from .handlers import StatusAggregator
+
+
+class Statuses(Protocol):
+    """The aggregated statuses by HyperJob name (the aggregator's table, or a dict)."""
+
+    def get(self, name: str, /) -> domain.AggregateDoc | None: ...
+
 
 # Submit→Running: seconds for a small job on an idle fleet, hours behind a full queue.
 LATENCY_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0)
@@ -66,7 +76,7 @@ CHILD_PHASES = Counter(
 class Tables:
     """What the gauges read: the aggregator of this process (the last one built)."""
 
-    aggregator: Any = None
+    aggregator: StatusAggregator | None = None
 
 
 class HyperJobGauges(Collector):
@@ -86,7 +96,7 @@ class HyperJobGauges(Collector):
         yield pending
 
 
-def census(specs: Any, statuses: Any) -> tuple[Tally[str], Tally[str]]:
+def census(specs: Iterable[tuple[str, domain.SpecDoc]], statuses: Statuses) -> tuple[Tally[str], Tally[str]]:
     """HyperJobs by phase, and those waiting (Pending or Admitted) by reason code."""
     by_phase: Tally[str] = Tally()
     by_reason: Tally[str] = Tally()
@@ -100,7 +110,7 @@ def census(specs: Any, statuses: Any) -> tuple[Tally[str], Tally[str]]:
     return by_phase, by_reason
 
 
-def _shown_reason(doc: Any) -> str:
+def _shown_reason(doc: domain.AggregateDoc) -> str:
     """The reason its status shows (a waiting child's, when the scheduler gave none), else the
     scheduler's."""
     shown = doc.status.get("waitingReason", "") if isinstance(doc.status, dict) else ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import zoneinfo
-from typing import Any
 
 import msgspec
 
@@ -20,7 +19,7 @@ CREATED_BY_JOB_FLOW = "volcano.sh/createdByJobFlow"
 SIM_ANNOTATIONS = (api.SIM_DURATION, api.SIM_EXIT_CODE)
 
 
-def cron_job(cron: api.CronJob, name: str, scheduled_at: float) -> dict[str, Any]:
+def cron_job(cron: api.CronJob, name: str, scheduled_at: float) -> api.RawDocument:
     """The Job a CronJob makes for one schedule time (``getJobFromTemplate``): the template's labels,
     annotations and spec, and the schedule time it is for."""
     template = cron.spec.job_template
@@ -32,7 +31,7 @@ def cron_job(cron: api.CronJob, name: str, scheduled_at: float) -> dict[str, Any
     return _job(name, cron.metadata.namespace, labels, annotations, template.spec)
 
 
-def flow_job(flow: api.JobFlow, template: api.JobTemplate, name: str) -> dict[str, Any]:
+def flow_job(flow: api.JobFlow, template: api.JobTemplate, name: str) -> api.RawDocument:
     """The Job of one flow (``loadJobTemplateAndSetJob``): the template's spec, marked with where it came from."""
     namespace = flow.metadata.namespace
     marks = {
@@ -43,7 +42,7 @@ def flow_job(flow: api.JobFlow, template: api.JobTemplate, name: str) -> dict[st
     return _job(name, namespace, dict(marks), {**sim, **marks}, template.spec)
 
 
-def flow_hyperjob(flow: api.JobFlow, template: api.HyperJobTemplate, name: str) -> dict[str, Any]:
+def flow_hyperjob(flow: api.JobFlow, template: api.HyperJobTemplate, name: str) -> api.RawDocument:
     """The HyperJob of one flow whose template is a HyperJobTemplate: its spec, marked as a Job's would be."""
     namespace = flow.metadata.namespace
     marks = {
@@ -55,7 +54,7 @@ def flow_hyperjob(flow: api.JobFlow, template: api.HyperJobTemplate, name: str) 
     return api.encode(msgspec.structs.replace(hyperjob, metadata=metadata))
 
 
-def flow_step(flow: api.JobFlow, template: api.JobTemplate | api.HyperJobTemplate, name: str) -> dict[str, Any]:
+def flow_step(flow: api.JobFlow, template: api.JobTemplate | api.HyperJobTemplate, name: str) -> api.RawDocument:
     """What one flow makes from its template: a Volcano Job, or a HyperJob split across clusters."""
     if isinstance(template, api.HyperJobTemplate):
         return flow_hyperjob(flow, template, name)
@@ -75,8 +74,8 @@ def job_of_key(key: str) -> str:
 
 def _job(
     name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str], spec: api.JobSpec
-) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name}
+) -> api.RawDocument:
+    metadata: api.RawDocument = {"name": name}
     if namespace != "default":
         metadata["namespace"] = namespace
     if labels:

@@ -3,7 +3,7 @@ and JobFlow on its news, and carry out what the pure cores decide."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import msgspec
 from msgspec.structs import replace
@@ -11,9 +11,12 @@ from msgspec.structs import replace
 from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import cronjob, jobflow
-from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.servicekit import Reaction, Runtime, Table
 
 from . import domain
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 Answer = events.RequestAccepted | events.RequestRejected
 
@@ -103,8 +106,9 @@ class WorkflowController:
     def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
         if msg.kind not in api.WORKFLOW_KINDS:
             return None  # the splitter's
-        tables = {"CronJob": self.cronjobs, "JobFlow": self.flows}
-        table: Any = tables.get(msg.kind, self.templates)  # JobTemplate and HyperJobTemplate share names
+        table: Table[records.CronJobDoc] | Table[records.JobFlowDoc] | Table[records.JobTemplateDoc] = (
+            self.cronjobs if msg.kind == "CronJob" else self.flows if msg.kind == "JobFlow" else self.templates
+        )  # JobTemplate and HyperJobTemplate share names
         doc = table.get(msg.name)
         if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
             reason = f"{msg.kind} {msg.name!r} not found"
@@ -267,7 +271,7 @@ class WorkflowController:
 
     # -- jobs --------------------------------------------------------------------------------------------
 
-    def _create_job(self, reaction: Reaction, cause: events.Message | str, manifest: dict[str, Any]) -> str:
+    def _create_job(self, reaction: Reaction, cause: events.Message | str, manifest: api.RawDocument) -> str:
         """Ask the splitter for the job, as a user would; returns the request's id (its answer names it)."""
         name = manifest["metadata"]["name"]
         request = self.rt.emit(events.ApplyManifest, cause, f"create/{name}", manifest=manifest)
@@ -320,13 +324,13 @@ def _timer(name: str) -> str:
     return f"cronjob/{name}"
 
 
-def _kind_and_name(manifest: dict[str, Any]) -> tuple[str, str]:
+def _kind_and_name(manifest: api.RawDocument) -> tuple[str, str]:
     metadata = manifest.get("metadata")
     name = str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
     return str(manifest.get("kind", "")), name
 
 
-def _namespace(manifest: dict[str, Any]) -> str:
+def _namespace(manifest: api.RawDocument) -> str:
     metadata = manifest.get("metadata")
     return (
         str(metadata.get("namespace", api.DEFAULT_NAMESPACE)) if isinstance(metadata, dict) else api.DEFAULT_NAMESPACE
@@ -338,15 +342,26 @@ def _namespace_field(namespace: str) -> str:
     return "" if namespace == api.DEFAULT_NAMESPACE else namespace
 
 
-def _decode(manifest: dict[str, Any], kind: type[Any] | tuple[type[Any], ...]) -> Any:
+@overload
+def _decode(manifest: api.RawDocument, kind: type[T]) -> T: ...
+@overload
+def _decode(manifest: api.RawDocument, kind: tuple[type[T], type[U]]) -> T | U: ...
+def _decode(manifest: api.RawDocument, kind: type[object] | tuple[type[object], ...]) -> object:
+    """A stored manifest as the kind (or one of the kinds) it was accepted as."""
     obj = api.decode(manifest)
     assert isinstance(obj, kind)
     return obj
 
 
-def _builtins(status: jobflow.FlowStatus) -> dict[str, Any]:
-    return msgspec.to_builtins(status)  # type: ignore[no-any-return]
+def _builtins(status: jobflow.FlowStatus) -> records.JSONObject:
+    builtins: records.JSONObject = msgspec.to_builtins(status)  # a struct encodes as a JSON object
+    return builtins
 
 
-def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
+def _answer(
+    rt: Runtime,
+    msg: events.Message,
+    message_type: type[events.RequestAccepted | events.RequestRejected],
+    **fields: Any,  # the answer's own fields, checked by its constructor (as ``Runtime.emit``)
+) -> Reaction:
     return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))
