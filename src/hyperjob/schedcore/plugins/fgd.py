@@ -14,6 +14,7 @@ per-node cache of the current fragmentation, and the candidate states after plac
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Callable
 from typing import Literal
@@ -52,7 +53,7 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
     return (float(t.req[0]), float(t.req[1]) if with_memory else 0.0, number, cores if number else 0.0, t.sel_key)
 
 
-class FragScorer(Plugin[ArgsT]):
+class FragScorer(Plugin[ArgsT], abc.ABC):
     """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score.
 
     A score is a function of the pod's shape and of the node's *state*: its free CPU, memory
@@ -67,9 +68,9 @@ class FragScorer(Plugin[ArgsT]):
     shapes: frag.Shapes | None
     every_device = True  # a shared-GPU pod is tried on each device, else on its best-fit one
 
+    @abc.abstractmethod
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         """Each subclass's own score of ``rows`` (every subclass is a Score plugin)."""
-        raise NotImplementedError
 
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
@@ -84,9 +85,9 @@ class FragScorer(Plugin[ArgsT]):
             groups = np.unique(self.shapes.access.T, axis=0, return_inverse=True)[1]
             self._access_group = groups.reshape(-1).tolist()
 
+    @abc.abstractmethod
     def coverage(self) -> float:
         """The share of the session's pods the typical shapes cover (the plugin's argument)."""
-        raise NotImplementedError
 
     def shape_tasks(self, ssn: SessionView) -> list[TaskState]:
         """The pods whose mix defines the typical shapes: every pod of the session."""

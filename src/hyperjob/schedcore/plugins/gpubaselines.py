@@ -20,6 +20,7 @@ placed pod are the node table's best fit (the artifact's "best" GPU selection), 
 
 from __future__ import annotations
 
+import abc
 import zlib
 
 import msgspec
@@ -48,12 +49,12 @@ def is_shared(task: TaskState) -> bool:
     return task.vgpu[0] == 1 and task.vgpu[1] < DEVICE_CORES
 
 
-class GpuScorer(Plugin[ArgsT]):
+class GpuScorer(Plugin[ArgsT], abc.ABC):
     """Base: node views in the artifact's terms."""
 
+    @abc.abstractmethod
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray:
         """Each baseline's own score of ``rows`` (every baseline is a Score plugin)."""
-        raise NotImplementedError
 
     def on_session_open(self, ssn: SessionView) -> None:
         super().on_session_open(ssn)
