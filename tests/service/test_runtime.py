@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import msgspec
 import pytest
@@ -60,6 +61,7 @@ class Counter:
             {events.DeleteObject: self.on_delete},
             backoff=backoff or [0.05],
             max_deliver=max_deliver,
+            concerns=lambda msg: getattr(msg, "name", "") != "elsewhere",
         )
 
     def on_queue(self, msg: events.QueueChanged) -> None:
@@ -159,6 +161,17 @@ async def test_a_redelivered_message_has_one_effect_and_its_outputs_go_out_under
     [answer] = await probe.messages(subjects.result(msg.event_id))
     assert answer.msg_id == events.derive_id(msg.event_id, "answer")
     assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 1
+
+
+async def test_messages_the_service_is_not_concerned_with_are_acknowledged_unhandled(
+    counter, bus, store, probe
+) -> None:
+    ticks = [tick("elsewhere"), tick("c"), tick("elsewhere")]
+    await bus.publish_many([(subjects.DELETE, t.event_id, events.encode(t)) for t in ticks])
+    await probe.settled(DURABLE, subjects.DELETE)  # all three acknowledged
+    assert counter.calls == ["c"] and await count(store, "elsewhere") == (0, 0)
+    assert await store.seen(DURABLE, [t.event_id for t in ticks]) == {ticks[1].event_id: ANY}  # no marker either
+    assert not await probe.messages(subjects.dlq(DURABLE))
 
 
 async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skipped(counter, bus, store, probe) -> None:

@@ -144,6 +144,7 @@ class _Subscription(msgspec.Struct, kw_only=True):
     backoff: Sequence[float] | None
     ack_wait: float
     on_unreadable: UnreadableHandler | None = None
+    concerns: Callable[[Message], bool] | None = None
 
 
 class Runtime:
@@ -217,9 +218,12 @@ class Runtime:
         backoff: Sequence[float] | None = None,
         ack_wait: float = 30.0,
         on_unreadable: UnreadableHandler | None = None,
+        concerns: Callable[[Message], bool] | None = None,
     ) -> None:
         """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches.
-        ``on_unreadable`` hears of each payload that no handler can take before it is dead-lettered."""
+        ``on_unreadable`` hears of each payload that no handler can take before it is dead-lettered.
+        ``concerns`` is a cheap look at each decoded message: one it says False of is acknowledged
+        without a handler, a span or a commit (a consumer of shared news that acts on little of it)."""
         self._subscriptions.append(
             _Subscription(
                 durable=durable,
@@ -230,6 +234,7 @@ class Runtime:
                 backoff=backoff,
                 ack_wait=ack_wait,
                 on_unreadable=on_unreadable,
+                concerns=concerns,
             )
         )
 
@@ -579,6 +584,8 @@ class Runtime:
                 continue
             if message is None:  # another consumer's message on a shared subject
                 self.log.debug("message_type_not_handled", subject=delivery.subject)
+            elif sub.concerns is not None and not sub.concerns(message):
+                continue  # news of nothing this service keeps: acknowledged as it is
             elif message.event_id not in ids:  # a copy in the same batch: once
                 ids.add(message.event_id)
                 if isinstance(message, events.Request):  # where NATS checked its sender (ADR 0006)
@@ -691,7 +698,10 @@ class Runtime:
         self.tracing.forget_emitted()
         if self.changelog:
             outputs += self._changelog(writes, reaction, unit)
-        if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
+        if not (writes or reaction.binds or reaction.unbinds or outputs or (event_ids and reaction.after)):
+            # Messages that changed nothing, said nothing and count nothing (another service's news,
+            # mostly) need no dedup marker: handled again after a lost ack, they have at most the
+            # one effect the state then gives them. That spares a store round trip per such batch.
             return CommitResult()
         okey = f"o:{self.instance}:{unit}" if outputs else ""
         published, self._published = self._published, []

@@ -26,6 +26,12 @@ async def build(settings: Settings, runtime: Runtime) -> WorkflowController:
             events.HyperJobDeleted: controller.on_job_deleted,
             events.HyperJobStatusChanged: controller.on_hyperjob_status,  # a flow's HyperJob step
         },
+        concerns=controller.concerns,
     )
-    runtime.subscribe("workflow-controller-jobs", "job.phase.*", {events.JobPhaseChanged: controller.on_job_phase})
+    runtime.subscribe(
+        "workflow-controller-jobs",
+        "job.phase.*",
+        {events.JobPhaseChanged: controller.on_job_phase},
+        concerns=controller.concerns,
+    )
     return controller

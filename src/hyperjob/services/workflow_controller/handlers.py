@@ -37,6 +37,21 @@ class WorkflowController:
 
     # -- requests ------------------------------------------------------------------------------------
 
+    def concerns(self, msg: events.Message) -> bool:
+        """Whether ``msg`` is about a workflow object or a job made here. Most of what this
+        controller consumes is every HyperJob's news: this cheap look spares it the handling."""
+        if isinstance(msg, events.ApplyManifest):
+            return _kind_and_name(msg.manifest)[0] in api.WORKFLOW_KINDS
+        if isinstance(msg, events.DeleteObject):
+            return msg.kind in api.WORKFLOW_KINDS
+        if isinstance(msg, events.RequestAccepted):
+            return False  # only a refusal changes what a job's owner does
+        if isinstance(msg, events.JobPhaseChanged):
+            return not msg.hyperjob and msg.job in self.owners
+        if isinstance(msg, events.RequestRejected | events.HyperJobStatusChanged | events.HyperJobDeleted):
+            return domain.job_of_key(msg.name) in self.owners
+        return True
+
     def on_apply(self, msg: events.ApplyManifest) -> Reaction | None:
         kind, name = _kind_and_name(msg.manifest)
         if kind not in api.WORKFLOW_KINDS:
