@@ -117,7 +117,8 @@ def test_the_splitter_notes_a_childs_progress_but_traces_its_failure(monkeypatch
     with tracing.handling(_phase("Failed"), {"traceparent": TRACEPARENT}):
         pass
     assert [s.name for s in exporter.get_finished_spans()] == ["child phase"]
-    assert not spans.only_noted("status-aggregator", _phase("Running"))  # the status is traced
+    assert spans.only_noted("status-aggregator", _phase("Running"))  # its status joins the trace all the same
+    assert not spans.only_noted("status-aggregator", _phase("Completed"))  # the HyperJob's end keeps its span
 
 
 def _trace(tracing: ServiceTracing, key: str) -> str:
