@@ -45,7 +45,14 @@ class Count(msgspec.Struct, frozen=True):
 class Counter:
     """Counts ``DeleteObject``s of kind ``Counter`` per name; fails on a name ``fail`` when told."""
 
-    def __init__(self, runtime: Runtime, *, backoff: list[float] | None = None, max_deliver: int = 5) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        backoff: list[float] | None = None,
+        max_deliver: int = 5,
+        concerns: Callable[[events.Message], bool] | None = None,
+    ) -> None:
         self.rt = runtime
         self.counts = runtime.table("count", Count)
         self.calls: list[str] = []
@@ -61,7 +68,7 @@ class Counter:
             {events.DeleteObject: self.on_delete},
             backoff=backoff or [0.05],
             max_deliver=max_deliver,
-            concerns=lambda msg: getattr(msg, "name", "") != "elsewhere",
+            concerns=concerns or (lambda msg: getattr(msg, "name", "") != "elsewhere"),
         )
 
     def on_queue(self, msg: events.QueueChanged) -> None:
@@ -101,7 +108,9 @@ class Running:
     def __init__(self, bus: Any, store: Any, **kw: Any) -> None:
         own = ("instance", "fault", "lease_ttl")
         self.runtime = runtime_on(bus, store, **{k: v for k, v in kw.items() if k in own})
-        self.counter = Counter(self.runtime, **{k: v for k, v in kw.items() if k in ("backoff", "max_deliver")})
+        self.counter = Counter(
+            self.runtime, **{k: v for k, v in kw.items() if k in ("backoff", "max_deliver", "concerns")}
+        )
 
     async def __aenter__(self) -> Counter:
         await self.runtime.start()
@@ -172,6 +181,21 @@ async def test_messages_the_service_is_not_concerned_with_are_acknowledged_unhan
     assert counter.calls == ["c"] and await count(store, "elsewhere") == (0, 0)
     assert await store.seen(DURABLE, [t.event_id for t in ticks]) == {ticks[1].event_id: ANY}  # no marker either
     assert not await probe.messages(subjects.dlq(DURABLE))
+
+
+async def test_a_redelivery_is_handled_even_when_its_own_commit_left_the_service_unconcerned(bus, store, probe) -> None:
+    # Counted once, a name no longer concerns the service; its first handling committed, then the
+    # instance crashed before publishing: the redelivery must still publish what was recorded.
+    crash = sh.Crash("after-commit")
+    running = Running(bus, store, fault=crash, concerns=lambda msg: msg.name not in counted)
+    counted = running.counter.counts
+    async with running as counter:
+        msg = tick()
+        await sh.send(bus, subjects.DELETE, msg)
+        await probe.settled(DURABLE, subjects.DELETE)
+    assert crash.fired == 1 and counter.calls == ["c", "c"]  # handled again, refused as a duplicate
+    assert await count(store) == (1, 1)
+    assert len(await probe.messages(subjects.result(msg.event_id))) == 1  # the answer went out
 
 
 async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skipped(counter, bus, store, probe) -> None:

@@ -222,8 +222,9 @@ class Runtime:
     ) -> None:
         """Consume ``subjects`` with the durable ``durable`` (shared by every replica), in batches.
         ``on_unreadable`` hears of each payload that no handler can take before it is dead-lettered.
-        ``concerns`` is a cheap look at each decoded message: one it says False of is acknowledged
-        without a handler, a span or a commit (a consumer of shared news that acts on little of it)."""
+        ``concerns`` is a cheap look at each decoded message: a first delivery it says False of is
+        acknowledged without a handler, a span or a commit (a consumer of shared news that acts on
+        little of it); a redelivery is always handled."""
         self._subscriptions.append(
             _Subscription(
                 durable=durable,
@@ -584,8 +585,11 @@ class Runtime:
                 continue
             if message is None:  # another consumer's message on a shared subject
                 self.log.debug("message_type_not_handled", subject=delivery.subject)
-            elif sub.concerns is not None and not sub.concerns(message):
-                continue  # news of nothing this service keeps: acknowledged as it is
+            elif sub.concerns is not None and delivery.num_delivered == 1 and not sub.concerns(message):
+                # News of nothing this service keeps: acknowledged as it is. Not a redelivery: one
+                # might be of a message whose commit went in but whose outputs did not go out, and
+                # only its handling (refused as a duplicate) publishes them again.
+                continue
             elif message.event_id not in ids:  # a copy in the same batch: once
                 ids.add(message.event_id)
                 if isinstance(message, events.Request):  # where NATS checked its sender (ADR 0006)
@@ -698,10 +702,7 @@ class Runtime:
         self.tracing.forget_emitted()
         if self.changelog:
             outputs += self._changelog(writes, reaction, unit)
-        if not (writes or reaction.binds or reaction.unbinds or outputs or (event_ids and reaction.after)):
-            # Messages that changed nothing, said nothing and count nothing (another service's news,
-            # mostly) need no dedup marker: handled again after a lost ack, they have at most the
-            # one effect the state then gives them. That spares a store round trip per such batch.
+        if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
             return CommitResult()
         okey = f"o:{self.instance}:{unit}" if outputs else ""
         published, self._published = self._published, []
