@@ -403,7 +403,7 @@ class Runtime:
             await asyncio.sleep(self.lease_ttl / LEASE_RENEWALS)
             try:
                 held = await self.store.take_lease(self.instance, self._holder, self.lease_ttl)
-            except StoreError as exc:  # the store is away: nobody can commit meanwhile; try again
+            except Exception as exc:  # noqa: BLE001 - the store is away: nobody commits meanwhile; again
                 self.log.debug("lease_unknown", instance=self.instance, error=str(exc))
                 continue
             if held and not self.active and self._activation is None:
@@ -418,7 +418,7 @@ class Runtime:
             await self._activate()
         except Exception:  # noqa: BLE001 - the store or bus is away: the next renewal tries again
             self.log.exception("activation_failed", instance=self.instance)
-            self._activation = None
+            self._activation = None  # so that stopping what did start does not cancel this task
             await self._stop_consuming()
         finally:
             self._activation = None
