@@ -387,11 +387,8 @@ class Runtime:
         """What is in flight finishes; what is unacknowledged goes to whoever consumes next."""
         self.active = False
         ACTIVE.set(0)
-        if self._activation is not None:
-            self._activation.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._activation
-            self._activation = None
+        await _cancelled(self._activation)
+        self._activation = None
         for member in self._members:
             await member.stop()
         self._members.clear()
@@ -433,11 +430,8 @@ class Runtime:
         self._on_stop.append(callback)
 
     async def stop(self) -> None:
-        if self._lease_keeper is not None:
-            self._lease_keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._lease_keeper
-            self._lease_keeper = None
+        await _cancelled(self._lease_keeper)
+        self._lease_keeper = None
         for callback in self._on_stop:
             await callback()
         await self._stop_consuming()
@@ -818,6 +812,14 @@ class Runtime:
                 await self._dead_letter_value(delivery, "handler-failed", exc, watch=subject_filter)
 
         return on_value
+
+
+async def _cancelled(task: asyncio.Task[None] | None) -> None:
+    """Cancel ``task`` (if any) and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _call(handler: Handler, message: Message) -> Reaction | None:
