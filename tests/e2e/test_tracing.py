@@ -127,7 +127,12 @@ def test_one_hyperjob_across_two_clusters_is_one_trace_with_spans_from_every_ser
             complete = all(s in services for s in SERVICES) and binds >= {"cluster-a", "cluster-b"}
             return services if complete else set()
 
-        cli.wait_for(f"spans of {', '.join(SERVICES)} in trace {trace_id}", every_service, timeout=60)
+        try:
+            cli.wait_for(f"spans of {', '.join(SERVICES)} in trace {trace_id}", every_service, timeout=60)
+        except AssertionError as timed_out:  # say what did arrive: which services, which binds
+            spans = receiver.of_trace(trace_id)
+            seen = sorted({(s[0], s[2]) for s in spans})
+            raise AssertionError(f"{timed_out}; spans of the trace by (service, name): {seen}") from None
         shown = cli.run("trace", "llm-train-hyperjob").stdout
 
     spans = receiver.of_trace(trace_id)
