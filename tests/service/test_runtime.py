@@ -198,10 +198,12 @@ async def test_a_redelivery_is_handled_even_when_its_own_commit_left_the_service
     assert len(await probe.messages(subjects.result(msg.event_id))) == 1  # the answer went out
 
 
-async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skipped(counter, bus, store, probe) -> None:
+async def test_undecodable_messages_and_requests_on_another_requests_subject_are_dead_lettered(
+    counter, bus, store, probe
+) -> None:
     await bus.publish(subjects.DELETE, b"not json", msg_id="garbage")
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "event_id": "x"}', msg_id="incomplete")
-    other = sh.message(events.ApplyManifest, manifest={})  # a type this consumer does not handle
+    other = sh.message(events.ApplyManifest, manifest={})  # a request of another subject's type
     await bus.publish(subjects.DELETE, events.encode(other), msg_id="other")
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v9", "event_id": "x"}', msg_id="unknown")
     await bus.publish(subjects.DELETE, b'{"type": "hj.object.delete.v1", "kind": "\xff"}', msg_id="not-utf8")
@@ -214,6 +216,7 @@ async def test_undecodable_messages_are_dead_lettered_and_another_consumers_skip
         "incomplete": "malformed",
         "unknown": "unknown-type",
         "not-utf8": "undecodable",
+        "other": "wrong-subject",
     }
     assert await count(store) == (1, 1)
 

@@ -443,6 +443,45 @@ async def test_a_request_never_reaches_past_its_subjects_namespace(
     assert await store.get(records.HYPERJOB, HJ) is None and await store.get(records.QUEUE, "sneaky") is None
 
 
+# A request's subject is its authority (what NATS let its sender publish): a person allowed only to
+# apply in team-a must not delete, command or close anything by sending another type on her subject.
+_WRONG_TYPES = {
+    "apply": lambda: sh.apply(in_namespace(sh.hyperjob_manifest(HJ, CLUSTERS), "team-b")),
+    "delete": lambda: sh.message(events.DeleteObject, kind="HyperJob", name=HJ, namespace="team-b"),
+    "command": lambda: sh.message(events.CommandHyperJob, name=HJ, action="abort", namespace="team-b"),
+    "object-command": lambda: sh.message(events.CommandObject, kind="Queue", name="default", action="close"),
+}
+_SUBJECT_OF = {
+    "apply": subjects.APPLY,
+    "delete": subjects.DELETE,
+    "command": subjects.HYPERJOB_COMMAND,
+    "object-command": subjects.OBJECT_COMMAND,
+}
+
+
+@pytest.mark.parametrize("namespaced", [True, False], ids=["team-a", "bare"])
+@pytest.mark.parametrize(
+    ("subject_of", "sent"),
+    [(s, t) for s in _SUBJECT_OF for t in _WRONG_TYPES if s != t],
+)
+async def test_a_request_subject_takes_its_own_request_type_only(
+    splitter, bus, store, probe, subject_of, sent, namespaced
+) -> None:
+    team_b = sh.apply(in_namespace(sh.hyperjob_manifest(HJ, CLUSTERS), "team-b"))
+    await send(bus, probe, subjects.in_namespace(subjects.APPLY, "team-b"), team_b)
+    before = await hyperjob_doc(store, f"team-b/{HJ}")
+    request = _SUBJECT_OF[subject_of]
+    subject = subjects.in_namespace(request, "team-a") if namespaced else request
+    msg = await send(bus, probe, subject, _WRONG_TYPES[sent]())
+    rejected = await answer(probe, msg)
+    assert isinstance(rejected, events.RequestRejected), rejected
+    assert rejected.reason.startswith(f"{subject} takes {request}.v1 requests only"), rejected.reason
+    [dead] = await probe.messages(subjects.dlq("splitter"))
+    assert dead.headers and dead.headers.get("Hyperjob-Dlq-Reason") == "wrong-subject", dead.headers
+    assert await hyperjob_doc(store, f"team-b/{HJ}") == before  # not deleted, aborted nor replaced
+    assert await probe.messages(subjects.queue_config("default")) == []  # the default queue not closed
+
+
 async def test_a_kubectl_exported_object_is_applied_without_its_server_set_metadata(
     splitter, bus, store, probe
 ) -> None:

@@ -65,6 +65,7 @@ from .manifest import (
     Request,
     RequestAccepted,
     RequestRejected,
+    request_type_on,
 )
 from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
 from .placement import (
@@ -228,6 +229,7 @@ __all__ = [
     "Request",
     "RequestAccepted",
     "RequestRejected",
+    "request_type_on",
     "ReservationHeld",
     "StartPods",
     "StopPods",

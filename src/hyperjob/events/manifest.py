@@ -12,17 +12,21 @@ checked.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
+from . import subjects
 from .base import Message
 
 HyperJobAction = Literal["suspend", "resume", "restart", "abort"]
 
 
 class Request(Message, frozen=True, kw_only=True):
-    """A request of the submit contract. ``received_on``: set by the receiver, never by a sender."""
+    """A request of the submit contract. ``received_on``: set by the receiver, never by a sender.
+    ``subject``: the one request subject this type travels on (bare or ``.<namespace>``)."""
+
+    subject: ClassVar[str]
 
     received_on: Annotated[
         str,
@@ -33,11 +37,15 @@ class Request(Message, frozen=True, kw_only=True):
 class ApplyManifest(Request, frozen=True, kw_only=True, tag="hj.manifest.apply.v1"):
     """Create or update one object from its manifest (any kind of the API)."""
 
+    subject = subjects.APPLY
+
     manifest: dict[str, Any]
 
 
 class DeleteObject(Request, frozen=True, kw_only=True, tag="hj.object.delete.v1"):
     """``namespace``: of a namespaced object; "" is the subject's namespace (``default`` on the bare one)."""
+
+    subject = subjects.DELETE
 
     kind: str
     name: str
@@ -45,6 +53,8 @@ class DeleteObject(Request, frozen=True, kw_only=True, tag="hj.object.delete.v1"
 
 
 class CommandHyperJob(Request, frozen=True, kw_only=True, tag="hj.hyperjob.command.v1"):
+    subject = subjects.HYPERJOB_COMMAND
+
     name: str
     action: HyperJobAction
     namespace: str = ""
@@ -54,10 +64,28 @@ class CommandObject(Request, frozen=True, kw_only=True, tag="hj.object.command.v
     """A command on a plain Job (a Volcano Job action: AbortJob, ResumeJob, RestartJob,
     TerminateJob, CompleteJob) or on a Queue (``open``, ``close``)."""
 
+    subject = subjects.OBJECT_COMMAND
+
     kind: Literal["Job", "Queue"]
     name: str
     action: str
     namespace: str = ""
+
+
+REQUEST_TYPES: dict[str, type[Request]] = {
+    t.subject: t for t in (ApplyManifest, DeleteObject, CommandHyperJob, CommandObject)
+}
+
+
+def request_type_on(subject: str) -> type[Request] | None:
+    """The one message type a request subject carries, bare or in a namespace
+    (``hj.object.delete.team-a``: ``DeleteObject``); ``None`` for a subject that is no request's.
+    The subject is the request's authority (what NATS let its sender publish), so a message of
+    another type on it is refused: a right to apply is no right to delete."""
+    for request, request_type in REQUEST_TYPES.items():
+        if subject == request or subject.startswith(request + "."):
+            return request_type
+    return None
 
 
 class RequestAccepted(Message, frozen=True, kw_only=True, tag="hj.request.accepted.v1"):

@@ -5,6 +5,8 @@ A payload is one of three things for an input (a durable consumer or a watch):
 - a message of a type the input handles: decoded and returned;
 - a message of the catalogue that the input does not handle (another consumer's message on a
   shared subject): ``None``, acked and ignored;
+- a message of another type on a request subject (``events.request_type_on``): the subject is the
+  request's authority, so it is ``Unreadable`` (``wrong-subject``) too;
 - anything else — bytes that are not JSON or not UTF-8, JSON of the wrong shape, a tag that is
   in no catalogue (a newer producer, a forgery), nesting deep enough to exhaust the decoder —
   ``Unreadable``, a ``TerminalError`` whose ``reason`` says which, so the bus dead-letters it at
@@ -69,8 +71,17 @@ class Reader:
         self._decoder = events.decoder(*self.types)
         self.tags = frozenset(_tag(t) for t in self.types)
 
-    def read(self, data: bytes) -> Message | None:
-        """The message; ``None`` for another consumer's catalogue message; else ``Unreadable``."""
+    def read(self, data: bytes, subject: str = "") -> Message | None:
+        """The message; ``None`` for another consumer's catalogue message; else ``Unreadable``.
+        ``subject``: where it arrived; a request subject carries its own request type only."""
+        message = self._decode(data)
+        expected = events.request_type_on(subject)
+        if expected is not None and type(message) is not expected:
+            tag = tag_of(data)
+            raise Unreadable("wrong-subject", f"{subject} takes {_tag(expected)} requests only, not {tag[:80]!r}")
+        return message
+
+    def _decode(self, data: bytes) -> Message | None:
         try:
             message: Message = self._decoder.decode(data)  # a union of ``types``: each a Message
             return message

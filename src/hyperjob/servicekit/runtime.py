@@ -571,7 +571,7 @@ class Runtime:
         ids: set[str] = set()
         for i, delivery in enumerate(deliveries):
             try:
-                message = reader.read(delivery.data)
+                message = reader.read(delivery.data, delivery.subject)
             except Unreadable as exc:  # dead-lettered at once with its reason; the rest goes on
                 failures[i] = exc
                 if sub.on_unreadable is not None:

@@ -155,3 +155,11 @@ def _matches(pattern: str, subject: str) -> bool:
 def test_names_with_dots_stay_one_subject_token():
     assert subjects.job_state("c", "my.job", 2) == "jobstate.c.my%2Ejob.2"
     assert subjects.token("a%b.c") == "a%25b%2Ec"
+
+
+def test_each_request_subject_carries_its_own_request_type_in_every_namespace_form() -> None:
+    for request_type in (events.ApplyManifest, events.DeleteObject, events.CommandHyperJob, events.CommandObject):
+        for subject in (request_type.subject, subjects.in_namespace(request_type.subject, "team-a")):
+            assert events.request_type_on(subject) is request_type, subject
+    assert events.request_type_on("hj.result.abc") is None and events.request_type_on("hj.manifest") is None
+    assert events.request_type_on("hj.manifest.applyx.team-a") is None  # a token, not a prefix
