@@ -3,17 +3,23 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# mypy --strict (pyproject.toml) on the whole tree (issue 15).
-TYPED := src/hyperjob
+# The workspace's members (pyproject.toml): every library, service and the CLI, each its own
+# distribution in the one ``hyperjob`` import namespace.
+MEMBERS := $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) cli/pyproject.toml
+MEMBER_DIRS := $(patsubst %/pyproject.toml,%,$(MEMBERS))
+# mypy --strict (pyproject.toml) on every member's code; ruff on the code and the tests.
+TYPED := $(addsuffix /src,$(MEMBER_DIRS))
+CODE := $(TYPED) tests
 
 .PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
 
-# Reinstall when a package is added: the editable install maps each package by name.
-$(STAMP): pyproject.toml constraints.txt $(wildcard src/hyperjob/*/__init__.py src/hyperjob/services/*/__init__.py)
+# Reinstall when a member or a dependency changes: each member is installed editable (its src
+# folder on the path), the root brings the dev tools.
+$(STAMP): pyproject.toml constraints.txt $(MEMBERS)
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt $(addprefix -e ,$(MEMBER_DIRS)) '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,8 +30,8 @@ run: $(STAMP)
 
 ## The whole test suite: unit, contract, service (real NATS + Redis) and end-to-end.
 test: $(STAMP)
-	$(BIN)/ruff format --check --quiet src tests
-	$(BIN)/ruff check --quiet src tests
+	$(BIN)/ruff format --check --quiet $(CODE)
+	$(BIN)/ruff check --quiet $(CODE)
 	$(BIN)/mypy $(TYPED)
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q
@@ -58,4 +64,4 @@ container-tools: $(STAMP)
 	tests/containers/install-tools.sh
 
 clean:
-	rm -rf $(VENV) .hyperjob build *.egg-info
+	rm -rf $(VENV) .hyperjob build *.egg-info */*/src/*.egg-info cli/src/*.egg-info

