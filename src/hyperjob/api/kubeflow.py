@@ -151,14 +151,14 @@ def to_volcano_job(manifest: KubeflowJob) -> Job:
 
 def user_path(manifest: KubeflowJob, path: str) -> str:
     """Map a path in the translated Volcano Job back to the Kubeflow field (``$.spec.tasks[1].template``
-    → ``$.spec.mpiReplicaSpecs.Worker.template``)."""
+    → ``$.spec.mpiReplicaSpecs[Worker].template``, the form msgspec's own paths take)."""
     if not path.startswith("$.spec.tasks["):
         return path
     index, _, rest = path.removeprefix("$.spec.tasks[").partition("]")
     types = list(_replicas(manifest))
     if not index.isdigit() or int(index) >= len(types):
         return path
-    return f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{types[int(index)]}{rest}"
+    return f"$.spec.{_REPLICAS_FIELD[manifest.kind]}[{types[int(index)]}]{rest}"
 
 
 # ------------------------------------------------------------------------------------------ common
@@ -215,7 +215,7 @@ def _task(
     policies: list[LifecyclePolicy],
     command: list[str] | None = None,
 ) -> TaskSpec:
-    path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{rtype}"
+    path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}[{rtype}]"
     if replica.restart_policy == "ExitCode":
         raise ManifestError(f"{path}.restartPolicy", "ExitCode is not supported (Always, OnFailure or Never)")
     template = replica.template
@@ -319,9 +319,9 @@ def _mpi_tasks(job: MPIJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
     replicas = _replicas(job)
     launcher = replicas.get("Launcher")
     if launcher is None:
-        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher", "required")
+        raise ManifestError(f"{path}.mpiReplicaSpecs[Launcher]", "required")
     if launcher.replicas not in (None, 1):
-        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher.replicas", f"must be 1, not {launcher.replicas}")
+        raise ManifestError(f"{path}.mpiReplicaSpecs[Launcher].replicas", f"must be 1, not {launcher.replicas}")
     tasks = [
         _task(
             job,
@@ -367,7 +367,7 @@ def _pytorch_tasks(job: PyTorchJob) -> tuple[list[TaskSpec], dict[str, list[str]
     replicas = _replicas(job)
     master = replicas.get("Master")
     if master is not None and master.replicas not in (None, 1):
-        raise ManifestError(f"{path}.pytorchReplicaSpecs.Master.replicas", f"must be 1, not {master.replicas}")
+        raise ManifestError(f"{path}.pytorchReplicaSpecs[Master].replicas", f"must be 1, not {master.replicas}")
     env = [EnvVar(name="PYTHONUNBUFFERED", value="1")]
     completing = "Master" if master is not None else "Worker"
     tasks = [
@@ -393,7 +393,7 @@ def _tf_tasks(job: TFJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
         raise ManifestError(f"{path}.enableDynamicWorker", "not supported: TF_CONFIG lists the whole cluster")
     replicas = _replicas(job)
     if "Chief" in replicas and "Master" in replicas:
-        raise ManifestError(f"{path}.tfReplicaSpecs.Master", "Chief and Master are the same role: give one of them")
+        raise ManifestError(f"{path}.tfReplicaSpecs[Master]", "Chief and Master are the same role: give one of them")
     chief = "Chief" if "Chief" in replicas else "Master" if "Master" in replicas else None
     completing = chief or "Worker"
     tasks = [

@@ -17,6 +17,7 @@ from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, PyTorchJob, TFJob, to
 from .kubeflow import user_path as kubeflow_user_path
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
+from .rawdoc import name_map_keys, without_nulls
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
 Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate | HyperJobTemplate
@@ -243,12 +244,15 @@ def decode(document: object) -> Manifest:
     """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form, a
     Kubeflow MPIJob, PyTorchJob or TFJob as the Volcano Job that runs it (``api.kubeflow``).
 
-    Container ``requests`` default to ``limits`` first (``with_default_requests``), for every kind.
+    A field written with no value (YAML null) is unset, as on a Kubernetes API server
+    (``rawdoc.without_nulls``); container ``requests`` default to ``limits`` (``with_default_requests``),
+    for every kind.
     """
     if not isinstance(document, dict):
         raise ManifestError("$", "a manifest must be a mapping with apiVersion, kind, metadata and spec")
-    check_plain(document)
-    api_version, kind = document.get("apiVersion"), document.get("kind")
+    check_plain(document)  # bounds depth before anything below walks the document recursively
+    written: RawDocument = without_nulls(document)
+    api_version, kind = written.get("apiVersion"), written.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ManifestError("$.kind", "required")
     if not isinstance(api_version, str) or not api_version:
@@ -257,7 +261,7 @@ def decode(document: object) -> Manifest:
     if struct_type is None:
         known = ", ".join(f"{k} ({v})" for v, k in KINDS)
         raise ManifestError("$.kind", f"unknown kind {kind!r} in {api_version!r}; known: {known}")
-    raw = with_default_requests(_without_default_namespace(document))
+    raw = with_default_requests(_without_default_namespace(written))
     if struct_type is TemplatedHyperJob:
         raw = _with_kubeflow_template(raw)
     return _validated(_convert(raw, struct_type))
@@ -290,7 +294,8 @@ def _convert(document: RawDocument, struct_type: type[_Struct], at: str = "$") -
         return msgspec.convert(document, struct_type, strict=True)
     except msgspec.ValidationError as exc:
         error = _from_validation_error(exc)
-        raise ManifestError(at + error.path[1:], error.message) from None
+        path = name_map_keys(document, error.path, lambda raw: msgspec.convert(raw, struct_type, strict=True))
+        raise ManifestError(at + path[1:], error.message) from None
 
 
 def _kubeflow_job(manifest: MPIJob | PyTorchJob | TFJob) -> Job:
@@ -390,6 +395,8 @@ def _from_validation_error(exc: msgspec.ValidationError) -> ManifestError:
     # msgspec says "Expected `int` >= 0, got `-2` - at `$.spec.x`": put the path first.
     text = str(exc)
     message, sep, where = text.rpartition(" - at `")
+    if sep and where.startswith("key` in `"):  # a mapping's key is wrong (an unknown replica type)
+        return ManifestError(where.removeprefix("key` in `").rstrip("`"), f"{message} (a key of this mapping)")
     if sep:
         return ManifestError(where.rstrip("`"), message)
     return ManifestError("$", text)

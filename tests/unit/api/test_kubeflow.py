@@ -178,18 +178,18 @@ def test_queue_annotation_is_the_fallback_queue():
         ),
         (lambda s: s.update(runLauncherAsWorker=True), "$.spec.runLauncherAsWorker"),
         (lambda s: s.update(launcherCreationPolicy="WaitForWorkersReady"), "$.spec.launcherCreationPolicy"),
-        (lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2), "$.spec.mpiReplicaSpecs.Launcher.replicas"),
+        (lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2), "$.spec.mpiReplicaSpecs[Launcher].replicas"),
         (
             lambda s: s["mpiReplicaSpecs"]["Worker"].update(restartPolicy="ExitCode"),
-            "$.spec.mpiReplicaSpecs.Worker.restartPolicy",
+            "$.spec.mpiReplicaSpecs[Worker].restartPolicy",
         ),
-        (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "$.spec.mpiReplicaSpecs.Launcher"),
+        (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "$.spec.mpiReplicaSpecs[Launcher]"),
         (lambda s: s.update(gpus=4), "$.spec"),  # v1alpha1's field: unknown in v2beta1
         (
             lambda s: s["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"].update(
                 limits={"nvidia.com/gpu": "lots"}
             ),
-            "$.spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources",
+            "$.spec.mpiReplicaSpecs[Worker].template.spec.containers[0].resources",
         ),
     ],
     ids=[
@@ -268,7 +268,10 @@ def test_pytorchjob_pods_get_the_operators_rendezvous_env(pod, rank):
     [
         (lambda s: s.update(elasticPolicy={"minReplicas": 1}), "$.spec.elasticPolicy"),
         (lambda s: s.update(nprocPerNode="8"), "$.spec.nprocPerNode"),
-        (lambda s: s["pytorchReplicaSpecs"]["Master"].update(replicas=2), "$.spec.pytorchReplicaSpecs.Master.replicas"),
+        (
+            lambda s: s["pytorchReplicaSpecs"]["Master"].update(replicas=2),
+            "$.spec.pytorchReplicaSpecs[Master].replicas",
+        ),
     ],
     ids=["elasticPolicy", "nprocPerNode", "two-masters"],
 )
@@ -333,7 +336,7 @@ def test_tfjob_master_is_the_chief_role():
     ("change", "path"),
     [
         (lambda s: s.update(enableDynamicWorker=True), "$.spec.enableDynamicWorker"),
-        (lambda s: s["tfReplicaSpecs"].update(Master=s["tfReplicaSpecs"]["Chief"]), "$.spec.tfReplicaSpecs.Master"),
+        (lambda s: s["tfReplicaSpecs"].update(Master=s["tfReplicaSpecs"]["Chief"]), "$.spec.tfReplicaSpecs[Master]"),
         (lambda s: s.update(schedulerName="volcano"), "$.spec"),
     ],
     ids=["dynamic-worker", "chief-and-master", "schedulerName-is-not-a-tfjob-field"],
