@@ -40,6 +40,7 @@ from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATION
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
 from .queue import DEFAULT_QUEUE, PodGroup, PriorityClass, Queue, QueueSpec
+from .torchrun import processes_per_pod
 from .validation import (
     SIM_DURATION,
     SIM_EXIT_CODE,
@@ -119,6 +120,7 @@ __all__ = [
     "SHORT_KINDS",
     "normalize",
     "parse_duration",
+    "processes_per_pod",
     "parse_quantity",
     "parse_resource_list",
     "template_replicas",

@@ -13,7 +13,7 @@ from .errors import ManifestError
 from .flow import FLOW_API_VERSION, HyperJobTemplate, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, CronJob, Job
-from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, PyTorchJob, TFJob, to_volcano_job
+from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, MPIJobV1, PyTorchJob, TFJob, to_volcano_job
 from .kubeflow import user_path as kubeflow_user_path
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
@@ -298,7 +298,7 @@ def _convert(document: RawDocument, struct_type: type[_Struct], at: str = "$") -
         raise ManifestError(at + path[1:], error.message) from None
 
 
-def _kubeflow_job(manifest: MPIJob | PyTorchJob | TFJob) -> Job:
+def _kubeflow_job(manifest: KubeflowJob) -> Job:
     job = to_volcano_job(manifest)
     check_sim_annotations(job.metadata.annotations, "$.metadata")
     try:
@@ -329,13 +329,19 @@ def _with_kubeflow_template(document: RawDocument) -> RawDocument:
     name = _mapping(document.get("metadata")).get("name", "template")
     metadata = {"name": name, **_mapping(template.get("metadata"))}
     manifest = _convert({**template, "metadata": metadata}, kind, "$.spec.template")
+    if isinstance(manifest, PyTorchJob) and manifest.spec.elastic_policy is not None:
+        raise ManifestError(
+            "$.spec.template.spec.elasticPolicy",
+            "not supported in a HyperJob: its children are fixed gangs split across clusters "
+            "(apply the PyTorchJob itself to run it elastic)",
+        )
     try:
         job = _kubeflow_job(manifest)
     except ManifestError as exc:
         raise ManifestError("$.spec.template" + exc.path[1:], exc.message) from None
     promoted = {plugin: args for plugin, args in job.spec.plugins.items() if plugin in _WORLD_PLUGINS}
     if "pytorch" in promoted:  # the HyperJob's pytorch takes the master and the port only
-        promoted["pytorch"] = [arg for arg in promoted["pytorch"] if not arg.startswith("--worker=")]
+        promoted["pytorch"] = [arg for arg in promoted["pytorch"] if arg.startswith(("--master=", "--port="))]
         if not any(task.name == "master" for task in job.spec.tasks):
             del promoted["pytorch"]
     translated = {
@@ -349,7 +355,7 @@ def _with_kubeflow_template(document: RawDocument) -> RawDocument:
 
 
 def _validated(obj: Decoded) -> Manifest:
-    if isinstance(obj, (MPIJob, PyTorchJob, TFJob)):
+    if isinstance(obj, (MPIJob, MPIJobV1, PyTorchJob, TFJob)):
         return _kubeflow_job(obj)
     if isinstance(obj, TemplatedHyperJob):
         hyperjob = normalize(obj)
