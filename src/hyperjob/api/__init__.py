@@ -24,6 +24,7 @@ from .hyperjob import (
     user_path,
 )
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
+from .kubeflow import KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION, applied_kind
 from .manifest import (
     SERVER_SET_METADATA,
     SHORT_KINDS,
@@ -110,6 +111,9 @@ __all__ = [
     "check_references",
     "check_sim_annotations",
     "decode",
+    "KUBEFLOW_KIND_NAMES",
+    "SOURCE_KIND_ANNOTATION",
+    "applied_kind",
     "decode_stored",
     "encode",
     "load",

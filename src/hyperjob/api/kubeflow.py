@@ -166,6 +166,7 @@ KUBEFLOW_KINDS: dict[tuple[str, str], type[KubeflowJob]] = {
     (TRAINING_API_VERSION, "PyTorchJob"): PyTorchJob,
     (TRAINING_API_VERSION, "TFJob"): TFJob,
 }
+KUBEFLOW_KIND_NAMES = ("MPIJob", "PyTorchJob", "TFJob")
 # Replica types in task order (the order of global ranks when a HyperJob splits the job).
 _ORDER: dict[str, tuple[str, ...]] = {
     "MPIJob": ("Launcher", "Worker"),
@@ -190,6 +191,13 @@ def to_volcano_job(manifest: KubeflowJob) -> Job:
         tasks, plugins = _tf_tasks(manifest)
     spec = _elastic_gang(manifest, _job_spec(manifest, tasks, plugins))
     return Job(metadata=_metadata(manifest, source), spec=spec)
+
+
+def applied_kind(annotations: Mapping[str, str], kind: str) -> str:
+    """The kind a user applied: ``MPIJob``/``PyTorchJob``/``TFJob`` for the Volcano Job that runs one
+    (its ``hyperjob.io/source-kind`` annotation), else ``kind``; answers and listings name it so."""
+    source = annotations.get(SOURCE_KIND_ANNOTATION, "").rpartition("/")[2]
+    return source if source in KUBEFLOW_KIND_NAMES else kind
 
 
 def user_path(manifest: KubeflowJob, path: str) -> str:
