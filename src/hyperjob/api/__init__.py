@@ -1,11 +1,13 @@
 """The HyperJob API: Kubernetes-style manifests as strict, immutable msgspec structs.
 
 Owns the shapes of HyperJob (both forms), Volcano Job, Queue, PodGroup and PriorityClass,
-Kubeflow's MPIJob, PyTorchJob and TFJob (decoded into the Volcano Job that runs them,
-``api.kubeflow``), job plugin flags (``api.plugins``), the HyperJob world a child carries
-(``api.world``), the Kubernetes quantity notation (requests default to limits), and the validation
-that needs no running system. Pure: no I/O
-beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the field.
+Kubeflow's MPIJob, PyTorchJob and TFJob (shapes in ``api.kubeflow_kinds``; decoded into the
+Volcano Job that runs them by ``api.kubeflow``, torchrun's env by ``api.torchrun``), job plugin
+flags (``api.plugins``), the HyperJob world a child carries (``api.world``), the Kubernetes
+quantity notation (requests default to limits), and the validation that needs no running system.
+Pure: no I/O beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the
+field (a mapping's key included: ``mpiReplicaSpecs[Worker]``); a field written as null is unset,
+as on a Kubernetes API server (``api.rawdoc``).
 """
 
 from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, RawDocument, fleet_name, object_key, split_key
@@ -24,7 +26,8 @@ from .hyperjob import (
     user_path,
 )
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
-from .kubeflow import KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION, applied_kind
+from .kubeflow import applied_kind
+from .kubeflow_kinds import KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION
 from .manifest import (
     SERVER_SET_METADATA,
     SHORT_KINDS,

@@ -13,8 +13,9 @@ from .errors import ManifestError
 from .flow import FLOW_API_VERSION, HyperJobTemplate, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, CronJob, Job
-from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, MPIJobV1, PyTorchJob, TFJob, to_volcano_job
+from .kubeflow import to_volcano_job
 from .kubeflow import user_path as kubeflow_user_path
+from .kubeflow_kinds import KUBEFLOW_KINDS, KubeflowJob, MPIJob, MPIJobV1, PyTorchJob, TFJob
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .rawdoc import name_map_keys, without_nulls
