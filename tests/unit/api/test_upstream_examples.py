@@ -1,14 +1,18 @@
 """Upstream example manifests, vendored unchanged under ``data/upstream`` (each file's first line
 names its repository, path and commit), through ``hyperjob apply --dry-run=client`` (issue 29):
-each is valid, or refused naming the kind or field, for a reason docs/api-reference.md gives."""
+each is valid, or refused naming the kind or field, for a reason docs/api-reference.md gives; and
+each valid one runs whole in ``hyperjob simulate`` where there is room."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
+from hyperjob import simulator
 from hyperjob.cli.main import main
 
 UPSTREAM = Path(__file__).parent / "data" / "upstream"
@@ -59,3 +63,28 @@ def test_an_upstream_example_is_valid_or_refused_by_name(name):
     else:
         assert done.exit_code == 1
         assert EXPECTED[name] in said
+
+
+def simulated(documents: list[dict]) -> dict:
+    """The documents created at 1 s on one cluster of four 64-cpu, 8-GPU nodes, run to 60 s."""
+    node = {"name": "n", "count": 4, "allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8"}}
+    scenario = {
+        "apiVersion": "hyperjob.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "upstream"},
+        "spec": {
+            "clusters": [{"name": "c", "nodes": [node]}],
+            "events": [{"at": "1s", "create": document} for document in documents],
+            "until": "60s",
+        },
+    }
+    return json.loads(simulator.to_json(simulator.run(yaml.safe_dump(scenario))))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, said in EXPECTED.items() if said == VALID))
+def test_a_valid_upstream_example_runs_whole_in_simulate(name):
+    documents = [d for d in yaml.safe_load_all((UPSTREAM / name).read_text()) if d]
+    out = simulated(documents)
+    assert [e["reason"] for e in out["events"] if e["type"] == "Rejected"] == []
+    assert out["jobs"] and {j["phase"] for j in out["jobs"]} == {"Running"}
+    assert out["pods"] and {p["phase"] for p in out["pods"]} == {"Running"}
