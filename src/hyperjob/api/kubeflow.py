@@ -43,7 +43,8 @@ Fields the translation cannot honour are rejected by name, never ignored: ``runP
 ``activeDeadlineSeconds``, ``backoffLimit``, ``suspend: true``, ``managedBy``, ``schedulingPolicy``'s
 ``minResources`` and ``scheduleTimeoutSeconds``; replica ``restartPolicy: ExitCode``; MPIJob
 ``runLauncherAsWorker: true`` and ``launcherCreationPolicy: WaitForWorkersReady``; TFJob
-``enableDynamicWorker: true``; an elastic PyTorchJob as a HyperJob's template.
+``enableDynamicWorker: true``; in a HyperJob's template, PyTorchJob ``elasticPolicy`` and a number as
+``nprocPerNode`` (``torchrun.check_in_hyperjob``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .kubeflow_kinds import KUBEFLOW_KINDS, KubeflowJob, MPIJob, MPIJobV1, PyTor
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
 from .rawdoc import name_map_keys, without_nulls
+from .torchrun import check_in_hyperjob
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
 Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate | HyperJobTemplate
@@ -330,12 +331,8 @@ def _with_kubeflow_template(document: RawDocument) -> RawDocument:
     name = _mapping(document.get("metadata")).get("name", "template")
     metadata = {"name": name, **_mapping(template.get("metadata"))}
     manifest = _convert({**template, "metadata": metadata}, kind, "$.spec.template")
-    if isinstance(manifest, PyTorchJob) and manifest.spec.elastic_policy is not None:
-        raise ManifestError(
-            "$.spec.template.spec.elasticPolicy",
-            "not supported in a HyperJob: its children are fixed gangs split across clusters "
-            "(apply the PyTorchJob itself to run it elastic)",
-        )
+    if isinstance(manifest, PyTorchJob):
+        check_in_hyperjob(manifest.spec.elastic_policy, manifest.spec.nproc_per_node)
     try:
         job = _kubeflow_job(manifest)
     except ManifestError as exc:

@@ -16,6 +16,8 @@
   (the operator's rule for an elastic job): ``minSuccess: 1``. ``metrics`` (the operator's
   HorizontalPodAutoscaler targets) are accepted and not used: here the job grows when the cluster
   has room, not when a metric crosses a target.
+* As a HyperJob's template (``check_in_hyperjob``) neither is taken: the HyperJob's world counts
+  the pods of every child, and its children are fixed gangs.
 """
 
 from __future__ import annotations
@@ -66,6 +68,23 @@ def processes_per_pod(nproc_per_node: str) -> int:
 def check_nproc_per_node(value: str) -> None:
     if value not in ("auto", "cpu", "gpu") and not (value.isdigit() and int(value) > 0):
         raise ManifestError("$.spec.nprocPerNode", f"{value!r}: a positive number, auto, cpu or gpu")
+
+
+def check_in_hyperjob(policy: ElasticPolicy | None, nproc_per_node: str | None) -> None:
+    """What a PyTorchJob may not ask for as a HyperJob's template, where the HyperJob's world (one
+    ``WORLD_SIZE`` and rank order over every child's pods) replaces the job's own."""
+    if policy is not None:
+        raise ManifestError(
+            "$.spec.template.spec.elasticPolicy",
+            "not supported in a HyperJob: its children are fixed gangs split across clusters "
+            "(apply the PyTorchJob itself to run it elastic)",
+        )
+    if processes_per_pod(nproc_per_node or DEFAULT_NPROC_PER_NODE) > 1:
+        raise ManifestError(
+            "$.spec.template.spec.nprocPerNode",
+            "a number is not supported in a HyperJob, whose WORLD_SIZE counts the pods of every child "
+            "(auto, cpu or gpu: torchrun counts the processes; or apply the PyTorchJob itself)",
+        )
 
 
 def torchrun_env(

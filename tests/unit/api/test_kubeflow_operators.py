@@ -186,18 +186,40 @@ def test_elastic_bounds_default_as_the_operator_does(policy, bounds):
     assert (job.spec.min_available - 1, job.spec.tasks[1].replicas) == bounds
 
 
-def test_an_elastic_template_in_a_hyperjob_is_refused_by_name():
-    template = yaml.safe_load(ELASTIC)
+def in_a_hyperjob(template_text: str, change=lambda spec: None) -> dict[str, Any]:
+    template = yaml.safe_load(template_text)
     template.pop("metadata")
-    hyperjob = {
+    change(template["spec"])
+    replicas = sum(r.get("replicas", 1) for r in template["spec"]["pytorchReplicaSpecs"].values())
+    return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "HyperJob",
         "metadata": {"name": "h"},
-        "spec": {"template": template, "splitPolicy": {"strategy": "ByCluster", "clusters": []}},
+        "spec": {
+            "template": template,
+            "splitPolicy": {"strategy": "ByCluster", "clusters": [{"name": "a", "replicas": replicas}]},
+        },
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "change", "path"),
+    [
+        (ELASTIC, lambda spec: None, "$.spec.template.spec.elasticPolicy"),
+        (PYTORCH, lambda spec: spec.update(nprocPerNode="8"), "$.spec.template.spec.nprocPerNode"),
+    ],
+    ids=["elasticPolicy", "nprocPerNode-number"],
+)
+def test_what_a_hyperjobs_world_cannot_honour_is_refused_by_name_in_its_template(text, change, path):
     with pytest.raises(api.ManifestError) as error:
-        api.decode(hyperjob)
-    assert error.value.path == "$.spec.template.spec.elasticPolicy"
+        api.decode(in_a_hyperjob(text, change))
+    assert error.value.path == path
+
+
+def test_nproc_per_node_auto_is_taken_in_a_hyperjob_template():
+    hyperjob = api.decode(in_a_hyperjob(PYTORCH, lambda spec: spec.update(nprocPerNode="auto")))
+    assert isinstance(hyperjob, api.HyperJob)
+    assert hyperjob.spec.plugins["pytorch"] == ["--master=master", "--port=23456"]
 
 
 def _run(events: list[dict[str, Any]]) -> dict[str, Any]:
