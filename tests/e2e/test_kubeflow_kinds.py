@@ -69,6 +69,8 @@ def test_kubeflow_jobs_are_applied_listed_described_and_deleted_by_their_kind(cl
         assert listed[0].split() == ["NAME", "STATE", "AGE"]
         assert [line.split()[0] for line in listed[1:]] == ["kf-pi"]  # not the PyTorchJob
         assert [line.split()[0] for line in cli.run("get", "pytorchjob").stdout.splitlines()[1:]] == ["kf-torch"]
+        state = cli.run("get", "mpijob", "kf-pi", "-o", "jsonpath={.status.conditions[-1:].type}").stdout.strip()
+        assert state in ("Created", "Running")  # the operators' STATE, as kubectl get mpijobs reads it
         assert "kf-pi" in cli.run("describe", "mpijob", "kf-pi").stdout
         wrong = cli.run("describe", "tfjob", "kf-pi", check=False)
         assert (wrong.returncode, "not found" in wrong.stderr) == (1, True)

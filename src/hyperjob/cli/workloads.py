@@ -5,7 +5,8 @@ declare no short names).
 Each runs as a plain Volcano Job carrying its kind in the ``hyperjob.io/source-kind`` annotation
 (``api.kubeflow``); these views are the jobs of that kind (a HyperJob's children are its, not
 here). ``get`` shows the operators' columns: NAME, STATE (the last condition they would report:
-Created, Running, Restarting, Succeeded, Failed, Suspended), AGE.
+Created, Running, Restarting, Succeeded, Failed, Suspended), AGE; ``-o yaml`` the Volcano Job that
+runs it, with that condition in ``status.conditions``.
 """
 
 from __future__ import annotations
@@ -63,10 +64,17 @@ def rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[st
     return ["NAME", "STATE", "AGE"] + (["CLUSTER", "QUEUE", "PHASE"] if wide else []), table
 
 
+def manifest(item: View) -> View:
+    """The Volcano Job that runs it (``get -o yaml``), its status also as the operators report
+    it: ``conditions[-1:].type`` is the STATE column."""
+    shown = views.job_manifest(item)
+    state = _STATE.get(item["phase"], item["phase"])
+    shown["status"] = {**shown["status"], "conditions": [{"type": state, "status": "True"}]}
+    return shown
+
+
 KINDS = {
-    kind.lower() + "s": views.Kind(
-        kind.lower() + "s", kind.lower(), rows, _loader(kind), None, views.job_manifest, True
-    )
+    kind.lower() + "s": views.Kind(kind.lower() + "s", kind.lower(), rows, _loader(kind), None, manifest, True)
     for kind in api.KUBEFLOW_KIND_NAMES
 }
 

@@ -47,3 +47,21 @@ def test_get_shows_the_operators_state_column(phase, state):
     assert header == ["NAME", "STATE", "AGE"] and rows[0][:2] == ["x", state]
     wide_header, wide_rows = workloads.rows([item], wide=True)
     assert wide_header[3:] == ["CLUSTER", "QUEUE", "PHASE"] and wide_rows[0][3:] == ["c", "q", phase]
+
+
+def test_the_manifest_reports_the_state_as_the_operators_last_condition():
+    item = {
+        "name": "x",
+        "namespace": "default",
+        "phase": "Completed",
+        "created": 0.0,
+        "cluster": "c",
+        "waitingReason": "",
+        "hyperJob": None,
+        "pods": [],
+        "manifest": manifest("kubeflow.org/v1/PyTorchJob"),
+        **dict.fromkeys(("pending", "running", "succeeded", "failed", "terminating", "retryCount"), 0),
+    }
+    status = workloads.manifest(item)["status"]
+    assert status["conditions"][-1:] == [{"type": "Succeeded", "status": "True"}]
+    assert status["state"] == {"phase": "Completed"}
