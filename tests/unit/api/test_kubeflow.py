@@ -163,7 +163,6 @@ def test_queue_annotation_is_the_fallback_queue():
         (lambda s: s["runPolicy"].update(backoffLimit=2), "$.spec.runPolicy.backoffLimit"),
         (lambda s: s["runPolicy"].update(activeDeadlineSeconds=60), "$.spec.runPolicy.activeDeadlineSeconds"),
         (lambda s: s["runPolicy"].update(suspend=True), "$.spec.runPolicy.suspend"),
-        (lambda s: s["runPolicy"].update(cleanPodPolicy="None"), "$.spec.runPolicy.cleanPodPolicy"),
         (
             lambda s: s["runPolicy"].update(schedulingPolicy={"scheduleTimeoutSeconds": 5}),
             "$.spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
@@ -178,25 +177,24 @@ def test_queue_annotation_is_the_fallback_queue():
         ),
         (lambda s: s.update(runLauncherAsWorker=True), "$.spec.runLauncherAsWorker"),
         (lambda s: s.update(launcherCreationPolicy="WaitForWorkersReady"), "$.spec.launcherCreationPolicy"),
-        (lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2), "$.spec.mpiReplicaSpecs.Launcher.replicas"),
+        (lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2), "$.spec.mpiReplicaSpecs[Launcher].replicas"),
         (
             lambda s: s["mpiReplicaSpecs"]["Worker"].update(restartPolicy="ExitCode"),
-            "$.spec.mpiReplicaSpecs.Worker.restartPolicy",
+            "$.spec.mpiReplicaSpecs[Worker].restartPolicy",
         ),
-        (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "$.spec.mpiReplicaSpecs.Launcher"),
+        (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "$.spec.mpiReplicaSpecs[Launcher]"),
         (lambda s: s.update(gpus=4), "$.spec"),  # v1alpha1's field: unknown in v2beta1
         (
             lambda s: s["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"].update(
                 limits={"nvidia.com/gpu": "lots"}
             ),
-            "$.spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources",
+            "$.spec.mpiReplicaSpecs[Worker].template.spec.containers[0].resources",
         ),
     ],
     ids=[
         "backoffLimit",
         "activeDeadlineSeconds",
         "suspend",
-        "cleanPodPolicy-None",
         "scheduleTimeoutSeconds",
         "minResources",
         "minAvailable-over-replicas",
@@ -250,6 +248,7 @@ def test_pytorchjob_pods_get_the_operators_rendezvous_env(pod, rank):
         "--master=master",
         "--worker=worker",
         "--port=29500",
+        "--nproc-per-node=auto",
     ]
     record = jc.decide(jc.admit(job, QUEUES, 0.0), jc.PodGroupAdmitted(), 0.0)[0]
     env = record.pods[pod].run.env
@@ -266,11 +265,17 @@ def test_pytorchjob_pods_get_the_operators_rendezvous_env(pod, rank):
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        (lambda s: s.update(elasticPolicy={"minReplicas": 1}), "$.spec.elasticPolicy"),
-        (lambda s: s.update(nprocPerNode="8"), "$.spec.nprocPerNode"),
-        (lambda s: s["pytorchReplicaSpecs"]["Master"].update(replicas=2), "$.spec.pytorchReplicaSpecs.Master.replicas"),
+        (
+            lambda s: s.update(elasticPolicy={"minReplicas": 3, "maxReplicas": 2}),
+            "$.spec.elasticPolicy.minReplicas",
+        ),
+        (lambda s: s.update(nprocPerNode="many"), "$.spec.nprocPerNode"),
+        (
+            lambda s: s["pytorchReplicaSpecs"]["Master"].update(replicas=2),
+            "$.spec.pytorchReplicaSpecs[Master].replicas",
+        ),
     ],
-    ids=["elasticPolicy", "nprocPerNode", "two-masters"],
+    ids=["elastic-min-over-max", "nprocPerNode-not-a-number", "two-masters"],
 )
 def test_pytorchjob_fields_not_honoured_are_rejected(change, path):
     document = yaml.safe_load(PYTORCH)
@@ -333,7 +338,7 @@ def test_tfjob_master_is_the_chief_role():
     ("change", "path"),
     [
         (lambda s: s.update(enableDynamicWorker=True), "$.spec.enableDynamicWorker"),
-        (lambda s: s["tfReplicaSpecs"].update(Master=s["tfReplicaSpecs"]["Chief"]), "$.spec.tfReplicaSpecs.Master"),
+        (lambda s: s["tfReplicaSpecs"].update(Master=s["tfReplicaSpecs"]["Chief"]), "$.spec.tfReplicaSpecs[Master]"),
         (lambda s: s.update(schedulerName="volcano"), "$.spec"),
     ],
     ids=["dynamic-worker", "chief-and-master", "schedulerName-is-not-a-tfjob-field"],

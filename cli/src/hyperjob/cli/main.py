@@ -21,7 +21,7 @@ from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 from hyperjob.events.manifest import HyperJobAction
 
-from . import journey, jsonpath_template, manifests, preflight, views
+from . import journey, jsonpath_template, manifests, preflight, views, workloads
 from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
@@ -89,6 +89,7 @@ main.add_command(schema)
 main.add_command(user)
 main.add_command(dlq)
 views.KINDS[DLQ_KIND.plural] = DLQ_KIND  # `get dlq`
+views.KINDS.update(workloads.KINDS)  # `get pytorchjobs`: Kubeflow's kinds by the name applied
 
 
 @main.command()
@@ -340,7 +341,8 @@ def apply(filenames: tuple[str, ...], recursive: bool, namespace: str | None, dr
 
 def _traced(answer: events.RequestAccepted) -> bool:
     """A workload whose journey began with this request (a queue's change has no journey)."""
-    return answer.kind in ("HyperJob", "Job", "PodGroup") and answer.outcome != "unchanged"
+    workload = answer.kind in ("HyperJob", "Job", "PodGroup", *api.KUBEFLOW_KIND_NAMES)
+    return workload and answer.outcome != "unchanged"
 
 
 def _span_attributes(obj: manifests.Object) -> dict[str, str]:
@@ -559,15 +561,20 @@ def _plain(item: views.View) -> views.View:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(views.DESCRIBABLE))
+@click.argument("kind", type=click.Choice([*views.DESCRIBABLE, *workloads.NAMES], case_sensitive=False))
 @click.argument("name")
 @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
 def describe(kind: str, name: str, namespace: str) -> None:
-    """Everything about one HyperJob (spec, status, children and where they run), Job, Queue, node,
-    CronJob, JobFlow or JobTemplate, ending with its Events."""
+    """Everything about one HyperJob (spec, status, children and where they run), Job (also an
+    MPIJob, PyTorchJob or TFJob), Queue, node, CronJob, JobFlow or JobTemplate, ending with its Events."""
 
     async def work(client: Client) -> views.View | None:
-        return await views.describe(client, kind, name, namespace)
+        applied = workloads.kind_named(kind)
+        if applied is None:
+            return await views.describe(client, kind, name, namespace)
+        if await workloads.stored_kind(client, name) != applied:
+            return None
+        return await views.describe(client, "job", name, namespace)  # the Volcano Job that runs it
 
     described = with_client(work)
     if described is None:
@@ -608,6 +615,7 @@ DELETABLE = {
     "podgroups": "PodGroup",
     "pg": "PodGroup",
     **{name: api.SHORT_KINDS[name] for name in views.DESCRIBED},
+    **{name: workloads.kind_named(name) or "" for name in workloads.NAMES},
     **{name + "s": api.SHORT_KINDS[name] for name in ("cronjob", "jobflow", "jobtemplate", "hyperjobtemplate")},
 }
 
@@ -629,14 +637,19 @@ def delete(
     timeout: float,
     namespace: str | None,
 ) -> None:
-    """Delete objects: KIND NAME..., KIND/NAME..., or -f FILE. A HyperJob is gone only once every
-    child is gone from every cluster."""
+    """Delete objects: KIND NAME..., KIND/NAME..., or -f FILE (in the reverse of the file's order, so
+    that what applied cleanly deletes cleanly). A HyperJob is gone only once every child is gone
+    from every cluster; each workload is waited for before the next object is deleted."""
     targets = _delete_targets(args, filenames, recursive, namespace)
 
     async def work(client: Client) -> bool:
         ok = True
         owners = await views.child_owners(client)
-        for kind, where, name in targets:
+        for applied, where, name in targets:
+            kind = "Job" if applied in api.KUBEFLOW_KIND_NAMES else applied  # each runs as a Volcano Job
+            if kind != applied and await workloads.stored_kind(client, name) != applied:
+                ok = _print_not_found(applied, name, where, ignore_not_found) and ok
+                continue
             if kind == "Job" and name in owners:
                 owner_namespace, owner = api.split_key(owners[name])
                 flag = f" -n {owner_namespace}" if owner_namespace != api.DEFAULT_NAMESPACE else ""
@@ -647,14 +660,21 @@ def delete(
                 )
                 ok = False
                 continue
-            answer = await client.delete(kind, name, where)
+            answer = msgspec.structs.replace(await client.delete(kind, name, where), kind=applied)
             if not _print_answer(answer, ignore_not_found):
                 ok = False
             elif isinstance(answer, events.RequestAccepted) and wait and kind in NAMESPACED_KINDS:
-                ok = await _wait_gone(client, kind, where, name, timeout) and ok
+                ok = await _wait_gone(client, applied, where, name, timeout) and ok
         return ok
 
     sys.exit(0 if with_client(work) else 1)
+
+
+def _print_not_found(kind: str, name: str, namespace: str, ignore_not_found: bool) -> bool:
+    """kubectl's answer for an object that is not of the kind named; True when that is no error."""
+    if not ignore_not_found:
+        click.echo(f"error: {kind.lower()}/{name}: {kind} {name!r} not found{_where(namespace)}", err=True)
+    return ignore_not_found
 
 
 def _delete_targets(
@@ -664,7 +684,8 @@ def _delete_targets(
     if filenames:
         if args:
             raise click.UsageError("give either -f FILE or KIND NAME, not both")
-        return [(obj.kind, obj.namespace, obj.name) for obj in _load(filenames, recursive, namespace)]
+        # Last applied, first deleted (a Job before the Queue it uses), each waited for in turn.
+        return [(obj.kind, obj.namespace, obj.name) for obj in reversed(_load(filenames, recursive, namespace))]
     if not args:
         raise click.UsageError("give KIND NAME..., KIND/NAME... or -f FILE")
     if all("/" in a for a in args):

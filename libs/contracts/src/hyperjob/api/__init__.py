@@ -1,11 +1,13 @@
 """The HyperJob API: Kubernetes-style manifests as strict, immutable msgspec structs.
 
 Owns the shapes of HyperJob (both forms), Volcano Job, Queue, PodGroup and PriorityClass,
-Kubeflow's MPIJob, PyTorchJob and TFJob (decoded into the Volcano Job that runs them,
-``api.kubeflow``), job plugin flags (``api.plugins``), the HyperJob world a child carries
-(``api.world``), the Kubernetes quantity notation (requests default to limits), and the validation
-that needs no running system. Pure: no I/O
-beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the field.
+Kubeflow's MPIJob, PyTorchJob and TFJob (shapes in ``api.kubeflow_kinds``; decoded into the
+Volcano Job that runs them by ``api.kubeflow``, torchrun's env by ``api.torchrun``), job plugin
+flags (``api.plugins``), the HyperJob world a child carries (``api.world``), the Kubernetes
+quantity notation (requests default to limits), and the validation that needs no running system.
+Pure: no I/O beyond parsing text. Every rejection is a ``ManifestError`` whose ``path`` names the
+field (a mapping's key included: ``mpiReplicaSpecs[Worker]``); a field written as null is unset,
+as on a Kubernetes API server (``api.rawdoc``).
 """
 
 from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, RawDocument, fleet_name, object_key, split_key
@@ -24,6 +26,8 @@ from .hyperjob import (
     user_path,
 )
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
+from .kubeflow import applied_kind
+from .kubeflow_kinds import KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION
 from .manifest import (
     SERVER_SET_METADATA,
     SHORT_KINDS,
@@ -40,6 +44,7 @@ from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATION
 from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
 from .queue import DEFAULT_QUEUE, PodGroup, PriorityClass, Queue, QueueSpec
+from .torchrun import processes_per_pod
 from .validation import (
     SIM_DURATION,
     SIM_EXIT_CODE,
@@ -109,6 +114,9 @@ __all__ = [
     "check_references",
     "check_sim_annotations",
     "decode",
+    "KUBEFLOW_KIND_NAMES",
+    "SOURCE_KIND_ANNOTATION",
+    "applied_kind",
     "decode_stored",
     "encode",
     "load",
@@ -119,6 +127,7 @@ __all__ = [
     "SHORT_KINDS",
     "normalize",
     "parse_duration",
+    "processes_per_pod",
     "parse_quantity",
     "parse_resource_list",
     "template_replicas",

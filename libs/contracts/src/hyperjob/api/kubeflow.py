@@ -1,13 +1,15 @@
-"""Kubeflow's job kinds — MPIJob (``kubeflow.org/v2beta1``), PyTorchJob and TFJob (``kubeflow.org/v1``) —
-accepted as their users write them and run as the Volcano Job their operator would gang-schedule.
+"""Kubeflow's job kinds — MPIJob (``kubeflow.org/v2beta1``, mpi-operator's, and ``kubeflow.org/v1``,
+training-operator's), PyTorchJob and TFJob (``kubeflow.org/v1``) — accepted as their users write them
+and run as the Volcano Job their operator would gang-schedule.
 
 ``to_volcano_job(manifest)`` gives the Volcano Job: one task per replica type (``launcher``/``worker``;
 ``master``/``worker``; ``chief``/``master``/``ps``/``worker``/``evaluator``, in that order, so a
 HyperJob split gives contiguous ranks), the framework's job plugin, and the gang the operators
 create with ``--gang-scheduling=volcano``: ``minAvailable`` = every replica unless
-``runPolicy.schedulingPolicy.minAvailable`` says otherwise; queue from
+``runPolicy.schedulingPolicy.minAvailable`` says otherwise (or the PyTorchJob is elastic); queue from
 ``schedulingPolicy.queue``, else the ``scheduling.volcano.sh/queue-name`` annotation; priority class
-from ``schedulingPolicy.priorityClass``, else the first replica template's.
+from ``schedulingPolicy.priorityClass``, else the first replica template's. The
+``hyperjob.io/source-kind`` annotation keeps the kind applied (``kubeflow.org/v1/PyTorchJob``).
 
 What each operator gives its pods, and how it is given here:
 
@@ -18,115 +20,61 @@ What each operator gives its pods, and how it is given here:
   (``K_MPI_JOB_ROLE``, ``OMPI_MCA_orte_default_hostfile`` … or ``HYDRA_HOST_FILE`` / ``I_MPI_*``,
   ``NVIDIA_VISIBLE_DEVICES=""``); workers without a command run ``/usr/sbin/sshd -De``. The job
   completes when the launcher does and is terminated when a launcher pod fails.
+* MPIJob ``kubeflow.org/v1`` (training-operator): run as the v2beta1 MPIJob with the same replicas,
+  ``slotsPerWorker`` and ``runPolicy`` (its top-level ``cleanPodPolicy`` is ``runPolicy``'s): the
+  launcher reaches the workers over ssh, not v1's ``kubectl exec``, so a worker without a command
+  runs sshd rather than ``sleep``. ``mainContainer`` must name the Worker's first container.
 * PyTorchJob: plugin ``pytorch`` (``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK``, the port of
   the ``pytorch`` container's ``pytorchjob-port``, default 23456) and ``PYTHONUNBUFFERED=1``; the job
-  completes with the master (without one, with every worker).
+  completes with the master (without one, with every worker). ``nprocPerNode`` and
+  ``elasticPolicy`` as ``api.torchrun`` describes (``WORLD_SIZE`` = pods × processes; an elastic
+  gang of ``minReplicas`` workers growing to ``maxReplicas``).
 * TFJob: plugin ``tensorflow`` (``TF_CONFIG`` in Volcano's form; ``Master`` is the chief role), the
   port of the ``tensorflow`` container's ``tfjob-port``, default 2222; the job completes with the
   chief (without one, with every worker).
 
+``runPolicy.cleanPodPolicy`` (``None``, the operators' default, ``All`` or ``Running``) is accepted;
+whichever is given, a finished job is handled as a Volcano Job is: its running pods are stopped
+(``Running``'s rule; ``None`` would leave them holding the gang's resources with no job to account
+them to) and its finished pods are kept for ``get pods`` and ``logs`` until the job is deleted or
+``ttlSecondsAfterFinished`` passes (``All`` would delete them at once).
+
 Fields the translation cannot honour are rejected by name, never ignored: ``runPolicy``'s
-``activeDeadlineSeconds``, ``backoffLimit``, ``suspend: true``, ``managedBy``, ``cleanPodPolicy``
-other than ``Running`` (a finished job's running pods are always stopped), ``schedulingPolicy``'s
+``activeDeadlineSeconds``, ``backoffLimit``, ``suspend: true``, ``managedBy``, ``schedulingPolicy``'s
 ``minResources`` and ``scheduleTimeoutSeconds``; replica ``restartPolicy: ExitCode``; MPIJob
-``runLauncherAsWorker: true`` and ``launcherCreationPolicy: WaitForWorkersReady``; PyTorchJob
-``elasticPolicy`` and ``nprocPerNode``; TFJob ``enableDynamicWorker: true``.
+``runLauncherAsWorker: true`` and ``launcherCreationPolicy: WaitForWorkersReady``; TFJob
+``enableDynamicWorker: true``; in a HyperJob's template, PyTorchJob ``elasticPolicy`` and a number as
+``nprocPerNode`` (``torchrun.check_in_hyperjob``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Literal, cast
+from typing import cast
 
 import msgspec
 
-from .base import NonNegative, ObjectMeta, Opaque, Positive, QuantityMap, Spec
+from .base import ObjectMeta
 from .errors import ManifestError
 from .job import Job, JobSpec, LifecyclePolicy, TaskSpec
+from .kubeflow_kinds import (
+    KUBEFLOW_KIND_NAMES,
+    MPI_CONFIG_DIR,
+    QUEUE_ANNOTATION,
+    SOURCE_KIND_ANNOTATION,
+    KubeflowJob,
+    MPIJob,
+    MPIJobSpec,
+    MPIJobV1,
+    PyTorchJob,
+    ReplicaSpec,
+    RunPolicy,
+    SchedulingPolicy,
+    TFJob,
+)
 from .pod import EnvVar, PodTemplateSpec
+from .torchrun import DEFAULT_NPROC_PER_NODE, check_nproc_per_node, elastic_bounds, torchrun_env
 
-MPI_API_VERSION: Final = "kubeflow.org/v2beta1"
-TRAINING_API_VERSION: Final = "kubeflow.org/v1"
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
-SOURCE_KIND_ANNOTATION = "hyperjob.io/source-kind"
-MPI_CONFIG_DIR = "/etc/mpi"
-
-
-class SchedulingPolicy(Spec, frozen=True, kw_only=True):
-    min_available: NonNegative | None = None
-    queue: str = ""
-    min_resources: QuantityMap | None = None
-    priority_class: str = ""
-    schedule_timeout_seconds: int | None = None
-
-
-class RunPolicy(Spec, frozen=True, kw_only=True):
-    clean_pod_policy: Literal["All", "Running", "None"] | None = None
-    ttl_seconds_after_finished: NonNegative | None = None
-    active_deadline_seconds: int | None = None
-    backoff_limit: int | None = None
-    scheduling_policy: SchedulingPolicy | None = None
-    suspend: bool | None = None
-    managed_by: str | None = None
-
-
-class ReplicaSpec(Spec, frozen=True, kw_only=True):
-    replicas: NonNegative | None = None
-    template: PodTemplateSpec
-    restart_policy: Literal["Always", "OnFailure", "Never", "ExitCode"] | None = None
-
-
-class MPIJobSpec(Spec, frozen=True, kw_only=True):
-    mpi_replica_specs: dict[Literal["Launcher", "Worker"], ReplicaSpec]
-    slots_per_worker: Positive | None = None
-    run_launcher_as_worker: bool | None = None
-    run_policy: RunPolicy = RunPolicy()
-    ssh_auth_mount_path: str = ""
-    launcher_creation_policy: Literal["AtStartup", "WaitForWorkersReady"] | None = None
-    mpi_implementation: Literal["OpenMPI", "Intel", "MPICH"] | None = None
-
-
-class MPIJob(Spec, frozen=True, kw_only=True):
-    api_version: Literal["kubeflow.org/v2beta1"] = MPI_API_VERSION
-    kind: Literal["MPIJob"] = "MPIJob"
-    metadata: ObjectMeta
-    spec: MPIJobSpec
-
-
-class PyTorchJobSpec(Spec, frozen=True, kw_only=True):
-    pytorch_replica_specs: dict[Literal["Master", "Worker"], ReplicaSpec]
-    run_policy: RunPolicy = RunPolicy()
-    elastic_policy: Opaque | None = None
-    nproc_per_node: str | None = None
-
-
-class PyTorchJob(Spec, frozen=True, kw_only=True):
-    api_version: Literal["kubeflow.org/v1"] = TRAINING_API_VERSION
-    kind: Literal["PyTorchJob"] = "PyTorchJob"
-    metadata: ObjectMeta
-    spec: PyTorchJobSpec
-
-
-class TFJobSpec(Spec, frozen=True, kw_only=True):
-    tf_replica_specs: dict[Literal["Chief", "Master", "PS", "Worker", "Evaluator"], ReplicaSpec]
-    run_policy: RunPolicy = RunPolicy()
-    success_policy: Literal["", "AllWorkers"] = ""
-    enable_dynamic_worker: bool = False
-
-
-class TFJob(Spec, frozen=True, kw_only=True):
-    api_version: Literal["kubeflow.org/v1"] = TRAINING_API_VERSION
-    kind: Literal["TFJob"] = "TFJob"
-    metadata: ObjectMeta
-    spec: TFJobSpec
-
-
-KubeflowJob = MPIJob | PyTorchJob | TFJob
-KUBEFLOW_KINDS: dict[tuple[str, str], type[KubeflowJob]] = {
-    (MPI_API_VERSION, "MPIJob"): MPIJob,
-    (TRAINING_API_VERSION, "PyTorchJob"): PyTorchJob,
-    (TRAINING_API_VERSION, "TFJob"): TFJob,
-}
 # Replica types in task order (the order of global ranks when a HyperJob splits the job).
 _ORDER: dict[str, tuple[str, ...]] = {
     "MPIJob": ("Launcher", "Worker"),
@@ -139,6 +87,9 @@ _REPLICAS_FIELD = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpe
 def to_volcano_job(manifest: KubeflowJob) -> Job:
     """The Volcano Job that runs ``manifest`` (see the module docstring); ``ManifestError`` names
     the field the translation cannot honour."""
+    source = f"{manifest.api_version}/{manifest.kind}"
+    if isinstance(manifest, MPIJobV1):
+        manifest = _as_v2beta1(manifest)
     _check_run_policy(manifest.spec.run_policy)
     if isinstance(manifest, MPIJob):
         tasks, plugins = _mpi_tasks(manifest)
@@ -146,19 +97,27 @@ def to_volcano_job(manifest: KubeflowJob) -> Job:
         tasks, plugins = _pytorch_tasks(manifest)
     else:
         tasks, plugins = _tf_tasks(manifest)
-    return Job(metadata=_metadata(manifest), spec=_job_spec(manifest, tasks, plugins))
+    spec = _elastic_gang(manifest, _job_spec(manifest, tasks, plugins))
+    return Job(metadata=_metadata(manifest, source), spec=spec)
+
+
+def applied_kind(annotations: Mapping[str, str], kind: str) -> str:
+    """The kind a user applied: ``MPIJob``/``PyTorchJob``/``TFJob`` for the Volcano Job that runs one
+    (its ``hyperjob.io/source-kind`` annotation), else ``kind``; answers and listings name it so."""
+    source = annotations.get(SOURCE_KIND_ANNOTATION, "").rpartition("/")[2]
+    return source if source in KUBEFLOW_KIND_NAMES else kind
 
 
 def user_path(manifest: KubeflowJob, path: str) -> str:
     """Map a path in the translated Volcano Job back to the Kubeflow field (``$.spec.tasks[1].template``
-    → ``$.spec.mpiReplicaSpecs.Worker.template``)."""
+    → ``$.spec.mpiReplicaSpecs[Worker].template``, the form msgspec's own paths take)."""
     if not path.startswith("$.spec.tasks["):
         return path
     index, _, rest = path.removeprefix("$.spec.tasks[").partition("]")
     types = list(_replicas(manifest))
     if not index.isdigit() or int(index) >= len(types):
         return path
-    return f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{types[int(index)]}{rest}"
+    return f"$.spec.{_REPLICAS_FIELD[manifest.kind]}[{types[int(index)]}]{rest}"
 
 
 # ------------------------------------------------------------------------------------------ common
@@ -176,12 +135,6 @@ def _check_run_policy(policy: RunPolicy) -> None:
             )
     if policy.suspend:
         raise ManifestError(f"{path}.suspend", "not supported: submit the job when it should run")
-    if policy.clean_pod_policy not in (None, "Running"):
-        raise ManifestError(
-            f"{path}.cleanPodPolicy",
-            "only Running is supported: when the job finishes, its running "
-            "pods are stopped and its finished pods are kept",
-        )
     scheduling = policy.scheduling_policy or SchedulingPolicy()
     if scheduling.min_resources is not None:
         raise ManifestError(
@@ -196,7 +149,7 @@ def _check_run_policy(policy: RunPolicy) -> None:
 
 def _replicas(manifest: KubeflowJob) -> dict[str, ReplicaSpec]:
     specs: Mapping[str, ReplicaSpec]  # each kind keys its replicas by its own literals, as _ORDER does
-    if isinstance(manifest, MPIJob):
+    if isinstance(manifest, (MPIJob, MPIJobV1)):
         specs = cast(Mapping[str, ReplicaSpec], manifest.spec.mpi_replica_specs)
     elif isinstance(manifest, PyTorchJob):
         specs = cast(Mapping[str, ReplicaSpec], manifest.spec.pytorch_replica_specs)
@@ -215,7 +168,7 @@ def _task(
     policies: list[LifecyclePolicy],
     command: list[str] | None = None,
 ) -> TaskSpec:
-    path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}.{rtype}"
+    path = f"$.spec.{_REPLICAS_FIELD[manifest.kind]}[{rtype}]"
     if replica.restart_policy == "ExitCode":
         raise ManifestError(f"{path}.restartPolicy", "ExitCode is not supported (Always, OnFailure or Never)")
     template = replica.template
@@ -246,8 +199,8 @@ def _task(
     )
 
 
-def _metadata(manifest: KubeflowJob) -> ObjectMeta:
-    annotations = {**manifest.metadata.annotations, SOURCE_KIND_ANNOTATION: f"{manifest.api_version}/{manifest.kind}"}
+def _metadata(manifest: KubeflowJob, source: str) -> ObjectMeta:
+    annotations = {**manifest.metadata.annotations, SOURCE_KIND_ANNOTATION: source}
     return msgspec.structs.replace(manifest.metadata, annotations=annotations)
 
 
@@ -286,6 +239,25 @@ COMPLETE_WITH_TASK = [LifecyclePolicy(event="TaskCompleted", action="CompleteJob
 
 
 # --------------------------------------------------------------------------------------------- MPI
+def _as_v2beta1(job: MPIJobV1) -> MPIJob:
+    """A v1 MPIJob as the v2beta1 one it runs as (the launcher reaches the workers over ssh, as in v2,
+    not v1's ``kubectl exec``); the top-level ``cleanPodPolicy`` is ``runPolicy``'s."""
+    spec = job.spec
+    worker = spec.mpi_replica_specs.get("Worker")
+    containers = worker.template.spec.containers if worker else []
+    if spec.main_container and containers and containers[0].name != spec.main_container:
+        raise ManifestError(
+            "$.spec.mainContainer",
+            f"{spec.main_container!r} is not the Worker's first container ({containers[0].name!r}): "
+            "MPI runs in a replica's first container",
+        )
+    policy = spec.run_policy
+    if policy.clean_pod_policy is None:
+        policy = msgspec.structs.replace(policy, clean_pod_policy=spec.clean_pod_policy)
+    v2 = MPIJobSpec(mpi_replica_specs=spec.mpi_replica_specs, slots_per_worker=spec.slots_per_worker, run_policy=policy)
+    return MPIJob(metadata=job.metadata, spec=v2)
+
+
 def _mpi_env(spec: MPIJobSpec) -> list[EnvVar]:
     hostfile, slots = f"{MPI_CONFIG_DIR}/hostfile", str(spec.slots_per_worker or 1)
     env = {"K_MPI_JOB_ROLE": "launcher"}
@@ -319,9 +291,9 @@ def _mpi_tasks(job: MPIJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
     replicas = _replicas(job)
     launcher = replicas.get("Launcher")
     if launcher is None:
-        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher", "required")
+        raise ManifestError(f"{path}.mpiReplicaSpecs[Launcher]", "required")
     if launcher.replicas not in (None, 1):
-        raise ManifestError(f"{path}.mpiReplicaSpecs.Launcher.replicas", f"must be 1, not {launcher.replicas}")
+        raise ManifestError(f"{path}.mpiReplicaSpecs[Launcher].replicas", f"must be 1, not {launcher.replicas}")
     tasks = [
         _task(
             job,
@@ -360,15 +332,19 @@ def _mpi_tasks(job: MPIJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
 # ----------------------------------------------------------------------------------------- PyTorch
 def _pytorch_tasks(job: PyTorchJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
     spec, path = job.spec, "$.spec"
-    if spec.elastic_policy is not None:
-        raise ManifestError(f"{path}.elasticPolicy", "not supported: a gang has a fixed size")
-    if spec.nproc_per_node is not None:
-        raise ManifestError(f"{path}.nprocPerNode", "not supported: one process per pod (WORLD_SIZE counts pods)")
-    replicas = _replicas(job)
+    nproc = spec.nproc_per_node or DEFAULT_NPROC_PER_NODE
+    check_nproc_per_node(nproc)
+    replicas = _pytorch_replicas(job)
     master = replicas.get("Master")
     if master is not None and master.replicas not in (None, 1):
-        raise ManifestError(f"{path}.pytorchReplicaSpecs.Master.replicas", f"must be 1, not {master.replicas}")
-    env = [EnvVar(name="PYTHONUNBUFFERED", value="1")]
+        raise ManifestError(f"{path}.pytorchReplicaSpecs[Master].replicas", f"must be 1, not {master.replicas}")
+    port = _container_port(master or replicas.get("Worker"), "pytorch", "pytorchjob-port", 23456)
+    rendezvous_port = _container_port(replicas.get("Worker"), "pytorch", "pytorchjob-port", 23456)
+    pods = sum(1 if r.replicas is None and rtype == "Master" else r.replicas or 0 for rtype, r in replicas.items())
+    env = [
+        EnvVar(name="PYTHONUNBUFFERED", value="1"),
+        *torchrun_env(job.metadata.name, nproc, pods, spec.elastic_policy, _elastic_range(job), rendezvous_port),
+    ]
     completing = "Master" if master is not None else "Worker"
     tasks = [
         _task(
@@ -382,8 +358,37 @@ def _pytorch_tasks(job: PyTorchJob) -> tuple[list[TaskSpec], dict[str, list[str]
         )
         for rtype, replica in replicas.items()
     ]
-    port = _container_port(master or replicas.get("Worker"), "pytorch", "pytorchjob-port", 23456)
-    return tasks, {"pytorch": ["--master=master", "--worker=worker", f"--port={port}"], "svc": []}
+    flags = ["--master=master", "--worker=worker", f"--port={port}", f"--nproc-per-node={nproc}"]
+    return tasks, {"pytorch": flags, "svc": []}
+
+
+def _elastic_range(job: PyTorchJob) -> tuple[int, int]:
+    """(minReplicas, maxReplicas) of an elastic job's workers; (0, 0) for a job that is not elastic."""
+    if job.spec.elastic_policy is None:
+        return 0, 0
+    worker = job.spec.pytorch_replica_specs.get("Worker")
+    if worker is None:
+        raise ManifestError("$.spec.pytorchReplicaSpecs[Worker]", "required with elasticPolicy (the elastic workers)")
+    return elastic_bounds(job.spec.elastic_policy, 0 if worker.replicas is None else worker.replicas)
+
+
+def _pytorch_replicas(job: PyTorchJob) -> dict[str, ReplicaSpec]:
+    """The replica specs, an elastic job's workers at ``maxReplicas`` (the most that may run)."""
+    replicas = _replicas(job)
+    if job.spec.elastic_policy is not None:
+        replicas["Worker"] = msgspec.structs.replace(replicas["Worker"], replicas=_elastic_range(job)[1])
+    return replicas
+
+
+def _elastic_gang(job: KubeflowJob, spec: JobSpec) -> JobSpec:
+    """An elastic PyTorchJob's gang: the master and ``minReplicas`` workers; the others start as room
+    appears. Without a master the job succeeds once a worker has (the operator's rule)."""
+    if not isinstance(job, PyTorchJob) or job.spec.elastic_policy is None:
+        return spec
+    masters = sum(task.replicas for task in spec.tasks if task.name == "master")
+    scheduling = job.spec.run_policy.scheduling_policy or SchedulingPolicy()
+    gang = scheduling.min_available if scheduling.min_available is not None else masters + _elastic_range(job)[0]
+    return msgspec.structs.replace(spec, min_available=gang, min_success=None if masters else 1)
 
 
 # -------------------------------------------------------------------------------------- TensorFlow
@@ -393,7 +398,7 @@ def _tf_tasks(job: TFJob) -> tuple[list[TaskSpec], dict[str, list[str]]]:
         raise ManifestError(f"{path}.enableDynamicWorker", "not supported: TF_CONFIG lists the whole cluster")
     replicas = _replicas(job)
     if "Chief" in replicas and "Master" in replicas:
-        raise ManifestError(f"{path}.tfReplicaSpecs.Master", "Chief and Master are the same role: give one of them")
+        raise ManifestError(f"{path}.tfReplicaSpecs[Master]", "Chief and Master are the same role: give one of them")
     chief = "Chief" if "Chief" in replicas else "Master" if "Master" in replicas else None
     completing = chief or "Worker"
     tasks = [

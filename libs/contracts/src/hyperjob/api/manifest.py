@@ -13,10 +13,13 @@ from .errors import ManifestError
 from .flow import FLOW_API_VERSION, HyperJobTemplate, JobFlow, JobTemplate, check_workflow
 from .hyperjob import CONCEPT_API_VERSION, TRAINING_API_VERSION, HyperJob, TemplatedHyperJob, normalize
 from .job import JOB_API_VERSION, CronJob, Job
-from .kubeflow import KUBEFLOW_KINDS, KubeflowJob, MPIJob, PyTorchJob, TFJob, to_volcano_job
+from .kubeflow import to_volcano_job
 from .kubeflow import user_path as kubeflow_user_path
+from .kubeflow_kinds import KUBEFLOW_KINDS, KubeflowJob, MPIJob, MPIJobV1, PyTorchJob, TFJob
 from .pod import with_default_requests
 from .queue import SCHEDULING_API_VERSION, PodGroup, PriorityClass, Queue
+from .rawdoc import name_map_keys, without_nulls
+from .torchrun import check_in_hyperjob
 from .validation import check_hyperjob, check_job_spec, check_queue, check_sim_annotations
 
 Manifest = Job | HyperJob | Queue | PodGroup | PriorityClass | CronJob | JobFlow | JobTemplate | HyperJobTemplate
@@ -243,12 +246,15 @@ def decode(document: object) -> Manifest:
     """Decode and validate one manifest; a HyperJob comes back in its normalized (upstream) form, a
     Kubeflow MPIJob, PyTorchJob or TFJob as the Volcano Job that runs it (``api.kubeflow``).
 
-    Container ``requests`` default to ``limits`` first (``with_default_requests``), for every kind.
+    A field written with no value (YAML null) is unset, as on a Kubernetes API server
+    (``rawdoc.without_nulls``); container ``requests`` default to ``limits`` (``with_default_requests``),
+    for every kind.
     """
     if not isinstance(document, dict):
         raise ManifestError("$", "a manifest must be a mapping with apiVersion, kind, metadata and spec")
-    check_plain(document)
-    api_version, kind = document.get("apiVersion"), document.get("kind")
+    check_plain(document)  # bounds depth before anything below walks the document recursively
+    written: RawDocument = without_nulls(document)
+    api_version, kind = written.get("apiVersion"), written.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ManifestError("$.kind", "required")
     if not isinstance(api_version, str) or not api_version:
@@ -257,7 +263,7 @@ def decode(document: object) -> Manifest:
     if struct_type is None:
         known = ", ".join(f"{k} ({v})" for v, k in KINDS)
         raise ManifestError("$.kind", f"unknown kind {kind!r} in {api_version!r}; known: {known}")
-    raw = with_default_requests(_without_default_namespace(document))
+    raw = with_default_requests(_without_default_namespace(written))
     if struct_type is TemplatedHyperJob:
         raw = _with_kubeflow_template(raw)
     return _validated(_convert(raw, struct_type))
@@ -290,10 +296,11 @@ def _convert(document: RawDocument, struct_type: type[_Struct], at: str = "$") -
         return msgspec.convert(document, struct_type, strict=True)
     except msgspec.ValidationError as exc:
         error = _from_validation_error(exc)
-        raise ManifestError(at + error.path[1:], error.message) from None
+        path = name_map_keys(document, error.path, lambda raw: msgspec.convert(raw, struct_type, strict=True))
+        raise ManifestError(at + path[1:], error.message) from None
 
 
-def _kubeflow_job(manifest: MPIJob | PyTorchJob | TFJob) -> Job:
+def _kubeflow_job(manifest: KubeflowJob) -> Job:
     job = to_volcano_job(manifest)
     check_sim_annotations(job.metadata.annotations, "$.metadata")
     try:
@@ -324,13 +331,15 @@ def _with_kubeflow_template(document: RawDocument) -> RawDocument:
     name = _mapping(document.get("metadata")).get("name", "template")
     metadata = {"name": name, **_mapping(template.get("metadata"))}
     manifest = _convert({**template, "metadata": metadata}, kind, "$.spec.template")
+    if isinstance(manifest, PyTorchJob):
+        check_in_hyperjob(manifest.spec.elastic_policy, manifest.spec.nproc_per_node)
     try:
         job = _kubeflow_job(manifest)
     except ManifestError as exc:
         raise ManifestError("$.spec.template" + exc.path[1:], exc.message) from None
     promoted = {plugin: args for plugin, args in job.spec.plugins.items() if plugin in _WORLD_PLUGINS}
     if "pytorch" in promoted:  # the HyperJob's pytorch takes the master and the port only
-        promoted["pytorch"] = [arg for arg in promoted["pytorch"] if not arg.startswith("--worker=")]
+        promoted["pytorch"] = [arg for arg in promoted["pytorch"] if arg.startswith(("--master=", "--port="))]
         if not any(task.name == "master" for task in job.spec.tasks):
             del promoted["pytorch"]
     translated = {
@@ -344,7 +353,7 @@ def _with_kubeflow_template(document: RawDocument) -> RawDocument:
 
 
 def _validated(obj: Decoded) -> Manifest:
-    if isinstance(obj, (MPIJob, PyTorchJob, TFJob)):
+    if isinstance(obj, (MPIJob, MPIJobV1, PyTorchJob, TFJob)):
         return _kubeflow_job(obj)
     if isinstance(obj, TemplatedHyperJob):
         hyperjob = normalize(obj)
@@ -390,6 +399,8 @@ def _from_validation_error(exc: msgspec.ValidationError) -> ManifestError:
     # msgspec says "Expected `int` >= 0, got `-2` - at `$.spec.x`": put the path first.
     text = str(exc)
     message, sep, where = text.rpartition(" - at `")
+    if sep and where.startswith("key` in `"):  # a mapping's key is wrong (an unknown replica type)
+        return ManifestError(where.removeprefix("key` in `").rstrip("`"), f"{message} (a key of this mapping)")
     if sep:
         return ManifestError(where.rstrip("`"), message)
     return ManifestError("$", text)

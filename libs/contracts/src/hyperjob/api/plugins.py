@@ -10,7 +10,8 @@ Syntax (Go ``flag``): ``-name=value`` or ``--name=value``; ``-name value`` for n
 ``-name`` alone sets a boolean flag to true. Flag names and defaults are Volcano's
 (``pkg/controllers/job/plugins``), plus three project extensions of ``mpi`` (``hostfile``,
 ``slots-per-worker``, ``mpi-implementation``) that write an MPI hostfile with slots, which is what
-Kubeflow's MPIJob users rely on; without them ``mpi`` behaves exactly as Volcano's.
+Kubeflow's MPIJob users rely on, and one of ``pytorch`` (``nproc-per-node``, a PyTorchJob's
+processes per pod); without them each behaves exactly as Volcano's.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ JOB_PLUGIN_FLAGS: dict[str, Flags] = {
         "wait-master-enabled": ("bool", "false"),
         "wait-master-timeout": ("int", "300"),
         "wait-master-image": ("str", "busybox:1.36.1"),
+        # Extension (Kubeflow's PyTorchJob nprocPerNode): processes per pod; WORLD_SIZE = pods x a
+        # number given here, and PET_NODE_RANK = RANK. Empty: Volcano's plugin exactly.
+        "nproc-per-node": ("str", ""),
     },
     "mpi": {
         "master": ("str", "master"),

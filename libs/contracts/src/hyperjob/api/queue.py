@@ -10,10 +10,13 @@ manifest is decoded (``__post_init__``), so a bad queue is refused before anythi
 * ``spec.affinity`` names node groups (the scheduler's ``nodegroup`` plugin); the
   ``volcano.sh/nodegroup-resource-limits`` annotation (per-group quotas) is refused by name;
 * the ``volcano.sh/hierarchy`` / ``hierarchy-weights`` annotations (hierarchical DRF) are checked as
-  the webhook does (as many weights as levels, each a number > 0). Volcano reads them only when the
-  ``drf`` plugin runs with ``enableHierarchy``, which the scheduler conf refuses by name here
-  (``schedcore.conf``); so, as in Volcano without it, they place nothing. Queue trees are declared
-  with ``spec.parent`` (the capacity plugin's hierarchy).
+  the webhook does (as many weights as levels, each a number > 0), then refused by name: they
+  describe a tree of weighted virtual levels (Volcano's own example puts queue ``root-eng-prod``
+  under a level ``eng`` that is no queue), which only ``drf`` with ``enableHierarchy`` reads, and
+  that the scheduler conf refuses here (``schedcore.conf``: not implemented). The queue tree here is
+  ``spec.parent`` (the capacity plugin's ``enableHierarchy``): every node a Queue, shares by
+  ``deserved``; read as parents, the annotations would lose their weights, so they are refused
+  rather than silently dropped or half-honoured.
 
 Whether a parent queue or a priority class exists is checked where the system is known (the
 splitter, the scenario loader).
@@ -132,7 +135,8 @@ class Queue(Spec, frozen=True, kw_only=True):
 
 
 def _check_hierarchy(hierarchy: str, weights: str) -> None:
-    """Volcano's ``validateHierarchicalAttributes``: one weight per level, each a number > 0."""
+    """Volcano's ``validateHierarchicalAttributes`` (one weight per level, each a number > 0), then the
+    refusal of annotations that are valid (see the module docstring)."""
     if not hierarchy and not weights:
         return
     where = f"metadata.annotations.{HIERARCHY_ANNOTATIONS[1]}"
@@ -146,6 +150,11 @@ def _check_hierarchy(hierarchy: str, weights: str) -> None:
             raise ValueError(f"{where}: {value!r} in {weights!r} is not a number") from None
         if weight <= 0:
             raise ValueError(f"{where}: {value!r} in {weights!r} must be more than 0")
+    raise ValueError(
+        f"metadata.annotations.{HIERARCHY_ANNOTATIONS[0]}: hierarchical DRF (queue trees by annotation) is "
+        "not supported; declare the tree with spec.parent (every level a Queue, shares by deserved: the "
+        "capacity plugin's enableHierarchy) and each queue's share with spec.weight or spec.deserved"
+    )
 
 
 class PodGroupSpec(Spec, frozen=True, kw_only=True):

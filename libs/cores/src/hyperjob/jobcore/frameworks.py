@@ -5,6 +5,8 @@ Each is a pure function of (job record, task, pod index, flags) → ``PodPatch``
 
 * ``pytorch``: ``MASTER_ADDR`` (master pod 0), ``MASTER_PORT``, ``WORLD_SIZE`` (master + worker
   replicas) and ``RANK`` on every pod; port ``pytorchjob-port``. Without the master task: nothing.
+  Extension ``--nproc-per-node`` (a PyTorchJob's ``nprocPerNode``): ``WORLD_SIZE`` = pods x that
+  number (pods alone for ``auto``/``cpu``/``gpu``) and ``PET_NODE_RANK`` = ``RANK``.
 * ``mpi``: ``MPI_HOST`` (every worker host, comma-joined; one host when the worker template sets
   ``hostname``; ``""`` with no worker replicas) on the master's pods only; port ``mpijob-port``
   (the ssh port) on every pod. Admission adds ``svc`` and ``ssh`` and rejects a job without the
@@ -46,15 +48,19 @@ def pytorch_plugin(record: JobRecord, task: api.TaskSpec, index: int, flags: Fla
     if master is None:  # Volcano logs and leaves the pod alone
         return PodPatch()
     world = sum(t.replicas for t in record.spec.tasks if t.name in (master_name, worker_name))
+    pods = record.rank.world_size if record.rank.world_size is not None else world
+    nproc = flags.get("nproc-per-node", "")
     env = {
         "MASTER_ADDR": domain_name(record, master, 0),
         "MASTER_PORT": port,
-        "WORLD_SIZE": str(record.rank.world_size if record.rank.world_size is not None else world),
+        "WORLD_SIZE": str(pods * api.processes_per_pod(nproc) if nproc else pods),
     }
     if task.name == master_name:
         env["RANK"] = str(record.rank.rank_offset + index)
     elif task.name == worker_name:
         env["RANK"] = str(record.rank.rank_offset + master.replicas + index)
+    if nproc and "RANK" in env:  # torchrun's --node_rank, as training-operator sets it
+        env["PET_NODE_RANK"] = env["RANK"]
     return PodPatch(env=env, ports={"pytorchjob-port": int(port)})
 
 

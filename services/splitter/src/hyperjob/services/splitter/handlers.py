@@ -167,6 +167,7 @@ class Splitter:
 
     def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
         name = job.metadata.name
+        kind = api.applied_kind(job.metadata.annotations, job.kind)  # the answer names the kind applied
         domain.check_job_references(job.spec, "$.spec", self.cfg())
         existing = self._same_name_elsewhere(name, job.metadata.namespace)
         owner = next(
@@ -178,7 +179,7 @@ class Splitter:
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
-                return _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="unchanged")
+                return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
             raise api.ManifestError(
                 "$.metadata.name",
                 f"{existing.manifest.get('kind', 'object')} {name!r} already "
@@ -191,7 +192,7 @@ class Splitter:
             plain=True,
             children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))],
         )
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=name, outcome="created")
+        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
