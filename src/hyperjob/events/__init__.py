@@ -65,7 +65,9 @@ from .manifest import (
     Request,
     RequestAccepted,
     RequestRejected,
+    request_namespace,
     request_type_on,
+    scoped_manifest,
 )
 from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
 from .placement import (
@@ -229,7 +231,9 @@ __all__ = [
     "Request",
     "RequestAccepted",
     "RequestRejected",
+    "request_namespace",
     "request_type_on",
+    "scoped_manifest",
     "ReservationHeld",
     "StartPods",
     "StopPods",
