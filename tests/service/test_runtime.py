@@ -280,6 +280,29 @@ async def test_replicas_of_one_instance_take_turns_and_hand_over_without_loss(bu
     assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 25
 
 
+async def test_a_timer_already_due_when_a_replica_takes_over_runs_once_it_is_active(bus, store, probe) -> None:
+    """The holder was killed (``kill -9``: its lease lapses, nothing handed over) and its timers are
+    due by the time a replica takes over: re-armed from the loaded state, they run once the replica
+    is active (before, they fired during its activation and were dropped: a node-agent's pods whose
+    end fell in the gap never finished)."""
+    lease = 0.4
+    assert await store.take_lease(INSTANCE, "killed", 1.0)  # left to lapse
+    runtime = runtime_on(bus, store, lease_ttl=lease)
+    ran: list[bool] = []
+
+    async def due() -> None:
+        ran.append(runtime.active)
+
+    runtime.on_load(lambda: runtime.at(runtime.now() - 1.0, "due", due))
+    await runtime.start()
+    try:
+        assert not runtime.active  # a standby until the killed holder's lease lapses
+        await sh.until(lambda: ran, what="the timer due at activation running")
+        assert ran == [True]
+    finally:
+        await runtime.stop()
+
+
 # -- after a commit -------------------------------------------------------------------------------------
 
 
