@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
@@ -435,7 +436,16 @@ class NatsBus:
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
             filter_subjects=wire_filters if len(wire_filters) > 1 else None,
         )
-        loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched)
+
+        async def recreate(start_seq: int | None) -> None:
+            again = config
+            if start_seq is not None:
+                again = dataclasses.replace(
+                    config, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
+                )
+            await self._js.add_consumer(wire_stream, again)
+
+        loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched, recreate=recreate)
         try:
             await self._js.add_consumer(wire_stream, config)
             await loop.start()
