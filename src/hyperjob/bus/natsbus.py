@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 import nats.errors
@@ -31,8 +33,10 @@ from .dispatch import Run, Verdict, dead_letter, runs_batches, runs_each, wire_s
 from .errors import (
     BusClosedError,
     ConsumerError,
+    CredentialsRefusedError,
     MessageTooLargeError,
     NoStreamError,
+    PermissionDeniedError,
     PublishError,
     StreamConfigError,
 )
@@ -61,8 +65,11 @@ from .pull import PullLoop
 __all__ = ["NatsBus"]
 
 _log = structlog.get_logger("bus")
+T = TypeVar("T")
 _STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
+# The server's words for a refused publish: ``Permissions Violation for Publish to "<subject>"``.
+_PUBLISH_DENIED = re.compile(PERMISSIONS_ERR + r' for publish to "([^"]+)"', re.IGNORECASE)
 # A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
 # a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
 WATCH_HEARTBEAT = 1.0
@@ -95,17 +102,41 @@ class _Client(NatsClient):
 
 
 class _ConnectionEvents:
-    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose."""
+    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose. They
+    also say what the server refused: the credentials (``credentials_refused``), or a publish on a
+    subject this user may not publish on (``denied``: the waiting publish fails at once)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.closing = False
+        self.credentials_refused = False
         self.on_reconnect: list[Callable[[], None]] = []
         self.on_lost: list[Callable[[], None]] = []
+        self._denials: dict[str, set[asyncio.Future[None]]] = {}
 
     async def error(self, exc: Exception) -> None:
+        text = str(exc)
+        if isinstance(exc, nats.errors.AuthorizationError) or AUTHORIZATION_VIOLATION in text.lower():
+            self.credentials_refused = True
+        denied = _PUBLISH_DENIED.search(text)
+        for waiter in self._denials.get(denied.group(1), ()) if denied else ():
+            if not waiter.done():
+                waiter.set_result(None)
         if not self.closing:
-            _log.warning("nats_error", url=self.url, error=str(exc) or type(exc).__name__)
+            _log.warning("nats_error", url=self.url, error=text or type(exc).__name__)
+
+    @contextlib.contextmanager
+    def denial(self, wire_subject: str) -> Iterator[asyncio.Future[None]]:
+        """A future done if the server refuses a publish on ``wire_subject`` meanwhile."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._denials.setdefault(wire_subject, set())
+        waiters.add(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters.discard(waiter)
+            if not waiters:
+                self._denials.pop(wire_subject, None)
 
     async def disconnected(self) -> None:
         if not self.closing:
@@ -187,6 +218,9 @@ class NatsBus:
                 connect_timeout,
             )
         except (*_NATS_ERRORS, OSError) as exc:
+            if events.credentials_refused:
+                await nc.close()
+                raise CredentialsRefusedError(f"{events.url} refused the credentials (user or password)") from exc
             raise BusClosedError(f"cannot connect to {events.url}: {exc}") from exc
         bus = cls(
             nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
@@ -316,10 +350,28 @@ class NatsBus:
         payload, wire_headers = encode_payload(event), self._headers(headers, msg_id)
         self._check_size(subject, msg_id, payload, wire_headers)
         try:
-            ack = await self._js.publish(self._wire(subject), payload, headers=wire_headers)
+            ack = await self._unless_denied(
+                self._js.publish(self._wire(subject), payload, headers=wire_headers), subject, msg_id
+            )
         except _NATS_ERRORS as exc:
             raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
         return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def _unless_denied(self, publish: Awaitable[T], subject: str, msg_id: str) -> T:
+        """``publish``'s result, or ``PermissionDeniedError`` as soon as the server refuses the
+        subject (it never acks a refused publish: the caller would wait for the whole timeout)."""
+        if self._events is None:
+            return await publish
+        with self._events.denial(self._wire(subject)) as denied:
+            task = asyncio.ensure_future(publish)
+            either: set[asyncio.Future[Any]] = {task, denied}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, *_NATS_ERRORS):
+                await task
+            raise PermissionDeniedError(subject, msg_id)
 
     def _logical_stream(self, name: str) -> str:
         return name[len(self._ns) + 1 :] if self._ns and name.startswith(f"{self._ns}_") else name

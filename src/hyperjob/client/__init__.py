@@ -19,8 +19,10 @@ from typing import Any, TypedDict, TypeVar
 import msgspec
 
 from hyperjob import api, events
+from hyperjob.bus import CredentialsRefusedError, PermissionDeniedError
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.events import subjects
+from hyperjob.events.access import without_credentials
 from hyperjob.events.manifest import HyperJobAction
 from hyperjob.events.subjects import STREAMS
 from hyperjob.store.redis_store import RedisStore
@@ -72,12 +74,15 @@ class Client:
 
     @classmethod
     async def connect(cls, nats_url: str, redis_url: str, *, producer: str = PRODUCER, timeout: float = 3.0) -> Client:
+        shown = without_credentials(nats_url)
         try:
             bus = await NatsBus.connect(nats_url, STREAMS, name=producer, connect_timeout=timeout)
-        except Exception as exc:  # BusError, OSError, a timeout: all mean "not reachable"
+        except CredentialsRefusedError:
             raise ClientError(
-                f"cannot reach NATS at {nats_url}: {_one_line(exc)} (is `hyperjob up` running?)"
+                f"NATS at {shown} refused the credentials: the user or password is wrong (HYPERJOB_USER, NATS_URL)"
             ) from None
+        except Exception as exc:  # BusError, OSError, a timeout: all mean "not reachable"
+            raise ClientError(f"cannot reach NATS at {shown}: {_one_line(exc)} (is `hyperjob up` running?)") from None
         try:
             store = await asyncio.wait_for(RedisStore.connect(redis_url), timeout)
         except Exception as exc:
@@ -102,7 +107,10 @@ class Client:
     async def request(self, subject: str, message: events.Message, timeout: float = 30.0) -> Answer:
         """Send a request and wait for its answer (the splitter publishes it into the stream, so an
         answer that arrives before we look is not missed)."""
-        await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
+        try:
+            await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
+        except PermissionDeniedError:
+            raise ClientError(f"permission denied: your NATS user may not publish on {subject}") from None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             answer = await self.bus.last(subjects.result(message.event_id))
