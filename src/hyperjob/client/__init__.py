@@ -12,14 +12,16 @@ keep. Every failure to reach the system is a ``ClientError`` with a one-line mes
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
 from hyperjob import api, events
-from hyperjob.bus import CredentialsRefusedError, PermissionDeniedError
+from hyperjob.bus import CredentialsRefusedError, Delivery, PermissionDeniedError
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.events import subjects
 from hyperjob.events.access import without_credentials
@@ -114,8 +116,8 @@ class Client:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             answer = await self.bus.last(subjects.result(message.event_id))
-            if answer is not None:
-                decoded: Answer = ANSWERS.decode(answer.data)  # a decoder of exactly the Answer types
+            decoded: Answer | None = events.read_or_skip(ANSWERS, answer.data) if answer is not None else None
+            if decoded is not None:  # a decoder of exactly the Answer types
                 return decoded
             await asyncio.sleep(0.05)
         raise ClientError(f"no answer within {timeout:g}s: is the splitter running (hyperjob get services)?")
@@ -155,7 +157,7 @@ class Client:
         """Each cluster's latest capacity summary (a cluster is known once it reported)."""
         decoder = events.decoder(events.ClusterCapacityReported)
         latest = await self.bus.last_per_subject(subjects.CAPACITY_ALL)
-        reports = [decoder.decode(d.data) for d in latest.values()]
+        reports = _readable(decoder, latest.values())
         return {r.cluster: r for r in sorted(reports, key=lambda r: r.cluster)}
 
     async def cluster_names(self) -> list[str]:
@@ -165,14 +167,27 @@ class Client:
         """Every service instance that started, by name (its latest start)."""
         decoder = events.decoder(events.InstanceStarted)
         latest = await self.bus.last_per_subject(subjects.INSTANCES)
-        started = [decoder.decode(d.data) for d in latest.values()]
+        started = _readable(decoder, latest.values())
         return {s.instance: s for s in started}
 
     async def node_statuses(self, cluster: str) -> dict[str, events.NodeStatus]:
         decoder = events.decoder(events.NodeStatus)
         latest = await self.bus.last_per_subject(subjects.node_statuses(cluster))
-        statuses = [decoder.decode(d.data) for d in latest.values()]
+        statuses = _readable(decoder, latest.values())
         return {s.node: s for s in sorted(statuses, key=lambda s: s.node)}
+
+
+def _readable(decoder: events.Decoder, deliveries: Iterable[Delivery]) -> list[Any]:
+    """The messages that can be read (``events.read_or_skip``): one anybody wrote that cannot
+    (nested 100,000 levels deep) must not make ``get nodes`` or the dashboard fail."""
+    return [m for m in (events.read_or_skip(decoder, d.data) for d in deliveries) if m is not None]
+
+
+def _say_skipped(why: str) -> None:
+    sys.stderr.write(f"warning: {why}\n")
+
+
+events.on_first_skip(_say_skipped)  # the CLI's and the dashboard's: once per process, on stderr
 
 
 def _subject(request: str, kind: str, namespace: str) -> str:
