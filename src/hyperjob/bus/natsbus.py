@@ -5,6 +5,15 @@ A consumer is a durable PULL consumer: every process that calls ``consume`` with
 name shares its messages (scale-out). The bus acks after the handler returns; see ``dispatch`` for
 the retry and dead-letter rules. ``namespace`` prefixes every subject (``<ns>.``) and stream name
 (``<ns>_``) on the wire and strips them again on delivery, so tests share one server in isolation.
+
+JetStream drops a message whose ``Nats-Msg-Id`` the stream saw within its duplicate window, on any
+subject of the stream. A service's message ids are derived (``events.derive_id``: the same on every
+retry), so anyone who may publish on the stream (a person, on her request subjects of ``HYPERJOB``)
+could compute the id of an answer and publish it first: the answer would be dropped. A connection
+with a password therefore puts on the wire an HMAC of the id keyed by that password
+(``wire_msg_id``): the same for every retry and replica of the instance (one identity, one
+password), out of reach of whoever does not hold it. Without credentials (tests, an open server)
+the id goes as it is.
 """
 
 from __future__ import annotations
@@ -12,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import hmac
 import re
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -84,6 +96,19 @@ MAX_OUTSTANDING_PINGS = 2
 def _close(a: float | None, b: float | None) -> bool:
     """Durations as the server returns them (nanoseconds, back to seconds) equal ours."""
     return abs((a or 0.0) - (b or 0.0)) < 1e-3
+
+
+def id_key_of(url: str) -> bytes:
+    """The key of a connection's message ids: from its password (``b""`` without one)."""
+    password = urllib.parse.urlsplit(url).password or ""
+    return hashlib.sha256(b"hyperjob Nats-Msg-Id\0" + password.encode()).digest() if password else b""
+
+
+def wire_msg_id(key: bytes, msg_id: str) -> str:
+    """The ``Nats-Msg-Id`` a message goes out with: ``msg_id`` keyed by ``key`` (module doc)."""
+    if not key:
+        return msg_id
+    return hmac.new(key, msg_id.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class _Client(NatsClient):
@@ -160,7 +185,9 @@ class _ConnectionEvents:
 class NatsBus:
     """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
 
-    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0) -> None:
+    def __init__(
+        self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0, *, id_key: bytes = b""
+    ) -> None:
         if namespace and not valid_name(namespace):
             raise ValueError(f"namespace {namespace!r}: letters, digits, '-' and '_' only")
         self._nc = nc
@@ -172,6 +199,7 @@ class NatsBus:
         self._watches: list[_Watch] = []
         self._events: _ConnectionEvents | None = None
         self._replicas: int | None = None
+        self._id_key = id_key  # keys the Nats-Msg-Id on the wire (module doc); b"": ids as they are
 
     @classmethod
     async def connect(
@@ -223,7 +251,11 @@ class NatsBus:
                 raise CredentialsRefusedError(f"{events.url} refused the credentials (user or password)") from exc
             raise BusClosedError(f"cannot connect to {events.url}: {exc}") from exc
         bus = cls(
-            nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
+            nc,
+            nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout),
+            namespace,
+            timeout,
+            id_key=id_key_of(servers[0]) if servers else b"",
         )
         bus._events = events
         bus._replicas = replicas
@@ -335,7 +367,7 @@ class NatsBus:
     # -- publish ----------------------------------------------------------------------------
 
     def _headers(self, headers: Mapping[str, str] | None, msg_id: str) -> dict[str, str]:
-        out = merged_headers(headers, msg_id)
+        out = merged_headers(headers, wire_msg_id(self._id_key, msg_id))
         if "traceparent" not in out:
             inject(out)
         return out
