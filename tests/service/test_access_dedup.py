@@ -1,4 +1,7 @@
-"""Deduplication a person cannot poison (a real nats-server with ``hyperjob up``'s users):
+"""Streams a person cannot tamper with: deduplication she cannot poison, and no durable consumer
+of hers on streams that are not hers.
+
+Deduplication a person cannot poison (a real nats-server with ``hyperjob up``'s users):
 JetStream's ``Nats-Msg-Id`` window is per stream, and a service's message ids are derived from
 what it handles, so a person who reads a request could publish, on her own subject of the same
 stream, the id of the answer first. The ids a service puts on the wire are keyed by its
@@ -7,9 +10,15 @@ still dropped as a duplicate."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
+import nats
+import nats.errors
+import nats.js.errors
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from hyperjob import events
 from hyperjob.bus.natsbus import NatsBus
@@ -54,3 +63,36 @@ async def test_an_answer_id_published_first_by_a_person_does_not_drop_the_answer
     finally:
         for bus in (operator, her, splitter):
             await bus.close()
+
+
+async def durables(js: Any, stream: str) -> list[str]:
+    return [c.name for c in await js.consumers_info(stream) if c.config.durable_name]
+
+
+async def test_a_person_reads_through_ephemeral_consumers_but_creates_no_durable(server: NatsServer) -> None:
+    """A person's tools read streams through consumers the server names (ephemeral); a durable
+    one on a stream that is not hers (left to pile up, or named like a service's next one) is
+    refused, however she asks for it."""
+    operator = await NatsBus.connect(server.url_for("operator"), STREAMS)
+    her = await nats.connect(server.url_for("team-a"), allow_reconnect=False)
+    js = her.jetstream()
+    try:
+        mine = ConsumerConfig(filter_subject="hj.hyperjob.status", ack_policy=AckPolicy.NONE)
+        info = await js.add_consumer("HYPERJOB", mine)  # a read: named by the server, ephemeral
+        await js.delete_consumer("HYPERJOB", info.name)
+        for config in (
+            ConsumerConfig(name="squat", durable_name="squat", filter_subject="hj.hyperjob.status"),
+            ConsumerConfig(durable_name="squat2", filter_subject="hj.hyperjob.status"),
+        ):
+            with pytest.raises((nats.errors.TimeoutError, nats.js.errors.APIError)):
+                await js.add_consumer("HYPERJOB", config, timeout=1)
+        with pytest.raises(nats.js.errors.APIError):  # the bare subject: the server refuses a durable name
+            await js._jsm._api_request(  # noqa: SLF001 - the raw API request, as a hand-made client sends it
+                "$JS.API.CONSUMER.CREATE.HYPERJOB",
+                json.dumps({"stream_name": "HYPERJOB", "config": {"durable_name": "squat3"}}).encode(),
+                timeout=1,
+            )
+        assert await durables(operator._js, "HYPERJOB") == []  # noqa: SLF001
+    finally:
+        await her.close()
+        await operator.close()
