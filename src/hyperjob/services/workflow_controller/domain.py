@@ -79,6 +79,18 @@ def job_key(kind: str, namespace: str, job: str) -> str:
     return api.object_key(namespace, job) if kind == "HyperJob" else job
 
 
+def key_of(obj: api.CronJob | api.JobFlow | api.JobTemplate | api.HyperJobTemplate) -> str:
+    """Where a workflow object is kept: by namespace and name (``api.object_key``), as the splitter
+    keeps a HyperJob, so team-a/nightly and team-b/nightly are two."""
+    return api.object_key(obj.metadata.namespace, obj.metadata.name)
+
+
+def not_found(kind: str, namespace: str, name: str) -> str:
+    """kubectl's NotFound, naming the namespace outside ``default`` (the reason ends "not found")."""
+    where = f" in namespace {namespace!r}" if namespace != api.DEFAULT_NAMESPACE else ""
+    return f"{kind} {name!r}{where} not found"
+
+
 def namespace_of(manifest: api.RawDocument) -> str:
     """The namespace of a stored manifest (written in at apply: ``events.scoped_manifest``)."""
     metadata = manifest.get("metadata")

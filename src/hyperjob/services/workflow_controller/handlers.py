@@ -39,10 +39,9 @@ class WorkflowController:
         self.asked = {}
         for key, cron in self.cronjobs.items():
             self._remember_requests("CronJob", key, cron)
+            self._arm(key, cron)
         for key, flow in self.flows.items():
             self._remember_requests("JobFlow", key, flow)
-        for key, cron in self.cronjobs.items():
-            self._arm(key, cron)
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -79,7 +78,7 @@ class WorkflowController:
         return self._apply_template(msg, obj)
 
     def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
-        name, key, manifest = cron.metadata.name, _key(cron), api.encode(cron)
+        name, key, manifest = cron.metadata.name, domain.key_of(cron), api.encode(cron)
         existing = self.cronjobs.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome="unchanged")
@@ -94,7 +93,7 @@ class WorkflowController:
         return reaction.extend(self._sync_cronjob(msg, key))
 
     def _apply_jobflow(self, msg: events.ApplyManifest, flow: api.JobFlow) -> Reaction:
-        name, key, manifest = flow.metadata.name, _key(flow), api.encode(flow)
+        name, key, manifest = flow.metadata.name, domain.key_of(flow), api.encode(flow)
         existing = self.flows.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome="unchanged")
@@ -109,7 +108,7 @@ class WorkflowController:
         return reaction.extend(self._sync_jobflow(msg, key))
 
     def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate | api.HyperJobTemplate) -> Reaction:
-        name, key, manifest, kind = template.metadata.name, _key(template), api.encode(template), template.kind
+        name, key, manifest, kind = template.metadata.name, domain.key_of(template), api.encode(template), template.kind
         existing = self.templates.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
@@ -142,7 +141,7 @@ class WorkflowController:
         key = api.object_key(namespace, msg.name)
         doc = table.get(key)
         if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
-            reason = _not_found(msg.kind, namespace, msg.name)
+            reason = domain.not_found(msg.kind, namespace, msg.name)
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=reason)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
         if msg.kind == "CronJob":
@@ -366,10 +365,6 @@ def _timer(key: str) -> str:
     return f"cronjob/{key}"
 
 
-def _key(obj: api.CronJob | api.JobFlow | api.JobTemplate | api.HyperJobTemplate) -> str:
-    return api.object_key(obj.metadata.namespace, obj.metadata.name)
-
-
 def _rekey(table: Table[Any]) -> None:
     """Move a document stored under its name alone (before namespaces kept objects apart) to its
     ``api.object_key``; the move is committed with the next unit of work (until then it is made
@@ -381,12 +376,6 @@ def _rekey(table: Table[Any]) -> None:
         if wanted != key and wanted not in table:
             table.delete(key)
             table.put(wanted, doc)
-
-
-def _not_found(kind: str, namespace: str, name: str) -> str:
-    """kubectl's NotFound, naming the namespace outside ``default`` (the reason ends "not found")."""
-    where = f" in namespace {namespace!r}" if namespace != api.DEFAULT_NAMESPACE else ""
-    return f"{kind} {name!r}{where} not found"
 
 
 def _kind_and_name(manifest: api.RawDocument) -> tuple[str, str]:
