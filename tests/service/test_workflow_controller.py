@@ -323,3 +323,34 @@ async def test_a_cronjob_stored_under_its_name_alone_is_found_by_namespace_and_n
         assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted", answer
         assert await store.get(records.CRONJOB, "nightly") is None
         assert await store.get(records.CRONJOB, "team-a/nightly") is None
+
+
+async def test_two_cronjobs_of_one_name_in_two_namespaces_keep_their_own_runs(bus, store, probe) -> None:
+    """team-a/nightly and team-b/nightly both ask for the Job ``nightly-<minute>`` (a plain Job's name
+    is the fleet's alone): the splitter takes the first and refuses the second; the second CronJob
+    records the refusal, and the first still follows its job to the end."""
+    clock = ShiftedClock(lead=1.5)
+    async with controller(bus, store, clock):
+        for team in ("team-a", "team-b"):
+            cron = {**WORKFLOW_MANIFESTS["CronJob"], "metadata": {"name": "nightly", "namespace": team}}
+            cron["spec"] = {**cron["spec"], "schedule": "* * * * *"}
+            answer = await request(bus, probe, subjects.APPLY, apply(cron))
+            assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        first, second = await made(probe, 2)
+        name = first.manifest["metadata"]["name"]
+        assert second.manifest["metadata"]["name"] == name
+        kept, refused = (m.manifest["metadata"]["namespace"] for m in (first, second))
+        reason = f"$.metadata.name: job {name!r} already exists in namespace {kept!r}"
+        refusal = sh.message(events.RequestRejected, kind="Job", name=name, reason=reason, causation_id=second.event_id)
+        await sh.send(bus, subjects.result(second.event_id), refusal)
+        loser = await sh.doc(
+            store, records.CRONJOB, f"{refused}/nightly", records.CronJobDoc, where=lambda d: bool(d.message)
+        )
+        assert loser.message.endswith(reason) and not loser.jobs
+
+        done = sh.message(events.JobPhaseChanged, cluster="c1", job=name, old="Running", new="Completed")
+        await sh.send(bus, subjects.job_phase("c1"), done)
+        winner = await sh.doc(
+            store, records.CRONJOB, f"{kept}/nightly", records.CronJobDoc, where=lambda d: bool(d.last_successful_time)
+        )
+        assert winner.jobs[name].phase == "Completed"

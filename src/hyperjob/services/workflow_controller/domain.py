@@ -128,18 +128,6 @@ def templates_of(flow: api.JobFlow) -> set[str]:
     return {f.name for f in flow.spec.flows}
 
 
-def owned_jobs(
-    cronjobs: dict[str, records.CronJobDoc], flows: dict[str, records.JobFlowDoc]
-) -> dict[str, tuple[str, str]]:
-    """Job key (``job_key``) → (owner kind, owner key), over every job a CronJob or JobFlow made."""
-    owners: dict[str, tuple[str, str]] = {}
-    for key, cron in cronjobs.items():
-        owners.update(made_keys("CronJob", key, cron))
-    for key, flow in flows.items():
-        owners.update(made_keys("JobFlow", key, flow))
-    return owners
-
-
 def made_keys(kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> list[tuple[str, tuple[str, str]]]:
     """``(job key, (owner kind, owner key))`` of each job the owner ``kind``/``key`` made."""
     namespace = namespace_of(doc.manifest)

@@ -35,13 +35,12 @@ class WorkflowController:
     def _loaded(self) -> None:
         for table in (self.cronjobs, self.flows, self.templates):
             _rekey(table)
-        self.owners = domain.owned_jobs(self.cronjobs.rows, self.flows.rows)
-        self.asked = {}
+        self.owners, self.asked = {}, {}
         for key, cron in self.cronjobs.items():
-            self._remember_requests("CronJob", key, cron)
+            self._claim("CronJob", key, cron)
             self._arm(key, cron)
         for key, flow in self.flows.items():
-            self._remember_requests("JobFlow", key, flow)
+            self._claim("JobFlow", key, flow)
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -147,7 +146,7 @@ class WorkflowController:
         if msg.kind == "CronJob":
             self.rt.cancel(_timer(key))
         for job, made in getattr(doc, "jobs", {}).items():  # the jobs it made go with it (background cascade)
-            reaction.extend(self._delete_job(msg, job, made, namespace))
+            reaction.extend(self._delete_job(msg, (msg.kind, key), job, made, namespace))
         table.delete(key)
         return reaction
 
@@ -236,7 +235,7 @@ class WorkflowController:
         jobs = dict(doc.jobs)
         for job in decided.delete:
             if job in jobs:
-                reaction.extend(self._delete_job(cause, job, jobs.pop(job), cron.metadata.namespace))
+                reaction.extend(self._delete_job(cause, ("CronJob", name), job, jobs.pop(job), cron.metadata.namespace))
         if decided.create is not None:
             assert decided.scheduled_at is not None
             manifest = domain.cron_job(cron, decided.create, decided.scheduled_at)
@@ -278,7 +277,7 @@ class WorkflowController:
         # A refusal stays said until the flow or the template is applied again; a wait only while it lasts.
         jobs, message = dict(doc.jobs), doc.message if doc.refused else ""
         for job in decided.delete:
-            reaction.extend(self._delete_job(cause, job, jobs.pop(job), flow.metadata.namespace))
+            reaction.extend(self._delete_job(cause, ("JobFlow", name), job, jobs.pop(job), flow.metadata.namespace))
         for job, template_name in decided.create:
             template = self.templates.get(api.object_key(flow.metadata.namespace, template_name))
             if job in doc.refused:
@@ -306,16 +305,27 @@ class WorkflowController:
         reaction.publish(subjects.APPLY, request)
         return request.event_id
 
-    def _delete_job(self, cause: events.Message | str, job: str, made: records.MadeJob, namespace: str) -> Reaction:
-        self._disown(domain.job_key(made.kind, namespace, job), made)
+    def _delete_job(
+        self, cause: events.Message | str, owner: tuple[str, str], job: str, made: records.MadeJob, namespace: str
+    ) -> Reaction:
+        self._disown(owner, domain.job_key(made.kind, namespace, job), made)
         request = self.rt.emit(
             events.DeleteObject, cause, f"delete/{job}", kind=made.kind, name=job, namespace=_namespace_field(namespace)
         )
         return Reaction().publish(subjects.DELETE, request)
 
-    def _disown(self, job_key: str, made: records.MadeJob) -> None:
-        self.owners.pop(job_key, None)
+    def _disown(self, owner: tuple[str, str], job_key: str, made: records.MadeJob) -> None:
+        """``owner`` no longer has the job. A plain Job's name is the fleet's alone, so two owners
+        in two namespaces may ask for one name: the first keeps it (``_claim``), the other's is
+        refused, and forgetting the refused one leaves the first its job."""
+        if self.owners.get(job_key) == owner:
+            del self.owners[job_key]
         self.asked.pop(made.request, None)
+
+    def _claim(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
+        for job_key, owner in domain.made_keys(kind, key, doc):
+            self.owners.setdefault(job_key, owner)
+        self._remember_requests(kind, key, doc)
 
     def _remember_requests(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
         """The splitter's answer names the apply it answers: what each of the owner's applies was for."""
@@ -325,7 +335,7 @@ class WorkflowController:
         made = self._made(kind, name, job)
         if made is not None:
             doc = self._cronjob(name) if kind == "CronJob" else self._jobflow(name)
-            self._disown(domain.job_key(made.kind, domain.namespace_of(doc.manifest), job), made)
+            self._disown((kind, name), domain.job_key(made.kind, domain.namespace_of(doc.manifest), job), made)
         if kind == "CronJob":
             cron = self._cronjob(name)
             jobs = {j: made for j, made in cron.jobs.items() if j != job}
@@ -352,13 +362,11 @@ class WorkflowController:
 
     def _put_cronjob(self, key: str, doc: records.CronJobDoc) -> None:
         self.cronjobs.put(key, doc)
-        self.owners.update(domain.made_keys("CronJob", key, doc))
-        self._remember_requests("CronJob", key, doc)
+        self._claim("CronJob", key, doc)
 
     def _put_jobflow(self, key: str, doc: records.JobFlowDoc) -> None:
         self.flows.put(key, doc)
-        self.owners.update(domain.made_keys("JobFlow", key, doc))
-        self._remember_requests("JobFlow", key, doc)
+        self._claim("JobFlow", key, doc)
 
 
 def _timer(key: str) -> str:
