@@ -521,13 +521,20 @@ class NatsBus:
             filter_subjects=wire_filters if len(wire_filters) > 1 else None,
         )
 
-        async def recreate(start_seq: int | None) -> None:
+        async def recreate(start_seq: int | None) -> bool:
+            """The durable again if it is gone (a refusal may have another cause: then nothing)."""
+            try:
+                await self._js.consumer_info(wire_stream, durable)
+                return False
+            except nats.js.errors.NotFoundError:
+                pass
             again = config
             if start_seq is not None:
                 again = dataclasses.replace(
                     config, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
                 )
             await self._js.add_consumer(wire_stream, again)
+            return True
 
         loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched, recreate=recreate)
         try:

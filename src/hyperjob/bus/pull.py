@@ -64,7 +64,7 @@ class PullLoop:
         policy: ConsumerPolicy,
         *,
         batched: bool = False,
-        recreate: Callable[[int | None], Awaitable[None]] | None = None,
+        recreate: Callable[[int | None], Awaitable[bool]] | None = None,
     ) -> None:
         self.durable = durable
         self._bus = bus
@@ -196,21 +196,23 @@ class PullLoop:
                 _log.exception("consume_loop_error", durable=self.durable)
                 await asyncio.sleep(0.5)
 
-    async def _recreate_durable(self, recreate: Callable[[int | None], Awaitable[None]]) -> None:
+    async def _recreate_durable(self, recreate: Callable[[int | None], Awaitable[bool]]) -> None:
         """Create the durable again (deleted by hand, or lost with the server's state). Messages
         still buffered are handled as they are (their acks go nowhere) and delivered again from
-        ``start``: the handlers' dedup markers give them one effect. Failing (JetStream away, or the
-        durable exists with another start), the next pull says whether it is served."""
+        ``start``: the handlers' dedup markers give them one effect. A durable that still exists (the
+        refusal had another cause) is left as it is; failing (JetStream away), the next pull says
+        whether it is served."""
         unfinished = min([*self._naked, *(m.metadata.sequence.stream for m in self._buffer)], default=0)
         start = unfinished or self._next_seq or None
         try:
-            await recreate(start)
+            created = await recreate(start)
         except _NATS_ERRORS as exc:
             _log.warning("consumer_recreate_failed", durable=self.durable, error=str(exc) or type(exc).__name__)
         else:
-            _log.warning("consumer_recreated", durable=self.durable, start_seq=start)
-            self._requests.clear()
-            self.refused = ""
+            if created:
+                _log.warning("consumer_recreated", durable=self.durable, start_seq=start)
+                self._requests.clear()
+                self.refused = ""
         self._refused_until = 0.0
 
     async def _process(self, n: int) -> None:
