@@ -242,6 +242,27 @@ async def test_deleted_consumer_is_reported_without_spinning(nats_url, namespace
     assert 1 <= len(refusals) <= 4 and refusals[0]["status"] == "409"
 
 
+async def test_a_deleted_consumer_is_created_again_from_where_it_left_off(nats_url, namespace) -> None:
+    """The durable deleted under a running member: its pulls are refused (said in ``refused``), it
+    is created again, and the messages published since are delivered, the earlier ones not again."""
+    async with open_nats_bus(nats_url, namespace, WORK) as bus:
+        seen: list[bytes] = []
+
+        async def handler(d: Delivery) -> None:
+            seen.append(d.data)
+
+        await bus.publish_many([("work.a", f"old-{i}", f"old-{i}".encode()) for i in range(3)])
+        sub = await bus.consume("svc", "work.>", handler)
+        await eventually(lambda: len(seen) == 3, timeout=5)
+        assert await bus.reset_consumer("svc", "work.>")  # deleted by hand, the member still running
+        await eventually(lambda: bool(sub.refused), timeout=5)
+        await bus.publish_many([("work.a", f"new-{i}", f"new-{i}".encode()) for i in range(3)])
+        await eventually(lambda: len(seen) == 6, timeout=10)
+        assert seen == [f"old-{i}".encode() for i in range(3)] + [f"new-{i}".encode() for i in range(3)]
+        assert sub.running and sub.refused == ""
+        assert (await bus.lag("svc", "work.>")).pending == 0
+
+
 async def test_a_watch_catches_up_on_thousands_of_subjects_before_it_returns(nats_url, namespace) -> None:
     latest = [StreamSpec(name="LATEST", subjects=["latest.>"], max_msgs_per_subject=1)]
     async with open_nats_bus(nats_url, namespace, latest) as bus:

@@ -231,6 +231,24 @@ async def test_a_restarted_agent_finishes_its_pods_on_time(bus, store, probe) ->
     assert await phases(probe) == ["Running", "Succeeded"]
 
 
+async def test_an_agent_killed_while_its_pod_runs_reports_it_finished_once_restarted_past_its_end(
+    bus, store, probe
+) -> None:
+    """``kill -9`` of the agent (its lease is left to lapse) while a pod runs; the pod's end passes
+    before the restarted agent takes over: it reports the pod Succeeded on its own, with no other
+    message arriving (the pod's timer is due when the agent activates: it ran before the agent was
+    active and was dropped, so the pod never finished)."""
+    lease = 0.4
+    async with sh.running("node-agent", build, settings(), bus, store, instance=AGENT, lease_ttl=lease):
+        await send(bus, probe, subjects.start_pods(C), start(duration=0.3))
+        await reported(probe, "Running")
+    assert await store.take_lease(AGENT, "killed", 1.5)  # the killed holder's, never given back
+    async with sh.running("node-agent", build, settings(), bus, store, instance=AGENT, lease_ttl=lease) as (rt, _):
+        assert not rt.active  # a standby while the killed agent's lease lasts, past the pod's end
+        await reported(probe, "Succeeded")
+    assert await phases(probe) == ["Running", "Succeeded"]
+
+
 @pytest.mark.parametrize("point", ["after-commit", "after-publish"])
 async def test_a_crash_after_the_commit_reports_running_once(bus, store, probe, point) -> None:
     crash = sh.Crash(point)

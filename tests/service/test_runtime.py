@@ -27,6 +27,7 @@ from hyperjob import events
 from hyperjob.bus import PublishError
 from hyperjob.events import subjects
 from hyperjob.servicekit import AsyncioTimers, Reaction, Runtime, WallClock
+from hyperjob.servicekit.health import readiness
 
 sys.path.insert(0, str(Path(__file__).parent))
 import service_helpers as sh  # noqa: E402
@@ -278,6 +279,54 @@ async def test_replicas_of_one_instance_take_turns_and_hand_over_without_loss(bu
         await tick_all(bus, probe, 5)
     assert (await count(store))[0] == 25
     assert len(await probe.messages(subjects.HYPERJOB_DELETED)) == 25
+
+
+async def test_a_timer_already_due_when_a_replica_takes_over_runs_once_it_is_active(bus, store, probe) -> None:
+    """The holder was killed (``kill -9``: its lease lapses, nothing handed over) and its timers are
+    due by the time a replica takes over: re-armed from the loaded state, they run once the replica
+    is active (before, they fired during its activation and were dropped: a node-agent's pods whose
+    end fell in the gap never finished)."""
+    lease = 0.4
+    assert await store.take_lease(INSTANCE, "killed", 1.0)  # left to lapse
+    runtime = runtime_on(bus, store, lease_ttl=lease)
+    ran: list[bool] = []
+
+    async def due() -> None:
+        ran.append(runtime.active)
+
+    runtime.on_load(lambda: runtime.at(runtime.now() - 1.0, "due", due))
+    await runtime.start()
+    try:
+        assert not runtime.active  # a standby until the killed holder's lease lapses
+        await sh.until(lambda: ran, what="the timer due at activation running")
+        assert ran == [True]
+    finally:
+        await runtime.stop()
+
+
+async def test_a_deleted_durable_is_reported_not_ready_then_created_again_and_consumed(
+    counter, bus, store, probe
+) -> None:
+    """The service's durable deleted while it runs: ``/readyz``'s reasons name it while pulls are
+    refused; it is created again and what is published since is handled, once."""
+    await tick_all(bus, probe, 3)
+    assert await bus.reset_consumer(DURABLE, subjects.DELETE)
+    problems = await sh.until(readiness_problems(counter.rt), what="the refused consumer in /readyz")
+    assert any(p.startswith(f"consumer {DURABLE}: pull refused") for p in problems), problems
+    await tick_all(bus, probe, 4)
+    assert (await count(store))[0] == 7 and len(counter.calls) == 7
+    await sh.until(lambda: _ready(counter.rt), what="ready again")
+
+
+def readiness_problems(runtime: Runtime) -> Callable[[], Any]:
+    async def problems() -> list[str]:
+        return await readiness(runtime)
+
+    return problems
+
+
+async def _ready(runtime: Runtime) -> bool:
+    return await readiness(runtime) == []
 
 
 # -- after a commit -------------------------------------------------------------------------------------

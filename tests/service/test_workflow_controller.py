@@ -173,7 +173,7 @@ async def test_a_hyperjob_step_is_made_as_a_hyperjob_and_its_dependents_wait_for
         await probe.settled(f"{DURABLE}-jobs", subjects.job_phase("c1"))
         running = sh.message(events.HyperJobStatusChanged, name="team-a/f-a", phase="Running", status={})
         await sh.send(bus, subjects.HYPERJOB_STATUS, running)
-        doc = await sh.doc(store, records.JOBFLOW, "f", records.JobFlowDoc, where=lambda d: d.phase == "Running")
+        doc = await sh.doc(store, records.JOBFLOW, "team-a/f", records.JobFlowDoc, where=lambda d: d.phase == "Running")
         assert doc.jobs["f-a"].kind == "HyperJob" and set(doc.jobs) == {"f-a"}  # b waits for the whole HyperJob
 
         done = sh.message(events.HyperJobStatusChanged, name="team-a/f-a", phase="Completed", status={})
@@ -234,3 +234,123 @@ async def test_a_cronjob_makes_its_job_at_the_schedule_time_and_its_deletion_del
         assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted"
         deletes = await probe.wait(subjects.DELETE, events.DeleteObject, where=_mine)
         assert [m.name for m in deletes] == [f"nightly-{minute}"]
+
+
+WORKFLOW_MANIFESTS = {
+    "CronJob": {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "CronJob",
+        "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {"spec": {"tasks": TASKS}}},
+    },
+    "JobFlow": {**FLOW, "spec": {"flows": [{"name": "a"}]}},
+    "JobTemplate": {k: v for k, v in template("a").items() if k != "metadata"},
+    "HyperJobTemplate": {k: v for k, v in hyperjob_template("a").items() if k != "metadata"},
+}
+RECORDS = {
+    "CronJob": (records.CRONJOB, records.CronJobDoc),
+    "JobFlow": (records.JOBFLOW, records.JobFlowDoc),
+    "JobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
+    "HyperJobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
+}
+
+
+@pytest.mark.parametrize("kind", list(WORKFLOW_MANIFESTS))
+async def test_a_workflow_object_in_team_a_is_hers_alone_and_team_b_s_of_the_same_name_is_untouched(
+    bus, store, probe, kind
+) -> None:
+    """As a person with rights in team-a only (her requests on the ``.team-a`` subjects): her
+    ``nightly`` is created beside team-b's (not "configured" over it), an object naming team-b is
+    refused naming the field, a delete naming team-b is refused, and her delete removes hers only."""
+    as_her = {request: subjects.in_namespace(request, "team-a") for request in (subjects.APPLY, subjects.DELETE)}
+    base = WORKFLOW_MANIFESTS[kind]
+    theirs = {**base, "metadata": {"name": "nightly", "namespace": "team-b"}}
+    table, doc_type = RECORDS[kind]
+    async with controller(bus, store):
+        answer = await request(bus, probe, subjects.APPLY, apply(theirs))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        before = (await sh.doc(store, table, "team-b/nightly", doc_type)).manifest
+
+        mine = {**base, "metadata": {"name": "nightly"}}
+        answer = await request(bus, probe, as_her[subjects.APPLY], apply(mine))
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created", answer
+        stored = await sh.doc(store, table, "team-a/nightly", doc_type)
+        assert stored.manifest["metadata"]["namespace"] == "team-a"
+
+        answer = await request(bus, probe, as_her[subjects.APPLY], apply({**theirs, "spec": mine["spec"]}))
+        assert isinstance(answer, events.RequestRejected) and answer.reason.startswith("$.metadata.namespace: ")
+
+        naming_b = sh.message(events.DeleteObject, kind=kind, name="nightly", namespace="team-b")
+        answer = await request(bus, probe, as_her[subjects.DELETE], naming_b)
+        assert isinstance(answer, events.RequestRejected) and answer.reason.startswith("$.namespace: ")
+
+        answer = await request(
+            bus, probe, as_her[subjects.DELETE], sh.message(events.DeleteObject, kind=kind, name="nightly")
+        )
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted"
+        assert await store.get(table, "team-a/nightly") is None
+        kept = await sh.doc(store, table, "team-b/nightly", doc_type)
+        assert kept.manifest == before and kept.manifest["metadata"]["namespace"] == "team-b"
+
+
+async def test_a_flow_takes_the_template_of_its_own_namespace(bus, store, probe) -> None:
+    """Team-b's JobTemplate ``a`` is not team-a's: her flow waits for a template of hers."""
+    async with controller(bus, store):
+        await request(
+            bus, probe, subjects.APPLY, apply({**template("a"), "metadata": {"name": "a", "namespace": "team-b"}})
+        )
+        flow = {**FLOW, "metadata": {"name": "f", "namespace": "team-a"}, "spec": {"flows": [{"name": "a"}]}}
+        answer = await request(bus, probe, subjects.APPLY, apply(flow))
+        assert isinstance(answer, events.RequestAccepted)
+        doc = await sh.doc(store, records.JOBFLOW, "team-a/f", records.JobFlowDoc, where=lambda d: bool(d.message))
+        assert doc.message == "job 'f-a' waits for JobTemplate 'a', which does not exist" and not doc.jobs
+
+        await request(
+            bus, probe, subjects.APPLY, apply({**template("a"), "metadata": {"name": "a", "namespace": "team-a"}})
+        )
+        job = (await made(probe, 1))[0].manifest["metadata"]
+        assert (job["name"], job["namespace"], job["labels"][CREATED_BY_JOB_FLOW]) == ("f-a", "team-a", "team-a.f")
+
+
+async def test_a_cronjob_stored_under_its_name_alone_is_found_by_namespace_and_name(bus, store, probe) -> None:
+    """A record kept before namespaces kept these objects apart (key ``nightly``, manifest in
+    team-a) is read as team-a/nightly: a delete on her team-a subject finds it."""
+    cron = {**WORKFLOW_MANIFESTS["CronJob"], "metadata": {"name": "nightly", "namespace": "team-a"}}
+    old = records.CronJobDoc(manifest=cron, created=time.time())
+    await store.put_if_version(records.CRONJOB, "nightly", old, None)
+    async with controller(bus, store):
+        delete = sh.message(events.DeleteObject, kind="CronJob", name="nightly")
+        answer = await request(bus, probe, subjects.in_namespace(subjects.DELETE, "team-a"), delete)
+        assert isinstance(answer, events.RequestAccepted) and answer.outcome == "deleted", answer
+        assert await store.get(records.CRONJOB, "nightly") is None
+        assert await store.get(records.CRONJOB, "team-a/nightly") is None
+
+
+async def test_two_cronjobs_of_one_name_in_two_namespaces_keep_their_own_runs(bus, store, probe) -> None:
+    """team-a/nightly and team-b/nightly both ask for the Job ``nightly-<minute>`` (a plain Job's name
+    is the fleet's alone): the splitter takes the first and refuses the second; the second CronJob
+    records the refusal, and the first still follows its job to the end."""
+    clock = ShiftedClock(lead=1.5)
+    async with controller(bus, store, clock):
+        for team in ("team-a", "team-b"):
+            cron = {**WORKFLOW_MANIFESTS["CronJob"], "metadata": {"name": "nightly", "namespace": team}}
+            cron["spec"] = {**cron["spec"], "schedule": "* * * * *"}
+            answer = await request(bus, probe, subjects.APPLY, apply(cron))
+            assert isinstance(answer, events.RequestAccepted) and answer.outcome == "created"
+        first, second = await made(probe, 2)
+        name = first.manifest["metadata"]["name"]
+        assert second.manifest["metadata"]["name"] == name
+        kept, refused = (m.manifest["metadata"]["namespace"] for m in (first, second))
+        reason = f"$.metadata.name: job {name!r} already exists in namespace {kept!r}"
+        refusal = sh.message(events.RequestRejected, kind="Job", name=name, reason=reason, causation_id=second.event_id)
+        await sh.send(bus, subjects.result(second.event_id), refusal)
+        loser = await sh.doc(
+            store, records.CRONJOB, f"{refused}/nightly", records.CronJobDoc, where=lambda d: bool(d.message)
+        )
+        assert loser.message.endswith(reason) and not loser.jobs
+
+        done = sh.message(events.JobPhaseChanged, cluster="c1", job=name, old="Running", new="Completed")
+        await sh.send(bus, subjects.job_phase("c1"), done)
+        winner = await sh.doc(
+            store, records.CRONJOB, f"{kept}/nightly", records.CronJobDoc, where=lambda d: bool(d.last_successful_time)
+        )
+        assert winner.jobs[name].phase == "Completed"

@@ -310,12 +310,9 @@ def decoded(stored: Iterable[tuple[Stored, float]]) -> Iterator[tuple[events.Mes
 
 
 def decode(data: bytes) -> events.Message | None:
-    """The message stored as ``data``, or None when it is none of ours."""
-    try:
-        message: events.Message = _DECODER.decode(data)  # a decoder of our messages only
-        return message
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+    """The message stored as ``data``, or None when it is none of ours (or cannot be read at all)."""
+    message: events.Message | None = events.read_or_skip(_DECODER, data)  # a decoder of our messages only
+    return message
 
 
 async def load(bus: Bus) -> list[Event]:

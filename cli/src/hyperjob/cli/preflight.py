@@ -62,7 +62,11 @@ async def outcome(client: Client, obj: Object) -> str:
         "JobTemplate": (records.JOBTEMPLATE, records.JobTemplateDoc),
     }
     kind, doc_type = doc_types.get(obj.kind, (records.HYPERJOB, records.HyperJobDoc))
-    key = domain.owner_key(obj.kind, obj.namespace, obj.name) if kind == records.HYPERJOB else obj.name
+    key = obj.name  # a Queue or a PriorityClass: no namespace
+    if kind == records.HYPERJOB:
+        key = domain.owner_key(obj.kind, obj.namespace, obj.name)
+    elif obj.kind in api.WORKFLOW_KINDS:  # the workflow-controller keeps its kinds by namespace and name
+        key = api.object_key(obj.namespace, obj.name)
     existing = await client.doc(kind, key, doc_type)
     if existing is None:
         return "created"

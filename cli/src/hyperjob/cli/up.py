@@ -26,10 +26,12 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -68,6 +70,18 @@ class UpError(Exception):
 
 def lock_file() -> Path:
     return home() / "up.lock"
+
+
+def make_private(data: Path) -> None:
+    """The system's state is its owner's alone (ADR 0006): ``data`` and everything in it loses
+    group and other rights (a home of an older ``up``: ``0755``, an AOF ``0644``), and what this
+    process and its children (redis-server's AOF, nats-server's store, the logs) create from now
+    on is ``0700`` / ``0600``."""
+    os.umask(0o077)
+    for path in [data, *data.rglob("*")]:
+        with contextlib.suppress(FileNotFoundError):  # a server may remove a file meanwhile
+            if not path.is_symlink():
+                path.chmod(stat.S_IMODE(path.lstat().st_mode) & 0o700)
 
 
 class HomeLock:
@@ -283,6 +297,7 @@ class System:
         operator declares the streams before any service starts. Given servers are used as they are."""
         data = home()
         (data / "logs").mkdir(parents=True, exist_ok=True)
+        make_private(data)
         if nats_url is None and redis_url is None:
             self.auth = load_auth(self.config)
         if nats_url is None:

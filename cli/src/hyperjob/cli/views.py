@@ -449,7 +449,8 @@ def queue_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[l
 async def cronjobs(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.CRONJOB, records.CronJobDoc)
     items = []
-    for n, doc in docs.items():
+    for key, doc in docs.items():
+        n = api.split_key(key)[1]  # kept by namespace and name (api.object_key)
         if name and n != name:
             continue
         metadata, spec = doc.manifest.get("metadata", {}), doc.manifest.get("spec", {})
@@ -507,7 +508,8 @@ def cronjob_rows(items: list[View], wide: bool = False) -> tuple[list[str], list
 async def jobflows(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.JOBFLOW, records.JobFlowDoc)
     items = []
-    for n, doc in docs.items():
+    for key, doc in docs.items():
+        n = api.split_key(key)[1]  # kept by namespace and name (api.object_key)
         if name and n != name:
             continue
         metadata = doc.manifest.get("metadata", {})
@@ -564,7 +566,8 @@ async def _templates(client: Client, name: str | None, kind: str) -> list[View]:
     docs = await client.docs(records.JOBTEMPLATE, records.JobTemplateDoc)
     flows = (await client.docs(records.JOBFLOW, records.JobFlowDoc)).values()
     items = []
-    for n, doc in docs.items():
+    for key, doc in docs.items():
+        n = api.split_key(key)[1]  # kept by namespace and name (api.object_key)
         if (name and n != name) or doc.manifest.get("kind") != kind:
             continue
         metadata = doc.manifest.get("metadata", {})

@@ -12,15 +12,19 @@ keep. Every failure to reach the system is a ``ClientError`` with a one-line mes
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
 from hyperjob import api, events
+from hyperjob.bus import CredentialsRefusedError, Delivery, PermissionDeniedError
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.events import subjects
+from hyperjob.events.access import without_credentials
 from hyperjob.events.manifest import HyperJobAction
 from hyperjob.events.subjects import STREAMS
 from hyperjob.store.redis_store import RedisStore
@@ -72,12 +76,15 @@ class Client:
 
     @classmethod
     async def connect(cls, nats_url: str, redis_url: str, *, producer: str = PRODUCER, timeout: float = 3.0) -> Client:
+        shown = without_credentials(nats_url)
         try:
             bus = await NatsBus.connect(nats_url, STREAMS, name=producer, connect_timeout=timeout)
-        except Exception as exc:  # BusError, OSError, a timeout: all mean "not reachable"
+        except CredentialsRefusedError:
             raise ClientError(
-                f"cannot reach NATS at {nats_url}: {_one_line(exc)} (is `hyperjob up` running?)"
+                f"NATS at {shown} refused the credentials: the user or password is wrong (HYPERJOB_USER, NATS_URL)"
             ) from None
+        except Exception as exc:  # BusError, OSError, a timeout: all mean "not reachable"
+            raise ClientError(f"cannot reach NATS at {shown}: {_one_line(exc)} (is `hyperjob up` running?)") from None
         try:
             store = await asyncio.wait_for(RedisStore.connect(redis_url), timeout)
         except Exception as exc:
@@ -102,12 +109,15 @@ class Client:
     async def request(self, subject: str, message: events.Message, timeout: float = 30.0) -> Answer:
         """Send a request and wait for its answer (the splitter publishes it into the stream, so an
         answer that arrives before we look is not missed)."""
-        await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
+        try:
+            await self.bus.publish(subject, events.encode(message), msg_id=message.event_id)
+        except PermissionDeniedError:
+            raise ClientError(f"permission denied: your NATS user may not publish on {subject}") from None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             answer = await self.bus.last(subjects.result(message.event_id))
-            if answer is not None:
-                decoded: Answer = ANSWERS.decode(answer.data)  # a decoder of exactly the Answer types
+            decoded: Answer | None = events.read_or_skip(ANSWERS, answer.data) if answer is not None else None
+            if decoded is not None:  # a decoder of exactly the Answer types
                 return decoded
             await asyncio.sleep(0.05)
         raise ClientError(f"no answer within {timeout:g}s: is the splitter running (hyperjob get services)?")
@@ -147,7 +157,7 @@ class Client:
         """Each cluster's latest capacity summary (a cluster is known once it reported)."""
         decoder = events.decoder(events.ClusterCapacityReported)
         latest = await self.bus.last_per_subject(subjects.CAPACITY_ALL)
-        reports = [decoder.decode(d.data) for d in latest.values()]
+        reports = _readable(decoder, latest.values())
         return {r.cluster: r for r in sorted(reports, key=lambda r: r.cluster)}
 
     async def cluster_names(self) -> list[str]:
@@ -157,14 +167,27 @@ class Client:
         """Every service instance that started, by name (its latest start)."""
         decoder = events.decoder(events.InstanceStarted)
         latest = await self.bus.last_per_subject(subjects.INSTANCES)
-        started = [decoder.decode(d.data) for d in latest.values()]
+        started = _readable(decoder, latest.values())
         return {s.instance: s for s in started}
 
     async def node_statuses(self, cluster: str) -> dict[str, events.NodeStatus]:
         decoder = events.decoder(events.NodeStatus)
         latest = await self.bus.last_per_subject(subjects.node_statuses(cluster))
-        statuses = [decoder.decode(d.data) for d in latest.values()]
+        statuses = _readable(decoder, latest.values())
         return {s.node: s for s in sorted(statuses, key=lambda s: s.node)}
+
+
+def _readable(decoder: events.Decoder, deliveries: Iterable[Delivery]) -> list[Any]:
+    """The messages that can be read (``events.read_or_skip``): one anybody wrote that cannot
+    (nested 100,000 levels deep) must not make ``get nodes`` or the dashboard fail."""
+    return [m for m in (events.read_or_skip(decoder, d.data) for d in deliveries) if m is not None]
+
+
+def _say_skipped(why: str) -> None:
+    sys.stderr.write(f"warning: {why}\n")
+
+
+events.on_first_skip(_say_skipped)  # the CLI's and the dashboard's: once per process, on stderr
 
 
 def _subject(request: str, kind: str, namespace: str) -> str:

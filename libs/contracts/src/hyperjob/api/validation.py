@@ -124,13 +124,28 @@ def check_sim_annotations(annotations: Mapping[str, str], metadata_path: str) ->
 
 
 def _check_resources(resources: ResourceRequirements, path: str) -> None:
-    """Quantities parse, and no request exceeds its limit (Kubernetes' rule)."""
-    _check_quantities(resources.requests, f"{path}.requests")
-    _check_quantities(resources.limits, f"{path}.limits")
+    """Quantities parse, an extended resource's are whole, and no request exceeds its limit
+    (Kubernetes' rules)."""
+    for field, raw in (("limits", resources.limits), ("requests", resources.requests)):
+        _check_quantities(raw, f"{path}.{field}")
+        for name, value in raw.items():
+            if _is_extended(name) and not float(parse_quantity(value)).is_integer():
+                raise ManifestError(f"{path}.{field}.{name}", f"{value!r} must be an integer (an extended resource)")
     for name, limit in resources.limits.items():
         request = resources.requests.get(name)
         if request is not None and parse_quantity(request) > parse_quantity(limit):
             raise ManifestError(f"{path}.requests.{name}", f"{request} is more than its limit {limit}")
+
+
+def _is_extended(name: str) -> bool:
+    """Kubernetes' ``IsExtendedResourceName``: a domain-prefixed name outside ``kubernetes.io``
+    (``nvidia.com/gpu``), which a device plugin hands out whole."""
+    domain, slash, _ = name.partition("/")
+    return (
+        bool(slash)
+        and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+        and not (name.startswith("requests."))
+    )
 
 
 def _check_quantities(raw: Mapping[str, Quantity], path: str) -> None:
@@ -227,6 +242,10 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
             f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)"
         )
     total = template_replicas(rj.template_spec)
+    if split.clusters and not any(c.replicas for c in split.clusters):
+        raise ManifestError(f"{path}.splitPolicy.clusters", "every cluster's replicas are 0: the split makes no child")
+    if split.weights and not any(split.weights.values()):
+        raise ManifestError(f"{path}.splitPolicy.weights", "every weight is 0: no cluster would get a replica")
     if split.clusters:
         names = [c.name for c in split.clusters]
         duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -65,7 +65,9 @@ from .manifest import (
     Request,
     RequestAccepted,
     RequestRejected,
+    request_namespace,
     request_type_on,
+    scoped_manifest,
 )
 from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
 from .placement import (
@@ -163,6 +165,36 @@ class Decoder:
         return upgrade(message) if upgrade else message
 
 
+# Operators' tools (get events, describe, trace, get nodes, the dashboard) read logs that anyone
+# allowed to publish on a subject has written to: one message they cannot read (not JSON, the wrong
+# shape, nested deeper than the decoder's stack: msgspec raises RecursionError) is skipped, and said
+# once per process, instead of failing the tool for as long as the stream keeps it.
+_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, OverflowError)
+_skip_notices: list[Callable[[str], None]] = []
+_skipped = 0
+
+
+def read_or_skip(decoder: Decoder, data: bytes) -> Any | None:
+    """``decoder``'s message in ``data``, or None when it cannot be read (the first such tells the
+    ``on_first_skip`` callbacks why). Never raises for what is in ``data``: the operators' tools'
+    one way to read a log."""
+    global _skipped
+    try:
+        return decoder.decode(data)
+    except _UNREADABLE as exc:
+        _skipped += 1
+        if _skipped == 1:
+            why = "nested too deep" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"[:200]
+            for notice in _skip_notices:
+                notice(f"skipped a message that cannot be read ({why}); the rest is shown")
+        return None
+
+
+def on_first_skip(notice: Callable[[str], None]) -> None:
+    """Call ``notice`` with a one-line reason the first time ``read_or_skip`` skips a message."""
+    _skip_notices.append(notice)
+
+
 def decoder(*types: type[Message]) -> Decoder:
     """One decoder for exactly the message types a consumer handles (built once at start-up).
 
@@ -229,13 +261,17 @@ __all__ = [
     "Request",
     "RequestAccepted",
     "RequestRejected",
+    "request_namespace",
     "request_type_on",
+    "scoped_manifest",
     "ReservationHeld",
     "StartPods",
     "StopPods",
     "TaskScheduling",
     "World",
     "decoder",
+    "on_first_skip",
+    "read_or_skip",
     "derive_id",
     "encode",
     "new_request_id",

@@ -210,12 +210,12 @@ _JS_READ = (
     "$JS.API.STREAM.LIST",
     "$JS.API.STREAM.MSG.GET.*",
     "$JS.API.DIRECT.GET.>",
-    # Ephemeral (ordered) consumers of watches and reads: created under a random name (with the
-    # filter subject after it), deleted when reset. Another instance's durable is never one of
-    # them: ``nats_permissions`` denies its names (``protected``).
+    # Ephemeral (ordered) consumers of watches and reads: created on the stream's bare subject,
+    # where the server names them and refuses a durable name, deleted when reset. Creating under
+    # a name (``CREATE.<stream>.<name>``) may make a durable: only a service's own durables
+    # (``_durable_api``) and the operator's, so nobody else leaves consumers on streams that are
+    # not theirs. Another instance's durable is denied besides (``protected``).
     "$JS.API.CONSUMER.CREATE.*",
-    "$JS.API.CONSUMER.CREATE.*.*",
-    "$JS.API.CONSUMER.CREATE.*.*.>",
     "$JS.API.CONSUMER.DELETE.*.*",
     "$JS.API.CONSUMER.MSG.NEXT.*.*",
     "$JS.API.CONSUMER.INFO.*.*",

@@ -86,6 +86,17 @@ class MessageTooLargeError(PublishError):
     dependency_down = False
 
 
+class PermissionDeniedError(PublishError):
+    """NATS refused the publish: this connection's user may not publish on ``subject`` (said at
+    once, not after the ack's timeout). Retrying cannot help."""
+
+    transient = False
+    dependency_down = False
+
+    def __init__(self, subject: str, msg_id: str) -> None:
+        super().__init__(subject, msg_id, f"permission denied: this NATS user may not publish on {subject}")
+
+
 class ConsumerError(BusError):
     """A durable consumer could not be created or bound; ``durable`` names it."""
 
@@ -99,6 +110,14 @@ class BusClosedError(BusError):
 
     transient = True
     dependency_down = True
+
+
+class CredentialsRefusedError(BusClosedError):
+    """The server refused the user or password the connection offered (an authorization
+    violation): the server is up; retrying with the same credentials cannot help."""
+
+    transient = False
+    dependency_down = False
 
 
 class InstanceCrash(BaseException):

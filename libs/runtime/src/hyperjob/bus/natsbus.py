@@ -5,13 +5,28 @@ A consumer is a durable PULL consumer: every process that calls ``consume`` with
 name shares its messages (scale-out). The bus acks after the handler returns; see ``dispatch`` for
 the retry and dead-letter rules. ``namespace`` prefixes every subject (``<ns>.``) and stream name
 (``<ns>_``) on the wire and strips them again on delivery, so tests share one server in isolation.
+
+JetStream drops a message whose ``Nats-Msg-Id`` the stream saw within its duplicate window, on any
+subject of the stream. A service's message ids are derived (``events.derive_id``: the same on every
+retry), so anyone who may publish on the stream (a person, on her request subjects of ``HYPERJOB``)
+could compute the id of an answer and publish it first: the answer would be dropped. A connection
+with a password therefore puts on the wire an HMAC of the id keyed by that password
+(``wire_msg_id``): the same for every retry and replica of the instance (one identity, one
+password), out of reach of whoever does not hold it. Without credentials (tests, an open server)
+the id goes as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import dataclasses
+import hashlib
+import hmac
+import re
+import urllib.parse
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 import nats.errors
@@ -30,8 +45,10 @@ from .dispatch import Run, Verdict, dead_letter, runs_batches, runs_each, wire_s
 from .errors import (
     BusClosedError,
     ConsumerError,
+    CredentialsRefusedError,
     MessageTooLargeError,
     NoStreamError,
+    PermissionDeniedError,
     PublishError,
     StreamConfigError,
 )
@@ -60,8 +77,11 @@ from .pull import PullLoop
 __all__ = ["NatsBus"]
 
 _log = structlog.get_logger("bus")
+T = TypeVar("T")
 _STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
 _NATS_ERRORS = (nats.errors.Error, asyncio.TimeoutError)
+# The server's words for a refused publish: ``Permissions Violation for Publish to "<subject>"``.
+_PUBLISH_DENIED = re.compile(PERMISSIONS_ERR + r' for publish to "([^"]+)"', re.IGNORECASE)
 # A watch's ordered consumer is recreated by nats-py after two missed idle heartbeats: with 1 s,
 # a watch follows again within seconds of a server restart (5 s left it blind for ~20 s).
 WATCH_HEARTBEAT = 1.0
@@ -76,6 +96,19 @@ MAX_OUTSTANDING_PINGS = 2
 def _close(a: float | None, b: float | None) -> bool:
     """Durations as the server returns them (nanoseconds, back to seconds) equal ours."""
     return abs((a or 0.0) - (b or 0.0)) < 1e-3
+
+
+def id_key_of(url: str) -> bytes:
+    """The key of a connection's message ids: from its password (``b""`` without one)."""
+    password = urllib.parse.urlsplit(url).password or ""
+    return hashlib.sha256(b"hyperjob Nats-Msg-Id\0" + password.encode()).digest() if password else b""
+
+
+def wire_msg_id(key: bytes, msg_id: str) -> str:
+    """The ``Nats-Msg-Id`` a message goes out with: ``msg_id`` keyed by ``key`` (module doc)."""
+    if not key:
+        return msg_id
+    return hmac.new(key, msg_id.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class _Client(NatsClient):
@@ -94,17 +127,41 @@ class _Client(NatsClient):
 
 
 class _ConnectionEvents:
-    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose."""
+    """nats-py callbacks, logged through structlog; quiet while the bus closes on purpose. They
+    also say what the server refused: the credentials (``credentials_refused``), or a publish on a
+    subject this user may not publish on (``denied``: the waiting publish fails at once)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.closing = False
+        self.credentials_refused = False
         self.on_reconnect: list[Callable[[], None]] = []
         self.on_lost: list[Callable[[], None]] = []
+        self._denials: dict[str, set[asyncio.Future[None]]] = {}
 
     async def error(self, exc: Exception) -> None:
+        text = str(exc)
+        if isinstance(exc, nats.errors.AuthorizationError) or AUTHORIZATION_VIOLATION in text.lower():
+            self.credentials_refused = True
+        denied = _PUBLISH_DENIED.search(text)
+        for waiter in self._denials.get(denied.group(1), ()) if denied else ():
+            if not waiter.done():
+                waiter.set_result(None)
         if not self.closing:
-            _log.warning("nats_error", url=self.url, error=str(exc) or type(exc).__name__)
+            _log.warning("nats_error", url=self.url, error=text or type(exc).__name__)
+
+    @contextlib.contextmanager
+    def denial(self, wire_subject: str) -> Iterator[asyncio.Future[None]]:
+        """A future done if the server refuses a publish on ``wire_subject`` meanwhile."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._denials.setdefault(wire_subject, set())
+        waiters.add(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters.discard(waiter)
+            if not waiters:
+                self._denials.pop(wire_subject, None)
 
     async def disconnected(self) -> None:
         if not self.closing:
@@ -128,7 +185,9 @@ class _ConnectionEvents:
 class NatsBus:
     """The JetStream adapter. Build with ``await NatsBus.connect(url, streams)``; ``close()`` at exit."""
 
-    def __init__(self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0) -> None:
+    def __init__(
+        self, nc: NatsClient, js: JetStreamContext, namespace: str = "", timeout: float = 5.0, *, id_key: bytes = b""
+    ) -> None:
         if namespace and not valid_name(namespace):
             raise ValueError(f"namespace {namespace!r}: letters, digits, '-' and '_' only")
         self._nc = nc
@@ -140,6 +199,7 @@ class NatsBus:
         self._watches: list[_Watch] = []
         self._events: _ConnectionEvents | None = None
         self._replicas: int | None = None
+        self._id_key = id_key  # keys the Nats-Msg-Id on the wire (module doc); b"": ids as they are
 
     @classmethod
     async def connect(
@@ -186,9 +246,16 @@ class NatsBus:
                 connect_timeout,
             )
         except (*_NATS_ERRORS, OSError) as exc:
+            if events.credentials_refused:
+                await nc.close()
+                raise CredentialsRefusedError(f"{events.url} refused the credentials (user or password)") from exc
             raise BusClosedError(f"cannot connect to {events.url}: {exc}") from exc
         bus = cls(
-            nc, nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout), namespace, timeout
+            nc,
+            nc.jetstream(publish_async_max_pending=max_pending_publishes, timeout=timeout),
+            namespace,
+            timeout,
+            id_key=id_key_of(servers[0]) if servers else b"",
         )
         bus._events = events
         bus._replicas = replicas
@@ -300,7 +367,7 @@ class NatsBus:
     # -- publish ----------------------------------------------------------------------------
 
     def _headers(self, headers: Mapping[str, str] | None, msg_id: str) -> dict[str, str]:
-        out = merged_headers(headers, msg_id)
+        out = merged_headers(headers, wire_msg_id(self._id_key, msg_id))
         if "traceparent" not in out:
             inject(out)
         return out
@@ -315,10 +382,28 @@ class NatsBus:
         payload, wire_headers = encode_payload(event), self._headers(headers, msg_id)
         self._check_size(subject, msg_id, payload, wire_headers)
         try:
-            ack = await self._js.publish(self._wire(subject), payload, headers=wire_headers)
+            ack = await self._unless_denied(
+                self._js.publish(self._wire(subject), payload, headers=wire_headers), subject, msg_id
+            )
         except _NATS_ERRORS as exc:
             raise PublishError(subject, msg_id, str(exc) or type(exc).__name__) from exc
         return PublishAck(stream=self._logical_stream(ack.stream), seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def _unless_denied(self, publish: Awaitable[T], subject: str, msg_id: str) -> T:
+        """``publish``'s result, or ``PermissionDeniedError`` as soon as the server refuses the
+        subject (it never acks a refused publish: the caller would wait for the whole timeout)."""
+        if self._events is None:
+            return await publish
+        with self._events.denial(self._wire(subject)) as denied:
+            task = asyncio.ensure_future(publish)
+            either: set[asyncio.Future[Any]] = {task, denied}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, *_NATS_ERRORS):
+                await task
+            raise PermissionDeniedError(subject, msg_id)
 
     def _logical_stream(self, name: str) -> str:
         return name[len(self._ns) + 1 :] if self._ns and name.startswith(f"{self._ns}_") else name
@@ -435,7 +520,23 @@ class NatsBus:
             filter_subject=wire_filters[0] if len(wire_filters) == 1 else None,
             filter_subjects=wire_filters if len(wire_filters) > 1 else None,
         )
-        loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched)
+
+        async def recreate(start_seq: int | None) -> bool:
+            """The durable again if it is gone (a refusal may have another cause: then nothing)."""
+            try:
+                await self._js.consumer_info(wire_stream, durable)
+                return False
+            except nats.js.errors.NotFoundError:
+                pass
+            again = config
+            if start_seq is not None:
+                again = dataclasses.replace(
+                    config, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
+                )
+            await self._js.add_consumer(wire_stream, again)
+            return True
+
+        loop = PullLoop(self, self._nc, wire_stream, durable, run, policy, batched=batched, recreate=recreate)
         try:
             await self._js.add_consumer(wire_stream, config)
             await loop.start()

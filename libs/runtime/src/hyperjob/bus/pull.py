@@ -9,6 +9,11 @@ server streams the next batch while the handler works on this one.
 Credit accounting: each request asks for ``n`` messages and expires after ``EXPIRES`` seconds.
 A delivered message uses one credit of the oldest open request; a 408/409 status closes the
 oldest request; a request silent past its expiry (lost on a reconnect) is forgotten.
+
+A refused pull (409 "Consumer Deleted", 503: nobody serves the durable) is said in ``refused``
+(``/readyz`` reports it) and, after ``REFUSED_PAUSE``, the durable is created again from where
+this member left off: the lowest sequence it has not finished (one nak'd or still buffered), else
+the one after the last it saw; a member that saw nothing re-creates it as first declared.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class PullLoop:
         policy: ConsumerPolicy,
         *,
         batched: bool = False,
+        recreate: Callable[[int | None], Awaitable[bool]] | None = None,
     ) -> None:
         self.durable = durable
         self._bus = bus
@@ -72,6 +78,10 @@ class PullLoop:
         self._arrived = asyncio.Event()
         self._stopping = False
         self._refused_until = 0.0
+        self.refused = ""  # why the server refuses this member's pulls ("" while it serves them)
+        self._recreate = recreate  # the durable again, delivering from a stream sequence (None: as declared)
+        self._next_seq = 0  # one past the highest stream sequence delivered here (0: none yet)
+        self._naked: set[int] = set()  # sequences handed back (nak), to be delivered again
         self._inbox = ""
         self._sub: NatsSubscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -130,6 +140,7 @@ class PullLoop:
                 if head.remaining <= 0:
                     self._requests.popleft()
             self._buffer.append(msg)
+            self.refused = ""
             self._arrived.set()
         elif status in ("408", "409", "404", "503"):
             # The oldest request ended: expired (408), no messages (404), or refused (409: e.g.
@@ -140,6 +151,9 @@ class PullLoop:
             if status == "503" or (status == "409" and "Exceeded" not in description):
                 _log.warning("pull_refused", durable=self.durable, status=status, description=description)
                 self._refused_until = time.monotonic() + REFUSED_PAUSE
+                self.refused = f"pull refused: {status} {description or 'no responders'}"
+            else:
+                self.refused = ""
             self._arrived.set()
 
     def _credit(self) -> int:
@@ -161,6 +175,8 @@ class PullLoop:
     async def _run(self) -> None:
         while not self._stopping:
             try:
+                if self.refused and self._recreate is not None and time.monotonic() >= self._refused_until:
+                    await self._recreate_durable(self._recreate)
                 await self._top_up()
             except nats.errors.ConnectionClosedError:
                 return
@@ -179,6 +195,25 @@ class PullLoop:
             except Exception:  # noqa: BLE001 - a bug here must not silently end the consumer
                 _log.exception("consume_loop_error", durable=self.durable)
                 await asyncio.sleep(0.5)
+
+    async def _recreate_durable(self, recreate: Callable[[int | None], Awaitable[bool]]) -> None:
+        """Create the durable again (deleted by hand, or lost with the server's state). Messages
+        still buffered are handled as they are (their acks go nowhere) and delivered again from
+        ``start``: the handlers' dedup markers give them one effect. A durable that still exists (the
+        refusal had another cause) is left as it is; failing (JetStream away), the next pull says
+        whether it is served."""
+        unfinished = min([*self._naked, *(m.metadata.sequence.stream for m in self._buffer)], default=0)
+        start = unfinished or self._next_seq or None
+        try:
+            created = await recreate(start)
+        except _NATS_ERRORS as exc:
+            _log.warning("consumer_recreate_failed", durable=self.durable, error=str(exc) or type(exc).__name__)
+        else:
+            if created:
+                _log.warning("consumer_recreated", durable=self.durable, start_seq=start)
+                self._requests.clear()
+                self.refused = ""
+        self._refused_until = 0.0
 
     async def _process(self, n: int) -> None:
         # Messages leave the buffer only when their handler starts, so ``_keepalive`` covers
@@ -264,6 +299,11 @@ class PullLoop:
             await asyncio.sleep(min(step, left))
 
     async def _settle(self, msg: Msg, delivery: Delivery, verdict: Verdict) -> None:
+        self._next_seq = max(self._next_seq, delivery.seq + 1)
+        if verdict.action in ("nak", "hold"):
+            self._naked.add(delivery.seq)
+        else:
+            self._naked.discard(delivery.seq)
         try:
             await self._bus.settle(msg, delivery, self.durable, verdict)
         except Exception as exc:  # noqa: BLE001 - unsettled: the server redelivers after ack_wait

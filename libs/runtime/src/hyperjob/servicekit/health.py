@@ -5,7 +5,8 @@ format, ``metrics.REGISTRY``), ``/healthz`` and ``/readyz``.
   (the same judgement as its liveness file, ``liveness.report``). It is answered on the service's
   own event loop, so a loop that hangs stops answering: the probe times out. Restart on failure.
 - ``/readyz``: 200 when, besides, the bus is connected, Redis answers a PING within
-  ``PING_TIMEOUT``, and the instance has started consuming. 503 with the reasons otherwise (a
+  ``PING_TIMEOUT``, the instance has started consuming, and the server serves every consumer's
+  pulls (one whose durable was deleted is refused until it is re-created). 503 with the reasons otherwise (a
   Redis outage, a reconnecting bus): do not restart, wait (the runtime holds its messages).
 
 The server is a few lines on ``asyncio.start_server``: three GET routes need no framework, and a
@@ -54,6 +55,10 @@ async def readiness(runtime: Runtime) -> list[str]:
         problems.append("not consuming yet (loading its state)")
     if not getattr(runtime.bus, "connected", True):
         problems.append("NATS: disconnected (reconnecting)")
+    for member in runtime.members:
+        refused = getattr(member, "refused", "")  # a consumer loop that runs but cannot pull
+        if refused:
+            problems.append(f"consumer {member.durable}: {refused} (re-created meanwhile)")
     try:
         await asyncio.wait_for(runtime.store.ping(), PING_TIMEOUT)
     except Exception as exc:  # noqa: BLE001 - whatever the client raises, Redis is not usable

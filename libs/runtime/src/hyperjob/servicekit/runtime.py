@@ -194,6 +194,8 @@ class Runtime:
         self._lease_keeper: asyncio.Task[None] | None = None
         self._activation: asyncio.Task[None] | None = None
         self.active = False  # consuming and running rounds (the lease holder)
+        # Timers that came due while this replica was not active (key → when, work): run once it is.
+        self._held: dict[str, tuple[float, Work]] = {}
         self.metrics_url = ""  # where its /metrics, /healthz, /readyz are served (live only)
         # Live, CPU-long pure work (a scheduling session) runs in a worker thread (``offloaded``) so
         # the event loop keeps receiving and reporting meanwhile; the simulator keeps it inline.
@@ -256,8 +258,27 @@ class Runtime:
         self.timers.kick(f"{self.instance}/{name}")
 
     def at(self, when: float, key: str, work: Work) -> None:
-        """``work`` at ``when`` (a later ``at`` with the same key replaces it); it runs alone."""
-        self.timers.at(when, f"{self.instance}/{key}", self._exclusive(work))
+        """``work`` at ``when`` (a later ``at`` with the same key replaces it); it runs alone. One
+        due before this replica is active (re-armed by the load of an activation, which goes on
+        consuming before the replica counts as active) waits for the activation: never dropped."""
+        self._held.pop(key, None)
+        self.timers.at(when, f"{self.instance}/{key}", self._held_until_active(when, key, work))
+
+    def _held_until_active(self, when: float, key: str, work: Work) -> Work:
+        async def run() -> None:
+            async with self.lock:
+                if self.active:
+                    await work()
+                else:
+                    self._held[key] = (when, work)
+
+        return run
+
+    def _release_held(self) -> None:
+        """Arm again, now that this replica is active, the timers that came due before."""
+        held, self._held = self._held, {}
+        for key, (when, work) in held.items():
+            self.at(when, key, work)
 
     def _exclusive(self, work: Work) -> Work:
         async def run() -> None:
@@ -365,6 +386,7 @@ class Runtime:
         )
         self.active = True
         ACTIVE.set(1)
+        self._release_held()
         started = self.emit(
             events.InstanceStarted,
             self.instance,
@@ -458,6 +480,7 @@ class Runtime:
     async def _load(self) -> None:
         # The epoch first: a commit another replica makes while the tables load makes this one's
         # next commit refused (and memory reloaded), never missed.
+        self._held.clear()  # re-armed from the state by the load's callbacks
         self._epoch = await self.store.epoch(self.instance)
         await self.projection.load(self.store)
         self._stale = False

@@ -11,7 +11,6 @@ from typing import Any
 import msgspec
 
 from hyperjob import api, events, fleetcore, records
-from hyperjob.events import subjects
 
 ROOT_QUEUE = "root"
 
@@ -286,47 +285,10 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
 
 
 # -- namespaces ------------------------------------------------------------------------------------
-# A request's subject names the namespace NATS let its sender act in (``hj.object.delete.team-a``);
-# the bare subject is for whoever may act in every namespace (ADR 0006). A request never reaches
-# past its subject's namespace: an object that names another is refused, naming the field.
-
-
-def request_namespace(request: str, msg: events.Request, kind: object, named: object, field: str) -> str:
-    """The namespace ``msg`` (about an object of ``kind``) acts in: its subject's, which ``named``
-    (what the object or the message says, ``""`` or ``None`` if nothing) must not contradict; on
-    the bare subject ``named`` or ``default``. A cluster-scoped kind has none (``""``) and only the
-    bare subject may carry it."""
-    granted = subjects.namespace_of(request, msg.received_on)
-    if isinstance(kind, str) and kind in api.CLUSTER_SCOPED_KINDS:
-        if granted is not None:
-            raise api.ManifestError(
-                "$.kind", f"a {kind} has no namespace: send it on {request} (rights in every namespace)"
-            )
-        return ""
-    if named is not None and not isinstance(named, str):
-        raise api.ManifestError(field, f"a namespace is a string, not {type(named).__name__}")
-    if granted is None:
-        return named or api.DEFAULT_NAMESPACE
-    if named and named != granted:
-        raise api.ManifestError(
-            field, f"namespace {named!r} is not the namespace of the request's subject {msg.received_on} ({granted!r})"
-        )
-    return granted
-
-
-def scoped_manifest(msg: events.ApplyManifest) -> dict[str, Any]:
-    """The manifest as applied: server-set metadata and ``status`` dropped (as kubectl does with an
-    exported object) and the namespace the request acts in written in (none for a Queue or a
-    PriorityClass, which only the bare subject may carry)."""
-    manifest = api.without_server_fields(msg.manifest)
-    metadata = manifest.get("metadata")
-    if not isinstance(metadata, dict):
-        return manifest  # decoding says what is wrong
-    kind = manifest.get("kind")
-    namespace = request_namespace(subjects.APPLY, msg, kind, metadata.get("namespace"), "$.metadata.namespace")
-    if not namespace:
-        return manifest
-    return {**manifest, "metadata": {**metadata, "namespace": namespace}}
+# How a request's subject bounds the namespace it acts in is the contract's (``events.manifest``),
+# shared with the workflow-controller.
+request_namespace = events.request_namespace
+scoped_manifest = events.scoped_manifest
 
 
 def namespace_of(doc: records.HyperJobDoc) -> str:

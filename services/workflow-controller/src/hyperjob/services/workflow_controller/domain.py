@@ -72,6 +72,32 @@ def job_of_key(key: str) -> str:
     return key.rpartition("/")[2]
 
 
+def job_key(kind: str, namespace: str, job: str) -> str:
+    """How the splitter keys a job made here, and names it in its news (``HyperJobStatusChanged``,
+    ``HyperJobDeleted``): a HyperJob by namespace and name (``api.object_key``), a plain Job by its
+    name alone (unique across namespaces, as its clusters know it)."""
+    return api.object_key(namespace, job) if kind == "HyperJob" else job
+
+
+def key_of(obj: api.CronJob | api.JobFlow | api.JobTemplate | api.HyperJobTemplate) -> str:
+    """Where a workflow object is kept: by namespace and name (``api.object_key``), as the splitter
+    keeps a HyperJob, so team-a/nightly and team-b/nightly are two."""
+    return api.object_key(obj.metadata.namespace, obj.metadata.name)
+
+
+def not_found(kind: str, namespace: str, name: str) -> str:
+    """kubectl's NotFound, naming the namespace outside ``default`` (the reason ends "not found")."""
+    where = f" in namespace {namespace!r}" if namespace != api.DEFAULT_NAMESPACE else ""
+    return f"{kind} {name!r}{where} not found"
+
+
+def namespace_of(manifest: api.RawDocument) -> str:
+    """The namespace of a stored manifest (written in at apply: ``events.scoped_manifest``)."""
+    metadata = manifest.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return str(namespace or api.DEFAULT_NAMESPACE)
+
+
 def _job(
     name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str], spec: api.JobSpec
 ) -> api.RawDocument:
@@ -102,13 +128,7 @@ def templates_of(flow: api.JobFlow) -> set[str]:
     return {f.name for f in flow.spec.flows}
 
 
-def owned_jobs(
-    cronjobs: dict[str, records.CronJobDoc], flows: dict[str, records.JobFlowDoc]
-) -> dict[str, tuple[str, str]]:
-    """Job name → (owner kind, owner name), over every job a CronJob or JobFlow made."""
-    owners: dict[str, tuple[str, str]] = {}
-    for name, cron in cronjobs.items():
-        owners.update((job, ("CronJob", name)) for job in cron.jobs)
-    for name, flow in flows.items():
-        owners.update((job, ("JobFlow", name)) for job in flow.jobs)
-    return owners
+def made_keys(kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> list[tuple[str, tuple[str, str]]]:
+    """``(job key, (owner kind, owner key))`` of each job the owner ``kind``/``key`` made."""
+    namespace = namespace_of(doc.manifest)
+    return [(job_key(made.kind, namespace, job), (kind, key)) for job, made in doc.jobs.items()]

@@ -27,13 +27,20 @@ class WorkflowController:
         self.cronjobs = runtime.table(records.CRONJOB, records.CronJobDoc)
         self.flows = runtime.table(records.JOBFLOW, records.JobFlowDoc)
         self.templates = runtime.table(records.JOBTEMPLATE, records.JobTemplateDoc)
-        self.owners: dict[str, tuple[str, str]] = {}  # job → (owner kind, owner name)
+        # Every object is kept under its ``api.object_key``: team-a/nightly and team-b/nightly are two.
+        self.owners: dict[str, tuple[str, str]] = {}  # job key (``domain.job_key``) → (owner kind, owner key)
+        self.asked: dict[str, tuple[str, str, str]] = {}  # a job's apply id → (owner kind, owner key, job)
         runtime.on_load(self._loaded)
 
     def _loaded(self) -> None:
-        self.owners = domain.owned_jobs(self.cronjobs.rows, self.flows.rows)
-        for name, doc in self.cronjobs.items():
-            self._arm(name, doc)
+        for table in (self.cronjobs, self.flows, self.templates):
+            _rekey(table)
+        self.owners, self.asked = {}, {}
+        for key, cron in self.cronjobs.items():
+            self._claim("CronJob", key, cron)
+            self._arm(key, cron)
+        for key, flow in self.flows.items():
+            self._claim("JobFlow", key, flow)
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -48,16 +55,18 @@ class WorkflowController:
             return False  # only a refusal changes what a job's owner does
         if isinstance(msg, events.JobPhaseChanged):
             return not msg.hyperjob and msg.job in self.owners
-        if isinstance(msg, events.RequestRejected | events.HyperJobStatusChanged | events.HyperJobDeleted):
-            return domain.job_of_key(msg.name) in self.owners
+        if isinstance(msg, events.RequestRejected):
+            return msg.causation_id in self.asked
+        if isinstance(msg, events.HyperJobStatusChanged | events.HyperJobDeleted):
+            return msg.name in self.owners
         return True
 
     def on_apply(self, msg: events.ApplyManifest) -> Reaction | None:
         kind, name = _kind_and_name(msg.manifest)
         if kind not in api.WORKFLOW_KINDS:
             return None  # the splitter's
-        try:
-            obj = api.decode(msg.manifest)
+        try:  # in the namespace of the request's subject, as the splitter judges its kinds
+            obj = api.decode(events.scoped_manifest(msg))
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
         if isinstance(obj, api.CronJob):
@@ -68,8 +77,8 @@ class WorkflowController:
         return self._apply_template(msg, obj)
 
     def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
-        name, manifest = cron.metadata.name, api.encode(cron)
-        existing = self.cronjobs.get(name)
+        name, key, manifest = cron.metadata.name, domain.key_of(cron), api.encode(cron)
+        existing = self.cronjobs.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome="unchanged")
         doc = (
@@ -77,14 +86,14 @@ class WorkflowController:
             if existing is not None
             else records.CronJobDoc(manifest=manifest, created=self.rt.now())
         )
-        self._put_cronjob(name, doc)
+        self._put_cronjob(key, doc)
         outcome = "created" if existing is None else "configured"
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome=outcome)
-        return reaction.extend(self._sync_cronjob(msg, name))
+        return reaction.extend(self._sync_cronjob(msg, key))
 
     def _apply_jobflow(self, msg: events.ApplyManifest, flow: api.JobFlow) -> Reaction:
-        name, manifest = flow.metadata.name, api.encode(flow)
-        existing = self.flows.get(name)
+        name, key, manifest = flow.metadata.name, domain.key_of(flow), api.encode(flow)
+        existing = self.flows.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome="unchanged")
         doc = (
@@ -92,48 +101,53 @@ class WorkflowController:
             if existing is not None
             else records.JobFlowDoc(manifest=manifest, created=self.rt.now())
         )
-        self._put_jobflow(name, doc)
+        self._put_jobflow(key, doc)
         outcome = "created" if existing is None else "configured"
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome=outcome)
-        return reaction.extend(self._sync_jobflow(msg, name))
+        return reaction.extend(self._sync_jobflow(msg, key))
 
     def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate | api.HyperJobTemplate) -> Reaction:
-        name, manifest, kind = template.metadata.name, api.encode(template), template.kind
-        existing = self.templates.get(name)
+        name, key, manifest, kind = template.metadata.name, domain.key_of(template), api.encode(template), template.kind
+        existing = self.templates.get(key)
         if existing is not None and existing.manifest == manifest:
             return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
         if existing is not None and existing.manifest.get("kind") != kind:  # a flow names its template alone
             reason = f"$.metadata.name: a {existing.manifest.get('kind')} named {name!r} already exists"
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=reason)
         created = existing.created if existing is not None else self.rt.now()
-        self.templates.put(name, records.JobTemplateDoc(manifest=manifest, created=created))
+        self.templates.put(key, records.JobTemplateDoc(manifest=manifest, created=created))
         outcome = "created" if existing is None else "configured"
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome=outcome)
-        # Flows waiting for this template (it was missing, or its job was refused) may go on now.
-        for flow_name, doc in self.flows.items():
+        # Flows of its namespace waiting for it (it was missing, or its job was refused) may go on now.
+        for flow_key, doc in self.flows.items():
             flow = _decode(doc.manifest, api.JobFlow)
-            if name in domain.templates_of(flow):
+            if flow.metadata.namespace == template.metadata.namespace and name in domain.templates_of(flow):
                 job = jobflow.job_name(flow, name)
-                self._put_jobflow(flow_name, replace(doc, refused={j: r for j, r in doc.refused.items() if j != job}))
-                reaction.extend(self._sync_jobflow(msg, flow_name))
+                self._put_jobflow(flow_key, replace(doc, refused={j: r for j, r in doc.refused.items() if j != job}))
+                reaction.extend(self._sync_jobflow(msg, flow_key))
         return reaction
 
     def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
         if msg.kind not in api.WORKFLOW_KINDS:
             return None  # the splitter's
+        try:
+            namespace = events.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
+        except api.ManifestError as exc:
+            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
         table: Table[records.CronJobDoc] | Table[records.JobFlowDoc] | Table[records.JobTemplateDoc] = (
             self.cronjobs if msg.kind == "CronJob" else self.flows if msg.kind == "JobFlow" else self.templates
         )  # JobTemplate and HyperJobTemplate share names
-        doc = table.get(msg.name)
+        key = api.object_key(namespace, msg.name)
+        doc = table.get(key)
         if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
-            reason = f"{msg.kind} {msg.name!r} not found"
+            reason = domain.not_found(msg.kind, namespace, msg.name)
             return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=reason)
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
         if msg.kind == "CronJob":
-            self.rt.cancel(_timer(msg.name))
+            self.rt.cancel(_timer(key))
         for job, made in getattr(doc, "jobs", {}).items():  # the jobs it made go with it (background cascade)
-            reaction.extend(self._delete_job(msg, job, made.kind, _namespace(doc.manifest)))
-        table.delete(msg.name)
+            reaction.extend(self._delete_job(msg, (msg.kind, key), job, made, namespace))
+        table.delete(key)
         return reaction
 
     # -- news of the jobs made -----------------------------------------------------------------------
@@ -161,7 +175,7 @@ class WorkflowController:
     def on_hyperjob_status(self, msg: events.HyperJobStatusChanged) -> Reaction | None:
         """A flow's step made from a HyperJobTemplate changed phase: the flow judges it as a Job's."""
         job = domain.job_of_key(msg.name)
-        owner = self.owners.get(job)
+        owner = self.owners.get(msg.name)
         if owner is None or owner[0] != "JobFlow":
             return None
         made = self._jobflow(owner[1]).jobs.get(job)
@@ -179,7 +193,7 @@ class WorkflowController:
 
     def on_job_deleted(self, msg: events.HyperJobDeleted) -> Reaction | None:
         """A job made here is gone (deleted by someone else): its owner syncs without it."""
-        owner = self.owners.get(domain.job_of_key(msg.name))
+        owner = self.owners.get(msg.name)
         if owner is None:
             return None
         kind, name = owner
@@ -190,11 +204,10 @@ class WorkflowController:
         """The splitter refused a job made here: its owner records why, and does not ask again."""
         if not isinstance(msg, events.RequestRejected) or msg.kind not in ("Job", "HyperJob"):
             return
-        job = domain.job_of_key(msg.name)
-        owner = self.owners.get(job)
-        if owner is None:
+        asked = self.asked.get(msg.causation_id)
+        if asked is None:
             return
-        kind, name = owner
+        kind, name, job = asked
         made = self._made(kind, name, job)
         if made is None or made.request != msg.causation_id:
             return  # the answer to another request for the same name
@@ -221,8 +234,8 @@ class WorkflowController:
         reaction = Reaction()
         jobs = dict(doc.jobs)
         for job in decided.delete:
-            reaction.extend(self._delete_job(cause, job, "Job", cron.metadata.namespace))
-            jobs.pop(job, None)
+            if job in jobs:
+                reaction.extend(self._delete_job(cause, ("CronJob", name), job, jobs.pop(job), cron.metadata.namespace))
         if decided.create is not None:
             assert decided.scheduled_at is not None
             manifest = domain.cron_job(cron, decided.create, decided.scheduled_at)
@@ -264,10 +277,9 @@ class WorkflowController:
         # A refusal stays said until the flow or the template is applied again; a wait only while it lasts.
         jobs, message = dict(doc.jobs), doc.message if doc.refused else ""
         for job in decided.delete:
-            reaction.extend(self._delete_job(cause, job, jobs[job].kind, flow.metadata.namespace))
-            jobs.pop(job, None)
+            reaction.extend(self._delete_job(cause, ("JobFlow", name), job, jobs.pop(job), flow.metadata.namespace))
         for job, template_name in decided.create:
-            template = self.templates.get(template_name)
+            template = self.templates.get(api.object_key(flow.metadata.namespace, template_name))
             if job in doc.refused:
                 continue
             if template is None:
@@ -293,15 +305,37 @@ class WorkflowController:
         reaction.publish(subjects.APPLY, request)
         return request.event_id
 
-    def _delete_job(self, cause: events.Message | str, job: str, kind: str, namespace: str) -> Reaction:
-        self.owners.pop(job, None)
+    def _delete_job(
+        self, cause: events.Message | str, owner: tuple[str, str], job: str, made: records.MadeJob, namespace: str
+    ) -> Reaction:
+        self._disown(owner, domain.job_key(made.kind, namespace, job), made)
         request = self.rt.emit(
-            events.DeleteObject, cause, f"delete/{job}", kind=kind, name=job, namespace=_namespace_field(namespace)
+            events.DeleteObject, cause, f"delete/{job}", kind=made.kind, name=job, namespace=_namespace_field(namespace)
         )
         return Reaction().publish(subjects.DELETE, request)
 
+    def _disown(self, owner: tuple[str, str], job_key: str, made: records.MadeJob) -> None:
+        """``owner`` no longer has the job. A plain Job's name is the fleet's alone, so two owners
+        in two namespaces may ask for one name: the first keeps it (``_claim``), the other's is
+        refused, and forgetting the refused one leaves the first its job."""
+        if self.owners.get(job_key) == owner:
+            del self.owners[job_key]
+        self.asked.pop(made.request, None)
+
+    def _claim(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
+        for job_key, owner in domain.made_keys(kind, key, doc):
+            self.owners.setdefault(job_key, owner)
+        self._remember_requests(kind, key, doc)
+
+    def _remember_requests(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
+        """The splitter's answer names the apply it answers: what each of the owner's applies was for."""
+        self.asked.update((made.request, (kind, key, job)) for job, made in doc.jobs.items())
+
     def _forget(self, kind: str, name: str, job: str) -> None:
-        self.owners.pop(job, None)
+        made = self._made(kind, name, job)
+        if made is not None:
+            doc = self._cronjob(name) if kind == "CronJob" else self._jobflow(name)
+            self._disown((kind, name), domain.job_key(made.kind, domain.namespace_of(doc.manifest), job), made)
         if kind == "CronJob":
             cron = self._cronjob(name)
             jobs = {j: made for j, made in cron.jobs.items() if j != job}
@@ -311,8 +345,8 @@ class WorkflowController:
             self._put_jobflow(name, replace(flow, jobs={j: made for j, made in flow.jobs.items() if j != job}))
 
     def _made(self, kind: str, name: str, job: str) -> records.MadeJob | None:
-        doc = self._cronjob(name) if kind == "CronJob" else self._jobflow(name)
-        return doc.jobs.get(job)
+        doc = self.cronjobs.get(name) if kind == "CronJob" else self.flows.get(name)
+        return doc.jobs.get(job) if doc is not None else None
 
     # -- tables ------------------------------------------------------------------------------------------
 
@@ -326,30 +360,36 @@ class WorkflowController:
         assert doc is not None, name
         return doc
 
-    def _put_cronjob(self, name: str, doc: records.CronJobDoc) -> None:
-        self.cronjobs.put(name, doc)
-        self.owners.update((job, ("CronJob", name)) for job in doc.jobs)
+    def _put_cronjob(self, key: str, doc: records.CronJobDoc) -> None:
+        self.cronjobs.put(key, doc)
+        self._claim("CronJob", key, doc)
 
-    def _put_jobflow(self, name: str, doc: records.JobFlowDoc) -> None:
-        self.flows.put(name, doc)
-        self.owners.update((job, ("JobFlow", name)) for job in doc.jobs)
+    def _put_jobflow(self, key: str, doc: records.JobFlowDoc) -> None:
+        self.flows.put(key, doc)
+        self._claim("JobFlow", key, doc)
 
 
-def _timer(name: str) -> str:
-    return f"cronjob/{name}"
+def _timer(key: str) -> str:
+    return f"cronjob/{key}"
+
+
+def _rekey(table: Table[Any]) -> None:
+    """Move a document stored under its name alone (before namespaces kept objects apart) to its
+    ``api.object_key``; the move is committed with the next unit of work (until then it is made
+    again at each load). One in ``default`` keeps its key: the two are the same there."""
+    for key, doc in table.items():
+        metadata = doc.manifest.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        wanted = api.object_key(domain.namespace_of(doc.manifest), str(name or key))
+        if wanted != key and wanted not in table:
+            table.delete(key)
+            table.put(wanted, doc)
 
 
 def _kind_and_name(manifest: api.RawDocument) -> tuple[str, str]:
     metadata = manifest.get("metadata")
     name = str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
     return str(manifest.get("kind", "")), name
-
-
-def _namespace(manifest: api.RawDocument) -> str:
-    metadata = manifest.get("metadata")
-    return (
-        str(metadata.get("namespace", api.DEFAULT_NAMESPACE)) if isinstance(metadata, dict) else api.DEFAULT_NAMESPACE
-    )
 
 
 def _namespace_field(namespace: str) -> str:
