@@ -39,6 +39,10 @@ class StatusAggregator:
             return None
         current = self.specs.get(msg.name)
         self.specs.put(msg.name, domain.spec_changed(current, msg))
+        replaced = domain.replaced_in_place(current.children, msg.children) if current is not None else []
+        if replaced:
+            doc = self.statuses.get(msg.name) or domain.AggregateDoc(name=msg.name)
+            self.statuses.put(msg.name, domain.forget_replaced(doc, replaced))
         self.owners.update({ref.name: msg.name for ref in msg.children})
         self.dirty.add(msg.name)
         moves = domain.failovers(current.children, msg.children) if current is not None else []
@@ -64,12 +68,15 @@ class StatusAggregator:
         key = domain.news_key(msg.job, msg.cluster)
         if msg.attempt and msg.attempt < doc.attempts.get(key, 0):
             return counted  # news of the child an earlier plan attempt dispatched, arriving late
+        if domain.of_replaced_child(doc, msg):
+            return counted  # the child an update replaces, ending: not the plan's child
         self.statuses.put(
             msg.hyperjob,
             replace(
                 doc,
                 children={**doc.children, key: domain.child_news(msg)},
                 attempts={**doc.attempts, key: msg.attempt},
+                replaced=[k for k in doc.replaced if k != key],
             ),
         )
         self.dirty.add(msg.hyperjob)
