@@ -4,6 +4,7 @@ queues only, and some fleet behaviours show only in the HyperJob's own phase.
 
 ``{"hyperJob": NAME, "phase": P}``: the HyperJob ends in phase P.
 ``{"hyperJob": NAME, "neverPhase": P}``: no HyperJobPhaseChanged to P in the whole run.
+``{"hyperJob": NAME, "reasonContains": S}``: its last phase change gave a waiting reason holding S.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ def hyperjob_failure(check: dict[str, Any], result: dict[str, Any]) -> str | Non
     if "phase" in check:
         phases = [h["phase"] for h in result["hyperJobs"] if h["name"] == name]
         return None if phases == [check["phase"]] else f"phase {phases}"
+    changes = [e for e in result["events"] if e["type"] == "HyperJobPhaseChanged" and e["object"] == name]
+    if "reasonContains" in check:
+        reason = changes[-1]["reason"] if changes else None
+        return None if reason is not None and check["reasonContains"] in reason else f"reason {reason!r}"
     seen = [e["time"] for e in result["events"] if e["type"] == "HyperJobPhaseChanged" and e["object"] == name]
     hits = [
         e["time"]

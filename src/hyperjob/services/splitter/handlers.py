@@ -262,8 +262,19 @@ class Splitter:
             return None
         return doc
 
-    def _submit(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
-        """Record the owner and ask its queue to admit it (again, for a new generation)."""
+    def _submit(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
+        """Record the owner and ask its queue to admit it (again, for a new generation), unless no
+        split could ever hold it: that is said at once, and it asks nothing of its queue (where it
+        would wait as a queue limit and head a strict FIFO line) until the fleet can (``replan``)."""
+        never = (
+            ""
+            if doc.plain or doc.admitted
+            else fleetcore.inadmissible(_hyperjob(doc, self.decoded), self.capacity.clusters)
+        )
+        if never:
+            return self._inadmissible(reaction, cause, doc, never)
+        if not doc.admitted and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
+            doc = replace(doc, waiting_reason="")
         self._put(doc)
         return reaction.publish(
             subjects.OWNER_SUBMITTED,
@@ -272,6 +283,32 @@ class Splitter:
                 cause,
                 f"submit/{doc.name}/{doc.generation}",
                 **domain.submission(doc, self.cfg(), self.decoded),
+            ),
+        )
+
+    def _inadmissible(
+        self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc, reason: str
+    ) -> Reaction:
+        """Hold a HyperJob no split could ever hold out of its queue, saying why (once)."""
+        if doc.waiting_reason == reason:
+            self._put(doc)
+            return reaction
+        self._put(replace(doc, waiting_reason=reason))
+        decision("hyperjob_inadmissible", hyperjob=doc.name, reason=reason)
+        if doc.generation > 1:  # the generation before may wait in its queue
+            reaction.publish(
+                subjects.OWNER_WITHDRAWN,
+                self.rt.emit(events.OwnerWithdrawn, cause, f"withdrawn/{doc.generation}", name=doc.name),
+            )
+        return reaction.publish(
+            subjects.CHILD_WAITING,
+            self.rt.emit(
+                events.ChildPlacementWaiting,
+                cause,
+                f"waiting/{doc.generation}/{reason}",
+                child="",
+                hyperjob=doc.name,
+                reason=reason,
             ),
         )
 
@@ -418,6 +455,8 @@ class Splitter:
                 self.rt.log.info("failovers_resumed")
         working = self._working(now)
         for name, doc in self.hyperjobs.items():
+            if not doc.admitted and not doc.deleting and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
+                self._submit(reaction, f"admissible/{name}/{doc.generation}", doc)  # the fleet may hold it now
             if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
                 continue
             if not doc.plain and not doc.children:
