@@ -24,6 +24,9 @@ from hyperjob.telemetry.spans import decision
 from . import domain
 
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+# A dispatched child's pods count against its cluster until it runs there, at most this long (s):
+# a cluster's summary counts pods only once they are bound.
+IN_FLIGHT_SETTLING = 60.0
 ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
 
 
@@ -37,6 +40,7 @@ class GlobalScheduler:
         self.capacity = domain.Capacity()
         self.queues: dict[str, fleetcore.FleetQueue] = {}
         self._working: dict[str, fleetcore.ClusterCapacity] | None = None
+        self.in_flight = domain.InFlight()
         runtime.on_load(self.rearm)
 
     # -- what it learns ------------------------------------------------------------------------------
@@ -120,8 +124,10 @@ class GlobalScheduler:
         return reaction
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
-        """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
-        self._child_progress(msg.job, msg.cluster, finished=msg.new in TERMINAL_JOB_PHASES)
+        """A child that finished no longer holds its queue's share (nor does its owner, once all did);
+        one that left Pending is in its cluster's summary from now on."""
+        progress = {"finished": msg.new in TERMINAL_JOB_PHASES} | ({"running": True} if msg.new != "Pending" else {})
+        self._child_progress(msg.job, msg.cluster, **progress)
 
     def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
         """A plain Job counts against its global queue once its cluster's Volcano enqueued it."""
@@ -157,10 +163,17 @@ class GlobalScheduler:
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
             moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
+            sent = any(isinstance(c, ps.DispatchTo) for c in commands)
             self.placements.put(
                 child,
                 msgspec.structs.replace(
-                    base, state=new.state, cluster=new.cluster, reason=new.reason, moves=base.moves + moved
+                    base,
+                    state=new.state,
+                    cluster=new.cluster,
+                    reason=new.reason,
+                    moves=base.moves + moved,
+                    dispatched_at=self.rt.now() if sent else base.dispatched_at,
+                    running=base.running and not sent,
                 ),
             )
         for command in commands:
@@ -377,7 +390,9 @@ class GlobalScheduler:
     def working(self) -> dict[str, fleetcore.ClusterCapacity]:
         """The live clusters' capacity for this unit of work, with what it placed already taken."""
         if self._working is None:
-            self._working = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+            live = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+            since = self.rt.now() - IN_FLIGHT_SETTLING
+            self._working = self.in_flight.taken(live, self.placements.rows.values(), since)
         return self._working
 
     def end_unit(self) -> None:
@@ -386,6 +401,7 @@ class GlobalScheduler:
     def _forget_finished(self) -> None:
         """An owner whose every child finished no longer holds its queue's share; a deleted one
         is forgotten once its last child is gone."""
+        self.in_flight.forget(set(self.placements.rows))
         for name, owner in self.owners.items():
             children = self._children(name)
             if (owner.withdrawn and not children) or (

@@ -27,7 +27,7 @@ from hyperjob.telemetry.spans import decision
 from . import domain
 from .config import Settings
 
-# A moved child's pods count against its new cluster until it runs there, at most this long (s).
+# A planned or moved child's pods count against its cluster until it runs there, at most this long (s).
 MOVE_SETTLING = 60.0
 # How a HyperJob's waiting reason starts while a child waits on a lost cluster for room elsewhere.
 WAITS = "failover waits:"
@@ -339,9 +339,11 @@ class Splitter:
 
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
         hyperjob = _hyperjob(doc, self.decoded)
-        live = self.capacity.live(self.capacity.now(self.rt.now()))
+        now = self.capacity.now(self.rt.now())
+        # Room that children planned lately will take is taken: a burst does not land on one cluster.
+        live = self._working(now, exclude={ref.name for ref in doc.children})
         current = domain.split_plan(doc) if doc.children else None
-        result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
+        result = domain.plan(hyperjob, live, now, current)
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
@@ -388,6 +390,7 @@ class Splitter:
                 ),
             )
         children = [c for c in result.children if c.name in place]
+        self._promise(hyperjob, doc.children, result.refs)
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
             "hyperjob_split",
@@ -471,16 +474,32 @@ class Splitter:
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
-    def _working(self, now: float) -> dict[str, fleetcore.ClusterCapacity]:
-        """The live clusters' room, less what the children moved there lately take once they
-        run (a cluster's summary counts a child's pods only once they are bound)."""
+    def _working(
+        self, now: float, exclude: set[str] | frozenset[str] = frozenset()
+    ) -> dict[str, fleetcore.ClusterCapacity]:
+        """The live clusters' room, less what the children planned or moved there lately take
+        once they run (a cluster's summary counts a child's pods only once they are bound);
+        ``exclude``: children whose room is not to be taken (those of the plan being redone)."""
         working = dict(self.capacity.live(now))
         for child, (cluster, pods, since) in list(self.moving.items()):
             if self.rt.now() - since > MOVE_SETTLING:
                 del self.moving[child]
+            elif child in exclude:
+                continue
             elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
                 working[cluster] = placed
         return working
+
+    def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
+        """Children a split sends to a cluster they are not on yet count against it until they run
+        there, so the next split of the same burst sees that room taken. Kept at once, not after
+        the commit: the splits of one unit of work follow each other before it commits."""
+        was = {(ref.name, ref.cluster) for ref in before}
+        specs = {rj.name: rj.template_spec for rj in hyperjob.spec.replicated_jobs}
+        for ref in refs:
+            if ref.cluster and (ref.name, ref.cluster) not in was and ref.replicated_job in specs:
+                pods = fleetcore.gang_pods(specs[ref.replicated_job], ref.tasks)
+                self.moving[ref.name] = (ref.cluster, pods, self.rt.now())
 
     def _fail_over(
         self, reaction: Reaction, doc: records.HyperJobDoc, working: dict[str, fleetcore.ClusterCapacity]
