@@ -202,7 +202,7 @@ from .model import (
     link,
     live_clusters,
 )
-from .placement import place_job
+from .placement import ROOM_RETRY, place_job
 from .split import INADMISSIBLE, apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
 from .status import (
     COMPLETED_REASON,
@@ -222,6 +222,7 @@ from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
     "INADMISSIBLE",
+    "ROOM_RETRY",
     "CHILD_INDEX_ANNOTATION",
     "CLUSTER_ANNOTATION",
     "CLUSTER_SELECTOR_ANNOTATION",

@@ -119,7 +119,7 @@ def inadmissible(hyperjob: api.HyperJob, clusters: Mapping[str, ClusterCapacity]
     split = plan_split(hyperjob, empty)
     if not isinstance(split, Waiting):
         return ""
-    return split.reason if INADMISSIBLE in split.reason else INADMISSIBLE + split.reason
+    return INADMISSIBLE + split.reason.replace(INADMISSIBLE, "")  # first, as the splitter looks for it
 
 
 def _emptied(cluster: ClusterCapacity) -> ClusterCapacity:

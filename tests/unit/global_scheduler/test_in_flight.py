@@ -71,3 +71,25 @@ def test_a_child_the_summary_counts_or_that_was_not_sent_takes_nothing(placement
 def test_a_child_the_summary_already_counts_is_not_taken_twice() -> None:
     live = fleet(cluster("a", used_gpus=8))
     assert free_gpus(domain.InFlight().taken(dict(live), [sent("x", at=10.0)], since=0.0)) == {"a": 0.0}
+
+
+def waiting_on(cluster: str) -> records.PlacementDoc:
+    return records.PlacementDoc(child="one-job-0", owner="one", job=_job(8), clusters=[cluster])
+
+
+def test_a_planned_child_that_cannot_fit_its_cluster_learns_of_another_with_room() -> None:
+    """Why 1, second half: a child does not wait for ever where it was planned while another
+    cluster could start it now."""
+    working = fleet(cluster("a", used_gpus=8), cluster("b"))
+    assert domain.room_elsewhere(waiting_on("a"), working, 0.0) == "b"
+
+
+@pytest.mark.parametrize(
+    "working",
+    [fleet(cluster("a", used_gpus=8), cluster("b", used_gpus=1)), fleet(cluster("a", used_gpus=8))],
+    ids=["no-other-cluster-has-room", "no-other-cluster"],
+)
+def test_no_room_elsewhere_keeps_the_child_where_it_was_planned(
+    working: dict[str, fleetcore.ClusterCapacity],
+) -> None:
+    assert domain.room_elsewhere(waiting_on("a"), working, 0.0) == ""

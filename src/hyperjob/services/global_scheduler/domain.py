@@ -12,7 +12,16 @@ from hyperjob import api, events, fleetcore, records
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction
 
-__all__ = ["Capacity", "InFlight", "choose", "fleet_queue", "in_flight", "reserve_room", "round_cause"]
+__all__ = [
+    "Capacity",
+    "InFlight",
+    "choose",
+    "fleet_queue",
+    "in_flight",
+    "reserve_room",
+    "room_elsewhere",
+    "round_cause",
+]
 
 
 def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
@@ -41,6 +50,16 @@ def choose(
         if not isinstance(taken, str):
             working[chosen] = taken
     return chosen
+
+
+def room_elsewhere(placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity], now: float) -> str:
+    """Another live cluster where the whole gang of a planned child that waits for room on its own
+    could start now ("" if none): the child should be planned again rather than wait there."""
+    job = api.decode_stored(placement.job)
+    if not isinstance(job, api.Job):
+        return ""
+    chosen = fleetcore.place_job(job.spec, working, now, wait_for_fit=True)
+    return chosen if isinstance(chosen, str) and chosen not in placement.clusters else ""
 
 
 def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetcore.ClusterCapacity]) -> str | None:

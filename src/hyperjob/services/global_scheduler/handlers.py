@@ -27,6 +27,9 @@ TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
 # A dispatched child's pods count against its cluster until it runs there, at most this long (s):
 # a cluster's summary counts pods only once they are bound.
 IN_FLIGHT_SETTLING = 60.0
+# How often (s) a HyperJob whose planned child waits for room while another cluster has it may ask
+# the splitter to plan it again (the splitter's view may lag; it keeps a plan that would not move).
+ROOM_RETRY_PERIOD = 10.0
 ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
 
 
@@ -41,6 +44,7 @@ class GlobalScheduler:
         self.queues: dict[str, fleetcore.FleetQueue] = {}
         self._working: dict[str, fleetcore.ClusterCapacity] | None = None
         self.in_flight = domain.InFlight()
+        self.room_asked: dict[str, float] = {}  # owner -> when it last asked to be planned again
         runtime.on_load(self.rearm)
 
     # -- what it learns ------------------------------------------------------------------------------
@@ -493,12 +497,44 @@ class GlobalScheduler:
             if placement.state != "Waiting":
                 continue
             chosen = domain.choose(placement, self.working(), now)
+            if isinstance(chosen, fleetcore.Waiting) and self._plan_again(owner, [placement], reaction):
+                return
             cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
             event = (
                 ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
             )
             with self.rt.span("place child", name, hyperjob=name, job=placement.child):
                 self._step(cause, placement.child, event, reaction)
+
+    def _plan_again(self, owner: records.OwnerDoc, waiting: list[records.PlacementDoc], reaction: Reaction) -> bool:
+        """HyperJob children that cannot fit where they were planned, none of the HyperJob's
+        children sent yet, while another cluster has room for one of them now: ask the splitter
+        for a new plan (at most every ``ROOM_RETRY_PERIOD``) instead of waiting there for ever.
+        The splitter keeps a plan that would not move (it may be pinned to its clusters)."""
+        if owner.plain or any(p.state == "Dispatched" for p in self._children(owner.name)):
+            return False
+        if self.rt.now() < self.room_asked.get(owner.name, -ROOM_RETRY_PERIOD) + ROOM_RETRY_PERIOD:
+            return False
+        now = self.capacity.now(self.rt.now())
+        found = ((p, domain.room_elsewhere(p, self.working(), now)) for p in waiting if len(p.clusters) == 1)
+        child, elsewhere = next(((p, c) for p, c in found if c), (None, ""))
+        if child is None:
+            return False
+        self.room_asked[owner.name] = self.rt.now()
+        reason = f"{fleetcore.ROOM_RETRY}{child.child} waits for room on {child.clusters[0]}, {elsewhere} has it"
+        decision("child_replanned", hyperjob=owner.name, child=child.child, cluster=elsewhere, reason=reason)
+        reaction.publish(
+            subjects.GANG_RETRY,
+            self.rt.emit(
+                events.GangRetry,
+                owner.name,
+                f"room-retry/{owner.created!r}/{owner.attempt}/{self.rt.now()!r}",
+                owner=owner.name,
+                attempt=owner.attempt + 1,
+                reason=reason,
+            ),
+        )
+        return True
 
     def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
         """A gang attempt opens when every child to place waits and the gang fits the room no open
@@ -510,7 +546,8 @@ class GlobalScheduler:
             return
         fits = domain.reserve_room(children, self.working())
         if isinstance(fits, str):
-            self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
+            if not self._plan_again(owner, children, reaction):
+                self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
             return
         attempt = gang.attempt + 1 if gang is not None else 1
         plan = {p.child: p.clusters[0] for p in children}

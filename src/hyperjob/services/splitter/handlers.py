@@ -429,6 +429,8 @@ class Splitter:
         doc = self.hyperjobs.get(msg.owner)
         if doc is None or doc.deleting or msg.attempt <= doc.attempt or doc.lifecycle != "Active":
             return None
+        if msg.reason.startswith(fleetcore.ROOM_RETRY) and not self._plan_moves(doc):
+            return None  # the plan would stay as it is: its children wait where they are
         reaction = Reaction()
         for ref in doc.children:
             reaction.publish(
@@ -438,6 +440,16 @@ class Splitter:
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self._put(doc)
         return self._split(reaction, msg, doc)
+
+    def _plan_moves(self, doc: records.HyperJobDoc) -> bool:
+        """Would a plan made now put some child of ``doc`` on another cluster?"""
+        now = self.capacity.now(self.rt.now())
+        working = self._working(now, exclude={ref.name for ref in doc.children})
+        result = domain.plan(_hyperjob(doc, self.decoded), working, now)
+        before = {ref.name: ref.cluster for ref in doc.children}
+        return not isinstance(result, fleetcore.Waiting) and any(
+            before.get(ref.name) != ref.cluster for ref in result.refs
+        )
 
     async def replan(self) -> None:
         """Admitted HyperJobs that did not fit anywhere are planned again as capacity changes, and

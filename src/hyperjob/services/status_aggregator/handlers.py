@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 from msgspec.structs import replace
 
-from hyperjob import events, records
+from hyperjob import events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.telemetry.spans import decision
@@ -105,7 +105,10 @@ class StatusAggregator:
         return _counted(m.GANG_RESERVATIONS.labels(msg.cluster, "held" if msg.held else "lost").inc)
 
     def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
-        """A gang attempt released because not every member held in time: only counted."""
+        """A gang attempt released because not every member held in time: only counted (a plan
+        asked again for room elsewhere released no reservation)."""
+        if msg.reason.startswith(fleetcore.ROOM_RETRY):
+            return None
         return _counted(m.GANG_RESERVATIONS.labels("", "released").inc)
 
     def on_deleted(self, msg: events.HyperJobDeleted | events.HyperJobSpecChanged) -> None:
