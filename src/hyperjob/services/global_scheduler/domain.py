@@ -119,12 +119,12 @@ class InFlight:
 
 def in_flight(placement: records.PlacementDoc, since: float) -> bool:
     """Sent to its cluster after ``since``, and neither running nor finished there yet."""
-    return (
-        placement.state == "Dispatched"
-        and not placement.running
-        and not placement.finished
-        and placement.dispatched_at >= since
-    )
+    return not_running_yet(placement) and placement.dispatched_at >= since
+
+
+def not_running_yet(placement: records.PlacementDoc) -> bool:
+    """Sent to its cluster, and neither running nor finished there yet."""
+    return placement.state == "Dispatched" and not placement.running and not placement.finished
 
 
 def round_cause(instance: str, now: float, reaction: Reaction) -> str:

@@ -39,6 +39,8 @@ class GlobalScheduler:
         self.owners = runtime.table(records.OWNER, records.OwnerDoc)
         self.placements = runtime.table(records.PLACEMENT, records.PlacementDoc)
         self.children_of = self.placements.index(lambda p: p.owner)
+        # Children sent and not running there yet: each unit's working view takes their room.
+        self.sent = self.placements.index_many(lambda p: ("sent",) if domain.not_running_yet(p) else ())
         self.gangs = runtime.table(records.GANG, fleetcore.HyperJobGang)
         self.capacity = domain.Capacity()
         self.queues: dict[str, fleetcore.FleetQueue] = {}
@@ -396,7 +398,8 @@ class GlobalScheduler:
         if self._working is None:
             live = dict(self.capacity.live(self.capacity.now(self.rt.now())))
             since = self.rt.now() - IN_FLIGHT_SETTLING
-            self._working = self.in_flight.taken(live, self.placements.rows.values(), since)
+            sent = [self.placements.rows[name] for name in self.sent.names("sent")]
+            self._working = self.in_flight.taken(live, sent, since)
         return self._working
 
     def end_unit(self) -> None:
@@ -405,7 +408,7 @@ class GlobalScheduler:
     def _forget_finished(self) -> None:
         """An owner whose every child finished no longer holds its queue's share; a deleted one
         is forgotten once its last child is gone."""
-        self.in_flight.forget(set(self.placements.rows))
+        self.in_flight.forget(set(self.sent.names("sent")))
         for name, owner in self.owners.items():
             children = self._children(name)
             if (owner.withdrawn and not children) or (
