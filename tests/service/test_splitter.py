@@ -247,6 +247,25 @@ async def test_a_gang_that_timed_out_is_planned_again_once(splitter, bus, store,
     assert len(await probe.messages(subjects.PLACE_CHILDREN)) == 2
 
 
+def auto_manifest(name: str, gpus: int) -> dict[str, Any]:
+    """A HyperJob of ``gpus`` one-GPU pods split ``auto`` (the split chooses the clusters)."""
+    template = sh.job_manifest(name, replicas=gpus)
+    del template["metadata"]
+    split = {"mode": "auto", "accelerators": gpus, "acceleratorType": "nvidia.com/gpu"}
+    spec = {"template": template, "splitPolicy": split}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_a_burst_of_splits_counts_the_room_each_one_took(splitter, bus, store, probe) -> None:
+    """Two HyperJobs admitted one after the other on the same summaries: the second split sees
+    the room the first one took (its pods are not bound yet) and goes elsewhere (issue 28)."""
+    await sh.report_capacity(bus, sh.capacity("c1", nodes=1), sh.capacity("c2", nodes=1))
+    first = await applied_and_admitted(bus, probe, auto_manifest("one", 8))
+    second = await applied_and_admitted(bus, probe, auto_manifest("two", 8))
+    assert [c.clusters for c in first.children] == [["c1"]]
+    assert [c.clusters for c in second.children] == [["c2"]]
+
+
 async def test_a_room_retry_that_would_not_move_a_child_keeps_the_plan(splitter, bus, store, probe) -> None:
     """The global scheduler asks for a new plan when a child cannot fit where it was planned; a
     plan pinned to its clusters (ByCluster) would not move, so nothing is replaced (issue 28)."""
