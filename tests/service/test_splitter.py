@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events, records
+from hyperjob import events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 from hyperjob.services.splitter.app import build
@@ -245,6 +245,52 @@ async def test_a_gang_that_timed_out_is_planned_again_once(splitter, bus, store,
     stale = sh.message(events.GangRetry, owner=HJ, attempt=2, reason="the same attempt, told again")
     await send(bus, probe, subjects.GANG_RETRY, stale, durable="splitter-sched")
     assert len(await probe.messages(subjects.PLACE_CHILDREN)) == 2
+
+
+def auto_manifest(name: str, gpus: int) -> dict[str, Any]:
+    """A HyperJob of ``gpus`` one-GPU pods split ``auto`` (the split chooses the clusters)."""
+    template = sh.job_manifest(name, replicas=gpus)
+    del template["metadata"]
+    split = {"mode": "auto", "accelerators": gpus, "acceleratorType": "nvidia.com/gpu"}
+    spec = {"template": template, "splitPolicy": split}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "HyperJob", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_a_burst_of_splits_counts_the_room_each_one_took(splitter, bus, store, probe) -> None:
+    """Two HyperJobs admitted one after the other on the same summaries: the second split sees
+    the room the first one took (its pods are not bound yet) and goes elsewhere (issue 28)."""
+    await sh.report_capacity(bus, sh.capacity("c1", nodes=1), sh.capacity("c2", nodes=1))
+    first = await applied_and_admitted(bus, probe, auto_manifest("one", 8))
+    second = await applied_and_admitted(bus, probe, auto_manifest("two", 8))
+    assert [c.clusters for c in first.children] == [["c1"]]
+    assert [c.clusters for c in second.children] == [["c2"]]
+
+
+async def test_a_room_retry_that_would_not_move_a_child_keeps_the_plan(splitter, bus, store, probe) -> None:
+    """The global scheduler asks for a new plan when a child cannot fit where it was planned; a
+    plan pinned to its clusters (ByCluster) would not move, so nothing is replaced (issue 28)."""
+    await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    reason = f"{fleetcore.ROOM_RETRY}{HJ}-job-0 waits for room on c1, c2 has it"
+    retry = sh.message(events.GangRetry, owner=HJ, attempt=2, reason=reason)
+    await send(bus, probe, subjects.GANG_RETRY, retry, again=True, durable="splitter-sched")
+    assert await probe.messages(subjects.UNPLACE_CHILD) == []
+    assert len(await probe.messages(subjects.PLACE_CHILDREN)) == 1
+    assert (await hyperjob_doc(store)).attempt == 1
+
+
+async def test_a_hyperjob_no_cluster_could_ever_hold_is_inadmissible_at_once(splitter, bus, store, probe) -> None:
+    """Said before admission, and not submitted to its queue, where it would wait as a queue
+    limit (issue 28); applied twice, said once; submitted once the fleet could hold it."""
+    await send(bus, probe, subjects.APPLY, sh.apply(sh.hyperjob_manifest(HJ, {"c1": 64})), again=True)
+    [waiting] = await probe.wait(subjects.CHILD_WAITING, events.ChildPlacementWaiting)
+    assert waiting.hyperjob == HJ and waiting.reason.startswith(fleetcore.INADMISSIBLE)
+    assert await probe.messages(subjects.OWNER_SUBMITTED) == []
+    assert (await hyperjob_doc(store)).waiting_reason == waiting.reason
+    await sh.report_capacity(bus, sh.capacity("c1", nodes=16))  # now c1 could: the round submits it
+    [submitted] = await probe.wait(subjects.OWNER_SUBMITTED, events.OwnerSubmitted)
+    assert submitted.name == HJ
+    cleared = await sh.doc(store, records.HYPERJOB, HJ, records.HyperJobDoc, where=lambda d: not d.waiting_reason)
+    assert not cleared.admitted
 
 
 async def test_suspend_goes_to_every_childs_cluster_and_to_the_global_scheduler(splitter, bus, store, probe) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fleet_builders import GPU, cluster, job_spec, rjob, task, upstream
+from fleet_builders import GPU, cluster, fleet, job_spec, rjob, task, upstream
 
 from hyperjob import api
 from hyperjob.fleetcore import (
@@ -15,6 +15,7 @@ from hyperjob.fleetcore import (
     fleet_queue,
     hyperjob_candidate,
     hyperjob_request,
+    inadmissible,
     job_candidate,
 )
 
@@ -67,17 +68,48 @@ def test_job_priority_then_creation_within_a_queue() -> None:
 
 
 def test_a_big_job_does_not_block_smaller_ones_behind_it() -> None:
-    pending = jobs("a", 1, gpus=16) + jobs("a", 2, gpus=2, start=1)
-    result = admit({"a": q("a")}, {}, pending, FLEET_8)
+    pending = jobs("a", 1, gpus=6) + jobs("a", 2, gpus=2, start=1)
+    result = admit({"a": q("a")}, {"a": {GPU: 4.0}}, pending, FLEET_8)
     assert result.admitted == ("a1", "a2")
-    assert result.waiting == {"a0": "fleet nvidia.com/gpu: 16 requested, 4 not yet promised"}
+    assert result.waiting == {"a0": "fleet nvidia.com/gpu: 6 requested, 0 not yet promised"}
 
 
 def test_strict_fifo_queue_blocks_behind_its_head() -> None:
-    pending = jobs("a", 1, gpus=16) + jobs("a", 2, gpus=2, start=1)
-    result = admit({"a": q("a", strict_fifo=True)}, {}, pending, FLEET_8)
+    pending = jobs("a", 1, gpus=6) + jobs("a", 2, gpus=2, start=1)
+    result = admit({"a": q("a", strict_fifo=True)}, {"a": {GPU: 4.0}}, pending, FLEET_8)
     assert result.admitted == ()
     assert result.waiting["a1"] == "queue a is strict FIFO: waiting behind a0"
+
+
+def test_more_than_the_whole_fleet_is_inadmissible_not_a_wait_for_promised_room() -> None:
+    """The fleet-total check comes before the promised-room one, which would hide it (issue 28)."""
+    pending = jobs("a", 1, gpus=16)
+    result = admit({"a": q("a")}, {"a": {GPU: 8.0}}, pending, FLEET_8)
+    assert result.waiting == {"a0": "inadmissible: fleet nvidia.com/gpu: 16 requested, the whole fleet has 8"}
+
+
+def test_an_inadmissible_head_does_not_block_a_strict_fifo_queue() -> None:
+    pending = jobs("a", 1, gpus=16) + jobs("a", 2, gpus=2, start=1)
+    result = admit({"a": q("a", strict_fifo=True)}, {}, pending, FLEET_8)
+    assert result.admitted == ("a1", "a2")
+    assert result.waiting["a0"].startswith("inadmissible: ")
+
+
+def test_a_hyperjob_no_split_could_ever_hold_is_inadmissible_even_on_an_empty_fleet() -> None:
+    """Per cluster: 2 x 8 GPUs with maxDomains 1 can never hold 12 GPUs, though the fleet has 16;
+    counted on the clusters' allocatable, not on what is free now."""
+    hj = upstream(
+        "big",
+        rjob("w", job_spec(task("t", 12)), split={"mode": "auto", "accelerators": 12, "acceleratorType": GPU}),
+        maxDomains=1,
+    )
+    full = fleet(cluster("a", nodes=1, used_gpus=8), cluster("b", nodes=1, used_gpus=8))
+    assert inadmissible(hj, full).startswith("inadmissible: ")
+    small = upstream(
+        "small", rjob("w", job_spec(task("t", 8)), split={"mode": "auto", "accelerators": 8, "acceleratorType": GPU})
+    )
+    assert inadmissible(small, full) == ""  # waits for room, which may come
+    assert inadmissible(hj, {}) == ""  # no cluster known yet: nothing to judge by
 
 
 def test_capability_applies_to_the_whole_fleet() -> None:

@@ -95,3 +95,30 @@ def test_tier_one_without_victims_hands_over_to_drf():
     assert evicted(PREEMPT_CONF, [victim, high(prio=1)]) == ["big-task-0", "big-task-1"]
     conf = PREEMPT_CONF.replace("{name: drf}", "{name: drf, enablePreemptable: false}")
     assert evicted(conf, [victim, high(prio=1)]) == []
+
+
+def gpu_node():
+    return node("n1").cpu(16).mem("64Gi").pods(10).gpus(4)
+
+
+@pytest.mark.parametrize("gpus", [1, 2], ids=["one-gpu", "two-gpus"])
+def test_a_whole_gpu_preemptor_counts_the_devices_its_victims_release(gpus):
+    """The last fit check counts a victim's GPU devices as free once it is gone (issue 28): before,
+    only devices free now counted, so the victims were found and every eviction undone."""
+    low_job = job("low", "default").priority(1).min(1).phase("Running").running(["n1"] * 4, cpu=1, gpu=1)
+    high_job = job("high", "default").priority(10).min(1).created(5).tasks(1, cpu=1, gpu=gpus)
+    snap = snapshot([gpu_node()], [queue("default")], [low_job, high_job])
+    decisions, last = cycles(PREEMPT_CONF, snap, 2)
+    assert len(decisions[0].evictions) == gpus
+    assert [p.task for p in decisions[0].pipelined] == ["high-task-0"]
+    assert placement(last)["high-task-0"] == "n1"
+
+
+def test_two_gpu_preemptors_do_not_count_the_same_released_device():
+    """A pipelined pod takes the released devices first: one victim's GPU is one preemptor's."""
+    low_job = job("low", "default").priority(1).min(1).phase("Running").running(["n1"] * 4, cpu=1, gpu=1)
+    high_job = job("high", "default").priority(10).min(2).created(5).tasks(2, cpu=1, gpu=1)
+    snap = snapshot([gpu_node()], [queue("default")], [low_job, high_job])
+    decision = Scheduler(parse_conf(PREEMPT_CONF)).cycle(snap)
+    assert len(decision.evictions) == 2
+    assert sorted(p.task for p in decision.pipelined) == ["high-task-0", "high-task-1"]

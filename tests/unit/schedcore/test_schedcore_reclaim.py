@@ -102,3 +102,14 @@ def test_reclaim_victims_stops_once_the_queue_is_back_within_what_it_keeps(deser
     got = reclaim_victims({"a": attr}, tasks, above_deserved)
     assert [t.name for t in got] == expected
     assert attr.allocated[0] == 3  # the running figure is a copy: the queue's own is untouched
+
+
+def test_a_whole_gpu_reclaimer_counts_the_devices_its_victims_release():
+    """The last fit check counts the victims' GPU devices (issue 28): before, reclaim found the
+    victim and undid the eviction, as the devices were not free yet."""
+    nodes = [node("n1").cpu(16).mem("64Gi").pods(10).gpus(4)]
+    hog_job = job("hog", "a").min(1).phase("Running").tasks(4, status="Running", nodes=["n1"] * 4, cpu=1, gpu=1)
+    want_job = job("want", "b").min(1).created(5).tasks(1, cpu=1, gpu=2)
+    d = reclaim([hog_job, want_job], [queue("a"), queue("b")], nodes=nodes)
+    assert [e.task for e in d.evictions] == ["hog-task-2", "hog-task-1"]
+    assert [p.task for p in d.pipelined] == ["want-task-0"]

@@ -134,6 +134,7 @@ from .admission import (
     fleet_capacity,
     fleet_queue,
     hyperjob_candidate,
+    inadmissible,
     job_candidate,
     share,
 )
@@ -201,8 +202,8 @@ from .model import (
     link,
     live_clusters,
 )
-from .placement import place_job
-from .split import apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .placement import ROOM_RETRY, place_job
+from .split import INADMISSIBLE, apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
 from .status import (
     COMPLETED_REASON,
     FAILED_REASON,
@@ -220,6 +221,8 @@ from .status import (
 from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
+    "INADMISSIBLE",
+    "ROOM_RETRY",
     "CHILD_INDEX_ANNOTATION",
     "CLUSTER_ANNOTATION",
     "CLUSTER_SELECTOR_ANNOTATION",
@@ -296,6 +299,7 @@ __all__ = [
     "hyperjob_candidate",
     "hyperjob_command",
     "hyperjob_request",
+    "inadmissible",
     "job_candidate",
     "link",
     "live_clusters",

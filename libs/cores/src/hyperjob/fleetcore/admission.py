@@ -18,7 +18,8 @@ from hyperjob import api
 from hyperjob.api.quantity import ResourceList, add, format_quantity, parse_resource_list
 
 from .capacity import hyperjob_request, spec_request
-from .model import ClusterCapacity
+from .model import ClusterCapacity, Waiting
+from .split import INADMISSIBLE, plan_split
 
 STRICT_FIFO_ANNOTATION = "hyperjob.io/queue-ordering"
 STRICT_FIFO = "strict-fifo"
@@ -108,6 +109,24 @@ def job_candidate(job: api.Job, created: float, priority_classes: Mapping[str, i
     )
 
 
+def inadmissible(hyperjob: api.HyperJob, clusters: Mapping[str, ClusterCapacity]) -> str:
+    """Why no split could ever hold ``hyperjob`` on these clusters, even all empty (Kueue's
+    inadmissible: said before admission, so it neither waits as a queue limit nor holds a place
+    in its queue); "" when some split could, or when no cluster is known yet. Pure."""
+    if not clusters:
+        return ""
+    empty = {name: _emptied(cap) for name, cap in clusters.items()}
+    split = plan_split(hyperjob, empty)
+    if not isinstance(split, Waiting):
+        return ""
+    return INADMISSIBLE + split.reason.replace(INADMISSIBLE, "")  # first, as the splitter looks for it
+
+
+def _emptied(cluster: ClusterCapacity) -> ClusterCapacity:
+    nodes = tuple(msgspec.structs.replace(n, free=dict(n.allocatable), ready=True) for n in cluster.nodes)
+    return msgspec.structs.replace(cluster, free=dict(cluster.allocatable), nodes=nodes, ready=True)
+
+
 def fleet_capacity(clusters: Iterable[ClusterCapacity]) -> ResourceList:
     """The fleet's total allocatable (pass only live clusters)."""
     return add(*(c.allocatable for c in clusters))
@@ -187,7 +206,7 @@ def _turn(
             return cand
         if reason:
             waiting[cand.name] = reason
-        if queue.strict_fifo:
+        if queue.strict_fifo and not reason.startswith(INADMISSIBLE):  # what can never run heads no line
             for behind in line[position + 1 :]:
                 waiting[behind.name] = f"queue {queue.name} is strict FIFO: waiting behind {cand.name}"
             return None
@@ -208,6 +227,9 @@ def _blocker(
                 f"queue {queue.name} capability {name}: {_q(name, usage.get(name, 0.0))} used + "
                 f"{_q(name, amount)} requested > {_q(name, cap)}"
             )
+        whole = capacity.get(name, 0.0)
+        if capacity and amount > whole + _EPS:  # before what is promised, which would hide it
+            return f"{INADMISSIBLE}fleet {name}: {_q(name, amount)} requested, the whole fleet has {_q(name, whole)}"
         room = capacity.get(name, 0.0) - promised.get(name, 0.0)
         if amount > room + _EPS:
             return f"fleet {name}: {_q(name, amount)} requested, {_q(name, max(room, 0.0))} not yet promised"

@@ -10,6 +10,11 @@ from .capacity import PodShape, could_ever_host, gang_pods
 from .model import ClusterCapacity, Waiting, live_clusters
 from .split import choose_cluster
 
+# How a request to plan a HyperJob again begins when a child waits for room on the cluster it was
+# planned on while another cluster has room (``GangRetry.reason``): the splitter replaces the
+# children only if the new plan moves them.
+ROOM_RETRY = "planned again for room: "
+
 
 def place_job(
     spec: api.JobSpec,

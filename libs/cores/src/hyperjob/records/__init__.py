@@ -157,6 +157,8 @@ class PlacementDoc(msgspec.Struct, frozen=True, kw_only=True):
     finished: bool = False  # the child's Job reached a terminal phase
     enqueued: bool = False  # its cluster's Volcano admitted the podgroup (a plain Job counts against its queue then)
     moves: int = 0  # how often failover moved it (its pods' earlier incarnations elsewhere)
+    dispatched_at: float = 0.0  # when it was last sent to ``cluster``
+    running: bool = False  # its Job left Pending there: the cluster's summary counts its pods
     next: PlacementDoc | None = None  # Replacing: the request placed once the predecessor is gone
 
 

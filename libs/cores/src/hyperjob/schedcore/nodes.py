@@ -57,6 +57,9 @@ class NodeTable:
         self.unschedulable = np.array([n.unschedulable for n in ready], dtype=bool)
         self.dirty: list[int] = []
         self.tasks: list[list[TaskState]] = [[] for _ in ready]
+        # Pods pipelined onto a node (waiting for what its releasing pods give back), by row: they
+        # hold no device yet, but the devices that come free are theirs first.
+        self.pipelined_tasks: dict[int, list[TaskState]] = {}
         self._columns: dict[str, np.ndarray] = {}
         gpus = [int(n.allocatable.get(GPU, 0)) for n in ready]
         self.max_devices = max(gpus, default=0)
@@ -135,6 +138,20 @@ class NodeTable:
         for d in chosen:
             free[d] -= cores
         return chosen
+
+    def future_devices_fit(self, row: int, number: int, cores: float) -> bool:
+        """Would ``number`` devices of ``row`` each have ``cores`` free once its releasing pods are
+        gone and its pipelined pods took theirs (FutureIdle per device, as Volcano counts what
+        victims release): the last check before preempt or reclaim commits an eviction."""
+        free = self.device_free[row].copy()
+        for t in self.tasks[row]:
+            if t.status == "Releasing" and t.devices:
+                free[list(t.devices)] += t.vgpu[1]
+        for t in self.pipelined_tasks.get(row, ()):
+            want, each = t.vgpu
+            best = sorted((float(free[d]), d) for d in range(len(free)) if free[d] >= each - 1e-9)[:want]
+            free[[d for _, d in best]] -= each
+        return int((free >= cores - 1e-9).sum()) >= number
 
     def give_devices(self, row: int, devices: tuple[int, ...], cores: float) -> None:
         for d in devices:

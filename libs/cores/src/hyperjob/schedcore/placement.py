@@ -263,7 +263,11 @@ class Placement:
         dynamic = self._dynamic_fit(t, np.array([row]))
         if dynamic is not None and not dynamic[0]:
             return False
-        return bool(c.base[row]) and bool(self._fits(c, np.array([row]), self.nodes.fidle)[0])
+        if not c.base[row] or not (self.nodes.fidle[row, c.dims] >= c.need).all():
+            return False
+        # Devices too as they will be once the victims are gone, not as they are now: a victim's
+        # GPUs are what a whole-GPU preemptor waits for.
+        return not c.vgpu[0] or self.nodes.future_devices_fit(row, *c.vgpu)
 
     def ranked(self, t: TaskState, room: np.ndarray | None = None) -> list[int]:
         """Predicate-passing nodes (resources not checked), best score first, then by name.

@@ -138,12 +138,16 @@ class Session(Dispatch):
         t.job.move(t, "Pipelined")
         t.node = row
         self.nodes.change(row, pipelined=t.req)
+        if t.vgpu[0]:
+            self.nodes.pipelined_tasks.setdefault(row, []).append(t)
         self.fire_allocate(t)
 
     def undo_pipeline(self, t: TaskState) -> None:
         assert t.job is not None
         t.job.move(t, "Pending")
         self.nodes.change(t.node, pipelined=-t.req)
+        if t.vgpu[0]:
+            self.nodes.pipelined_tasks[t.node].remove(t)
         t.node = -1
         self.fire_deallocate(t)
 

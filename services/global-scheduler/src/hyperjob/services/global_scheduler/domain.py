@@ -4,6 +4,7 @@ choices a round makes with it."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import msgspec
 
@@ -11,7 +12,16 @@ from hyperjob import api, events, fleetcore, records
 from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Reaction
 
-__all__ = ["Capacity", "choose", "fleet_queue", "reserve_room", "round_cause"]
+__all__ = [
+    "Capacity",
+    "InFlight",
+    "choose",
+    "fleet_queue",
+    "in_flight",
+    "reserve_room",
+    "room_elsewhere",
+    "round_cause",
+]
 
 
 def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
@@ -42,6 +52,16 @@ def choose(
     return chosen
 
 
+def room_elsewhere(placement: records.PlacementDoc, working: dict[str, fleetcore.ClusterCapacity], now: float) -> str:
+    """Another live cluster where the whole gang of a planned child that waits for room on its own
+    could start now ("" if none): the child should be planned again rather than wait there."""
+    job = api.decode_stored(placement.job)
+    if not isinstance(job, api.Job):
+        return ""
+    chosen = fleetcore.place_job(job.spec, working, now, wait_for_fit=True)
+    return chosen if isinstance(chosen, str) and chosen not in placement.clusters else ""
+
+
 def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetcore.ClusterCapacity]) -> str | None:
     """Take the room of every child of a gang from ``working`` (each on its planned cluster), or
     say which one does not fit (and take nothing)."""
@@ -60,6 +80,51 @@ def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetc
         trial[cluster] = taken
     working.update(trial)
     return None
+
+
+class InFlight:
+    """Children dispatched but not yet in their cluster's summary (which counts pods once bound):
+    their room is taken from the next rounds' view, so a burst does not land on one cluster. What
+    is in flight comes from the placement documents (it survives a restart); this keeps only
+    each child's pods, decoded once."""
+
+    def __init__(self) -> None:
+        self.pods: dict[tuple[str, float], list[fleetcore.PodShape]] = {}
+
+    def taken(
+        self, live: dict[str, fleetcore.ClusterCapacity], placements: Iterable[records.PlacementDoc], since: float
+    ) -> dict[str, fleetcore.ClusterCapacity]:
+        """``live`` less the room of the children dispatched after ``since`` that do not run yet."""
+        for p in placements:
+            if not in_flight(p, since) or p.cluster not in live:
+                continue
+            taken = fleetcore.place_gang(live[p.cluster], self._pods(p))
+            if not isinstance(taken, str):  # else its summary counts it already
+                live[p.cluster] = taken
+        return live
+
+    def _pods(self, placement: records.PlacementDoc) -> list[fleetcore.PodShape]:
+        key = (placement.child, placement.requested_at)
+        pods = self.pods.get(key)
+        if pods is None:
+            job = api.decode_stored(placement.job)
+            spec = job.spec if isinstance(job, api.Job) else None
+            pods = fleetcore.gang_pods(spec, {t.name: t.replicas for t in spec.tasks}) if spec else []
+            self.pods[key] = pods
+        return pods
+
+    def forget(self, live_children: set[str]) -> None:
+        self.pods = {k: v for k, v in self.pods.items() if k[0] in live_children}
+
+
+def in_flight(placement: records.PlacementDoc, since: float) -> bool:
+    """Sent to its cluster after ``since``, and neither running nor finished there yet."""
+    return not_running_yet(placement) and placement.dispatched_at >= since
+
+
+def not_running_yet(placement: records.PlacementDoc) -> bool:
+    """Sent to its cluster, and neither running nor finished there yet."""
+    return placement.state == "Dispatched" and not placement.running and not placement.finished
 
 
 def round_cause(instance: str, now: float, reaction: Reaction) -> str:

@@ -24,6 +24,12 @@ from hyperjob.telemetry.spans import decision
 from . import domain
 
 TERMINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+# A dispatched child's pods count against its cluster until it runs there, at most this long (s):
+# a cluster's summary counts pods only once they are bound.
+IN_FLIGHT_SETTLING = 60.0
+# How often (s) a HyperJob whose planned child waits for room while another cluster has it may ask
+# the splitter to plan it again (the splitter's view may lag; it keeps a plan that would not move).
+ROOM_RETRY_PERIOD = 10.0
 ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
 
 
@@ -33,10 +39,14 @@ class GlobalScheduler:
         self.owners = runtime.table(records.OWNER, records.OwnerDoc)
         self.placements = runtime.table(records.PLACEMENT, records.PlacementDoc)
         self.children_of = self.placements.index(lambda p: p.owner)
+        # Children sent and not running there yet: each unit's working view takes their room.
+        self.sent = self.placements.index_many(lambda p: ("sent",) if domain.not_running_yet(p) else ())
         self.gangs = runtime.table(records.GANG, fleetcore.HyperJobGang)
         self.capacity = domain.Capacity()
         self.queues: dict[str, fleetcore.FleetQueue] = {}
         self._working: dict[str, fleetcore.ClusterCapacity] | None = None
+        self.in_flight = domain.InFlight()
+        self.room_asked: dict[str, float] = {}  # owner -> when it last asked to be planned again
         runtime.on_load(self.rearm)
 
     # -- what it learns ------------------------------------------------------------------------------
@@ -120,8 +130,10 @@ class GlobalScheduler:
         return reaction
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> None:
-        """A child that finished no longer holds its queue's share (nor does its owner, once all did)."""
-        self._child_progress(msg.job, msg.cluster, finished=msg.new in TERMINAL_JOB_PHASES)
+        """A child that finished no longer holds its queue's share (nor does its owner, once all did);
+        one that left Pending is in its cluster's summary from now on."""
+        progress = {"finished": msg.new in TERMINAL_JOB_PHASES} | ({"running": True} if msg.new != "Pending" else {})
+        self._child_progress(msg.job, msg.cluster, **progress)
 
     def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
         """A plain Job counts against its global queue once its cluster's Volcano enqueued it."""
@@ -157,10 +169,17 @@ class GlobalScheduler:
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
             moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
+            sent = any(isinstance(c, ps.DispatchTo) for c in commands)
             self.placements.put(
                 child,
                 msgspec.structs.replace(
-                    base, state=new.state, cluster=new.cluster, reason=new.reason, moves=base.moves + moved
+                    base,
+                    state=new.state,
+                    cluster=new.cluster,
+                    reason=new.reason,
+                    moves=base.moves + moved,
+                    dispatched_at=self.rt.now() if sent else base.dispatched_at,
+                    running=base.running and not sent,
                 ),
             )
         for command in commands:
@@ -377,7 +396,10 @@ class GlobalScheduler:
     def working(self) -> dict[str, fleetcore.ClusterCapacity]:
         """The live clusters' capacity for this unit of work, with what it placed already taken."""
         if self._working is None:
-            self._working = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+            live = dict(self.capacity.live(self.capacity.now(self.rt.now())))
+            since = self.rt.now() - IN_FLIGHT_SETTLING
+            sent = [self.placements.rows[name] for name in self.sent.names("sent")]
+            self._working = self.in_flight.taken(live, sent, since)
         return self._working
 
     def end_unit(self) -> None:
@@ -386,6 +408,7 @@ class GlobalScheduler:
     def _forget_finished(self) -> None:
         """An owner whose every child finished no longer holds its queue's share; a deleted one
         is forgotten once its last child is gone."""
+        self.in_flight.forget(set(self.sent.names("sent")))
         for name, owner in self.owners.items():
             children = self._children(name)
             if (owner.withdrawn and not children) or (
@@ -477,12 +500,44 @@ class GlobalScheduler:
             if placement.state != "Waiting":
                 continue
             chosen = domain.choose(placement, self.working(), now)
+            if isinstance(chosen, fleetcore.Waiting) and self._plan_again(owner, [placement], reaction):
+                return
             cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
             event = (
                 ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
             )
             with self.rt.span("place child", name, hyperjob=name, job=placement.child):
                 self._step(cause, placement.child, event, reaction)
+
+    def _plan_again(self, owner: records.OwnerDoc, waiting: list[records.PlacementDoc], reaction: Reaction) -> bool:
+        """HyperJob children that cannot fit where they were planned, none of the HyperJob's
+        children sent yet, while another cluster has room for one of them now: ask the splitter
+        for a new plan (at most every ``ROOM_RETRY_PERIOD``) instead of waiting there for ever.
+        The splitter keeps a plan that would not move (it may be pinned to its clusters)."""
+        if owner.plain or any(p.state == "Dispatched" for p in self._children(owner.name)):
+            return False
+        if self.rt.now() < self.room_asked.get(owner.name, -ROOM_RETRY_PERIOD) + ROOM_RETRY_PERIOD:
+            return False
+        now = self.capacity.now(self.rt.now())
+        found = ((p, domain.room_elsewhere(p, self.working(), now)) for p in waiting if len(p.clusters) == 1)
+        child, elsewhere = next(((p, c) for p, c in found if c), (None, ""))
+        if child is None:
+            return False
+        self.room_asked[owner.name] = self.rt.now()
+        reason = f"{fleetcore.ROOM_RETRY}{child.child} waits for room on {child.clusters[0]}, {elsewhere} has it"
+        decision("child_replanned", hyperjob=owner.name, child=child.child, cluster=elsewhere, reason=reason)
+        reaction.publish(
+            subjects.GANG_RETRY,
+            self.rt.emit(
+                events.GangRetry,
+                owner.name,
+                f"room-retry/{owner.created!r}/{owner.attempt}/{self.rt.now()!r}",
+                owner=owner.name,
+                attempt=owner.attempt + 1,
+                reason=reason,
+            ),
+        )
+        return True
 
     def _open_gang(self, owner: records.OwnerDoc, children: list[records.PlacementDoc], reaction: Reaction) -> None:
         """A gang attempt opens when every child to place waits and the gang fits the room no open
@@ -494,7 +549,8 @@ class GlobalScheduler:
             return
         fits = domain.reserve_room(children, self.working())
         if isinstance(fits, str):
-            self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
+            if not self._plan_again(owner, children, reaction):
+                self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
             return
         attempt = gang.attempt + 1 if gang is not None else 1
         plan = {p.child: p.clusters[0] for p in children}

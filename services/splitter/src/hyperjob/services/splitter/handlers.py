@@ -27,7 +27,7 @@ from hyperjob.telemetry.spans import decision
 from . import domain
 from .config import Settings
 
-# A moved child's pods count against its new cluster until it runs there, at most this long (s).
+# A planned or moved child's pods count against its cluster until it runs there, at most this long (s).
 MOVE_SETTLING = 60.0
 # How a HyperJob's waiting reason starts while a child waits on a lost cluster for room elsewhere.
 WAITS = "failover waits:"
@@ -263,8 +263,19 @@ class Splitter:
             return None
         return doc
 
-    def _submit(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
-        """Record the owner and ask its queue to admit it (again, for a new generation)."""
+    def _submit(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
+        """Record the owner and ask its queue to admit it (again, for a new generation), unless no
+        split could ever hold it: that is said at once, and it asks nothing of its queue (where it
+        would wait as a queue limit and head a strict FIFO line) until the fleet can (``replan``)."""
+        never = (
+            ""
+            if doc.plain or doc.admitted
+            else fleetcore.inadmissible(_hyperjob(doc, self.decoded), self.capacity.clusters)
+        )
+        if never:
+            return self._inadmissible(reaction, cause, doc, never)
+        if not doc.admitted and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
+            doc = replace(doc, waiting_reason="")
         self._put(doc)
         return reaction.publish(
             subjects.OWNER_SUBMITTED,
@@ -273,6 +284,32 @@ class Splitter:
                 cause,
                 f"submit/{doc.name}/{doc.generation}",
                 **domain.submission(doc, self.cfg(), self.decoded),
+            ),
+        )
+
+    def _inadmissible(
+        self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc, reason: str
+    ) -> Reaction:
+        """Hold a HyperJob no split could ever hold out of its queue, saying why (once)."""
+        if doc.waiting_reason == reason:
+            self._put(doc)
+            return reaction
+        self._put(replace(doc, waiting_reason=reason))
+        decision("hyperjob_inadmissible", hyperjob=doc.name, reason=reason)
+        if doc.generation > 1:  # the generation before may wait in its queue
+            reaction.publish(
+                subjects.OWNER_WITHDRAWN,
+                self.rt.emit(events.OwnerWithdrawn, cause, f"withdrawn/{doc.generation}", name=doc.name),
+            )
+        return reaction.publish(
+            subjects.CHILD_WAITING,
+            self.rt.emit(
+                events.ChildPlacementWaiting,
+                cause,
+                f"waiting/{doc.generation}/{reason}",
+                child="",
+                hyperjob=doc.name,
+                reason=reason,
             ),
         )
 
@@ -303,9 +340,11 @@ class Splitter:
 
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
         hyperjob = _hyperjob(doc, self.decoded)
-        live = self.capacity.live(self.capacity.now(self.rt.now()))
+        now = self.capacity.now(self.rt.now())
+        # Room that children planned lately will take is taken: a burst does not land on one cluster.
+        live = self._working(now, exclude={ref.name for ref in doc.children})
         current = domain.split_plan(doc) if doc.children else None
-        result = domain.plan(hyperjob, live, self.capacity.now(self.rt.now()), current)
+        result = domain.plan(hyperjob, live, now, current)
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
@@ -352,6 +391,7 @@ class Splitter:
                 ),
             )
         children = [c for c in result.children if c.name in place]
+        self._promise(hyperjob, doc.children, result.refs)
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
             "hyperjob_split",
@@ -390,6 +430,8 @@ class Splitter:
         doc = self.hyperjobs.get(msg.owner)
         if doc is None or doc.deleting or msg.attempt <= doc.attempt or doc.lifecycle != "Active":
             return None
+        if msg.reason.startswith(fleetcore.ROOM_RETRY) and not self._plan_moves(doc):
+            return None  # the plan would stay as it is: its children wait where they are
         reaction = Reaction()
         for ref in doc.children:
             reaction.publish(
@@ -399,6 +441,16 @@ class Splitter:
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self._put(doc)
         return self._split(reaction, msg, doc)
+
+    def _plan_moves(self, doc: records.HyperJobDoc) -> bool:
+        """Would a plan made now put some child of ``doc`` on another cluster?"""
+        now = self.capacity.now(self.rt.now())
+        working = self._working(now, exclude={ref.name for ref in doc.children})
+        result = domain.plan(_hyperjob(doc, self.decoded), working, now)
+        before = {ref.name: ref.cluster for ref in doc.children}
+        return not isinstance(result, fleetcore.Waiting) and any(
+            before.get(ref.name) != ref.cluster for ref in result.refs
+        )
 
     async def replan(self) -> None:
         """Admitted HyperJobs that did not fit anywhere are planned again as capacity changes, and
@@ -419,6 +471,8 @@ class Splitter:
                 self.rt.log.info("failovers_resumed")
         working = self._working(now)
         for name, doc in self.hyperjobs.items():
+            if not doc.admitted and not doc.deleting and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
+                self._submit(reaction, f"admissible/{name}/{doc.generation}", doc)  # the fleet may hold it now
             if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
                 continue
             if not doc.plain and not doc.children:
@@ -433,16 +487,32 @@ class Splitter:
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
-    def _working(self, now: float) -> dict[str, fleetcore.ClusterCapacity]:
-        """The live clusters' room, less what the children moved there lately take once they
-        run (a cluster's summary counts a child's pods only once they are bound)."""
+    def _working(
+        self, now: float, exclude: set[str] | frozenset[str] = frozenset()
+    ) -> dict[str, fleetcore.ClusterCapacity]:
+        """The live clusters' room, less what the children planned or moved there lately take
+        once they run (a cluster's summary counts a child's pods only once they are bound);
+        ``exclude``: children whose room is not to be taken (those of the plan being redone)."""
         working = dict(self.capacity.live(now))
         for child, (cluster, pods, since) in list(self.moving.items()):
             if self.rt.now() - since > MOVE_SETTLING:
                 del self.moving[child]
+            elif child in exclude:
+                continue
             elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
                 working[cluster] = placed
         return working
+
+    def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
+        """Children a split sends to a cluster they are not on yet count against it until they run
+        there, so the next split of the same burst sees that room taken. Kept at once, not after
+        the commit: the splits of one unit of work follow each other before it commits."""
+        was = {(ref.name, ref.cluster) for ref in before}
+        specs = {rj.name: rj.template_spec for rj in hyperjob.spec.replicated_jobs}
+        for ref in refs:
+            if ref.cluster and (ref.name, ref.cluster) not in was and ref.replicated_job in specs:
+                pods = fleetcore.gang_pods(specs[ref.replicated_job], ref.tasks)
+                self.moving[ref.name] = (ref.cluster, pods, self.rt.now())
 
     def _fail_over(
         self, reaction: Reaction, doc: records.HyperJobDoc, working: dict[str, fleetcore.ClusterCapacity]

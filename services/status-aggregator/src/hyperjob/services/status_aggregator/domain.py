@@ -45,6 +45,9 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     restarts: int = 0  # the owner's restart count this status reflects
     lifecycle: str = "Active"  # the owner's lifecycle as settled on this status's view of the children
     reached_running: bool = False  # Running once already: its submit→Running latency is counted
+    # Children an update replaces in place (same name, same cluster, another template), by news
+    # key: until the replacement is created, news under that key is of the child being removed.
+    replaced: list[str] = []
 
 
 def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
@@ -101,6 +104,37 @@ def failovers(old: list[events.ChildRef], new: list[events.ChildRef]) -> list[tu
 
 def news_key(child: str, cluster: str) -> str:
     return f"{child}@{cluster}"
+
+
+def replaced_in_place(old: list[events.ChildRef], new: list[events.ChildRef]) -> list[str]:
+    """The news keys of the children a new plan replaces where they are: same name and cluster,
+    another template (the splitter removes the running one and creates the new one)."""
+    before = {(ref.name, ref.cluster): ref.template_hash for ref in old if ref.cluster}
+    return sorted(
+        news_key(ref.name, ref.cluster)
+        for ref in new
+        if (ref.name, ref.cluster) in before and before[(ref.name, ref.cluster)] != ref.template_hash
+    )
+
+
+def forget_replaced(doc: AggregateDoc, keys: list[str]) -> AggregateDoc:
+    """The replaced children's news is dropped, and what follows under their keys is the old
+    child's ending (a replacement asked for by an update, not a failure) until the new one exists."""
+    if not keys:
+        return doc
+    return replace(
+        doc,
+        children={k: v for k, v in doc.children.items() if k not in keys},
+        attempts={k: v for k, v in doc.attempts.items() if k not in keys},
+        unschedulable={k: v for k, v in doc.unschedulable.items() if k not in keys},
+        replaced=sorted(set(doc.replaced) | set(keys)),
+    )
+
+
+def of_replaced_child(doc: AggregateDoc, msg: events.JobPhaseChanged) -> bool:
+    """News of a child being replaced in place: anything under its key but the new child's first
+    news (a job's creation is the only news with no old phase)."""
+    return news_key(msg.job, msg.cluster) in doc.replaced and msg.old != ""
 
 
 def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 from msgspec.structs import replace
 
-from hyperjob import events, records
+from hyperjob import events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.telemetry.spans import decision
@@ -39,6 +39,10 @@ class StatusAggregator:
             return None
         current = self.specs.get(msg.name)
         self.specs.put(msg.name, domain.spec_changed(current, msg))
+        replaced = domain.replaced_in_place(current.children, msg.children) if current is not None else []
+        if replaced:
+            doc = self.statuses.get(msg.name) or domain.AggregateDoc(name=msg.name)
+            self.statuses.put(msg.name, domain.forget_replaced(doc, replaced))
         self.owners.update({ref.name: msg.name for ref in msg.children})
         self.dirty.add(msg.name)
         moves = domain.failovers(current.children, msg.children) if current is not None else []
@@ -64,12 +68,15 @@ class StatusAggregator:
         key = domain.news_key(msg.job, msg.cluster)
         if msg.attempt and msg.attempt < doc.attempts.get(key, 0):
             return counted  # news of the child an earlier plan attempt dispatched, arriving late
+        if domain.of_replaced_child(doc, msg):
+            return counted  # the child an update replaces, ending: not the plan's child
         self.statuses.put(
             msg.hyperjob,
             replace(
                 doc,
                 children={**doc.children, key: domain.child_news(msg)},
                 attempts={**doc.attempts, key: msg.attempt},
+                replaced=[k for k in doc.replaced if k != key],
             ),
         )
         self.dirty.add(msg.hyperjob)
@@ -98,7 +105,10 @@ class StatusAggregator:
         return _counted(m.GANG_RESERVATIONS.labels(msg.cluster, "held" if msg.held else "lost").inc)
 
     def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
-        """A gang attempt released because not every member held in time: only counted."""
+        """A gang attempt released because not every member held in time: only counted (a plan
+        asked again for room elsewhere released no reservation)."""
+        if msg.reason.startswith(fleetcore.ROOM_RETRY):
+            return None
         return _counted(m.GANG_RESERVATIONS.labels("", "released").inc)
 
     def on_deleted(self, msg: events.HyperJobDeleted | events.HyperJobSpecChanged) -> None:
