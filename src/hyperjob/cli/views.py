@@ -183,9 +183,14 @@ async def jobs(client: Client, name: str | None) -> list[View]:
 
 def _unschedulable(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc | None) -> str:
     """A waiting job's podgroup Unschedulable message (of this incarnation of the job)."""
-    if podgroup is None or record.phase != "Pending" or podgroup.incarnation != f"{record.uid}/{record.version}":
+    if podgroup is None or record.phase != "Pending" or not _current(record, podgroup):
         return ""
     return podgroup.reason
+
+
+def _current(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc) -> bool:
+    """Whether the scheduler's word on a podgroup is about this incarnation of the job."""
+    return podgroup.incarnation == f"{record.uid}/{record.version}"
 
 
 async def _plain_jobs(client: Client, name: str | None) -> list[records.HyperJobDoc]:
@@ -306,15 +311,16 @@ async def podgroups(client: Client, name: str | None) -> list[View]:
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
             if name and record.name != name:
                 continue
-            phase = phases.get(record.name)
+            doc = phases.get(record.name)
+            phase = jobcore.shown_phase(record, doc.phase if doc else None, doc.incarnation if doc else None)
             items.append(
                 {
                     "name": record.name,
                     "namespace": record.namespace,
                     "labels": record.job.metadata.labels,
                     "cluster": cluster,
-                    "phase": phase.phase if phase else "Pending",
-                    "reason": phase.reason if phase else "",
+                    "phase": phase,
+                    "reason": doc.reason if doc and phase == doc.phase and _current(record, doc) else "",
                     "minMember": record.spec.min_available,
                     "queue": record.spec.queue,
                     "priorityClassName": record.spec.priority_class_name,
