@@ -633,15 +633,23 @@ async def describe(client: Client, kind_name: str, name: str, namespace: str = a
     elif described.get("jobs"):
         listed = [j for j in await jobs(client, None) if j["name"] in described["jobs"]]
         described["runs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
-    key = name if namespace == api.DEFAULT_NAMESPACE or "namespace" not in found[0] else f"{namespace}/{name}"
-    described["events"] = event_section(await eventlog.load(client.bus), f"{shown.singular}/{key}")
+    listed_in = namespace if "namespace" in found[0] else api.DEFAULT_NAMESPACE  # cluster-scoped: default
+    described["events"] = event_section(await load_events(client), f"{shown.singular}/{name}", listed_in)
     return described
 
 
-def event_section(found: list[eventlog.Event], target: str) -> list[View] | str:
+async def load_events(client: Client) -> list[eventlog.Event]:
+    """Every Event of the log, each in its object's namespace (a plain Job that was never
+    dispatched has its namespace from the store only)."""
+    plain = await _plain_jobs(client, None)
+    known = {doc.name: str(doc.manifest.get("metadata", {}).get("namespace") or api.DEFAULT_NAMESPACE) for doc in plain}
+    return await eventlog.load(client.bus, known)
+
+
+def event_section(found: list[eventlog.Event], target: str, namespace: str) -> list[View] | str:
     """``describe``'s Events, kubectl's columns (type, reason, age, object, message; ``<none>``)."""
     try:
-        mine = eventlog.about(found, target)
+        mine = eventlog.about(found, target, namespace)
     except ValueError:
         mine = []
     if not mine:
@@ -658,10 +666,11 @@ def event_section(found: list[eventlog.Event], target: str) -> list[View] | str:
     ]
 
 
-async def event_items(client: Client, target: str | None) -> list[View]:
-    """``get events [KIND/NAME]``: the events of the log, oldest first."""
+async def event_items(client: Client, target: str | None, namespace: str | None = None) -> list[View]:
+    """``get events [KIND/NAME]``: the events of the log listed in ``namespace`` (None: every
+    one), oldest first."""
     try:
-        found = eventlog.about(await eventlog.load(client.bus), target)
+        found = eventlog.about(await load_events(client), target, namespace)
     except ValueError as exc:
         raise ClientError(str(exc)) from None
     now = time.time()
@@ -900,7 +909,7 @@ KINDS = {
         Kind("clusters", "cluster", cluster_rows, clusters),
         Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
         Kind("services", "service", service_rows, None, services, aliases=("svc",)),
-        Kind("events", "event", event_rows, event_items, aliases=("ev",)),
+        Kind("events", "event", event_rows, event_items, namespaced=True, aliases=("ev",)),
     )
 }
 
