@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import click
@@ -356,17 +357,28 @@ def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) ->
         ]
     except manifests.SourceError as exc:
         raise click.ClickException(str(exc)) from None
-    seen: dict[tuple[str, str, str], str] = {}
-    for obj in found:
-        key = (obj.kind, obj.namespace, obj.name)
-        if key in seen and not obj.error:
-            obj.error = f"$.metadata.name: {obj.ref} is also defined in {seen[key]}"
-        seen.setdefault(key, obj.source)
+    found = _once_each(found)
     if _report_invalid(found):
         sys.exit(1)
     if not found:
         raise click.ClickException(f"no objects passed to apply (in {', '.join(filenames)})")
     return found
+
+
+def _once_each(found: list[manifests.Object]) -> list[manifests.Object]:
+    """Each object once: the same object defined alike in two sources is applied once (as
+    kubectl would leave it, ``unchanged`` the second time); defined differently, it is an error."""
+    seen: dict[tuple[str, str, str], manifests.Object] = {}
+    kept = []
+    for obj in found:
+        key = (obj.kind, obj.namespace, obj.name)
+        first = seen.setdefault(key, obj)
+        if first is obj or obj.error:
+            kept.append(obj)
+        elif first.document != obj.document:
+            obj.error = f"$.metadata.name: {obj.ref} is also defined, differently, in {first.source}"
+            kept.append(obj)
+    return kept
 
 
 def _report_invalid(found: list[manifests.Object]) -> bool:
@@ -392,9 +404,11 @@ def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
 
 @main.command()
 @click.argument(
-    "kind", shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)]
+    "targets",
+    nargs=-1,
+    required=True,
+    shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)],
 )
-@click.argument("name", required=False)
 @click.option(
     "-o",
     "--output",
@@ -408,8 +422,7 @@ def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
 @click.option("-l", "--selector", default="", help="label selector: k=v, k!=v, k, !k (comma-separated)")
 @click.option("-w", "--watch", is_flag=True, help="after listing, print each object again whenever it changes")
 def get(
-    kind: str,
-    name: str | None,
+    targets: tuple[str, ...],
     output: str,
     no_headers: bool,
     namespace: str | None,
@@ -417,36 +430,138 @@ def get(
     selector: str,
     watch: bool,
 ) -> None:
-    """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, cronjobs, jobflows, jobtemplates, hyperjobtemplates, clusters, nodes, services, events (of
-    KIND/NAME)."""
-    shown = views.kind(kind)
-    if shown is None:
-        raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
+    """List objects as kubectl does: KIND [NAME...], KIND,KIND... or KIND/NAME...; kinds:
+    hyperjobs, jobs, pods, podgroups, queues, priorityclasses, cronjobs, jobflows, jobtemplates,
+    hyperjobtemplates, clusters, nodes, services, events (of KIND/NAME)."""
+    wanted = _get_targets(targets)
     try:
         match = views.selector(selector)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
-    def chosen(items: list[views.View]) -> list[views.View]:
+    async def load(shown: views.Kind, name: str | None, client: Client | None) -> list[views.View]:
+        if shown.read_local:
+            items = shown.read_local(name)
+        else:
+            assert client is not None and shown.load is not None
+            items = await shown.load(client, name)
         if shown.namespaced and not all_namespaces:
             items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
         return [i for i in items if match(i.get("labels", {}))]
 
-    async def load(client: Client | None) -> list[views.View]:
-        if shown.read_local:
-            return chosen(shown.read_local(name))
-        assert client is not None and shown.load is not None
-        return chosen(await shown.load(client, name))
-
     if watch:
-        with_client(lambda client: _watch_kind(client, shown, load, output, no_headers, all_namespaces))
+        if len(wanted) != 1:
+            raise click.UsageError("-w watches one KIND [NAME]")
+        shown, name = wanted[0]
+        with_client(
+            lambda client: _watch_kind(client, shown, partial(load, shown, name), output, no_headers, all_namespaces)
+        )
         return
-    items = asyncio.run(load(None)) if shown.read_local else with_client(load)
-    if name and not items and shown.plural != "events":
-        where = f" in namespace {namespace or 'default'!r}" if shown.namespaced and not all_namespaces else ""
-        raise click.ClickException(f"{shown.singular} {name!r} not found{where}")
-    output_items(shown, items, output, single=bool(name), no_headers=no_headers, all_namespaces=all_namespaces)
+
+    async def load_all(client: Client | None) -> list[list[views.View]]:
+        return [await load(shown, name, client) for shown, name in wanted]
+
+    found = asyncio.run(load_all(None)) if all(s.read_local for s, _ in wanted) else with_client(load_all)
+    where = f" in namespace {namespace or 'default'!r}" if not all_namespaces else ""
+    missing = [
+        f"{shown.singular} {name!r} not found" + (where if shown.namespaced else "")
+        for (shown, name), items in zip(wanted, found, strict=True)
+        if name and not items and shown.plural != "events"
+    ]
+    if len(wanted) == 1:
+        if missing:
+            raise click.ClickException(missing[0])
+        output_items(
+            wanted[0][0],
+            found[0],
+            output,
+            single=bool(wanted[0][1]),
+            no_headers=no_headers,
+            all_namespaces=all_namespaces,
+        )
+        return
+    _output_kinds(_by_kind(wanted, found), output, no_headers, all_namespaces)
+    for problem in missing:
+        click.echo(f"Error from server (NotFound): {problem}", err=True)
+    if missing:
+        sys.exit(1)
+
+
+def _get_targets(targets: tuple[str, ...]) -> list[tuple[views.Kind, str | None]]:
+    """(kind, name or None) of each object ``get`` is asked for, read as kubectl reads them:
+    ``KIND[,KIND...] [NAME...]`` or ``KIND/NAME...`` (``events KIND/NAME``: the events of one object)."""
+    if "/" in targets[0]:
+        pairs = [target.partition("/") for target in targets]
+        if any(not kind or not name or "/" in name for kind, _, name in pairs):
+            raise click.UsageError(f"there is no need to give a KIND when every argument is KIND/NAME: {targets}")
+        return [(_kind(kind), name) for kind, _, name in pairs]
+    kinds = [_kind(kind) for kind in targets[0].split(",")]
+    if any("/" in name for name in targets[1:]) and any(k.plural != "events" for k in kinds):
+        raise click.UsageError("arguments in KIND/NAME form may not have a KIND before them")
+    names: list[str | None] = [*targets[1:]] or [None]
+    return [(kind, name) for kind in kinds for name in names]
+
+
+def _kind(name: str) -> views.Kind:
+    shown = views.kind(name)
+    if shown is None:
+        raise click.UsageError(f'the server doesn\'t have a resource type "{name}" (known: {", ".join(views.KINDS)})')
+    return shown
+
+
+def _by_kind(
+    wanted: list[tuple[views.Kind, str | None]], found: list[list[views.View]]
+) -> list[tuple[views.Kind, list[views.View]]]:
+    """The objects found, one group per kind in the order asked (``get hj a b``: one group)."""
+    groups: dict[str, tuple[views.Kind, list[views.View]]] = {}
+    for (shown, _), items in zip(wanted, found, strict=True):
+        groups.setdefault(shown.plural, (shown, []))[1].extend(items)
+    return list(groups.values())
+
+
+def _output_kinds(
+    groups: list[tuple[views.Kind, list[views.View]]], output: str, no_headers: bool, all_namespaces: bool
+) -> None:
+    """Objects of several kinds: a table per kind, names as ``kind/name`` when kinds are mixed, a
+    blank line between tables (kubectl's); one List for json, yaml and jsonpath."""
+    if len(groups) == 1:
+        shown, items = groups[0]
+        output_items(shown, items, output, no_headers=no_headers, all_namespaces=all_namespaces)
+        return
+    if output in ("json", "yaml") or output.startswith("jsonpath="):
+        _print_data(_list([_object(shown, i) for shown, items in groups for i in items]), output)
+        return
+    if output == "name":
+        for shown, items in groups:
+            output_items(shown, items, output)
+        return
+    tables = []
+    for shown, items in groups:
+        header, table = _table(shown, items, output == "wide", all_namespaces)
+        if table and "NAME" in header:
+            column = header.index("NAME")
+            table = [[*row[:column], f"{shown.singular}/{row[column]}", *row[column + 1 :]] for row in table]
+        if table:
+            tables.append(views.table(header, table, no_headers))
+    if not tables:
+        click.echo("No resources found.", err=True)
+        return
+    click.echo("\n\n".join(tables))
+
+
+def _list(objects: list[views.View]) -> views.View:
+    return {"apiVersion": "v1", "kind": "List", "items": objects}
+
+
+def _print_data(data: views.View, output: str) -> None:
+    """One object or a List, as json, yaml or a jsonpath template."""
+    if output.startswith("jsonpath="):
+        try:
+            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), data))
+        except jsonpath_template.TemplateError as exc:
+            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
+    else:
+        click.echo(_serialized(data, output))
 
 
 def output_items(
@@ -460,21 +575,9 @@ def output_items(
     if output == "name":
         for item in items:
             click.echo(f"{shown.singular}/{item['name']}")
-    elif output.startswith("jsonpath="):
+    elif output.startswith("jsonpath=") or output in ("json", "yaml"):
         objects = [_object(shown, i) for i in items]
-        selected = (
-            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
-        )
-        try:
-            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), selected))
-        except jsonpath_template.TemplateError as exc:
-            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
-    elif output in ("json", "yaml"):
-        objects = [_object(shown, i) for i in items]
-        data: views.View = (
-            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
-        )
-        click.echo(_serialized(data, output))
+        _print_data(objects[0] if single and len(objects) == 1 else _list(objects), output)
     else:
         header, table = _table(shown, items, output == "wide", all_namespaces)
         if not table and not no_headers:
@@ -745,7 +848,7 @@ def _status_line(item: views.View) -> str:
 
 
 # Volcano's final phases: a command on a finished HyperJob would be answered but change nothing.
-FINISHED = ("Completed", "Failed", "Terminated")
+FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 
 
 def _hyperjob_command(action: HyperJobAction) -> click.Command:
@@ -774,6 +877,8 @@ def _command_refused(action: str, item: views.View) -> str:
         return "is being deleted"
     if action == "resume" and item["lifecycle"] != "Suspended":
         return f"is not suspended (phase {item['phase']}): nothing to resume"
+    if action == "suspend" and item["lifecycle"] == "Suspended":
+        return "is suspended already: nothing to suspend"
     return ""
 
 

@@ -27,7 +27,7 @@ from . import eventlog
 from .client import Client, ClientError
 from .config import services_file
 
-TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed")
+TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed", "Aborted")
 HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
 # One object as `get` shows it: a JSON view built from stored documents (and a manifest as YAML
 # wrote it) for tables, -o json/yaml and jsonpath, so its values are whatever JSON holds.

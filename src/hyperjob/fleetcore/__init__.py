@@ -215,6 +215,7 @@ from .status import (
     Lifecycle,
     ReplicatedJobStatus,
     aggregate_status,
+    finished_phase,
     placement,
 )
 from .world import WORLD_PLUGINS, world_of
@@ -275,6 +276,7 @@ __all__ = [
     "Waiting",
     "admit",
     "aggregate_status",
+    "finished_phase",
     "apportion",
     "child_failed",
     "child_pods",

@@ -9,115 +9,39 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from hyperjob import events
-from hyperjob.bus.memory import InMemoryBus
 from hyperjob.cli import eventlog, views
 from hyperjob.cli import main as cli_main
-from hyperjob.simulator.engine import Engine
-from hyperjob.simulator.scenario import load
-from hyperjob.store.memory import InMemoryStore
 
-CONTAINER = '{name: main, image: busybox, resources: {requests: {cpu: "%s"}}}'
+sys.path.insert(0, str(Path(__file__).parent))
+import simulated  # noqa: E402
 
-
-def hyperjob(name: str, namespace: str) -> str:
-    return f"""\
-  - at: 0s
-    create:
-      apiVersion: batch.volcano.sh/v1alpha1
-      kind: HyperJob
-      metadata: {{name: {name}, namespace: {namespace}}}
-      spec:
-        template:
-          apiVersion: batch.volcano.sh/v1alpha1
-          kind: Job
-          spec:
-            minAvailable: 2
-            tasks:
-            - name: w
-              replicas: 2
-              template:
-                metadata: {{annotations: {{hyperjob.io/sim-duration: 10s}}}}
-                spec:
-                  restartPolicy: Never
-                  containers: [{CONTAINER % "1"}]
-        splitPolicy: {{strategy: ByCluster, clusters: [{{name: cluster-a, replicas: 2}}]}}
-"""
-
-
-def job(name: str, namespace: str, cpu: str, queue: str = "default") -> str:
-    return f"""\
-  - at: 0s
-    create:
-      apiVersion: batch.volcano.sh/v1alpha1
-      kind: Job
-      metadata: {{name: {name}, namespace: {namespace}}}
-      spec:
-        queue: {queue}
-        tasks:
-        - name: w
-          replicas: 1
-          template:
-            metadata: {{annotations: {{hyperjob.io/sim-duration: 10s}}}}
-            spec:
-              restartPolicy: Never
-              containers: [{CONTAINER % cpu}]
-"""
-
-
-SCENARIO = (
-    """\
-apiVersion: hyperjob.io/v1alpha1
-kind: Scenario
-metadata: {name: namespaced-events}
-spec:
-  clusters:
-  - name: cluster-a
-    nodes: [{name: n, allocatable: {cpu: "8", memory: 8Gi}}]
+SCENARIO = simulated.scenario(
+    "namespaced-events",
+    "8",
+    simulated.hyperjob("small-a", "default"),
+    simulated.hyperjob("small-a", "team-b"),
+    simulated.job("solo", "team-b", "1"),
+    simulated.job("huge", "team-b", "4", "small"),  # beyond its queue's capability: its podgroup waits
+    extra="""\
   queues:
   - {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, metadata: {name: small}, spec: {capability: {cpu: "2"}}}
-  events:
-"""
-    + hyperjob("small-a", "default")
-    + hyperjob("small-a", "team-b")
-    + job("solo", "team-b", "1")
-    + job("huge", "team-b", "4", "small")  # beyond its queue's capability: its podgroup waits
-    + "  until: 30s\n"
+""",
 )
-
-
-class Reader:
-    """The reads ``views`` makes of a client, over the simulator's log and store."""
-
-    def __init__(self, bus: InMemoryBus, store: InMemoryStore) -> None:
-        self.bus = bus
-        self.store = store
-
-    async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
-        return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}
-
-    async def doc(self, kind: str, name: str, type_: type[Any]) -> Any:
-        stored = await self.store.get(kind, name)
-        return stored.decode(type_) if stored is not None else None
-
-    async def cluster_names(self) -> list[str]:
-        return ["cluster-a"]
+Reader = simulated.Reader
 
 
 @pytest.fixture(scope="module")
 def system() -> Reader:
-    async def run() -> Reader:
-        engine = Engine(load(SCENARIO))
-        await engine.run()
-        return Reader(engine.bus, engine.store)
-
-    return asyncio.run(run())
+    return simulated.run(SCENARIO)
 
 
 def listed(system: Reader, target: str | None, namespace: str | None) -> list[dict[str, Any]]:

@@ -7,13 +7,17 @@ The jobs run through the real services under the simulator; the views then read 
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 from hyperjob.cli import views
 from hyperjob.dashboard import metrics
 from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.scenario import load
-from hyperjob.store.memory import InMemoryStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+import simulated  # noqa: E402
 
 
 def job(name: str, *, extra: str = "", annotations: str = "") -> str:
@@ -63,20 +67,6 @@ spec:
 )
 
 
-class StoreReader:
-    """The reads ``views`` makes of a client, over the simulator's store."""
-
-    def __init__(self, store: InMemoryStore, clusters: list[str]) -> None:
-        self.store = store
-        self.clusters = clusters
-
-    async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
-        return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}
-
-    async def cluster_names(self) -> list[str]:
-        return self.clusters
-
-
 async def _after_the_run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     engine = Engine(load(SCENARIO))
     result = await engine.run()
@@ -86,7 +76,7 @@ async def _after_the_run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         "stopped": "Aborted",
         "busy": "Running",
     }
-    client: Any = StoreReader(engine.store, ["cluster-a"])
+    client: Any = simulated.Reader(engine.bus, engine.store, ["cluster-a"])
     return await views.podgroups(client, None), await views.queues(client, None)
 
 
