@@ -22,7 +22,7 @@ from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 from hyperjob.events.manifest import HyperJobAction
 
-from . import journey, jsonpath_template, manifests, preflight, views
+from . import fleet_state, journey, jsonpath_template, manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
@@ -137,23 +137,33 @@ def with_client(work: Callable[[Client], Awaitable[R]]) -> R:
     "--dashboard-port", type=int, default=8765, show_default=True, help="the web dashboard's port on 127.0.0.1 (0: any)"
 )
 @click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
-def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool) -> None:
+@click.option("--fresh", is_flag=True, help="start from empty state: forget what the last `up` here left")
+def up(
+    config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool, fresh: bool
+) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
-    stops it all. "ready" is printed (and -d returns) only once every cluster has registered."""
+    stops it all. "ready" is printed (and -d returns) only once every cluster has registered.
+
+    The state the last `up` in this HYPERJOB_HOME left (HyperJobs, jobs, queues) is kept unless
+    --fresh; nodes and clusters that --config no longer has are forgotten."""
     if detach:
         options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
-        _up_detached(config_path, wait_timeout, options)
+        _up_detached(config_path, wait_timeout, options + (["--fresh"] if fresh else []))
         return
     config = load_config(config_path)
     lock = HomeLock()
     try:
         lock.acquire()
+        if fresh:
+            fleet_state.purge_state()
         system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
         endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
         click.echo(
             f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
             f"{len(system.services)} service processes (logs in {home() / 'logs'})"
         )
+        if system.forgotten:
+            click.echo(f"forgot what the new fleet no longer has: {', '.join(system.forgotten)}")
         clusters = ", ".join(c.name for c in config.clusters)
         dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
         run_forever(
@@ -208,19 +218,28 @@ def _services_status() -> dict[str, object]:
 
 @main.command()
 @click.option("--timeout", type=float, default=60.0, show_default=True)
-def down(timeout: float) -> None:
-    """Stop the system `hyperjob up` runs in this HYPERJOB_HOME (services first, then the servers)."""
+@click.option("--purge", is_flag=True, help="also remove the state, so that the next `up` starts empty")
+def down(timeout: float, purge: bool) -> None:
+    """Stop the system `hyperjob up` runs in this HYPERJOB_HOME (services first, then the servers).
+
+    The state (HyperJobs, jobs, queues: NATS' and Redis' data in the home) is kept: the next `up`
+    goes on with it. --purge removes it (credentials, users and logs stay)."""
     pid = holder_pid()
     if pid is None:
         click.echo(f"no `hyperjob up` is running in {home()}", err=True)
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while holder_pid() is not None:
-        if time.monotonic() > deadline:
-            raise click.ClickException(f"`hyperjob up` (pid {pid}) did not stop within {timeout:g}s")
-        time.sleep(0.2)
-    click.echo(f"stopped (pid {pid})")
+    else:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while holder_pid() is not None:
+            if time.monotonic() > deadline:
+                raise click.ClickException(f"`hyperjob up` (pid {pid}) did not stop within {timeout:g}s")
+            time.sleep(0.2)
+        click.echo(f"stopped (pid {pid})")
+    if purge:
+        removed = fleet_state.purge_state()
+        click.echo(f"state removed from {home()}" if removed else f"no state in {home()}")
+    elif pid is not None:
+        click.echo(f"state kept in {home()} (`hyperjob down --purge` removes it)")
 
 
 @main.command()
