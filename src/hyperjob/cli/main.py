@@ -22,6 +22,7 @@ from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 from hyperjob.events.manifest import HyperJobAction
 
+from . import describe as describe_text
 from . import fleet_state, journey, jsonpath_template, manifests, preflight, views
 from .admin import admin
 from .agent import agent, logs
@@ -684,9 +685,13 @@ def _plain(item: views.View) -> views.View:
 @click.argument("kind", type=click.Choice(views.DESCRIBABLE))
 @click.argument("name")
 @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
-def describe(kind: str, name: str, namespace: str) -> None:
-    """Everything about one HyperJob (spec, status, children and where they run), Job, Queue, node,
-    CronJob, JobFlow or JobTemplate, ending with its Events."""
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "yaml"]), default="text", show_default=True, help="yaml: for programs"
+)
+def describe(kind: str, name: str, namespace: str, output: str) -> None:
+    """Everything about one object, for people as kubectl prints it: a hyperjob (status, children
+    and where they run), job, pod, podgroup, queue, cluster, node, cronjob, jobflow or jobtemplate,
+    ending with its Events."""
 
     async def work(client: Client) -> views.View | None:
         return await views.describe(client, kind, name, namespace)
@@ -694,7 +699,10 @@ def describe(kind: str, name: str, namespace: str) -> None:
     described = with_client(work)
     if described is None:
         raise click.ClickException(f"{kind} {name!r} not found" + _where(namespace))
-    click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
+    if output == "yaml":
+        click.echo(yaml.safe_dump(described, sort_keys=False, allow_unicode=True).rstrip())
+    else:
+        click.echo(describe_text.render(described))
 
 
 @main.command("trace")

@@ -26,6 +26,7 @@ from hyperjob.jobcore import model as jm
 from . import eventlog
 from .client import Client, ClientError
 from .config import services_file
+from .describe import age
 
 TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed", "Aborted")
 HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
@@ -816,8 +817,7 @@ def _resources(values: dict[str, float]) -> str:
 
 
 def _age(created: float) -> str:
-    seconds = max(0, int(time.time() - created))
-    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m" if seconds < 7200 else f"{seconds // 3600}h"
+    return age(time.time() - created)
 
 
 def services(name: str | None) -> list[View]:
@@ -917,7 +917,10 @@ KINDS = {
 # The workflow-controller's kinds ``describe`` takes, by every name kubectl would accept.
 DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt", "hyperjobtemplate", "hjt")
 # Every kind ``describe`` takes (each ends with its Events).
-DESCRIBABLE = ("hyperjob", "hj", "job", "vcjob", "vj", "queue", "q", "node", "no", *DESCRIBED)
+DESCRIBABLE = (
+    *("hyperjob", "hj", "job", "vcjob", "vj", "pod", "po", "podgroup", "pg", "queue", "q", "cluster", "node", "no"),
+    *DESCRIBED,
+)
 
 
 def kind(name: str) -> Kind | None:

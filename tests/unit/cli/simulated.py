@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from hyperjob.bus.memory import InMemoryBus
+from hyperjob.client import Client
 from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.scenario import load
 from hyperjob.store.memory import InMemoryStore
@@ -32,6 +33,10 @@ class Reader:
 
     async def cluster_names(self) -> list[str]:
         return self.clusters
+
+    # Read from the log as the client reads it.
+    node_statuses = Client.node_statuses
+    capacities = Client.capacities
 
 
 def run(text: str) -> Reader:

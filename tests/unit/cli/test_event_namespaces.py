@@ -155,4 +155,4 @@ def test_get_events_of_one_object_and_describe_read_its_namespace(cli: Any) -> N
     described = "\n".join(cli("describe", "hj", "small-a", "-n", "team-b"))
 
     assert listed == {"hyperjob/small-a", "job/team-b-small-a-job-0", "podgroup/team-b-small-a-job-0"}
-    assert "job/team-b-small-a-job-0" in described and "object: job/small-a-job-0" not in described
+    assert "job/team-b-small-a-job-0" in described and "job/small-a-job-0" not in described
