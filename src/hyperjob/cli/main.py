@@ -482,12 +482,7 @@ def get(
         return [await load(shown, name, client) for shown, name in wanted]
 
     found = asyncio.run(load_all(None)) if all(s.read_local for s, _ in wanted) else with_client(load_all)
-    where = f" in namespace {namespace or 'default'!r}" if not all_namespaces else ""
-    missing = [
-        f"{shown.singular} {name!r} not found" + (where if shown.namespaced else "")
-        for (shown, name), items in zip(wanted, found, strict=True)
-        if name and not items and shown.plural != "events"
-    ]
+    missing = _not_found(wanted, found, None if all_namespaces else namespace or api.DEFAULT_NAMESPACE)
     if len(wanted) == 1:
         if missing:
             raise click.ClickException(missing[0])
@@ -507,13 +502,26 @@ def get(
         sys.exit(1)
 
 
+def _not_found(
+    wanted: list[tuple[views.Kind, str | None]], found: list[list[views.View]], namespace: str | None
+) -> list[str]:
+    """kubectl's NotFound for each named object that is not there (``namespace`` None: any)."""
+    where = f" in namespace {namespace!r}" if namespace else ""
+    return [
+        f"{shown.singular} {name!r} not found" + (where if shown.namespaced else "")
+        for (shown, name), items in zip(wanted, found, strict=True)
+        if name and not items and shown.plural != "events"
+    ]
+
+
 def _get_targets(targets: tuple[str, ...]) -> list[tuple[views.Kind, str | None]]:
     """(kind, name or None) of each object ``get`` is asked for, read as kubectl reads them:
     ``KIND[,KIND...] [NAME...]`` or ``KIND/NAME...`` (``events KIND/NAME``: the events of one object)."""
     if "/" in targets[0]:
         pairs = [target.partition("/") for target in targets]
-        if any(not kind or not name or "/" in name for kind, _, name in pairs):
-            raise click.UsageError(f"there is no need to give a KIND when every argument is KIND/NAME: {targets}")
+        for target, (kind, _, name) in zip(targets, pairs, strict=True):
+            if not kind or not name or "/" in name:
+                raise click.UsageError(f"{target!r}: give every object as KIND/NAME once the first is")
         return [(_kind(kind), name) for kind, _, name in pairs]
     kinds = [_kind(kind) for kind in targets[0].split(",")]
     if any("/" in name for name in targets[1:]) and any(k.plural != "events" for k in kinds):

@@ -114,3 +114,10 @@ def test_the_shipped_examples_apply_together() -> None:
 
     assert [o.error for o in found if o.error] == []
     assert sorted(o.ref for o in found) == ["hyperjob/llm-train-hyperjob", "queue/global-ai"]
+
+
+def test_get_refuses_kind_slash_name_mixed_with_bare_names(cli: Any) -> None:
+    result = cli("get", "hj/stopper", "held")
+
+    assert result.exit_code != 0
+    assert "'held': give every object as KIND/NAME once the first is" in result.output
