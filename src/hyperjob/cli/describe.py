@@ -36,6 +36,7 @@ WIDE_COLUMNS = frozenset({"labels", "annotations", "manifest", "pods", "status",
 # Maps whose keys are data (cluster names, task names), not field names: shown as they are.
 DATA_MAPS = frozenset({"placement", "usage", "tasks", "clusters", "links", "gangs"})
 NONE = "<none>"
+UNKNOWN = "<unknown>"
 INDENT = "  "
 
 
@@ -106,6 +107,8 @@ def _value(key: str, value: Any, now: float, brief: bool = False) -> str:
     if value is None or value == "" or value == {} or value == []:
         return NONE
     if _camel(key) in TIME_FIELDS and isinstance(value, int | float) and not isinstance(value, bool):
+        if not value:
+            return UNKNOWN  # not recorded (a time of 0 would claim 1970)
         return age(now - value) if brief else f"{_date(value)} ({age(now - value)} ago)"
     if _camel(key) in AGE_FIELDS and isinstance(value, int | float) and not isinstance(value, bool):
         return age(value)

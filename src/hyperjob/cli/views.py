@@ -919,6 +919,7 @@ DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "
 # Every kind ``describe`` takes (each ends with its Events).
 DESCRIBABLE = (
     *("hyperjob", "hj", "job", "vcjob", "vj", "pod", "po", "podgroup", "pg", "queue", "q", "cluster", "node", "no"),
+    *("priorityclass", "pc"),
     *DESCRIBED,
 )
 

@@ -92,10 +92,10 @@ def hyperjob(name: str, namespace: str, duration: str = "10s") -> str:
 """
 
 
-def job(name: str, namespace: str, cpu: str, queue: str = "default") -> str:
-    """A plain Job of one pod asking ``cpu`` CPUs, succeeding after 10 s."""
+def job(name: str, namespace: str, cpu: str, queue: str = "default", at: str = "0s") -> str:
+    """A plain Job of one pod asking ``cpu`` CPUs, created at ``at``, succeeding after 10 s."""
     return f"""\
-  - at: 0s
+  - at: {at}
     create:
       apiVersion: batch.volcano.sh/v1alpha1
       kind: Job

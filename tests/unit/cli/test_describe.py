@@ -24,7 +24,11 @@ SCENARIO = simulated.scenario(
     "describe",
     "16",
     simulated.hyperjob("small-a", "team-b", duration="1000s"),
-    simulated.job("solo", "default", "1"),
+    simulated.job("solo", "default", "1", at="1s"),
+    extra="""\
+  priorityClasses:
+  - {name: high, value: 1000}
+""",
 )
 
 
@@ -65,14 +69,20 @@ def test_times_and_quantities_are_for_people(describe: Callable[..., str]) -> No
     job = describe("job", "solo")
     node = describe("node", "n")
 
-    assert "Created:         Thu, 01 Jan 1970 00:00:00 +0000 (" in job  # the simulator's clock starts at 0
+    assert "Created:         Thu, 01 Jan 1970 00:00:01 +0000 (" in job  # the simulator's clock starts at 0
+    assert "Created:         <unknown>" in describe("priorityclass", "high")  # none recorded: not 1970
     assert "Allocatable:     cpu: 16, memory: 8Gi, pods: 110" in node
     assert "8589934592" not in node and "1.0\n" not in job
 
 
 @pytest.mark.parametrize(
     ("kind", "name", "shows"),
-    [("pod", "solo-w-0", "Node:       n"), ("podgroup", "solo", "Phase:"), ("cluster", "cluster-a", "Ready Nodes:")],
+    [
+        ("pod", "solo-w-0", "Node:       n"),
+        ("podgroup", "solo", "Phase:"),
+        ("cluster", "cluster-a", "Ready Nodes:"),
+        ("priorityclass", "high", "Value:"),
+    ],
 )
 def test_pods_podgroups_and_clusters_are_described(
     describe: Callable[..., str], kind: str, name: str, shows: str
