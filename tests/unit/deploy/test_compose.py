@@ -8,7 +8,9 @@ import importlib
 import importlib.util
 import json
 import re
+import shutil
 import stat
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -502,6 +504,38 @@ def test_panels_follow_the_cluster_and_queue_variables():
                 if "queue_name" in carried:
                     assert 'queue_name=~"$queue"' in selector, (panel["title"], name)
     assert checked >= 8
+
+
+PROMETHEUS_DIR = REPO / "deploy" / "prometheus"
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """Prometheus' own checker (Debian's ``prometheus`` package installs it)."""
+    if shutil.which("promtool") is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus); the rules are not checked")
+    return subprocess.run(["promtool", *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("check", "config", "prometheus.yml"), ("check", "rules", "alerts.yml"), ("test", "rules", "alerts.test.yml")],
+    ids=["config", "rules", "each alert fires when it should"],
+)
+def test_promtool_finds_the_config_and_alerting_rules_sound(args: tuple[str, ...]) -> None:
+    checked = promtool(*args)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_alert_is_on_a_metric_the_code_exports_and_compose_loads_the_rules() -> None:
+    rules = yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"][0]["rules"]
+    exported = exported_metrics()
+    named = {n for rule in rules for n in re.findall(r"\b((?:hyperjob|volcano)_[a-z_]+)", rule["expr"])}
+    assert {rule["alert"] for rule in rules} >= {"HyperJobWaitingTooLong", "DeadLettersGrowing", "ClusterLost"}
+    assert named and all(n in exported or re.sub(r"_(bucket|total|sum)$", "", n) in exported for n in named)
+    assert PROMETHEUS["rule_files"] == ["alerts.yml"]
+    assert (
+        "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in COMPOSE["services"]["prometheus"]["volumes"]
+    )
 
 
 def test_the_dashboard_json_is_what_its_script_writes():
