@@ -7,10 +7,59 @@ exported by the code).
 """
 
 import json
+import re
 from pathlib import Path
 
 OUT = Path(__file__).parent / "dashboards" / "hyperjob.json"
 panels = []
+# Every panel reads the data source the $datasource variable names (the provisioned one by default).
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+# Metrics whose series carry a `cluster` label (every series of a per-cluster service, the fleet's
+# per-cluster families): their panels follow the $cluster variable. Global services' series have
+# none, and `=~".*"` (All) keeps them.
+CLUSTER_SCOPED = re.compile(
+    r"\b((?:volcano_(?!queue_capacity|queue_pod_group)|hyperjob_(?:cluster|node|bus|round|child_job|gang))[a-z_]*)(\{)?"
+)
+# Metrics with Volcano's `queue_name` label: their panels follow the $queue variable.
+QUEUE_SCOPED = re.compile(r"\b(volcano_queue_[a-z_]*)(\{)?")
+
+
+def scoped(expr: str) -> str:
+    """``expr`` with the dashboard's variables as label matchers on the metrics that carry them."""
+    for pattern, matcher in ((CLUSTER_SCOPED, 'cluster=~"$cluster"'), (QUEUE_SCOPED, 'queue_name=~"$queue"')):
+        expr = pattern.sub(lambda m, matcher=matcher: f"{m[1]}{{{matcher}" + ("," if m[2] else "}"), expr)
+    return expr
+
+
+def variable(name, label, query):
+    """A multi-value query variable over the $datasource, All (any value, or none) by default."""
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DATASOURCE,
+        "definition": query,
+        "query": {"query": query, "refId": name},
+        "refresh": 2,
+        "multi": True,
+        "includeAll": True,
+        "allValue": ".*",
+        "current": {"text": "All", "value": "$__all"},
+        "sort": 1,
+    }
+
+
+TEMPLATING = [
+    {
+        "name": "datasource",
+        "label": "Data source",
+        "type": "datasource",
+        "query": "prometheus",
+        "current": {"text": "Prometheus", "value": "prometheus"},
+    },
+    variable("cluster", "Cluster", "label_values(hyperjob_cluster_nodes, cluster)"),
+    variable("queue", "Queue", "label_values(volcano_queue_allocated_milli_cpu, queue_name)"),
+]
 
 
 def panel(title, exprs, x, y, w=12, h=8, kind="timeseries", unit=None, stack=False, desc=""):
@@ -19,14 +68,14 @@ def panel(title, exprs, x, y, w=12, h=8, kind="timeseries", unit=None, stack=Fal
         "type": kind,
         "title": title,
         "description": desc,
-        "datasource": {"type": "prometheus", "uid": "prometheus"},
+        "datasource": DATASOURCE,
         "gridPos": {"x": x, "y": y, "w": w, "h": h},
         "targets": [
             {
                 "refId": chr(65 + i),
-                "expr": e,
+                "expr": scoped(e),
                 "legendFormat": legend,
-                "datasource": {"type": "prometheus", "uid": "prometheus"},
+                "datasource": DATASOURCE,
             }
             for i, (e, legend) in enumerate(exprs)
         ],
@@ -254,7 +303,7 @@ dash = {
     "time": {"from": "now-1h", "to": "now"},
     "editable": False,
     "panels": panels,
-    "templating": {"list": []},
+    "templating": {"list": TEMPLATING},
     "annotations": {"list": []},
     "description": "HyperJobs by phase and why they wait, submit→Running latency, queue usage per cluster and fleet-wide, scheduling throughput, bus health and GPU health (docker-compose.yml; metrics from every service's /metrics and the dashboard's fleet /metrics)",
 }

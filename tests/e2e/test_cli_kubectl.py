@@ -170,7 +170,10 @@ def test_a_hyperjob_of_the_same_name_in_two_namespaces_is_two_hyperjobs(cli: Cli
                 lambda t=team: cli.json("get", "hyperjobs", "ns-twin", "-n", t)["phase"] == "Running",
             )
             children = [
-                c["name"] for c in yaml.safe_load(cli.run("describe", "hj", "ns-twin", "-n", team).stdout)["children"]
+                c["name"]
+                for c in yaml.safe_load(cli.run("describe", "hj", "ns-twin", "-n", team, "-o", "yaml").stdout)[
+                    "children"
+                ]
             ]
             assert children and all(c.startswith(f"{team}-ns-twin-") for c in children), children
         missing = cli.run("describe", "hj", "ns-twin", "-n", "team-c", check=False)

@@ -116,7 +116,7 @@ def test_get_events_and_describe_tell_the_hyperjobs_story(ran: Cli) -> None:
     assert ("Dispatched", f"job/{NAME}-job-0") in reasons
     assert ("Scheduled", f"job/{NAME}-job-1") in reasons
     described = ran.run("describe", "hyperjob", NAME).stdout
-    assert "events:" in described and "Admitted" in described
+    assert "\nEvents:\n" in described and "Admitted" in described
     assert "Submitted" in ran.run("describe", "queue", "global-ai").stdout
     listed = json.loads(ran.run("get", "events", "-o", "json").stdout)["items"]
     assert any(e["object"] == f"hyperjob/{NAME}" and e["reason"] == "Completed" for e in listed)

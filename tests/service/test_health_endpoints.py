@@ -106,3 +106,39 @@ async def test_metrics_are_prometheus_text_and_unknown_paths_are_refused(service
     gauges = await sh.until(gauged, what="the dead-letter gauge", timeout=30, interval=0.2)
     assert 'hyperjob_bus_dead_letters{durable="status-aggregator"} 0.0' in gauges
     assert fetch(f"{service}/nothing")[0] == 404
+
+
+async def test_a_per_cluster_service_labels_every_series_with_its_cluster(
+    nats_url: str, redis: RedisServer, tmp_path: Path
+) -> None:
+    """A cluster-scheduler's /metrics, as any scraper reads it: its cluster is on every series
+    (Volcano's, the bus's, the process's), not added by one Prometheus' relabelling."""
+    alive = tmp_path / "cluster-scheduler.alive"
+    env = {
+        **os.environ,
+        "NATS_URL": nats_url,
+        "REDIS_URL": redis.url,
+        "METRICS_PORT": "0",
+        "HYPERJOB_LIVENESS_FILE": str(alive),
+        "CLUSTER_SCHEDULER_CLUSTER": "cluster-q",
+    }
+    log = open(tmp_path / "service.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hyperjob.services.cluster_scheduler"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        record = await sh.until(
+            lambda: alive.exists() and json.loads(alive.read_text() or "{}"),
+            what="the liveness file",
+            timeout=30,
+            interval=0.1,
+        )
+        status, text = fetch(f"{record['metrics']}/metrics")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+    assert status == 200 and isinstance(text, str)
+    series = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert any(line.startswith("volcano_e2e_scheduling_latency_milliseconds_count") for line in series)
+    assert [line for line in series if 'cluster="cluster-q"' not in line] == []

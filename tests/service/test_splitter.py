@@ -578,7 +578,7 @@ async def test_resume_of_an_aborted_hyperjob_and_commands_on_a_finished_one_are_
     assert (await answer(probe, abort)).outcome == "commanded"  # type: ignore[union-attr]
     await phases(bus, probe, place, "Aborted")
     commands_before = len(await probe.messages(subjects.command_child("c1")))
-    for action, phase in (("resume", "Failed"), ("restart", "Failed"), ("suspend", "Failed")):
+    for action, phase in (("resume", "Aborted"), ("restart", "Aborted"), ("suspend", "Aborted")):
         msg = await send(
             bus, probe, subjects.HYPERJOB_COMMAND, sh.message(events.CommandHyperJob, name=HJ, action=action)
         )

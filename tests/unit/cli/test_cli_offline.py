@@ -85,12 +85,12 @@ def test_one_invalid_object_means_nothing_is_sent_and_each_error_names_object_an
     assert "Traceback" not in result.stderr
 
 
-def test_the_same_object_twice_in_one_apply_is_an_error(tmp_path: Path, home: Path) -> None:
+def test_the_same_object_defined_differently_twice_in_one_apply_is_an_error(tmp_path: Path, home: Path) -> None:
     (tmp_path / "a.yaml").write_text(job("twice"))
-    (tmp_path / "b.yaml").write_text(job("twice"))
+    (tmp_path / "b.yaml").write_text(job("twice").replace("replicas: 1", "replicas: 2"))
     result = CliRunner().invoke(main, ["apply", "-f", str(tmp_path / "a.yaml"), "-f", str(tmp_path / "b.yaml")])
     assert result.exit_code == 1
-    assert "job/twice is also defined in" in result.output
+    assert "job/twice is also defined, differently, in" in result.output
 
 
 def test_a_missing_file_is_one_line(home: Path) -> None:

@@ -8,7 +8,9 @@ import importlib
 import importlib.util
 import json
 import re
+import shutil
 import stat
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -417,8 +419,10 @@ def test_grafana_is_provisioned_with_prometheus_and_the_dashboard():
     assert urlsplit(prometheus["url"]).hostname == "prometheus"
     assert urlsplit(prometheus["url"]).port == int(COMPOSE["services"]["prometheus"]["ports"][0].rsplit(":", 1)[1])
     uids = {d["uid"] for d in sources["datasources"]}
+    variables = {v["name"]: v for v in DASHBOARD_JSON["templating"]["list"]}
+    assert variables["datasource"]["query"] == "prometheus" and variables["datasource"]["current"]["value"] in uids
     for panel in DASHBOARD_JSON["panels"]:
-        assert panel.get("datasource", {"uid": "prometheus"})["uid"] in uids
+        assert panel.get("datasource", {"uid": "prometheus"})["uid"] in (uids | {"${datasource}"})
 
 
 def test_the_dashboard_shows_what_the_issue_asks_for():
@@ -427,7 +431,7 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
         assert wanted in titles or wanted == "bus" and "messages handled" in titles, wanted
 
 
-def exported_metrics() -> set[str]:
+def exported_families() -> list[Any]:
     """Every metric family the code exports: the services' registry (bus, process, HyperJobs) and
     the dashboard's fleet families (built from one queue, cluster and node)."""
     importlib.import_module("hyperjob.services.status_aggregator.metrics")
@@ -450,7 +454,11 @@ def exported_metrics() -> set[str]:
         "lastReportAge": 1.0,
     }
     node = {"name": "n", "cluster": "c", "ready": True, "gpuHealthy": True, "fabricHealthy": True}
-    families = [*registry.collect(), *fleet.queue_families([queue]), *fleet.cluster_families([cluster], [node])]
+    return [*registry.collect(), *fleet.queue_families([queue]), *fleet.cluster_families([cluster], [node])]
+
+
+def exported_metrics() -> set[str]:
+    families = exported_families()
     return {f.name for f in families} | {sample.name for f in families for sample in f.samples}
 
 
@@ -467,6 +475,74 @@ def test_every_metric_the_dashboard_plots_is_exported_by_the_code():
     for name in plotted:
         family = re.sub(r"_(bucket|total|sum)$", "", name)
         assert name in exported or family in exported, f"{name} is exported nowhere"
+
+
+# Metrics of per-cluster services (cluster-scheduler, job-controller, node-agent): every series
+# they expose carries the service's cluster (servicekit.metrics.label_every_series).
+PER_CLUSTER = ("hyperjob_round_duration_seconds_bucket", "hyperjob_bus_messages_handled_total")
+
+
+def exported_labels() -> dict[str, set[str]]:
+    """Each exported sample name and family name → the labels its series carry."""
+    families = exported_families()
+    labels: dict[str, set[str]] = {}
+    for family in families:
+        for sample in family.samples:
+            for name in (family.name, sample.name):
+                labels.setdefault(name, set()).update(sample.labels)
+    return labels
+
+
+def test_panels_follow_the_cluster_and_queue_variables():
+    """Grafana's $cluster and $queue (and $datasource) variables narrow every panel whose metric
+    carries the label: a metric of a `cluster` label not filtered would show every cluster."""
+    assert {v["name"] for v in DASHBOARD_JSON["templating"]["list"]} >= {"datasource", "cluster", "queue"}
+    labels = exported_labels()
+    for name in PER_CLUSTER:
+        labels.setdefault(name, set()).add("cluster")
+    checked = 0
+    for panel in DASHBOARD_JSON["panels"]:
+        for target in panel.get("targets", []):
+            for name, selector in re.findall(r"\b((?:hyperjob|volcano)_[a-z_]+)(\{[^}]*\})?", target["expr"]):
+                carried = labels.get(name, set())
+                if "cluster" in carried:
+                    assert 'cluster=~"$cluster"' in selector, (panel["title"], name)
+                    checked += 1
+                if "queue_name" in carried:
+                    assert 'queue_name=~"$queue"' in selector, (panel["title"], name)
+    assert checked >= 8
+
+
+PROMETHEUS_DIR = REPO / "deploy" / "prometheus"
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """Prometheus' own checker (Debian's ``prometheus`` package installs it)."""
+    if shutil.which("promtool") is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus); the rules are not checked")
+    return subprocess.run(["promtool", *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("check", "config", "prometheus.yml"), ("check", "rules", "alerts.yml"), ("test", "rules", "alerts.test.yml")],
+    ids=["config", "rules", "each alert fires when it should"],
+)
+def test_promtool_finds_the_config_and_alerting_rules_sound(args: tuple[str, ...]) -> None:
+    checked = promtool(*args)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_alert_is_on_a_metric_the_code_exports_and_compose_loads_the_rules() -> None:
+    rules = yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"][0]["rules"]
+    exported = exported_metrics()
+    named = {n for rule in rules for n in re.findall(r"\b((?:hyperjob|volcano)_[a-z_]+)", rule["expr"])}
+    assert {rule["alert"] for rule in rules} >= {"HyperJobWaitingTooLong", "DeadLettersGrowing", "ClusterLost"}
+    assert named and all(n in exported or re.sub(r"_(bucket|total|sum)$", "", n) in exported for n in named)
+    assert PROMETHEUS["rule_files"] == ["alerts.yml"]
+    assert (
+        "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in COMPOSE["services"]["prometheus"]["volumes"]
+    )
 
 
 def test_the_dashboard_json_is_what_its_script_writes():

@@ -83,13 +83,11 @@ def test_lost_cluster_child_moves_after_thirty_seconds() -> None:
     assert {(p["node"], p["restarts"]) for p in moved_pods} == {("c", 1)}
 
 
-def test_abort_fails_the_hyperjob_once_every_child_is_terminal() -> None:
+def test_abort_leaves_the_hyperjob_aborted_once_every_child_is() -> None:
     result = run("  - {at: 10s, command: {kind: HyperJob, name: hj, action: abort}}\n")
     assert {p for p, _ in jobs(result).values()} == {"Aborted"}
-    assert hyperjob(result)["phase"] == "Failed"
-    assert hyperjob(result)["conditions"] == [
-        {"type": "Failed", "status": "True", "reason": "SomeChildVCJobsUnsuccessful"}
-    ]
+    assert hyperjob(result)["phase"] == "Aborted"
+    assert hyperjob(result)["conditions"] == [{"type": "Failed", "status": "True", "reason": "ChildVCJobsAborted"}]
     assert result["pods"] == []
 
 

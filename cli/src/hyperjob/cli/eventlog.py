@@ -3,8 +3,11 @@ system's own event log: the messages the services exchanged, kept on the JetStre
 
 Each message of interest becomes one or more events on the objects it concerns (``HyperJob``,
 ``Job``, ``PodGroup``, ``Queue``, ``Node``): a type (``Normal`` or ``Warning``), a short CamelCase
-reason, a message, and when. As Kubernetes does, repeats of the same (object, type, reason,
-message) fold into one event with a count and first/last times. Nothing here writes: the log is
+reason, a message, and when. An event belongs to its object's namespace (ADR 0009): a HyperJob's
+from its key, a Job's (and its podgroup's) from the manifest it was dispatched with or its
+HyperJob, or else from what the store knows; cluster-scoped objects' are listed in ``default``.
+As Kubernetes does, repeats of the same (object, type, reason, message) fold into one event with
+a count and first/last times. Nothing here writes: the log is
 what the services already publish (``events.subjects.STREAMS`` keep 7 days), so the Events show
 what the system did, in its own words, without a tracing backend.
 
@@ -14,12 +17,12 @@ what the system did, in its own words, without a tracing backend.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 import msgspec
 
-from hyperjob import events
+from hyperjob import api, events
 from hyperjob.api.quantity import format_quantity
 from hyperjob.bus.protocol import Bus
 from hyperjob.services.status_aggregator.domain import waiting_reason_code
@@ -73,6 +76,10 @@ class Stored(Protocol):
 
 
 class Event(msgspec.Struct, kw_only=True):
+    """One Event, core v1 Event's fields under our names (ADR 0009). ``name`` is the object's own
+    name; ``namespace`` its namespace ("" for a cluster-scoped kind); ``hyperjob`` the key
+    (``api.object_key``) of the HyperJob it belongs to."""
+
     kind: str
     name: str
     type: str
@@ -83,10 +90,17 @@ class Event(msgspec.Struct, kw_only=True):
     count: int = 1
     cluster: str = ""
     hyperjob: str = ""  # the HyperJob the object belongs to (its child jobs' events show on it)
+    namespace: str = ""
 
     @property
     def object(self) -> str:
         return f"{self.kind.lower()}/{self.name}"
+
+    @property
+    def listed_in(self) -> str:
+        """The namespace the Event is listed in: its object's, ``default`` for a cluster-scoped
+        object (as Kubernetes records a Node's)."""
+        return self.namespace or api.DEFAULT_NAMESPACE
 
 
 def _event(
@@ -122,6 +136,19 @@ class _Fold:
         self.queues: dict[str, str] = {}
         self.owners: dict[str, str] = {}  # child job → its HyperJob
         self.waiting: dict[str, str] = {}  # HyperJob → the waiting reason its last status gave
+        self.plain: set[str] = set()  # owners that are plain Jobs, not HyperJobs
+        self.namespaces: dict[str, str] = {}  # job → its namespace, where a message said it
+
+    def owner_kind(self, name: str) -> str:
+        return "Job" if name in self.plain else "HyperJob"
+
+    def place(self, event: Event, known: Mapping[str, str]) -> None:
+        """Put ``event`` in its object's namespace, its name the object's own (a HyperJob is
+        named by its key in messages); ``known``: job → namespace, for jobs no message placed."""
+        if event.kind == "HyperJob":
+            event.namespace, event.name = api.split_key(event.name)
+        elif event.kind in ("Job", "PodGroup"):
+            event.namespace = self.namespaces.get(event.name) or known.get(event.name) or api.DEFAULT_NAMESPACE
 
     def of(self, message: events.Message, at: float) -> Iterator[Event]:
         handler = getattr(self, f"_{type(message).__name__}", None)
@@ -153,18 +180,22 @@ class _Fold:
         yield _event("HyperJob", m.name, "Deleted", "deleted, with every child on every cluster", at, hyperjob=m.name)
 
     def _OwnerSubmitted(self, m: events.OwnerSubmitted, at: float) -> Iterator[Event]:
-        kind = "Job" if m.plain else "HyperJob"
+        if m.plain:
+            self.plain.add(m.name)
+        kind = self.owner_kind(m.name)
         self.queues[m.name] = m.queue
         asks = ", ".join(f"{k}={format_quantity(k, v)}" for k, v in sorted(m.request.items()))
         yield _event(kind, m.name, "Submitted", f"asks queue {m.queue} for {asks}", at, hyperjob=m.name)
         yield _event("Queue", m.queue, "Submitted", f"{kind.lower()}/{m.name} asks for {asks}", at)
 
     def _OwnerAdmitted(self, m: events.OwnerAdmitted, at: float) -> Iterator[Event]:
-        yield _event("HyperJob", m.name, "Admitted", f"admitted by queue {m.queue}", at, hyperjob=m.name)
+        kind = self.owner_kind(m.name)
+        yield _event(kind, m.name, "Admitted", f"admitted by queue {m.queue}", at, hyperjob=m.name)
         yield _event("Queue", m.queue, "Admitted", f"{m.name} admitted", at)
 
     def _OwnerLifecycle(self, m: events.OwnerLifecycle, at: float) -> Iterator[Event]:
-        yield _event("HyperJob", m.name, m.lifecycle, f"lifecycle {m.lifecycle}", at, hyperjob=m.name)
+        kind = self.owner_kind(m.name)
+        yield _event(kind, m.name, m.lifecycle, f"lifecycle {m.lifecycle}", at, hyperjob=m.name)
 
     def _ChildPlacementWaiting(self, m: events.ChildPlacementWaiting, at: float) -> Iterator[Event]:
         code = waiting_reason_code(m.reason)
@@ -184,6 +215,9 @@ class _Fold:
     def _DispatchChild(self, m: events.DispatchChild, at: float) -> Iterator[Event]:
         if m.hyperjob:
             self.owners[m.child] = m.hyperjob
+        metadata = m.job.get("metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("namespace"), str):
+            self.namespaces[m.child] = metadata["namespace"]
         text = f"dispatched to cluster {m.cluster}" + (f" (gang attempt {m.gang_attempt})" if m.gang else "")
         yield _event("Job", m.child, "Dispatched", text, at, cluster=m.cluster, hyperjob=m.hyperjob)
 
@@ -236,6 +270,7 @@ class _Fold:
             return
         if m.hyperjob:
             self.owners[m.job] = m.hyperjob
+            self.namespaces.setdefault(m.job, api.split_key(m.hyperjob)[0])
         change = f"{m.old} → {m.new}" if m.old else m.new
         text = f"phase {change} on cluster {m.cluster}" + (f": {m.reason}" if m.reason else "")
         yield _event("Job", m.job, m.new, text, at, m.new in WARNING_PHASES, cluster=m.cluster, hyperjob=m.hyperjob)
@@ -267,9 +302,10 @@ def _nodes(pods: list[events.PodRef]) -> str:
     return f"nodes {shown}" if nodes else "no node"
 
 
-def derive(messages: Iterable[tuple[events.Message, float]]) -> list[Event]:
+def derive(messages: Iterable[tuple[events.Message, float]], known: Mapping[str, str] | None = None) -> list[Event]:
     """The events of ``messages`` (each with the time it was stored, in stream order), repeats
-    folded into one with a count, oldest first by last occurrence."""
+    folded into one with a count, oldest first by last occurrence, each in its object's namespace
+    (``known``: job → namespace for the jobs no message places, from the store)."""
     fold = _Fold()
     folded: dict[tuple[str, str, str, str, str], Event] = {}
     for message, at in sorted(messages, key=lambda pair: pair[1]):
@@ -281,23 +317,27 @@ def derive(messages: Iterable[tuple[events.Message, float]]) -> list[Event]:
             else:
                 seen.count += 1
                 seen.last = max(seen.last, event.last)
-    return sorted(folded.values(), key=lambda e: (e.last, e.kind, e.name))
+    for event in folded.values():
+        fold.place(event, known or {})
+    return sorted(folded.values(), key=lambda e: (e.last, e.kind, e.namespace, e.name))
 
 
-def about(found: list[Event], target: str | None) -> list[Event]:
-    """The events of ``target`` (``KIND/NAME``, or a bare NAME of any kind): for a HyperJob, its
-    child jobs' and podgroups' too; for a Job, its podgroup's (named after it, as Volcano does)."""
+def about(found: list[Event], target: str | None, namespace: str | None = None) -> list[Event]:
+    """The events listed in ``namespace`` (None: every namespace) of ``target`` (``KIND/NAME``,
+    a bare NAME of any kind, None: every object): for a HyperJob, its child jobs' and podgroups'
+    too; for a Job, its podgroup's (named after it, as Volcano does)."""
+    listed = [e for e in found if namespace is None or e.listed_in == namespace]
     if not target:
-        return found
+        return listed
     kind_text, _, name = target.rpartition("/")
     kind = KINDS.get(kind_text.lower(), kind_text) if kind_text else ""
     if kind_text and kind not in KINDS.values():
         raise ValueError(f"events are kept for {', '.join(sorted(set(KINDS.values())))}, not {kind_text!r}")
     return [
         e
-        for e in found
+        for e in listed
         if (e.name == name and (kind in ("", e.kind) or (kind, e.kind) == ("Job", "PodGroup")))
-        or (kind == "HyperJob" and e.hyperjob == name and e.kind != "Queue")
+        or (kind == "HyperJob" and e.kind != "Queue" and api.split_key(e.hyperjob) == (e.listed_in, name))
     ]
 
 
@@ -315,20 +355,22 @@ def decode(data: bytes) -> events.Message | None:
     return message
 
 
-async def load(bus: Bus) -> list[Event]:
-    """Every event the log holds."""
+async def load(bus: Bus, known: Mapping[str, str] | None = None) -> list[Event]:
+    """Every event the log holds (``known``: job → namespace, as ``derive`` takes it)."""
     stored: list[tuple[Stored, float]] = []
     for subject in SUBJECTS:
         stored += await bus.stored(subject)
-    return derive(decoded(stored))
+    return derive(decoded(stored), known)
 
 
 def item(event: Event, now: float) -> dict[str, object]:
     """One event as ``get events`` lists it (``name`` is unique: ``-w`` prints it again when its
     count or last time changes)."""
-    digest = hashlib.sha1(f"{event.kind}/{event.name}/{event.reason}/{event.message}".encode()).hexdigest()[:10]
+    what = f"{event.namespace}/{event.kind}/{event.name}/{event.reason}/{event.message}"
+    digest = hashlib.sha1(what.encode()).hexdigest()[:10]
     return {
         "name": f"{event.name}.{digest}",
+        "namespace": event.listed_in,
         "type": event.type,
         "reason": event.reason,
         "object": event.object,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import click
@@ -21,7 +22,8 @@ from hyperjob import api, events, records, telemetry
 from hyperjob.client import Answer
 from hyperjob.events.manifest import HyperJobAction
 
-from . import journey, jsonpath_template, manifests, preflight, views, workloads
+from . import describe as describe_text
+from . import fleet_state, journey, jsonpath_template, manifests, preflight, views, workloads
 from .admin import admin
 from .agent import agent, logs
 from .bench_live import bench_live
@@ -137,23 +139,33 @@ def with_client(work: Callable[[Client], Awaitable[R]]) -> R:
     "--dashboard-port", type=int, default=8765, show_default=True, help="the web dashboard's port on 127.0.0.1 (0: any)"
 )
 @click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
-def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool) -> None:
+@click.option("--fresh", is_flag=True, help="start from empty state: forget what the last `up` here left")
+def up(
+    config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool, fresh: bool
+) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
-    stops it all. "ready" is printed (and -d returns) only once every cluster has registered."""
+    stops it all. "ready" is printed (and -d returns) only once every cluster has registered.
+
+    The state the last `up` in this HYPERJOB_HOME left (HyperJobs, jobs, queues) is kept unless
+    --fresh; nodes and clusters that --config no longer has are forgotten."""
     if detach:
         options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
-        _up_detached(config_path, wait_timeout, options)
+        _up_detached(config_path, wait_timeout, options + (["--fresh"] if fresh else []))
         return
     config = load_config(config_path)
     lock = HomeLock()
     try:
         lock.acquire()
+        if fresh:
+            fleet_state.purge_state()
         system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
         endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
         click.echo(
             f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
             f"{len(system.services)} service processes (logs in {home() / 'logs'})"
         )
+        if system.forgotten:
+            click.echo(f"forgot what the new fleet no longer has: {', '.join(system.forgotten)}")
         clusters = ", ".join(c.name for c in config.clusters)
         dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
         run_forever(
@@ -208,19 +220,28 @@ def _services_status() -> dict[str, object]:
 
 @main.command()
 @click.option("--timeout", type=float, default=60.0, show_default=True)
-def down(timeout: float) -> None:
-    """Stop the system `hyperjob up` runs in this HYPERJOB_HOME (services first, then the servers)."""
+@click.option("--purge", is_flag=True, help="also remove the state, so that the next `up` starts empty")
+def down(timeout: float, purge: bool) -> None:
+    """Stop the system `hyperjob up` runs in this HYPERJOB_HOME (services first, then the servers).
+
+    The state (HyperJobs, jobs, queues: NATS' and Redis' data in the home) is kept: the next `up`
+    goes on with it. --purge removes it (credentials, users and logs stay)."""
     pid = holder_pid()
     if pid is None:
         click.echo(f"no `hyperjob up` is running in {home()}", err=True)
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while holder_pid() is not None:
-        if time.monotonic() > deadline:
-            raise click.ClickException(f"`hyperjob up` (pid {pid}) did not stop within {timeout:g}s")
-        time.sleep(0.2)
-    click.echo(f"stopped (pid {pid})")
+    else:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while holder_pid() is not None:
+            if time.monotonic() > deadline:
+                raise click.ClickException(f"`hyperjob up` (pid {pid}) did not stop within {timeout:g}s")
+            time.sleep(0.2)
+        click.echo(f"stopped (pid {pid})")
+    if purge:
+        removed = fleet_state.purge_state()
+        click.echo(f"state removed from {home()}" if removed else f"no state in {home()}")
+    elif pid is not None:
+        click.echo(f"state kept in {home()} (`hyperjob down --purge` removes it)")
 
 
 @main.command()
@@ -358,17 +379,28 @@ def _load(filenames: tuple[str, ...], recursive: bool, namespace: str | None) ->
         ]
     except manifests.SourceError as exc:
         raise click.ClickException(str(exc)) from None
-    seen: dict[tuple[str, str, str], str] = {}
-    for obj in found:
-        key = (obj.kind, obj.namespace, obj.name)
-        if key in seen and not obj.error:
-            obj.error = f"$.metadata.name: {obj.ref} is also defined in {seen[key]}"
-        seen.setdefault(key, obj.source)
+    found = _once_each(found)
     if _report_invalid(found):
         sys.exit(1)
     if not found:
         raise click.ClickException(f"no objects passed to apply (in {', '.join(filenames)})")
     return found
+
+
+def _once_each(found: list[manifests.Object]) -> list[manifests.Object]:
+    """Each object once: the same object defined alike in two sources is applied once (as
+    kubectl would leave it, ``unchanged`` the second time); defined differently, it is an error."""
+    seen: dict[tuple[str, str, str], manifests.Object] = {}
+    kept = []
+    for obj in found:
+        key = (obj.kind, obj.namespace, obj.name)
+        first = seen.setdefault(key, obj)
+        if first is obj or obj.error:
+            kept.append(obj)
+        elif first.document != obj.document:
+            obj.error = f"$.metadata.name: {obj.ref} is also defined, differently, in {first.source}"
+            kept.append(obj)
+    return kept
 
 
 def _report_invalid(found: list[manifests.Object]) -> bool:
@@ -394,9 +426,11 @@ def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
 
 @main.command()
 @click.argument(
-    "kind", shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)]
+    "targets",
+    nargs=-1,
+    required=True,
+    shell_complete=lambda ctx, param, incomplete: [k for k in views.KINDS if k.startswith(incomplete)],
 )
-@click.argument("name", required=False)
 @click.option(
     "-o",
     "--output",
@@ -410,8 +444,7 @@ def _print_answer(answer: Answer, ignore_not_found: bool = False) -> bool:
 @click.option("-l", "--selector", default="", help="label selector: k=v, k!=v, k, !k (comma-separated)")
 @click.option("-w", "--watch", is_flag=True, help="after listing, print each object again whenever it changes")
 def get(
-    kind: str,
-    name: str | None,
+    targets: tuple[str, ...],
     output: str,
     no_headers: bool,
     namespace: str | None,
@@ -419,36 +452,146 @@ def get(
     selector: str,
     watch: bool,
 ) -> None:
-    """List objects of KIND (or one by NAME): hyperjobs, jobs, pods, podgroups, queues,
-    priorityclasses, cronjobs, jobflows, jobtemplates, hyperjobtemplates, clusters, nodes, services, events (of
-    KIND/NAME)."""
-    shown = views.kind(kind)
-    if shown is None:
-        raise click.UsageError(f'the server doesn\'t have a resource type "{kind}" (known: {", ".join(views.KINDS)})')
+    """List objects as kubectl does: KIND [NAME...], KIND,KIND... or KIND/NAME...; kinds:
+    hyperjobs, jobs, pods, podgroups, queues, priorityclasses, cronjobs, jobflows, jobtemplates,
+    hyperjobtemplates, clusters, nodes, services, events (of KIND/NAME)."""
+    wanted = _get_targets(targets)
     try:
         match = views.selector(selector)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
-    def chosen(items: list[views.View]) -> list[views.View]:
+    async def load(shown: views.Kind, name: str | None, client: Client | None) -> list[views.View]:
+        if shown.read_local:
+            items = shown.read_local(name)
+        else:
+            assert client is not None and shown.load is not None
+            items = await shown.load(client, name)
         if shown.namespaced and not all_namespaces:
             items = [i for i in items if i.get("namespace", "default") == (namespace or "default")]
         return [i for i in items if match(i.get("labels", {}))]
 
-    async def load(client: Client | None) -> list[views.View]:
-        if shown.read_local:
-            return chosen(shown.read_local(name))
-        assert client is not None and shown.load is not None
-        return chosen(await shown.load(client, name))
-
     if watch:
-        with_client(lambda client: _watch_kind(client, shown, load, output, no_headers, all_namespaces))
+        if len(wanted) != 1:
+            raise click.UsageError("-w watches one KIND [NAME]")
+        shown, name = wanted[0]
+        with_client(
+            lambda client: _watch_kind(client, shown, partial(load, shown, name), output, no_headers, all_namespaces)
+        )
         return
-    items = asyncio.run(load(None)) if shown.read_local else with_client(load)
-    if name and not items and shown.plural != "events":
-        where = f" in namespace {namespace or 'default'!r}" if shown.namespaced and not all_namespaces else ""
-        raise click.ClickException(f"{shown.singular} {name!r} not found{where}")
-    output_items(shown, items, output, single=bool(name), no_headers=no_headers, all_namespaces=all_namespaces)
+
+    async def load_all(client: Client | None) -> list[list[views.View]]:
+        return [await load(shown, name, client) for shown, name in wanted]
+
+    found = asyncio.run(load_all(None)) if all(s.read_local for s, _ in wanted) else with_client(load_all)
+    missing = _not_found(wanted, found, None if all_namespaces else namespace or api.DEFAULT_NAMESPACE)
+    if len(wanted) == 1:
+        if missing:
+            raise click.ClickException(missing[0])
+        output_items(
+            wanted[0][0],
+            found[0],
+            output,
+            single=bool(wanted[0][1]),
+            no_headers=no_headers,
+            all_namespaces=all_namespaces,
+        )
+        return
+    _output_kinds(_by_kind(wanted, found), output, no_headers, all_namespaces)
+    for problem in missing:
+        click.echo(f"Error from server (NotFound): {problem}", err=True)
+    if missing:
+        sys.exit(1)
+
+
+def _not_found(
+    wanted: list[tuple[views.Kind, str | None]], found: list[list[views.View]], namespace: str | None
+) -> list[str]:
+    """kubectl's NotFound for each named object that is not there (``namespace`` None: any)."""
+    where = f" in namespace {namespace!r}" if namespace else ""
+    return [
+        f"{shown.singular} {name!r} not found" + (where if shown.namespaced else "")
+        for (shown, name), items in zip(wanted, found, strict=True)
+        if name and not items and shown.plural != "events"
+    ]
+
+
+def _get_targets(targets: tuple[str, ...]) -> list[tuple[views.Kind, str | None]]:
+    """(kind, name or None) of each object ``get`` is asked for, read as kubectl reads them:
+    ``KIND[,KIND...] [NAME...]`` or ``KIND/NAME...`` (``events KIND/NAME``: the events of one object)."""
+    if "/" in targets[0]:
+        pairs = [target.partition("/") for target in targets]
+        for target, (kind, _, name) in zip(targets, pairs, strict=True):
+            if not kind or not name or "/" in name:
+                raise click.UsageError(f"{target!r}: give every object as KIND/NAME once the first is")
+        return [(_kind(kind), name) for kind, _, name in pairs]
+    kinds = [_kind(kind) for kind in targets[0].split(",")]
+    if any("/" in name for name in targets[1:]) and any(k.plural != "events" for k in kinds):
+        raise click.UsageError("arguments in KIND/NAME form may not have a KIND before them")
+    names: list[str | None] = [*targets[1:]] or [None]
+    return [(kind, name) for kind in kinds for name in names]
+
+
+def _kind(name: str) -> views.Kind:
+    shown = views.kind(name)
+    if shown is None:
+        raise click.UsageError(f'the server doesn\'t have a resource type "{name}" (known: {", ".join(views.KINDS)})')
+    return shown
+
+
+def _by_kind(
+    wanted: list[tuple[views.Kind, str | None]], found: list[list[views.View]]
+) -> list[tuple[views.Kind, list[views.View]]]:
+    """The objects found, one group per kind in the order asked (``get hj a b``: one group)."""
+    groups: dict[str, tuple[views.Kind, list[views.View]]] = {}
+    for (shown, _), items in zip(wanted, found, strict=True):
+        groups.setdefault(shown.plural, (shown, []))[1].extend(items)
+    return list(groups.values())
+
+
+def _output_kinds(
+    groups: list[tuple[views.Kind, list[views.View]]], output: str, no_headers: bool, all_namespaces: bool
+) -> None:
+    """Objects of several kinds: a table per kind, names as ``kind/name`` when kinds are mixed, a
+    blank line between tables (kubectl's); one List for json, yaml and jsonpath."""
+    if len(groups) == 1:
+        shown, items = groups[0]
+        output_items(shown, items, output, no_headers=no_headers, all_namespaces=all_namespaces)
+        return
+    if output in ("json", "yaml") or output.startswith("jsonpath="):
+        _print_data(_list([_object(shown, i) for shown, items in groups for i in items]), output)
+        return
+    if output == "name":
+        for shown, items in groups:
+            output_items(shown, items, output)
+        return
+    tables = []
+    for shown, items in groups:
+        header, table = _table(shown, items, output == "wide", all_namespaces)
+        if table and "NAME" in header:
+            column = header.index("NAME")
+            table = [[*row[:column], f"{shown.singular}/{row[column]}", *row[column + 1 :]] for row in table]
+        if table:
+            tables.append(views.table(header, table, no_headers))
+    if not tables:
+        click.echo("No resources found.", err=True)
+        return
+    click.echo("\n\n".join(tables))
+
+
+def _list(objects: list[views.View]) -> views.View:
+    return {"apiVersion": "v1", "kind": "List", "items": objects}
+
+
+def _print_data(data: views.View, output: str) -> None:
+    """One object or a List, as json, yaml or a jsonpath template."""
+    if output.startswith("jsonpath="):
+        try:
+            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), data))
+        except jsonpath_template.TemplateError as exc:
+            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
+    else:
+        click.echo(_serialized(data, output))
 
 
 def output_items(
@@ -462,21 +605,9 @@ def output_items(
     if output == "name":
         for item in items:
             click.echo(f"{shown.singular}/{item['name']}")
-    elif output.startswith("jsonpath="):
+    elif output.startswith("jsonpath=") or output in ("json", "yaml"):
         objects = [_object(shown, i) for i in items]
-        selected = (
-            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
-        )
-        try:
-            click.echo(jsonpath_template.render(output.removeprefix("jsonpath="), selected))
-        except jsonpath_template.TemplateError as exc:
-            raise click.UsageError(f"error parsing jsonpath: {exc}") from None
-    elif output in ("json", "yaml"):
-        objects = [_object(shown, i) for i in items]
-        data: views.View = (
-            objects[0] if single and len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
-        )
-        click.echo(_serialized(data, output))
+        _print_data(objects[0] if single and len(objects) == 1 else _list(objects), output)
     else:
         header, table = _table(shown, items, output == "wide", all_namespaces)
         if not table and not no_headers:
@@ -564,9 +695,13 @@ def _plain(item: views.View) -> views.View:
 @click.argument("kind", type=click.Choice([*views.DESCRIBABLE, *workloads.NAMES], case_sensitive=False))
 @click.argument("name")
 @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
-def describe(kind: str, name: str, namespace: str) -> None:
-    """Everything about one HyperJob (spec, status, children and where they run), Job (also an
-    MPIJob, PyTorchJob or TFJob), Queue, node, CronJob, JobFlow or JobTemplate, ending with its Events."""
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "yaml"]), default="text", show_default=True, help="yaml: for programs"
+)
+def describe(kind: str, name: str, namespace: str, output: str) -> None:
+    """Everything about one object, for people as kubectl prints it: a hyperjob (status, children
+    and where they run), job (also an MPIJob, PyTorchJob or TFJob), pod, podgroup, queue, cluster,
+    node, cronjob, jobflow or jobtemplate, ending with its Events."""
 
     async def work(client: Client) -> views.View | None:
         applied = workloads.kind_named(kind)
@@ -579,7 +714,10 @@ def describe(kind: str, name: str, namespace: str) -> None:
     described = with_client(work)
     if described is None:
         raise click.ClickException(f"{kind} {name!r} not found" + _where(namespace))
-    click.echo(yaml.safe_dump(described, sort_keys=False).rstrip())
+    if output == "yaml":
+        click.echo(yaml.safe_dump(described, sort_keys=False, allow_unicode=True).rstrip())
+    else:
+        click.echo(describe_text.render(described))
 
 
 @main.command("trace")
@@ -766,7 +904,7 @@ def _status_line(item: views.View) -> str:
 
 
 # Volcano's final phases: a command on a finished HyperJob would be answered but change nothing.
-FINISHED = ("Completed", "Failed", "Terminated")
+FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 
 
 def _hyperjob_command(action: HyperJobAction) -> click.Command:
@@ -795,6 +933,8 @@ def _command_refused(action: str, item: views.View) -> str:
         return "is being deleted"
     if action == "resume" and item["lifecycle"] != "Suspended":
         return f"is not suspended (phase {item['phase']}): nothing to resume"
+    if action == "suspend" and item["lifecycle"] == "Suspended":
+        return "is suspended already: nothing to suspend"
     return ""
 
 

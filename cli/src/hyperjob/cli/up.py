@@ -48,6 +48,7 @@ from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity,
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
+from . import fleet_state
 from .config import (
     ClusterConfig,
     Endpoints,
@@ -290,6 +291,7 @@ class System:
     auth: Auth | None = None  # the users of servers started here (None: given servers, used as they are)
     nats_state: ServerState = field(default_factory=lambda: ServerState())
     redis_state: ServerState = field(default_factory=lambda: ServerState())
+    forgotten: list[str] = field(default_factory=list)  # nodes and clusters of an earlier fleet
 
     def start(self, nats_url: str | None = None, redis_url: str | None = None) -> Endpoints:
         """Start the servers (unless their URLs are given) and every service. Servers of our own
@@ -312,6 +314,9 @@ class System:
         endpoints_file().write_bytes(msgspec.json.encode(self.endpoints))
         if self.auth is not None:
             asyncio.run(declare_streams(self.nats_url(OPERATOR), stream_replicas()))
+        if self.nats is not None:  # state of our own kept across `down`: the fleet may have changed
+            fleet = fleet_state.fleet_nodes(self.config)
+            self.forgotten = asyncio.run(fleet_state.forget_removed_nodes(self.nats_url(OPERATOR), fleet))
         for service in self._plan(data / "logs"):
             service.start()
             self.services.append(service)

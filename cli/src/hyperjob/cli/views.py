@@ -26,8 +26,9 @@ from hyperjob.jobcore import model as jm
 from . import eventlog
 from .client import Client, ClientError
 from .config import services_file
+from .describe import age
 
-TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed")
+TERMINAL_HYPERJOB_PHASES = ("Completed", "Failed", "Aborted")
 HYPERJOB_LABEL = "volcano.sh/hyperjob-name"
 # One object as `get` shows it: a JSON view built from stored documents (and a manifest as YAML
 # wrote it) for tables, -o json/yaml and jsonpath, so its values are whatever JSON holds.
@@ -183,9 +184,14 @@ async def jobs(client: Client, name: str | None) -> list[View]:
 
 def _unschedulable(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc | None) -> str:
     """A waiting job's podgroup Unschedulable message (of this incarnation of the job)."""
-    if podgroup is None or record.phase != "Pending" or podgroup.incarnation != f"{record.uid}/{record.version}":
+    if podgroup is None or record.phase != "Pending" or not _current(record, podgroup):
         return ""
     return podgroup.reason
+
+
+def _current(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc) -> bool:
+    """Whether the scheduler's word on a podgroup is about this incarnation of the job."""
+    return podgroup.incarnation == f"{record.uid}/{record.version}"
 
 
 async def _plain_jobs(client: Client, name: str | None) -> list[records.HyperJobDoc]:
@@ -306,15 +312,16 @@ async def podgroups(client: Client, name: str | None) -> list[View]:
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
             if name and record.name != name:
                 continue
-            phase = phases.get(record.name)
+            doc = phases.get(record.name)
+            phase = jobcore.shown_phase(record, doc.phase if doc else None, doc.incarnation if doc else None)
             items.append(
                 {
                     "name": record.name,
                     "namespace": record.namespace,
                     "labels": record.job.metadata.labels,
                     "cluster": cluster,
-                    "phase": phase.phase if phase else "Pending",
-                    "reason": phase.reason if phase else "",
+                    "phase": phase,
+                    "reason": doc.reason if doc and phase == doc.phase and _current(record, doc) else "",
                     "minMember": record.spec.min_available,
                     "queue": record.spec.queue,
                     "priorityClassName": record.spec.priority_class_name,
@@ -630,15 +637,23 @@ async def describe(client: Client, kind_name: str, name: str, namespace: str = a
     elif described.get("jobs"):
         listed = [j for j in await jobs(client, None) if j["name"] in described["jobs"]]
         described["runs"] = [{k: v for k, v in j.items() if k not in ("pods", "manifest")} for j in listed]
-    key = name if namespace == api.DEFAULT_NAMESPACE or "namespace" not in found[0] else f"{namespace}/{name}"
-    described["events"] = event_section(await eventlog.load(client.bus), f"{shown.singular}/{key}")
+    listed_in = namespace if "namespace" in found[0] else api.DEFAULT_NAMESPACE  # cluster-scoped: default
+    described["events"] = event_section(await load_events(client), f"{shown.singular}/{name}", listed_in)
     return described
 
 
-def event_section(found: list[eventlog.Event], target: str) -> list[View] | str:
+async def load_events(client: Client) -> list[eventlog.Event]:
+    """Every Event of the log, each in its object's namespace (a plain Job that was never
+    dispatched has its namespace from the store only)."""
+    plain = await _plain_jobs(client, None)
+    known = {doc.name: str(doc.manifest.get("metadata", {}).get("namespace") or api.DEFAULT_NAMESPACE) for doc in plain}
+    return await eventlog.load(client.bus, known)
+
+
+def event_section(found: list[eventlog.Event], target: str, namespace: str) -> list[View] | str:
     """``describe``'s Events, kubectl's columns (type, reason, age, object, message; ``<none>``)."""
     try:
-        mine = eventlog.about(found, target)
+        mine = eventlog.about(found, target, namespace)
     except ValueError:
         mine = []
     if not mine:
@@ -655,10 +670,11 @@ def event_section(found: list[eventlog.Event], target: str) -> list[View] | str:
     ]
 
 
-async def event_items(client: Client, target: str | None) -> list[View]:
-    """``get events [KIND/NAME]``: the events of the log, oldest first."""
+async def event_items(client: Client, target: str | None, namespace: str | None = None) -> list[View]:
+    """``get events [KIND/NAME]``: the events of the log listed in ``namespace`` (None: every
+    one), oldest first."""
     try:
-        found = eventlog.about(await eventlog.load(client.bus), target)
+        found = eventlog.about(await load_events(client), target, namespace)
     except ValueError as exc:
         raise ClientError(str(exc)) from None
     now = time.time()
@@ -804,8 +820,7 @@ def _resources(values: dict[str, float]) -> str:
 
 
 def _age(created: float) -> str:
-    seconds = max(0, int(time.time() - created))
-    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m" if seconds < 7200 else f"{seconds // 3600}h"
+    return age(time.time() - created)
 
 
 def services(name: str | None) -> list[View]:
@@ -897,7 +912,7 @@ KINDS = {
         Kind("clusters", "cluster", cluster_rows, clusters),
         Kind("nodes", "node", node_rows, nodes, aliases=("no",)),
         Kind("services", "service", service_rows, None, services, aliases=("svc",)),
-        Kind("events", "event", event_rows, event_items, aliases=("ev",)),
+        Kind("events", "event", event_rows, event_items, namespaced=True, aliases=("ev",)),
     )
 }
 
@@ -905,7 +920,11 @@ KINDS = {
 # The workflow-controller's kinds ``describe`` takes, by every name kubectl would accept.
 DESCRIBED = ("cronjob", "cronvcjob", "cronvj", "jobflow", "jf", "jobtemplate", "jt", "hyperjobtemplate", "hjt")
 # Every kind ``describe`` takes (each ends with its Events).
-DESCRIBABLE = ("hyperjob", "hj", "job", "vcjob", "vj", "queue", "q", "node", "no", *DESCRIBED)
+DESCRIBABLE = (
+    *("hyperjob", "hj", "job", "vcjob", "vj", "pod", "po", "podgroup", "pg", "queue", "q", "cluster", "node", "no"),
+    *("priorityclass", "pc"),
+    *DESCRIBED,
+)
 
 
 def kind(name: str) -> Kind | None:

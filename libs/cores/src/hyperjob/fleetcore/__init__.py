@@ -216,6 +216,7 @@ from .status import (
     Lifecycle,
     ReplicatedJobStatus,
     aggregate_status,
+    finished_phase,
     placement,
 )
 from .world import WORLD_PLUGINS, world_of
@@ -278,6 +279,7 @@ __all__ = [
     "Waiting",
     "admit",
     "aggregate_status",
+    "finished_phase",
     "apportion",
     "child_failed",
     "child_pods",

@@ -11,7 +11,7 @@ from hyperjob import api
 from hyperjob.events import PodCounts
 
 HyperJobPhase = Literal[
-    "Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed", "Terminating"
+    "Pending", "Admitted", "Running", "Suspended", "Restarting", "Completed", "Failed", "Aborted", "Terminating"
 ]
 Lifecycle = Literal["Active", "Suspended", "Resuming", "Restarting", "Terminating"]
 """What the HyperJob's owner (splitter / global-scheduler) is doing with it; fed by commands.
@@ -22,6 +22,15 @@ TERMINAL_CHILD_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated
 RUNNING_CHILD_PHASES = frozenset({"Running", "Completing", "Completed"})
 COMPLETED_REASON = "AllChildVCJobsCompleted"
 FAILED_REASON = "SomeChildVCJobsUnsuccessful"
+ABORTED_REASON = "ChildVCJobsAborted"  # the unsuccessful ones were all aborted (``abort``), none failed
+
+
+def finished_phase(phases: Sequence[str]) -> Literal["Completed", "Failed", "Aborted"]:
+    """The phase of a HyperJob whose children all ended in ``phases``: Completed when they all
+    completed, Aborted when the others were aborted (as its children are), else Failed."""
+    if all(p == "Completed" for p in phases):
+        return "Completed"
+    return "Aborted" if all(p in ("Completed", "Aborted") for p in phases) else "Failed"
 
 
 class ChildStatus(PodCounts, frozen=True):
@@ -142,10 +151,11 @@ def _conditions(children: Sequence[ChildStatus], lifecycle: Lifecycle, now: floa
             ),
         )
     bad = sorted(c.name for c in children if c.phase != "Completed")
+    aborted = finished_phase([c.phase for c in children]) == "Aborted"
     return (
         Condition(
             type="Failed",
-            reason=FAILED_REASON,
+            reason=ABORTED_REASON if aborted else FAILED_REASON,
             last_transition_time=now,
             message=f"unsuccessful child jobs: {', '.join(bad)}",
         ),
@@ -162,7 +172,9 @@ def _phase(
     if lifecycle == "Terminating":
         return "Terminating"
     if conditions:
-        return "Completed" if conditions[0].type == "Completed" else "Failed"
+        if conditions[0].type == "Completed":
+            return "Completed"
+        return "Aborted" if conditions[0].reason == ABORTED_REASON else "Failed"
     if lifecycle == "Suspended" or lifecycle == "Restarting":
         return lifecycle
     if hyperjob.spec.child_failure_policy == "FailHyperJob" and any(c.phase == "Failed" for c in children):

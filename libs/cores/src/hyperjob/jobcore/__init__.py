@@ -119,7 +119,7 @@ from .model import (
 )
 from .naming import PodPatch, parse_pod_name
 from .plugins import pod_environment, pod_patch, svc_data
-from .podgroup import derive_podgroup, minimum_pods
+from .podgroup import derive_podgroup, minimum_pods, shown_phase
 from .pods import SIM_DURATION, SIM_EXIT_CODE, build_pod, pod_request
 from .policy import Resolution, resolve
 from .sshkeys import deterministic_keygen, generate_rsa_keypair
@@ -190,6 +190,7 @@ __all__ = [
     "pod_patch",
     "pod_request",
     "resolve",
+    "shown_phase",
     "svc_data",
     "task_counts",
     "total_replicas",

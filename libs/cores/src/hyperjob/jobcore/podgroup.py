@@ -6,8 +6,14 @@ from decimal import Decimal
 
 from hyperjob import api
 
-from .model import JobRecord, PodGroupInfo
+from .model import JobRecord, Phase, PodGroupInfo
 from .pods import pod_request_exact
+
+# A job in these phases has ended or is ending: KillJob deleted its podgroup, and none comes back
+# unless the job is resumed (a new incarnation, with a new podgroup).
+ENDING_PHASES: frozenset[Phase] = frozenset(
+    {"Aborting", "Aborted", "Completing", "Completed", "Terminating", "Terminated", "Failed"}
+)
 
 
 def derive_podgroup(record: JobRecord) -> PodGroupInfo:
@@ -37,6 +43,22 @@ def derive_podgroup(record: JobRecord) -> PodGroupInfo:
         job_version=record.version,
         network_topology=spec.network_topology,
     )
+
+
+def shown_phase(record: JobRecord, scheduled: str | None, incarnation: str | None) -> str:
+    """The phase of a job's podgroup as ``get podgroups``, ``get queues`` and the queue metrics
+    show it; ``scheduled`` is the phase its cluster-scheduler last set, for ``incarnation``.
+
+    A finished (or finishing) job's podgroup is ``Completed``: its scheduler no longer looks at it
+    once KillJob deleted it, so the phase it last set (``Running``) is not true any more. A phase
+    set for an earlier incarnation (before a restart) says nothing of the current podgroup, which
+    is ``Pending`` until its scheduler sets one.
+    """
+    if record.phase in ENDING_PHASES:
+        return "Completed"
+    if scheduled is None or incarnation != f"{record.uid}/{record.version}":
+        return "Pending"
+    return scheduled
 
 
 def minimum_pods(record: JobRecord) -> list[tuple[api.TaskSpec, int]]:

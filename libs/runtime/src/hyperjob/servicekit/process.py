@@ -20,7 +20,7 @@ import structlog
 from hyperjob import telemetry
 from hyperjob.events.subjects import STREAMS
 
-from . import liveness
+from . import liveness, metrics
 from .config import SettingsError, instance_name, load_settings
 from .health import HealthServer, HealthSettings
 from .runtime import Runtime
@@ -109,6 +109,7 @@ async def _serve(
         loop.add_signal_handler(signum, stop.set)
     reporter: asyncio.Task[None] | None = None
     health = HealthServer(runtime, endpoints)  # /metrics, /healthz, /readyz (servicekit.health)
+    metrics.label_every_series(settings)  # a per-cluster service's series carry its cluster
     try:
         await build(settings, runtime)
         runtime.metrics_url = await health.start()

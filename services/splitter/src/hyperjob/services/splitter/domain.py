@@ -185,7 +185,7 @@ def plan(
 
 
 def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
-    jobs = fleetcore.child_jobs(hyperjob, split)
+    jobs = [_labelled_by_own_name(job, hyperjob.metadata) for job in fleetcore.child_jobs(hyperjob, split)]
     refs = [
         events.ChildRef(
             name=c.name,
@@ -211,6 +211,18 @@ def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
         for job in jobs
     ]
     return Planned(refs=refs, children=children, world_size=split.world_size, gang=gang_size(hyperjob, len(refs)))
+
+
+def _labelled_by_own_name(child: fleetcore.ChildJob, meta: api.ObjectMeta) -> fleetcore.ChildJob:
+    """The child with its HyperJob's own name in ``volcano.sh/hyperjob-name``, as a person
+    selects by it: the HyperJob is planned under its fleet name (``api.fleet_name``: ``team-a-x``
+    for ``team-a/x``), which names its children but is not its name."""
+    fleet_prefix = f"{meta.namespace}-" if meta.namespace not in ("", api.DEFAULT_NAMESPACE) else ""
+    own = meta.name.removeprefix(fleet_prefix)
+    job_meta = child.job.metadata
+    labels = {**job_meta.labels, fleetcore.HYPERJOB_NAME_LABEL: own}
+    job = msgspec.structs.replace(child.job, metadata=msgspec.structs.replace(job_meta, labels=labels))
+    return msgspec.structs.replace(child, job=job)
 
 
 def gang_size(hyperjob: api.HyperJob, children: int) -> int:
@@ -312,10 +324,12 @@ def command_refused(action: str, doc: records.HyperJobDoc) -> str:
     Jobs take none either), and only a suspended one can be resumed (an aborted one has ended)."""
     phases = [doc.child_phases.get(ref.name, "Pending") for ref in doc.children]
     if doc.lifecycle == "Active" and phases and all(p in fleetcore.TERMINAL_CHILD_PHASES for p in phases):
-        phase = "Completed" if all(p == "Completed" for p in phases) else "Failed"
+        phase = fleetcore.finished_phase(phases)
         return f"is {phase}: a finished HyperJob takes no {action} (delete it and apply it again)"
     if action == "resume" and doc.lifecycle != "Suspended":
         return f"is not suspended ({doc.lifecycle}): nothing to resume"
+    if action == "suspend" and doc.lifecycle == "Suspended":
+        return "is suspended already: nothing to suspend"
     return ""
 
 
