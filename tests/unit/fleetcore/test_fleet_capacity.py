@@ -59,3 +59,13 @@ def test_a_gang_that_does_not_fit_after_merging_still_says_why() -> None:
     cluster = placed(one_class(4), [ONE_GPU] * 24)
     assert isinstance(place_gang(cluster, [ONE_GPU] * 9), str)
     assert not isinstance(place_gang(cluster, [ONE_GPU] * 8), str)
+
+
+def test_a_vanishing_request_bounds_nothing_instead_of_overflowing() -> None:
+    """``cpu: 1e-320`` divides the free room to infinity (found by tests/fuzz): such a dimension
+    counts as no bound; the others still decide."""
+    from hyperjob.fleetcore.capacity import could_ever_host, max_replicas
+
+    tiny = PodShape(request={GPU: 1.0, "cpu": 1e-320, "pods": 1.0})
+    assert max_replicas(one_class(2), tiny) == 16
+    assert could_ever_host(one_class(2), tiny)

@@ -122,10 +122,18 @@ def _allocatable(node: NodeCapacity) -> ResourceList:
     return {"pods": DEFAULT_PODS_PER_NODE, **node.allocatable}
 
 
+_UNBOUNDED = 1 << 30  # pods "without limit": a request of nothing, or of a vanishing amount
+
+
 def _units(request: Mapping[str, float], free: Mapping[str, float]) -> int:
-    """How many pods of ``request`` fit in ``free`` (a missing dimension is zero)."""
-    counts = [math.floor((free.get(name, 0.0) + _EPS) / amount) for name, amount in request.items() if amount > 0]
-    return max(0, min(counts)) if counts else 1 << 30
+    """How many pods of ``request`` fit in ``free`` (a missing dimension is zero). A vanishing
+    amount (``cpu: 1e-320``) divides to infinity: it bounds nothing, as no amount would."""
+    counts = [
+        math.floor(min((free.get(name, 0.0) + _EPS) / amount, _UNBOUNDED))
+        for name, amount in request.items()
+        if amount > 0
+    ]
+    return max(0, min(counts)) if counts else _UNBOUNDED
 
 
 def _usable_nodes(cluster: ClusterCapacity, shape: PodShape) -> list[NodeCapacity]:
