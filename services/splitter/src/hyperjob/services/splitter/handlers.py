@@ -166,16 +166,17 @@ class Splitter:
         )
 
     def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
-        name = job.metadata.name
+        name, namespace = job.metadata.name, job.metadata.namespace
+        key = domain.owner_key("Job", namespace, name)
         kind = api.applied_kind(job.metadata.annotations, job.kind)  # the answer names the kind applied
         domain.check_job_references(job.spec, "$.spec", self.cfg())
-        existing = self._same_name_elsewhere(name, job.metadata.namespace)
+        existing = self._same_name_elsewhere(key, name, namespace)
         owner = next(
-            (d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}), ""
+            (d.name for d in self.hyperjobs.values() if not d.plain and key in {r.name for r in d.children}), ""
         )
         if owner:
             raise api.ManifestError(
-                "$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob {owner!r})"
+                "$.metadata.name", f"a job named {key!r} already exists (a child of HyperJob {owner!r})"
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
@@ -186,11 +187,11 @@ class Splitter:
                 "exists; a running Job's tasks cannot change (delete it first)",
             )
         doc = records.HyperJobDoc(
-            name=name,
+            name=key,
             manifest=api.encode(job),
             created=self.rt.now(),
             plain=True,
-            children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))],
+            children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
         )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
@@ -198,18 +199,19 @@ class Splitter:
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
         """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
         name = podgroup.metadata.name
+        key = domain.owner_key("PodGroup", podgroup.metadata.namespace, name)
         domain.check_podgroup_references(podgroup, self.cfg())
-        existing = self._same_name_elsewhere(name, podgroup.metadata.namespace)
+        existing = self._same_name_elsewhere(key, name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         doc = records.HyperJobDoc(
-            name=name,
+            name=key,
             manifest=api.encode(podgroup),
             created=self.rt.now(),
             plain=True,
-            children=[events.ChildRef(name=name)],
+            children=[events.ChildRef(name=key)],
         )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
@@ -243,16 +245,18 @@ class Splitter:
         reaction = self._submit(reaction, msg, doc)
         return self._split(reaction, msg, doc) if doc.admitted else reaction
 
-    def _same_name_elsewhere(self, name: str, namespace: str) -> records.HyperJobDoc | None:
-        """The owner kept under a plain Job's or PodGroup's name; one of another namespace is refused
-        (its clusters know it by its name alone)."""
-        existing = self.hyperjobs.get(name)
+    def _same_name_elsewhere(self, key: str, name: str, namespace: str) -> records.HyperJobDoc | None:
+        """The plain Job or PodGroup kept under the fleet name ``key`` (``domain.owner_key``). One
+        of another namespace goes by the same name on the clusters (``team-b-x`` in ``default``
+        and ``x`` in ``team-b``), so this one is refused (ADR 0010)."""
+        existing = self.hyperjobs.get(key)
         if existing is not None and domain.namespace_of(existing) != namespace:
             kind = existing.manifest.get("kind", "object")
             raise api.ManifestError(
                 "$.metadata.name",
-                f"{kind} {name!r} already exists in namespace {domain.namespace_of(existing)!r} "
-                "(a plain Job's or PodGroup's name is unique across namespaces; a HyperJob's is per namespace)",
+                f"{namespace}/{name} goes by {key!r} on the clusters, as {kind} {domain.applied_name(existing)!r} "
+                f"of namespace {domain.namespace_of(existing)!r} does (a plain Job's cluster name is "
+                "<namespace>-<name> outside default)",
             )
         return existing
 
