@@ -61,6 +61,15 @@ Cross-cluster gang (global-scheduler; the simulator)
 suspend/delete. Bind only once ``required`` (HyperJob minAvailable; default all) reservations
 hold; at the deadline every reservation is released and ``Retry(at)`` asks for a new plan.
 
+Coordinated preemption across clusters (``preemption``)
+-------------------------------------------------------
+``plan_preemption(Preemptor, clusters, [RunningJob], now) -> PreemptionPlan | str``: a gang that
+free room cannot hold, placed child by child on the room lower-priority work would give back by
+Volcano's rules (``victim_allowed``: priority, ``volcano.sh/preemptable``, reclaimable queues;
+never a job below its ``minAvailable``), victims destroying the least GPU-seconds; a plan only
+when every child is placed (all or nothing across clusters), else why not. ``explain()`` is the
+line for Events and the decision log.
+
 Failover, child failure, commands (global-scheduler / splitter; the simulator)
 ------------------------------------------------------------------------------
 ``failover(hj, plan, clusters, now, *, finished=(), working=None, may_move=...) -> (plan, [ChildMove |
@@ -203,6 +212,7 @@ from .model import (
     live_clusters,
 )
 from .placement import ROOM_RETRY, place_job
+from .preemption import Eviction, PreemptionPlan, Preemptor, RunningJob, RunningPod, plan_preemption, victim_allowed
 from .split import INADMISSIBLE, apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
 from .status import (
     COMPLETED_REASON,
@@ -221,6 +231,13 @@ from .status import (
 from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
+    "Eviction",
+    "PreemptionPlan",
+    "Preemptor",
+    "RunningJob",
+    "RunningPod",
+    "plan_preemption",
+    "victim_allowed",
     "INADMISSIBLE",
     "ROOM_RETRY",
     "CHILD_INDEX_ANNOTATION",
