@@ -135,7 +135,7 @@ async def jobs(client: Client, name: str | None) -> list[View]:
     """Every Volcano Job in every cluster, and plain Jobs accepted but not on a cluster yet."""
     items = []
     owners = await child_owners(client)
-    plain = {doc.name: doc for doc in await _plain_jobs(client, name)}
+    plain = {doc.name: doc for doc in await _plain_jobs(client, None)}  # every one: they rename records
     placed: set[str] = set()
     for cluster in await client.cluster_names():
         podgroups = await client.docs(records.pgphase_kind(cluster), records.PodGroupPhaseDoc)
@@ -180,7 +180,8 @@ async def jobs(client: Client, name: str | None) -> list[View]:
                     ],
                 }
             )
-    items += [_waiting_job(doc) for doc in plain.values() if doc.name not in placed]
+    waiting = [doc for doc in plain.values() if doc.name not in placed and (not name or _applied_name(doc) == name)]
+    items += [_waiting_job(doc) for doc in waiting]
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
 
 
