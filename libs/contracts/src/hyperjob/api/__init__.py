@@ -25,9 +25,12 @@ from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
+    ClusterAffinity,
     ClusterReplicas,
     HyperJob,
     HyperJobSpec,
+    LabelSelector,
+    LabelSelectorRequirement,
     ReplicatedJob,
     SplitPolicy,
     TemplatedHyperJob,
@@ -68,6 +71,9 @@ from .validation import (
 from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_world
 
 __all__ = [
+    "ClusterAffinity",
+    "LabelSelector",
+    "LabelSelectorRequirement",
     "CLUSTER_SCOPED_KINDS",
     "DEFAULT_NAMESPACE",
     "RawDocument",

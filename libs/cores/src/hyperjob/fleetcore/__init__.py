@@ -25,8 +25,10 @@ Splitting (splitter; the simulator)
   ``minAvailable`` = ceil(child replicas × template minAvailable / template replicas).
   ``maxDomains`` caps the clusters of one replicated job (the API reference's meaning).
   Eligible clusters: live, in ``clusterNames``, carrying the labels of the HyperJob annotation
-  ``hyperjob.io/cluster-selector: "k=v,k2=v2"``, with a node that matches the main task's node
-  selector / required affinity / taints (e.g. the GPU model) and is big enough for one pod.
+  ``hyperjob.io/cluster-selector: "k=v,k2=v2"`` (deprecated), allowed by the replicated job's
+  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``),
+  with a node that matches the main task's node selector / required affinity / taints (e.g. the
+  GPU model) and is big enough for one pod.
   ``Waiting.reason`` names the replicated job and which cluster lacks what.
 ``child_jobs(hyperjob, plan) -> list[ChildJob]``: full ``api.Job`` manifests with labels
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
@@ -213,7 +215,16 @@ from .model import (
 )
 from .placement import ROOM_RETRY, place_job
 from .preemption import Eviction, PreemptionPlan, Preemptor, RunningJob, RunningPod, plan_preemption, victim_allowed
-from .split import INADMISSIBLE, apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .split import (
+    INADMISSIBLE,
+    affinity_allows,
+    apportion,
+    child_name,
+    choose_cluster,
+    eligible_clusters,
+    main_shape,
+    plan_split,
+)
 from .status import (
     COMPLETED_REASON,
     FAILED_REASON,
@@ -231,6 +242,7 @@ from .status import (
 from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
+    "affinity_allows",
     "Eviction",
     "PreemptionPlan",
     "Preemptor",
