@@ -135,3 +135,34 @@ def test_two_children_on_one_cluster_take_distinct_pods_and_respect_min_availabl
     (eviction,) = plan.evictions
     assert len(eviction.pods) == len(set(eviction.pods)) == 8
     assert isinstance(plan_preemption(gang(4, 4, 1), clusters, [job], NOW), str)
+
+
+def test_pods_whose_node_is_not_known_give_their_room_back_where_it_is_taken() -> None:
+    """The global scheduler knows the cluster a job runs on, not the node: the room comes back on
+    a node that has that much taken (here the full one, not the empty one of another shape)."""
+    clusters = fleet(cluster("a", nodes=2, used_gpus=8))
+    job = running("lo-a", "a")
+    job = RunningJob(
+        **{
+            **{f: getattr(job, f) for f in job.__struct_fields__},
+            "pods": tuple(RunningPod(name=p.name, node="", request=p.request) for p in job.pods),
+        }
+    )
+    plan = plan_preemption(gang(8, 8), clusters, [job], NOW)
+    assert isinstance(plan, PreemptionPlan)
+    assert evicted(plan) == {("a", "lo-a"): 8}  # a-n1 is free; a-n0's 8 GPUs come back
+
+
+def test_a_child_pinned_to_a_cluster_is_placed_there_or_not_at_all() -> None:
+    pinned = Preemptor(
+        name="urgent",
+        queue="default",
+        priority=10,
+        children={"urgent-0": [PodShape(request=ONE_GPU)] * 8},
+        clusters={"urgent-0": ["a"]},
+    )
+    jobs = [running("lo-a", "a", since=0.0), running("lo-b", "b", since=900.0)]  # b would lose less
+    plan = plan_preemption(pinned, FULL, jobs, NOW)
+    assert isinstance(plan, PreemptionPlan) and plan.placements == {"urgent-0": "a"}
+    guarded = [running("lo-a", "a", min_available=8), running("lo-b", "b")]
+    assert isinstance(plan_preemption(pinned, FULL, guarded, NOW), str)

@@ -214,7 +214,16 @@ from .model import (
     live_clusters,
 )
 from .placement import ROOM_RETRY, place_job
-from .preemption import Eviction, PreemptionPlan, Preemptor, RunningJob, RunningPod, plan_preemption, victim_allowed
+from .preemption import (
+    Eviction,
+    PreemptionPlan,
+    Preemptor,
+    RunningJob,
+    RunningPod,
+    given_back,
+    plan_preemption,
+    victim_allowed,
+)
 from .split import (
     INADMISSIBLE,
     affinity_allows,
@@ -249,6 +258,7 @@ __all__ = [
     "RunningJob",
     "RunningPod",
     "plan_preemption",
+    "given_back",
     "victim_allowed",
     "INADMISSIBLE",
     "ROOM_RETRY",

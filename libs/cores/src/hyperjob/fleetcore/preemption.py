@@ -49,12 +49,14 @@ class RunningJob(msgspec.Struct, frozen=True, kw_only=True):
 
 class Preemptor(msgspec.Struct, frozen=True, kw_only=True):
     """The gang asking: its children (name → pods, each child whole on one cluster), its queue
-    and priority, and ``reclaimable``: queue → whether other queues may reclaim from it."""
+    and priority, ``clusters``: child → the clusters it may use (any, when absent; a plan pins a
+    child to one), and ``reclaimable``: queue → whether other queues may reclaim from it."""
 
     name: str
     queue: str
     priority: int
     children: dict[str, list[PodShape]]
+    clusters: dict[str, list[str]] = {}
     reclaimable: dict[str, bool] = {}
 
 
@@ -105,6 +107,8 @@ def plan_preemption(
     for child, pods in sorted(gang.children.items(), key=lambda kv: (-_gpus_of(kv[1]), kv[0])):
         best: tuple[tuple[float, int, str], str, ClusterCapacity, list[tuple[RunningJob, RunningPod]]] | None = None
         for name in sorted(working):
+            if gang.clusters.get(child) and name not in gang.clusters[child]:
+                continue
             candidates = [
                 (job, pod)
                 for job in running
@@ -179,6 +183,16 @@ def _room_for(
     return placed, chosen
 
 
+def given_back(cluster: ClusterCapacity, pods: Sequence[PodShape]) -> ClusterCapacity:
+    """``cluster`` as it would be without ``pods`` (running there, on nodes not known): what a
+    planner may count on for a gang that may preempt them (the exact victims are chosen later)."""
+    running = RunningJob(
+        name="", cluster=cluster.name, queue="", priority=0, min_available=0, running_since=0.0, pods=()
+    )
+    gone = [(running, RunningPod(name="", node="", request=p.request)) for p in pods]
+    return _given_back(cluster, gone)
+
+
 def _given_back(cluster: ClusterCapacity, victims: Sequence[tuple[RunningJob, RunningPod]]) -> ClusterCapacity:
     """The cluster as it is once ``victims`` are gone: each pod's request free again on its node."""
     nodes = list(cluster.nodes)
@@ -191,14 +205,22 @@ def _given_back(cluster: ClusterCapacity, victims: Sequence[tuple[RunningJob, Ru
 
 def _give_back(nodes: list[NodeCapacity], pod: RunningPod) -> list[NodeCapacity]:
     """Free ``pod``'s request on its node: the node itself, or one split off the class its name
-    heads (a summary lists alike nodes as one class named after the first)."""
+    heads (a summary lists alike nodes as one class named after the first). A pod whose node is
+    not known (the fleet knows where a job runs, not on which node) gives its room back to the
+    first Ready class it could have come from (one with that much taken)."""
     for i, node in enumerate(nodes):
-        if node.name != pod.node:
-            continue
-        one = msgspec.structs.replace(node, count=1, free=_plus(node.free, pod.request))
-        rest = [msgspec.structs.replace(node, name=f"{node.name}+", count=node.count - 1)] if node.count > 1 else []
-        return [*nodes[:i], one, *rest, *nodes[i + 1 :]]
+        if node.name == pod.node or (not pod.node and node.ready and _could_hold(node, pod.request)):
+            one = msgspec.structs.replace(node, count=1, free=_plus(node.free, pod.request))
+            rest = [msgspec.structs.replace(node, name=f"{node.name}+", count=node.count - 1)] if node.count > 1 else []
+            return [*nodes[:i], one, *rest, *nodes[i + 1 :]]
     return nodes  # a node the summary no longer lists (gone, or not Ready): no room comes back
+
+
+def _could_hold(node: NodeCapacity, request: Mapping[str, float]) -> bool:
+    """Whether ``request`` is taken on ``node`` now (free + request within allocatable)."""
+    return all(
+        node.free.get(k, 0.0) + v <= node.allocatable.get(k, 0.0) + 1e-9 for k, v in request.items() if k != "pods"
+    )
 
 
 def _evictions(cluster: str, victims: Sequence[tuple[RunningJob, RunningPod]], now: float) -> list[Eviction]:

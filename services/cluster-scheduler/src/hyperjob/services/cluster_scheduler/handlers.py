@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import time
 
+import msgspec
+
 from hyperjob import api, events, fleetcore, records, schedcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
@@ -52,6 +54,9 @@ class ClusterScheduler:
         self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
         self._snapshots = domain.SnapshotCache()
         self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
+        # child -> the fleet's order to evict pods for its gang, carried out once the child's pods are here
+        self.preempt_orders: dict[str, events.PreemptForGang] = {}
+        self.gates: dict[str, tuple[str, float]] = {}  # victim job -> (the child it gave room to, since)
         runtime.on_load(self.on_loaded)
 
     async def on_loaded(self) -> None:
@@ -179,6 +184,41 @@ class ClusterScheduler:
         self.changed()
         return reaction
 
+    def on_preempt_for_gang(self, msg: events.PreemptForGang) -> None:
+        """The fleet's coordinated preemption (``fleetcore.plan_preemption``): the named pods are
+        evicted in the first cycle that knows the gang's child here, so that cycle's session can
+        enqueue the child on their room; the victims' jobs then wait (``_gate``) until the child
+        holds its pods, or for one gang timeout. An older attempt's order is replaced; a
+        redelivery finds its pods gone and evicts nothing more."""
+        known = self.preempt_orders.get(msg.child)
+        if known is None or known.attempt <= msg.attempt:
+            self.preempt_orders[msg.child] = msg
+            self.changed()
+
+    def _preempt(self, state: domain.ClusterView, out: domain.CycleOutcome) -> None:
+        for child, order in sorted(self.preempt_orders.items()):
+            if child not in state.jobs:
+                continue  # not made here yet: evicting now would hand the room back to the victims
+            del self.preempt_orders[child]
+            reason = f"preempt: for HyperJob {order.hyperjob} ({order.reason})"
+            evicted = domain.evict_for_gang(self.cluster, state, order.victims, reason, out)
+            decided("pods_preempted", job=child, cluster=self.cluster, pods=evicted, reason=reason)
+            for victim in order.victims:
+                self.gates[victim.job] = (child, self.rt.now())
+
+    def _gate(self, state: domain.ClusterView) -> None:
+        """Victims of a preemption make their pods again at once; those pods wait while the gang's
+        child has not taken the room (at most one gang timeout), as Volcano's victims wait behind
+        the preemptor it pipelined there."""
+        for job, (child, since) in sorted(self.gates.items()):
+            view = state.jobs.get(job)
+            if view is None or domain.gate_lifted(state, child, self.rt.now() - since > fleetcore.GANG_TIMEOUT):
+                del self.gates[job]
+                continue
+            state.jobs[job] = msgspec.structs.replace(
+                view, pods={n: p for n, p in view.pods.items() if p.phase != "Pending"}
+            )
+
     # -- the cycle ----------------------------------------------------------------------------------
 
     async def cycle(self) -> None:
@@ -189,7 +229,9 @@ class ClusterScheduler:
         await self._register_nodes()
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
+        self._preempt(state, out)
         self._apply_bindings(state.bound, out)
+        self._gate(state)
         started = time.perf_counter()  # for the log only: decisions read the runtime's clock
         # Live, the session runs in a worker thread: the cluster's summary and beats keep flowing
         # through a long session (a cluster silent for 30 s is declared lost and its gangs moved).

@@ -130,6 +130,20 @@ class DecodedManifests:
 
 def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
+    candidate = candidate_of(doc, cfg, decoded)
+    return {
+        "name": doc.name,
+        "plain": doc.plain,
+        "queue": candidate.queue,
+        "priority": candidate.priority,
+        "request": candidate.request,
+        "created": doc.created,
+        "generation": doc.generation,
+    }
+
+
+def candidate_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> fleetcore.Candidate:
+    """A HyperJob or plain Job as its queue weighs it (queue, request, priority)."""
     manifest = decoded.of(doc)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
@@ -146,15 +160,31 @@ def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests)
     else:
         assert isinstance(manifest, api.HyperJob)
         candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
-    return {
-        "name": doc.name,
-        "plain": doc.plain,
-        "queue": candidate.queue,
-        "priority": candidate.priority,
-        "request": candidate.request,
-        "created": doc.created,
-        "generation": doc.generation,
-    }
+    return candidate
+
+
+def priority_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> int:
+    """The owner's admission priority (``submission``'s)."""
+    return candidate_of(doc, cfg, decoded).priority
+
+
+def running_children(
+    doc: records.HyperJobDoc, decoded: DecodedManifests
+) -> list[tuple[events.ChildRef, list[fleetcore.PodShape]]]:
+    """Each child of ``doc`` running on its cluster, with its pods."""
+    running = [ref for ref in doc.children if ref.cluster and doc.child_phases.get(ref.name) == "Running"]
+    if not running:
+        return []
+    manifest = decoded.of(doc)
+    if isinstance(manifest, api.Job):
+        return [
+            (ref, fleetcore.gang_pods(manifest.spec, {t.name: t.replicas for t in manifest.spec.tasks}))
+            for ref in running
+        ]
+    if not isinstance(manifest, api.HyperJob):
+        return []
+    plan = {c.name: c for c in split_plan(doc).children}
+    return [(ref, fleetcore.child_pods(manifest, plan[ref.name])) for ref in running if ref.name in plan]
 
 
 # -- plans -----------------------------------------------------------------------------------------

@@ -350,6 +350,11 @@ class Splitter:
         current = domain.split_plan(doc) if doc.children else None
         result = domain.plan(hyperjob, live, now, current)
         if isinstance(result, fleetcore.Waiting):
+            # Planned on the room lower-priority work could give back: the global scheduler then
+            # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
+            preempting = domain.plan(hyperjob, self._without_lower_priority(doc, live), now, current)
+            result = result if isinstance(preempting, fleetcore.Waiting) else preempting
+        if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
                 self._put(replace(doc, waiting_reason=result.reason))
@@ -506,6 +511,23 @@ class Splitter:
             elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
                 working[cluster] = placed
         return working
+
+    def _without_lower_priority(
+        self, doc: records.HyperJobDoc, live: dict[str, fleetcore.ClusterCapacity]
+    ) -> dict[str, fleetcore.ClusterCapacity]:
+        """``live`` with the room of every running child of lower priority than ``doc`` given back."""
+        cfg = self.cfg()
+        priority = domain.priority_of(doc, cfg, self.decoded)
+        room = dict(live)
+        for other in self.hyperjobs.values():
+            if other.name == doc.name or not other.admitted or other.deleting:
+                continue
+            if domain.priority_of(other, cfg, self.decoded) >= priority:
+                continue
+            for ref, pods in domain.running_children(other, self.decoded):
+                if ref.cluster in room:
+                    room[ref.cluster] = fleetcore.given_back(room[ref.cluster], pods)
+        return room
 
     def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
         """Children a split sends to a cluster they are not on yet count against it until they run
