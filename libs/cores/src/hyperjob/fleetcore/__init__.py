@@ -215,6 +215,7 @@ from .model import (
 )
 from .placement import ROOM_RETRY, place_job
 from .preemption import (
+    GPU,
     Eviction,
     PreemptionPlan,
     Preemptor,
@@ -259,6 +260,7 @@ __all__ = [
     "RunningPod",
     "plan_preemption",
     "given_back",
+    "GPU",
     "victim_allowed",
     "INADMISSIBLE",
     "ROOM_RETRY",

@@ -39,6 +39,7 @@ class ClusterScheduler:
         self.phases = runtime.table(records.pgphase_kind(c), records.PodGroupPhaseDoc)
         self.reservations = runtime.table(records.reservation_kind(c), records.ReservationDoc)
         self.usage = runtime.table(records.queue_usage_kind(c), records.QueueUsageDoc)
+        self.preempts = runtime.table(records.preempt_kind(c), records.PreemptOrderDoc)
         self.nodes: dict[str, domain.NodeView] = {}
         self.queues: dict[str, events.QueueChanged] = {}
         self.parts: dict[str, dict[int, events.JobState]] = {}
@@ -54,9 +55,6 @@ class ClusterScheduler:
         self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
         self._snapshots = domain.SnapshotCache()
         self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
-        # child -> the fleet's order to evict pods for its gang, carried out once the child's pods are here
-        self.preempt_orders: dict[str, events.PreemptForGang] = {}
-        self.gates: dict[str, tuple[str, float]] = {}  # victim job -> (the child it gave room to, since)
         runtime.on_load(self.on_loaded)
 
     async def on_loaded(self) -> None:
@@ -188,36 +186,40 @@ class ClusterScheduler:
         """The fleet's coordinated preemption (``fleetcore.plan_preemption``): the named pods are
         evicted in the first cycle that knows the gang's child here, so that cycle's session can
         enqueue the child on their room; the victims' jobs then wait (``_gate``) until the child
-        holds its pods, or for one gang timeout. An older attempt's order is replaced; a
-        redelivery finds its pods gone and evicts nothing more."""
-        known = self.preempt_orders.get(msg.child)
-        if known is None or known.attempt <= msg.attempt:
-            self.preempt_orders[msg.child] = msg
+        holds its pods, or for one gang timeout. The order is kept (``preempt@<cluster>``) until
+        then: a restart carries it out still. An older attempt's order is replaced; a redelivery
+        of one already taken changes nothing."""
+        known = self.preempts.get(msg.child)
+        if known is None or known.order.attempt < msg.attempt:
+            self.preempts.put(msg.child, records.PreemptOrderDoc(order=msg))
             self.changed()
 
     def _preempt(self, state: domain.ClusterView, out: domain.CycleOutcome) -> None:
-        for child, order in sorted(self.preempt_orders.items()):
-            if child not in state.jobs:
-                continue  # not made here yet: evicting now would hand the room back to the victims
-            del self.preempt_orders[child]
+        for child, doc in sorted(self.preempts.items()):
+            if doc.evicted_at or child not in state.jobs:
+                continue  # done, or its child is not made here yet (the room would go back to the victims)
+            order = doc.order
             reason = f"preempt: for HyperJob {order.hyperjob} ({order.reason})"
             evicted = domain.evict_for_gang(self.cluster, state, order.victims, reason, out)
             decided("pods_preempted", job=child, cluster=self.cluster, pods=evicted, reason=reason)
-            for victim in order.victims:
-                self.gates[victim.job] = (child, self.rt.now())
+            self.preempts.put(child, msgspec.structs.replace(doc, evicted_at=self.rt.now()))
 
     def _gate(self, state: domain.ClusterView) -> None:
         """Victims of a preemption make their pods again at once; those pods wait while the gang's
         child has not taken the room (at most one gang timeout), as Volcano's victims wait behind
         the preemptor it pipelined there."""
-        for job, (child, since) in sorted(self.gates.items()):
-            view = state.jobs.get(job)
-            if view is None or domain.gate_lifted(state, child, self.rt.now() - since > fleetcore.GANG_TIMEOUT):
-                del self.gates[job]
+        for child, doc in sorted(self.preempts.items()):
+            if not doc.evicted_at:
                 continue
-            state.jobs[job] = msgspec.structs.replace(
-                view, pods={n: p for n, p in view.pods.items() if p.phase != "Pending"}
-            )
+            expired = self.rt.now() - doc.evicted_at > fleetcore.GANG_TIMEOUT
+            if domain.gate_lifted(state, child, expired):
+                self.preempts.delete(child)
+                continue
+            for victim in doc.order.victims:
+                view = state.jobs.get(victim.job)
+                if view is not None:
+                    waiting = {n: p for n, p in view.pods.items() if p.phase != "Pending"}
+                    state.jobs[victim.job] = msgspec.structs.replace(view, pods=waiting)
 
     # -- the cycle ----------------------------------------------------------------------------------
 

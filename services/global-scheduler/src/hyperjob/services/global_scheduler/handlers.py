@@ -552,10 +552,13 @@ class GlobalScheduler:
             return
         attempt = gang.attempt + 1 if gang is not None else 1
         fits = domain.reserve_room(children, self.working())
-        if isinstance(fits, str) and not self._preempt_for(owner, children, attempt, reaction):
-            if not self._plan_again(owner, children, reaction):
+        if isinstance(fits, str):
+            if self._plan_again(owner, children, reaction):
+                return
+            # Free room elsewhere goes to a new plan first (the splitter keeps a pinned one): preempt after.
+            if not self._preempt_for(owner, children, attempt, reaction):
                 self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
-            return
+                return
         plan = {p.child: p.clusters[0] for p in children}
         gang, decisions = fleetcore.start_gang(
             owner.name, plan, min(owner.gang, len(plan)), self.rt.now(), attempt=attempt

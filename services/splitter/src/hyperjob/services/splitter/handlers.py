@@ -12,6 +12,7 @@ child is gone from every cluster.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -352,8 +353,11 @@ class Splitter:
         if isinstance(result, fleetcore.Waiting):
             # Planned on the room lower-priority work could give back: the global scheduler then
             # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
-            preempting = domain.plan(hyperjob, self._without_lower_priority(doc, live), now, current)
-            result = result if isinstance(preempting, fleetcore.Waiting) else preempting
+            for view in self._without_lower_priority(doc, live):
+                preempting = domain.plan(hyperjob, view, now, current)
+                if not isinstance(preempting, fleetcore.Waiting):
+                    result = preempting
+                    break
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
@@ -514,20 +518,28 @@ class Splitter:
 
     def _without_lower_priority(
         self, doc: records.HyperJobDoc, live: dict[str, fleetcore.ClusterCapacity]
-    ) -> dict[str, fleetcore.ClusterCapacity]:
-        """``live`` with the room of every running child of lower priority than ``doc`` given back."""
+    ) -> Iterator[dict[str, fleetcore.ClusterCapacity]]:
+        """``live`` with the room of running children of lower priority than ``doc`` given back,
+        one cluster more at a time, the cluster whose work would lose least first (GPUs × time
+        since applied): a plan is made on as little of it as it needs, free room first."""
         cfg = self.cfg()
         priority = domain.priority_of(doc, cfg, self.decoded)
-        room = dict(live)
+        given: dict[str, list[fleetcore.PodShape]] = {}
+        work: dict[str, float] = {}
         for other in self.hyperjobs.values():
             if other.name == doc.name or not other.admitted or other.deleting:
                 continue
             if domain.priority_of(other, cfg, self.decoded) >= priority:
                 continue
             for ref, pods in domain.running_children(other, self.decoded):
-                if ref.cluster in room:
-                    room[ref.cluster] = fleetcore.given_back(room[ref.cluster], pods)
-        return room
+                if ref.cluster in live:
+                    given.setdefault(ref.cluster, []).extend(pods)
+                    gpus = sum(p.request.get(fleetcore.GPU, 0.0) for p in pods)
+                    work[ref.cluster] = work.get(ref.cluster, 0.0) + gpus * (self.rt.now() - other.created)
+        room = dict(live)
+        for cluster in sorted(given, key=lambda c: (work[c], c)):
+            room[cluster] = fleetcore.given_back(room[cluster], given[cluster])
+            yield dict(room)
 
     def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
         """Children a split sends to a cluster they are not on yet count against it until they run
