@@ -24,3 +24,14 @@ def test_a_preemption_order_is_a_preempting_event_on_the_hyperjob_and_preempted_
     assert found[("job/batch-a", "Warning", "Preempted")] == (
         "2 pods preempted on cluster cluster-a for HyperJob urgent (higher priority)"
     )
+
+
+def test_the_events_read_the_subject_the_preemption_orders_go_on() -> None:
+    """``get events`` reads stored messages by subject: the orders' (each cluster's gang control)
+    must be among them, or no one sees Preempting (as happened live before this test)."""
+    subject = events.subjects.gang_control("cluster-a").split(".")
+    assert any(
+        len(pattern.split(".")) == len(subject)
+        and all(p in ("*", s) for p, s in zip(pattern.split("."), subject, strict=True))
+        for pattern in eventlog.SUBJECTS
+    )

@@ -36,6 +36,7 @@ SUBJECTS = (
     "sched.child.move",
     "sched.child.dispatch.*",
     "sched.gang.retry",
+    "sched.gang.control.*",  # the fleet's PreemptForGang (Preempting, Preempted)
     "sched.reservation.held",
     "sched.podgroup.phase.*",
     "sched.pods.*.*",
