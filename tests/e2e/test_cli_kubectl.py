@@ -118,25 +118,28 @@ def test_a_job_waiting_for_room_is_listed_and_deletable(cli: Cli, tmp_path: Path
 
 
 def test_namespaces_are_kept_apart_and_never_collide_silently(cli: Cli, tmp_path: Path) -> None:
+    """team-a/same-name and team-b/same-name are two Jobs (ADR 0010), each found in its namespace."""
     (tmp_path / "j.yaml").write_text(job("same-name"))
     cli.run("apply", "-n", "team-a", "-f", str(tmp_path / "j.yaml"))
     try:
-        clash = cli.run("apply", "-n", "team-b", "-f", str(tmp_path / "j.yaml"), check=False)
-        assert clash.returncode == 1
-        assert "Job 'same-name' already exists in namespace 'team-a'" in clash.stderr
+        assert "job/same-name created" in cli.run("apply", "-n", "team-b", "-f", str(tmp_path / "j.yaml")).stdout
         assert "same-name" in names(cli, "jobs", "-n", "team-a")
+        assert "same-name" in names(cli, "jobs", "-n", "team-b")
         assert "same-name" not in names(cli, "jobs")  # the default namespace
-        assert "same-name" not in names(cli, "jobs", "-n", "team-b")
         wide = cli.run("get", "jobs", "-A").stdout.splitlines()
         assert wide[0].split()[0] == "NAMESPACE"
-        assert any(line.split()[:2] == ["team-a", "same-name"] for line in wide)
-        elsewhere = cli.run("delete", "job", "same-name", "-n", "team-b", check=False)  # kubectl's -n
+        assert {("team-a", "same-name"), ("team-b", "same-name")} <= {tuple(line.split()[:2]) for line in wide}
+        assert "same-name" in cli.run("describe", "job", "same-name", "-n", "team-b").stdout
+        elsewhere = cli.run("delete", "job", "same-name", "-n", "team-c", check=False)  # kubectl's -n
         assert (elsewhere.returncode, elsewhere.stderr) == (
             1,
-            "error: job/same-name: Job 'same-name' in namespace 'team-b' not found\n",
+            "error: job/same-name: Job 'same-name' in namespace 'team-c' not found\n",
         )
+        cli.run("delete", "job", "same-name", "-n", "team-b")
+        assert "same-name" in names(cli, "jobs", "-n", "team-a")  # untouched
     finally:
         cli.run("delete", "job", "same-name", "-n", "team-a")
+        cli.run("delete", "job", "same-name", "-n", "team-b", "--ignore-not-found")
 
 
 def small_hyperjob(tmp_path: Path, name: str, duration: str) -> Path:

@@ -106,6 +106,14 @@ class Job:
         assert all(p.phase == "Succeeded" for p in self.record.pods.values())
         return self
 
+    def running(self, bindings: dict[str, Binding]) -> Job:
+        """Every pod bound where the scheduler put it and running, as its node reported."""
+        for name, pod in sorted(self.record.pods.items()):
+            common = {"pod": name, "uid": pod.uid, "job_version": pod.version}
+            for event in (jc.PodBound(node=bindings[name].node, **common), jc.PodRunning(**common)):
+                self.record, _ = jc.decide(self.record, event, 2.0)
+        return self
+
     def states(self) -> list[events.JobState]:
         return [
             sh.message(events.JobState, **fields) for fields in jc_domain.job_state_parts(self.record, self.info, C)
@@ -386,3 +394,40 @@ async def test_a_cycle_that_crashed_after_its_commit_announces_its_bindings_on_r
 
 async def _absent(store: Any, kind: str, name: str) -> bool:
     return await store.get(kind, name) is None
+
+
+async def test_a_preemption_order_evicts_its_victims_once_the_child_is_here_and_only_once(
+    scheduler, bus, store, probe
+) -> None:
+    """The fleet's PreemptForGang (ADR 0011): kept until the gang's child is known here, then its
+    named running pods are evicted (reason preempt); a redelivered order evicts nothing more."""
+    victim = Job("batch", replicas=2, gpu="8").admit()
+    await victim.send(bus)
+    await victim.running(await allocations(store, 2)).send(bus)
+    first = sorted(victim.record.pods)[0]
+    order = sh.message(
+        events.PreemptForGang,
+        child="urgent-0",
+        cluster=C,
+        hyperjob="urgent",
+        attempt=1,
+        victims=[events.PreemptVictims(job="batch", pods=[first])],
+        reason="preempting for urgent",
+    )
+    await sh.send(bus, subjects.gang_control(C), order)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    kept = await sh.doc(store, records.preempt_kind(C), "urgent-0", records.PreemptOrderDoc)
+    assert kept.order.victims == order.victims and kept.evicted_at == 0.0
+    assert await probe.messages(subjects.pods_evicted(C)) == []  # its child is not here yet
+
+    await Job("urgent-0", replicas=1, gpu="8", gang="urgent").send(bus)
+    [evicted] = await probe.wait(subjects.pods_evicted(C), events.PodsEvicted)
+    assert evicted.job == "batch" and [p.pod for p in evicted.pods] == [first]
+    assert evicted.pods[0].reason == "preempt: for HyperJob urgent (preempting for urgent)"
+    await allocations(store, 1)
+
+    await sh.send(bus, subjects.gang_control(C), order, copy=1)
+    await probe.settled(INSTANCE, subjects.gang_control(C))
+    await victim.send(bus)  # a change: the scheduler runs a cycle
+    await allocations(store, 1)
+    assert len(await probe.messages(subjects.pods_evicted(C))) == 1

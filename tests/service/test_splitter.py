@@ -446,6 +446,29 @@ async def test_one_name_in_two_namespaces_is_two_hyperjobs_with_their_own_childr
     assert await hyperjob_doc(store, f"team-b/{HJ}") == team_b  # untouched
 
 
+async def test_one_plain_job_name_in_two_namespaces_is_two_jobs_sent_under_their_fleet_names(
+    splitter, bus, store, probe
+) -> None:
+    """team-a/x and team-b/x are two Jobs (ADR 0010): each is sent to its cluster under its fleet
+    name, which its pods are named from; a Job of default whose name is one of them is refused."""
+    for team in ("team-a", "team-b"):
+        apply = sh.apply(in_namespace(sh.job_manifest("x"), team))
+        msg = await send(bus, probe, subjects.in_namespace(subjects.APPLY, team), apply)
+        assert (await answer(probe, msg)).outcome == "created"  # type: ignore[union-attr]
+        admitted = sh.message(events.OwnerAdmitted, name=f"{team}-x", queue="default")
+        await send(bus, probe, subjects.OWNER_ADMITTED, admitted, durable="splitter-sched")
+    places = await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)
+    sent = sorted((p.owner, c.name, c.job["metadata"]["name"]) for p in places for c in p.children)
+    assert sent == [("team-a-x", "team-a-x", "team-a-x"), ("team-b-x", "team-b-x", "team-b-x")]
+    assert (await hyperjob_doc(store, "team-b-x")).manifest["metadata"]["name"] == "x"  # as applied
+    clash = sh.apply(sh.job_manifest("team-b-x"))
+    await send(bus, probe, subjects.APPLY, clash)
+    refused = await answer(probe, clash)
+    assert isinstance(refused, events.RequestRejected)
+    assert refused.reason.startswith("$.metadata.name: default/team-b-x goes by 'team-b-x' on the clusters"), refused
+    assert await store.get(records.HYPERJOB, "x") is None  # nothing in the default namespace
+
+
 @pytest.mark.parametrize(
     ("subject", "request_", "field"),
     [

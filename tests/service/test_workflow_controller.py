@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hyperjob import events, records
+from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import AsyncioTimers, Runtime
 from hyperjob.services.workflow_controller.app import build
@@ -326,9 +326,9 @@ async def test_a_cronjob_stored_under_its_name_alone_is_found_by_namespace_and_n
 
 
 async def test_two_cronjobs_of_one_name_in_two_namespaces_keep_their_own_runs(bus, store, probe) -> None:
-    """team-a/nightly and team-b/nightly both ask for the Job ``nightly-<minute>`` (a plain Job's name
-    is the fleet's alone): the splitter takes the first and refuses the second; the second CronJob
-    records the refusal, and the first still follows its job to the end."""
+    """Should the splitter refuse one of two CronJobs' runs (two owners asking for one fleet name,
+    ADR 0010), the refused CronJob records the refusal, and the first still follows its job, known
+    on its cluster by its fleet name (``team-a-nightly-<minute>``), to the end."""
     clock = ShiftedClock(lead=1.5)
     async with controller(bus, store, clock):
         for team in ("team-a", "team-b"):
@@ -348,7 +348,8 @@ async def test_two_cronjobs_of_one_name_in_two_namespaces_keep_their_own_runs(bu
         )
         assert loser.message.endswith(reason) and not loser.jobs
 
-        done = sh.message(events.JobPhaseChanged, cluster="c1", job=name, old="Running", new="Completed")
+        fleet_name = api.fleet_key(kept, name)
+        done = sh.message(events.JobPhaseChanged, cluster="c1", job=fleet_name, old="Running", new="Completed")
         await sh.send(bus, subjects.job_phase("c1"), done)
         winner = await sh.doc(
             store, records.CRONJOB, f"{kept}/nightly", records.CronJobDoc, where=lambda d: bool(d.last_successful_time)

@@ -180,3 +180,15 @@ def test_candidates_from_manifests() -> None:
     assert isinstance(job, api.Job)
     plain = job_candidate(job, 1.0)
     assert (plain.queue, plain.priority, plain.request[GPU]) == ("default", 0, 2.0)
+
+
+def test_room_held_by_lower_priority_work_counts_for_a_higher_priority_candidate_only() -> None:
+    """The fleet's 8 GPUs are promised to admitted work of priority 1: a candidate of priority 10
+    is admitted on what coordinated preemption could take back; one of priority 1 still waits."""
+    held = [(1, {GPU: 8.0})]
+    urgent = Candidate(name="urgent", queue="a", request={GPU: 8.0}, priority=10)
+    peer = Candidate(name="peer", queue="a", request={GPU: 8.0}, priority=1)
+    assert admit({"a": q("a")}, {"a": {GPU: 8.0}}, [urgent], FLEET_8, held).admitted == ("urgent",)
+    waits = admit({"a": q("a")}, {"a": {GPU: 8.0}}, [peer], FLEET_8, held)
+    assert waits.admitted == () and "not yet promised" in waits.waiting["peer"]
+    assert admit({"a": q("a")}, {"a": {GPU: 8.0}}, [urgent], FLEET_8).admitted == ()  # without: waits

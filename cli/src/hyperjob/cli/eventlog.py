@@ -39,6 +39,7 @@ SUBJECTS = (
     "sched.child.move",
     "sched.child.dispatch.*",
     "sched.gang.retry",
+    "sched.gang.control.*",  # the fleet's PreemptForGang (Preempting, Preempted)
     "sched.reservation.held",
     "sched.podgroup.phase.*",
     "sched.pods.*.*",
@@ -224,6 +225,16 @@ class _Fold:
     def _GangRetry(self, m: events.GangRetry, at: float) -> Iterator[Event]:
         text = f"gang attempt {m.attempt - 1} released, planning attempt {m.attempt}: {m.reason}"
         yield _event("HyperJob", m.owner, "GangRetry", text, at, True, hyperjob=m.owner)
+
+    def _PreemptForGang(self, m: events.PreemptForGang, at: float) -> Iterator[Event]:
+        victims = ", ".join(f"{v.job} ({len(v.pods)} pods)" for v in m.victims)
+        text = f"cluster {m.cluster} evicts {victims}: {m.reason}"
+        yield _event("HyperJob", m.hyperjob, "Preempting", text, at, True, cluster=m.cluster, hyperjob=m.hyperjob)
+        for v in m.victims:
+            text = f"{len(v.pods)} pods preempted on cluster {m.cluster} for HyperJob {m.hyperjob} (higher priority)"
+            yield _event(
+                "Job", v.job, "Preempted", text, at, True, cluster=m.cluster, hyperjob=self.owners.get(v.job, "")
+            )
 
     def _ReservationHeld(self, m: events.ReservationHeld, at: float) -> Iterator[Event]:
         reason, text = ("GangHeld", "holds every pod of its gang") if m.held else ("GangLost", "lost its gang's hold")

@@ -136,16 +136,20 @@ async def jobs(client: Client, name: str | None) -> list[View]:
     """Every Volcano Job in every cluster, and plain Jobs accepted but not on a cluster yet."""
     items = []
     owners = await child_owners(client)
-    plain = {doc.name: doc for doc in await _plain_jobs(client, name)}
+    plain = {doc.name: doc for doc in await _plain_jobs(client, None)}  # every one: they rename records
+    placed: set[str] = set()
     for cluster in await client.cluster_names():
         podgroups = await client.docs(records.pgphase_kind(cluster), records.PodGroupPhaseDoc)
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
-            if name and record.name != name:
+            # A plain Job runs under its fleet name (team-b-x) and is shown as applied (x, -n team-b).
+            shown = _applied_name(plain[record.name]) if record.name in plain else record.name
+            if name and shown != name:
                 continue
+            placed.add(record.name)
             counts = jobcore.counts(record)
             items.append(
                 {
-                    "name": record.name,
+                    "name": shown,
                     "namespace": record.namespace,
                     "labels": record.job.metadata.labels,
                     "cluster": cluster,
@@ -177,8 +181,8 @@ async def jobs(client: Client, name: str | None) -> list[View]:
                     ],
                 }
             )
-    placed = {i["name"] for i in items}
-    items += [_waiting_job(doc) for doc in plain.values() if doc.name not in placed]
+    waiting = [doc for doc in plain.values() if doc.name not in placed and (not name or _applied_name(doc) == name)]
+    items += [_waiting_job(doc) for doc in waiting]
     return sorted(items, key=lambda i: (i["name"], i["cluster"]))
 
 
@@ -196,7 +200,13 @@ def _current(record: jm.JobRecord, podgroup: records.PodGroupPhaseDoc) -> bool:
 
 async def _plain_jobs(client: Client, name: str | None) -> list[records.HyperJobDoc]:
     docs = (await client.docs(records.HYPERJOB, records.HyperJobDoc)).values()
-    return [d for d in docs if d.plain and d.manifest.get("kind") == "Job" and (not name or d.name == name)]
+    return [d for d in docs if d.plain and d.manifest.get("kind") == "Job" and (not name or _applied_name(d) == name)]
+
+
+def _applied_name(doc: records.HyperJobDoc) -> str:
+    """A plain Job's name as applied; ``doc.name`` is its fleet name (ADR 0010)."""
+    metadata = doc.manifest.get("metadata")
+    return str(metadata.get("name") or doc.name) if isinstance(metadata, dict) else doc.name
 
 
 async def child_owners(client: Client) -> dict[str, str]:
@@ -210,7 +220,7 @@ def _waiting_job(doc: records.HyperJobDoc) -> View:
     metadata, spec = doc.manifest.get("metadata", {}), doc.manifest.get("spec", {})
     replicas = sum(task.get("replicas", 1) for task in spec.get("tasks", []))
     return {
-        "name": doc.name,
+        "name": _applied_name(doc),
         "namespace": metadata.get("namespace", "default"),
         "labels": metadata.get("labels", {}),
         "cluster": (doc.children[0].cluster if doc.children else "") or "-",

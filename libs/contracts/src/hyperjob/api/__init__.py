@@ -10,14 +10,27 @@ field (a mapping's key included: ``mpiReplicaSpecs[Worker]``); a field written a
 as on a Kubernetes API server (``api.rawdoc``).
 """
 
-from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, RawDocument, fleet_name, object_key, split_key
+from .base import (
+    APPLIED_NAME_ANNOTATION,
+    CLUSTER_SCOPED_KINDS,
+    DEFAULT_NAMESPACE,
+    ObjectMeta,
+    RawDocument,
+    fleet_key,
+    fleet_name,
+    object_key,
+    split_key,
+)
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
 from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
+    ClusterAffinity,
     ClusterReplicas,
     HyperJob,
     HyperJobSpec,
+    LabelSelector,
+    LabelSelectorRequirement,
     ReplicatedJob,
     SplitPolicy,
     TemplatedHyperJob,
@@ -58,10 +71,15 @@ from .validation import (
 from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_world
 
 __all__ = [
+    "ClusterAffinity",
+    "LabelSelector",
+    "LabelSelectorRequirement",
     "CLUSTER_SCOPED_KINDS",
     "DEFAULT_NAMESPACE",
     "RawDocument",
+    "fleet_key",
     "fleet_name",
+    "APPLIED_NAME_ANNOTATION",
     "object_key",
     "split_key",
     "WORKFLOW_KINDS",

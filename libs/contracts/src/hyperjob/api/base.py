@@ -64,7 +64,16 @@ def fleet_name(meta: ObjectMeta) -> str:
     """The name an object goes by where only names are known (its child Jobs, their clusters'
     services): its own in ``default``, ``<namespace>-<name>`` in any other. A DNS label still, so
     child Jobs derive theirs from it (``<fleet name>-<replicated job>-<index>``)."""
-    return object_key(meta.namespace, meta.name).replace("/", "-")
+    return fleet_key(meta.namespace, meta.name)
+
+
+def fleet_key(namespace: str, name: str) -> str:
+    """``fleet_name`` of ``namespace/name``: a plain Job's name on its cluster (ADR 0010)."""
+    return object_key(namespace, name).replace("/", "-")
+
+
+# A plain Job sent to its cluster under its fleet name keeps the name it was applied under here.
+APPLIED_NAME_ANNOTATION = "hyperjob.io/applied-name"
 
 
 class NamedObjectRef(Spec, frozen=True, kw_only=True):

@@ -49,6 +49,30 @@ class SplitPolicy(Spec, frozen=True, kw_only=True):
     granularity: Positive = 1
 
 
+class LabelSelectorRequirement(Spec, frozen=True, kw_only=True):
+    """Kubernetes' ``metav1.LabelSelectorRequirement``, over a cluster's labels."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = []
+
+
+class LabelSelector(Spec, frozen=True, kw_only=True):
+    """Kubernetes' ``metav1.LabelSelector``: every ``matchLabels`` pair and every expression holds."""
+
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class ClusterAffinity(Spec, frozen=True, kw_only=True):
+    """Karmada's ``ClusterAffinity``: the clusters a replicated job may use are those named in
+    ``clusterNames`` (any, when empty), not in ``exclude``, whose labels match ``labelSelector``."""
+
+    cluster_names: list[str] = []
+    exclude: list[str] = []
+    label_selector: LabelSelector | None = None
+
+
 class ReplicatedJob(Spec, frozen=True, kw_only=True):
     name: str
     template_spec: JobSpec
@@ -58,6 +82,8 @@ class ReplicatedJob(Spec, frozen=True, kw_only=True):
     # Extension: labels and annotations every child Job carries (the conceptual form's template
     # ``metadata`` lands here, so nothing the user wrote on the template Job is lost).
     template_metadata: PodTemplateMeta | None = None
+    # Extension: Karmada's cluster choice as a policy (the cluster-selector annotation still works).
+    cluster_affinity: ClusterAffinity | None = None
 
 
 class _GangSpec(Spec, frozen=True, kw_only=True):
@@ -103,6 +129,7 @@ class TemplatedHyperJobSpec(_GangSpec, frozen=True, kw_only=True):
     template: JobTemplate
     split_policy: SplitPolicy | None = None
     cluster_names: list[str] = []
+    cluster_affinity: ClusterAffinity | None = None
 
 
 class TemplatedHyperJob(_HyperJobForm[TemplatedHyperJobSpec], frozen=True, kw_only=True):
@@ -127,6 +154,7 @@ def normalize(hyperjob: HyperJob | TemplatedHyperJob) -> HyperJob:
         replicas=1,
         cluster_names=cluster_names,
         split_policy=split,
+        cluster_affinity=spec.cluster_affinity,
         template_metadata=spec.template.metadata if spec.template.metadata != PodTemplateMeta() else None,
     )
     metadata = msgspec.structs.replace(

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from .base import DNS_LABEL_MAX, Quantity, fleet_name
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
-from .hyperjob import HyperJob, ReplicatedJob, template_replicas, user_path
+from .hyperjob import HyperJob, LabelSelector, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec, LifecyclePolicy
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import ResourceRequirements
@@ -192,6 +192,15 @@ def _check_child_name_length(hyperjob: str, rj: ReplicatedJob, path: str) -> Non
         )
 
 
+def _check_label_selector(selector: LabelSelector, path: str) -> None:
+    """Kubernetes' rule: ``In``/``NotIn`` name values, ``Exists``/``DoesNotExist`` name none."""
+    for i, expr in enumerate(selector.match_expressions):
+        wants_values = expr.operator in ("In", "NotIn")
+        if wants_values != bool(expr.values):
+            need = "needs at least one value" if wants_values else "takes no values"
+            raise ManifestError(f"{path}.matchExpressions[{i}].values", f"operator {expr.operator} {need}")
+
+
 def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
     spec = hyperjob.spec
     if not spec.replicated_jobs:
@@ -207,6 +216,8 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         if rj.template_metadata is not None:
             check_sim_annotations(rj.template_metadata.annotations, f"{path}.templateMetadata")
         _check_split(rj, path)
+        if rj.cluster_affinity is not None and rj.cluster_affinity.label_selector is not None:
+            _check_label_selector(rj.cluster_affinity.label_selector, f"{path}.clusterAffinity.labelSelector")
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
             raise ManifestError(

@@ -4,7 +4,9 @@ An owner (a HyperJob, or a plain Job) is submitted for admission by its global q
 (``OwnerSubmitted``); once admitted (``OwnerAdmitted``) the splitter plans its children and asks
 for them to be placed, all at once (``PlaceChildren``); the global-scheduler dispatches each to
 its cluster's job-controller (``DispatchChild``), gated as a reservation when the HyperJob's
-children must start together (``GangControl`` / ``ReservationHeld``). A gang attempt that times
+children must start together (``GangControl`` / ``ReservationHeld``); a gang that only
+lower-priority work keeps out preempts it in every cluster of its plan at once, or nowhere
+(``PreemptForGang``, on the gang-control subject). A gang attempt that times
 out is planned again (``GangRetry``). ``RemoveChild`` and ``MoveChild`` withdraw or fail over one
 child; ``ChildPlacementWaiting`` says why something waits (``child`` empty: the owner itself).
 """
@@ -158,6 +160,28 @@ class GangControl(Message, frozen=True, kw_only=True, tag="sched.gang.control.v1
     cluster: str
     action: GangAction
     attempt: int
+
+
+class PreemptVictims(msgspec.Struct, frozen=True, kw_only=True):
+    """Running pods of ``job`` to evict."""
+
+    job: str
+    pods: list[str]
+
+
+class PreemptForGang(Message, frozen=True, kw_only=True, tag="sched.gang.preempt.v1"):
+    """The global-scheduler to one cluster (on ``subjects.gang_control``): evict these running
+    pods, so that the gang attempt ``attempt`` of ``hyperjob`` can hold ``child`` here. Sent to every
+    cluster of the plan in one reaction, and only when every child of the gang can then be placed
+    (``fleetcore.plan_preemption``); ``reason`` is the plan, as Events and the decision log say it.
+    Pods already gone are skipped: a redelivery evicts nothing more."""
+
+    child: str
+    cluster: str
+    hyperjob: str
+    attempt: int
+    victims: list[PreemptVictims]
+    reason: str
 
 
 class ReservationHeld(Message, frozen=True, kw_only=True, tag="sched.reservation.held.v1"):

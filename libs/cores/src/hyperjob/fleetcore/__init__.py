@@ -25,8 +25,10 @@ Splitting (splitter; the simulator)
   ``minAvailable`` = ceil(child replicas × template minAvailable / template replicas).
   ``maxDomains`` caps the clusters of one replicated job (the API reference's meaning).
   Eligible clusters: live, in ``clusterNames``, carrying the labels of the HyperJob annotation
-  ``hyperjob.io/cluster-selector: "k=v,k2=v2"``, with a node that matches the main task's node
-  selector / required affinity / taints (e.g. the GPU model) and is big enough for one pod.
+  ``hyperjob.io/cluster-selector: "k=v,k2=v2"`` (deprecated), allowed by the replicated job's
+  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``),
+  with a node that matches the main task's node selector / required affinity / taints (e.g. the
+  GPU model) and is big enough for one pod.
   ``Waiting.reason`` names the replicated job and which cluster lacks what.
 ``child_jobs(hyperjob, plan) -> list[ChildJob]``: full ``api.Job`` manifests with labels
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
@@ -60,6 +62,15 @@ Cross-cluster gang (global-scheduler; the simulator)
 ``(HyperJobGang, [Reserve | Bind | Release | StartTimer | Retry])``; ``release_gang(gang)`` on
 suspend/delete. Bind only once ``required`` (HyperJob minAvailable; default all) reservations
 hold; at the deadline every reservation is released and ``Retry(at)`` asks for a new plan.
+
+Coordinated preemption across clusters (``preemption``)
+-------------------------------------------------------
+``plan_preemption(Preemptor, clusters, [RunningJob], now) -> PreemptionPlan | str``: a gang that
+free room cannot hold, placed child by child on the room lower-priority work would give back by
+Volcano's rules (``victim_allowed``: priority, ``volcano.sh/preemptable``, reclaimable queues;
+never a job below its ``minAvailable``), victims destroying the least GPU-seconds; a plan only
+when every child is placed (all or nothing across clusters), else why not. ``explain()`` is the
+line for Events and the decision log.
 
 Failover, child failure, commands (global-scheduler / splitter; the simulator)
 ------------------------------------------------------------------------------
@@ -203,7 +214,27 @@ from .model import (
     live_clusters,
 )
 from .placement import ROOM_RETRY, place_job
-from .split import INADMISSIBLE, apportion, child_name, choose_cluster, eligible_clusters, main_shape, plan_split
+from .preemption import (
+    GPU,
+    Eviction,
+    PreemptionPlan,
+    Preemptor,
+    RunningJob,
+    RunningPod,
+    given_back,
+    plan_preemption,
+    victim_allowed,
+)
+from .split import (
+    INADMISSIBLE,
+    affinity_allows,
+    apportion,
+    child_name,
+    choose_cluster,
+    eligible_clusters,
+    main_shape,
+    plan_split,
+)
 from .status import (
     COMPLETED_REASON,
     FAILED_REASON,
@@ -222,6 +253,16 @@ from .status import (
 from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
+    "affinity_allows",
+    "Eviction",
+    "PreemptionPlan",
+    "Preemptor",
+    "RunningJob",
+    "RunningPod",
+    "plan_preemption",
+    "given_back",
+    "GPU",
+    "victim_allowed",
     "INADMISSIBLE",
     "ROOM_RETRY",
     "CHILD_INDEX_ANNOTATION",

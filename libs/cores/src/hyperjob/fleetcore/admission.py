@@ -38,6 +38,7 @@ class FleetQueue(msgspec.Struct, frozen=True, kw_only=True):
     created: float = 0.0
     state: str = "Open"
     strict_fifo: bool = False
+    reclaimable: bool = True  # Volcano's default: other queues may reclaim what it borrowed
 
 
 class Candidate(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +78,7 @@ def fleet_queue(queue: api.Queue, created: float = 0.0) -> FleetQueue:
         created=created,
         state=state,
         strict_fifo=queue.metadata.annotations.get(STRICT_FIFO_ANNOTATION) == STRICT_FIFO,
+        reclaimable=spec.reclaimable is not False,
     )
 
 
@@ -137,8 +139,13 @@ def admit(
     allocated: Mapping[str, ResourceList],
     pending: Sequence[Candidate],
     capacity: ResourceList,
+    preemptible: Sequence[tuple[int, ResourceList]] = (),
 ) -> Admission:
     """One admission pass. Pure; the same inputs give the same answer.
+
+    ``preemptible``: (priority, request) of admitted work that coordinated preemption could take
+    back; a candidate counts what work of lower priority holds as fleet room (whether it can take
+    it is decided, all or nothing, when its gang is placed: ``plan_preemption``).
 
     ``allocated``: per queue, the requests of what it already has admitted and not finished.
     ``capacity``: the fleet's allocatable (``fleet_capacity``). A candidate is admitted when its
@@ -161,7 +168,7 @@ def admit(
             progress = False
             for name in sorted(lines, key=lambda q: _queue_key(queues[q], usage[q], deserved[q])):
                 limit = deserved[name] if fair else None
-                chosen = _turn(queues[name], lines[name], usage[name], promised, capacity, waiting, limit)
+                chosen = _turn(queues[name], lines[name], usage[name], promised, capacity, waiting, limit, preemptible)
                 if chosen is not None:
                     admitted.append(chosen.name)
                     usage[name] = add(usage[name], chosen.request)
@@ -196,10 +203,12 @@ def _turn(
     capacity: ResourceList,
     waiting: dict[str, str],
     limit: ResourceList | None,
+    preemptible: Sequence[tuple[int, ResourceList]] = (),
 ) -> Candidate | None:
     """A queue's turn: admit its first candidate that fits (within ``limit`` when given)."""
     for position, cand in enumerate(line):
-        reason = _blocker(queue, cand, usage, promised, capacity)
+        below = add(*(request for priority, request in preemptible if priority < cand.priority))
+        reason = _blocker(queue, cand, usage, _minus(promised, below), capacity)
         over_share = limit is not None and not reason and not _le(add(usage, cand.request), limit)
         if not reason and not over_share:
             del line[position]
@@ -234,6 +243,10 @@ def _blocker(
         if amount > room + _EPS:
             return f"fleet {name}: {_q(name, amount)} requested, {_q(name, max(room, 0.0))} not yet promised"
     return ""
+
+
+def _minus(promised: ResourceList, below: ResourceList) -> ResourceList:
+    return {k: v - below.get(k, 0.0) for k, v in promised.items()}
 
 
 def _q(name: str, amount: float) -> str:

@@ -113,7 +113,8 @@ def eligible_clusters(
     """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
 
     Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
-    ``hyperjob.io/cluster-selector`` annotation, and with some node that could ever hold a pod of
+    ``hyperjob.io/cluster-selector`` annotation (deprecated), allowed by the replicated job's
+    ``clusterAffinity`` (``affinity_allows``), and with some node that could ever hold a pod of
     the main task (its node selector, e.g. the GPU model, and its per-pod request).
     With ``now`` a cluster silent for 30 s is not live; without it only ``ready`` counts.
     """
@@ -126,9 +127,35 @@ def eligible_clusters(
         cap = clusters.get(name)
         if cap is None or any(cap.labels.get(k) != v for k, v in selector.items()):
             continue
+        if rj.cluster_affinity is not None and not affinity_allows(rj.cluster_affinity, name, cap.labels):
+            continue
         if could_ever_host(cap, shape):
             result.append(name)
     return result
+
+
+def affinity_allows(affinity: api.ClusterAffinity, name: str, labels: Mapping[str, str]) -> bool:
+    """Karmada's ``ClusterAffinity`` on one cluster: named (when ``clusterNames`` is given), not
+    excluded, and matching ``labelSelector`` (every ``matchLabels`` pair and expression)."""
+    if (affinity.cluster_names and name not in affinity.cluster_names) or name in affinity.exclude:
+        return False
+    selector = affinity.label_selector
+    if selector is None:
+        return True
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    return all(_expression_holds(e, labels) for e in selector.match_expressions)
+
+
+def _expression_holds(expr: api.LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    value = labels.get(expr.key)
+    if expr.operator == "In":
+        return value is not None and value in expr.values
+    if expr.operator == "NotIn":
+        return value is None or value not in expr.values  # Kubernetes: a missing key is not in
+    if expr.operator == "Exists":
+        return value is not None
+    return value is None  # DoesNotExist
 
 
 def main_shape(spec: api.JobSpec) -> PodShape:

@@ -13,6 +13,7 @@
 | ``pgphase@<cluster>``      | cluster-scheduler  | PodGroupPhaseDoc                                 |
 | ``reservation@<cluster>``  | cluster-scheduler  | ReservationDoc: a gang member's hold             |
 | ``queueusage@<cluster>``   | cluster-scheduler  | QueueUsageDoc: the last session's share per queue |
+| ``preempt@<cluster>``      | cluster-scheduler  | PreemptOrderDoc: the fleet's eviction order for a gang child |
 | ``binding@<cluster>``      | cluster-scheduler  | the store's resource accounting (not a document) |
 | ``hjspec``, ``hjstatus``   | status-aggregator  | what it knows of each HyperJob, and the status   |
 | ``agentpod@<agent>``       | node-agent         | the pods it runs                                 |
@@ -70,6 +71,10 @@ def reservation_kind(cluster: str) -> str:
 
 def queue_usage_kind(cluster: str) -> str:
     return f"queueusage@{cluster}"
+
+
+def preempt_kind(cluster: str) -> str:
+    return f"preempt@{cluster}"
 
 
 # -- splitter -------------------------------------------------------------------------------------
@@ -207,6 +212,14 @@ class ReservationDoc(msgspec.Struct, frozen=True, kw_only=True):
     state: ReservationState = "Reserving"
     attempt: int = 1
     uid: str = ""
+
+
+class PreemptOrderDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """The fleet's order to evict pods for a gang child here (``events.PreemptForGang``), kept
+    until carried out (``evicted_at``: when), then while the victims wait for the child to hold."""
+
+    order: events.PreemptForGang
+    evicted_at: float = 0.0
 
 
 class QueueUsageDoc(msgspec.Struct, frozen=True, kw_only=True):

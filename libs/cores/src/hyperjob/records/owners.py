@@ -8,7 +8,7 @@ KINDS_BY_ROLE: dict[str, tuple[str, ...]] = {
     "splitter": ("hyperjob", "queue", "priorityclass"),
     "global-scheduler": ("owner", "placement", "gang"),
     "status-aggregator": ("hjspec", "hjstatus"),
-    "cluster-scheduler": ("pgphase@{cluster}", "reservation@{cluster}", "queueusage@{cluster}"),
+    "cluster-scheduler": ("pgphase@{cluster}", "reservation@{cluster}", "queueusage@{cluster}", "preempt@{cluster}"),
     "job-controller": ("job@{cluster}", "child@{cluster}", "podgroup@{cluster}"),
     "node-agent": ("agentpod@{instance}", "agentdown@{instance}"),
     "workflow-controller": ("cronjob", "jobflow", "jobtemplate"),

@@ -21,7 +21,9 @@ async def build(settings: Settings, runtime: Runtime) -> ClusterScheduler:
     runtime.watch(subjects.heartbeats(c), {events.AgentHeartbeat: scheduler.on_heartbeat})
     runtime.watch(subjects.job_states(c), {events.JobState: scheduler.on_job_state})
     runtime.subscribe(
-        f"cluster-scheduler-{c}", subjects.gang_control(c), {events.GangControl: scheduler.on_gang_control}
+        f"cluster-scheduler-{c}",
+        subjects.gang_control(c),
+        {events.GangControl: scheduler.on_gang_control, events.PreemptForGang: scheduler.on_preempt_for_gang},
     )
     # The summary is the cluster's liveness for the splitter and the global-scheduler (30 s of
     # silence and its children fail over elsewhere): it goes out even while a long cycle runs.

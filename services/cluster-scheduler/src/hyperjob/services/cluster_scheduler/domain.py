@@ -494,6 +494,35 @@ def _admission_failure(state: ClusterView, node: str, request: Mapping[str, floa
     return ""
 
 
+def evict_for_gang(
+    cluster: str, state: ClusterView, victims: Iterable[events.PreemptVictims], reason: str, out: CycleOutcome
+) -> int:
+    """Release the named pods that run here now (``PodsEvicted`` with ``reason``); how many.
+    A pod no longer bound, or bound for another incarnation, is skipped."""
+    released = {u.pod for u in out.unbinds}
+    count = 0
+    for victim in sorted(victims, key=lambda v: v.job):
+        view = state.jobs.get(victim.job)
+        for name in sorted(victim.pods):
+            pod = view.pods.get(name) if view is not None else None
+            binding = state.bound.get(name)
+            if view is None or pod is None or binding is None or name in released or pod.phase != "Running":
+                continue
+            if binding.uid not in ("", pod.uid):
+                continue
+            out.unbinds.append(Unbind(cluster, name))
+            out.add(out.evicted, view.name, events.PodRef(pod=name, uid=pod.uid, node=binding.node, reason=reason))
+            count += 1
+    return count
+
+
+def gate_lifted(state: ClusterView, child: str, expired: bool) -> bool:
+    """Whether a preemption's victims may schedule again: the gang's child holds pods here (or
+    runs), is gone, or the wait ``expired``."""
+    view = state.jobs.get(child)
+    return expired or view is None or any(name in state.bound for name in view.pods)
+
+
 def used_by_node(*bindings: Iterable[Binding]) -> dict[str, dict[str, float]]:
     used: dict[str, dict[str, float]] = {}
     for group in bindings:

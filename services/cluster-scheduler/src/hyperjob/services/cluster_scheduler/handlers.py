@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import time
 
+import msgspec
+
 from hyperjob import api, events, fleetcore, records, schedcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
@@ -37,6 +39,7 @@ class ClusterScheduler:
         self.phases = runtime.table(records.pgphase_kind(c), records.PodGroupPhaseDoc)
         self.reservations = runtime.table(records.reservation_kind(c), records.ReservationDoc)
         self.usage = runtime.table(records.queue_usage_kind(c), records.QueueUsageDoc)
+        self.preempts = runtime.table(records.preempt_kind(c), records.PreemptOrderDoc)
         self.nodes: dict[str, domain.NodeView] = {}
         self.queues: dict[str, events.QueueChanged] = {}
         self.parts: dict[str, dict[int, events.JobState]] = {}
@@ -179,6 +182,45 @@ class ClusterScheduler:
         self.changed()
         return reaction
 
+    def on_preempt_for_gang(self, msg: events.PreemptForGang) -> None:
+        """The fleet's coordinated preemption (``fleetcore.plan_preemption``): the named pods are
+        evicted in the first cycle that knows the gang's child here, so that cycle's session can
+        enqueue the child on their room; the victims' jobs then wait (``_gate``) until the child
+        holds its pods, or for one gang timeout. The order is kept (``preempt@<cluster>``) until
+        then: a restart carries it out still. An older attempt's order is replaced; a redelivery
+        of one already taken changes nothing."""
+        known = self.preempts.get(msg.child)
+        if known is None or known.order.attempt < msg.attempt:
+            self.preempts.put(msg.child, records.PreemptOrderDoc(order=msg))
+            self.changed()
+
+    def _preempt(self, state: domain.ClusterView, out: domain.CycleOutcome) -> None:
+        for child, doc in sorted(self.preempts.items()):
+            if doc.evicted_at or child not in state.jobs:
+                continue  # done, or its child is not made here yet (the room would go back to the victims)
+            order = doc.order
+            reason = f"preempt: for HyperJob {order.hyperjob} ({order.reason})"
+            evicted = domain.evict_for_gang(self.cluster, state, order.victims, reason, out)
+            decided("pods_preempted", job=child, cluster=self.cluster, pods=evicted, reason=reason)
+            self.preempts.put(child, msgspec.structs.replace(doc, evicted_at=self.rt.now()))
+
+    def _gate(self, state: domain.ClusterView) -> None:
+        """Victims of a preemption make their pods again at once; those pods wait while the gang's
+        child has not taken the room (at most one gang timeout), as Volcano's victims wait behind
+        the preemptor it pipelined there."""
+        for child, doc in sorted(self.preempts.items()):
+            if not doc.evicted_at:
+                continue
+            expired = self.rt.now() - doc.evicted_at > fleetcore.GANG_TIMEOUT
+            if domain.gate_lifted(state, child, expired):
+                self.preempts.delete(child)
+                continue
+            for victim in doc.order.victims:
+                view = state.jobs.get(victim.job)
+                if view is not None:
+                    waiting = {n: p for n, p in view.pods.items() if p.phase != "Pending"}
+                    state.jobs[victim.job] = msgspec.structs.replace(view, pods=waiting)
+
     # -- the cycle ----------------------------------------------------------------------------------
 
     async def cycle(self) -> None:
@@ -189,7 +231,9 @@ class ClusterScheduler:
         await self._register_nodes()
         state = self._view()
         out = domain.housekeeping(self.cluster, state, self._down())
+        self._preempt(state, out)
         self._apply_bindings(state.bound, out)
+        self._gate(state)
         started = time.perf_counter()  # for the log only: decisions read the runtime's clock
         # Live, the session runs in a worker thread: the cluster's summary and beats keep flowing
         # through a long session (a cluster silent for 30 s is declared lost and its gangs moved).

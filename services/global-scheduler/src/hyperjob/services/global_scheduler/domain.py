@@ -4,7 +4,7 @@ choices a round makes with it."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
@@ -18,6 +18,8 @@ __all__ = [
     "choose",
     "fleet_queue",
     "in_flight",
+    "preempt_orders",
+    "preemption",
     "reserve_room",
     "room_elsewhere",
     "round_cause",
@@ -80,6 +82,80 @@ def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetc
         trial[cluster] = taken
     working.update(trial)
     return None
+
+
+# Volcano's opt-out of being a victim (a task template's annotation or label).
+PREEMPTABLE = "volcano.sh/preemptable"
+
+
+def preemption(
+    owner: records.OwnerDoc,
+    children: list[records.PlacementDoc],
+    placements: Iterable[records.PlacementDoc],
+    owners: Mapping[str, records.OwnerDoc],
+    queues: Mapping[str, fleetcore.FleetQueue],
+    working: dict[str, fleetcore.ClusterCapacity],
+    now: float,
+) -> fleetcore.PreemptionPlan | str:
+    """Coordinated preemption for a gang that free room cannot hold (``fleetcore.plan_preemption``):
+    its children on their planned clusters, against every other child running on the fleet, each
+    measured from when it was sent to its cluster (the fleet does not know when its pods started)."""
+    gang = fleetcore.Preemptor(
+        name=owner.name,
+        queue=owner.queue,
+        priority=owner.priority,
+        children={p.child: _pods_of(p) for p in children},
+        clusters={p.child: list(p.clusters) for p in children if p.clusters},
+        reclaimable={name: q.reclaimable for name, q in queues.items()},
+    )
+    running = [
+        _running(p, owners[p.owner].priority)
+        for p in placements
+        if p.owner != owner.name and p.state == "Dispatched" and p.running and not p.finished and p.owner in owners
+    ]
+    return fleetcore.plan_preemption(gang, working, [r for r in running if r is not None], now)
+
+
+def _pods_of(placement: records.PlacementDoc) -> list[fleetcore.PodShape]:
+    job = api.decode_stored(placement.job)
+    assert isinstance(job, api.Job)
+    return fleetcore.gang_pods(job.spec, {t.name: t.replicas for t in job.spec.tasks})
+
+
+def _running(placement: records.PlacementDoc, priority: int) -> fleetcore.RunningJob | None:
+    """A running child as a victim candidate: its pods by name (``<job>-<task>-<index>``)."""
+    job = api.decode_stored(placement.job)
+    if not isinstance(job, api.Job):
+        return None
+    pods = []
+    for task in job.spec.tasks:
+        meta = task.template.metadata
+        preemptable = (meta.annotations.get(PREEMPTABLE) or meta.labels.get(PREEMPTABLE, "true")) != "false"
+        request = fleetcore.task_shape(task).request
+        pods += [
+            fleetcore.RunningPod(
+                name=f"{placement.child}-{task.name}-{i}", node="", request=request, preemptable=preemptable
+            )
+            for i in range(task.replicas)
+        ]
+    return fleetcore.RunningJob(
+        name=placement.child,
+        cluster=placement.cluster,
+        queue=job.spec.queue or api.DEFAULT_QUEUE,
+        priority=priority,
+        min_available=job.spec.min_available or len(pods),
+        running_since=placement.dispatched_at,
+        pods=tuple(pods),
+    )
+
+
+def preempt_orders(plan: fleetcore.PreemptionPlan) -> list[tuple[str, str, list[events.PreemptVictims]]]:
+    """``(cluster, child placed there, victims)`` for each cluster of the plan that gives pods back."""
+    by_cluster: dict[str, list[events.PreemptVictims]] = {}
+    for e in plan.evictions:
+        by_cluster.setdefault(e.cluster, []).append(events.PreemptVictims(job=e.job, pods=list(e.pods)))
+    child_on = {cluster: child for child, cluster in sorted(plan.placements.items(), reverse=True)}
+    return [(cluster, child_on[cluster], victims) for cluster, victims in sorted(by_cluster.items())]
 
 
 class InFlight:

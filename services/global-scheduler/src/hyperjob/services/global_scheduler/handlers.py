@@ -431,18 +431,21 @@ class GlobalScheduler:
         queues = dict(self.queues)
         queues.setdefault(api.DEFAULT_QUEUE, fleetcore.FleetQueue(name=api.DEFAULT_QUEUE))
         allocated: dict[str, dict[str, float]] = {}
+        preemptible: list[tuple[int, dict[str, float]]] = []  # what coordinated preemption could take back
         for owner in self.owners.values():
             counts = owner.admitted and (
                 not owner.plain or any(p.enqueued and not p.finished for p in self._children(owner.name))
             )
             if counts:
                 allocated[owner.queue] = add(allocated.get(owner.queue, {}), owner.request)
+                preemptible.append((owner.priority, owner.request))
         candidates = [
             fleetcore.Candidate(name=o.name, queue=o.queue, priority=o.priority, request=o.request, created=o.created)
             for o in waiting
         ]
         live = self.capacity.live(self.capacity.now(self.rt.now()))
-        admission = fleetcore.admit(queues, allocated, candidates, fleetcore.fleet_capacity(live.values()))
+        capacity = fleetcore.fleet_capacity(live.values())
+        admission = fleetcore.admit(queues, allocated, candidates, capacity, preemptible)
         for name in admission.admitted:
             self._admitted(self.owners.rows[name], reaction)
         for name, why in admission.waiting.items():
@@ -547,12 +550,15 @@ class GlobalScheduler:
             return
         if gang is not None and gang.phase == "Reserving":
             return
+        attempt = gang.attempt + 1 if gang is not None else 1
         fits = domain.reserve_room(children, self.working())
         if isinstance(fits, str):
-            if not self._plan_again(owner, children, reaction):
+            if self._plan_again(owner, children, reaction):
+                return
+            # Free room elsewhere goes to a new plan first (the splitter keeps a pinned one): preempt after.
+            if not self._preempt_for(owner, children, attempt, reaction):
                 self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
-            return
-        attempt = gang.attempt + 1 if gang is not None else 1
+                return
         plan = {p.child: p.clusters[0] for p in children}
         gang, decisions = fleetcore.start_gang(
             owner.name, plan, min(owner.gang, len(plan)), self.rt.now(), attempt=attempt
@@ -570,3 +576,33 @@ class GlobalScheduler:
             # send its gang's controls under the ids of the last one's (taken as redeliveries).
             cause = events.derive_id(owner.name, f"gang/{owner.created!r}/{owner.attempt}/{attempt}")
             self._gang_decisions(cause, gang, decisions, reaction)
+
+    def _preempt_for(
+        self, owner: records.OwnerDoc, children: list[records.PlacementDoc], attempt: int, reaction: Reaction
+    ) -> bool:
+        """A gang that free room cannot hold, where lower-priority work could give room back: when
+        every child can then be placed (``fleetcore.plan_preemption``, all or nothing), tell each
+        cluster of the plan which pods to evict, in this one reaction, and say so; the gang
+        attempt opens at once, so its children hold the room before the victims come back."""
+        now = self.capacity.now(self.rt.now())
+        working = self.working()
+        plan = domain.preemption(owner, children, self.placements.values(), self.owners.rows, self.queues, working, now)
+        if isinstance(plan, str) or not plan.evictions:
+            return False
+        reason = plan.explain()
+        decision("gang_preempting", hyperjob=owner.name, attempt=attempt, reason=reason)
+        cause = events.derive_id(owner.name, f"preempt/{owner.created!r}/{owner.attempt}/{attempt}")
+        for cluster, child, victims in domain.preempt_orders(plan):
+            order = self.rt.emit(
+                events.PreemptForGang,
+                cause,
+                f"preempt/{cluster}",
+                child=child,
+                cluster=cluster,
+                hyperjob=owner.name,
+                attempt=attempt,
+                victims=victims,
+                reason=reason,
+            )
+            reaction.publish(subjects.gang_control(cluster), order)
+        return True

@@ -130,6 +130,20 @@ class DecodedManifests:
 
 def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> dict[str, object]:
     """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
+    candidate = candidate_of(doc, cfg, decoded)
+    return {
+        "name": doc.name,
+        "plain": doc.plain,
+        "queue": candidate.queue,
+        "priority": candidate.priority,
+        "request": candidate.request,
+        "created": doc.created,
+        "generation": doc.generation,
+    }
+
+
+def candidate_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> fleetcore.Candidate:
+    """A HyperJob or plain Job as its queue weighs it (queue, request, priority)."""
     manifest = decoded.of(doc)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
@@ -146,15 +160,31 @@ def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests)
     else:
         assert isinstance(manifest, api.HyperJob)
         candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
-    return {
-        "name": doc.name,
-        "plain": doc.plain,
-        "queue": candidate.queue,
-        "priority": candidate.priority,
-        "request": candidate.request,
-        "created": doc.created,
-        "generation": doc.generation,
-    }
+    return candidate
+
+
+def priority_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> int:
+    """The owner's admission priority (``submission``'s)."""
+    return candidate_of(doc, cfg, decoded).priority
+
+
+def running_children(
+    doc: records.HyperJobDoc, decoded: DecodedManifests
+) -> list[tuple[events.ChildRef, list[fleetcore.PodShape]]]:
+    """Each child of ``doc`` running on its cluster, with its pods."""
+    running = [ref for ref in doc.children if ref.cluster and doc.child_phases.get(ref.name) == "Running"]
+    if not running:
+        return []
+    manifest = decoded.of(doc)
+    if isinstance(manifest, api.Job):
+        return [
+            (ref, fleetcore.gang_pods(manifest.spec, {t.name: t.replicas for t in manifest.spec.tasks}))
+            for ref in running
+        ]
+    if not isinstance(manifest, api.HyperJob):
+        return []
+    plan = {c.name: c for c in split_plan(doc).children}
+    return [(ref, fleetcore.child_pods(manifest, plan[ref.name])) for ref in running if ref.name in plan]
 
 
 # -- plans -----------------------------------------------------------------------------------------
@@ -278,8 +308,19 @@ def changes(existing: list[events.ChildRef], desired: list[events.ChildRef]) -> 
 
 
 def plain_child(doc: records.HyperJobDoc, clusters: list[str]) -> events.PlannedChild:
-    """A plain Job is placed as the one child of itself, on any cluster."""
-    return events.PlannedChild(name=doc.name, clusters=clusters, job=doc.manifest)
+    """A plain Job is placed as the one child of itself, on any cluster, under its fleet name
+    (``owner_key``): its cluster names its pods from it, so team-a/x and team-b/x never share one."""
+    return events.PlannedChild(name=doc.name, clusters=clusters, job=cluster_manifest(doc))
+
+
+def cluster_manifest(doc: records.HyperJobDoc) -> api.RawDocument:
+    """A plain Job's or PodGroup's manifest as its cluster gets it: named ``doc.name`` (its fleet
+    name), the name it was applied under kept in ``api.APPLIED_NAME_ANNOTATION``."""
+    metadata = doc.manifest.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("name") == doc.name:
+        return doc.manifest
+    annotations = {**(metadata.get("annotations") or {}), api.APPLIED_NAME_ANNOTATION: metadata["name"]}
+    return {**doc.manifest, "metadata": {**metadata, "name": doc.name, "annotations": annotations}}
 
 
 def manifest_kind(manifest: dict[str, object]) -> tuple[str, str]:
@@ -308,11 +349,17 @@ def namespace_of(doc: records.HyperJobDoc) -> str:
     return str(metadata.get("namespace") or api.DEFAULT_NAMESPACE) if isinstance(metadata, dict) else "default"
 
 
+def applied_name(doc: records.HyperJobDoc) -> str:
+    """The name an owner was applied under (its ``metadata.name``; ``doc.name`` is its key)."""
+    metadata = doc.manifest.get("metadata")
+    return str(metadata.get("name") or doc.name) if isinstance(metadata, dict) else doc.name
+
+
 def owner_key(kind: str, namespace: str, name: str) -> str:
     """Where an owner is kept: a HyperJob under ``api.object_key`` (namespaces apart); a plain Job
-    or PodGroup under its name, since its clusters know it by that name alone (unique across
-    namespaces: one in another namespace is refused)."""
-    return api.object_key(namespace, name) if kind == "HyperJob" else name
+    or PodGroup under its fleet name (``api.fleet_key``: ``team-b-x`` for team-b/x, ``x`` in
+    ``default``), the name its clusters know it by (ADR 0010)."""
+    return api.object_key(namespace, name) if kind == "HyperJob" else api.fleet_key(namespace, name)
 
 
 # -- commands ------------------------------------------------------------------------------------

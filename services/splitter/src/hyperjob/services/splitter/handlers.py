@@ -12,6 +12,7 @@ child is gone from every cluster.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -166,16 +167,17 @@ class Splitter:
         )
 
     def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
-        name = job.metadata.name
+        name, namespace = job.metadata.name, job.metadata.namespace
+        key = domain.owner_key("Job", namespace, name)
         kind = api.applied_kind(job.metadata.annotations, job.kind)  # the answer names the kind applied
         domain.check_job_references(job.spec, "$.spec", self.cfg())
-        existing = self._same_name_elsewhere(name, job.metadata.namespace)
+        existing = self._same_name_elsewhere(key, name, namespace)
         owner = next(
-            (d.name for d in self.hyperjobs.values() if not d.plain and name in {r.name for r in d.children}), ""
+            (d.name for d in self.hyperjobs.values() if not d.plain and key in {r.name for r in d.children}), ""
         )
         if owner:
             raise api.ManifestError(
-                "$.metadata.name", f"a job named {name!r} already exists (a child of HyperJob {owner!r})"
+                "$.metadata.name", f"a job named {key!r} already exists (a child of HyperJob {owner!r})"
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
@@ -186,11 +188,11 @@ class Splitter:
                 "exists; a running Job's tasks cannot change (delete it first)",
             )
         doc = records.HyperJobDoc(
-            name=name,
+            name=key,
             manifest=api.encode(job),
             created=self.rt.now(),
             plain=True,
-            children=[events.ChildRef(name=name, replicas=api.template_replicas(job.spec))],
+            children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
         )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
@@ -198,18 +200,19 @@ class Splitter:
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
         """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
         name = podgroup.metadata.name
+        key = domain.owner_key("PodGroup", podgroup.metadata.namespace, name)
         domain.check_podgroup_references(podgroup, self.cfg())
-        existing = self._same_name_elsewhere(name, podgroup.metadata.namespace)
+        existing = self._same_name_elsewhere(key, name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
                 return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         doc = records.HyperJobDoc(
-            name=name,
+            name=key,
             manifest=api.encode(podgroup),
             created=self.rt.now(),
             plain=True,
-            children=[events.ChildRef(name=name)],
+            children=[events.ChildRef(name=key)],
         )
         reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
@@ -243,16 +246,18 @@ class Splitter:
         reaction = self._submit(reaction, msg, doc)
         return self._split(reaction, msg, doc) if doc.admitted else reaction
 
-    def _same_name_elsewhere(self, name: str, namespace: str) -> records.HyperJobDoc | None:
-        """The owner kept under a plain Job's or PodGroup's name; one of another namespace is refused
-        (its clusters know it by its name alone)."""
-        existing = self.hyperjobs.get(name)
+    def _same_name_elsewhere(self, key: str, name: str, namespace: str) -> records.HyperJobDoc | None:
+        """The plain Job or PodGroup kept under the fleet name ``key`` (``domain.owner_key``). One
+        of another namespace goes by the same name on the clusters (``team-b-x`` in ``default``
+        and ``x`` in ``team-b``), so this one is refused (ADR 0010)."""
+        existing = self.hyperjobs.get(key)
         if existing is not None and domain.namespace_of(existing) != namespace:
             kind = existing.manifest.get("kind", "object")
             raise api.ManifestError(
                 "$.metadata.name",
-                f"{kind} {name!r} already exists in namespace {domain.namespace_of(existing)!r} "
-                "(a plain Job's or PodGroup's name is unique across namespaces; a HyperJob's is per namespace)",
+                f"{namespace}/{name} goes by {key!r} on the clusters, as {kind} {domain.applied_name(existing)!r} "
+                f"of namespace {domain.namespace_of(existing)!r} does (a plain Job's cluster name is "
+                "<namespace>-<name> outside default)",
             )
         return existing
 
@@ -345,6 +350,14 @@ class Splitter:
         live = self._working(now, exclude={ref.name for ref in doc.children})
         current = domain.split_plan(doc) if doc.children else None
         result = domain.plan(hyperjob, live, now, current)
+        if isinstance(result, fleetcore.Waiting):
+            # Planned on the room lower-priority work could give back: the global scheduler then
+            # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
+            for view in self._without_lower_priority(doc, live):
+                preempting = domain.plan(hyperjob, view, now, current)
+                if not isinstance(preempting, fleetcore.Waiting):
+                    result = preempting
+                    break
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
@@ -502,6 +515,31 @@ class Splitter:
             elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
                 working[cluster] = placed
         return working
+
+    def _without_lower_priority(
+        self, doc: records.HyperJobDoc, live: dict[str, fleetcore.ClusterCapacity]
+    ) -> Iterator[dict[str, fleetcore.ClusterCapacity]]:
+        """``live`` with the room of running children of lower priority than ``doc`` given back,
+        one cluster more at a time, the cluster whose work would lose least first (GPUs × time
+        since applied): a plan is made on as little of it as it needs, free room first."""
+        cfg = self.cfg()
+        priority = domain.priority_of(doc, cfg, self.decoded)
+        given: dict[str, list[fleetcore.PodShape]] = {}
+        work: dict[str, float] = {}
+        for other in self.hyperjobs.values():
+            if other.name == doc.name or not other.admitted or other.deleting:
+                continue
+            if domain.priority_of(other, cfg, self.decoded) >= priority:
+                continue
+            for ref, pods in domain.running_children(other, self.decoded):
+                if ref.cluster in live:
+                    given.setdefault(ref.cluster, []).extend(pods)
+                    gpus = sum(p.request.get(fleetcore.GPU, 0.0) for p in pods)
+                    work[ref.cluster] = work.get(ref.cluster, 0.0) + gpus * (self.rt.now() - other.created)
+        room = dict(live)
+        for cluster in sorted(given, key=lambda c: (work[c], c)):
+            room[cluster] = fleetcore.given_back(room[cluster], given[cluster])
+            yield dict(room)
 
     def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
         """Children a split sends to a cluster they are not on yet count against it until they run

@@ -75,8 +75,9 @@ def job_of_key(key: str) -> str:
 def job_key(kind: str, namespace: str, job: str) -> str:
     """How the splitter keys a job made here, and names it in its news (``HyperJobStatusChanged``,
     ``HyperJobDeleted``): a HyperJob by namespace and name (``api.object_key``), a plain Job by its
-    name alone (unique across namespaces, as its clusters know it)."""
-    return api.object_key(namespace, job) if kind == "HyperJob" else job
+    fleet name (``api.fleet_key``: ``team-a-x`` for team-a/x, the name its clusters know it by;
+    ADR 0010)."""
+    return api.object_key(namespace, job) if kind == "HyperJob" else api.fleet_key(namespace, job)
 
 
 def key_of(obj: api.CronJob | api.JobFlow | api.JobTemplate | api.HyperJobTemplate) -> str:
@@ -128,7 +129,9 @@ def templates_of(flow: api.JobFlow) -> set[str]:
     return {f.name for f in flow.spec.flows}
 
 
-def made_keys(kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> list[tuple[str, tuple[str, str]]]:
-    """``(job key, (owner kind, owner key))`` of each job the owner ``kind``/``key`` made."""
+def made_keys(
+    kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc
+) -> list[tuple[str, str, tuple[str, str]]]:
+    """``(job key, job name, (owner kind, owner key))`` of each job the owner ``kind``/``key`` made."""
     namespace = namespace_of(doc.manifest)
-    return [(job_key(made.kind, namespace, job), (kind, key)) for job, made in doc.jobs.items()]
+    return [(job_key(made.kind, namespace, job), job, (kind, key)) for job, made in doc.jobs.items()]

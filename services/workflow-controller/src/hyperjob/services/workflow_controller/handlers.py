@@ -29,13 +29,15 @@ class WorkflowController:
         self.templates = runtime.table(records.JOBTEMPLATE, records.JobTemplateDoc)
         # Every object is kept under its ``api.object_key``: team-a/nightly and team-b/nightly are two.
         self.owners: dict[str, tuple[str, str]] = {}  # job key (``domain.job_key``) → (owner kind, owner key)
+        # job key → the job's name in its owner (a plain Job's key is its fleet name: ``team-a-x``)
+        self.made_names: dict[str, str] = {}
         self.asked: dict[str, tuple[str, str, str]] = {}  # a job's apply id → (owner kind, owner key, job)
         runtime.on_load(self._loaded)
 
     def _loaded(self) -> None:
         for table in (self.cronjobs, self.flows, self.templates):
             _rekey(table)
-        self.owners, self.asked = {}, {}
+        self.owners, self.asked, self.made_names = {}, {}, {}
         for key, cron in self.cronjobs.items():
             self._claim("CronJob", key, cron)
             self._arm(key, cron)
@@ -157,20 +159,21 @@ class WorkflowController:
         if owner is None:
             return None
         kind, name = owner
+        job = self.made_names.get(msg.job, msg.job)
         if kind == "CronJob":
             cron = self._cronjob(name)
-            made = cron.jobs[msg.job]
+            made = cron.jobs[job]
             if made.phase == msg.new:
                 return None
             done = msg.new == "Completed"
             cron = replace(
                 cron,
-                jobs={**cron.jobs, msg.job: replace(made, phase=msg.new)},
+                jobs={**cron.jobs, job: replace(made, phase=msg.new)},
                 last_successful_time=self.rt.now() if done else cron.last_successful_time,
             )
             self._put_cronjob(name, cron)
             return self._sync_cronjob(msg, name)
-        return self._flow_step_phase(msg, name, msg.job, msg.new)
+        return self._flow_step_phase(msg, name, job, msg.new)
 
     def on_hyperjob_status(self, msg: events.HyperJobStatusChanged) -> Reaction | None:
         """A flow's step made from a HyperJobTemplate changed phase: the flow judges it as a Job's."""
@@ -197,7 +200,7 @@ class WorkflowController:
         if owner is None:
             return None
         kind, name = owner
-        self._forget(kind, name, domain.job_of_key(msg.name))
+        self._forget(kind, name, self.made_names.get(msg.name) or domain.job_of_key(msg.name))
         return self._sync_cronjob(msg, name) if kind == "CronJob" else self._sync_jobflow(msg, name)
 
     def on_answer(self, msg: Answer) -> None:
@@ -315,16 +318,18 @@ class WorkflowController:
         return Reaction().publish(subjects.DELETE, request)
 
     def _disown(self, owner: tuple[str, str], job_key: str, made: records.MadeJob) -> None:
-        """``owner`` no longer has the job. A plain Job's name is the fleet's alone, so two owners
-        in two namespaces may ask for one name: the first keeps it (``_claim``), the other's is
-        refused, and forgetting the refused one leaves the first its job."""
+        """``owner`` no longer has the job. Two owners may ask for one fleet name (``team-b-x`` in
+        default and ``x`` in team-b): the first keeps it (``_claim``), the other's is refused, and
+        forgetting the refused one leaves the first its job."""
         if self.owners.get(job_key) == owner:
             del self.owners[job_key]
+            self.made_names.pop(job_key, None)
         self.asked.pop(made.request, None)
 
     def _claim(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
-        for job_key, owner in domain.made_keys(kind, key, doc):
+        for job_key, job, owner in domain.made_keys(kind, key, doc):
             self.owners.setdefault(job_key, owner)
+            self.made_names.setdefault(job_key, job)
         self._remember_requests(kind, key, doc)
 
     def _remember_requests(self, kind: str, key: str, doc: records.CronJobDoc | records.JobFlowDoc) -> None:
