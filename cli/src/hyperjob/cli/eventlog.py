@@ -139,17 +139,20 @@ class _Fold:
         self.waiting: dict[str, str] = {}  # HyperJob → the waiting reason its last status gave
         self.plain: set[str] = set()  # owners that are plain Jobs, not HyperJobs
         self.namespaces: dict[str, str] = {}  # job → its namespace, where a message said it
+        self.applied: dict[str, str] = {}  # a plain Job's fleet name → the name it was applied under
 
     def owner_kind(self, name: str) -> str:
         return "Job" if name in self.plain else "HyperJob"
 
-    def place(self, event: Event, known: Mapping[str, str]) -> None:
+    def place(self, event: Event, known: Mapping[str, str], names: Mapping[str, str]) -> None:
         """Put ``event`` in its object's namespace, its name the object's own (a HyperJob is
-        named by its key in messages); ``known``: job → namespace, for jobs no message placed."""
+        named by its key in messages, a plain Job by its fleet name, ADR 0010); ``known``: job →
+        namespace and ``names``: fleet name → applied name, for jobs no message placed."""
         if event.kind == "HyperJob":
             event.namespace, event.name = api.split_key(event.name)
         elif event.kind in ("Job", "PodGroup"):
             event.namespace = self.namespaces.get(event.name) or known.get(event.name) or api.DEFAULT_NAMESPACE
+            event.name = self.applied.get(event.name) or names.get(event.name) or event.name
 
     def of(self, message: events.Message, at: float) -> Iterator[Event]:
         handler = getattr(self, f"_{type(message).__name__}", None)
@@ -219,6 +222,10 @@ class _Fold:
         metadata = m.job.get("metadata")
         if isinstance(metadata, dict) and isinstance(metadata.get("namespace"), str):
             self.namespaces[m.child] = metadata["namespace"]
+        if isinstance(metadata, dict) and not m.hyperjob:
+            applied = (metadata.get("annotations") or {}).get(api.APPLIED_NAME_ANNOTATION)
+            if isinstance(applied, str) and applied:
+                self.applied[m.child] = applied
         text = f"dispatched to cluster {m.cluster}" + (f" (gang attempt {m.gang_attempt})" if m.gang else "")
         yield _event("Job", m.child, "Dispatched", text, at, cluster=m.cluster, hyperjob=m.hyperjob)
 
@@ -313,10 +320,15 @@ def _nodes(pods: list[events.PodRef]) -> str:
     return f"nodes {shown}" if nodes else "no node"
 
 
-def derive(messages: Iterable[tuple[events.Message, float]], known: Mapping[str, str] | None = None) -> list[Event]:
+def derive(
+    messages: Iterable[tuple[events.Message, float]],
+    known: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
+) -> list[Event]:
     """The events of ``messages`` (each with the time it was stored, in stream order), repeats
     folded into one with a count, oldest first by last occurrence, each in its object's namespace
-    (``known``: job → namespace for the jobs no message places, from the store)."""
+    under its own name (``known``: job → namespace and ``names``: a plain Job's fleet name → its
+    applied name, for the jobs no message places, from the store)."""
     fold = _Fold()
     folded: dict[tuple[str, str, str, str, str], Event] = {}
     for message, at in sorted(messages, key=lambda pair: pair[1]):
@@ -329,7 +341,7 @@ def derive(messages: Iterable[tuple[events.Message, float]], known: Mapping[str,
                 seen.count += 1
                 seen.last = max(seen.last, event.last)
     for event in folded.values():
-        fold.place(event, known or {})
+        fold.place(event, known or {}, names or {})
     return sorted(folded.values(), key=lambda e: (e.last, e.kind, e.namespace, e.name))
 
 
@@ -366,12 +378,12 @@ def decode(data: bytes) -> events.Message | None:
     return message
 
 
-async def load(bus: Bus, known: Mapping[str, str] | None = None) -> list[Event]:
-    """Every event the log holds (``known``: job → namespace, as ``derive`` takes it)."""
+async def load(bus: Bus, known: Mapping[str, str] | None = None, names: Mapping[str, str] | None = None) -> list[Event]:
+    """Every event the log holds (``known`` and ``names`` as ``derive`` takes them)."""
     stored: list[tuple[Stored, float]] = []
     for subject in SUBJECTS:
         stored += await bus.stored(subject)
-    return derive(decoded(stored), known)
+    return derive(decoded(stored), known, names)
 
 
 def item(event: Event, now: float) -> dict[str, object]:

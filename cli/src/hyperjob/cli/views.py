@@ -657,7 +657,8 @@ async def load_events(client: Client) -> list[eventlog.Event]:
     dispatched has its namespace from the store only)."""
     plain = await _plain_jobs(client, None)
     known = {doc.name: str(doc.manifest.get("metadata", {}).get("namespace") or api.DEFAULT_NAMESPACE) for doc in plain}
-    return await eventlog.load(client.bus, known)
+    names = {doc.name: _applied_name(doc) for doc in plain}
+    return await eventlog.load(client.bus, known, names)
 
 
 def event_section(found: list[eventlog.Event], target: str, namespace: str) -> list[View] | str:
