@@ -29,6 +29,7 @@ from .client import Client, ClientError, connect
 from .config import home, load_config, services_file
 from .dlq import KIND as DLQ_KIND
 from .dlq import dlq
+from .kubeconfig import kubeconfig
 from .offline import bench, simulate
 from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever
@@ -87,6 +88,7 @@ main.add_command(agent)
 main.add_command(logs)
 main.add_command(schema)
 main.add_command(user)
+main.add_command(kubeconfig)
 main.add_command(dlq)
 views.KINDS[DLQ_KIND.plural] = DLQ_KIND  # `get dlq`
 views.KINDS.update(workloads.KINDS)  # `get pytorchjobs`: Kubeflow's kinds by the name applied
@@ -137,18 +139,33 @@ def with_client(work: Callable[[Client], Awaitable[R]]) -> R:
     "--dashboard-port", type=int, default=8765, show_default=True, help="the web dashboard's port on 127.0.0.1 (0: any)"
 )
 @click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
-def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool) -> None:
+@click.option(
+    "--apiserver-port",
+    type=int,
+    default=6443,
+    show_default=True,
+    help="the Kubernetes API's port on 127.0.0.1 (0: any; kubectl reads $HYPERJOB_HOME/kubeconfig)",
+)
+def up(
+    config_path: str | None,
+    wait_timeout: float,
+    detach: bool,
+    dashboard_port: int,
+    no_dashboard: bool,
+    apiserver_port: int,
+) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
     stops it all. "ready" is printed (and -d returns) only once every cluster has registered."""
     if detach:
-        options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
+        options = ["--dashboard-port", str(dashboard_port), "--apiserver-port", str(apiserver_port)]
+        options += ["--no-dashboard"] if no_dashboard else []
         _up_detached(config_path, wait_timeout, options)
         return
     config = load_config(config_path)
     lock = HomeLock()
     try:
         lock.acquire()
-        system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
+        system = System(config, dashboard_port=None if no_dashboard else dashboard_port, apiserver_port=apiserver_port)
         endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
         click.echo(
             f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
@@ -156,6 +173,8 @@ def up(config_path: str | None, wait_timeout: float, detach: bool, dashboard_por
         )
         clusters = ", ".join(c.name for c in config.clusters)
         dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
+        if system.apiserver_url:
+            dashboard += f"; kubectl: export KUBECONFIG={home() / 'kubeconfig'}"
         run_forever(
             system,
             click.echo,
@@ -189,6 +208,8 @@ def _up_detached(config_path: str | None, wait_timeout: float, options: list[str
         status = _services_status()
         if status.get("ready") and status.get("pid") == proc.pid:
             dashboard = f"; dashboard {status['dashboard']}" if status.get("dashboard") else ""
+            if status.get("apiserver"):
+                dashboard += f"; kubectl: export KUBECONFIG={home() / 'kubeconfig'}"
             click.echo(
                 f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}; {METRICS_HINT});"
                 " stop it with `hyperjob down`"

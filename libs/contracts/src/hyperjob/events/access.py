@@ -32,7 +32,7 @@ import msgspec
 
 Role = Literal[
     "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
-    "operator", "workflow-controller",
+    "operator", "workflow-controller", "apiserver",
 ]  # fmt: skip
 
 
@@ -136,6 +136,15 @@ GRANTS: dict[Role, Grant] = {
             "job.phase.*", "hj.hyperjob.deleted", "hj.hyperjob.status",
         ),
         durables=("", "-admin", "-jobs"),
+    ),
+    # The Kubernetes API (services/apiserver): sends the requests of the people it serves, each
+    # checked first against that person's own grant (the same ``nats_permissions``), reads everything.
+    "apiserver": Grant(
+        publishes=(
+            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
+        ),
+        reads=(">",),
     ),
     # A person with the CLI: submits, deletes and commands (in every namespace, unless
     # ``nats_permissions`` is given some), reads everything (get, describe, watch).

@@ -34,6 +34,7 @@ from hyperjob.events.access import OPERATOR, with_credentials
 from hyperjob.store.acl import redis_acl
 
 __all__ = [
+    "APISERVER",
     "CLI_USER",
     "OPERATOR",
     "Auth",
@@ -46,6 +47,7 @@ __all__ = [
 
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
+APISERVER = "apiserver"  # the Kubernetes API: sends requests for the people it serves
 GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")
 CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller", "node-agent")
 
@@ -93,7 +95,7 @@ class NatsAuthorization(TypedDict):
 
 def system_identities(clusters: Iterable[str]) -> list[Identity]:
     """Everyone of a system with these clusters: each service instance, the operator, the CLI's
-    user and the dashboard."""
+    user, the dashboard and the apiserver."""
     identities = [Identity(name=role, role=role) for role in GLOBAL_ROLES]
     for cluster in clusters:
         identities += [Identity(name=f"{role}-{cluster}", role=role, cluster=cluster) for role in CLUSTER_ROLES]
@@ -102,6 +104,7 @@ def system_identities(clusters: Iterable[str]) -> list[Identity]:
         Identity(name=OPERATOR, role="operator"),
         Identity(name=CLI_USER, role="user"),
         Identity(name=DASHBOARD, role="user", verbs=()),
+        Identity(name=APISERVER, role="apiserver"),
     ]
 
 

@@ -1,0 +1,72 @@
+"""OpenAPI v3 (``/openapi/v3``): one document per group/version, its schemas generated from the
+msgspec manifest types (``hyperjob.api.schema``, as ``hyperjob schema`` prints them), so
+``kubectl explain hyperjobs.spec`` describes exactly what the splitter decodes.
+
+Each kind's schema carries ``x-kubernetes-group-version-kind``, which is how kubectl finds it.
+Kinds HyperJob has no manifest type for (pods, nodes, clusters ...) are served as objects without
+a schema of their fields. No paths are listed: kubectl then patches with a JSON merge patch, as it
+does custom resources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+
+from hyperjob.api.manifest import KINDS
+from hyperjob.api.schema import schema_hook
+
+from .resources import Resource, group_versions
+
+Document = dict[str, Any]
+REF = "#/components/schemas/{name}"
+
+
+def index() -> Document:
+    """``/openapi/v3``: where each group/version's document is, with its hash (clients cache by it)."""
+    paths = {}
+    for group_version in group_versions():
+        path = f"api/{group_version}" if "/" not in group_version else f"apis/{group_version}"
+        digest = hashlib.sha512(json.dumps(document(group_version), sort_keys=True).encode()).hexdigest()[:32]
+        paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest.upper()}"}
+    return {"paths": paths}
+
+
+def document(group_version: str) -> Document:
+    """The OpenAPI document of one group/version: a schema per kind it serves (empty when unknown)."""
+    served = group_versions().get(group_version, [])
+    typed = {r.kind: KINDS[(group_version, r.kind)] for r in served if (group_version, r.kind) in KINDS}
+    schemas: Document = {}
+    if typed:
+        _, components = msgspec.json.schema_components(list(typed.values()), schema_hook=schema_hook, ref_template=REF)
+        schemas.update(components)
+    for resource in served:
+        name = typed[resource.kind].__name__ if resource.kind in typed else resource.kind
+        schemas[name] = {**schemas.get(name, _untyped(resource)), "x-kubernetes-group-version-kind": [_gvk(resource)]}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "HyperJob", "version": group_version},
+        "paths": {},
+        "components": {"schemas": schemas},
+    }
+
+
+def _untyped(resource: Resource) -> Document:
+    return {
+        "type": "object",
+        "description": f"A {resource.kind}, as HyperJob reports it (read-only: the system owns it).",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"type": "object"},
+            "status": {"type": "object"},
+        },
+    }
+
+
+def _gvk(resource: Resource) -> Document:
+    return {"group": resource.group, "version": resource.version, "kind": resource.kind}
