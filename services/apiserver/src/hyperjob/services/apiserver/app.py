@@ -26,16 +26,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hyperjob import api, events
+from hyperjob.bus import BusError
 from hyperjob.client import MAX_MANIFEST_BYTES, Client, ClientError, request_subject
 from hyperjob.client import views as read_model
 from hyperjob.events import subjects
+from hyperjob.store import StoreUnavailableError
 from hyperjob.testkit.auth import Identity
 
 from . import discovery, openapi, tables
 from .identity import Tokens, bearer, may_publish
 from .objects import Change, Entry, Objects, TooOld
 from .patch import merge_patch
-from .resources import Resource, find
+from .resources import Resource, api_versions, find
 from .status import ApiError, bad_request, conflict, forbidden, not_found, refused, success, too_large, unauthorized
 
 _log = structlog.get_logger("apiserver")
@@ -88,7 +90,8 @@ def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Token
                 response = await handler(request, state, identity)
             except ApiError as exc:
                 response = JSONResponse(exc.status(), status_code=exc.code)
-            except ClientError as exc:  # NATS or Redis not answering, or no answer from the splitter
+            except (ClientError, StoreUnavailableError, BusError) as exc:
+                # NATS or Redis not answering, or no answer from the splitter: the client may retry
                 response = JSONResponse(ApiError(503, "ServiceUnavailable", str(exc)).status(), status_code=503)
             plural = request.path_params.get("plural", "")
             REQUESTS.labels(request.method, plural, str(response.status_code)).inc()
@@ -346,7 +349,7 @@ async def _body(request: Request) -> Body:
 def _own(resource: Resource, body: Body, namespace: str | None, name: str | None) -> Body:
     """The body as the object at this path: its kind and group/version the resource's, its
     namespace and name the path's (400 when they disagree, as Kubernetes answers)."""
-    if body.get("kind") != resource.kind or body.get("apiVersion") != resource.group_version:
+    if body.get("kind") != resource.kind or body.get("apiVersion") not in api_versions(resource.kind):
         raise bad_request(
             f"the object is {body.get('apiVersion')}/{body.get('kind')}, "
             f"not {resource.group_version}/{resource.kind} as the path says"
@@ -427,10 +430,10 @@ async def _patch(
     request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
 ) -> Response:
     """A JSON merge patch (kubectl's for custom resources; a strategic merge patch is taken as
-    one) or a JSON patch, applied to the object as it was applied (not its status)."""
+    one) or a JSON patch, applied to the object as it reads (its status left out)."""
     _authorize(identity, "patch", resource, namespace, name)
     current = await _get(state, resource, namespace, name)
-    applied = {**current.view.get("manifest", current.obj)}
+    applied = {k: v for k, v in current.obj.items() if k != "status"}  # server-set metadata: dropped on apply
     raw = await request.body()
     if len(raw) > MAX_MANIFEST_BYTES:
         raise too_large(f"the patch is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")

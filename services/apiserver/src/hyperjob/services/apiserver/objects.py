@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 import msgspec
 
 from hyperjob.client import Client
+from hyperjob.store import StoreUnavailableError
 
+from .patch import fill_omitted
 from .resources import Resource, View
 
 HISTORY = 10_000  # changes kept per resource for watches to replay
@@ -76,7 +78,10 @@ class Objects:
         async with seen.lock:
             if max_age and time.monotonic() - seen.read_at < max_age:
                 return list(seen.entries.values())
-            views = await resource.load(self.client, None)
+            try:
+                views = await resource.load(self.client, None)
+            except StoreUnavailableError:  # a connection Redis closed (an ACL reload): once more, reconnected
+                views = await resource.load(self.client, None)
             seen.read_at = time.monotonic()
             current: dict[tuple[str, str], Entry] = {}
             for item in views:
@@ -110,10 +115,13 @@ class Objects:
         return [c for c in seen.history if c.version > version]
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
 def api_object(resource: Resource, item: View) -> View:
     """The object as a Kubernetes client expects it: the manifest, with ``uid`` and ``generation``;
-    no namespace on a cluster-scoped kind."""
-    obj = resource.manifest(item)
+    no namespace on a cluster-scoped kind; in the form of the group it is read through."""
+    obj = in_form(resource, resource.manifest(item))
     metadata = {**obj.get("metadata", {})}
     if not resource.namespaced:
         metadata.pop("namespace", None)
@@ -125,3 +133,24 @@ def api_object(resource: Resource, item: View) -> View:
     )
     metadata["generation"] = item.get("generation", 1)
     return {**obj, "metadata": metadata}
+
+
+def in_form(resource: Resource, obj: View) -> View:
+    """The object as kubectl last applied it (its last-applied configuration), so that kubectl's
+    three-way patch compares like with like: the services keep a manifest normalized, defaults
+    omitted (``fill_omitted`` shows them again) and a HyperJob applied in the conceptual form
+    (``batch.volcano.sh``) in the upstream one (``training.volcano.sh``, ``api.hyperjob.normalize``):
+    read through the group it was applied in, it shows as applied. An object kubectl did not apply
+    shows as stored."""
+    metadata = obj.get("metadata", {})
+    try:
+        applied = msgspec.json.decode(metadata.get("annotations", {})[LAST_APPLIED])
+    except (KeyError, TypeError, msgspec.DecodeError):
+        return obj
+    if not isinstance(applied, dict) or applied.get("apiVersion") != resource.group_version:
+        return obj
+    written = {k: v for k, v in applied.items() if k not in ("metadata", "status")}
+    if obj.get("apiVersion") != resource.group_version:  # the other form: as applied
+        return {**{k: v for k, v in obj.items() if k != "spec"}, **written, "metadata": metadata}
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return {**fill_omitted(body, written), "metadata": metadata, "status": obj.get("status", {})}

@@ -4,8 +4,10 @@ msgspec manifest types (``hyperjob.api.schema``, as ``hyperjob schema`` prints t
 
 Each kind's schema carries ``x-kubernetes-group-version-kind``, which is how kubectl finds it.
 Kinds HyperJob has no manifest type for (pods, nodes, clusters ...) are served as objects without
-a schema of their fields. No paths are listed: kubectl then patches with a JSON merge patch, as it
-does custom resources.
+a schema of their fields. Each writable resource's object path lists its PATCH operation, as an
+apiserver's does: with the ``fieldValidation`` parameter (kubectl then leaves validation to the
+server, which is the splitter) and the merge and JSON patch types only (so kubectl sends a JSON merge
+patch, as it does to custom resources).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def document(group_version: str) -> Document:
     return {
         "openapi": "3.0.0",
         "info": {"title": "HyperJob", "version": group_version},
-        "paths": {},
+        "paths": {_item_path(r): {"patch": _patch(r)} for r in served if r.writable},
         "components": {"schemas": schemas},
     }
 
@@ -65,6 +67,24 @@ def _untyped(resource: Resource) -> Document:
             "spec": {"type": "object"},
             "status": {"type": "object"},
         },
+    }
+
+
+def _item_path(resource: Resource) -> str:
+    prefix = f"/apis/{resource.group_version}" if resource.group else f"/api/{resource.version}"
+    scope = "/namespaces/{namespace}" if resource.namespaced else ""
+    return f"{prefix}{scope}/{resource.plural}/{{name}}"
+
+
+def _patch(resource: Resource) -> Document:
+    body = {"schema": {"type": "object"}}
+    return {
+        "x-kubernetes-group-version-kind": _gvk(resource),
+        "parameters": [
+            {"name": name, "in": "query", "schema": {"type": "string"}} for name in ("dryRun", "fieldValidation")
+        ],
+        "requestBody": {"content": {"application/merge-patch+json": body, "application/json-patch+json": body}},
+        "responses": {"200": {"description": "OK"}},
     }
 
 

@@ -2,6 +2,8 @@
 kind, names, scope, verbs and how it is read (a loader, table rows and manifest of
 ``hyperjob.client.views``, the same read model as ``hyperjob get``).
 
+HyperJob is served in both groups its two manifest forms have (``training.volcano.sh``, listed
+first, so ``kubectl get hyperjobs`` means it, and ``batch.volcano.sh``); both list every HyperJob.
 Short names are those of Volcano's CRDs (``vcjob``/``vj``, ``q``, ``pg`` ...), of Kubernetes for
 its own kinds (``po``, ``no``, ``ev``, ``ns``, ``pc``) and HyperJob's ``hj``; Volcano's CRDs declare no
 categories, so none is served.
@@ -102,6 +104,9 @@ RESOURCES: tuple[Resource, ...] = (
              v.hyperjobs, v.hyperjob_rows, v.hyperjob_manifest, ("hj",)),
     Resource("training.volcano.sh", "v1alpha1", "HyperJobTemplate", "hyperjobtemplates", "hyperjobtemplate", True,
              v.hyperjobtemplates, v.jobtemplate_rows, v.jobtemplate_manifest, ("hjt",)),
+    # The conceptual form (``template`` + ``splitPolicy``): the same HyperJobs, applied as written.
+    Resource("batch.volcano.sh", "v1alpha1", "HyperJob", "hyperjobs", "hyperjob", True,
+             v.hyperjobs, v.hyperjob_rows, v.hyperjob_manifest),
     Resource("batch.volcano.sh", "v1alpha1", "Job", "jobs", "job", True,
              v.jobs, v.job_rows, v.job_manifest, ("vcjob", "vj")),
     Resource("batch.volcano.sh", "v1alpha1", "CronJob", "cronjobs", "cronjob", True,
@@ -131,6 +136,12 @@ def group_versions() -> dict[str, list[Resource]]:
     for resource in RESOURCES:
         found.setdefault(resource.group_version, []).append(resource)
     return found
+
+
+def api_versions(kind: str) -> tuple[str, ...]:
+    """Every group/version serving ``kind``: a HyperJob is applied in either form, and its object
+    keeps the form it was applied in, whichever group it is read through."""
+    return tuple(r.group_version for r in RESOURCES if r.kind == kind)
 
 
 def find(group: str, version: str, plural: str) -> Resource | None:

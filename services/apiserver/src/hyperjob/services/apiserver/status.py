@@ -92,12 +92,15 @@ def invalid(kind: str, group: str, name: str, reason: str) -> ApiError:
 
 def refused(kind: str, group: str, qualified: str, name: str, reason: str) -> ApiError:
     """A request the splitter refused, with the code its reason means: not found (404), already
-    exists (409) or anything else, invalid (422)."""
+    exists (409), a field's value (``$.spec.x: ...``: 422 Invalid naming it), or else the state of
+    the system (a queue still in use: 409 Conflict)."""
     if reason.endswith("not found"):
         return not_found(qualified, name)
     if "already exists" in reason:
         return already_exists(qualified, name, reason.partition(": ")[2] or reason)
-    return invalid(kind, group, name, reason)
+    if reason.startswith("$"):
+        return invalid(kind, group, name, reason)
+    return conflict(qualified, name, reason)
 
 
 def _about(qualified: str, name: str) -> Body:
