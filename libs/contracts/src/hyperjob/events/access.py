@@ -337,6 +337,33 @@ def durables_of(role: Role, *, cluster: str = "", instance: str = "") -> tuple[s
     return grant(role, cluster=cluster, instance=instance).durables
 
 
+class Identity(msgspec.Struct, frozen=True, kw_only=True):
+    """One NATS user and one Redis user. ``name`` is the service instance's name (its durable
+    consumers and keys are named after it) or the person's; ``verbs`` limits a person (``user``
+    role) to some of ``access.USER_VERBS`` (None: all of them, ``()``: read only), ``namespaces``
+    to the requests of some namespaces (None: every namespace, cluster-scoped kinds too)."""
+
+    name: str
+    role: Role
+    cluster: str = ""
+    verbs: tuple[str, ...] | None = None
+    namespaces: tuple[str, ...] | None = None
+
+    def nats_permissions(self, protected: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
+        return nats_permissions(
+            self.role,
+            cluster=self.cluster,
+            instance=self.name,
+            verbs=self.verbs,
+            namespaces=self.namespaces,
+            protected=protected,
+        )
+
+    @property
+    def durables(self) -> tuple[str, ...]:
+        return durables_of(self.role, cluster=self.cluster, instance=self.name)
+
+
 def with_credentials(url: str, user: str, password: str) -> str:
     """``url`` (or each of a comma-separated list) as ``user`` connects to it: ``user:password@`` in
     front of the host, as nats-py and redis-py read it; credentials already in a URL are replaced."""

@@ -30,8 +30,8 @@ from hyperjob.bus import BusError
 from hyperjob.client import MAX_MANIFEST_BYTES, Client, ClientError, request_subject
 from hyperjob.client import views as read_model
 from hyperjob.events import subjects
+from hyperjob.events.access import Identity
 from hyperjob.store import StoreUnavailableError
-from hyperjob.testkit.auth import Identity
 
 from . import discovery, openapi, tables
 from .identity import Tokens, bearer, may_publish

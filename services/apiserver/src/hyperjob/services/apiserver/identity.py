@@ -15,8 +15,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from hyperjob.events.access import matches
-from hyperjob.testkit.auth import Auth, Identity
+import msgspec
+
+from hyperjob.events.access import Identity, matches
+
+
+class Credentials(msgspec.Struct, kw_only=True):
+    """What the apiserver reads of a credentials file (``hyperjob.testkit.auth.Auth`` writes it;
+    the test kit is not in the image)."""
+
+    identities: list[Identity] = []
+    passwords: dict[str, str] = {}
 
 
 class Tokens:
@@ -39,7 +48,7 @@ class Tokens:
             return
         if changed == self._seen:
             return
-        auth = Auth.load(self.path)
+        auth = msgspec.json.decode(self.path.read_bytes(), type=Credentials)
         self._by_digest = {_digest(auth.passwords[i.name]): i for i in auth.identities if i.name in auth.passwords}
         self._seen = changed
 
