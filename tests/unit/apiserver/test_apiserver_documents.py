@@ -8,7 +8,7 @@ import pytest
 from hyperjob.api.manifest import KINDS
 from hyperjob.api.schema import schema_hook
 from hyperjob.services.apiserver import discovery, openapi, status, tables
-from hyperjob.services.apiserver.objects import api_object, in_form
+from hyperjob.services.apiserver.objects import LAST_APPLIED, api_object, in_form
 from hyperjob.services.apiserver.patch import fill_omitted, merge_patch
 from hyperjob.services.apiserver.resources import RESOURCES, api_versions, find
 
@@ -189,9 +189,10 @@ def test_an_api_object_has_uid_generation_and_no_namespace_when_cluster_scoped()
     assert obj["metadata"]["uid"] == api_object(HYPERJOB, VIEW)["metadata"]["uid"]  # stable
     queue = find("scheduling.volcano.sh", "v1beta1", "queues")
     assert queue is not None
-    view = {"name": "q", "state": "Open", "spec": {}, "created": 0.0, "podgroups": {"inqueue": 0, "pending": 0,
-            "running": 0}, "usage": {}, "allocated": {}, "deserved": {},
-            "manifest": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}}  # fmt: skip
+    manifest = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}
+    groups = {"inqueue": 0, "pending": 0, "running": 0}
+    view = {"name": "q", "state": "Open", "spec": {}, "created": 0.0, "podgroups": groups, "usage": {},
+            "allocated": {}, "deserved": {}, "manifest": manifest}  # fmt: skip
     assert "namespace" not in api_object(queue, view)["metadata"]
 
 
@@ -223,8 +224,7 @@ def test_a_conceptual_hyperjob_read_through_batch_shows_as_kubectl_applied_it():
                "spec": {"template": {"spec": {}}}}  # fmt: skip
     stored = {"apiVersion": "training.volcano.sh/v1alpha1", "kind": "HyperJob", "spec": {"replicatedJobs": []},
               "status": {"phase": "Running"},
-              "metadata": {"name": "x", "annotations": {
-                  "kubectl.kubernetes.io/last-applied-configuration": msgspec.json.encode(applied).decode()}}}  # fmt: skip
+              "metadata": {"name": "x", "annotations": {LAST_APPLIED: msgspec.json.encode(applied).decode()}}}  # fmt: skip
     shown = in_form(batch, stored)
     assert shown["apiVersion"] == "batch.volcano.sh/v1alpha1" and shown["spec"] == applied["spec"]
     assert shown["status"] == {"phase": "Running"} and shown["metadata"] == stored["metadata"]
