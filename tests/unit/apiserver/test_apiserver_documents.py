@@ -224,7 +224,8 @@ def test_a_conceptual_hyperjob_read_through_batch_shows_as_kubectl_applied_it():
                "spec": {"template": {"spec": {}}}}  # fmt: skip
     stored = {"apiVersion": "training.volcano.sh/v1alpha1", "kind": "HyperJob", "spec": {"replicatedJobs": []},
               "status": {"phase": "Running"},
-              "metadata": {"name": "x", "annotations": {LAST_APPLIED: msgspec.json.encode(applied).decode()}}}  # fmt: skip
+              "metadata": {"name": "x", "annotations": {LAST_APPLIED: msgspec.json.encode(applied).decode()}},
+              }  # fmt: skip
     shown = in_form(batch, stored)
     assert shown["apiVersion"] == "batch.volcano.sh/v1alpha1" and shown["spec"] == applied["spec"]
     assert shown["status"] == {"phase": "Running"} and shown["metadata"] == stored["metadata"]
