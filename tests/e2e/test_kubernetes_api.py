@@ -167,6 +167,9 @@ spec:
     with deleted_after(kubectl, "vcjob/kube-job"):
         assert kubectl.apply(job).stdout.strip() == "job.batch.volcano.sh/kube-job created"
         assert kubectl.apply(job).stdout.strip() == "job.batch.volcano.sh/kube-job unchanged"
+        server_side = kubectl.apply(job.replace("minAvailable: 1", "minAvailable: 1\n  maxRetry: 4"), "--server-side")
+        assert server_side.stdout.strip() == "job.batch.volcano.sh/kube-job serverside-applied"
+        assert yaml.safe_load(kubectl.run("get", "vcjob", "kube-job", "-o", "yaml").stdout)["spec"]["maxRetry"] == 4
         names = kubectl.run("get", "vcjob", "-o", "name").stdout.split()
         assert "job.batch.volcano.sh/kube-job" in names
         kubectl.run("delete", "vcjob", "kube-job", "--timeout=120s")

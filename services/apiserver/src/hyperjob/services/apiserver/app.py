@@ -430,14 +430,17 @@ async def _patch(
     request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
 ) -> Response:
     """A JSON merge patch (kubectl's for custom resources; a strategic merge patch is taken as
-    one) or a JSON patch, applied to the object as it reads (its status left out)."""
+    one) or a JSON patch, applied to the object as it reads (its status left out); or a
+    server-side apply (``apply-patch+yaml``): the object, merged into the one there is, or created."""
     _authorize(identity, "patch", resource, namespace, name)
-    current = await _get(state, resource, namespace, name)
-    applied = {k: v for k, v in current.obj.items() if k != "status"}  # server-set metadata: dropped on apply
     raw = await request.body()
     if len(raw) > MAX_MANIFEST_BYTES:
         raise too_large(f"the patch is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")
     kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind == "application/apply-patch+yaml":
+        return await _server_side_apply(request, state, resource, namespace, name, raw)
+    current = await _get(state, resource, namespace, name)
+    applied = {k: v for k, v in current.obj.items() if k != "status"}  # server-set metadata: dropped on apply
     try:
         if kind == "application/json-patch+json":
             patched = jsonpatch.apply_patch(applied, msgspec.json.decode(raw))
@@ -451,6 +454,27 @@ async def _patch(
         raise bad_request("the patched object is not an object")
     manifest = _own(resource, patched, namespace, name)
     return await _submit(request, state, resource, manifest, name, 200)
+
+
+async def _server_side_apply(
+    request: Request, state: State, resource: Resource, namespace: str | None, name: str, raw: bytes
+) -> Response:
+    """``kubectl apply --server-side``: the object as the caller wants it, merged (a merge patch)
+    into the object there is, or created. Field managers are not tracked: every manager's fields
+    are the caller's (a conflict is never reported)."""
+    try:
+        wanted = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise bad_request(f"the body is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(wanted, dict):
+        raise bad_request("the body is not an object")
+    try:
+        current = await _get(state, resource, namespace, name)
+    except ApiError:
+        return await _submit(request, state, resource, _own(resource, wanted, namespace, name), name, 201)
+    applied = {k: v for k, v in current.obj.items() if k != "status"}
+    merged = merge_patch(applied, {k: v for k, v in wanted.items() if k != "status"})
+    return await _submit(request, state, resource, _own(resource, merged, namespace, name), name, 200)
 
 
 async def _delete(state: State, identity: Identity, resource: Resource, namespace: str | None, name: str) -> Response:
