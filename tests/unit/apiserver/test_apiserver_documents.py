@@ -133,8 +133,15 @@ def test_a_refusal_naming_a_field_is_invalid_with_the_field_as_its_cause():
     ],
 )
 def test_each_refusal_has_the_code_its_reason_means(reason, code, why):
-    body = status.refused("HyperJob", "training.volcano.sh", "hyperjobs.training.volcano.sh", "x", reason).status()
+    args = ("HyperJob", "training.volcano.sh", "hyperjobs.training.volcano.sh", "x", reason)
+    body = status.refused(*args, creating=True).status()
     assert (body["code"], body["reason"]) == (code, why)
+
+
+def test_already_exists_answers_a_create_and_an_update_is_invalid():
+    reason = "$.metadata.name: Job 'x' already exists; a running Job's tasks cannot change (delete it first)"
+    update = status.refused("Job", "batch.volcano.sh", "jobs.batch.volcano.sh", "x", reason).status()
+    assert (update["code"], update["details"]["causes"][0]["field"]) == (422, "metadata.name")
 
 
 def test_errors_read_as_kubectl_prints_them():

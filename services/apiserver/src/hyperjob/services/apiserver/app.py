@@ -387,11 +387,14 @@ async def _submit(
         try:
             api.decode(api.without_server_fields(manifest))
         except api.ManifestError as exc:
-            raise refused(resource.kind, resource.group, resource.qualified, name, str(exc)) from None
+            raise refused(
+                resource.kind, resource.group, resource.qualified, name, str(exc), creating=status_code == 201
+            ) from None
         return _json(manifest, status_code)
     answer = await state.client.apply(manifest)
     if isinstance(answer, events.RequestRejected):
-        raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason)
+        creating = status_code == 201
+        raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason, creating=creating)
     namespace = manifest["metadata"].get("namespace")
     try:
         return _json((await _get(state, resource, namespace, name)).obj, status_code)

@@ -90,13 +90,13 @@ def invalid(kind: str, group: str, name: str, reason: str) -> ApiError:
     return ApiError(422, "Invalid", message, details=details)
 
 
-def refused(kind: str, group: str, qualified: str, name: str, reason: str) -> ApiError:
+def refused(kind: str, group: str, qualified: str, name: str, reason: str, *, creating: bool = False) -> ApiError:
     """A request the splitter refused, with the code its reason means: not found (404), already
-    exists (409), a field's value (``$.spec.x: ...``: 422 Invalid naming it), or else the state of
-    the system (a queue still in use: 409 Conflict)."""
+    exists (409, to a create), a field's value (``$.spec.x: ...``: 422 Invalid naming it, as an
+    immutable field is), or else the state of the system (a queue still in use: 409 Conflict)."""
     if reason.endswith("not found"):
         return not_found(qualified, name)
-    if "already exists" in reason:
+    if creating and "already exists" in reason:
         return already_exists(qualified, name, reason.partition(": ")[2] or reason)
     if reason.startswith("$"):
         return invalid(kind, group, name, reason)
