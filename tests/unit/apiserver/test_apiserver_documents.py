@@ -82,7 +82,9 @@ def test_openapi_schemas_are_the_msgspec_types_with_their_group_version_kind():
     (expected,), components = msgspec.json.schema_components(
         [KINDS[("training.volcano.sh/v1alpha1", "HyperJob")]], schema_hook=schema_hook, ref_template=openapi.REF
     )
-    assert schemas["HyperJobSpec"] == components["HyperJobSpec"]  # what `hyperjob schema` is made of
+    assert schemas["HyperJobSpec"] == openapi.openapi_3_0(components["HyperJobSpec"])  # `hyperjob schema`'s
+    assert schemas["HyperJobSpec"]["properties"]["minAvailable"] == {"type": "integer", "minimum": 0, "nullable": True}
+    assert schemas["HyperJobSpec"]["properties"]["childFailurePolicy"]["type"] == "string"
     assert hyperjob["properties"]["spec"] == {"$ref": "#/components/schemas/HyperJobSpec"}
     assert "replicatedJobs" in schemas["HyperJobSpec"]["properties"]
 

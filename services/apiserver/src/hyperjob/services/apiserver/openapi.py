@@ -44,7 +44,7 @@ def document(group_version: str) -> Document:
     schemas: Document = {}
     if typed:
         _, components = msgspec.json.schema_components(list(typed.values()), schema_hook=schema_hook, ref_template=REF)
-        schemas.update(components)
+        schemas.update({name: openapi_3_0(schema) for name, schema in components.items()})
     for resource in served:
         name = typed[resource.kind].__name__ if resource.kind in typed else resource.kind
         schemas[name] = {**schemas.get(name, _untyped(resource)), "x-kubernetes-group-version-kind": [_gvk(resource)]}
@@ -54,6 +54,27 @@ def document(group_version: str) -> Document:
         "paths": {_item_path(r): {"patch": _patch(r)} for r in served if r.writable},
         "components": {"schemas": schemas},
     }
+
+
+def openapi_3_0(schema: Any) -> Any:
+    """A JSON Schema as OpenAPI 3.0 (what kubectl reads) says it: an optional value (``anyOf`` of a
+    schema and ``null``) is that schema, ``nullable``; an ``enum`` of strings is typed ``string``;
+    the ``default: null`` of an optional field is left out (JSON values: ``Any``)."""
+    if isinstance(schema, list):
+        return [openapi_3_0(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: openapi_3_0(v) for k, v in schema.items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options:
+        rest = [o for o in options if o != {"type": "null"}]
+        del out["anyOf"]
+        out = {**(rest[0] if len(rest) == 1 else {"anyOf": rest}), **out, "nullable": True}
+        if out.get("default", 0) is None:
+            del out["default"]
+    if "enum" in out and "type" not in out and all(isinstance(v, str) for v in out["enum"]):
+        out["type"] = "string"
+    return out
 
 
 def _untyped(resource: Resource) -> Document:
