@@ -136,6 +136,10 @@ def test_apply_twice_get_wait_export_reapply_delete_then_not_found(kubectl: Kube
         assert table[0].split()[:4] == ["NAME", "PHASE", "CHILDREN", "PLACEMENT"]
         assert any(line.split()[0] == "kube-hj" for line in table[1:])
         kubectl.run("wait", "--for=condition=Completed", "hyperjob/kube-hj", "--timeout=120s")
+        described = kubectl.run("describe", "hyperjob", "kube-hj").stdout
+        events = described[described.index("\nEvents:") :]
+        assert "Admitted" in events and "phase Running → Completed" in events  # from the event log
+        assert "hyperjob/kube-hj" in kubectl.run("get", "events").stdout
         exported = yaml.safe_load(kubectl.run("get", "hj", "kube-hj", "-o", "yaml").stdout)
         assert exported["status"]["phase"] == "Completed"
         assert exported["metadata"]["resourceVersion"] and exported["metadata"]["uid"]

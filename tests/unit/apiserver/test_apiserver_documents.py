@@ -241,3 +241,17 @@ def test_a_conceptual_hyperjob_read_through_batch_shows_as_kubectl_applied_it():
     assert in_form(HYPERJOB, stored)["spec"] == stored["spec"]  # through training: as stored
     plain = {**stored, "metadata": {"name": "x"}}
     assert in_form(batch, plain) == plain  # not applied by kubectl: as stored
+
+
+def test_an_event_of_the_log_is_a_core_v1_event_about_its_object():
+    from hyperjob.services.apiserver.resources import event_manifest
+
+    item = {"name": "x.abc", "type": "Warning", "reason": "Unschedulable", "object": "hyperjob/team-a/x",
+            "message": "no room", "count": 3, "firstTimestamp": 0.0, "lastTimestamp": 60.0, "cluster": "cluster-a",
+            "hyperJob": "", "kind": "HyperJob", "objectName": "team-a/x"}  # fmt: skip
+    event = event_manifest(item)
+    assert event["involvedObject"] == {"kind": "HyperJob", "name": "x", "namespace": "team-a"}
+    assert event["metadata"] == {"name": "x.abc", "namespace": "team-a"}
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "Unschedulable", 3)
+    assert event["lastTimestamp"] == "1970-01-01T00:01:00Z" and event["source"]["host"] == "cluster-a"
+    assert entry("v1", "events")["shortNames"] == ["ev"] and entry("v1", "events")["verbs"] == ["get", "list", "watch"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperjob import api
+from hyperjob.client import eventlog
 from hyperjob.client.views import (
     HYPERJOB_LABEL,
     TERMINAL_HYPERJOB_PHASES,
@@ -56,7 +57,6 @@ from hyperjob.client.views import (
     table,
 )
 
-from . import eventlog
 from .client import Client, ClientError
 from .config import services_file
 

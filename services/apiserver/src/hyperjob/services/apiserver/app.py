@@ -234,25 +234,34 @@ async def _get(state: State, resource: Resource, namespace: str | None, name: st
     raise not_found(resource.qualified, name)
 
 
+# The field selectors served: kubectl's (``--field-selector metadata.name=x``, ``delete --wait``)
+# and describe's search for an object's Events. ``involvedObject.uid`` is not compared: the event
+# log knows objects by kind, namespace and name.
+FIELDS = ("metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.name",
+          "involvedObject.namespace", "involvedObject.uid")  # fmt: skip
+
+
 def _filter(labels: str, fields: str, namespace: str | None) -> Callable[[Entry], bool]:
-    """Label selectors as ``hyperjob get -l`` reads them; the field selectors kubectl uses
-    (``metadata.name``, ``metadata.namespace``, ``=`` or ``!=``)."""
+    """Label selectors as ``hyperjob get -l`` reads them; the field selectors of ``FIELDS`` (``=``,
+    ``==`` or ``!=``)."""
     try:
         by_labels = read_model.selector(labels)
     except ValueError as exc:
         raise bad_request(str(exc)) from None
-    wanted: list[tuple[str, str, bool]] = []
+    wanted: list[tuple[tuple[str, str], str, bool]] = []
     for term in filter(None, fields.split(",")):
         key, op, value = term.partition("!=") if "!=" in term else term.replace("==", "=").partition("=")
-        if key not in ("metadata.name", "metadata.namespace") or not op:
+        if key not in FIELDS or not op:
             raise bad_request(f'field label not supported: "{key}"')
-        wanted.append((key.split(".")[1], value, op == "="))
+        if key != "involvedObject.uid":
+            top, _, field = key.partition(".")
+            wanted.append(((top, field), value, op == "="))
 
     def test(entry: Entry) -> bool:
         metadata = entry.obj["metadata"]
         if namespace is not None and metadata.get("namespace") != namespace:
             return False
-        if any((metadata.get(field, "") == value) != equal for field, value, equal in wanted):
+        if any((entry.obj.get(top, {}).get(field, "") == value) != equal for (top, field), value, equal in wanted):
             return False
         return by_labels(metadata.get("labels") or {})
 

@@ -11,10 +11,13 @@ categories, so none is served.
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from hyperjob.client import Client
+from hyperjob import api
+from hyperjob.client import Client, eventlog
 from hyperjob.client import views as v
 
 View = v.View
@@ -99,6 +102,37 @@ def namespace_manifest(item: View) -> View:
     }
 
 
+async def event_views(client: Client, name: str | None) -> list[View]:
+    """The Events of the event log (``hyperjob.client.eventlog``, what ``hyperjob get events``
+    lists), each with the object it is about."""
+    now = time.time()
+    found = await eventlog.load(client.bus)
+    return [{**eventlog.item(e, now), "kind": e.kind, "objectName": e.name} for e in found]
+
+
+def event_manifest(item: View) -> View:
+    """A core/v1 Event, field for field (ADR 0007's table). The event log knows no namespace yet:
+    an object's key (``team-a/x``) says it, else it is listed in ``default``."""
+    namespace, name = api.split_key(item["objectName"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": item["name"], "namespace": namespace},
+        "involvedObject": {"kind": item["kind"], "name": name, "namespace": namespace},
+        "type": item["type"],
+        "reason": item["reason"],
+        "message": item["message"],
+        "count": item["count"],
+        "firstTimestamp": _timestamp(item["firstTimestamp"]),
+        "lastTimestamp": _timestamp(item["lastTimestamp"]),
+        "source": {"component": "hyperjob", "host": item["cluster"]},
+    }
+
+
+def _timestamp(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 RESOURCES: tuple[Resource, ...] = (
     Resource("training.volcano.sh", "v1alpha1", "HyperJob", "hyperjobs", "hyperjob", True,
              v.hyperjobs, v.hyperjob_rows, v.hyperjob_manifest, ("hj",)),
@@ -123,6 +157,8 @@ RESOURCES: tuple[Resource, ...] = (
              v.priorityclasses, v.priorityclass_rows, v.priorityclass_manifest, ("pc",)),
     Resource("", "v1", "Pod", "pods", "pod", True, v.pods, v.pod_rows, v.pod_manifest, ("po",), writable=False),
     Resource("", "v1", "Node", "nodes", "node", False, v.nodes, v.node_rows, node_manifest, ("no",), writable=False),
+    Resource("", "v1", "Event", "events", "event", True,
+             event_views, v.event_rows, event_manifest, ("ev",), writable=False),
     Resource("", "v1", "Namespace", "namespaces", "namespace", False,
              namespaces, namespace_rows, namespace_manifest, ("ns",), writable=False),
     Resource("hyperjob.io", "v1alpha1", "Cluster", "clusters", "cluster", False,
