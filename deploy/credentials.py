@@ -32,7 +32,7 @@ from pathlib import Path
 from hyperjob.testkit.auth import Auth, make_certificates, system_identities, write_private
 
 # compose service -> its identity (the service instance's name)
-GLOBAL = {role: role for role in ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")}
+GLOBAL = {role: role for role in ("splitter", "global-scheduler", "status-aggregator", "workflow-controller", "apiserver")}
 PER_CLUSTER = ("cluster-scheduler", "job-controller", "node-agent")
 
 

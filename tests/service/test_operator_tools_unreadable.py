@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from hyperjob import events
-from hyperjob.cli import eventlog, journey, views
-from hyperjob.client import Client
+from hyperjob.cli import journey, views
+from hyperjob.client import Client, eventlog
 from hyperjob.dashboard.app import snapshot
 from hyperjob.events import subjects
 

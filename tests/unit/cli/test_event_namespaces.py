@@ -18,8 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from hyperjob import events
-from hyperjob.cli import eventlog, views
 from hyperjob.cli import main as cli_main
+from hyperjob.cli import views
+from hyperjob.client import eventlog
 
 sys.path.insert(0, str(Path(__file__).parent))
 import simulated  # noqa: E402

@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from hyperjob import events
-from hyperjob.cli import eventlog, views
+from hyperjob.cli import views
 from hyperjob.cli.main import main
+from hyperjob.client import eventlog
 from hyperjob.services.status_aggregator.domain import waiting_reason_code
 
 _ids = itertools.count()

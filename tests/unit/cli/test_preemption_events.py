@@ -4,7 +4,7 @@ which cluster evicts what and the work lost; each victim Job says it was preempt
 from __future__ import annotations
 
 from hyperjob import events
-from hyperjob.cli import eventlog
+from hyperjob.client import eventlog
 
 
 def test_a_preemption_order_is_a_preempting_event_on_the_hyperjob_and_preempted_on_each_victim() -> None:

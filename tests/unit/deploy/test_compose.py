@@ -33,6 +33,7 @@ ARCHITECTURE = {
     "status_aggregator",
     "node_agent",
     "workflow_controller",
+    "apiserver",
 }
 INFRASTRUCTURE = {"nats", "redis", "jaeger", "prometheus", "grafana"}
 DASHBOARD = "dashboard"  # hyperjob.dashboard: reads the system, not a service of the architecture

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hyperjob.api.quantity import format_quantity
+from hyperjob.client.views import age
 
 # Fields that are points in time (seconds since the epoch), shown as a date and an age.
 TIME_FIELDS = frozenset({"created", "started", "finished", "lastTransitionTime", "lastScheduleTime", "scheduledAt"})
@@ -143,15 +144,3 @@ def _title(key: str) -> str:
 
 def _date(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
-
-
-def age(seconds: float) -> str:
-    """kubectl's short ages: 45s, 12m, 5h, 3d."""
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    if s < 2 * 3600:
-        return f"{s // 60}m"
-    if s < 2 * 86400:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"

@@ -15,8 +15,7 @@ import msgspec
 
 from hyperjob.bus.model import Delivery
 from hyperjob.bus.protocol import Bus
-
-from . import eventlog
+from hyperjob.client import eventlog
 
 BAR_WIDTH = 32
 

@@ -31,6 +31,7 @@ from .client import Client, ClientError, connect
 from .config import home, load_config, services_file
 from .dlq import KIND as DLQ_KIND
 from .dlq import dlq
+from .kubeconfig import kubeconfig
 from .offline import bench, simulate
 from .schema import CONTRACT_VERSION, schema
 from .up import HomeLock, System, UpError, holder_pid, run_forever
@@ -89,6 +90,7 @@ main.add_command(agent)
 main.add_command(logs)
 main.add_command(schema)
 main.add_command(user)
+main.add_command(kubeconfig)
 main.add_command(dlq)
 views.KINDS[DLQ_KIND.plural] = DLQ_KIND  # `get dlq`
 views.KINDS.update(workloads.KINDS)  # `get pytorchjobs`: Kubeflow's kinds by the name applied
@@ -140,8 +142,21 @@ def with_client(work: Callable[[Client], Awaitable[R]]) -> R:
 )
 @click.option("--no-dashboard", is_flag=True, help="do not serve the web dashboard")
 @click.option("--fresh", is_flag=True, help="start from empty state: forget what the last `up` here left")
+@click.option(
+    "--apiserver-port",
+    type=int,
+    default=6443,
+    show_default=True,
+    help="the Kubernetes API's port on 127.0.0.1 (0: any; kubectl reads $HYPERJOB_HOME/kubeconfig)",
+)
 def up(
-    config_path: str | None, wait_timeout: float, detach: bool, dashboard_port: int, no_dashboard: bool, fresh: bool
+    config_path: str | None,
+    wait_timeout: float,
+    detach: bool,
+    dashboard_port: int,
+    no_dashboard: bool,
+    fresh: bool,
+    apiserver_port: int,
 ) -> None:
     """Start NATS, Redis, every service and a simulated fleet per cluster; Ctrl-C or `hyperjob down`
     stops it all. "ready" is printed (and -d returns) only once every cluster has registered.
@@ -149,7 +164,8 @@ def up(
     The state the last `up` in this HYPERJOB_HOME left (HyperJobs, jobs, queues) is kept unless
     --fresh; nodes and clusters that --config no longer has are forgotten."""
     if detach:
-        options = ["--dashboard-port", str(dashboard_port)] + (["--no-dashboard"] if no_dashboard else [])
+        options = ["--dashboard-port", str(dashboard_port), "--apiserver-port", str(apiserver_port)]
+        options += ["--no-dashboard"] if no_dashboard else []
         _up_detached(config_path, wait_timeout, options + (["--fresh"] if fresh else []))
         return
     config = load_config(config_path)
@@ -158,7 +174,7 @@ def up(
         lock.acquire()
         if fresh:
             fleet_state.purge_state()
-        system = System(config, dashboard_port=None if no_dashboard else dashboard_port)
+        system = System(config, dashboard_port=None if no_dashboard else dashboard_port, apiserver_port=apiserver_port)
         endpoints = system.start(os.environ.get("NATS_URL"), os.environ.get("REDIS_URL"))
         click.echo(
             f"starting: NATS {endpoints.nats_url}, Redis {endpoints.redis_url}; "
@@ -168,6 +184,8 @@ def up(
             click.echo(f"forgot what the new fleet no longer has: {', '.join(system.forgotten)}")
         clusters = ", ".join(c.name for c in config.clusters)
         dashboard = f"; dashboard {system.dashboard_url}" if system.dashboard_url else ""
+        if system.apiserver_url:
+            dashboard += f"; kubectl: export KUBECONFIG={home() / 'kubeconfig'}"
         run_forever(
             system,
             click.echo,
@@ -201,6 +219,8 @@ def _up_detached(config_path: str | None, wait_timeout: float, options: list[str
         status = _services_status()
         if status.get("ready") and status.get("pid") == proc.pid:
             dashboard = f"; dashboard {status['dashboard']}" if status.get("dashboard") else ""
+            if status.get("apiserver"):
+                dashboard += f"; kubectl: export KUBECONFIG={home() / 'kubeconfig'}"
             click.echo(
                 f"hyperjob is ready (pid {proc.pid}; log {home() / 'up.log'}{dashboard}; {METRICS_HINT});"
                 " stop it with `hyperjob down`"

@@ -11,13 +11,12 @@ versions the set as a whole.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 import msgspec
 
 from hyperjob import events
-from hyperjob.api.manifest import KINDS as MANIFEST_KINDS
+from hyperjob.api.schema import Schema, manifest_types, schema_hook
 from hyperjob.events import subjects
 
 CONTRACT_VERSION = "v2"
@@ -36,41 +35,21 @@ EVENTS: dict[str, tuple[type[msgspec.Struct], str]] = {
 }
 
 
-def manifest_types() -> dict[str, type[msgspec.Struct]]:
-    """Each manifest kind by name; the conceptual HyperJob form is ``HyperJob.batch``."""
-    found: dict[str, type[msgspec.Struct]] = {}
-    for (api_version, kind), struct in MANIFEST_KINDS.items():
-        name = kind if kind not in found else f"{kind}.{api_version.split('.')[0]}"
-        found[name] = struct
-    return found
-
-
 def types() -> dict[str, tuple[type[msgspec.Struct], str]]:
     """Every type of the contract with what it is (a manifest kind or the subject of an event)."""
     described = {name: (struct, "manifest") for name, struct in manifest_types().items()}
     return {**described, **{name: (struct, f"event on {subject}") for name, (struct, subject) in EVENTS.items()}}
 
 
-# A JSON Schema document: msgspec builds it, of whatever shape the type's schema has.
-Schema = dict[str, Any]
-
-
 def json_schema(name: str) -> Schema:
     struct, _ = types()[name]
-    schema: Schema = msgspec.json.schema(struct, schema_hook=_any)
+    schema: Schema = msgspec.json.schema(struct, schema_hook=schema_hook)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"{SCHEMA_BASE}/{name}.json",
         "x-hyperjob-contract": CONTRACT_VERSION,
         **schema,
     }
-
-
-def _any(type_: type) -> Schema:
-    """Fields typed ``object`` (opaque values passed through, e.g. plugin arguments) accept anything."""
-    if type_ is object:
-        return {"description": "any JSON value"}
-    raise NotImplementedError
 
 
 @click.command()

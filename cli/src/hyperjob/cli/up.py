@@ -44,7 +44,17 @@ import msgspec
 
 from hyperjob.client import Client
 from hyperjob.servicekit import liveness as service_liveness
-from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
+from hyperjob.testkit.auth import (
+    APISERVER,
+    CLI_USER,
+    DASHBOARD,
+    OPERATOR,
+    Auth,
+    Identity,
+    make_certificates,
+    system_identities,
+    write_private,
+)
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
 from hyperjob.testkit.servers import _die_with_parent as die_with_parent
 
@@ -58,6 +68,7 @@ from .config import (
     home,
     services_file,
 )
+from .kubeconfig import dump, kubeconfig_file, render, tls_dir
 from .liveness import ConsumerProgress, Progress, consumer_progress, owners
 from .streams import declare_streams, stream_replicas
 
@@ -288,6 +299,10 @@ class System:
     # The dashboard's port on 127.0.0.1: None for no dashboard, 0 for any free port.
     dashboard_port: int | None = None
     dashboard_url: str = ""
+    # The apiserver's port on 127.0.0.1 (HTTPS, ``hyperjob kubeconfig``): None for none, 0 for any
+    # free port. Only with servers of our own: its tokens are the identities' passwords.
+    apiserver_port: int | None = None
+    apiserver_url: str = ""
     auth: Auth | None = None  # the users of servers started here (None: given servers, used as they are)
     nats_state: ServerState = field(default_factory=lambda: ServerState())
     redis_state: ServerState = field(default_factory=lambda: ServerState())
@@ -359,12 +374,33 @@ class System:
                 )
                 for name in CLUSTER_SERVICES
             ]
+        if self.apiserver_port is not None and self.auth is not None:
+            plan.append(self._apiserver(logs))
         if self.dashboard_port is not None:
             port = _usable_port(self.dashboard_port)
             self.dashboard_url = f"http://127.0.0.1:{port}/"
             env = {**self._env(DASHBOARD), "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
             plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
+
+    def _apiserver(self, logs: Path) -> ServiceProcess:
+        """The apiserver on loopback over HTTPS (a CA and certificate made once in ``tls_dir``),
+        and the CLI user's kubeconfig for it in ``$HYPERJOB_HOME/kubeconfig``."""
+        assert self.auth is not None and self.apiserver_port is not None
+        port = _usable_port(self.apiserver_port)
+        self.apiserver_url = f"https://127.0.0.1:{port}"
+        make_certificates(tls_dir())
+        env = {
+            **self._env(APISERVER),
+            "APISERVER_HOST": "127.0.0.1",
+            "APISERVER_PORT": str(port),
+            "APISERVER_CREDENTIALS": str(credentials_file()),
+            "APISERVER_TLS_CERT": str(tls_dir() / "server.pem"),
+            "APISERVER_TLS_KEY": str(tls_dir() / "server-key.pem"),
+        }
+        config = render(self.apiserver_url, CLI_USER, self.auth.password(CLI_USER), (tls_dir() / "ca.pem").read_bytes())
+        write_private(kubeconfig_file(), dump(config).encode())
+        return ServiceProcess("apiserver", _module("apiserver"), env, logs / "apiserver.log", APISERVER)
 
     def supervise_servers(self) -> list[str]:
         """Start again a server that died, on its port and with its data (JetStream's store, the
@@ -446,6 +482,7 @@ class System:
             "nats": self.endpoints.nats_url if self.endpoints else "",
             "redis": self.endpoints.redis_url if self.endpoints else "",
             "dashboard": self.dashboard_url,
+            "apiserver": self.apiserver_url,
             "services": [*self._server_status(), *(s.status() for s in self.services)],
         }
         partial = services_file().with_suffix(".tmp")

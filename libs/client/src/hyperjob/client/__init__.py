@@ -132,12 +132,12 @@ class Client:
         check_size(manifest)
         metadata = manifest.get("metadata")
         namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-        subject = _subject(subjects.APPLY, str(manifest.get("kind")), str(namespace or api.DEFAULT_NAMESPACE))
+        subject = request_subject(subjects.APPLY, str(manifest.get("kind")), str(namespace or api.DEFAULT_NAMESPACE))
         return await self.request(subject, events.ApplyManifest(**self._envelope(), manifest=manifest))
 
     async def delete(self, kind: str, name: str, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
         message = events.DeleteObject(**self._envelope(), kind=kind, name=name)
-        return await self.request(_subject(subjects.DELETE, kind, namespace), message)
+        return await self.request(request_subject(subjects.DELETE, kind, namespace), message)
 
     async def command(self, name: str, action: HyperJobAction, namespace: str = api.DEFAULT_NAMESPACE) -> Answer:
         """suspend, resume, restart or abort a HyperJob."""
@@ -190,7 +190,7 @@ def _say_skipped(why: str) -> None:
 events.on_first_skip(_say_skipped)  # the CLI's and the dashboard's: once per process, on stderr
 
 
-def _subject(request: str, kind: str, namespace: str) -> str:
+def request_subject(request: str, kind: str, namespace: str) -> str:
     """Where a request about a ``kind`` goes: its namespace's subject, the bare one for a
     cluster-scoped kind (``docs/submit-contract.md``, v2)."""
     return request if kind in api.CLUSTER_SCOPED_KINDS else subjects.in_namespace(request, namespace)
@@ -206,4 +206,14 @@ def plain(value: object) -> Any:
     return msgspec.to_builtins(value)
 
 
-__all__ = ["ANSWERS", "MAX_MANIFEST_BYTES", "Answer", "Client", "ClientError", "check_size", "manifest_size", "plain"]
+__all__ = [
+    "ANSWERS",
+    "MAX_MANIFEST_BYTES",
+    "Answer",
+    "Client",
+    "ClientError",
+    "check_size",
+    "manifest_size",
+    "plain",
+    "request_subject",
+]

@@ -32,7 +32,7 @@ import msgspec
 
 Role = Literal[
     "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
-    "operator", "workflow-controller",
+    "operator", "workflow-controller", "apiserver",
 ]  # fmt: skip
 
 
@@ -136,6 +136,15 @@ GRANTS: dict[Role, Grant] = {
             "job.phase.*", "hj.hyperjob.deleted", "hj.hyperjob.status",
         ),
         durables=("", "-admin", "-jobs"),
+    ),
+    # The Kubernetes API (services/apiserver): sends the requests of the people it serves, each
+    # checked first against that person's own grant (the same ``nats_permissions``), reads everything.
+    "apiserver": Grant(
+        publishes=(
+            "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
+            "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
+        ),
+        reads=(">",),
     ),
     # A person with the CLI: submits, deletes and commands (in every namespace, unless
     # ``nats_permissions`` is given some), reads everything (get, describe, watch).
@@ -326,6 +335,33 @@ def durables_of(role: Role, *, cluster: str = "", instance: str = "") -> tuple[s
     if role not in SERVICE_ROLES:
         return ()
     return grant(role, cluster=cluster, instance=instance).durables
+
+
+class Identity(msgspec.Struct, frozen=True, kw_only=True):
+    """One NATS user and one Redis user. ``name`` is the service instance's name (its durable
+    consumers and keys are named after it) or the person's; ``verbs`` limits a person (``user``
+    role) to some of ``access.USER_VERBS`` (None: all of them, ``()``: read only), ``namespaces``
+    to the requests of some namespaces (None: every namespace, cluster-scoped kinds too)."""
+
+    name: str
+    role: Role
+    cluster: str = ""
+    verbs: tuple[str, ...] | None = None
+    namespaces: tuple[str, ...] | None = None
+
+    def nats_permissions(self, protected: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
+        return nats_permissions(
+            self.role,
+            cluster=self.cluster,
+            instance=self.name,
+            verbs=self.verbs,
+            namespaces=self.namespaces,
+            protected=protected,
+        )
+
+    @property
+    def durables(self) -> tuple[str, ...]:
+        return durables_of(self.role, cluster=self.cluster, instance=self.name)
 
 
 def with_credentials(url: str, user: str, password: str) -> str:

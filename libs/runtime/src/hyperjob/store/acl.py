@@ -42,7 +42,7 @@ def redis_acl(role: access.Role, password: str, *, prefix: str, cluster: str = "
     base = ["reset", "on", f">{password}"]
     if role == "operator":
         return [*base, "~*", "&*", "+@all"]
-    if role == "user":
+    if role in ("user", "apiserver"):  # readers of everything, writers of nothing
         return [*base, f"~{prefix}:*", *_READER_COMMANDS]
     g = access.grant(role, cluster=cluster, instance=instance)
     name = instance or (f"{role}-{cluster}" if cluster else role)

@@ -30,10 +30,11 @@ from typing import TypedDict
 import msgspec
 
 from hyperjob.events import access
-from hyperjob.events.access import OPERATOR, with_credentials
+from hyperjob.events.access import OPERATOR, Identity, with_credentials
 from hyperjob.store.acl import redis_acl
 
 __all__ = [
+    "APISERVER",
     "CLI_USER",
     "OPERATOR",
     "Auth",
@@ -46,35 +47,9 @@ __all__ = [
 
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
+APISERVER = "apiserver"  # the Kubernetes API: sends requests for the people it serves
 GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")
 CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller", "node-agent")
-
-
-class Identity(msgspec.Struct, frozen=True, kw_only=True):
-    """One NATS user and one Redis user. ``name`` is the service instance's name (its durable
-    consumers and keys are named after it) or the person's; ``verbs`` limits a person (``user``
-    role) to some of ``access.USER_VERBS`` (None: all of them, ``()``: read only), ``namespaces``
-    to the requests of some namespaces (None: every namespace, cluster-scoped kinds too)."""
-
-    name: str
-    role: access.Role
-    cluster: str = ""
-    verbs: tuple[str, ...] | None = None
-    namespaces: tuple[str, ...] | None = None
-
-    def nats_permissions(self, protected: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
-        return access.nats_permissions(
-            self.role,
-            cluster=self.cluster,
-            instance=self.name,
-            verbs=self.verbs,
-            namespaces=self.namespaces,
-            protected=protected,
-        )
-
-    @property
-    def durables(self) -> tuple[str, ...]:
-        return access.durables_of(self.role, cluster=self.cluster, instance=self.name)
 
 
 class NatsUser(TypedDict):
@@ -93,7 +68,7 @@ class NatsAuthorization(TypedDict):
 
 def system_identities(clusters: Iterable[str]) -> list[Identity]:
     """Everyone of a system with these clusters: each service instance, the operator, the CLI's
-    user and the dashboard."""
+    user, the dashboard and the apiserver."""
     identities = [Identity(name=role, role=role) for role in GLOBAL_ROLES]
     for cluster in clusters:
         identities += [Identity(name=f"{role}-{cluster}", role=role, cluster=cluster) for role in CLUSTER_ROLES]
@@ -102,6 +77,7 @@ def system_identities(clusters: Iterable[str]) -> list[Identity]:
         Identity(name=OPERATOR, role="operator"),
         Identity(name=CLI_USER, role="user"),
         Identity(name=DASHBOARD, role="user", verbs=()),
+        Identity(name=APISERVER, role="apiserver"),
     ]
 
 

@@ -9,6 +9,10 @@ from msgspec.structs import replace
 
 from hyperjob import api, events, fleetcore
 
+# The waiting reasons' codes are the fleet's (its Events say them too): re-exported for the metrics.
+from hyperjob.fleetcore.waiting import WAITING_REASONS as WAITING_REASONS
+from hyperjob.fleetcore.waiting import waiting_reason_code as waiting_reason_code
+
 
 class SpecDoc(msgspec.Struct, frozen=True, kw_only=True):
     """What the aggregator knows of a HyperJob from the splitter (``HyperJobSpecChanged``), and
@@ -65,30 +69,6 @@ def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> Sp
         attempt=msg.attempt,
         created=msg.created or (current.created if current else msg.occurred_at),
     )
-
-
-# Why something waits, as a short CamelCase reason (Kubernetes Events' ``reason``, the
-# ``hyperjob_pending_hyperjobs{reason}`` label): the first rule whose words the message holds.
-WAITING_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Inadmissible", ("inadmissible",)),
-    ("NodeFault", ("evicted from notready node",)),
-    # A child's podgroup, in its cluster's scheduler's words (whatever limit it names).
-    ("Unschedulable", ("tasks in gang unschedulable", "nodes are available")),
-    ("QueueLimit", ("queue ", "fleet ", "not yet promised", "capability")),
-    ("ClusterLost", ("lost", "not live", "silent", "failover")),
-    ("GangNotHeld", ("cross-cluster gang", "reservation", "whole gang")),  # not "gang": a name may hold it
-    ("NameConflict", ("already exists", "previous child of this name")),
-    ("Unschedulable", ("lacks", "cannot fit", "no cluster", "no live cluster", "no eligible", "never host",
-                       "node selector", "maxdomains", "insufficient", "fit")),
-)  # fmt: skip
-
-
-def waiting_reason_code(message: str) -> str:
-    """The reason code of a waiting message (``Waiting`` when no rule names it, ``""`` for none)."""
-    if not message:
-        return ""
-    lowered = message.lower()
-    return next((code for code, words in WAITING_REASONS if any(w in lowered for w in words)), "Waiting")
 
 
 def failovers(old: list[events.ChildRef], new: list[events.ChildRef]) -> list[tuple[str, str]]:

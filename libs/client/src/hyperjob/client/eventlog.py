@@ -25,7 +25,7 @@ import msgspec
 from hyperjob import api, events
 from hyperjob.api.quantity import format_quantity
 from hyperjob.bus.protocol import Bus
-from hyperjob.services.status_aggregator.domain import waiting_reason_code
+from hyperjob.fleetcore.waiting import waiting_reason_code
 
 # What is read: the subjects whose messages say what happened to an object (not the bulky or
 # per-pod ones: pod starts, phases reported by agents, telemetry, heartbeats).

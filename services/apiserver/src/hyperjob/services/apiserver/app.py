@@ -1,0 +1,497 @@
+"""The apiserver's Starlette application: the Kubernetes API over HyperJob's contract.
+
+Reads (get, list, watch, tables) come from the read model (``hyperjob.client.views``) through
+``Objects``; writes become the contract's requests on NATS (``ApplyManifest``, ``DeleteObject``
+on the namespace's subject, through ``hyperjob.client.Client``) and are answered once the
+splitter has accepted or refused them: a refusal is a ``Status`` with its code (404, 409, 422
+naming the field). Nothing is written anywhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import jsonpatch
+import msgspec
+import structlog
+import yaml
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from hyperjob import api, events
+from hyperjob.bus import BusError
+from hyperjob.client import MAX_MANIFEST_BYTES, Client, ClientError, request_subject
+from hyperjob.client import views as read_model
+from hyperjob.events import subjects
+from hyperjob.events.access import Identity
+from hyperjob.store import StoreUnavailableError
+
+from . import discovery, openapi, tables
+from .identity import Tokens, bearer, may_publish
+from .objects import Change, Entry, Objects, TooOld
+from .patch import merge_patch
+from .resources import Resource, api_versions, find
+from .status import ApiError, bad_request, conflict, forbidden, not_found, refused, success, too_large, unauthorized
+
+_log = structlog.get_logger("apiserver")
+POLL_SECONDS = 1.0  # how often a watch reads its resource again
+BOOKMARK_SECONDS = 30.0
+OPEN = ("/healthz", "/readyz", "/livez", "/metrics")  # answered without a token, as Kubernetes does
+
+REQUESTS = Counter(
+    "apiserver_request_total", "Requests answered, by verb, resource and code", ["verb", "resource", "code"]
+)
+LATENCY = Histogram("apiserver_request_duration_seconds", "Time to answer a request (watches: to open)", ["verb"])
+
+Body = dict[str, Any]
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class State:
+    """What every request shares: the client (NATS and Redis as the apiserver's identity), the
+    objects seen, the tokens and the version HyperJob reports."""
+
+    def __init__(self, client: Client, tokens: Tokens, version: str) -> None:
+        self.client = client
+        self.objects = Objects(client)
+        self.tokens = tokens
+        self.version = version
+
+
+def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Tokens, version: str) -> Starlette:
+    holder: dict[str, State] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        client = await connect()
+        holder["state"] = State(client, tokens, version)
+        _log.info("apiserver_started")
+        try:
+            yield
+        finally:
+            await client.close()
+
+    def endpoint(handler: Callable[[Request, State, Identity], Coroutine[Any, Any, Response]]) -> Handler:
+        async def run(request: Request) -> Response:
+            state = holder["state"]
+            started = time.monotonic()
+            try:
+                token = bearer(request.headers.get("authorization", ""))
+                identity = state.tokens.identity(token) if token else None
+                if identity is None:
+                    raise unauthorized()
+                response = await handler(request, state, identity)
+            except ApiError as exc:
+                response = JSONResponse(exc.status(), status_code=exc.code)
+            except (ClientError, StoreUnavailableError, BusError) as exc:
+                # NATS or Redis not answering, or no answer from the splitter: the client may retry
+                response = JSONResponse(ApiError(503, "ServiceUnavailable", str(exc)).status(), status_code=503)
+            plural = request.path_params.get("plural", "")
+            REQUESTS.labels(request.method, plural, str(response.status_code)).inc()
+            LATENCY.labels(request.method).observe(time.monotonic() - started)
+            return response
+
+        return run
+
+    async def health(request: Request) -> Response:
+        state = holder.get("state")
+        if request.url.path == "/metrics":
+            return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        if request.url.path == "/readyz" and state is not None:
+            try:
+                await asyncio.wait_for(state.client.store.ping(), 1.0)
+            except Exception as exc:  # any failure to answer means not ready
+                return Response(f"redis: {exc}", status_code=503)
+        return Response("ok" if state is not None else "starting", status_code=200 if state else 503)
+
+    collection, item = endpoint(_collection), endpoint(_item)
+    routes = [
+        *(Route(path, health) for path in OPEN),
+        Route("/version", endpoint(_version)),
+        Route("/api", endpoint(_static(discovery.core_versions))),
+        Route("/apis", endpoint(_static(discovery.groups))),
+        Route("/openapi/v3", endpoint(_static(openapi.index))),
+        Route("/openapi/v3/api/{version}", endpoint(_openapi)),
+        Route("/openapi/v3/apis/{group}/{version}", endpoint(_openapi)),
+        Route("/api/{version}", endpoint(_resource_list)),
+        Route("/apis/{group}", endpoint(_group)),
+        Route("/apis/{group}/{version}", endpoint(_resource_list)),
+        Route("/api/{version}/namespaces/{namespace}/{plural}", collection, methods=["GET", "POST"]),
+        Route("/api/{version}/namespaces/{namespace}/{plural}/{name}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
+        Route("/api/{version}/{plural}", collection, methods=["GET", "POST"]),
+        Route("/api/{version}/{plural}/{name}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
+        Route("/apis/{group}/{version}/namespaces/{namespace}/{plural}", collection, methods=["GET", "POST"]),
+        Route(
+            "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
+            item,
+            methods=["GET", "PUT", "PATCH", "DELETE"],
+        ),
+        Route("/apis/{group}/{version}/{plural}", collection, methods=["GET", "POST"]),
+        Route("/apis/{group}/{version}/{plural}/{name}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _static(document: Callable[[], Body]) -> Callable[[Request, State, Identity], Coroutine[Any, Any, Response]]:
+    """A handler answering with ``document()`` (discovery documents, the OpenAPI index)."""
+
+    async def answer(request: Request, state: State, identity: Identity) -> Response:
+        return _json(document())
+
+    return answer
+
+
+def _json(body: Body, status_code: int = 200) -> Response:
+    return Response(msgspec.json.encode(body), status_code=status_code, media_type="application/json")
+
+
+async def _version(request: Request, state: State, identity: Identity) -> Response:
+    return _json(discovery.version(state.version))
+
+
+async def _group(request: Request, state: State, identity: Identity) -> Response:
+    found = discovery.group(request.path_params["group"])
+    if found is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _json(found)
+
+
+async def _resource_list(request: Request, state: State, identity: Identity) -> Response:
+    group, version = request.path_params.get("group", ""), request.path_params["version"]
+    found = discovery.resource_list(f"{group}/{version}" if group else version)
+    if found is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _json(found)
+
+
+async def _openapi(request: Request, state: State, identity: Identity) -> Response:
+    group, version = request.path_params.get("group", ""), request.path_params["version"]
+    return _json(openapi.document(f"{group}/{version}" if group else version))
+
+
+# -- resources ------------------------------------------------------------------------------------
+
+
+def _resource(request: Request) -> tuple[Resource, str | None]:
+    """The resource a path names, and its namespace (None: every namespace, or cluster-scoped)."""
+    params = request.path_params
+    resource = find(params.get("group", ""), params["version"], params["plural"])
+    namespace = params.get("namespace")
+    if resource is None or (namespace is not None and not resource.namespaced):
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return resource, namespace
+
+
+async def _collection(request: Request, state: State, identity: Identity) -> Response:
+    resource, namespace = _resource(request)
+    if request.method == "POST":
+        return await _create(request, state, identity, resource, namespace or api.DEFAULT_NAMESPACE)
+    query = request.query_params
+    matches = _filter(query.get("labelSelector", ""), query.get("fieldSelector", ""), namespace)
+    if query.get("watch") in ("1", "true"):
+        return await _watch(request, state, resource, matches)
+    entries = [e for e in await state.objects.read(resource) if matches(e)]
+    version = str(state.objects.version)
+    if tables.wants_table(request.headers.get("accept", "")):
+        return _json(tables.table(resource, [e.view for e in entries], [e.obj for e in entries], version))
+    return _json(
+        {
+            "kind": f"{resource.kind}List",
+            "apiVersion": resource.group_version,
+            "metadata": {"resourceVersion": version},
+            "items": [e.obj for e in entries],
+        }
+    )
+
+
+async def _item(request: Request, state: State, identity: Identity) -> Response:
+    resource, namespace = _resource(request)
+    name = request.path_params["name"]
+    namespace = namespace or (api.DEFAULT_NAMESPACE if resource.namespaced else None)
+    if request.method == "DELETE":
+        return await _delete(state, identity, resource, namespace, name)
+    if request.method == "PUT":
+        return await _replace(request, state, identity, resource, namespace, name)
+    if request.method == "PATCH":
+        return await _patch(request, state, identity, resource, namespace, name)
+    entry = await _get(state, resource, namespace, name)
+    if tables.wants_table(request.headers.get("accept", "")):
+        return _json(tables.table(resource, [entry.view], [entry.obj], str(entry.version)))
+    return _json(entry.obj)
+
+
+async def _get(state: State, resource: Resource, namespace: str | None, name: str) -> Entry:
+    for entry in await state.objects.read(resource):
+        if entry.key == (namespace or "", name):
+            return entry
+    raise not_found(resource.qualified, name)
+
+
+# The field selectors served: kubectl's (``--field-selector metadata.name=x``, ``delete --wait``)
+# and describe's search for an object's Events. ``involvedObject.uid`` is not compared: the event
+# log knows objects by kind, namespace and name.
+FIELDS = ("metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.name",
+          "involvedObject.namespace", "involvedObject.uid")  # fmt: skip
+
+
+def _filter(labels: str, fields: str, namespace: str | None) -> Callable[[Entry], bool]:
+    """Label selectors as ``hyperjob get -l`` reads them; the field selectors of ``FIELDS`` (``=``,
+    ``==`` or ``!=``)."""
+    try:
+        by_labels = read_model.selector(labels)
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    wanted: list[tuple[tuple[str, str], str, bool]] = []
+    for term in filter(None, fields.split(",")):
+        key, op, value = term.partition("!=") if "!=" in term else term.replace("==", "=").partition("=")
+        if key not in FIELDS or not op:
+            raise bad_request(f'field label not supported: "{key}"')
+        if key != "involvedObject.uid":
+            top, _, field = key.partition(".")
+            wanted.append(((top, field), value, op == "="))
+
+    def test(entry: Entry) -> bool:
+        metadata = entry.obj["metadata"]
+        if namespace is not None and metadata.get("namespace") != namespace:
+            return False
+        if any((entry.obj.get(top, {}).get(field, "") == value) != equal for (top, field), value, equal in wanted):
+            return False
+        return by_labels(metadata.get("labels") or {})
+
+    return test
+
+
+# -- watch ----------------------------------------------------------------------------------------
+
+
+async def _watch(request: Request, state: State, resource: Resource, matches: Callable[[Entry], bool]) -> Response:
+    """A stream of watch events (one JSON object a line): from ``resourceVersion`` (the changes
+    after it), or, without one, every object as ADDED first; then each change as it is seen.
+    ``timeoutSeconds`` ends it; bookmarks when asked (``allowWatchBookmarks``)."""
+    query = request.query_params
+    table = tables.wants_table(request.headers.get("accept", ""))
+    timeout = float(query.get("timeoutSeconds") or 1800)
+    bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+    since = query.get("resourceVersion", "")
+    current = await state.objects.read(resource)
+    start = state.objects.version
+    first: list[Body] = []
+    if since in ("", "0"):
+        first = [_event(resource, "ADDED", e, table) for e in current if matches(e)]
+    else:
+        try:
+            backlog = state.objects.changes_since(resource, int(since))
+        except (TooOld, ValueError) as exc:
+            gone = ApiError(410, "Expired", str(exc)).status()
+            return _stream([{"type": "ERROR", "object": gone}], None)
+        first = [_event(resource, c.type, c.entry, table) for c in backlog if matches(c.entry)]
+
+    async def changes() -> AsyncIterator[list[Body]]:
+        seen, deadline, bookmarked = start, time.monotonic() + timeout, time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            await state.objects.read(resource, max_age=POLL_SECONDS / 2)
+            fresh: list[Change] = state.objects.changes_since(resource, seen)
+            seen = max([seen, *(c.version for c in fresh)])
+            out = [_event(resource, c.type, c.entry, table) for c in fresh if matches(c.entry)]
+            if bookmarks and time.monotonic() - bookmarked > BOOKMARK_SECONDS:
+                bookmarked = time.monotonic()
+                out.append(_bookmark(resource, state.objects.version))
+            if out:
+                yield out
+
+    return _stream(first, changes())
+
+
+def _event(resource: Resource, type_: str, entry: Entry, table: bool) -> Body:
+    obj = tables.table(resource, [entry.view], [entry.obj], str(entry.version)) if table else entry.obj
+    return {"type": type_, "object": obj}
+
+
+def _bookmark(resource: Resource, version: int) -> Body:
+    metadata = {"resourceVersion": str(version)}
+    return {
+        "type": "BOOKMARK",
+        "object": {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": metadata},
+    }
+
+
+def _stream(first: list[Body], later: AsyncIterator[list[Body]] | None) -> Response:
+    async def lines() -> AsyncIterator[bytes]:
+        for event in first:
+            yield msgspec.json.encode(event) + b"\n"
+        if later is not None:
+            async for batch in later:
+                for event in batch:
+                    yield msgspec.json.encode(event) + b"\n"
+
+    return StreamingResponse(lines(), media_type="application/json")
+
+
+# -- writes ---------------------------------------------------------------------------------------
+
+
+async def _body(request: Request) -> Body:
+    """The request's object: JSON (or YAML), at most the contract's size (413 beyond)."""
+    raw = await request.body()
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise too_large(f"the object is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")
+    try:
+        if "yaml" in request.headers.get("content-type", ""):
+            body = yaml.safe_load(raw)
+        else:
+            body = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, yaml.YAMLError) as exc:
+        raise bad_request(f"the body is not valid JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(body, dict):
+        raise bad_request("the body is not an object")
+    return body
+
+
+def _own(resource: Resource, body: Body, namespace: str | None, name: str | None) -> Body:
+    """The body as the object at this path: its kind and group/version the resource's, its
+    namespace and name the path's (400 when they disagree, as Kubernetes answers)."""
+    if body.get("kind") != resource.kind or body.get("apiVersion") not in api_versions(resource.kind):
+        raise bad_request(
+            f"the object is {body.get('apiVersion')}/{body.get('kind')}, "
+            f"not {resource.group_version}/{resource.kind} as the path says"
+        )
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        raise bad_request("metadata: required, an object")
+    if namespace is not None and metadata.get("namespace", namespace) != namespace:
+        raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+    if name is not None and metadata.get("name", name) != name:
+        raise bad_request("the name of the object does not match the name on the URL")
+    if not metadata.get("name"):
+        raise ApiError(422, "Invalid", f"{resource.kind}.{resource.group} is invalid: metadata.name: Required value")
+    return {**body, "metadata": {**metadata, **({"namespace": namespace} if namespace else {})}}
+
+
+def _authorize(identity: Identity, verb: str, resource: Resource, namespace: str | None, name: str) -> None:
+    """403 unless NATS would let the identity publish this request (``identity.may_publish``)."""
+    request = subjects.DELETE if verb == "delete" else subjects.APPLY
+    subject = request_subject(request, resource.kind, namespace or api.DEFAULT_NAMESPACE)
+    if not may_publish(identity, subject):
+        raise forbidden(identity.name, verb, resource.plural, resource.group, namespace, name)
+    if not resource.writable:
+        raise ApiError(
+            405, "MethodNotAllowed", f"{resource.qualified} are owned by the system: {verb} is not supported"
+        )
+
+
+async def _submit(
+    request: Request, state: State, resource: Resource, manifest: Body, name: str, status_code: int
+) -> Response:
+    """Send the object as ``ApplyManifest`` and answer with it once the splitter accepted it;
+    ``dryRun``: only check it, as the splitter would decode it, and send nothing."""
+    if request.query_params.get("dryRun"):
+        try:
+            api.decode(api.without_server_fields(manifest))
+        except api.ManifestError as exc:
+            raise refused(
+                resource.kind, resource.group, resource.qualified, name, str(exc), creating=status_code == 201
+            ) from None
+        return _json(manifest, status_code)
+    answer = await state.client.apply(manifest)
+    if isinstance(answer, events.RequestRejected):
+        creating = status_code == 201
+        raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason, creating=creating)
+    namespace = manifest["metadata"].get("namespace")
+    try:
+        return _json((await _get(state, resource, namespace, name)).obj, status_code)
+    except ApiError:  # accepted, not in the read model yet: the object as sent
+        return _json(manifest, status_code)
+
+
+async def _create(request: Request, state: State, identity: Identity, resource: Resource, namespace: str) -> Response:
+    scope = namespace if resource.namespaced else None
+    manifest = _own(resource, await _body(request), scope, None)
+    name = manifest["metadata"]["name"]
+    _authorize(identity, "create", resource, scope, name)
+    with contextlib.suppress(ApiError):
+        await _get(state, resource, scope, name)
+        raise ApiError(409, "AlreadyExists", f'{resource.qualified} "{name}" already exists')
+    return await _submit(request, state, resource, manifest, name, 201)
+
+
+async def _replace(
+    request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
+) -> Response:
+    manifest = _own(resource, await _body(request), namespace, name)
+    _authorize(identity, "update", resource, namespace, name)
+    current = await _get(state, resource, namespace, name)
+    stated = manifest["metadata"].get("resourceVersion")
+    if stated and stated != str(current.version):
+        raise conflict(
+            resource.qualified,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    return await _submit(request, state, resource, manifest, name, 200)
+
+
+async def _patch(
+    request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
+) -> Response:
+    """A JSON merge patch (kubectl's for custom resources; a strategic merge patch is taken as
+    one) or a JSON patch, applied to the object as it reads (its status left out); or a
+    server-side apply (``apply-patch+yaml``): the object, merged into the one there is, or created."""
+    _authorize(identity, "patch", resource, namespace, name)
+    raw = await request.body()
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise too_large(f"the patch is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")
+    kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind == "application/apply-patch+yaml":
+        return await _server_side_apply(request, state, resource, namespace, name, raw)
+    current = await _get(state, resource, namespace, name)
+    applied = {k: v for k, v in current.obj.items() if k != "status"}  # server-set metadata: dropped on apply
+    try:
+        if kind == "application/json-patch+json":
+            patched = jsonpatch.apply_patch(applied, msgspec.json.decode(raw))
+        elif kind in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            patched = merge_patch(applied, msgspec.json.decode(raw))
+        else:
+            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {kind}")
+    except (msgspec.DecodeError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        raise bad_request(f"the patch cannot be applied: {exc}") from None
+    if not isinstance(patched, dict):
+        raise bad_request("the patched object is not an object")
+    manifest = _own(resource, patched, namespace, name)
+    return await _submit(request, state, resource, manifest, name, 200)
+
+
+async def _server_side_apply(
+    request: Request, state: State, resource: Resource, namespace: str | None, name: str, raw: bytes
+) -> Response:
+    """``kubectl apply --server-side``: the object as the caller wants it, merged (a merge patch)
+    into the object there is, or created. Field managers are not tracked: every manager's fields
+    are the caller's (a conflict is never reported)."""
+    try:
+        wanted = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise bad_request(f"the body is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(wanted, dict):
+        raise bad_request("the body is not an object")
+    try:
+        current = await _get(state, resource, namespace, name)
+    except ApiError:
+        return await _submit(request, state, resource, _own(resource, wanted, namespace, name), name, 201)
+    applied = {k: v for k, v in current.obj.items() if k != "status"}
+    merged = merge_patch(applied, {k: v for k, v in wanted.items() if k != "status"})
+    return await _submit(request, state, resource, _own(resource, merged, namespace, name), name, 200)
+
+
+async def _delete(state: State, identity: Identity, resource: Resource, namespace: str | None, name: str) -> Response:
+    _authorize(identity, "delete", resource, namespace, name)
+    answer = await state.client.delete(resource.kind, name, namespace or api.DEFAULT_NAMESPACE)
+    if isinstance(answer, events.RequestRejected):
+        raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason)
+    return _json(success(resource.plural, name, resource.group))

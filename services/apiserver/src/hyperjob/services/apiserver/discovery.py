@@ -1,0 +1,80 @@
+"""Discovery documents: what ``kubectl api-resources`` and every client read before anything else
+(``/version``, ``/api``, ``/apis``, one ``APIResourceList`` per group/version). The legacy
+(unaggregated) form: kubectl falls back to it when the answer is not an ``APIGroupDiscoveryList``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .resources import Resource, group_versions
+
+# A discovery document: JSON of Kubernetes' own shapes.
+Document = dict[str, Any]
+KUBERNETES_VERSION = ("1", "32")  # the API we speak: kubectl 1.32 warns of no skew
+
+
+def version(hyperjob_version: str) -> Document:
+    major, minor = KUBERNETES_VERSION
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": f"v{major}.{minor}.0-hyperjob.{hyperjob_version}",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "",
+        "platform": "python",
+    }
+
+
+def core_versions() -> Document:
+    """``/api``: the core group's versions."""
+    return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+
+
+def groups() -> Document:
+    """``/apis``: every named group with its one version."""
+    listed = []
+    for group_version in group_versions():
+        if "/" not in group_version:
+            continue
+        group, _, ver = group_version.partition("/")
+        preferred = {"groupVersion": group_version, "version": ver}
+        listed.append({"name": group, "versions": [preferred], "preferredVersion": preferred})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": listed}
+
+
+def group(name: str) -> Document | None:
+    """``/apis/<group>``: one group, or None when it is not served."""
+    found = next((g for g in groups()["groups"] if g["name"] == name), None)
+    return None if found is None else {"kind": "APIGroup", "apiVersion": "v1", **found}
+
+
+def resource_list(group_version: str) -> Document | None:
+    """``/api/v1`` or ``/apis/<group>/<version>``: its resources, or None when it is not served."""
+    served = group_versions().get(group_version)
+    if served is None:
+        return None
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": [entry for r in served for entry in _entries(r)],
+    }
+
+
+def _entries(resource: Resource) -> list[Document]:
+    """A resource and, for those that have one, its ``status`` subresource."""
+    entry: Document = {
+        "name": resource.plural,
+        "singularName": resource.singular,
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": list(resource.verbs),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    return [entry]

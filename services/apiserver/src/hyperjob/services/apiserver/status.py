@@ -1,0 +1,108 @@
+"""Errors as Kubernetes ``Status`` objects (meta/v1), the reasons and codes clients act on:
+kubectl prints ``Error from server (NotFound): hyperjobs.training.volcano.sh "x" not found`` from
+them, and client libraries raise on their ``code``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A Status or any other JSON body: whatever shape the API gives it.
+Body = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A request the apiserver answers with a failure ``Status``."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: Body | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    def status(self) -> Body:
+        body: Body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def success(kind: str, name: str, group: str) -> Body:
+    """What a delete answers once the request was accepted."""
+    details = {"name": name, "group": group, "kind": kind}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def not_found(qualified: str, name: str) -> ApiError:
+    return ApiError(404, "NotFound", f'{qualified} "{name}" not found', details=_about(qualified, name))
+
+
+def already_exists(qualified: str, name: str, why: str = "") -> ApiError:
+    message = f'{qualified} "{name}" already exists' + (f": {why}" if why else "")
+    return ApiError(409, "AlreadyExists", message, details=_about(qualified, name))
+
+
+def conflict(qualified: str, name: str, why: str) -> ApiError:
+    message = f'Operation cannot be fulfilled on {qualified} "{name}": {why}'
+    return ApiError(409, "Conflict", message, details=_about(qualified, name))
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def too_large(message: str) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", message)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def forbidden(user: str, verb: str, resource: str, group: str, namespace: str | None, name: str = "") -> ApiError:
+    """kubectl's wording: who cannot do what to which resource where."""
+    what = f'{resource}.{group} "{name}"' if name and group else f'{resource} "{name}"' if name else resource
+    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    message = f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{group}"{where}'
+    return ApiError(403, "Forbidden", message, details={"name": name, "group": group, "kind": resource})
+
+
+def invalid(kind: str, group: str, name: str, reason: str) -> ApiError:
+    """The splitter's refusal (``$.spec.x: why``) as 422 Invalid, its cause naming the field as
+    Kubernetes does (``spec.x``)."""
+    path, sep, why = reason.partition(": ")
+    field = path.removeprefix("$").removeprefix(".") if sep and path.startswith("$") else ""
+    cause = {"reason": "FieldValueInvalid", "message": why if field else reason, "field": field}
+    message = f'{kind}.{group} "{name}" is invalid: {field + ": " if field else ""}{cause["message"]}'
+    details = {**_about(f"{kind.lower()}s", name), "group": group, "kind": kind, "causes": [cause]}
+    return ApiError(422, "Invalid", message, details=details)
+
+
+def refused(kind: str, group: str, qualified: str, name: str, reason: str, *, creating: bool = False) -> ApiError:
+    """A request the splitter refused, with the code its reason means: not found (404), already
+    exists (409, to a create), a field's value (``$.spec.x: ...``: 422 Invalid naming it, as an
+    immutable field is), or else the state of the system (a queue still in use: 409 Conflict)."""
+    if reason.endswith("not found"):
+        return not_found(qualified, name)
+    if creating and "already exists" in reason:
+        return already_exists(qualified, name, reason.partition(": ")[2] or reason)
+    if reason.startswith("$"):
+        return invalid(kind, group, name, reason)
+    return conflict(qualified, name, reason)
+
+
+def _about(qualified: str, name: str) -> Body:
+    resource, _, group = qualified.partition(".")
+    return {"name": name, "group": group, "kind": resource}

@@ -1,0 +1,113 @@
+"""Resource versions and the history watches replay; tokens and what each identity may do."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from hyperjob.events.access import Identity
+from hyperjob.services.apiserver.identity import Tokens, bearer, may_publish
+from hyperjob.services.apiserver.objects import Objects, TooOld
+from hyperjob.services.apiserver.resources import find
+from hyperjob.testkit.auth import Auth, system_identities
+
+QUEUES = find("scheduling.volcano.sh", "v1beta1", "queues")
+
+
+def queue(name: str, weight: int) -> dict:
+    return {
+        "name": name, "state": "Open", "spec": {"weight": weight}, "created": 1.0, "usage": {}, "allocated": {},
+        "deserved": {}, "podgroups": {"inqueue": 0, "pending": 0, "running": 0},
+        "manifest": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                     "spec": {"weight": weight}},
+    }  # fmt: skip
+
+
+class Fleet:
+    """What the read model returns, changed by the test between reads."""
+
+    def __init__(self) -> None:
+        self.queues: list[dict] = []
+
+    async def load(self, client: object, name: str | None) -> list[dict]:
+        return list(self.queues)
+
+
+@pytest.fixture
+def fleet_objects() -> tuple[Fleet, Objects, object]:
+    assert QUEUES is not None
+    fleet = Fleet()
+    resource = dataclasses.replace(QUEUES, load=fleet.load)
+    return fleet, Objects(client=None, start=100), resource  # type: ignore[arg-type]
+
+
+async def test_each_change_gets_the_next_version_and_an_unchanged_object_keeps_its_own(fleet_objects):
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1), queue("b", 1)]
+    first = {e.key[1]: e.version for e in await objects.read(resource)}
+    assert first == {"a": 101, "b": 102}
+    fleet.queues = [queue("a", 2), queue("b", 1)]
+    second = {e.key[1]: e.obj["metadata"]["resourceVersion"] for e in await objects.read(resource)}
+    assert second == {"a": "103", "b": "102"}
+    fleet.queues = [queue("b", 1)]
+    await objects.read(resource)
+    changes = [(c.version, c.type, c.entry.key[1]) for c in objects.changes_since(resource, 102)]
+    assert changes == [(103, "MODIFIED", "a"), (104, "DELETED", "a")]
+    assert objects.changes_since(resource, 104) == []
+
+
+async def test_a_version_from_before_this_apiserver_is_too_old(fleet_objects):
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1)]
+    await objects.read(resource)
+    with pytest.raises(TooOld):
+        objects.changes_since(resource, 99)  # handed out by an earlier apiserver: relist
+
+
+async def test_a_recent_read_is_reused_within_max_age(fleet_objects):
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1)]
+    await objects.read(resource)
+    fleet.queues = []
+    assert [e.key[1] for e in await objects.read(resource, max_age=60)] == ["a"]
+    assert await objects.read(resource) == []
+
+
+# -- identity ----------------------------------------------------------------------------------------
+
+
+def test_a_token_is_an_identitys_password_and_a_new_person_is_known_without_restart(tmp_path):
+    path = tmp_path / "credentials.json"
+    auth = Auth.generate(system_identities(["cluster-a"]))
+    auth.save(path)
+    tokens = Tokens(path)
+    assert tokens.identity(auth.password("cli")).name == "cli"
+    assert tokens.identity("not-a-token") is None
+    alice = Identity(name="alice", role="user", verbs=("apply",), namespaces=("team-a",))
+    auth.add(alice)
+    auth.save(path)
+    stat = path.stat()  # a later modification time, whatever the file system's resolution
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
+    assert tokens.identity(auth.password("alice")) == alice
+    assert Tokens(tmp_path / "none.json").identity(auth.password("cli")) is None
+
+
+def test_an_identity_may_publish_what_nats_would_let_it():
+    alice = Identity(name="alice", role="user", verbs=("apply",), namespaces=("team-a",))
+    assert may_publish(alice, "hj.manifest.apply.team-a")
+    assert not may_publish(alice, "hj.manifest.apply.team-b")
+    assert not may_publish(alice, "hj.object.delete.team-a")
+    assert not may_publish(alice, "hj.manifest.apply")  # cluster-scoped kinds: every namespace only
+    reader = Identity(name="dashboard", role="user", verbs=())
+    assert not may_publish(reader, "hj.manifest.apply.default")
+    everyone = Identity(name="cli", role="user")
+    assert may_publish(everyone, "hj.manifest.apply") and may_publish(everyone, "hj.object.delete.team-b")
+    assert not may_publish(Identity(name="splitter", role="splitter"), "hj.manifest.apply.default")
+
+
+def test_bearer_reads_only_bearer_tokens():
+    assert bearer("Bearer abc") == "abc"
+    assert bearer("bearer  abc ") == "abc"
+    assert bearer("Basic abc") is None and bearer("") is None and bearer("Bearer ") is None
