@@ -73,6 +73,7 @@ GRANTS: dict[Role, Grant] = {
             "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
             "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
             "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
+            "heartbeat.*.*",  # a silent cluster whose nodes beat has a hung control plane (issue 33)
         ),
         durables=("", "-admin", "-sched", "-children"),
     ),
