@@ -27,11 +27,20 @@ class Capacity:
         self.newest = 0.0
         self.hearing = fleetcore.Hearing(gap=fleetcore.CLUSTER_SILENCE_TIMEOUT / 3)
         self.nodes_heard: dict[str, float] = {}
+        # The fleet lease's basis: each cluster's own time on its latest report that holds the lease
+        # (a summary with a Ready node; a live node's beat, unless its control plane says none is Ready).
+        self.basis: dict[str, float] = {}
+        self.unready: set[str] = set()
 
     def beat(self, msg: events.AgentHeartbeat, arrived: float) -> None:
         """An agent's beat: its cluster's nodes are alive when one of its nodes is not silent."""
         if msg.nodes > len(msg.silent):
             self.nodes_heard[msg.cluster] = max(arrived, self.nodes_heard.get(msg.cluster, arrived))
+            if msg.cluster not in self.unready:
+                self._hold(msg.cluster, msg.occurred_at)
+
+    def _hold(self, cluster: str, at: float) -> None:
+        self.basis[cluster] = max(at, self.basis.get(cluster, at))
 
     def report(self, msg: events.ClusterCapacityReported, arrived: float) -> bool:
         """Take a summary in; True when what placement sees changed."""
@@ -44,6 +53,11 @@ class Capacity:
                 )
                 for name, cap in self.clusters.items()
             }
+        if msg.ready_nodes > 0:
+            self.unready.discard(msg.cluster)
+            self._hold(msg.cluster, msg.occurred_at)
+        else:
+            self.unready.add(msg.cluster)
         known = self.clusters.get(msg.cluster)
         last = arrived if msg.ready_nodes > 0 else (known.last_report if known is not None else arrived)
         capacity = msgspec.structs.replace(cluster_capacity(msg, last), last_summary=arrived)

@@ -1,0 +1,71 @@
+"""The cluster's side of fencing (issue 33): run the fleet's children only while the fleet holds them.
+
+The global-scheduler grants this cluster a lease (``FleetLease``: until ``basis + lease`` by the
+cluster's own clock, ``basis`` being the cluster's time on its latest report the fleet heard). Once
+the lease has lapsed while the fleet still speaks (it granted some cluster a lease after ours ran
+out: it is alive, and no longer holds our children here), the job-controller stops the pods of
+every child it runs and holds back any pod bound meanwhile (``fence``); the fleet moves a child
+only ``LEASE_MARGIN`` after the lease lapsed (``fleetcore.liveness``), so at most one copy runs.
+A renewed lease starts them again where they are (``unfence``); a child the fleet moved meanwhile
+was removed first (its ``RemoveChild`` comes before the new lease, in the same stream).
+
+The invariant enforced here: with a lapsed lease, no pod of this cluster's children runs.
+
+What the job-controller cannot fence: itself hung (SIGSTOP), or cut off from the bus together with
+its nodes (it can tell them nothing). The fleet does not move the children of a hung control plane
+whose nodes still report (``fleetcore.control_plane_hung``); a cluster cut off whole is not fenced
+(docs/reliability.md). A fleet that grants no one (the global-scheduler down, the bus down) is no
+reason to stop anything: nothing can move then. Pure; the driver is ``handlers.JobController``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from hyperjob import events, fleetcore
+
+FENCE_REASON = "FleetLeaseLapsed"
+
+
+class LeaseDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """This cluster's lease (``until`` by its own clock; 0: never granted) and, while it has
+    lapsed (``fenced``), the children whose pods were stopped or held back (``held``)."""
+
+    until: float = 0.0
+    fenced: bool = False
+    held: tuple[str, ...] = ()
+
+
+def granted(doc: LeaseDoc, lease: events.FleetLease) -> LeaseDoc:
+    """A grant extends the lease (a late or repeated one never shortens it)."""
+    return msgspec.structs.replace(doc, until=max(doc.until, lease.basis + lease.lease))
+
+
+def may_run(doc: LeaseDoc, now: float) -> bool:
+    """Whether the lease holds at ``now`` (never granted yet: a new cluster runs what it is given)."""
+    return doc.until == 0.0 or now < doc.until
+
+
+def must_fence(doc: LeaseDoc, now: float, fleet_heard: float, awake: bool) -> bool:
+    """Fence now: the lease lapsed, the fleet spoke since (granting someone else), and this
+    job-controller was awake for the whole check period (after a pause of its own, it first reads
+    the grants that waited for it)."""
+    return not doc.fenced and not may_run(doc, now) and fleet_heard > doc.until and awake
+
+
+def must_unfence(doc: LeaseDoc, now: float) -> bool:
+    return doc.fenced and may_run(doc, now)
+
+
+class CheckClock:
+    """Whether the lease check ran without a gap: a check that comes more than two periods after
+    the previous one (this process was stopped or starved) does not fence; the next one may."""
+
+    def __init__(self, period: float = fleetcore.LEASE_CHECK_PERIOD) -> None:
+        self.period = period
+        self.last: float | None = None
+
+    def tick(self, now: float) -> bool:
+        awake = self.last is not None and now - self.last <= 2 * self.period
+        self.last = now
+        return awake
