@@ -46,6 +46,7 @@ class JobController:
         self.published: dict[tuple[str, int], str] = {}  # (job, part) -> digest of what went out
         self.leases = runtime.table(f"lease@{self.cluster}", lease.LeaseDoc)
         self.fleet_heard = 0.0  # when the fleet last granted anyone a lease (this clock)
+        self.until = 0.0  # the newest lease to this cluster, by the watch or the consumer (this clock)
         self.checks = lease.CheckClock()
         runtime.on_load(self.rearm)
 
@@ -272,35 +273,34 @@ class JobController:
         return self.leases.get(LEASE_KEY) or lease.LeaseDoc()
 
     def on_any_lease(self, msg: events.FleetLease) -> None:
-        """Any cluster's lease: the fleet is alive and granting (watch)."""
+        """Any cluster's lease: the fleet is alive and granting (watch). One to this cluster holds it
+        even while the ordered consumer lags behind (only the unfence waits for order)."""
         self.fleet_heard = max(self.fleet_heard, self.rt.now())
+        if msg.cluster == self.cluster:
+            self.until = max(self.until, lease.lease_end(msg))
 
     def on_lease(self, msg: events.FleetLease) -> Reaction | None:
-        """This cluster's lease, in order with its dispatches and removals: renewed, and the
-        children fenced meanwhile start again where they are (those moved away were removed first)."""
+        """This cluster's lease, in order with its dispatches and removals: the children fenced
+        meanwhile start again where they are (those the fleet moved away were removed first)."""
         if msg.cluster != self.cluster:
             return None
         self.on_any_lease(msg)
-        before = self._lease()
-        doc = lease.granted(before, msg)
-        reaction = None
-        if lease.must_unfence(doc, self.rt.now()):
-            reaction = self._unfence(msg, doc)
-            doc = lease.LeaseDoc(until=doc.until)
-        if doc != before:
-            self.leases.put(LEASE_KEY, doc)
-        return reaction
+        doc = self._lease()
+        if not lease.must_unfence(doc, msg, self.rt.now()):
+            return None
+        self.leases.put(LEASE_KEY, lease.LeaseDoc())
+        return self._unfence(msg, doc)
 
     async def check_lease(self) -> None:
         """Every ``LEASE_CHECK_PERIOD``: a lease lapsed while the fleet speaks stops every child's pods."""
         awake = self.checks.tick(self.rt.now())
         doc = self._lease()
-        if not lease.must_fence(doc, self.rt.now(), self.fleet_heard, awake):
+        if not lease.must_fence(doc, self.until, self.rt.now(), self.fleet_heard, awake):
             return
-        cause = events.derive_id(f"{self.cluster}/lease", f"fence/{doc.until!r}")
-        await self.rt.commit(cause, self._fence(cause, doc))
+        cause = events.derive_id(f"{self.cluster}/lease", f"fence/{self.until!r}")
+        await self.rt.commit(cause, self._fence(cause, self.until))
 
-    def _fence(self, cause: str, doc: lease.LeaseDoc) -> Reaction:
+    def _fence(self, cause: str, until: float) -> Reaction:
         stops = [
             events.PodStop(pod=p.name, node=p.node, uid=p.uid, job=name, reason=lease.FENCE_REASON)
             for name, record in self.jobs.items()
@@ -308,13 +308,13 @@ class JobController:
             if p.node and p.phase in ("Pending", "Running")
         ]
         held = tuple(sorted(name for name, _ in self.jobs.items()))
-        self.leases.put(LEASE_KEY, msgspec.structs.replace(doc, fenced=True, held=held))
-        decision("fleet_lease_lapsed", cluster=self.cluster, until=doc.until, jobs=len(held), pods=len(stops))
+        self.leases.put(LEASE_KEY, lease.LeaseDoc(fenced=True, held=held, until=until))
+        decision("fleet_lease_lapsed", cluster=self.cluster, until=until, jobs=len(held), pods=len(stops))
         reaction = Reaction()
         if stops:
             reaction.publish(
                 subjects.stop_pods(self.cluster),
-                self.rt.emit(events.StopPods, cause, f"fence/{doc.until!r}", cluster=self.cluster, pods=stops),
+                self.rt.emit(events.StopPods, cause, f"fence/{until!r}", cluster=self.cluster, pods=stops),
             )
         return reaction
 
@@ -339,14 +339,14 @@ class JobController:
                 self.rt.emit(
                     events.StartPods,
                     cause,
-                    f"unfence/{name}/{doc.until!r}",
+                    f"unfence/{name}/{lease.lease_end(cause)!r}",
                     cluster=self.cluster,
                     job=name,
                     job_version=record.version,
                     pods=[self._start(record, pod, envs) for pod in pods],
                 ),
             )
-        decision("fleet_lease_renewed", cluster=self.cluster, until=doc.until, jobs=len(doc.held))
+        decision("fleet_lease_renewed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(doc.held))
         return reaction
 
     # -- timers ------------------------------------------------------------------------------------

@@ -28,33 +28,35 @@ FENCE_REASON = "FleetLeaseLapsed"
 
 
 class LeaseDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """This cluster's lease (``until`` by its own clock; 0: never granted) and, while it has
-    lapsed (``fenced``), the children whose pods were stopped or held back (``held``)."""
+    """Stored only when it changes (not on every grant): while the lease has lapsed (``fenced``),
+    the children whose pods were stopped or held back (``held``); ``until``: the lease that lapsed.
+    The lease itself lives in memory: after a restart the watch gives back the newest grant."""
 
-    until: float = 0.0
     fenced: bool = False
     held: tuple[str, ...] = ()
+    until: float = 0.0
 
 
-def granted(doc: LeaseDoc, lease: events.FleetLease) -> LeaseDoc:
-    """A grant extends the lease (a late or repeated one never shortens it)."""
-    return msgspec.structs.replace(doc, until=max(doc.until, lease.basis + lease.lease))
+def lease_end(grant: events.FleetLease) -> float:
+    """Until when a grant lets this cluster run its children (its own clock)."""
+    return grant.basis + grant.lease
 
 
-def may_run(doc: LeaseDoc, now: float) -> bool:
-    """Whether the lease holds at ``now`` (never granted yet: a new cluster runs what it is given)."""
-    return doc.until == 0.0 or now < doc.until
+def may_run(until: float, now: float) -> bool:
+    """Whether the lease holds at ``now`` (never granted yet, 0: a new cluster runs what it is given)."""
+    return until == 0.0 or now < until
 
 
-def must_fence(doc: LeaseDoc, now: float, fleet_heard: float, awake: bool) -> bool:
-    """Fence now: the lease lapsed, the fleet spoke since (granting someone else), and this
+def must_fence(doc: LeaseDoc, until: float, now: float, fleet_heard: float, awake: bool) -> bool:
+    """Fence now: the lease lapsed, the fleet spoke since (granting some cluster), and this
     job-controller was awake for the whole check period (after a pause of its own, it first reads
     the grants that waited for it)."""
-    return not doc.fenced and not may_run(doc, now) and fleet_heard > doc.until and awake
+    return not doc.fenced and not may_run(until, now) and fleet_heard > until and awake
 
 
-def must_unfence(doc: LeaseDoc, now: float) -> bool:
-    return doc.fenced and may_run(doc, now)
+def must_unfence(doc: LeaseDoc, grant: events.FleetLease, now: float) -> bool:
+    """A grant read in order (after any removal that came before it) that holds now ends the fence."""
+    return doc.fenced and may_run(lease_end(grant), now)
 
 
 class CheckClock:
