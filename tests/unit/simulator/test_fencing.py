@@ -13,6 +13,7 @@ import msgspec
 from hyperjob import events, fleetcore, simulator
 from hyperjob.events import subjects
 from hyperjob.simulator.engine import Engine
+from hyperjob.services.global_scheduler.leases import RENEW_STEP
 from hyperjob.simulator.fleet import InstancePlan
 
 SCENARIO = """
@@ -97,7 +98,7 @@ def test_a_lapsed_lease_stops_the_pods_and_a_renewed_one_starts_them_again() -> 
     (started, _, _), (stopped, _, _), (restarted, _, _) = seen
     assert started < CUT_FROM
     # Stopped once the last lease (granted before the cut) lapsed, and before the fleet may move anything.
-    assert CUT_FROM + fleetcore.FLEET_LEASE - 1.0 <= stopped <= CUT_FROM + fleetcore.move_after() - 2.0
+    assert CUT_FROM + fleetcore.FLEET_LEASE - RENEW_STEP - 1.0 <= stopped <= CUT_FROM + fleetcore.move_after() - 2.0
     assert CUT_TO <= restarted <= CUT_TO + 2.0
 
 

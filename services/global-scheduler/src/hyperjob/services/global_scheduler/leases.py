@@ -17,6 +17,10 @@ from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import Runtime
 
 LEASE_RENEW_PERIOD = 1.0
+# A grant goes out once the cluster's basis has moved this far since its last one (the SCHED stream
+# keeps every grant for its retention: one per 5 s per cluster, not one a second). A cluster's
+# lease then runs 15-20 s past its latest report: shorter, never longer, so the fence only comes sooner.
+RENEW_STEP = 5.0
 
 
 class LeaseGrants:
@@ -31,10 +35,10 @@ class LeaseGrants:
         self.capacity.beat(msg, self.rt.now())
 
     async def grant(self) -> None:
-        """A new lease to every cluster heard from since its last one (the same one is not sent twice)."""
+        """A new lease to every cluster whose latest report is ``RENEW_STEP`` newer than its last grant's."""
         batch = []
         for cluster, basis in sorted(self.capacity.basis.items()):
-            if self.sent.get(cluster) == basis:
+            if basis - self.sent.get(cluster, -RENEW_STEP) < RENEW_STEP:
                 continue
             grant = self.rt.emit(
                 events.FleetLease, f"lease/{cluster}", f"{basis!r}", cluster=cluster, basis=basis, lease=self.lease
