@@ -12,8 +12,8 @@ import msgspec
 
 from hyperjob import events, fleetcore, simulator
 from hyperjob.events import subjects
-from hyperjob.simulator.engine import Engine
 from hyperjob.services.global_scheduler.leases import RENEW_STEP
+from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.fleet import InstancePlan
 
 SCENARIO = """
