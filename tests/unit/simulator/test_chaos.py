@@ -94,6 +94,25 @@ def test_a_pod_running_twice_at_once_is_a_violation() -> None:
     assert inv.broken and "runs twice" in inv.broken[0]
 
 
+def test_a_pod_running_in_two_clusters_at_once_is_a_violation_unless_one_is_cut_off_whole() -> None:
+    def report(cluster: str, uid: str, phase: str, i: int) -> events.PodPhasesReported:
+        pod = events.PodReport(pod="j-t-0", uid=uid, job="j", node=f"{cluster}-n", phase=phase)
+        return events.PodPhasesReported(**_meta(i), cluster=cluster, reports=[pod])
+
+    inv = chaos.Invariants()
+    _publish(inv, "node.pods.phase.a", report("a", "u1", "Running", 1), "NODE")
+    _publish(inv, "node.pods.phase.a", report("a", "u1", "Deleted", 2), "NODE")
+    _publish(inv, "node.pods.phase.b", report("b", "u2", "Running", 3), "NODE")  # moved, after it stopped
+    assert not inv.broken
+    frozen: set[str] = {"b"}  # clusterDown: frozen in virtual time, its pods do not run meanwhile
+    inv.frozen = lambda: frozen
+    _publish(inv, "node.pods.phase.a", report("a", "u3", "Running", 4), "NODE")
+    assert not inv.broken
+    frozen.clear()
+    _publish(inv, "node.pods.phase.c", report("c", "u4", "Running", 5), "NODE")
+    assert inv.broken and "runs in c and in a at once" in inv.broken[0]
+
+
 def test_a_gang_member_bound_before_its_gang_starts_is_a_violation() -> None:
     inv = chaos.Invariants()
     _publish(
