@@ -16,20 +16,22 @@ def test_a_grant_runs_from_the_clusters_own_report() -> None:
     assert lease.may_run(30.0, now=29.9) and not lease.may_run(30.0, now=30.0)
 
 
-def test_a_lapsed_lease_fences_only_while_the_fleet_speaks_and_the_check_ran_on_time() -> None:
+def test_a_lapsed_lease_fences_only_once_the_fleet_granted_others_a_while_and_the_check_ran_on_time() -> None:
     doc = LeaseDoc()
-    assert not lease.must_fence(doc, 30.0, now=29.9, fleet_heard=29.9, awake=True)  # still held
-    assert lease.must_fence(doc, 30.0, now=31.0, fleet_heard=30.5, awake=True)
+    assert not lease.must_fence(doc, 30.0, now=29.9, fleet_since=20.0, awake=True)  # still held
+    assert lease.must_fence(doc, 30.0, now=32.0, fleet_since=30.5, awake=True)
     # The fleet granted no one since our lease ran out: it is down, nothing can move: no fence.
-    assert not lease.must_fence(doc, 30.0, now=60.0, fleet_heard=29.0, awake=True)
+    assert not lease.must_fence(doc, 30.0, now=60.0, fleet_since=None, awake=True)
+    # It granted another cluster a moment ago: ours may come in the same round (after an outage).
+    assert not lease.must_fence(doc, 30.0, now=60.0, fleet_since=59.9, awake=True)
     # This process was stopped: it first reads the grants that waited for it.
-    assert not lease.must_fence(doc, 30.0, now=60.0, fleet_heard=59.0, awake=False)
-    assert not lease.must_fence(LeaseDoc(fenced=True), 30.0, now=60.0, fleet_heard=59.0, awake=True)
+    assert not lease.must_fence(doc, 30.0, now=60.0, fleet_since=40.0, awake=False)
+    assert not lease.must_fence(LeaseDoc(fenced=True), 30.0, now=60.0, fleet_since=40.0, awake=True)
 
 
 def test_a_cluster_never_granted_runs_what_it_is_given() -> None:
     assert lease.may_run(0.0, now=1000.0)
-    assert not lease.must_fence(LeaseDoc(), 0.0, now=1000.0, fleet_heard=999.0, awake=True)
+    assert not lease.must_fence(LeaseDoc(), 0.0, now=1000.0, fleet_since=900.0, awake=True)
 
 
 def test_only_a_grant_that_holds_now_unfences() -> None:

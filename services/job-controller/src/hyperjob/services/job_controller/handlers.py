@@ -45,7 +45,7 @@ class JobController:
         self.dirty: set[str] = set()  # jobs whose JobState is to be republished by this unit
         self.published: dict[tuple[str, int], str] = {}  # (job, part) -> digest of what went out
         self.leases = runtime.table(f"lease@{self.cluster}", lease.LeaseDoc)
-        self.fleet_heard = 0.0  # when the fleet last granted anyone a lease (this clock)
+        self.fleet_since: float | None = None  # its first grant to another cluster after our lease lapsed
         self.until = 0.0  # the newest lease to this cluster, by the watch or the consumer (this clock)
         self.checks = lease.CheckClock()
         runtime.on_load(self.rearm)
@@ -275,9 +275,13 @@ class JobController:
     def on_any_lease(self, msg: events.FleetLease) -> None:
         """Any cluster's lease: the fleet is alive and granting (watch). One to this cluster holds it
         even while the ordered consumer lags behind (only the unfence waits for order)."""
-        self.fleet_heard = max(self.fleet_heard, self.rt.now())
+        now = self.rt.now()
         if msg.cluster == self.cluster:
             self.until = max(self.until, lease.lease_end(msg))
+            if lease.may_run(self.until, now):
+                self.fleet_since = None
+        elif self.fleet_since is None and not lease.may_run(self.until, now):
+            self.fleet_since = now
 
     def on_lease(self, msg: events.FleetLease) -> Reaction | None:
         """This cluster's lease, in order with its dispatches and removals: the children fenced
@@ -295,7 +299,7 @@ class JobController:
         """Every ``LEASE_CHECK_PERIOD``: a lease lapsed while the fleet speaks stops every child's pods."""
         awake = self.checks.tick(self.rt.now())
         doc = self._lease()
-        if not lease.must_fence(doc, self.until, self.rt.now(), self.fleet_heard, awake):
+        if not lease.must_fence(doc, self.until, self.rt.now(), self.fleet_since, awake):
             return
         cause = events.derive_id(f"{self.cluster}/lease", f"fence/{self.until!r}")
         await self.rt.commit(cause, self._fence(cause, self.until))

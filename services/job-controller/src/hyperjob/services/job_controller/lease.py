@@ -47,11 +47,19 @@ def may_run(until: float, now: float) -> bool:
     return until == 0.0 or now < until
 
 
-def must_fence(doc: LeaseDoc, until: float, now: float, fleet_heard: float, awake: bool) -> bool:
-    """Fence now: the lease lapsed, the fleet spoke since (granting some cluster), and this
+FLEET_SPOKE_GRACE = 1.0
+"""How long the fleet must have granted others, and not us, since our lease lapsed: one grant round
+sends every cluster's lease at once, so a grant to another cluster read just before ours (after an
+outage of the fleet) is no sign that the fleet has let us go."""
+
+
+def must_fence(doc: LeaseDoc, until: float, now: float, fleet_since: float | None, awake: bool) -> bool:
+    """Fence now: the lease lapsed, the fleet has granted other clusters (and not us) since then
+    for ``FLEET_SPOKE_GRACE`` (``fleet_since``: its first grant to another after our lapse), and this
     job-controller was awake for the whole check period (after a pause of its own, it first reads
     the grants that waited for it)."""
-    return not doc.fenced and not may_run(until, now) and fleet_heard > until and awake
+    spoke = fleet_since is not None and now - fleet_since >= FLEET_SPOKE_GRACE
+    return not doc.fenced and not may_run(until, now) and spoke and awake
 
 
 def must_unfence(doc: LeaseDoc, grant: events.FleetLease, now: float) -> bool:

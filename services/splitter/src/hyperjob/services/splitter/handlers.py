@@ -566,6 +566,8 @@ class Splitter:
             to = move.to_cluster if isinstance(move, fleetcore.ChildMove) else ""
             doc = replace(doc, children=[replace(doc.children[0], cluster=to)])
         if moves or (doc.waiting_reason != waiting and (waits or doc.waiting_reason.startswith(WAITS))):
+            if waiting and waiting != doc.waiting_reason:
+                self.rt.log.warning("failover_waits", hyperjob=doc.name, why=waiting)  # e.g. a hung control plane
             self._put(replace(doc, waiting_reason=waiting))
 
     # -- delete --------------------------------------------------------------------------------------
