@@ -8,6 +8,7 @@ one effect, and so has a message whose handling crashed after its commit."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,28 @@ async def test_a_crash_after_the_commit_starts_the_pods_once(bus, store, probe, 
 
 async def _has(probe: sh.Probe, phase: str) -> bool:
     return phase in await phases(probe)
+
+
+def lease(cluster: str, basis: float, length: float = 20.0) -> events.FleetLease:
+    return sh.message(events.FleetLease, cluster=cluster, basis=basis, lease=length)
+
+
+async def test_a_lapsed_fleet_lease_stops_the_pods_and_a_renewed_one_starts_them_where_they_are(
+    controller, bus, store, probe
+) -> None:
+    """Fencing (issue 33), on the real bus: the lease on the ordered consumer, the fleet's word on the watch."""
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await probe.wait(subjects.start_pods(C), events.StartPods)
+    # The fleet's last word for c1 was 25 s ago (its lease lapsed 5 s ago); it still grants c2.
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time() - 25.0))
+    await sh.send(bus, subjects.fleet_lease("c2"), lease("c2", time.time()))
+    [stop] = await probe.wait(subjects.stop_pods(C), events.StopPods)
+    assert {(p.pod, p.uid, p.reason) for p in stop.pods} == {
+        (p.name, p.uid, "FleetLeaseLapsed") for p in rec.pods.values()
+    }
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time()))
+    starts = await probe.wait(subjects.start_pods(C), events.StartPods, count=2)
+    assert [sorted((p.pod, p.uid, p.node) for p in s.pods) for s in starts] == [
+        sorted((p.name, p.uid, "n1") for p in rec.pods.values())
+    ] * 2

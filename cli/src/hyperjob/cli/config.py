@@ -13,6 +13,7 @@ from typing import Literal
 import msgspec
 import yaml
 
+from hyperjob import fleetcore
 from hyperjob.client import ClientError
 from hyperjob.events.access import with_credentials
 
@@ -43,6 +44,19 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # Seconds a service may keep work waiting on one of its consumers without acknowledging any,
     # before `hyperjob up` restarts it.
     liveness_timeout: float = 60.0
+    # Seconds a cluster runs its children with no word from the fleet before its job-controller
+    # stops their pods (the fleet lease, docs/reliability.md). The fleet moves a child after 30 s of
+    # silence, so the lease may be at most 30 s less the margin (10 s) that stopping takes.
+    fleet_lease: float = fleetcore.FLEET_LEASE
+
+    def __post_init__(self) -> None:
+        longest = fleetcore.CLUSTER_SILENCE_TIMEOUT - fleetcore.LEASE_MARGIN
+        if not 0 < self.fleet_lease <= longest:
+            raise ValueError(
+                f"fleetLease must be more than 0 and at most {longest:g} s (the fleet moves a silent "
+                f"cluster's children after {fleetcore.CLUSTER_SILENCE_TIMEOUT:g} s, "
+                f"{fleetcore.LEASE_MARGIN:g} s of them the margin)"
+            )
 
 
 def load_config(path: str | None) -> UpConfig:

@@ -358,8 +358,9 @@ class System:
         }
 
     def _plan(self, logs: Path) -> list[ServiceProcess]:
+        fleet = {"GLOBAL_SCHEDULER_FLEET_LEASE": str(self.config.fleet_lease)}  # the lease it grants
         plan = [
-            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log", _role(name))
+            ServiceProcess(name, _module(name), {**self._env(_role(name)), **fleet}, logs / f"{name}.log", _role(name))
             for name in GLOBAL_SERVICES
         ]
         for cluster in self.config.clusters:

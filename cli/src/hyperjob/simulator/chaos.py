@@ -24,6 +24,8 @@ the virtual time and the step):
 
 - no node's bound requests exceed its allocatable;
 - no pod incarnation is bound to two nodes, and no pod name runs twice at once in a cluster;
+- no pod of a child runs in two clusters at once (fencing, issue 33: a child moves only once its
+  old cluster surely stopped it; a cluster cut off whole, ``clusterDown``, runs nothing meanwhile);
 - no pod of a cross-cluster gang is bound before the global-scheduler told its cluster to start;
 - nothing is dead-lettered;
 
@@ -36,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -85,6 +87,9 @@ class Invariants:
     gang_of: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # (cluster, child) -> attempt
     started: set[tuple[str, str, int]] = field(default_factory=set)  # (cluster, child, attempt) told to start
     broken: list[str] = field(default_factory=list)
+    # Clusters cut off whole (``clusterDown``): frozen in virtual time, their pods do not run meanwhile.
+    frozen: Callable[[], Collection[str]] = lambda: ()
+    clusters: set[str] = field(default_factory=set)  # clusters whose pods have reported
 
     def observe(self, stream: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
         if stream == "DLQ":
@@ -126,6 +131,7 @@ class Invariants:
                 self.broken.append(f"pod {ref.pod} ({ref.uid}) in {m.cluster} bound to {node} and {ref.node}")
 
     def _reported(self, m: events.PodPhasesReported) -> None:
+        self.clusters.add(m.cluster)
         for r in m.reports:
             uids = self.running.setdefault((m.cluster, r.pod), set())
             if r.phase == "Running":
@@ -134,9 +140,19 @@ class Invariants:
                     self.broken.append(
                         f"pod {r.pod} in {m.cluster} runs twice: {r.uid} on {r.node} while {sorted(others)} still runs"
                     )
+                elsewhere = self._running_elsewhere(m.cluster, r.pod)
+                if elsewhere:
+                    self.broken.append(f"pod {r.pod} runs in {m.cluster} and in {elsewhere} at once")
                 uids.add(r.uid)
             else:
                 uids.discard(r.uid)
+
+    def _running_elsewhere(self, cluster: str, pod: str) -> str:
+        """Another cluster (not frozen) where a pod of that name runs now, or ''."""
+        frozen = self.frozen()
+        return next(
+            (c for c in sorted(self.clusters) if c != cluster and c not in frozen and self.running.get((c, pod))), ""
+        )
 
 
 class Chaos:
@@ -156,6 +172,7 @@ class Chaos:
 
     def attach(self, engine: Engine) -> None:
         self._engine = engine
+        self.invariants.frozen = lambda: engine.down
         engine.bus.observers.append(self.invariants.observe)
 
     # -- faults --------------------------------------------------------------------------------

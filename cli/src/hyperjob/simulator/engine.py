@@ -37,6 +37,8 @@ IDLE = 60.0
 # Without ``until``, a run whose state keeps changing (a pod that restarts for ever) still ends:
 # this much virtual time after the last scenario event.
 HORIZON = 24 * 3600.0
+# What a hung control plane stops (``controlPlaneHang``): its nodes' agents run on and report.
+CONTROL_PLANE = frozenset({"cluster-scheduler", "job-controller"})
 JOB_ACTIONS = {
     "abort": "AbortJob",
     "resume": "ResumeJob",
@@ -67,6 +69,7 @@ class Engine:
         self.runtimes: dict[str, Runtime] = {}
         self.owner: dict[int, str] = {}  # id(member) -> instance
         self.down: set[str] = set()  # clusters whose control plane is cut off
+        self.hung: set[str] = set()  # clusters whose control plane hangs while their nodes run on
         self.steps = 0
         if chaos is not None:
             chaos.attach(self)
@@ -90,7 +93,7 @@ class Engine:
         self.runtimes[plan.name] = runtime
         for member in _members_of(runtime):
             self.owner[id(member)] = plan.name
-            member.paused = plan.cluster in self.down
+            member.paused = self._stopped(plan)
         self._members_changed()
 
     def bus_for(self, plan: InstancePlan) -> Bus:
@@ -108,11 +111,18 @@ class Engine:
         self._members_changed()
         await self.start(self.plans[name])
 
-    def pause(self, cluster: str, paused: bool) -> None:
-        """A cluster's control plane is cut off (or back): its instances get nothing and do nothing."""
+    def _stopped(self, plan: InstancePlan) -> bool:
+        """Whether an instance gets and does nothing now: its cluster is cut off, or it is part of
+        a hung control plane (SIGSTOP: its messages wait, its timers do not fire)."""
+        return plan.cluster in self.down or (plan.cluster in self.hung and plan.service in CONTROL_PLANE)
+
+    def pause(self, cluster: str) -> None:
+        """A cluster's control plane is cut off or hangs (or is back): its stopped instances get
+        nothing and do nothing."""
         for plan in self.plans.values():
             if plan.cluster != cluster:
                 continue
+            paused = self._stopped(plan)
             for member in _members_of(self.runtimes[plan.name]):
                 member.paused = paused
                 self._candidates.add(member)
@@ -260,8 +270,11 @@ class Engine:
             going_down = event.kind == "clusterDown"
             if (body.cluster in self.down) != going_down:
                 (self.down.add if going_down else self.down.discard)(body.cluster)
-                self.pause(body.cluster, going_down)
+                self.pause(body.cluster)
                 self.timeline.emit("ClusterDown" if going_down else "ClusterUp", body.cluster, cluster=body.cluster)
+        elif event.kind in ("controlPlaneHang", "controlPlaneResume"):
+            (self.hung.add if event.kind == "controlPlaneHang" else self.hung.discard)(body.cluster)
+            self.pause(body.cluster)
         elif event.kind == "podFail":
             for cluster in self.scenario.clusters:
                 self.publish(

@@ -28,7 +28,7 @@ TIMELINE_TYPES = (
 )
 _DECODER = events.decoder(*TIMELINE_TYPES)
 # Liveness and summaries flow all the time; they are not something that happened.
-QUIET_PREFIXES = ("heartbeat.", "capacity.", "telemetry.")
+QUIET_PREFIXES = ("heartbeat.", "capacity.", "telemetry.", "sched.lease.")  # the fleet's periodic reports
 
 
 class Timeline:

@@ -233,7 +233,7 @@ def _event(entry: EventEntry, index: int, nodes: dict[str, set[str]]) -> TimedEv
 
 
 def _check_event(field: str, body: Any, path: str, nodes: dict[str, set[str]]) -> None:
-    if field in ("node_down", "node_up", "cluster_down", "cluster_up"):
+    if field in ("node_down", "node_up", "cluster_down", "cluster_up", "control_plane_hang", "control_plane_resume"):
         if body.cluster not in nodes:
             raise ScenarioError(f"{path}.cluster", f"cluster {body.cluster!r} is not declared")
         if field in ("node_down", "node_up") and body.node not in nodes[body.cluster]:

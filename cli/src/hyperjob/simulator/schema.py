@@ -93,11 +93,24 @@ class EventEntry(_Strict, frozen=True, kw_only=True):
     node_up: NodeRef | None = None
     cluster_down: ClusterRef | None = None
     cluster_up: ClusterRef | None = None
+    control_plane_hang: ClusterRef | None = None
+    control_plane_resume: ClusterRef | None = None
     pod_fail: PodFail | None = None
     command: Command | None = None
 
 
-EVENT_FIELDS = ("create", "delete", "node_down", "node_up", "cluster_down", "cluster_up", "pod_fail", "command")
+EVENT_FIELDS = (
+    "create",
+    "delete",
+    "node_down",
+    "node_up",
+    "cluster_down",
+    "cluster_up",
+    "control_plane_hang",
+    "control_plane_resume",
+    "pod_fail",
+    "command",
+)
 
 
 class ScenarioSpec(_Strict, frozen=True, kw_only=True):

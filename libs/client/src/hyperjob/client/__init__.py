@@ -21,6 +21,7 @@ from typing import Any, TypedDict, TypeVar
 import msgspec
 
 from hyperjob import api, events
+from hyperjob.api import manifest as api_manifest
 from hyperjob.bus import CredentialsRefusedError, Delivery, PermissionDeniedError
 from hyperjob.bus.natsbus import NatsBus
 from hyperjob.events import subjects
@@ -56,6 +57,12 @@ class ClientError(Exception):
 def manifest_size(manifest: Manifest) -> int:
     """Bytes the manifest takes on the wire (JSON, as the event carries it)."""
     return len(msgspec.json.encode(manifest))
+
+
+def check_plain(manifest: Manifest) -> None:
+    """Raise ``api.ManifestError`` (naming where) for a manifest nested deeper than ``api``'s
+    ``MAX_DEPTH`` or holding more than its ``MAX_VALUES``: walked without recursion."""
+    api_manifest.check_plain(manifest)
 
 
 def check_size(manifest: Manifest) -> None:
@@ -127,7 +134,10 @@ class Client:
 
     async def apply(self, manifest: Manifest) -> Answer:
         """Create or update one object, on its namespace's subject (``default`` when it names none).
-        Server-set metadata is dropped first, as kubectl does."""
+        Server-set metadata is dropped first, as kubectl does. A manifest nested deeper than the
+        API allows is refused here, naming where, before anything is sent (issue 33): a message
+        nested 100,000 levels deep would break the operators' tools that read the log."""
+        check_plain(manifest)
         manifest = api.without_server_fields(manifest)
         check_size(manifest)
         metadata = manifest.get("metadata")

@@ -73,19 +73,21 @@ GRANTS: dict[Role, Grant] = {
             "hj.manifest.apply", "hj.object.delete", "hj.hyperjob.command", "hj.object.command",
             "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
             "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
+            "heartbeat.*.*",  # a silent cluster whose nodes beat has a hung control plane (issue 33)
         ),
         durables=("", "-admin", "-sched", "-children"),
     ),
     "global-scheduler": Grant(
         publishes=(
             "sched.owner.admitted", "sched.child.dispatch.*", "sched.child.remove.*", "sched.child.waiting",
-            "sched.gang.control.*", "sched.gang.retry",
+            "sched.gang.control.*", "sched.gang.retry", "sched.lease.*",
             "job.removed.unplaced",  # a child deleted before any cluster had it: no cluster can say it is gone
         ),
         reads=(
             "sched.owner.submitted", "sched.owner.withdrawn", "sched.owner.lifecycle", "sched.child.place",
             "sched.child.unplace", "sched.child.move", "sched.reservation.held", "sched.podgroup.phase.*",
             "job.phase.*", "job.removed.*", "capacity.cluster.*", "cfg.>",
+            "heartbeat.*.*",  # a silent cluster whose nodes beat keeps its lease (issue 33)
         ),
         durables=("", "-admin", "-jobs", "-podgroups"),
     ),
@@ -118,6 +120,7 @@ GRANTS: dict[Role, Grant] = {
             "cfg.>", "node.pods.phase.{cluster}", "sched.child.dispatch.{cluster}", "sched.child.remove.{cluster}",
             "sched.child.command.{cluster}", "sched.podgroup.phase.{cluster}", "sched.pods.bound.{cluster}",
             "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}",
+            "sched.lease.*",  # its own lease, and whether the fleet grants anyone (issue 33)
         ),
         durables=("", "-admin", "-nodes"),
     ),

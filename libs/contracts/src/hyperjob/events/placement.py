@@ -184,6 +184,19 @@ class PreemptForGang(Message, frozen=True, kw_only=True, tag="sched.gang.preempt
     reason: str
 
 
+class FleetLease(Message, frozen=True, kw_only=True, tag="sched.lease.v1"):
+    """The fleet still holds ``cluster``'s children there (issue 33, fencing): the cluster may run
+    them until ``basis + lease`` by its own clock, ``basis`` being the cluster's own time on the
+    latest report the fleet heard from it (its capacity summary, or its nodes' beat while its
+    control plane is hung). Only the global-scheduler publishes it; past that time the cluster's
+    job-controller stops the children's pods, and the fleet moves none before ``lease`` plus its
+    margin has passed since that report (``fleetcore.liveness``)."""
+
+    cluster: str
+    basis: float
+    lease: float
+
+
 class ReservationHeld(Message, frozen=True, kw_only=True, tag="sched.reservation.held.v1"):
     """``cluster`` holds every pod of the child's gang on its nodes (bound, not started);
     ``held`` False: it held them and lost them (evicted, a node went down)."""

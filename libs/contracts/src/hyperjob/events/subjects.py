@@ -96,6 +96,14 @@ def gang_control(cluster: str) -> str:
     return f"sched.gang.control.{cluster}"
 
 
+def fleet_lease(cluster: str) -> str:
+    """The fleet's lease to one cluster (global-scheduler → its job-controller; issue 33)."""
+    return f"sched.lease.{cluster}"
+
+
+FLEET_LEASES = "sched.lease.*"
+
+
 # A cluster's scheduler (cluster-scheduler → job-controller, global planners).
 def podgroup_phase(cluster: str) -> str:
     return f"sched.podgroup.phase.{cluster}"

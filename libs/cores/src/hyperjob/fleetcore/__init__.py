@@ -74,8 +74,10 @@ line for Events and the decision log.
 
 Failover, child failure, commands (global-scheduler / splitter; the simulator)
 ------------------------------------------------------------------------------
-``failover(hj, plan, clusters, now, *, finished=(), working=None, may_move=...) -> (plan, [ChildMove |
-ChildWaits])``; ``Hearing`` (silence counted only while the judge hears) and ``FailoverGate``
+``failover(hj, plan, clusters, now, *, finished=(), working=None, may_move=..., nodes_heard=None) ->
+(plan, [ChildMove | ChildWaits])``: a child moves only once its cluster's fleet lease surely lapsed
+(``move_after(FLEET_LEASE, LEASE_MARGIN)``), never off a hung control plane (``control_plane_hung``:
+silent, its nodes reporting); ``Hearing`` (silence counted only while the judge hears) and ``FailoverGate``
 (failovers paused while most clusters look lost, rate-limited otherwise), in ``liveness``;
 ``child_failed(hj, plan, child, clusters, now, phases) -> (plan, [ChildMove | ChildUnplaced |
 ChildCommand | SetLifecycle])`` under ``childFailurePolicy``;
@@ -171,6 +173,7 @@ from .failover import (
     child_failed,
     child_pods,
     failover,
+    hung_reason,
     hyperjob_command,
     plain_failover,
     settle_lifecycle,
@@ -192,7 +195,7 @@ from .gang import (
     release_gang,
     start_gang,
 )
-from .liveness import FailoverGate, Hearing, forgive
+from .liveness import FLEET_LEASE, LEASE_CHECK_PERIOD, LEASE_MARGIN, FailoverGate, Hearing, forgive, move_after
 from .model import (
     CHILD_INDEX_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -210,6 +213,7 @@ from .model import (
     SplitPlan,
     Waiting,
     cluster_lost,
+    control_plane_hung,
     link,
     live_clusters,
 )
@@ -269,6 +273,9 @@ __all__ = [
     "CLUSTER_ANNOTATION",
     "CLUSTER_SELECTOR_ANNOTATION",
     "CLUSTER_SILENCE_TIMEOUT",
+    "FLEET_LEASE",
+    "LEASE_CHECK_PERIOD",
+    "LEASE_MARGIN",
     "COMPLETED_REASON",
     "FAILED_REASON",
     "GANG_TIMEOUT",
@@ -329,6 +336,9 @@ __all__ = [
     "child_spec",
     "choose_cluster",
     "cluster_lost",
+    "control_plane_hung",
+    "hung_reason",
+    "move_after",
     "could_ever_host",
     "deserved_shares",
     "diff_children",

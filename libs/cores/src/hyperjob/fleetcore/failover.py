@@ -8,6 +8,11 @@ with the reason: it resumes there if its cluster comes back, or moves once room 
 ``ChildCommand`` (a Volcano Job command to one child), ``SetLifecycle`` (feed it to
 ``aggregate_status``).
 
+A child leaves a silent cluster only once that cluster's fleet lease has surely lapsed (silent for
+``CLUSTER_SILENCE_TIMEOUT`` = lease + margin, ``liveness``), and never while the cluster's nodes
+still report (``nodes_heard``): that is a hung control plane, not a lost cluster, and nothing there
+could stop the child's pods, so the child waits (``ChildWaits``, ``HUNG``) and runs on where it is.
+
 A child only moves to a cluster whose free capacity holds its whole gang, and the capacity a move
 takes is taken from the ``working`` view the caller passes: several HyperJobs failing over in one
 round never count the same free GPUs twice.
@@ -23,7 +28,7 @@ import msgspec
 from hyperjob import api
 
 from .capacity import PodShape, gang_pods
-from .model import ChildPlan, ClusterCapacity, SplitPlan, cluster_lost, live_clusters
+from .model import ChildPlan, ClusterCapacity, SplitPlan, cluster_lost, control_plane_hung, live_clusters
 from .placement import place_job
 from .split import choose_cluster, eligible_clusters
 from .status import TERMINAL_CHILD_PHASES, Lifecycle
@@ -64,6 +69,13 @@ class SetLifecycle(msgspec.Struct, frozen=True, kw_only=True):
 
 FleetDecision = ChildMove | ChildUnplaced | ChildWaits | ChildCommand | SetLifecycle
 
+HUNG = "control plane silent while its nodes report: hung, not lost; the child runs on there, never in two places"
+
+
+def hung_reason(cluster: str) -> str:
+    """Why a child on a hung cluster stays (a HyperJob's waiting reason shows it)."""
+    return f"cluster {cluster}: {HUNG}"
+
 
 def failover(
     hyperjob: api.HyperJob,
@@ -74,6 +86,7 @@ def failover(
     finished: Collection[str] = (),
     working: dict[str, ClusterCapacity] | None = None,
     may_move: Callable[[], bool] = lambda: True,
+    nodes_heard: Mapping[str, float] | None = None,
 ) -> tuple[SplitPlan, list[FleetDecision]]:
     """Re-place every unfinished child whose cluster is lost (no report with a Ready node for 30 s,
     or unknown) or that has no cluster (``""``), keeping its name, on a live eligible cluster where
@@ -84,7 +97,8 @@ def failover(
     and no decision (idempotent). ``finished`` names children already terminal (never moved).
     ``working`` is the live fleet's capacity as this round has used it so far (the moves made
     here take theirs from it); ``may_move()`` is asked before each move (a rate limit): when it
-    says no, the child waits for a later round.
+    says no, the child waits for a later round. ``nodes_heard``: when each cluster's nodes last
+    reported alive; a child on a silent cluster whose nodes report never moves (``HUNG``).
     """
     if working is None:
         working = live_clusters(clusters, now)
@@ -92,6 +106,9 @@ def failover(
     for child in plan.children:
         home = clusters.get(child.cluster)
         if child.name in finished or (home is not None and not cluster_lost(home, now)):
+            continue
+        if home is not None and control_plane_hung(home, (nodes_heard or {}).get(child.cluster), now):
+            decisions.append(ChildWaits(child=child.name, cluster=child.cluster, reason=hung_reason(child.cluster)))
             continue
         reason = f"cluster {child.cluster} lost" if child.cluster else "no cluster yet"
         trial = dict(working)
@@ -119,13 +136,16 @@ def plain_failover(
     now: float,
     *,
     finished: bool = False,
+    nodes_heard: Mapping[str, float] | None = None,
 ) -> list[FleetDecision]:
     """A plain Job (not part of a HyperJob) on a lost cluster runs again elsewhere, keeping its
     name, when its whole gang fits another live cluster now; otherwise it stays where it is and
-    runs again when its cluster comes back."""
+    runs again when its cluster comes back. On a hung cluster (its nodes report) it stays."""
     home = clusters.get(cluster)
     if finished or not cluster or (home is not None and not cluster_lost(home, now)):
         return []
+    if home is not None and control_plane_hung(home, (nodes_heard or {}).get(cluster), now):
+        return [ChildWaits(child=name, cluster=cluster, reason=hung_reason(cluster))]
     others = {n: c for n, c in live_clusters(clusters, now).items() if n != cluster}
     target = place_job(job.spec, others, now, wait_for_fit=True)
     if not isinstance(target, str):

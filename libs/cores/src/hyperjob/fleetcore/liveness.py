@@ -13,11 +13,42 @@ could not hear). A source that stays silent while the others speak is then judge
 eviction rate limit): while more than half of the known clusters look lost at once the silence is
 far likelier ours than theirs and nothing moves; otherwise moves are spent from a token bucket,
 so a mass failover that does happen goes at a bounded rate. Pure, clock injected.
+
+Fencing (issue 33): at most one copy of a child runs at any time. A cluster holds a *fleet lease*
+of ``FLEET_LEASE`` seconds, renewed by each word of the fleet it can verify (the global-scheduler's
+``FleetLease``, answering the cluster's own reports); its job-controller stops the pods of every
+child it runs once the lease has lapsed. The fleet moves a child off a silent cluster only once that
+lease has surely lapsed: ``FLEET_LEASE + LEASE_MARGIN`` after the last report it heard from the
+cluster (``CLUSTER_SILENCE_TIMEOUT``). The margin covers the job-controller's lease check period,
+the time its node-agents take to stop the pods, the clocks' skew between the fleet and the cluster,
+and the lag between the fleet's judges (``move_after``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+
+FLEET_LEASE = 20.0
+"""Seconds a cluster keeps running its children with no word from the fleet it can verify."""
+LEASE_MARGIN = 10.0
+"""Seconds the fleet waits beyond the lease before moving a child: the job-controller's lease check
+(every ``LEASE_CHECK_PERIOD``), its node-agents stopping the pods (≤ 2 s), clock skew (≤ 2 s) and
+the lag between the fleet's judges (≤ 4 s)."""
+LEASE_CHECK_PERIOD = 2.0
+"""How often a job-controller checks its fleet lease."""
+
+
+def move_after(lease: float = FLEET_LEASE, margin: float = LEASE_MARGIN) -> float:
+    """Seconds of silence after which a cluster's lease has surely lapsed and its children may move.
+
+    The invariant it keeps: a child moves only after its old cluster stopped its pods. It holds when
+    ``margin`` is at least the lease check period plus the time to stop pods plus clock skew plus
+    the judges' lag; a margin below the check period could not hold it and is refused."""
+    if lease <= 0 or margin < LEASE_CHECK_PERIOD:
+        raise ValueError(
+            f"fleet lease {lease:g}s with margin {margin:g}s: need lease > 0 and margin ≥ {LEASE_CHECK_PERIOD:g}s"
+        )
+    return lease + margin
 
 
 class Hearing:

@@ -9,6 +9,8 @@ import msgspec
 from hyperjob import api
 from hyperjob.api.quantity import ResourceList
 
+from .liveness import FLEET_LEASE, LEASE_MARGIN, move_after
+
 HYPERJOB_NAME_LABEL = "volcano.sh/hyperjob-name"
 REPLICATED_JOB_LABEL = "volcano.sh/replicatedjob-name"
 TEMPLATE_HASH_LABEL = "volcano.sh/vcjob-template-spec-hash"
@@ -20,8 +22,9 @@ CLUSTER_ANNOTATION = "hyperjob.io/cluster"
 # On a HyperJob: cluster labels a cluster must carry, "k=v,k2=v2" (Karmada-style cluster affinity).
 CLUSTER_SELECTOR_ANNOTATION = "hyperjob.io/cluster-selector"
 
-CLUSTER_SILENCE_TIMEOUT = 30.0
-"""Seconds without a capacity summary after which a cluster is lost (scenario-format.md)."""
+CLUSTER_SILENCE_TIMEOUT = move_after(FLEET_LEASE, LEASE_MARGIN)
+"""Seconds without a capacity summary after which a cluster is lost (scenario-format.md): its fleet
+lease has surely lapsed, so its job-controller has stopped its children's pods (``liveness``)."""
 DEFAULT_PODS_PER_NODE = 110.0
 
 
@@ -57,6 +60,7 @@ class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
     nodes: tuple[NodeCapacity, ...] = ()
     last_report: float = 0.0
     ready: bool = True
+    last_summary: float = 0.0  # the driver's time of the latest summary, Ready nodes or not
     links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters, by name
 
 
@@ -128,6 +132,22 @@ class ChildJob(msgspec.Struct, frozen=True, kw_only=True):
 def cluster_lost(cluster: ClusterCapacity, now: float, timeout: float = CLUSTER_SILENCE_TIMEOUT) -> bool:
     """True when the cluster has not reported (with a Ready node) for more than ``timeout`` seconds."""
     return now - cluster.last_report > timeout
+
+
+def control_plane_hung(
+    cluster: ClusterCapacity, nodes_heard: float | None, now: float, timeout: float = CLUSTER_SILENCE_TIMEOUT
+) -> bool:
+    """True when the cluster is silent (``cluster_lost``, and no summary at all for ``timeout``) but
+    its nodes still report (an agent's beat with a live node arrived at ``nodes_heard``, within
+    ``timeout``): its control plane hung,
+    its pods run on. Its children must not move: nothing on that cluster could stop their pods, so
+    a copy elsewhere would run beside them."""
+    return (
+        cluster_lost(cluster, now, timeout)
+        and now - cluster.last_summary > timeout  # a control plane that reports (no Ready node) is not hung
+        and nodes_heard is not None
+        and now - nodes_heard <= timeout
+    )
 
 
 def live_clusters(

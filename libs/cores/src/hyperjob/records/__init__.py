@@ -10,6 +10,7 @@
 | ``job@<cluster>``          | job-controller     | jobcore.JobRecord                                |
 | ``child@<cluster>``        | job-controller     | ChildInfo: what came with the dispatch           |
 | ``podgroup@<cluster>``     | job-controller     | BarePodGroupDoc: a PodGroup applied on its own   |
+| ``lease@<cluster>``        | job-controller     | LeaseDoc: the fleet lease and the fenced children|
 | ``pgphase@<cluster>``      | cluster-scheduler  | PodGroupPhaseDoc                                 |
 | ``reservation@<cluster>``  | cluster-scheduler  | ReservationDoc: a gang member's hold             |
 | ``queueusage@<cluster>``   | cluster-scheduler  | QueueUsageDoc: the last session's share per queue |

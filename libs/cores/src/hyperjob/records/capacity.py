@@ -17,28 +17,55 @@ class Capacity:
     break (the bus restarted, this scheduler was cut off), the break is not counted as any cluster's
     silence (``fleetcore.Hearing``): the first cluster to reconnect does not make the others
     look lost for the time nobody could be heard.
+
+    ``nodes_heard`` is when each cluster's node-agents last beat with a live node: a silent cluster
+    whose nodes beat on has a hung control plane, and its children stay (``fleetcore.failover``).
     """
 
     def __init__(self) -> None:
         self.clusters: dict[str, fleetcore.ClusterCapacity] = {}
         self.newest = 0.0
         self.hearing = fleetcore.Hearing(gap=fleetcore.CLUSTER_SILENCE_TIMEOUT / 3)
+        self.nodes_heard: dict[str, float] = {}
+        # The fleet lease's basis: each cluster's own time on its latest report that holds the lease
+        # (a summary with a Ready node; a live node's beat, unless its control plane says none is Ready).
+        self.basis: dict[str, float] = {}
+        self.unready: set[str] = set()
+
+    def beat(self, msg: events.AgentHeartbeat, arrived: float) -> None:
+        """An agent's beat: its cluster's nodes are alive when one of its nodes is not silent."""
+        if msg.nodes > len(msg.silent):
+            self.nodes_heard[msg.cluster] = max(arrived, self.nodes_heard.get(msg.cluster, arrived))
+            if msg.cluster not in self.unready:
+                self._hold(msg.cluster, msg.occurred_at)
+
+    def _hold(self, cluster: str, at: float) -> None:
+        self.basis[cluster] = max(at, self.basis.get(cluster, at))
 
     def report(self, msg: events.ClusterCapacityReported, arrived: float) -> bool:
         """Take a summary in; True when what placement sees changed."""
         if deaf := self.hearing.heard(arrived):
             self.clusters = {
-                name: msgspec.structs.replace(cap, last_report=fleetcore.forgive(cap.last_report, deaf, arrived))
+                name: msgspec.structs.replace(
+                    cap,
+                    last_report=fleetcore.forgive(cap.last_report, deaf, arrived),
+                    last_summary=fleetcore.forgive(cap.last_summary, deaf, arrived),
+                )
                 for name, cap in self.clusters.items()
             }
+        if msg.ready_nodes > 0:
+            self.unready.discard(msg.cluster)
+            self._hold(msg.cluster, msg.occurred_at)
+        else:
+            self.unready.add(msg.cluster)
         known = self.clusters.get(msg.cluster)
         last = arrived if msg.ready_nodes > 0 else (known.last_report if known is not None else arrived)
-        capacity = cluster_capacity(msg, last)
+        capacity = msgspec.structs.replace(cluster_capacity(msg, last), last_summary=arrived)
         self.clusters[msg.cluster] = capacity
         self.newest = max(self.newest, arrived)
-        return known is None or msgspec.structs.replace(known, last_report=0.0) != msgspec.structs.replace(
-            capacity, last_report=0.0
-        )
+        return known is None or msgspec.structs.replace(
+            known, last_report=0.0, last_summary=0.0
+        ) != msgspec.structs.replace(capacity, last_report=0.0, last_summary=0.0)
 
     def now(self, clock: float) -> float:
         return self.newest if self.clusters else clock

@@ -9,7 +9,7 @@ KINDS_BY_ROLE: dict[str, tuple[str, ...]] = {
     "global-scheduler": ("owner", "placement", "gang"),
     "status-aggregator": ("hjspec", "hjstatus"),
     "cluster-scheduler": ("pgphase@{cluster}", "reservation@{cluster}", "queueusage@{cluster}", "preempt@{cluster}"),
-    "job-controller": ("job@{cluster}", "child@{cluster}", "podgroup@{cluster}"),
+    "job-controller": ("job@{cluster}", "child@{cluster}", "podgroup@{cluster}", "lease@{cluster}"),
     "node-agent": ("agentpod@{instance}", "agentdown@{instance}"),
     "workflow-controller": ("cronjob", "jobflow", "jobtemplate"),
 }

@@ -8,6 +8,7 @@ from hyperjob.servicekit import Rank, Runtime
 
 from .config import Settings
 from .handlers import GlobalScheduler
+from .leases import LEASE_RENEW_PERIOD, LeaseGrants
 
 
 async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
@@ -16,6 +17,9 @@ async def build(settings: Settings, runtime: Runtime) -> GlobalScheduler:
         subjects.CONFIG_ALL, {events.QueueChanged: scheduler.on_queue, events.PriorityClassChanged: lambda msg: None}
     )
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: scheduler.on_capacity})
+    leases = LeaseGrants(runtime, scheduler.capacity, settings.fleet_lease)
+    runtime.watch(subjects.heartbeats("*"), {events.AgentHeartbeat: leases.on_heartbeat})
+    runtime.every(LEASE_RENEW_PERIOD, leases.grant, "leases", rank=Rank.REPORT, exclusive=False)
     runtime.subscribe(
         "global-scheduler",
         [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperjob import events
+from hyperjob import events, fleetcore
 from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 
@@ -27,6 +27,7 @@ async def build(settings: Settings, runtime: Runtime) -> JobController:
             subjects.pods_bound(c),
             subjects.pods_evicted(c),
             subjects.pods_rejected(c),
+            subjects.fleet_lease(c),  # in order with the removals: a moved child is gone before its lease returns
         ],
         {
             events.DispatchChild: controller.on_dispatch,
@@ -36,8 +37,11 @@ async def build(settings: Settings, runtime: Runtime) -> JobController:
             events.PodsBound: controller.on_bound,
             events.PodsEvicted: controller.on_evicted,
             events.PodsRejected: controller.on_rejected,
+            events.FleetLease: controller.on_lease,
         },
     )
+    runtime.watch(subjects.FLEET_LEASES, {events.FleetLease: controller.on_any_lease})
+    runtime.every(fleetcore.LEASE_CHECK_PERIOD, controller.check_lease, "lease")
     runtime.subscribe(
         f"job-controller-{c}-nodes", subjects.pod_phases(c), {events.PodPhasesReported: controller.on_pod_phases}
     )

@@ -5,6 +5,7 @@ record) and what came with the dispatch (``child@<cluster>``). It learns the que
 classes from the configuration stream, and tells the cluster-scheduler what it needs of each job
 through the job's latest state (``JobState``, once per job per unit of work), the node-agents
 which pods to start or stop (one message per job), and everyone else the job's phase changes.
+It runs the fleet's children only while the fleet's lease holds (``lease``: fencing, issue 33).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from hyperjob.jobcore import model as jm
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.telemetry.spans import decision
 
-from . import domain
+from . import domain, lease
 from .config import Settings
 
 Made = jm.JobEvent | list[jm.JobEvent | None] | None  # what a message means for a job: one event, several, none
 
 ADMITTED_PHASES = ("Inqueue", "Running", "Unknown", "Completed")
+LEASE_KEY = "lease"
 
 
 class JobController:
@@ -42,6 +44,10 @@ class JobController:
         self.classes: dict[str, tuple[int, bool]] = {}
         self.dirty: set[str] = set()  # jobs whose JobState is to be republished by this unit
         self.published: dict[tuple[str, int], str] = {}  # (job, part) -> digest of what went out
+        self.leases = runtime.table(f"lease@{self.cluster}", lease.LeaseDoc)
+        self.fleet_since: float | None = None  # its first grant to another cluster after our lease lapsed
+        self.until = 0.0  # the newest lease to this cluster, by the watch or the consumer (this clock)
+        self.checks = lease.CheckClock()
         runtime.on_load(self.rearm)
 
     # -- configuration ---------------------------------------------------------------------------
@@ -175,6 +181,9 @@ class JobController:
             for p in msg.pods
             if (pod := record.pods.get(p.pod)) is not None and (pod.uid, pod.node) == (p.uid, p.node)
         ]
+        if started and self._lease().fenced:
+            self._hold(record.name)  # the lease lapsed: it starts once the fleet renews it
+            return reaction
         if started:
             info = self.children.get(record.name) or records.ChildInfo()
             envs = domain.training_envs(info.world)
@@ -256,6 +265,92 @@ class JobController:
         reaction = Reaction()
         for job, reports in sorted(by_job.items()):
             reaction.extend(self._feed(msg, job, _pod_events(reports)))
+        return reaction
+
+    # -- the fleet's lease (fencing) ---------------------------------------------------------------
+
+    def _lease(self) -> lease.LeaseDoc:
+        return self.leases.get(LEASE_KEY) or lease.LeaseDoc()
+
+    def on_any_lease(self, msg: events.FleetLease) -> None:
+        """Any cluster's lease: the fleet is alive and granting (watch). One to this cluster holds it
+        even while the ordered consumer lags behind (only the unfence waits for order)."""
+        now = self.rt.now()
+        if msg.cluster == self.cluster:
+            self.until = max(self.until, lease.lease_end(msg))
+            if lease.may_run(self.until, now):
+                self.fleet_since = None
+        elif self.fleet_since is None and not lease.may_run(self.until, now):
+            self.fleet_since = now
+
+    def on_lease(self, msg: events.FleetLease) -> Reaction | None:
+        """This cluster's lease, in order with its dispatches and removals: the children fenced
+        meanwhile start again where they are (those the fleet moved away were removed first)."""
+        if msg.cluster != self.cluster:
+            return None
+        self.on_any_lease(msg)
+        doc = self._lease()
+        if not lease.must_unfence(doc, msg, self.rt.now()):
+            return None
+        self.leases.put(LEASE_KEY, lease.LeaseDoc())
+        return self._unfence(msg, doc)
+
+    async def check_lease(self) -> None:
+        """Every ``LEASE_CHECK_PERIOD``: a lease lapsed while the fleet speaks stops every child's pods."""
+        awake = self.checks.tick(self.rt.now())
+        doc = self._lease()
+        if not lease.must_fence(doc, self.until, self.rt.now(), self.fleet_since, awake):
+            return
+        cause = events.derive_id(f"{self.cluster}/lease", f"fence/{self.until!r}")
+        await self.rt.commit(cause, self._fence(cause, self.until))
+
+    def _fence(self, cause: str, until: float) -> Reaction:
+        stops = [
+            events.PodStop(pod=p.name, node=p.node, uid=p.uid, job=name, reason=lease.FENCE_REASON)
+            for name, record in self.jobs.items()
+            for p in record.pods.values()
+            if p.node and p.phase in ("Pending", "Running")
+        ]
+        held = tuple(sorted(name for name, _ in self.jobs.items()))
+        self.leases.put(LEASE_KEY, lease.LeaseDoc(fenced=True, held=held, until=until))
+        decision("fleet_lease_lapsed", cluster=self.cluster, until=until, jobs=len(held), pods=len(stops))
+        reaction = Reaction()
+        if stops:
+            reaction.publish(
+                subjects.stop_pods(self.cluster),
+                self.rt.emit(events.StopPods, cause, f"fence/{until!r}", cluster=self.cluster, pods=stops),
+            )
+        return reaction
+
+    def _hold(self, job: str) -> None:
+        doc = self._lease()
+        if job not in doc.held:
+            self.leases.put(LEASE_KEY, msgspec.structs.replace(doc, held=tuple(sorted({*doc.held, job}))))
+
+    def _unfence(self, cause: events.FleetLease, doc: lease.LeaseDoc) -> Reaction:
+        """Start again, where they are, the pods of every held child this cluster still runs."""
+        reaction = Reaction()
+        for name in doc.held:
+            record, info = self.jobs.get(name), self.children.get(name) or records.ChildInfo()
+            if record is None or info.removing:
+                continue
+            pods = [p.name for p in record.pods.values() if p.node and p.phase in ("Pending", "Running")]
+            if not pods:
+                continue
+            envs = domain.training_envs(info.world)
+            reaction.publish(
+                subjects.start_pods(self.cluster),
+                self.rt.emit(
+                    events.StartPods,
+                    cause,
+                    f"unfence/{name}/{lease.lease_end(cause)!r}",
+                    cluster=self.cluster,
+                    job=name,
+                    job_version=record.version,
+                    pods=[self._start(record, pod, envs) for pod in pods],
+                ),
+            )
+        decision("fleet_lease_renewed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(doc.held))
         return reaction
 
     # -- timers ------------------------------------------------------------------------------------

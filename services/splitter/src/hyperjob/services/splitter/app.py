@@ -13,6 +13,7 @@ from .handlers import Splitter
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime, settings)
     runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
+    runtime.watch(subjects.heartbeats("*"), {events.AgentHeartbeat: splitter.on_heartbeat})
     runtime.subscribe(
         "splitter",
         [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],

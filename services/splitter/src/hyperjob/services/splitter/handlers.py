@@ -69,6 +69,11 @@ class Splitter:
             self.lost = lost
             self.rt.kick("replan")
 
+    def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
+        """Nodes that still report keep their silent cluster's children where they are (a hung
+        control plane is not a lost cluster: ``fleetcore.control_plane_hung``)."""
+        self.capacity.beat(msg, self.rt.now())
+
     # -- apply ---------------------------------------------------------------------------------------
 
     def on_apply(self, msg: events.ApplyManifest) -> Reaction | None:
@@ -560,9 +565,16 @@ class Splitter:
         if doc.plain:
             child = doc.children[0]
             decisions = fleetcore.plain_failover(
-                _job(doc), child.name, child.cluster, self.capacity.clusters, now, finished=bool(finished)
+                _job(doc),
+                child.name,
+                child.cluster,
+                self.capacity.clusters,
+                now,
+                finished=bool(finished),
+                nodes_heard=self.capacity.nodes_heard,
             )
-            if decisions and not self.gate.take(self.rt.now()):
+            moving = any(isinstance(d, fleetcore.ChildMove) for d in decisions)
+            if moving and not self.gate.take(self.rt.now()):
                 decisions = [fleetcore.ChildWaits(child=child.name, cluster=child.cluster, reason="rate-limited")]
             split = None
         else:
@@ -574,6 +586,7 @@ class Splitter:
                 finished=finished,
                 working=working,
                 may_move=lambda: self.gate.take(self.rt.now()),
+                nodes_heard=self.capacity.nodes_heard,
             )
         waits = [d for d in decisions if isinstance(d, fleetcore.ChildWaits)]
         moves = [d for d in decisions if not isinstance(d, fleetcore.ChildWaits)]
@@ -591,6 +604,8 @@ class Splitter:
             to = move.to_cluster if isinstance(move, fleetcore.ChildMove) else ""
             doc = replace(doc, children=[replace(doc.children[0], cluster=to)])
         if moves or (doc.waiting_reason != waiting and (waits or doc.waiting_reason.startswith(WAITS))):
+            if waiting and waiting != doc.waiting_reason:
+                self.rt.log.warning("failover_waits", hyperjob=doc.name, why=waiting)  # e.g. a hung control plane
             self._put(replace(doc, waiting_reason=waiting))
 
     # -- delete --------------------------------------------------------------------------------------

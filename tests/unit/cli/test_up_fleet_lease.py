@@ -1,0 +1,34 @@
+"""``hyperjob up``'s ``fleetLease`` (issue 33): the lease the fleet grants its clusters, refused where
+the fleet's 30 s silence could not cover it with the margin that stopping the pods takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperjob import fleetcore
+from hyperjob.cli.config import load_config
+from hyperjob.client import ClientError
+from hyperjob.servicekit.config import load_settings
+from hyperjob.services.global_scheduler.config import Settings
+
+
+def test_the_default_lease_is_the_fleets() -> None:
+    assert load_config(None).fleet_lease == fleetcore.FLEET_LEASE
+
+
+def test_a_shorter_lease_is_taken_and_reaches_the_global_scheduler(tmp_path: Path) -> None:
+    path = tmp_path / "up.yaml"
+    path.write_text("fleetLease: 12\n")
+    assert load_config(str(path)).fleet_lease == 12.0
+    settings = load_settings(Settings, "GLOBAL_SCHEDULER", environ={"GLOBAL_SCHEDULER_FLEET_LEASE": "12.0"})
+    assert settings.fleet_lease == 12.0
+
+
+@pytest.mark.parametrize("lease", [25, 0, -1])
+def test_a_lease_the_margin_cannot_cover_is_refused_naming_the_field(tmp_path: Path, lease: int) -> None:
+    path = tmp_path / "up.yaml"
+    path.write_text(f"fleetLease: {lease}\n")
+    with pytest.raises(ClientError, match="fleetLease must be more than 0 and at most 20 s"):
+        load_config(str(path))
