@@ -43,6 +43,7 @@ from typing import IO
 import msgspec
 
 from hyperjob.client import Client
+from hyperjob.events.services import CLUSTER_SERVICES, FLEET_SERVICES
 from hyperjob.servicekit import liveness as service_liveness
 from hyperjob.testkit.auth import CLI_USER, DASHBOARD, OPERATOR, Auth, Identity, system_identities
 from hyperjob.testkit.servers import NatsServer, RedisServer, ServerError, free_port
@@ -127,19 +128,6 @@ def holder_pid() -> int | None:
             return int(text) if text.isdigit() else None
         fcntl.flock(handle, fcntl.LOCK_UN)
     return None
-
-
-GLOBAL_SERVICES = ["splitter", "global_scheduler", "status_aggregator", "workflow_controller"]
-CLUSTER_SERVICES = ["cluster_scheduler", "job_controller", "node_agent"]
-
-
-def _module(service: str) -> str:
-    return f"hyperjob.services.{service}"
-
-
-def _role(service: str) -> str:
-    """The role (and NATS/Redis user) of a service module: ``global_scheduler`` -> ``global-scheduler``."""
-    return service.replace("_", "-")
 
 
 def load_auth(config: UpConfig) -> Auth:
@@ -339,20 +327,20 @@ class System:
 
     def _plan(self, logs: Path) -> list[ServiceProcess]:
         plan = [
-            ServiceProcess(name, _module(name), self._env(_role(name)), logs / f"{name}.log", _role(name))
-            for name in GLOBAL_SERVICES
+            ServiceProcess(s.package, s.module, self._env(s.name), logs / f"{s.package}.log", s.name)
+            for s in FLEET_SERVICES
         ]
         for cluster in self.config.clusters:
             shared = _cluster_env(cluster, self.config.schedule_period)
             plan += [
                 ServiceProcess(
-                    f"{name}@{cluster.name}",
-                    _module(name),
-                    {**self._env(f"{_role(name)}-{cluster.name}"), **shared},
-                    logs / f"{name}-{cluster.name}.log",
-                    f"{_role(name)}-{cluster.name}",
+                    f"{s.package}@{cluster.name}",
+                    s.module,
+                    {**self._env(f"{s.name}-{cluster.name}"), **shared},
+                    logs / f"{s.package}-{cluster.name}.log",
+                    f"{s.name}-{cluster.name}",
                 )
-                for name in CLUSTER_SERVICES
+                for s in CLUSTER_SERVICES
             ]
         if self.dashboard_port is not None:
             port = _usable_port(self.dashboard_port)

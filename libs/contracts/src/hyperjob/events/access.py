@@ -30,10 +30,10 @@ from typing import Literal
 
 import msgspec
 
-Role = Literal[
-    "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
-    "operator", "workflow-controller",
-]  # fmt: skip
+from .services import BY_NAME, SERVICES, ServiceName
+
+# Every service's (``events.services``), a person with the CLI, the operator.
+Role = Literal[ServiceName, "user", "operator"]
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,6 +42,7 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
     publishes: tuple[str, ...]
     reads: tuple[str, ...] = ()
     durables: tuple[str, ...] = ()  # suffixes after the instance name ("" is the instance's own)
+    # (a service's are declared in ``events.services``, with the service)
 
     def of(self, *, cluster: str = "", instance: str = "") -> Grant:
         """The grant with an instance's placeholders filled in."""
@@ -74,7 +75,6 @@ GRANTS: dict[Role, Grant] = {
             "hj.manifest.apply.*", "hj.object.delete.*", "hj.hyperjob.command.*", "hj.object.command.*",
             "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
         ),
-        durables=("", "-admin", "-sched", "-children"),
     ),
     "global-scheduler": Grant(
         publishes=(
@@ -87,7 +87,6 @@ GRANTS: dict[Role, Grant] = {
             "sched.child.unplace", "sched.child.move", "sched.reservation.held", "sched.podgroup.phase.*",
             "job.phase.*", "job.removed.*", "capacity.cluster.*", "cfg.>",
         ),
-        durables=("", "-admin", "-jobs", "-podgroups"),
     ),
     "status-aggregator": Grant(
         publishes=("hj.hyperjob.status",),
@@ -96,7 +95,6 @@ GRANTS: dict[Role, Grant] = {
             "sched.reservation.held", "sched.gang.retry",  # the gang reservation metrics
             "sched.podgroup.phase.*",  # why a child waits on its cluster
         ),
-        durables=("", "-admin", "-jobs", "-sched", "-podgroups"),
     ),
     "cluster-scheduler": Grant(
         publishes=(
@@ -107,7 +105,6 @@ GRANTS: dict[Role, Grant] = {
             "cfg.>", "heartbeat.{cluster}.*", "nodestatus.{cluster}.*", "jobstate.{cluster}.>",
             "sched.gang.control.{cluster}",
         ),
-        durables=("", "-admin"),
     ),
     "job-controller": Grant(
         publishes=(
@@ -119,14 +116,12 @@ GRANTS: dict[Role, Grant] = {
             "sched.child.command.{cluster}", "sched.podgroup.phase.{cluster}", "sched.pods.bound.{cluster}",
             "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}",
         ),
-        durables=("", "-admin", "-nodes"),
     ),
     "node-agent": Grant(
         publishes=(
             "node.pods.phase.{cluster}", "nodestatus.{cluster}.*", "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
         ),
         reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}"),
-        durables=("", "-admin", "-faults"),
     ),
     # Answers CronJob/JobFlow/JobTemplate requests; makes and deletes the jobs they own as a user would.
     "workflow-controller": Grant(
@@ -135,7 +130,6 @@ GRANTS: dict[Role, Grant] = {
             "hj.manifest.apply", "hj.object.delete", "hj.manifest.apply.*", "hj.object.delete.*", "hj.result.*",
             "job.phase.*", "hj.hyperjob.deleted", "hj.hyperjob.status",
         ),
-        durables=("", "-admin", "-jobs"),
     ),
     # A person with the CLI: submits, deletes and commands (in every namespace, unless
     # ``nats_permissions`` is given some), reads everything (get, describe, watch).
@@ -155,16 +149,8 @@ GRANTS: dict[Role, Grant] = {
 # services, injects faults and manages dead letters.
 OPERATOR: Role = "operator"
 
-SERVICE_ROLES: tuple[Role, ...] = (
-    "splitter",
-    "global-scheduler",
-    "status-aggregator",
-    "cluster-scheduler",
-    "job-controller",
-    "node-agent",
-    "workflow-controller",
-)
-PER_CLUSTER: frozenset[Role] = frozenset({"cluster-scheduler", "job-controller", "node-agent"})
+SERVICE_ROLES: tuple[Role, ...] = tuple(s.name for s in SERVICES)
+PER_CLUSTER: frozenset[Role] = frozenset(s.name for s in SERVICES if s.per_cluster)
 
 
 def grant(role: Role, *, cluster: str = "", instance: str = "") -> Grant:
@@ -177,7 +163,7 @@ def grant(role: Role, *, cluster: str = "", instance: str = "") -> Grant:
         base = Grant(
             publishes=base.publishes + _INSTANCE_PUBLISHES,
             reads=base.reads + _INSTANCE_READS,
-            durables=base.durables,
+            durables=BY_NAME[role].durables,
         )
     return base.of(cluster=cluster, instance=instance)
 

@@ -31,6 +31,7 @@ import msgspec
 
 from hyperjob.events import access
 from hyperjob.events.access import OPERATOR, with_credentials
+from hyperjob.events.services import CLUSTER_SERVICES, FLEET_SERVICES
 from hyperjob.store.acl import redis_acl
 
 __all__ = [
@@ -46,8 +47,8 @@ __all__ = [
 
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
-GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")
-CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller", "node-agent")
+GLOBAL_ROLES: tuple[access.Role, ...] = tuple(s.name for s in FLEET_SERVICES)
+CLUSTER_ROLES: tuple[access.Role, ...] = tuple(s.name for s in CLUSTER_SERVICES)
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
