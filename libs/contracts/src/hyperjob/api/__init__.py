@@ -12,7 +12,7 @@ as on a Kubernetes API server (``api.rawdoc``).
 
 from .base import CLUSTER_SCOPED_KINDS, DEFAULT_NAMESPACE, ObjectMeta, RawDocument, fleet_name, object_key, split_key
 from .duration import DurationError, parse_duration
-from .errors import ManifestError
+from .errors import ManifestError, UnexpectedKindError, expect_kind
 from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterReplicas,
@@ -107,6 +107,7 @@ __all__ = [
     "TaskSpec",
     "TemplatedHyperJob",
     "Toleration",
+    "UnexpectedKindError",
     "accelerator_request",
     "check_job_spec",
     "check_plugins",
@@ -119,6 +120,7 @@ __all__ = [
     "applied_kind",
     "decode_stored",
     "encode",
+    "expect_kind",
     "load",
     "load_documents",
     "without_server_fields",

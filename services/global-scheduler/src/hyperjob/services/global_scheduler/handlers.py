@@ -10,7 +10,7 @@ where their whole gang fits now; a gang's deadline is a timer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
@@ -18,7 +18,7 @@ from hyperjob import api, events, fleetcore, records
 from hyperjob.api.quantity import add
 from hyperjob.events import subjects
 from hyperjob.fleetcore import placement_state as ps
-from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.servicekit import Reaction, Runtime, present
 from hyperjob.telemetry.spans import decision
 
 from . import domain
@@ -164,8 +164,7 @@ class GlobalScheduler:
         if new is None:
             self.placements.delete(child)
         else:
-            base = doc if doc is not None else request
-            assert base is not None
+            base = present(doc if doc is not None else request, f"the placement of {child}")
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
             moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
@@ -196,10 +195,9 @@ class GlobalScheduler:
     ) -> None:
         owner = doc.owner if doc is not None else child
         if isinstance(command, ps.DispatchTo):
-            current = self.placements.get(child)
-            assert current is not None
+            placed = self.placements.require(child)
             decision("child_placed", hyperjob=owner, child=child, cluster=command.cluster, reason="fits")
-            reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, current, command.cluster))
+            reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, placed, command.cluster))
         elif isinstance(command, ps.RemoveFrom):
             reaction.publish(
                 subjects.remove_child(command.cluster),
@@ -277,13 +275,19 @@ class GlobalScheduler:
         )
         return self._gang_step(msg, gang, event)
 
-    def _gang_step(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: Any) -> Reaction:
+    def _gang_step(
+        self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: fleetcore.GangEvent
+    ) -> Reaction:
         gang, decisions = fleetcore.gang_step(gang, event, self.rt.now())
         self.gangs.put(gang.hyperjob, gang)
         return self._gang_decisions(cause, gang, decisions, Reaction())
 
     def _gang_decisions(
-        self, cause: events.Message | str, gang: fleetcore.HyperJobGang, decisions: list[Any], reaction: Reaction
+        self,
+        cause: events.Message | str,
+        gang: fleetcore.HyperJobGang,
+        decisions: Sequence[fleetcore.GangDecision],
+        reaction: Reaction,
     ) -> Reaction:
         """Reserve: dispatch the child gated; Bind: start it; Release: give its nodes back; Retry:
         ask the splitter for a new plan (it may fit on other clusters now)."""

@@ -250,19 +250,21 @@ class NodeAgent:
             if started:
                 launch.append((start, previous))
         reaction = self._reaction(msg, reports, pods)
-        if self.runner is not None and launch:
+        runner = self.runner
+        if runner is not None and launch:
             # Processes start once Running is committed, so Running always precedes the exit.
-            reaction.after.append(lambda: self._launch(launch))
+            reaction.after.append(lambda: self._launch(runner, launch))
         self._arm(pods)
         return reaction
 
-    async def _launch(self, launch: list[tuple[events.PodStart, domain.RunningPod | None]]) -> None:
-        assert self.runner is not None
+    async def _launch(
+        self, runner: execpods.ProcessRunner, launch: list[tuple[events.PodStart, domain.RunningPod | None]]
+    ) -> None:
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
-                await self.runner.kill(start.pod)
+                await runner.kill(start.pod)
             self.starts[start.pod] = start
-            await self.runner.launch(start)
+            await runner.launch(start)
 
     async def on_stop(self, msg: events.StopPods) -> Reaction | None:
         mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]

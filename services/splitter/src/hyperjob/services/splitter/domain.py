@@ -144,8 +144,7 @@ def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests)
     elif isinstance(manifest, api.Job):
         candidate = fleetcore.job_candidate(manifest, doc.created, values)
     else:
-        assert isinstance(manifest, api.HyperJob)
-        candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
+        candidate = fleetcore.hyperjob_candidate(api.expect_kind(manifest, api.HyperJob), doc.created, values)
     return {
         "name": doc.name,
         "plain": doc.plain,
@@ -280,8 +279,8 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
     manifest = api.decode_stored(doc.manifest)
     if isinstance(manifest, api.PodGroup | api.Job):
         return {manifest.spec.queue or api.DEFAULT_QUEUE}
-    assert isinstance(manifest, api.HyperJob), manifest  # the splitter keeps HyperJobs and plain Jobs
-    return {rj.template_spec.queue or api.DEFAULT_QUEUE for rj in manifest.spec.replicated_jobs}
+    hyperjob = api.expect_kind(manifest, api.HyperJob)  # the splitter keeps HyperJobs and plain Jobs
+    return {rj.template_spec.queue or api.DEFAULT_QUEUE for rj in hyperjob.spec.replicated_jobs}
 
 
 # -- namespaces ------------------------------------------------------------------------------------

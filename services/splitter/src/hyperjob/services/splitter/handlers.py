@@ -12,6 +12,7 @@ child is gone from every cluster.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -84,8 +85,7 @@ class Splitter:
                 return self._apply_job(msg, manifest)
             if isinstance(manifest, api.HyperJob):
                 return self._apply_hyperjob(msg, manifest)
-            assert isinstance(manifest, api.PodGroup)
-            return self._apply_podgroup(msg, manifest)
+            return self._apply_podgroup(msg, api.expect_kind(manifest, api.PodGroup))
         except api.ManifestError as exc:
             return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
 
@@ -719,7 +719,11 @@ class Splitter:
         )
 
     def _remember_moves(
-        self, reaction: Reaction, hyperjob: api.HyperJob, split: fleetcore.SplitPlan, moves: list[Any]
+        self,
+        reaction: Reaction,
+        hyperjob: api.HyperJob,
+        split: fleetcore.SplitPlan,
+        moves: Sequence[fleetcore.FleetDecision],
     ) -> None:
         """Once committed, the moves' pods count against their new clusters until they run there."""
         promised = {
@@ -771,7 +775,11 @@ class Splitter:
         return reaction
 
     def _carry_out(
-        self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc, decisions: list[Any]
+        self,
+        reaction: Reaction,
+        cause: events.Message | str,
+        doc: records.HyperJobDoc,
+        decisions: Sequence[fleetcore.FleetDecision],
     ) -> Reaction:
         """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
         clusters = {ref.name: ref.cluster for ref in doc.children}
@@ -884,16 +892,13 @@ def _not_found(kind: str, namespace: str, name: str) -> str:
 def _hyperjob(doc: records.HyperJobDoc, decoded: domain.DecodedManifests) -> api.HyperJob:
     """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
     start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
-    hyperjob = decoded.of(doc)
-    assert isinstance(hyperjob, api.HyperJob)
+    hyperjob = api.expect_kind(decoded.of(doc), api.HyperJob)
     meta = hyperjob.metadata
     return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
 
 
 def _job(doc: records.HyperJobDoc) -> api.Job:
-    job = api.decode_stored(doc.manifest)
-    assert isinstance(job, api.Job)
-    return job
+    return api.expect_kind(api.decode_stored(doc.manifest), api.Job)
 
 
 def _names_used(doc: records.HyperJobDoc) -> list[str]:

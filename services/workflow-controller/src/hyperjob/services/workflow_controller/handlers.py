@@ -11,7 +11,7 @@ from msgspec.structs import replace
 from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import cronjob, jobflow
-from hyperjob.servicekit import Reaction, Runtime, Table
+from hyperjob.servicekit import Reaction, Runtime, Table, present
 
 from . import domain
 
@@ -73,8 +73,9 @@ class WorkflowController:
             return self._apply_cronjob(msg, obj)
         if isinstance(obj, api.JobFlow):
             return self._apply_jobflow(msg, obj)
-        assert isinstance(obj, (api.JobTemplate, api.HyperJobTemplate))
-        return self._apply_template(msg, obj)
+        if isinstance(obj, api.JobTemplate | api.HyperJobTemplate):
+            return self._apply_template(msg, obj)
+        raise api.UnexpectedKindError(f"{type(obj).__name__}: not a kind the workflow-controller is asked to apply")
 
     def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
         name, key, manifest = cron.metadata.name, domain.key_of(cron), api.encode(cron)
@@ -237,10 +238,10 @@ class WorkflowController:
             if job in jobs:
                 reaction.extend(self._delete_job(cause, ("CronJob", name), job, jobs.pop(job), cron.metadata.namespace))
         if decided.create is not None:
-            assert decided.scheduled_at is not None
-            manifest = domain.cron_job(cron, decided.create, decided.scheduled_at)
+            scheduled_at = present(decided.scheduled_at, f"the scheduled time of {decided.create}")
+            manifest = domain.cron_job(cron, decided.create, scheduled_at)
             request = self._create_job(reaction, cause, manifest)
-            jobs[decided.create] = records.MadeJob(request=request, created=now, scheduled_at=decided.scheduled_at)
+            jobs[decided.create] = records.MadeJob(request=request, created=now, scheduled_at=scheduled_at)
         doc = replace(
             doc,
             jobs=jobs,
@@ -351,14 +352,10 @@ class WorkflowController:
     # -- tables ------------------------------------------------------------------------------------------
 
     def _cronjob(self, name: str) -> records.CronJobDoc:
-        doc = self.cronjobs.get(name)
-        assert doc is not None, name
-        return doc
+        return self.cronjobs.require(name)
 
     def _jobflow(self, name: str) -> records.JobFlowDoc:
-        doc = self.flows.get(name)
-        assert doc is not None, name
-        return doc
+        return self.flows.require(name)
 
     def _put_cronjob(self, key: str, doc: records.CronJobDoc) -> None:
         self.cronjobs.put(key, doc)
@@ -404,7 +401,8 @@ def _decode(manifest: api.RawDocument, kind: tuple[type[T], type[U]]) -> T | U: 
 def _decode(manifest: api.RawDocument, kind: type[object] | tuple[type[object], ...]) -> object:
     """A stored manifest as the kind (or one of the kinds) it was accepted as."""
     obj = api.decode(manifest)
-    assert isinstance(obj, kind)
+    if not isinstance(obj, kind):
+        raise api.UnexpectedKindError(f"a stored {type(obj).__name__} where {kind} is kept")
     return obj
 
 
