@@ -81,10 +81,10 @@ class Counter:
             raise RuntimeError(f"injected: handler of {msg.name} fails")
         reaction = Reaction().publish(
             subjects.result(msg.event_id),
-            self.rt.emit(events.RequestAccepted, msg, "answer", kind=msg.kind, name=msg.name, outcome="deleted"),
+            events.RequestAccepted(**self.rt.envelope(msg, "answer"), kind=msg.kind, name=msg.name, outcome="deleted"),
         )
         return reaction.publish(
-            subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, msg, "deleted", name=msg.name)
+            subjects.HYPERJOB_DELETED, events.HyperJobDeleted(**self.rt.envelope(msg, "deleted"), name=msg.name)
         )
 
 

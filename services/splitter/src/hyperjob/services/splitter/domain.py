@@ -128,8 +128,10 @@ class DecodedManifests:
 # -- admission candidates --------------------------------------------------------------------------
 
 
-def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> dict[str, object]:
-    """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
+def submission(
+    envelope: events.Envelope, doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests
+) -> events.OwnerSubmitted:
+    """The ``OwnerSubmitted`` of a HyperJob or plain Job."""
     manifest = decoded.of(doc)
     values = cfg.priority_values()
     if isinstance(manifest, api.PodGroup):
@@ -145,15 +147,16 @@ def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests)
         candidate = fleetcore.job_candidate(manifest, doc.created, values)
     else:
         candidate = fleetcore.hyperjob_candidate(api.expect_kind(manifest, api.HyperJob), doc.created, values)
-    return {
-        "name": doc.name,
-        "plain": doc.plain,
-        "queue": candidate.queue,
-        "priority": candidate.priority,
-        "request": candidate.request,
-        "created": doc.created,
-        "generation": doc.generation,
-    }
+    return events.OwnerSubmitted(
+        **envelope,
+        name=doc.name,
+        plain=doc.plain,
+        queue=candidate.queue,
+        priority=candidate.priority,
+        request=candidate.request,
+        created=doc.created,
+        generation=doc.generation,
+    )
 
 
 # -- plans -----------------------------------------------------------------------------------------
