@@ -29,11 +29,12 @@ import os
 import sys
 from pathlib import Path
 
+from hyperjob.events.services import CLUSTER_SERVICES, FLEET_SERVICES
 from hyperjob.testkit.auth import Auth, make_certificates, system_identities, write_private
 
 # compose service -> its identity (the service instance's name)
-GLOBAL = {role: role for role in ("splitter", "global-scheduler", "status-aggregator", "workflow-controller", "apiserver")}
-PER_CLUSTER = ("cluster-scheduler", "job-controller", "node-agent")
+GLOBAL = {s.name: s.name for s in FLEET_SERVICES}
+PER_CLUSTER = tuple(s.name for s in CLUSTER_SERVICES)
 
 
 def compose_services(clusters: list[str]) -> dict[str, str]:

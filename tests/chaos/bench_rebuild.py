@@ -1,8 +1,9 @@
 """What rebuilding a wiped Redis from the changelogs costs, at 1,000 and 10,000 HyperJobs.
 
-A benchmark, not a test (``python tests/chaos/bench_rebuild.py [N ...]``). It runs a small fleet
-(``outage_kit``: 2 clusters, in-process services) through a real load to completion, reads every
-instance's changelog (``state.<instance>.<kind>.<name>``: the documents each keeps), and copies
+A benchmark, not a test (``.venv/bin/python -m tests.chaos.bench_rebuild [N ...]`` in the
+repository). It runs a small fleet (``outage_kit``: 2 clusters, in-process services) through a
+real load to completion, reads every instance's changelog (``state.<instance>.<kind>.<name>``:
+the documents each keeps), and copies
 the per-HyperJob documents N / load times under new names into a fresh STATE stream: each
 instance's changelog as it would be after N HyperJobs ran. Then Redis is wiped and every
 instance restores as it does when it finds its sentinel gone (``Runtime.restore_from_changelog``:
@@ -21,13 +22,11 @@ from pathlib import Path
 
 import structlog
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
-import outage_kit  # noqa: E402
-import service_helpers as sh  # noqa: E402
-
-from hyperjob.events.subjects import STREAMS  # noqa: E402
-from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock, parse_state_subject, state_subject  # noqa: E402
-from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store  # noqa: E402
+from hyperjob.events.subjects import STREAMS
+from hyperjob.servicekit import AsyncioTimers, Runtime, WallClock, parse_state_subject, state_subject
+from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
+from tests.service import outage_kit
+from tests.service import service_helpers as sh
 
 LOAD = 8  # HyperJobs in the real run the changelogs are copied from
 PER_HYPERJOB = re.compile(r"^(.*?)\bhj(\d+)\b")

@@ -4,14 +4,13 @@ runs the whole system as separate processes for minutes. Their figures are print
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.service.outage_kit import REPORTED as FIGURES
+
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent / "service"))
-from outage_kit import REPORTED as FIGURES  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
-import outage_kit  # noqa: E402
+from tests.service import outage_kit
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(900)]
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # sibling modules, not a package (as tests/service does)
+from tests.containers import observe, podman_kit
 
-import observe  # noqa: E402
-import podman_kit  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 MARKERS = {
     "containers": "the compose deployment under podman (make test-containers)",

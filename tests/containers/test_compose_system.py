@@ -7,9 +7,10 @@ import json
 import urllib.request
 from collections.abc import Callable
 
-import podman_kit
 import pytest
-from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, BookingSampler, Deployment, collect
+
+from tests.containers import podman_kit
+from tests.containers.observe import EXAMPLE, EXAMPLE_NAME, FIGURES, BookingSampler, Deployment, collect
 
 # The first test also builds the images (minutes on a cold machine): more than the suite's 300 s.
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import observe
-import podman_kit
 import pytest
-from observe import EXAMPLE, EXAMPLE_NAME, FIGURES, FINAL_PHASES, BookingSampler, Deployment
+
+from tests.containers import observe, podman_kit
+from tests.containers.observe import EXAMPLE, EXAMPLE_NAME, FIGURES, FINAL_PHASES, BookingSampler, Deployment
 
 # A fault test waits through its outage and recovery: longer than the suite's 300 s per test.
 pytestmark = [pytest.mark.container_faults, pytest.mark.timeout(900)]

@@ -16,9 +16,7 @@ A smaller sample runs over real NATS in ``tests/service/test_bus_fuzz.py``.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -27,10 +25,8 @@ from hypothesis import strategies as st
 
 from hyperjob import events
 from hyperjob.events import subjects
-
-sys.path.insert(0, str(Path(__file__).parent))
-import payloads  # noqa: E402
-from fleet import Fleet  # noqa: E402
+from tests.fuzz import payloads
+from tests.fuzz.fleet import Fleet
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ Through the splitter (the simulator's fleet): every mutated manifest gets an ans
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,8 @@ from hypothesis import strategies as st
 from hyperjob import api, events
 from hyperjob.cli import manifests
 from hyperjob.events import subjects
-
-sys.path.insert(0, str(Path(__file__).parent))
-import payloads  # noqa: E402
-from fleet import REPO, Fleet  # noqa: E402
+from tests.fuzz import payloads
+from tests.fuzz.fleet import REPO, Fleet
 
 EXAMPLES = [
     d for name in ("hyperjob-llm.yaml",) for d in yaml.safe_load_all((REPO / "examples" / name).read_text()) if d

@@ -87,10 +87,8 @@ async def store(redis_url: str, key_prefix: str) -> AsyncIterator[RedisStore]:
 @pytest.fixture
 async def probe(nats_url: str, namespace: str) -> AsyncIterator[object]:
     """A ``service_helpers.Probe``: reads what JetStream stored in ``namespace``, over its own connection."""
-    import sys  # noqa: PLC0415
 
-    sys.path.insert(0, str(_HERE))
-    import service_helpers  # noqa: PLC0415 - a sibling module, not a package
+    from tests.service import service_helpers
 
     instance = await service_helpers.probe_for(nats_url, namespace)
     yield instance

@@ -5,7 +5,7 @@ TCP ``Partition``), and the audit of what they did. Services run in-process (``s
 ``Run(home=...)``, each as its own process under ``hyperjob up``'s supervisor (``Processes``).
 
 Shared by the outage service tests (``test_outage.py``), the chaos test (``tests/chaos``) and the
-measuring script (``python tests/service/outage_kit.py``). The figures of an audit:
+measuring script (``.venv/bin/python -m tests.service.outage_kit``). The figures of an audit:
 
 - ``evicted``: pods the cluster-schedulers took off their nodes because the node went silent
   (``nodeDown``); ``moved``: children failed over to another cluster (``sched.child.move``);
@@ -14,7 +14,7 @@ measuring script (``python tests/service/outage_kit.py``). The figures of an aud
 - ``dlq``: dead letters; ``phases``: every HyperJob's final phase as the status-aggregator wrote it;
 - ``bookings_left``: pods still booked per cluster once every HyperJob is final.
 
-``python tests/service/outage_kit.py [--processes] none nats60 redis60 redis90apply wipe partition45``
+``.venv/bin/python -m tests.service.outage_kit [--processes] none nats60 redis60 redis90apply wipe partition45``
 prints one line of figures per fault (docs/reliability.md).
 """
 
@@ -40,9 +40,7 @@ from hyperjob.events import subjects
 from hyperjob.events.subjects import STREAMS
 from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
 from hyperjob.testkit.servers import NatsServer, RedisServer
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 CLUSTERS = ("c1", "c2")
 REPORTED: dict[str, object] = {}  # figures the chaos tests print at the end of the session

@@ -2,10 +2,10 @@
 fixtures' ``NatsBus`` and ``RedisStore``, wall clock, asyncio timers) in-process, send it catalogue
 messages, and look at what it stored and published, always with a bounded deadline.
 
-Test modules import this after putting this directory on ``sys.path`` (pytest's importlib mode
-does not add test directories), like the unit suites' builders::
+Test modules import it as a module of the ``tests`` package (pytest puts the repository on
+``sys.path``: ``pythonpath`` in pyproject.toml), as the unit suites import their builders::
 
-    sys.path.insert(0, str(Path(__file__).parent)); import service_helpers as sh
+    from tests.service import service_helpers as sh
 
 ``Probe`` reads the streams with a connection of its own (ephemeral consumers, nothing acked), so
 it sees exactly what JetStream stored — a republished output with the same ``Nats-Msg-Id`` is

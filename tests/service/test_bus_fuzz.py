@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,11 +22,8 @@ from hyperjob.services.node_agent.app import build as build_agent
 from hyperjob.services.node_agent.config import Settings as AgentSettings
 from hyperjob.services.splitter.app import build as build_splitter
 from hyperjob.services.splitter.config import Settings as SplitterSettings
-
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
-import payloads  # noqa: E402
-import service_helpers as sh  # noqa: E402
+from tests.fuzz import payloads
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -31,9 +29,7 @@ from hyperjob.services.splitter.app import build as build_splitter
 from hyperjob.services.splitter.config import Settings as SplitterSettings
 from hyperjob.testkit.isolation import open_nats_bus, open_redis_store
 from hyperjob.testkit.servers import NatsServer, RedisServer, free_port
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -9,10 +9,8 @@ decision is in its changelog, bindings included."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +26,7 @@ from hyperjob.services.cluster_scheduler.config import Settings
 from hyperjob.services.job_controller import domain as jc_domain
 from hyperjob.store import Binding
 from hyperjob.testkit.metrics import sample
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -7,18 +7,14 @@ once, and no node holds more than it has."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.services.status_aggregator.domain import AggregateDoc
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

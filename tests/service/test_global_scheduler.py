@@ -7,10 +7,8 @@ message twice has one effect, and so has a message whose handling crashed after 
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +18,7 @@ from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 from hyperjob.services.global_scheduler.app import build
 from hyperjob.services.global_scheduler.config import Settings
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

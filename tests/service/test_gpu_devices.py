@@ -5,9 +5,7 @@ rebuilds its view — so a scheduler that restarted never hands a GPU that is ta
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -15,10 +13,8 @@ from hyperjob.services.cluster_scheduler.app import build
 from hyperjob.store import Binding, Commit, InMemoryStore
 from hyperjob.store.redis_store import RedisStore
 from hyperjob.testkit.isolation import new_namespace, open_redis_store
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
-import test_cluster_scheduler as cs  # noqa: E402  (its Job: a job as the job-controller describes it)
+from tests.service import service_helpers as sh
+from tests.service import test_cluster_scheduler as cs  # its Job: a job as the job-controller describes it
 
 pytestmark = pytest.mark.service
 

@@ -17,9 +17,7 @@ from typing import Any
 import pytest
 
 from hyperjob.testkit.servers import RedisServer
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

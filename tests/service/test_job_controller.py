@@ -7,10 +7,8 @@ one effect, and so has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,7 @@ from hyperjob.jobcore import model as jm
 from hyperjob.servicekit import Runtime
 from hyperjob.services.job_controller.app import build
 from hyperjob.services.job_controller.config import Settings
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

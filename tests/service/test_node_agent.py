@@ -8,9 +8,7 @@ has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +21,7 @@ from hyperjob.services.cluster_scheduler.config import Settings as ClusterSchedu
 from hyperjob.services.node_agent import domain
 from hyperjob.services.node_agent.app import build
 from hyperjob.services.node_agent.config import Settings
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -21,9 +21,7 @@ from hyperjob.services.node_agent.config import Settings
 from hyperjob.services.node_agent.execpods import log_path
 from hyperjob.services.node_agent.handlers import NodeAgent
 from hyperjob.store import StoreUnavailableError
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -6,9 +6,6 @@ the stream keeps it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from hyperjob import events
@@ -16,9 +13,7 @@ from hyperjob.cli import journey, views
 from hyperjob.client import Client, eventlog
 from hyperjob.dashboard.app import snapshot
 from hyperjob.events import subjects
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

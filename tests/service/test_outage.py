@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,10 +27,8 @@ from hyperjob.events.subjects import STREAMS
 from hyperjob.services.splitter.app import build
 from hyperjob.services.splitter.config import Settings
 from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
-
-sys.path.insert(0, str(Path(__file__).parent))
-import outage_kit  # noqa: E402
-import service_helpers as sh  # noqa: E402
+from tests.service import outage_kit
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -7,9 +7,7 @@ and every pod's resources given back at the end."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +15,7 @@ import pytest
 from hyperjob import events, records
 from hyperjob.events import subjects
 from hyperjob.services.status_aggregator.domain import AggregateDoc
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -8,7 +8,6 @@ the wipe, no pod is started twice, and no node's bookings ever exceed its alloca
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,9 +22,7 @@ from hyperjob.events import subjects
 from hyperjob.store.redis_store import RedisStore
 from hyperjob.testkit.isolation import open_redis_store
 from hyperjob.testkit.servers import RedisServer
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -14,9 +14,7 @@ one instance take turns, one holding its lease while the other waits, and hand o
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
@@ -28,9 +26,7 @@ from hyperjob.bus import PublishError
 from hyperjob.events import subjects
 from hyperjob.servicekit import AsyncioTimers, Reaction, Runtime, WallClock
 from hyperjob.servicekit.health import readiness
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 
@@ -85,10 +81,10 @@ class Counter:
             raise RuntimeError(f"injected: handler of {msg.name} fails")
         reaction = Reaction().publish(
             subjects.result(msg.event_id),
-            self.rt.emit(events.RequestAccepted, msg, "answer", kind=msg.kind, name=msg.name, outcome="deleted"),
+            events.RequestAccepted(**self.rt.envelope(msg, "answer"), kind=msg.kind, name=msg.name, outcome="deleted"),
         )
         return reaction.publish(
-            subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, msg, "deleted", name=msg.name)
+            subjects.HYPERJOB_DELETED, events.HyperJobDeleted(**self.rt.envelope(msg, "deleted"), name=msg.name)
         )
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -37,9 +36,7 @@ from hyperjob.services.node_agent import config as na_config
 from hyperjob.services.status_aggregator.domain import AggregateDoc
 from hyperjob.testkit.isolation import new_namespace
 from hyperjob.testkit.servers import NatsCluster
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -7,9 +7,7 @@ its commit."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +17,7 @@ from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 from hyperjob.services.splitter.app import build
 from hyperjob.services.splitter.config import Settings
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

@@ -6,10 +6,8 @@ message twice has one effect, and so has a message whose handling crashed after 
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +21,7 @@ from hyperjob.services.splitter import domain as splitter_domain
 from hyperjob.services.status_aggregator.app import build
 from hyperjob.services.status_aggregator.config import Settings
 from hyperjob.services.status_aggregator.domain import AggregateDoc, SpecDoc
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

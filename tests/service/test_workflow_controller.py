@@ -7,10 +7,8 @@ twice has one effect."""
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,7 @@ from hyperjob.servicekit import AsyncioTimers, Runtime
 from hyperjob.services.workflow_controller.app import build
 from hyperjob.services.workflow_controller.config import Settings
 from hyperjob.services.workflow_controller.domain import CREATED_BY_JOB_FLOW, SCHEDULED_TIMESTAMP
-
-sys.path.insert(0, str(Path(__file__).parent))
-import service_helpers as sh  # noqa: E402
+from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
 

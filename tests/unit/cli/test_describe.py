@@ -7,18 +7,14 @@ and store, as it reads JetStream and Redis."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner, Result
 
 from hyperjob.cli import main as cli_main
-
-sys.path.insert(0, str(Path(__file__).parent))
-import simulated  # noqa: E402
+from tests.unit.cli import simulated
 
 SCENARIO = simulated.scenario(
     "describe",

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,7 @@ from hyperjob import events
 from hyperjob.cli import main as cli_main
 from hyperjob.cli import views
 from hyperjob.client import eventlog
-
-sys.path.insert(0, str(Path(__file__).parent))
-import simulated  # noqa: E402
+from tests.unit.cli import simulated
 
 SCENARIO = simulated.scenario(
     "namespaced-events",

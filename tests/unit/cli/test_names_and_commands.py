@@ -8,7 +8,6 @@ as they read Redis."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,7 @@ from click.testing import CliRunner, Result
 from hyperjob import records
 from hyperjob.cli import main as cli_main
 from hyperjob.services.splitter import domain as splitter
-
-sys.path.insert(0, str(Path(__file__).parent))
-import simulated  # noqa: E402
+from tests.unit.cli import simulated
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -7,17 +7,13 @@ The jobs run through the real services under the simulator; the views then read 
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 from hyperjob.cli import views
 from hyperjob.dashboard import metrics
 from hyperjob.simulator.engine import Engine
 from hyperjob.simulator.scenario import load
-
-sys.path.insert(0, str(Path(__file__).parent))
-import simulated  # noqa: E402
+from tests.unit.cli import simulated
 
 
 def job(name: str, *, extra: str = "", annotations: str = "") -> str:

@@ -21,20 +21,13 @@ import msgspec
 import pytest
 import yaml
 
+from hyperjob.events.services import SERVICES as SERVICE_REGISTRY
+
 REPO = Path(__file__).resolve().parents[3]
 # Read by every service: the OpenTelemetry SDK's own variable, and servicekit's shared settings
 # (checked against the code below).
 SHARED = {"OTEL_EXPORTER_OTLP_ENDPOINT", "LOG_LEVEL", "METRICS_HOST", "METRICS_PORT"}
-ARCHITECTURE = {
-    "splitter",
-    "global_scheduler",
-    "cluster_scheduler",
-    "job_controller",
-    "status_aggregator",
-    "node_agent",
-    "workflow_controller",
-    "apiserver",
-}
+ARCHITECTURE = {s.package for s in SERVICE_REGISTRY}
 INFRASTRUCTURE = {"nats", "redis", "jaeger", "prometheus", "grafana"}
 DASHBOARD = "dashboard"  # hyperjob.dashboard: reads the system, not a service of the architecture
 STREAMS = "streams"  # the operator's one-shot stream declaration

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fleet_builders import GPU, cluster, fleet, job_spec, rjob, task, upstream
 
 from hyperjob import api
 from hyperjob.fleetcore import (
@@ -18,6 +17,7 @@ from hyperjob.fleetcore import (
     inadmissible,
     job_candidate,
 )
+from tests.unit.fleetcore.fleet_builders import GPU, cluster, fleet, job_spec, rjob, task, upstream
 
 FLEET_8 = {"cpu": 800.0, GPU: 8.0}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
 from hyperjob.fleetcore import (
     HYPERJOB_NAME_LABEL,
@@ -15,6 +14,7 @@ from hyperjob.fleetcore import (
     diff_children,
     plan_split,
 )
+from tests.unit.fleetcore.fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
 
 def children(hj, current: SplitPlan | None = None) -> list[ChildJob]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fleet_builders import cluster, conceptual, fleet, job_spec, task
 
 from hyperjob import api
 from hyperjob.fleetcore import CLUSTER_SELECTOR_ANNOTATION, eligible_clusters
+from tests.unit.fleetcore.fleet_builders import cluster, conceptual, fleet, job_spec, task
 
 CLUSTERS = fleet(
     cluster("eu-1", labels={"region": "eu", "provider": "cheap"}),

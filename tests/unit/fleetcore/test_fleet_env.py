@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
 from hyperjob.fleetcore import SplitPlan, plan_split, training_env
+from tests.unit.fleetcore.fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
 TEMPLATE = job_spec(task("trainer", 1), task("worker", 63), min_available=64)
 SPLIT = {"clusters": [{"name": "a", "replicas": 32}, {"name": "b", "replicas": 32}]}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
 from hyperjob import api
 from hyperjob.fleetcore import (
@@ -23,6 +22,7 @@ from hyperjob.fleetcore import (
     plan_split,
     settle_lifecycle,
 )
+from tests.unit.fleetcore.fleet_builders import cluster, fleet, job_spec, rjob, task, upstream
 
 
 def lost(name: str) -> ClusterCapacity:

@@ -5,9 +5,9 @@ clusters, destroying the least GPU-seconds, never breaking a gang below its minA
 from __future__ import annotations
 
 import pytest
-from fleet_builders import cluster, fleet
 
 from hyperjob.fleetcore import PodShape, PreemptionPlan, Preemptor, RunningJob, RunningPod, plan_preemption
+from tests.unit.fleetcore.fleet_builders import cluster, fleet
 
 GPU = "nvidia.com/gpu"
 ONE_GPU = {"cpu": 8.0, GPU: 1.0, "pods": 1.0}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from fleet_builders import GPU, cluster, conceptual, fleet, job_spec, rjob, task, upstream
 
 from hyperjob.fleetcore import SplitPlan, Waiting, apportion, plan_split
+from tests.unit.fleetcore.fleet_builders import GPU, cluster, conceptual, fleet, job_spec, rjob, task, upstream
 
 
 def layout(plan: SplitPlan | Waiting) -> list[tuple[str, str, int]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from fleet_builders import job_spec, rjob, task, upstream
 
 from hyperjob.fleetcore import ChildStatus, aggregate_status
+from tests.unit.fleetcore.fleet_builders import job_spec, rjob, task, upstream
 
 HJ = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), generation=3)
 HJ_MIN1 = upstream("hj", rjob("w", job_spec(task("w", 8)), replicas=2), minAvailable=1)

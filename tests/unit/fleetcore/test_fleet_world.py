@@ -9,11 +9,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from fleet_builders import ABC_CLUSTERS, conceptual, job_spec, rjob, task, upstream
 
 from hyperjob import api, fleetcore
 from hyperjob import jobcore as jc
 from hyperjob.fleetcore import SplitPlan, child_jobs, plan_split
+from tests.unit.fleetcore.fleet_builders import ABC_CLUSTERS, conceptual, job_spec, rjob, task, upstream
 
 QUEUES = {"default": "Open"}
 MPI = [

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-from fake_nvml import FakeNvml, NVMLError, h100
 
 from hyperjob.hwprobe import NvmlReader, read_ports
 from hyperjob.hwprobe.nvml import NVLINK_GB_PER_S
+from tests.unit.hwprobe.fake_nvml import FakeNvml, NVMLError, h100
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

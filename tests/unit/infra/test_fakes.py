@@ -31,7 +31,9 @@ class Counter:
     def on_tick(self, msg: events.QueueChanged) -> Reaction:
         count = Count((self.counts.get("c") or Count(0)).n + 1)
         self.counts.put("c", count)
-        return Reaction().publish("out.counted", self.rt.emit(events.QueueChanged, msg, "counted", name=str(count.n)))
+        return Reaction().publish(
+            "out.counted", events.QueueChanged(**self.rt.envelope(msg, "counted"), name=str(count.n))
+        )
 
 
 def tick(event_id: str) -> bytes:

@@ -55,7 +55,7 @@ def test_a_message_handled_joins_its_producers_trace_and_what_it_emits_carries_i
     tracing = ServiceTracing("job-controller")
     out = events.JobRemoved(event_id="r", cluster="c1", job="llm-job-0", hyperjob="llm")
     with tracing.handling(_dispatch(), {"traceparent": TRACEPARENT}):
-        tracing.note(out)
+        tracing.note(out.event_id)
     (span,) = exporter.get_finished_spans()
     assert (span.name, format(span.context.trace_id, "032x")) == ("create job", TRACEPARENT.split("-")[1])
     assert span.attributes is not None and span.attributes["hyperjob.name"] == "llm"
@@ -103,7 +103,7 @@ def test_a_phase_the_global_scheduler_only_notes_gets_no_span_and_what_it_emits_
     out = events.JobRemoved(event_id="r", cluster="c1", job="llm-job-0", hyperjob="llm")
     with tracing.handling(_phase("Running"), {"traceparent": TRACEPARENT}) as span:
         assert not span.is_recording()
-        tracing.note(out)
+        tracing.note(out.event_id)
     assert exporter.get_finished_spans() == ()
     carried = tracing.headers_for(out)
     assert carried is not None and carried["traceparent"] == TRACEPARENT

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import QUEUES, job, task
 
 
 def test_defaults_are_applied():

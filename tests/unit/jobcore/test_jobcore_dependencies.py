@@ -4,10 +4,10 @@ runs them (``waitDependsOnTaskMeetCondition``, ``getMinTaskMember``, ``RestartPa
 from __future__ import annotations
 
 import pytest
-from jobcore_builders import Driver, admitted, job, of_type, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import Driver, admitted, job, of_type, task
 
 
 def created(effects: list) -> list[str]:

@@ -8,10 +8,10 @@ import json
 import re
 
 import pytest
-from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import QUEUES, job, task
 
 
 def record(*tasks, plugins, name="job", **kw) -> jc.JobRecord:

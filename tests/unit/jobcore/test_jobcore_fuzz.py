@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from jobcore_builders import admitted, task
 
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import admitted, task
 
 POLICIES = [
     [],

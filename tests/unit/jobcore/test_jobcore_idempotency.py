@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from jobcore_builders import Driver, admitted, task
 
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import Driver, admitted, task
 
 
 def _running() -> Driver:

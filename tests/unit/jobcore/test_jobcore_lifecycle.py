@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jobcore_builders import Driver, admitted, of_type, task
 
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import Driver, admitted, of_type, task
 
 
 def test_no_pods_before_the_podgroup_is_admitted():
@@ -132,7 +132,7 @@ def test_job_status_reports_phase_retries_and_counts():
 
 
 def _first_pod(*tasks, classes=None, **spec) -> jc.PodRecord:
-    from jobcore_builders import QUEUES, job
+    from tests.unit.jobcore.jobcore_builders import QUEUES, job
 
     record = jc.admit(job(*tasks, **spec), QUEUES, 0.0, classes or {})
     record, _ = jc.decide(record, jc.PodGroupAdmitted(), 0.0)

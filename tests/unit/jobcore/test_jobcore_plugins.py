@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import QUEUES, job, task
 
 
 def _record(*tasks, plugins, **kw) -> jc.JobRecord:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from jobcore_builders import QUEUES, job, task
 
 from hyperjob import api
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import QUEUES, job, task
 
 SEEDS = Path("/work/shared/scenarios/seed")
 NGINX2 = dict(cpu="200m", memory="1000m")

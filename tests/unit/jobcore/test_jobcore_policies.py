@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jobcore_builders import Driver, admitted, deleted, of_type, phase_changes, task
 
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import Driver, admitted, deleted, of_type, phase_changes, task
 
 RESTART_JOB = {"event": "PodFailed", "action": "RestartJob"}
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jobcore_builders import deleted, of_type, phase_changes, record_in
 
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import deleted, of_type, phase_changes, record_in
 
 MIXED = {0: "Running", 1: "Succeeded", 2: "Failed", 3: "Pending"}
 ALL = ["job1-worker-0", "job1-worker-1", "job1-worker-2", "job1-worker-3"]

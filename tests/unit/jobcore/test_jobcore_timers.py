@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from jobcore_builders import Driver, admitted, of_type, phase_changes, task
-
 from hyperjob import jobcore as jc
+from tests.unit.jobcore.jobcore_builders import Driver, admitted, of_type, phase_changes, task
 
 PENDING_ABORT = [{"event": "PodPending", "action": "AbortJob", "timeout": "5m"}]
 

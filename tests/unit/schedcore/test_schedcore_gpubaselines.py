@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_schedcore_gpufrag import ONLY, gpu_node, history, place, running, shared, whole
+
+from tests.unit.schedcore.test_schedcore_gpufrag import ONLY, gpu_node, history, place, running, shared, whole
 
 TWO_USED = [gpu_node("a-fresh", 8, cpu=96), gpu_node("b-shared", 8, cpu=96), gpu_node("c-whole", 8, cpu=96)]
 TWO_USED_PODS = [running("s", "b-shared", (0,), shared(40)), running("w", "c-whole", (0,), whole(1))]

@@ -138,9 +138,8 @@ def test_whole_gpus_and_shares_use_the_same_devices() -> None:
 
 
 def test_without_gpu_pods_the_live_default_decides_like_volcanos_default() -> None:
-    from test_schedcore_properties import random_snapshot
-
     from hyperjob.schedcore import DEFAULT_CONF_TEXT
+    from tests.unit.schedcore.test_schedcore_properties import random_snapshot
 
     for seed in range(8):
         snap = random_snapshot(seed)

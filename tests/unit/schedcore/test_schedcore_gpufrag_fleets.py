@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from schedcore_gpu_fleets import CONFS, placements
 
 from hyperjob.schedcore import Scheduler, parse_conf
 from hyperjob.schedcore.plugins.fgd import FgdPlugin
 from hyperjob.schedcore.plugins.gpufrag import GpuFragPlugin
 from hyperjob.schedcore.state import TaskState
+from tests.unit.schedcore.schedcore_gpu_fleets import CONFS, placements
 
 TABLE = json.loads((Path(__file__).parent / "gpu_fleet_placements.json").read_text())
 TIES_NOW_EXACT = {

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from schedcore_helpers import PREEMPT_CONF, cycles, placement
 
 from hyperjob.schedcore import Scheduler, parse_conf
 from hyperjob.schedcore.testing import job, node, queue, snapshot
+from tests.unit.schedcore.schedcore_helpers import PREEMPT_CONF, cycles, placement
 
 
 def full_node():

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from schedcore_helpers import RECLAIM_CONF
 
 from hyperjob.schedcore import Scheduler, parse_conf
 from hyperjob.schedcore.plugins.quota import QueueAttr, reclaim_victims
 from hyperjob.schedcore.testing import job, node, queue, snapshot
+from tests.unit.schedcore.schedcore_helpers import RECLAIM_CONF
 
 
 def reclaim(jobs, queues, nodes=None, conf=RECLAIM_CONF):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_schedcore_properties import CONF, random_snapshot
 
 from hyperjob.schedcore import DEFAULT_CONF_TEXT, Scheduler, parse_conf
 from hyperjob.schedcore.placement import Placement
 from hyperjob.schedcore.testing import job, node, queue, snapshot
+from tests.unit.schedcore.test_schedcore_properties import CONF, random_snapshot
 
 BINPACK = DEFAULT_CONF_TEXT + (
     "  - name: binpack\n    arguments: {binpack.weight: 3, binpack.resources: nvidia.com/gpu, "

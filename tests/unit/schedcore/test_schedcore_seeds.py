@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from schedcore_helpers import ARTICLE_CONF, RECLAIM_CONF, cycles, placement, status
 
 from hyperjob.schedcore import Scheduler, Snapshot, parse_conf
 from hyperjob.schedcore.testing import advance, job, node, queue, snapshot
+from tests.unit.schedcore.schedcore_helpers import ARTICLE_CONF, RECLAIM_CONF, cycles, placement, status
 
 
 def n1():

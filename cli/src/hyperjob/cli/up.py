@@ -43,6 +43,7 @@ from typing import IO
 import msgspec
 
 from hyperjob.client import Client
+from hyperjob.events.services import BY_NAME, CLUSTER_SERVICES, FLEET_SERVICES
 from hyperjob.servicekit import liveness as service_liveness
 from hyperjob.testkit.auth import (
     APISERVER,
@@ -139,19 +140,6 @@ def holder_pid() -> int | None:
             return int(text) if text.isdigit() else None
         fcntl.flock(handle, fcntl.LOCK_UN)
     return None
-
-
-GLOBAL_SERVICES = ["splitter", "global_scheduler", "status_aggregator", "workflow_controller"]
-CLUSTER_SERVICES = ["cluster_scheduler", "job_controller", "node_agent"]
-
-
-def _module(service: str) -> str:
-    return f"hyperjob.services.{service}"
-
-
-def _role(service: str) -> str:
-    """The role (and NATS/Redis user) of a service module: ``global_scheduler`` -> ``global-scheduler``."""
-    return service.replace("_", "-")
 
 
 def load_auth(config: UpConfig) -> Auth:
@@ -360,20 +348,21 @@ class System:
     def _plan(self, logs: Path) -> list[ServiceProcess]:
         fleet = {"GLOBAL_SCHEDULER_FLEET_LEASE": str(self.config.fleet_lease)}  # the lease it grants
         plan = [
-            ServiceProcess(name, _module(name), {**self._env(_role(name)), **fleet}, logs / f"{name}.log", _role(name))
-            for name in GLOBAL_SERVICES
+            ServiceProcess(s.package, s.module, {**self._env(s.name), **fleet}, logs / f"{s.package}.log", s.name)
+            for s in FLEET_SERVICES
+            if not s.edge
         ]
         for cluster in self.config.clusters:
             shared = _cluster_env(cluster, self.config.schedule_period)
             plan += [
                 ServiceProcess(
-                    f"{name}@{cluster.name}",
-                    _module(name),
-                    {**self._env(f"{_role(name)}-{cluster.name}"), **shared},
-                    logs / f"{name}-{cluster.name}.log",
-                    f"{_role(name)}-{cluster.name}",
+                    f"{s.package}@{cluster.name}",
+                    s.module,
+                    {**self._env(f"{s.name}-{cluster.name}"), **shared},
+                    logs / f"{s.package}-{cluster.name}.log",
+                    f"{s.name}-{cluster.name}",
                 )
-                for name in CLUSTER_SERVICES
+                for s in CLUSTER_SERVICES
             ]
         if self.apiserver_port is not None and self.auth is not None:
             plan.append(self._apiserver(logs))
@@ -401,7 +390,8 @@ class System:
         }
         config = render(self.apiserver_url, CLI_USER, self.auth.password(CLI_USER), (tls_dir() / "ca.pem").read_bytes())
         write_private(kubeconfig_file(), dump(config).encode())
-        return ServiceProcess("apiserver", _module("apiserver"), env, logs / "apiserver.log", APISERVER)
+        apiserver = BY_NAME[APISERVER]
+        return ServiceProcess(apiserver.package, apiserver.module, env, logs / "apiserver.log", APISERVER)
 
     def supervise_servers(self) -> list[str]:
         """Start again a server that died, on its port and with its data (JetStream's store, the

@@ -3,7 +3,7 @@
 Role: runs every service of a scenario's fleet — the same ``build`` and handlers that run live
 — over the in-process bus and store (``InMemoryBus``, ``InMemoryStore``) and a virtual clock,
 with no NATS, no Redis and no wall clock, and reports what happened as
-shared/spec/scenario-format.md says: the Scenario file (validated up front; a bad file is a
+docs/scenario-format.md says: the Scenario file (validated up front; a bad file is a
 ``ScenarioError`` and exit status 2, never a partial result) and the result object. It decides
 nothing itself; what it shows is what the services do (ADR 0004).
 

@@ -51,6 +51,7 @@ class InstancePlan(msgspec.Struct, frozen=True, kw_only=True):
         return _BUILDS[self.service]
 
 
+# One per service of ``events.services`` (tests/unit/deploy/test_service_registry.py checks it).
 _BUILDS: dict[str, Build] = {
     "node-agent": na_app.build,
     "cluster-scheduler": cs_app.build,

@@ -1,4 +1,4 @@
-"""The result object of shared/spec/scenario-format.md ("Output") and its deterministic JSON.
+"""The result object of docs/scenario-format.md ("Output") and its deterministic JSON.
 
 Key order is fixed by construction (dict insertion order), lists are sorted here (by name, then
 cluster; events keep their order of occurrence, which is also time order because virtual time

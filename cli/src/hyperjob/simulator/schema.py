@@ -1,4 +1,4 @@
-"""The Scenario file's own shape, decoded strictly (shared/spec/scenario-format.md, "Input").
+"""The Scenario file's own shape, decoded strictly (docs/scenario-format.md, "Input").
 
 An unknown field, an unknown event type or a wrong type fails here; ``scenario.load`` turns
 msgspec's message into a ``ScenarioError`` naming the place. Manifests inside ``create`` events

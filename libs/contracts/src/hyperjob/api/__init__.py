@@ -22,7 +22,7 @@ from .base import (
     split_key,
 )
 from .duration import DurationError, parse_duration
-from .errors import ManifestError
+from .errors import ManifestError, UnexpectedKindError, expect_kind
 from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterAffinity,
@@ -125,6 +125,7 @@ __all__ = [
     "TaskSpec",
     "TemplatedHyperJob",
     "Toleration",
+    "UnexpectedKindError",
     "accelerator_request",
     "check_job_spec",
     "check_plugins",
@@ -137,6 +138,7 @@ __all__ = [
     "applied_kind",
     "decode_stored",
     "encode",
+    "expect_kind",
     "load",
     "load_documents",
     "without_server_fields",

@@ -27,7 +27,7 @@ from typing import Any, Union
 
 import msgspec
 
-from .base import Message, derive_id, new_request_id
+from .base import Envelope, Message, derive_id, new_request_id
 from .cluster import (
     VARIED_LABEL,
     ClusterCapacityReported,
@@ -62,6 +62,7 @@ from .manifest import (
     CommandObject,
     DeleteObject,
     InstanceStarted,
+    Outcome,
     Request,
     RequestAccepted,
     RequestRejected,
@@ -240,6 +241,7 @@ __all__ = [
     "JobPhaseChangedV1",
     "JobRemoved",
     "JobState",
+    "Envelope",
     "Message",
     "MoveChild",
     "NodeClass",
@@ -267,6 +269,7 @@ __all__ = [
     "RETIRED_MESSAGES",
     "RemoveChild",
     "Request",
+    "Outcome",
     "RequestAccepted",
     "RequestRejected",
     "request_namespace",

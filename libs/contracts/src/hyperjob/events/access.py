@@ -30,10 +30,10 @@ from typing import Literal
 
 import msgspec
 
-Role = Literal[
-    "splitter", "global-scheduler", "status-aggregator", "cluster-scheduler", "job-controller", "node-agent", "user",
-    "operator", "workflow-controller", "apiserver",
-]  # fmt: skip
+from .services import BY_NAME, SERVICES, ServiceName
+
+# Every service's (``events.services``), a person with the CLI, the operator.
+Role = Literal[ServiceName, "user", "operator"]
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,6 +42,7 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
     publishes: tuple[str, ...]
     reads: tuple[str, ...] = ()
     durables: tuple[str, ...] = ()  # suffixes after the instance name ("" is the instance's own)
+    # (a service's are declared in ``events.services``, with the service)
 
     def of(self, *, cluster: str = "", instance: str = "") -> Grant:
         """The grant with an instance's placeholders filled in."""
@@ -75,7 +76,6 @@ GRANTS: dict[Role, Grant] = {
             "sched.owner.admitted", "sched.gang.retry", "job.phase.*", "job.removed.*", "capacity.cluster.*",
             "heartbeat.*.*",  # a silent cluster whose nodes beat has a hung control plane (issue 33)
         ),
-        durables=("", "-admin", "-sched", "-children"),
     ),
     "global-scheduler": Grant(
         publishes=(
@@ -89,7 +89,6 @@ GRANTS: dict[Role, Grant] = {
             "job.phase.*", "job.removed.*", "capacity.cluster.*", "cfg.>",
             "heartbeat.*.*",  # a silent cluster whose nodes beat keeps its lease (issue 33)
         ),
-        durables=("", "-admin", "-jobs", "-podgroups"),
     ),
     "status-aggregator": Grant(
         publishes=("hj.hyperjob.status",),
@@ -98,7 +97,6 @@ GRANTS: dict[Role, Grant] = {
             "sched.reservation.held", "sched.gang.retry",  # the gang reservation metrics
             "sched.podgroup.phase.*",  # why a child waits on its cluster
         ),
-        durables=("", "-admin", "-jobs", "-sched", "-podgroups"),
     ),
     "cluster-scheduler": Grant(
         publishes=(
@@ -109,7 +107,6 @@ GRANTS: dict[Role, Grant] = {
             "cfg.>", "heartbeat.{cluster}.*", "nodestatus.{cluster}.*", "jobstate.{cluster}.>",
             "sched.gang.control.{cluster}",
         ),
-        durables=("", "-admin"),
     ),
     "job-controller": Grant(
         publishes=(
@@ -122,14 +119,12 @@ GRANTS: dict[Role, Grant] = {
             "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}",
             "sched.lease.*",  # its own lease, and whether the fleet grants anyone (issue 33)
         ),
-        durables=("", "-admin", "-nodes"),
     ),
     "node-agent": Grant(
         publishes=(
             "node.pods.phase.{cluster}", "nodestatus.{cluster}.*", "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
         ),
         reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}"),
-        durables=("", "-admin", "-faults"),
     ),
     # Answers CronJob/JobFlow/JobTemplate requests; makes and deletes the jobs they own as a user would.
     "workflow-controller": Grant(
@@ -138,7 +133,6 @@ GRANTS: dict[Role, Grant] = {
             "hj.manifest.apply", "hj.object.delete", "hj.manifest.apply.*", "hj.object.delete.*", "hj.result.*",
             "job.phase.*", "hj.hyperjob.deleted", "hj.hyperjob.status",
         ),
-        durables=("", "-admin", "-jobs"),
     ),
     # The Kubernetes API (services/apiserver): sends the requests of the people it serves, each
     # checked first against that person's own grant (the same ``nats_permissions``), reads everything.
@@ -167,16 +161,8 @@ GRANTS: dict[Role, Grant] = {
 # services, injects faults and manages dead letters.
 OPERATOR: Role = "operator"
 
-SERVICE_ROLES: tuple[Role, ...] = (
-    "splitter",
-    "global-scheduler",
-    "status-aggregator",
-    "cluster-scheduler",
-    "job-controller",
-    "node-agent",
-    "workflow-controller",
-)
-PER_CLUSTER: frozenset[Role] = frozenset({"cluster-scheduler", "job-controller", "node-agent"})
+SERVICE_ROLES: tuple[Role, ...] = tuple(s.name for s in SERVICES)
+PER_CLUSTER: frozenset[Role] = frozenset(s.name for s in SERVICES if s.per_cluster)
 
 
 def grant(role: Role, *, cluster: str = "", instance: str = "") -> Grant:
@@ -189,7 +175,7 @@ def grant(role: Role, *, cluster: str = "", instance: str = "") -> Grant:
         base = Grant(
             publishes=base.publishes + _INSTANCE_PUBLISHES,
             reads=base.reads + _INSTANCE_READS,
-            durables=base.durables,
+            durables=BY_NAME[role].durables,
         )
     return base.of(cluster=cluster, instance=instance)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import TypedDict
 
 import msgspec
 
@@ -25,6 +26,17 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     causation_id: str = ""
     aggregate_id: str = ""
     aggregate_version: int = 0
+
+
+class Envelope(TypedDict):
+    """The envelope fields of a message a service emits (``servicekit.Runtime.envelope`` fills them
+    in): a message is built as ``events.X(**envelope, field=...)``, so mypy checks its fields."""
+
+    event_id: str
+    occurred_at: float
+    producer: str
+    correlation_id: str
+    causation_id: str
 
 
 def derive_id(parent_id: str, step: str) -> str:

@@ -134,10 +134,13 @@ def scoped_manifest(msg: ApplyManifest) -> dict[str, Any]:
     return {**manifest, "metadata": {**metadata, "namespace": namespace}}
 
 
+Outcome = Literal["created", "configured", "unchanged", "deleting", "deleted", "commanded"]
+
+
 class RequestAccepted(Message, frozen=True, kw_only=True, tag="hj.request.accepted.v1"):
     kind: str
     name: str
-    outcome: Literal["created", "configured", "unchanged", "deleting", "deleted", "commanded"]
+    outcome: Outcome
 
 
 class RequestRejected(Message, frozen=True, kw_only=True, tag="hj.request.rejected.v1"):

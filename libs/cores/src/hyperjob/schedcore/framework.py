@@ -1,6 +1,9 @@
 """Extension points: one small runtime-checkable Protocol per Volcano hook, and how they combine.
 
-A plugin implements only the hooks it needs; the session finds them with ``isinstance`` at open
+A plugin implements only the hooks it needs and declares each as a base class
+(``class GangPlugin(Plugin[NoArgs], JobOrder, JobValid, ...)``), so that mypy checks its methods'
+signatures and ``tests/unit/schedcore/test_schedcore_plugin_protocols.py`` fails on a hook-like method that
+no declared Protocol names (a misspelt hook). The session finds them with ``isinstance`` at open
 and consults a hook only when the conf leaves it enabled (every hook defaults to on). The tier
 combination rules are Volcano's (``framework/session_plugins.go``), documented per dispatcher.
 """
@@ -281,7 +284,7 @@ class Predicate(Protocol):
     session caches the answer per distinct selector.
     """
 
-    per_queue: bool
+    per_queue: ClassVar[bool]  # as ``Plugin`` declares it: a plugin says it once, for every instance
 
     def filter_nodes(self, task: TaskState) -> Sequence[NodeRejection]: ...
 
@@ -347,8 +350,8 @@ class NodeScore(Protocol):
     refreshes a row only when it changes. ``per_task`` scorers (a per-pod draw) are never
     cached: they are added over every node whenever a pod picks one."""
 
-    per_queue: bool
-    per_task: bool
+    per_queue: ClassVar[bool]
+    per_task: ClassVar[bool]
 
     def score(self, task: TaskState, rows: np.ndarray) -> np.ndarray: ...
 

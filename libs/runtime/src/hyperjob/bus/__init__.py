@@ -6,7 +6,7 @@ message headers (``Nats-Msg-Id``, ``traceparent``, the ``Hyperjob-*`` dead-lette
 the ack/nak/term protocol. Invariants:
 
 - a handler's message is acked only after the handler returns; delivery is at-least-once, so
-  handlers are idempotent (``store.apply`` gives them the dedup marker);
+  handlers are idempotent (``store.commit`` writes their dedup markers with their state);
 - a publish carries a deterministic ``msg_id``, so a republish inside the stream's duplicate
   window is dropped by the server;
 - every message ends acked or on ``dlq.<durable>`` — never silently dropped after ``max_deliver``;
@@ -29,16 +29,17 @@ Handler recipe (``servicekit.Runtime`` implements it)::
         msg = decoder.decode(d.data)                       # undecodable -> raise TerminalError
         state = await store.get_many(kind, names)          # one round trip
         writes, outputs = decide(state, msg)               # pure
-        result = await store.apply(durable, msg.event_id, writes, outputs)
-        if result.conflict: raise RetryableError("stale") # reload and decide again
-        await bus.publish_many(result.outputs)             # on a duplicate: the first run's outputs
+        result = await store.commit(Commit(consumer=durable, event_ids=[msg.event_id], writes=writes, outputs=outputs))
+        if result.refusal == "conflict": raise RetryableError("stale")  # reload and decide again
+        await bus.publish_many(result.outputs if result.refusal == "duplicate" else outputs)  # the first run's
         # return -> ack
 
 ``NatsBus`` lives in ``bus.natsbus`` (it imports nats-py); this package's top level imports no
 I/O library, so in-process users (the simulator) do not pull nats in.
 
-For throughput, ``consume_batch`` + ``store.apply_many`` + one ``publish_many`` per batch does
-the same for a whole batch in three round trips.
+For throughput, ``consume_batch`` + one ``store.commit`` (every message's marker in
+``Commit.event_ids``) + one ``publish_many`` per batch does the same for a whole batch in three
+round trips.
 """
 
 from .dispatch import (

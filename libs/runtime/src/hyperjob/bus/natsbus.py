@@ -485,7 +485,7 @@ class NatsBus:
     ) -> PullLoop:
         """As ``consume``, but ``handler`` gets up to ``batch`` deliveries at once (in stream order)
         so it can load and write state for all of them in one Redis round trip
-        (``store.apply_many``) and publish all outputs with one ``publish_many``. It returns
+        (one ``store.commit``) and publish all outputs with one ``publish_many``. It returns
         ``None`` to ack all, or ``{index: exception}`` for the ones that failed; raising settles
         the whole batch by that exception. One span per batch (see ``dispatch``)."""
         policy = ConsumerPolicy.build(

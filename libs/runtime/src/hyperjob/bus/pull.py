@@ -3,7 +3,7 @@
 nats-py's ``fetch`` costs a task and a round of futures per message (10-17k msg/s here); sending
 our own pull requests (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>``) to one inbox whose
 callback only buffers, and acking by publishing to each message's reply subject, is several
-times faster (PERFORMANCE-NOTES.md). The loop keeps about two batches requested ahead, so the
+times faster. The loop keeps about two batches requested ahead, so the
 server streams the next batch while the handler works on this one.
 
 Credit accounting: each request asks for ``n`` messages and expires after ``EXPIRES`` seconds.

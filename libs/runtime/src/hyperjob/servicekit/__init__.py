@@ -9,6 +9,7 @@ inside ``hyperjob simulate``.
 """
 
 from .config import SettingsError, instance_name, load_settings
+from .invariants import InvariantError, present
 from .projection import Projection, Table
 from .runtime import Reaction, Runtime, parse_state_subject, state_subject
 from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
@@ -16,6 +17,7 @@ from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 __all__ = [
     "AsyncioTimers",
     "Clock",
+    "InvariantError",
     "Projection",
     "Rank",
     "Reaction",
@@ -28,5 +30,6 @@ __all__ = [
     "instance_name",
     "load_settings",
     "parse_state_subject",
+    "present",
     "state_subject",
 ]

@@ -17,6 +17,8 @@ import msgspec
 
 from hyperjob.store import Store, Write
 
+from .invariants import present
+
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
@@ -89,6 +91,10 @@ class Table(Generic[T]):
 
     def get(self, name: str) -> T | None:
         return self.rows.get(name)
+
+    def require(self, name: str) -> T:
+        """The row ``name``, which the caller's own state guarantees exists (``InvariantError`` if not)."""
+        return present(self.rows.get(name), f"{self.kind} {name!r}")
 
     def items(self) -> list[tuple[str, T]]:
         """Every row, sorted by name (decisions never depend on insertion or hash order)."""

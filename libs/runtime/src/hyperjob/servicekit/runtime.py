@@ -41,7 +41,7 @@ from opentelemetry import trace
 
 from hyperjob import events
 from hyperjob.bus import Bus, Delivery, RetryableError, Subscription, Verdict
-from hyperjob.events import Message, derive_id, subjects
+from hyperjob.events import Envelope, Message, derive_id, subjects
 from hyperjob.store import (
     Binding,
     Commit,
@@ -319,22 +319,23 @@ class Runtime:
     def now(self) -> float:
         return self.clock.now()
 
-    def emit(self, message_type: type[M], cause: Message | str, step: str, **fields: Any) -> M:
-        """A message caused by ``cause`` (a message, or a cause id for rounds and timers): its id is
-        derived (the same on every retry) and its correlation id inherited. (``fields`` are those
-        of ``message_type``, whichever it is: ``Any``, checked by msgspec when it is built.)"""
+    def envelope(self, cause: Message | str, step: str) -> Envelope:
+        """The envelope of a message caused by ``cause`` (a message, or a cause id for rounds and
+        timers): its id derived (the same on every retry), its correlation id inherited. The
+        message is built as its own struct, so mypy checks its fields:
+        ``events.RequestAccepted(**rt.envelope(msg, "answer"), kind=..., name=...)``; inside a
+        work span it is published with that span's context."""
         cause_id = cause if isinstance(cause, str) else cause.event_id
         correlation = "" if isinstance(cause, str) else (cause.correlation_id or cause.event_id)
-        message = message_type(
-            event_id=derive_id(cause_id, step),
+        event_id = derive_id(cause_id, step)
+        self.tracing.note(event_id)
+        return Envelope(
+            event_id=event_id,
             occurred_at=self.now(),
             producer=self.service,
             correlation_id=correlation or cause_id,
             causation_id=cause_id,
-            **fields,
         )
-        self.tracing.note(message)
-        return message
 
     def span(self, name: str, key: str, **attributes: object) -> contextlib.AbstractContextManager[trace.Span]:
         """A span of a round's or timer's work on the object ``key`` (a HyperJob, a job), in that
@@ -387,10 +388,8 @@ class Runtime:
         self.active = True
         ACTIVE.set(1)
         self._release_held()
-        started = self.emit(
-            events.InstanceStarted,
-            self.instance,
-            f"started/{self.now()!r}",
+        started = events.InstanceStarted(
+            **self.envelope(self.instance, f"started/{self.now()!r}"),
             instance=self.instance,
             service=self.service,
             started_at=self.now(),

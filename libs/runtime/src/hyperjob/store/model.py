@@ -103,12 +103,12 @@ class Commit(msgspec.Struct, kw_only=True):
     ``event_ids`` are the dedup markers of the messages (or the cause) the work handled, under
     ``consumer``; if any is set already nothing is written (``duplicate``). ``writes`` are checked
     against their expected versions, ``binds`` against every node's allocatable (a pod already
-    bound to the same node is a no-op, to another node a refusal), ``unbinds`` go first. The
-    (A resource the node does not declare is not accounted: device-level shares such as
-    ``volcano.sh/vgpu-cores`` are the scheduler's to fit, device by device.) The
-    ``outputs`` are recorded with the markers, so a redelivery can publish them again until they
-    are known to be published (then they are forgotten: a redelivery long after, beyond the
-    bus's duplicate window, must not send an old value again).
+    bound to the same node is a no-op, to another node a refusal; a resource the node does not
+    declare is not accounted: device-level shares such as ``volcano.sh/vgpu-cores`` are the
+    scheduler's to fit, device by device), ``unbinds`` go first. The ``outputs`` are recorded
+    with the markers, so a redelivery can publish them again until they are known to be
+    published (then they are forgotten: a redelivery long after, beyond the bus's duplicate
+    window, must not send an old value again).
     ``sentinel`` names the instance whose liveness key must exist (a wiped store refuses the
     commit, ``wiped``), so nothing is decided on a store that lost its state. The outputs are
     also kept under ``outbox_key`` in ``outbox``'s outbox until a later commit lists the key in

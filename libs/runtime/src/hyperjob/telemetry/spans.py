@@ -321,12 +321,12 @@ class ServiceTracing:
 
     # -- what emitted messages carry ------------------------------------------------------------------
 
-    def note(self, message: Any) -> None:
-        """``message`` was just emitted: inside a work span, it carries that span's context."""
+    def note(self, event_id: str) -> None:
+        """The message ``event_id`` is being emitted: inside a work span, it carries that span's context."""
         if _IN_WORK.get():
             headers = dict(inject({}, otel_context.get_current()))
             if headers:
-                self._emitted[message.event_id] = headers
+                self._emitted[event_id] = headers
 
     def headers_for(self, message: Any) -> dict[str, str] | None:
         """The trace headers ``message`` is published with: its work span's (``note``), else what

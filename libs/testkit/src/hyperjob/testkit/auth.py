@@ -31,6 +31,7 @@ import msgspec
 
 from hyperjob.events import access
 from hyperjob.events.access import OPERATOR, Identity, with_credentials
+from hyperjob.events.services import CLUSTER_SERVICES, FLEET_SERVICES
 from hyperjob.store.acl import redis_acl
 
 __all__ = [
@@ -48,8 +49,8 @@ __all__ = [
 CLI_USER = "cli"  # the person at the CLI of `hyperjob up`: submits, deletes, commands, reads
 DASHBOARD = "dashboard"  # reads only
 APISERVER = "apiserver"  # the Kubernetes API: sends requests for the people it serves
-GLOBAL_ROLES: tuple[access.Role, ...] = ("splitter", "global-scheduler", "status-aggregator", "workflow-controller")
-CLUSTER_ROLES: tuple[access.Role, ...] = ("cluster-scheduler", "job-controller", "node-agent")
+GLOBAL_ROLES: tuple[access.Role, ...] = tuple(s.name for s in FLEET_SERVICES)
+CLUSTER_ROLES: tuple[access.Role, ...] = tuple(s.name for s in CLUSTER_SERVICES)
 
 
 class NatsUser(TypedDict):
@@ -67,8 +68,8 @@ class NatsAuthorization(TypedDict):
 
 
 def system_identities(clusters: Iterable[str]) -> list[Identity]:
-    """Everyone of a system with these clusters: each service instance, the operator, the CLI's
-    user, the dashboard and the apiserver."""
+    """Everyone of a system with these clusters: each service instance (the apiserver's
+    included), the operator, the CLI's user and the dashboard."""
     identities = [Identity(name=role, role=role) for role in GLOBAL_ROLES]
     for cluster in clusters:
         identities += [Identity(name=f"{role}-{cluster}", role=role, cluster=cluster) for role in CLUSTER_ROLES]
@@ -77,7 +78,6 @@ def system_identities(clusters: Iterable[str]) -> list[Identity]:
         Identity(name=OPERATOR, role="operator"),
         Identity(name=CLI_USER, role="user"),
         Identity(name=DASHBOARD, role="user", verbs=()),
-        Identity(name=APISERVER, role="apiserver"),
     ]
 
 

@@ -63,7 +63,7 @@ class Placer:
     def on_task(self, msg: BenchTask) -> Reaction:
         self.pods.put(msg.pod, PodDoc(msg.n, f"node-{msg.n % 64}"))
         reaction = Reaction().publish(
-            f"out.bound.{msg.n % 16}", self.rt.emit(BenchTask, msg, "bound", n=msg.n, pod=msg.pod)
+            f"out.bound.{msg.n % 16}", BenchTask(**self.rt.envelope(msg, "bound"), n=msg.n, pod=msg.pod)
         )
 
         async def counted() -> None:  # runs once the unit is committed and published

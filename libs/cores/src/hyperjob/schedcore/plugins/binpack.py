@@ -7,7 +7,7 @@ import numpy as np
 
 from ..confspec import Arguments
 from ..errors import ConfError
-from ..framework import Plugin, SessionView
+from ..framework import NodeScore, Plugin, ScalarScore, SessionView
 from ..state import TaskState
 
 _PREFIX = "binpack.resources."
@@ -21,7 +21,7 @@ class BinpackArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     extra: dict[str, float] = {}
 
 
-class BinpackPlugin(Plugin[BinpackArgs]):
+class BinpackPlugin(Plugin[BinpackArgs], NodeScore, ScalarScore):
     NAME = "binpack"
     Args = BinpackArgs
 

@@ -11,7 +11,17 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..framework import Plugin, SessionView
+from ..framework import (
+    Allocatable,
+    EventHandler,
+    JobEnqueueable,
+    Plugin,
+    Preemptive,
+    QueueOrder,
+    Reclaimable,
+    SessionView,
+    VictimQueueOrder,
+)
 from ..state import JobState, QueueState, TaskState
 from ..status import SUCCESS, Status, unschedulable
 from .capacity_tree import QueueTree, build_flat, build_tree
@@ -25,7 +35,16 @@ class CapacityArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ancestor_reclaim_level: int = msgspec.field(default=0, name="ancestorReclaimLevel")
 
 
-class CapacityPlugin(Plugin[CapacityArgs]):
+class CapacityPlugin(
+    Plugin[CapacityArgs],
+    QueueOrder,
+    VictimQueueOrder,
+    Reclaimable,
+    Preemptive,
+    Allocatable,
+    JobEnqueueable,
+    EventHandler,
+):
     NAME = "capacity"
     Args = CapacityArgs
 

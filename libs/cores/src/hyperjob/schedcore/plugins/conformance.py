@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..framework import NoArgs, Plugin
+from ..framework import NoArgs, Plugin, Preemptable, Reclaimable
 from ..state import TaskState
 
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin[NoArgs]):
+class ConformancePlugin(Plugin[NoArgs], Preemptable, Reclaimable):
     NAME = "conformance"
 
     def _filter(self, candidates: list[TaskState]) -> list[TaskState]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import NoArgs, Plugin, SessionView
+from ..framework import EventHandler, JobOrder, JobOrderKey, NoArgs, Plugin, Preemptable, SessionView
 from ..state import JobState, TaskState
 
 _DELTA = 1e-6
 
 
-class DrfPlugin(Plugin[NoArgs]):
+class DrfPlugin(Plugin[NoArgs], JobOrder, Preemptable, JobOrderKey, EventHandler):
     NAME = "drf"
 
     def on_session_open(self, ssn: SessionView) -> None:

@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from .. import fragmentation as frag
-from ..framework import ArgsT, Plugin, SessionView
+from ..framework import ArgsT, DeviceChoice, NodeScore, Plugin, ScalarScore, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
 
@@ -53,7 +53,7 @@ def shape_key(t: TaskState, with_memory: bool) -> tuple[float, float, int, float
     return (float(t.req[0]), float(t.req[1]) if with_memory else 0.0, number, cores if number else 0.0, t.sel_key)
 
 
-class FragScorer(Plugin[ArgsT], abc.ABC):
+class FragScorer(Plugin[ArgsT], abc.ABC, NodeScore, ScalarScore):
     """Shared machinery of fragmentation-aware scorers; subclasses map the growth to a score.
 
     A score is a function of the pod's shape and of the node's *state*: its free CPU, memory
@@ -223,7 +223,7 @@ def sigmoid_score(grown: np.ndarray) -> np.ndarray:
     return np.floor(100.0 / (1.0 + np.exp(grown / 100.0)))
 
 
-class FgdPlugin(FragScorer[FgdArgs]):
+class FgdPlugin(FragScorer[FgdArgs], DeviceChoice):
     NAME = "fgd"
     Args = FgdArgs
 

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from ..framework import NoArgs, Plugin, SessionView
+from ..framework import (
+    JobOrder,
+    JobOrderKey,
+    JobPipelined,
+    JobReady,
+    JobStarving,
+    JobValid,
+    NoArgs,
+    Plugin,
+    Preemptable,
+    Reclaimable,
+    SessionView,
+)
 from ..state import READY, VALID, JobState, TaskState
 from ..status import SUCCESS, Status, unresolvable, unschedulable
 
 _PIPELINED = READY | {"Pipelined"}
 
 
-class GangPlugin(Plugin[NoArgs]):
+class GangPlugin(
+    Plugin[NoArgs], JobOrder, Preemptable, Reclaimable, JobReady, JobPipelined, JobStarving, JobValid, JobOrderKey
+):
     NAME = "gang"
 
     def job_valid(self, job: JobState) -> Status:

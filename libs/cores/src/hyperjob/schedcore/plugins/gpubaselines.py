@@ -26,7 +26,7 @@ import zlib
 import msgspec
 import numpy as np
 
-from ..framework import ArgsT, NoArgs, Plugin, SessionView
+from ..framework import ArgsT, DeviceChoice, EventHandler, NoArgs, NodeScore, Plugin, ScalarScore, SessionView
 from ..nodes import DEVICE_CORES
 from ..state import TaskState
 
@@ -49,7 +49,7 @@ def is_shared(task: TaskState) -> bool:
     return task.vgpu[0] == 1 and task.vgpu[1] < DEVICE_CORES
 
 
-class GpuScorer(Plugin[ArgsT], abc.ABC):
+class GpuScorer(Plugin[ArgsT], abc.ABC, NodeScore, ScalarScore):
     """Base: node views in the artifact's terms."""
 
     @abc.abstractmethod
@@ -76,7 +76,7 @@ class RandomArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     seed: int = msgspec.field(default=0, name="gpurandom.seed")
 
 
-class GpuRandomPlugin(GpuScorer[RandomArgs]):
+class GpuRandomPlugin(GpuScorer[RandomArgs], DeviceChoice):
     NAME = "gpurandom"
     Args = RandomArgs
     per_task = True  # a fresh draw for every pod, not one per pod shape
@@ -109,7 +109,7 @@ class GpuDotProdPlugin(GpuScorer[NoArgs]):
         return np.floor(100.0 * (1.0 - dot / 2.0))
 
 
-class GpuClusteringPlugin(GpuScorer[NoArgs]):
+class GpuClusteringPlugin(GpuScorer[NoArgs], EventHandler):
     """``GpuClusteringScore``: kinds of GPU pods a node already runs, counted per node."""
 
     NAME = "gpuclustering"

@@ -25,7 +25,7 @@ import numpy as np
 
 from hyperjob.api.queue import NODEGROUP_LABEL, QueueAffinity
 
-from ..framework import Plugin, SessionView
+from ..framework import NodeScore, Plugin, Predicate, ScalarScore, SessionView
 from ..model import QueueInfo
 from ..state import TaskState
 from ..status import NodeRejection
@@ -76,7 +76,7 @@ class _Groups(msgspec.Struct, frozen=True):
         return score
 
 
-class NodeGroupPlugin(Plugin[NodeGroupArgs]):
+class NodeGroupPlugin(Plugin[NodeGroupArgs], Predicate, NodeScore, ScalarScore):
     NAME = "nodegroup"
     Args = NodeGroupArgs
     per_queue = True

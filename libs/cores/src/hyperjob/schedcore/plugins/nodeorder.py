@@ -12,7 +12,7 @@ import math
 import msgspec
 import numpy as np
 
-from ..framework import Plugin, SessionView
+from ..framework import NodeScore, Plugin, ScalarScore, SessionView
 from ..resources import GPU
 from ..state import TaskState
 from .predicates import tolerates
@@ -33,7 +33,7 @@ class NodeOrderArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     selectorspread: float = msgspec.field(default=0, name="selectorspread.weight")
 
 
-class NodeOrderPlugin(Plugin[NodeOrderArgs]):
+class NodeOrderPlugin(Plugin[NodeOrderArgs], NodeScore, ScalarScore):
     NAME = "nodeorder"
     Args = NodeOrderArgs
 

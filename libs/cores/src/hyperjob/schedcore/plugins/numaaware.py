@@ -33,7 +33,7 @@ from itertools import combinations
 import msgspec
 import numpy as np
 
-from ..framework import Plugin, SessionView
+from ..framework import DynamicFit, EventHandler, NodeScore, Plugin, ScalarScore, SessionView
 from ..state import TaskState
 
 CPUS_LABEL = "numa.hyperjob.io/cpus"
@@ -75,7 +75,7 @@ def choose(free: np.ndarray, capacity: tuple[float, ...], request: float, policy
     return () if policy == "best-effort" else None
 
 
-class NumaAwarePlugin(Plugin[NumaArgs]):
+class NumaAwarePlugin(Plugin[NumaArgs], DynamicFit, NodeScore, ScalarScore, EventHandler):
     NAME = "numa-aware"
     Args = NumaArgs
     misfit_reason = "node(s) had no NUMA placement for the pod's topology policy"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..framework import Plugin, SessionView
+from ..framework import JobEnqueueable, Plugin, SessionView
 from ..state import JobState
 from ..status import SUCCESS, Status, unschedulable
 from .quota import inqueue_part
@@ -15,7 +15,7 @@ class OvercommitArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     factor: float = msgspec.field(default=1.2, name="overcommit-factor")
 
 
-class OvercommitPlugin(Plugin[OvercommitArgs]):
+class OvercommitPlugin(Plugin[OvercommitArgs], JobEnqueueable):
     NAME = "overcommit"
     Args = OvercommitArgs
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from hyperjob.api.pod import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
-from ..framework import Plugin, SessionView
+from ..framework import Plugin, Predicate, SessionView
 from ..state import TaskState
 from ..status import NodeRejection
 
@@ -58,7 +58,7 @@ def _requirement(ssn: SessionView, req: NodeSelectorRequirement, by_name: bool) 
     return out
 
 
-class PredicatesPlugin(Plugin[PredicatesArgs]):
+class PredicatesPlugin(Plugin[PredicatesArgs], Predicate):
     NAME = "predicates"
     Args = PredicatesArgs
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..framework import NoArgs, Plugin
+from ..framework import JobOrder, JobOrderKey, JobStarving, NoArgs, Plugin, Preemptable, TaskOrder
 from ..state import JobState, TaskState
 
 
@@ -10,7 +10,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher first
 
 
-class PriorityPlugin(Plugin[NoArgs]):
+class PriorityPlugin(Plugin[NoArgs], JobOrder, TaskOrder, Preemptable, JobStarving, JobOrderKey):
     NAME = "priority"
 
     def task_order(self, a: TaskState, b: TaskState) -> int:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import NoArgs, Plugin, SessionView
+from ..framework import (
+    Allocatable,
+    EventHandler,
+    JobEnqueueable,
+    NoArgs,
+    Overused,
+    Plugin,
+    Preemptive,
+    QueueOrder,
+    Reclaimable,
+    SessionView,
+)
 from ..state import JobState, QueueState, TaskState
 from ..status import SUCCESS, Status, unschedulable
 from .quota import (
@@ -21,7 +32,9 @@ from .quota import (
 )
 
 
-class ProportionPlugin(Plugin[NoArgs]):
+class ProportionPlugin(
+    Plugin[NoArgs], QueueOrder, Reclaimable, Preemptive, Overused, Allocatable, JobEnqueueable, EventHandler
+):
     NAME = "proportion"
 
     def on_session_open(self, ssn: SessionView) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..cyclestate import StateKey
-from ..framework import Domain, DomainPlan, NoArgs, Plugin
+from ..framework import Domain, DomainPlan, GangDomains, NoArgs, Plugin
 from ..nodes import TIER_LABEL
 from ..state import JobState, TaskState
 from ..status import unschedulable
@@ -27,7 +27,7 @@ DOMAINS: StateKey[dict[int, list[tuple[str, np.ndarray]]]] = StateKey("topology.
 DOMAIN_INDEX: StateKey[dict[int, np.ndarray]] = StateKey("topology.domain_index")
 
 
-class NetworkTopologyPlugin(Plugin[NoArgs]):
+class NetworkTopologyPlugin(Plugin[NoArgs], GangDomains):
     NAME = "network-topology-aware"
 
     def wants_domains(self, job: JobState) -> bool:

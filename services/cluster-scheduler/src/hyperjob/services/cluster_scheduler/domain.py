@@ -273,8 +273,7 @@ def node_info(node: NodeView) -> schedcore.NodeInfo:
 
 
 def queue_info(queue: events.QueueChanged) -> schedcore.QueueInfo:
-    manifest = api.decode_stored(queue.manifest)
-    assert isinstance(manifest, api.Queue)
+    manifest = api.expect_kind(api.decode_stored(queue.manifest), api.Queue)
     spec = manifest.spec
     parse = api.quantity.parse_resource_list
     return schedcore.QueueInfo(

@@ -24,7 +24,7 @@ from hyperjob.telemetry.spans import decision as decided
 
 from . import domain, metrics
 from .config import Settings
-from .summary import NodeRoom, summarize
+from .summary import CapacityFields, NodeRoom, summarize
 
 
 class ClusterScheduler:
@@ -52,7 +52,7 @@ class ClusterScheduler:
         self.nominated: dict[str, str] = {}
         self.dirty = True
         self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
-        self._summary: tuple[tuple[int, int], dict[str, object]] | None = None
+        self._summary: tuple[tuple[int, int], CapacityFields] | None = None
         self._snapshots = domain.SnapshotCache()
         self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
         runtime.on_load(self.on_loaded)
@@ -336,10 +336,16 @@ class ClusterScheduler:
         self._record_usage(decision)
         return reaction
 
-    def _pods_message(self, kind: type, job: str, refs: list[events.PodRef], what: str) -> events.Message:
+    def _pods_message(
+        self,
+        kind: type[events.PodsBound] | type[events.PodsEvicted] | type[events.PodsRejected],
+        job: str,
+        refs: list[events.PodRef],
+        what: str,
+    ) -> events.Message:
         uid = self.jobs[job].uid if job in self.jobs else job
         step = f"{what}/" + ",".join(f"{r.pod}:{r.uid}:{r.node}:{r.reason}" for r in refs)
-        return self.rt.emit(kind, f"{self.cluster}/{uid}", step, cluster=self.cluster, job=job, pods=refs)
+        return kind(**self.rt.envelope(f"{self.cluster}/{uid}", step), cluster=self.cluster, job=job, pods=refs)
 
     def _held(self, job: str, state: domain.ClusterView, held: bool) -> events.ReservationHeld:
         view = self.jobs[job]
@@ -349,10 +355,8 @@ class ClusterScheduler:
             job,
             records.ReservationDoc(state="Held" if held else "Reserving", attempt=reservation.attempt, uid=view.uid),
         )
-        return self.rt.emit(
-            events.ReservationHeld,
-            f"{self.cluster}/{view.uid}",
-            f"held/{reservation.attempt}/{held}/{version}",
+        return events.ReservationHeld(
+            **self.rt.envelope(f"{self.cluster}/{view.uid}", f"held/{reservation.attempt}/{held}/{version}"),
             cluster=self.cluster,
             child=job,
             hyperjob=view.gang,
@@ -365,10 +369,8 @@ class ClusterScheduler:
         view = self.jobs[job]
         version = self.phases.versions.get(job, 0) + 1
         self.phases.put(job, records.PodGroupPhaseDoc(phase=phase, reason=reason, incarnation=view.incarnation))
-        return self.rt.emit(
-            events.PodGroupPhaseChanged,
-            f"{self.cluster}/{job}/{view.incarnation}",
-            f"phase/{phase}/{version}",
+        return events.PodGroupPhaseChanged(
+            **self.rt.envelope(f"{self.cluster}/{job}/{view.incarnation}", f"phase/{phase}/{version}"),
             cluster=self.cluster,
             job=job,
             job_uid=view.uid,
@@ -405,10 +407,12 @@ class ClusterScheduler:
         if self._summary is None or self._summary[0] != revision:
             self._summary = (revision, self._summarize())
         fields = self._summary[1]
-        message = self.rt.emit(events.ClusterCapacityReported, self.cluster, f"capacity/{self.rt.now()!r}", **fields)
+        message = events.ClusterCapacityReported(
+            **self.rt.envelope(self.cluster, f"capacity/{self.rt.now()!r}"), **fields
+        )
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
 
-    def _summarize(self) -> dict[str, object]:
+    def _summarize(self) -> CapacityFields:
         used = self.bound.used
         rooms = [
             NodeRoom(

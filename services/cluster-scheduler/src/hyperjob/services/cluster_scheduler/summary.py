@@ -11,7 +11,7 @@ is ``events.VARIED_LABEL``. Without that, every node would be its own class and 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 import msgspec
 
@@ -31,6 +31,24 @@ def is_accelerator(resource: str) -> bool:
     return resource.endswith("/gpu") or resource.startswith("volcano.sh/vgpu")
 
 
+class CapacityFields(TypedDict):
+    """``events.ClusterCapacityReported``'s own fields (what ``summarize`` computes)."""
+
+    cluster: str
+    labels: dict[str, str]
+    allocatable: dict[str, float]
+    free: dict[str, float]
+    nodes: int
+    ready_nodes: int
+    largest_node_free: dict[str, float]
+    free_accelerators: dict[str, float]
+    gangs: dict[str, int]
+    gpu_healthy_nodes: int
+    fabric_healthy_nodes: int
+    node_classes: list[events.NodeClass]
+    links: dict[str, float]
+
+
 class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
     """One Ready node as the summary sees it."""
 
@@ -48,7 +66,7 @@ def summarize(
     nodes: list[NodeRoom],
     node_count: int,
     links: Mapping[str, float] | None = None,
-) -> dict[str, Any]:  # fields of mixed types, checked by the event's constructor
+) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
     (nodes alike counted once, times their number), so its cost follows how varied the cluster

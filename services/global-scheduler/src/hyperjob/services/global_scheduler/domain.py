@@ -27,8 +27,7 @@ __all__ = [
 
 
 def fleet_queue(msg: events.QueueChanged) -> fleetcore.FleetQueue:
-    queue = api.decode_stored(msg.manifest)
-    assert isinstance(queue, api.Queue)
+    queue = api.expect_kind(api.decode_stored(msg.manifest), api.Queue)
     return msgspec.structs.replace(fleetcore.fleet_queue(queue, msg.created), state=msg.state)
 
 
@@ -42,7 +41,7 @@ def choose(
     if isinstance(job, api.PodGroup):
         live = [c for c in (placement.clusters or sorted(working)) if c in working]
         return live[0] if live else fleetcore.Waiting(reason="no live cluster")
-    assert isinstance(job, api.Job)
+    job = api.expect_kind(job, api.Job)
     planned = not placement.plain and len(placement.clusters) == 1
     chosen = fleetcore.place_job(job.spec, working, now, cluster_names=placement.clusters, wait_for_fit=planned)
     if isinstance(chosen, str):
@@ -70,8 +69,7 @@ def reserve_room(children: list[records.PlacementDoc], working: dict[str, fleetc
     trial = dict(working)
     for child in children:
         cluster = child.clusters[0] if child.clusters else ""
-        job = api.decode_stored(child.job)
-        assert isinstance(job, api.Job)
+        job = api.expect_kind(api.decode_stored(child.job), api.Job)
         if cluster not in trial:
             return f"{child.child}: cluster {cluster or '?'} is not live"
         taken = fleetcore.place_gang(
@@ -117,8 +115,7 @@ def preemption(
 
 
 def _pods_of(placement: records.PlacementDoc) -> list[fleetcore.PodShape]:
-    job = api.decode_stored(placement.job)
-    assert isinstance(job, api.Job)
+    job = api.expect_kind(api.decode_stored(placement.job), api.Job)
     return fleetcore.gang_pods(job.spec, {t.name: t.replicas for t in job.spec.tasks})
 
 

@@ -10,7 +10,8 @@ where their whole gang fits now; a gang's deadline is a timer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
@@ -18,7 +19,7 @@ from hyperjob import api, events, fleetcore, records
 from hyperjob.api.quantity import add
 from hyperjob.events import subjects
 from hyperjob.fleetcore import placement_state as ps
-from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.servicekit import Reaction, Runtime, present
 from hyperjob.telemetry.spans import decision
 
 from . import domain
@@ -31,6 +32,14 @@ IN_FLIGHT_SETTLING = 60.0
 # the splitter to plan it again (the splitter's view may lag; it keeps a plan that would not move).
 ROOM_RETRY_PERIOD = 10.0
 ENQUEUED_PODGROUP_PHASES = ("Inqueue", "Running")
+
+
+# What the cluster-scheduler is told to do with a gang member, by fleetcore's decision.
+_GANG_ACTIONS: dict[type, Literal["reserve", "start", "release"]] = {
+    fleetcore.Reserve: "reserve",
+    fleetcore.Bind: "start",
+    fleetcore.Release: "release",
+}
 
 
 class GlobalScheduler:
@@ -164,8 +173,7 @@ class GlobalScheduler:
         if new is None:
             self.placements.delete(child)
         else:
-            base = doc if doc is not None else request
-            assert base is not None
+            base = present(doc if doc is not None else request, f"the placement of {child}")
             if isinstance(event, ps.Requested) and request is not None:
                 base = request if new.state == "Waiting" else msgspec.structs.replace(base, next=request)
             moved = isinstance(event, ps.Move) and new.cluster != base.cluster and bool(new.cluster)
@@ -196,15 +204,14 @@ class GlobalScheduler:
     ) -> None:
         owner = doc.owner if doc is not None else child
         if isinstance(command, ps.DispatchTo):
-            current = self.placements.get(child)
-            assert current is not None
+            placed = self.placements.require(child)
             decision("child_placed", hyperjob=owner, child=child, cluster=command.cluster, reason="fits")
-            reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, current, command.cluster))
+            reaction.publish(subjects.dispatch(command.cluster), self._dispatch(cause, placed, command.cluster))
         elif isinstance(command, ps.RemoveFrom):
             reaction.publish(
                 subjects.remove_child(command.cluster),
-                self.rt.emit(
-                    events.RemoveChild, cause, f"remove/{child}/{command.cluster}", child=child, cluster=command.cluster
+                events.RemoveChild(
+                    **self.rt.envelope(cause, f"remove/{child}/{command.cluster}"), child=child, cluster=command.cluster
                 ),
             )
         elif isinstance(command, ps.Announce):
@@ -212,10 +219,8 @@ class GlobalScheduler:
             decision("child_waits", hyperjob=owner, child=child, reason=command.reason)
             reaction.publish(
                 subjects.CHILD_WAITING,
-                self.rt.emit(
-                    events.ChildPlacementWaiting,
-                    cause,
-                    f"waiting/{child}/{version}/{command.reason}",
+                events.ChildPlacementWaiting(
+                    **self.rt.envelope(cause, f"waiting/{child}/{version}/{command.reason}"),
                     child=child,
                     hyperjob="" if doc is not None and doc.plain else owner,
                     reason=command.reason,
@@ -225,10 +230,8 @@ class GlobalScheduler:
             # Never dispatched anywhere: it is gone as soon as it is forgotten.
             reaction.publish(
                 subjects.job_removed("unplaced"),
-                self.rt.emit(
-                    events.JobRemoved,
-                    cause,
-                    f"removed/{child}",
+                events.JobRemoved(
+                    **self.rt.envelope(cause, f"removed/{child}"),
                     cluster="",
                     job=child,
                     hyperjob="" if doc is not None and doc.plain else owner,
@@ -247,10 +250,8 @@ class GlobalScheduler:
         owner = self.owners.get(placement.owner)
         gang = self.gangs.get(placement.owner)
         gated = gang is not None and placement.child in gang.children and gang.phase == "Reserving"
-        return self.rt.emit(
-            events.DispatchChild,
-            cause,
-            f"dispatch/{placement.child}/{cluster}/{placement.requested_at!r}",
+        return events.DispatchChild(
+            **self.rt.envelope(cause, f"dispatch/{placement.child}/{cluster}/{placement.requested_at!r}"),
             child=placement.child,
             cluster=cluster,
             hyperjob="" if placement.plain else placement.owner,
@@ -277,13 +278,19 @@ class GlobalScheduler:
         )
         return self._gang_step(msg, gang, event)
 
-    def _gang_step(self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: Any) -> Reaction:
+    def _gang_step(
+        self, cause: events.Message | str, gang: fleetcore.HyperJobGang, event: fleetcore.GangEvent
+    ) -> Reaction:
         gang, decisions = fleetcore.gang_step(gang, event, self.rt.now())
         self.gangs.put(gang.hyperjob, gang)
         return self._gang_decisions(cause, gang, decisions, Reaction())
 
     def _gang_decisions(
-        self, cause: events.Message | str, gang: fleetcore.HyperJobGang, decisions: list[Any], reaction: Reaction
+        self,
+        cause: events.Message | str,
+        gang: fleetcore.HyperJobGang,
+        decisions: Sequence[fleetcore.GangDecision],
+        reaction: Reaction,
     ) -> Reaction:
         """Reserve: dispatch the child gated; Bind: start it; Release: give its nodes back; Retry:
         ask the splitter for a new plan (it may fit on other clusters now)."""
@@ -292,13 +299,11 @@ class GlobalScheduler:
             if isinstance(d, fleetcore.Reserve) and placement is not None and placement.state != "Dispatched":
                 self._step(cause, d.child, ps.Dispatch(cluster=d.cluster), reaction)
             elif isinstance(d, fleetcore.Reserve | fleetcore.Bind | fleetcore.Release):
-                action = {fleetcore.Reserve: "reserve", fleetcore.Bind: "start", fleetcore.Release: "release"}[type(d)]
+                action = _GANG_ACTIONS[type(d)]
                 reaction.publish(
                     subjects.gang_control(d.cluster),
-                    self.rt.emit(
-                        events.GangControl,
-                        cause,
-                        f"gang/{d.child}/{action}/{gang.attempt}",
+                    events.GangControl(
+                        **self.rt.envelope(cause, f"gang/{d.child}/{action}/{gang.attempt}"),
                         child=d.child,
                         cluster=d.cluster,
                         action=action,
@@ -310,10 +315,8 @@ class GlobalScheduler:
             elif isinstance(d, fleetcore.Retry):
                 reaction.publish(
                     subjects.GANG_RETRY,
-                    self.rt.emit(
-                        events.GangRetry,
-                        cause,
-                        f"gang-retry/{gang.attempt}",
+                    events.GangRetry(
+                        **self.rt.envelope(cause, f"gang-retry/{gang.attempt}"),
                         owner=gang.hyperjob,
                         attempt=gang.attempt + 1,
                         reason=d.reason,
@@ -321,10 +324,8 @@ class GlobalScheduler:
                 )
                 reaction.publish(
                     subjects.CHILD_WAITING,
-                    self.rt.emit(
-                        events.ChildPlacementWaiting,
-                        cause,
-                        f"gang-retry-reason/{gang.attempt}",
+                    events.ChildPlacementWaiting(
+                        **self.rt.envelope(cause, f"gang-retry-reason/{gang.attempt}"),
                         child="",
                         hyperjob=gang.hyperjob,
                         reason=d.reason,
@@ -457,10 +458,8 @@ class GlobalScheduler:
             decision("owner_admitted", hyperjob=owner.name, queue=owner.queue, plain=owner.plain)
             reaction.publish(
                 subjects.OWNER_ADMITTED,
-                self.rt.emit(
-                    events.OwnerAdmitted,
-                    owner.name,
-                    f"admitted/{owner.created!r}/{owner.generation}",
+                events.OwnerAdmitted(
+                    **self.rt.envelope(owner.name, f"admitted/{owner.created!r}/{owner.generation}"),
                     name=owner.name,
                     queue=owner.queue,
                     generation=owner.generation,
@@ -477,10 +476,8 @@ class GlobalScheduler:
             decision("owner_held", hyperjob=name, queue=owner.queue, reason=reason)
             reaction.publish(
                 subjects.CHILD_WAITING,
-                self.rt.emit(
-                    events.ChildPlacementWaiting,
-                    name,
-                    f"owner-wait/{owner.created!r}/{version}/{reason}",
+                events.ChildPlacementWaiting(
+                    **self.rt.envelope(name, f"owner-wait/{owner.created!r}/{version}/{reason}"),
                     child=name if owner.plain else "",
                     hyperjob="" if owner.plain else name,
                     reason=reason,
@@ -531,10 +528,8 @@ class GlobalScheduler:
         decision("child_replanned", hyperjob=owner.name, child=child.child, cluster=elsewhere, reason=reason)
         reaction.publish(
             subjects.GANG_RETRY,
-            self.rt.emit(
-                events.GangRetry,
-                owner.name,
-                f"room-retry/{owner.created!r}/{owner.attempt}/{self.rt.now()!r}",
+            events.GangRetry(
+                **self.rt.envelope(owner.name, f"room-retry/{owner.created!r}/{owner.attempt}/{self.rt.now()!r}"),
                 owner=owner.name,
                 attempt=owner.attempt + 1,
                 reason=reason,
@@ -593,10 +588,8 @@ class GlobalScheduler:
         decision("gang_preempting", hyperjob=owner.name, attempt=attempt, reason=reason)
         cause = events.derive_id(owner.name, f"preempt/{owner.created!r}/{owner.attempt}/{attempt}")
         for cluster, child, victims in domain.preempt_orders(plan):
-            order = self.rt.emit(
-                events.PreemptForGang,
-                cause,
-                f"preempt/{cluster}",
+            order = events.PreemptForGang(
+                **self.rt.envelope(cause, f"preempt/{cluster}"),
                 child=child,
                 cluster=cluster,
                 hyperjob=owner.name,

@@ -42,9 +42,8 @@ class LeaseGrants:
         for cluster, basis in sorted(self.capacity.basis.items()):
             if basis - self.sent.get(cluster, -RENEW_STEP) < RENEW_STEP:
                 continue
-            grant = self.rt.emit(
-                events.FleetLease, f"lease/{cluster}", f"{basis!r}", cluster=cluster, basis=basis, lease=self.lease
-            )
+            envelope = self.rt.envelope(f"lease/{cluster}", f"{basis!r}")
+            grant = events.FleetLease(**envelope, cluster=cluster, basis=basis, lease=self.lease)
             batch.append((cluster, basis, grant))
         if not batch:
             return

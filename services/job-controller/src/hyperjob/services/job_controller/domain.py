@@ -112,8 +112,7 @@ def training_envs(world: events.World | None) -> Callable[[str, str, int], dict[
     per pod was 45 % of the job-controller's CPU under load."""
     if world is None:
         return lambda child, task, index: {}
-    hyperjob = api.decode_stored(world.hyperjob)
-    assert isinstance(hyperjob, api.HyperJob)
+    hyperjob = api.expect_kind(api.decode_stored(world.hyperjob), api.HyperJob)
     return functools.partial(fleetcore.training_env, hyperjob, split_plan(hyperjob.metadata.name, world))
 
 
@@ -185,8 +184,7 @@ def job_state_parts(record: jm.JobRecord, info: records.ChildInfo, cluster: str)
 
 def bare_state(doc: records.BarePodGroupDoc, cluster: str) -> StateFields:
     """The ``JobState`` of a PodGroup applied on its own: its podgroup, no pods."""
-    pg = api.decode_stored(doc.manifest)
-    assert isinstance(pg, api.PodGroup)
+    pg = api.expect_kind(api.decode_stored(doc.manifest), api.PodGroup)
     spec = pg.spec
     resources = api.quantity.parse_resource_list(spec.min_resources) if spec.min_resources is not None else {}
     topology = msgspec.to_builtins(spec.network_topology) if spec.network_topology is not None else None

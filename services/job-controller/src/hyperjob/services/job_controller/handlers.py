@@ -82,10 +82,8 @@ class JobController:
             # The cluster refuses it (its queue closed since placement): the child is not here.
             return Reaction().publish(
                 subjects.job_removed(self.cluster),
-                self.rt.emit(
-                    events.JobRemoved,
-                    msg,
-                    "refused",
+                events.JobRemoved(
+                    **self.rt.envelope(msg, "refused"),
                     cluster=self.cluster,
                     job=msg.child,
                     hyperjob=msg.hyperjob,
@@ -142,7 +140,7 @@ class JobController:
             self.dirty.add(msg.child)
             return Reaction().publish(
                 subjects.job_removed(self.cluster),
-                self.rt.emit(events.JobRemoved, msg, "removed", cluster=self.cluster, job=msg.child),
+                events.JobRemoved(**self.rt.envelope(msg, "removed"), cluster=self.cluster, job=msg.child),
             )
         info = self.children.get(msg.child)
         if info is None:
@@ -189,10 +187,8 @@ class JobController:
             envs = domain.training_envs(info.world)
             reaction = (reaction or Reaction()).publish(
                 subjects.start_pods(self.cluster),
-                self.rt.emit(
-                    events.StartPods,
-                    msg,
-                    "start",
+                events.StartPods(
+                    **self.rt.envelope(msg, "start"),
                     cluster=self.cluster,
                     job=msg.job,
                     job_version=record.version,
@@ -231,10 +227,8 @@ class JobController:
             ],
         )
         # The scheduler took the nodes' resources back; the nodes must stop the pods too.
-        stop = self.rt.emit(
-            events.StopPods,
-            msg,
-            "stop-evicted",
+        stop = events.StopPods(
+            **self.rt.envelope(msg, "stop-evicted"),
             cluster=self.cluster,
             pods=[events.PodStop(pod=p.pod, node=p.node, uid=p.uid, job=msg.job, reason=p.reason) for p in msg.pods],
         )
@@ -318,7 +312,7 @@ class JobController:
         if stops:
             reaction.publish(
                 subjects.stop_pods(self.cluster),
-                self.rt.emit(events.StopPods, cause, f"fence/{until!r}", cluster=self.cluster, pods=stops),
+                events.StopPods(**self.rt.envelope(cause, f"fence/{until!r}"), cluster=self.cluster, pods=stops),
             )
         return reaction
 
@@ -340,10 +334,8 @@ class JobController:
             envs = domain.training_envs(info.world)
             reaction.publish(
                 subjects.start_pods(self.cluster),
-                self.rt.emit(
-                    events.StartPods,
-                    cause,
-                    f"unfence/{name}/{lease.lease_end(cause)!r}",
+                events.StartPods(
+                    **self.rt.envelope(cause, f"unfence/{name}/{lease.lease_end(cause)!r}"),
                     cluster=self.cluster,
                     job=name,
                     job_version=record.version,
@@ -402,8 +394,8 @@ class JobController:
             self.dirty.add(record.name)
             return reaction.publish(
                 subjects.job_removed(self.cluster),
-                self.rt.emit(
-                    events.JobRemoved, cause, "removed", cluster=self.cluster, job=record.name, hyperjob=info.hyperjob
+                events.JobRemoved(
+                    **self.rt.envelope(cause, "removed"), cluster=self.cluster, job=record.name, hyperjob=info.hyperjob
                 ),
             )
         if record is not previous:
@@ -432,10 +424,8 @@ class JobController:
             )
             reaction.publish(
                 subjects.job_phase(self.cluster),
-                self.rt.emit(
-                    events.JobPhaseChanged,
-                    cause,
-                    f"phase/{record.uid}/{record.version}/{change.old}/{change.new}",
+                events.JobPhaseChanged(
+                    **self.rt.envelope(cause, f"phase/{record.uid}/{record.version}/{change.old}/{change.new}"),
                     cluster=self.cluster,
                     job=record.name,
                     hyperjob=info.hyperjob,
@@ -451,10 +441,8 @@ class JobController:
         if outcome.stop:
             reaction.publish(
                 subjects.stop_pods(self.cluster),
-                self.rt.emit(
-                    events.StopPods,
-                    cause,
-                    f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop),
+                events.StopPods(
+                    **self.rt.envelope(cause, f"stop/{record.uid}/" + ",".join(f"{p}:{u}" for p, _, u in outcome.stop)),
                     cluster=self.cluster,
                     pods=[events.PodStop(pod=p, node=n, uid=u, job=record.name) for p, n, u in outcome.stop],
                 ),

@@ -21,6 +21,7 @@ import itertools
 import signal
 from collections import Counter
 from collections.abc import Mapping
+from typing import TypedDict
 
 from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
@@ -33,18 +34,22 @@ from .config import NodeSpec, Settings, host_env
 from .sensors import Reading, Sensors, subject_of
 
 LOST_EXIT_CODE = 137
-_STATUS_FIELDS = (
-    "allocatable",
-    "labels",
-    "taints",
-    "ready",
-    "reason",
-    "gpu_ok",
-    "fabric_ok",
-    "sick_gpus",
-    "down_ports",
-    "health_reasons",
-)
+
+
+class _StatusFields(TypedDict):
+    """What a node's status says besides whose it is: ``events.NodeStatus``'s fields, compared
+    every period (as a tuple, in this order) and sent on change."""
+
+    allocatable: dict[str, float]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    ready: bool
+    reason: str
+    gpu_ok: bool
+    fabric_ok: bool
+    sick_gpus: list[int]
+    down_ports: list[str]
+    health_reasons: list[str]
 
 
 def node_specs(settings: Settings) -> list[NodeSpec]:
@@ -89,18 +94,16 @@ class NodeAgent:
     # -- status and liveness -------------------------------------------------------------------
 
     def status(self, node: str) -> events.NodeStatus:
-        return self.rt.emit(
-            events.NodeStatus,
-            f"{self.cluster}/{node}",
-            f"status/{self.rt.now()!r}",
+        return events.NodeStatus(
+            **self.rt.envelope(f"{self.cluster}/{node}", f"status/{self.rt.now()!r}"),
             cluster=self.cluster,
             node=node,
             agent=self.agent,
             **self._status_fields(node),
         )
 
-    def _status_fields(self, node: str) -> dict[str, object]:
-        """What a node's status says (``_STATUS_FIELDS``): compared every period, sent on change."""
+    def _status_fields(self, node: str) -> _StatusFields:
+        """What a node's status says: compared every period, sent on change."""
         spec, health = self.specs[node], self.health.get(node, hwprobe.NodeHealth())
         down = node in self.down
         return {
@@ -127,7 +130,7 @@ class NodeAgent:
             if self._reported_inputs.get(node) == inputs:
                 continue
             fields = self._status_fields(node)
-            key = tuple(fields[f] for f in _STATUS_FIELDS)
+            key = tuple(fields.values())  # in _StatusFields' order
             if self.sensors.silent(node):
                 continue
             if self.reported.get(node) != key:
@@ -141,10 +144,8 @@ class NodeAgent:
             self.reported[node] = key
             self._reported_inputs[node] = inputs
         silent = sorted(n for n in self.nodes if self.sensors.silent(n))
-        beat = self.rt.emit(
-            events.AgentHeartbeat,
-            f"{self.cluster}/{self.agent}",
-            f"beat/{self.rt.now()!r}",
+        beat = events.AgentHeartbeat(
+            **self.rt.envelope(f"{self.cluster}/{self.agent}", f"beat/{self.rt.now()!r}"),
             cluster=self.cluster,
             agent=self.agent,
             nodes=len(self.nodes),
@@ -250,19 +251,21 @@ class NodeAgent:
             if started:
                 launch.append((start, previous))
         reaction = self._reaction(msg, reports, pods)
-        if self.runner is not None and launch:
+        runner = self.runner
+        if runner is not None and launch:
             # Processes start once Running is committed, so Running always precedes the exit.
-            reaction.after.append(lambda: self._launch(launch))
+            reaction.after.append(lambda: self._launch(runner, launch))
         self._arm(pods)
         return reaction
 
-    async def _launch(self, launch: list[tuple[events.PodStart, domain.RunningPod | None]]) -> None:
-        assert self.runner is not None
+    async def _launch(
+        self, runner: execpods.ProcessRunner, launch: list[tuple[events.PodStart, domain.RunningPod | None]]
+    ) -> None:
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
-                await self.runner.kill(start.pod)
+                await runner.kill(start.pod)
             self.starts[start.pod] = start
-            await self.runner.launch(start)
+            await runner.launch(start)
 
     async def on_stop(self, msg: events.StopPods) -> Reaction | None:
         mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]
@@ -401,10 +404,8 @@ class NodeAgent:
             step = "report/" + ",".join(f"{r.pod}:{r.uid}:{r.phase}:{r.restarts}" for r in reports)
             reaction.publish(
                 subjects.pod_phases(self.cluster),
-                self.rt.emit(
-                    events.PodPhasesReported,
-                    cause,
-                    step,
+                events.PodPhasesReported(
+                    **self.rt.envelope(cause, step),
                     cluster=self.cluster,
                     agent=self.agent,
                     reports=[

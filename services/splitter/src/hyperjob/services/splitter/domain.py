@@ -128,18 +128,21 @@ class DecodedManifests:
 # -- admission candidates --------------------------------------------------------------------------
 
 
-def submission(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> dict[str, object]:
-    """The ``OwnerSubmitted`` fields of a HyperJob or plain Job."""
+def submission(
+    envelope: events.Envelope, doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests
+) -> events.OwnerSubmitted:
+    """The ``OwnerSubmitted`` of a HyperJob or plain Job."""
     candidate = candidate_of(doc, cfg, decoded)
-    return {
-        "name": doc.name,
-        "plain": doc.plain,
-        "queue": candidate.queue,
-        "priority": candidate.priority,
-        "request": candidate.request,
-        "created": doc.created,
-        "generation": doc.generation,
-    }
+    return events.OwnerSubmitted(
+        **envelope,
+        name=doc.name,
+        plain=doc.plain,
+        queue=candidate.queue,
+        priority=candidate.priority,
+        request=candidate.request,
+        created=doc.created,
+        generation=doc.generation,
+    )
 
 
 def candidate_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifests) -> fleetcore.Candidate:
@@ -158,8 +161,7 @@ def candidate_of(doc: records.HyperJobDoc, cfg: Config, decoded: DecodedManifest
     elif isinstance(manifest, api.Job):
         candidate = fleetcore.job_candidate(manifest, doc.created, values)
     else:
-        assert isinstance(manifest, api.HyperJob)
-        candidate = fleetcore.hyperjob_candidate(manifest, doc.created, values)
+        candidate = fleetcore.hyperjob_candidate(api.expect_kind(manifest, api.HyperJob), doc.created, values)
     return candidate
 
 
@@ -333,8 +335,8 @@ def queues_of(doc: records.HyperJobDoc) -> set[str]:
     manifest = api.decode_stored(doc.manifest)
     if isinstance(manifest, api.PodGroup | api.Job):
         return {manifest.spec.queue or api.DEFAULT_QUEUE}
-    assert isinstance(manifest, api.HyperJob), manifest  # the splitter keeps HyperJobs and plain Jobs
-    return {rj.template_spec.queue or api.DEFAULT_QUEUE for rj in manifest.spec.replicated_jobs}
+    hyperjob = api.expect_kind(manifest, api.HyperJob)  # the splitter keeps HyperJobs and plain Jobs
+    return {rj.template_spec.queue or api.DEFAULT_QUEUE for rj in hyperjob.spec.replicated_jobs}
 
 
 # -- namespaces ------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ child is gone from every cluster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Required, TypedDict
 
 import msgspec
 from msgspec.structs import replace
@@ -22,7 +22,7 @@ from hyperjob import api, events, fleetcore, records
 from hyperjob.bus import Delivery
 from hyperjob.events import subjects
 from hyperjob.records.capacity import Capacity
-from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.servicekit import InvariantError, Reaction, Runtime
 from hyperjob.telemetry.spans import decision
 
 from . import domain
@@ -90,10 +90,9 @@ class Splitter:
                 return self._apply_job(msg, manifest)
             if isinstance(manifest, api.HyperJob):
                 return self._apply_hyperjob(msg, manifest)
-            assert isinstance(manifest, api.PodGroup)
-            return self._apply_podgroup(msg, manifest)
+            return self._apply_podgroup(msg, api.expect_kind(manifest, api.PodGroup))
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+            return _rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
 
     async def on_unreadable(self, delivery: Delivery, error: Exception) -> None:
         """A request that is not one (the wrong shape, an unknown type) is answered all the same
@@ -125,8 +124,8 @@ class Splitter:
         doc = records.QueueDoc(
             manifest=api.encode(queue), state=state, created=existing.created if existing else self.rt.now()
         )
-        outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=name, outcome=outcome)
+        outcome: events.Outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
+        reaction = _accepted(self.rt, msg, kind="Queue", name=name, outcome=outcome)
         if outcome != "unchanged":
             self.queues.put(name, doc)
             reaction.publish(subjects.queue_config(name), self._queue_changed(msg, name, doc))
@@ -134,11 +133,9 @@ class Splitter:
 
     def _queue_changed(self, cause: events.Message, name: str, doc: records.QueueDoc | None) -> events.QueueChanged:
         if doc is None:
-            return self.rt.emit(events.QueueChanged, cause, f"queue/{name}", name=name, deleted=True)
-        return self.rt.emit(
-            events.QueueChanged,
-            cause,
-            f"queue/{name}",
+            return events.QueueChanged(**self.rt.envelope(cause, f"queue/{name}"), name=name, deleted=True)
+        return events.QueueChanged(
+            **self.rt.envelope(cause, f"queue/{name}"),
             name=name,
             manifest=doc.manifest,
             state=doc.state,
@@ -149,21 +146,14 @@ class Splitter:
         name = pc.metadata.name
         existing = self.classes.get(name)
         doc = records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value, global_default=pc.global_default)
-        reaction = _answer(
-            self.rt,
-            msg,
-            events.RequestAccepted,
-            kind="PriorityClass",
-            name=name,
-            outcome="created" if existing is None else "configured",
+        reaction = _accepted(
+            self.rt, msg, kind="PriorityClass", name=name, outcome="created" if existing is None else "configured"
         )
         self.classes.put(name, doc)
         return reaction.publish(
             subjects.priority_class_config(name),
-            self.rt.emit(
-                events.PriorityClassChanged,
-                msg,
-                f"priorityclass/{name}",
+            events.PriorityClassChanged(
+                **self.rt.envelope(msg, f"priorityclass/{name}"),
                 name=name,
                 value=pc.value,
                 global_default=pc.global_default,
@@ -186,7 +176,7 @@ class Splitter:
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
-                return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
+                return _accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
             raise api.ManifestError(
                 "$.metadata.name",
                 f"{existing.manifest.get('kind', 'object')} {name!r} already "
@@ -199,7 +189,7 @@ class Splitter:
             plain=True,
             children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
         )
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="created")
+        reaction = _accepted(self.rt, msg, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
@@ -210,7 +200,7 @@ class Splitter:
         existing = self._same_name_elsewhere(key, name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
-                return _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="unchanged")
+                return _accepted(self.rt, msg, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         doc = records.HyperJobDoc(
             name=key,
@@ -219,7 +209,7 @@ class Splitter:
             plain=True,
             children=[events.ChildRef(name=key)],
         )
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="PodGroup", name=name, outcome="created")
+        reaction = _accepted(self.rt, msg, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
@@ -233,14 +223,9 @@ class Splitter:
                 "$.metadata.name", f"HyperJob {name!r} is being deleted; apply it again once it is gone"
             )
         if previous is not None and previous.manifest == api.encode(hyperjob):
-            return _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=name, outcome="unchanged")
-        reaction = _answer(
-            self.rt,
-            msg,
-            events.RequestAccepted,
-            kind="HyperJob",
-            name=name,
-            outcome="created" if previous is None else "configured",
+            return _accepted(self.rt, msg, kind="HyperJob", name=name, outcome="unchanged")
+        reaction = _accepted(
+            self.rt, msg, kind="HyperJob", name=name, outcome="created" if previous is None else "configured"
         )
         stored = api.encode(hyperjob)
         self.decoded.keep(key, stored, hyperjob)
@@ -289,11 +274,8 @@ class Splitter:
         self._put(doc)
         return reaction.publish(
             subjects.OWNER_SUBMITTED,
-            self.rt.emit(
-                events.OwnerSubmitted,
-                cause,
-                f"submit/{doc.name}/{doc.generation}",
-                **domain.submission(doc, self.cfg(), self.decoded),
+            domain.submission(
+                self.rt.envelope(cause, f"submit/{doc.name}/{doc.generation}"), doc, self.cfg(), self.decoded
             ),
         )
 
@@ -309,14 +291,12 @@ class Splitter:
         if doc.generation > 1:  # the generation before may wait in its queue
             reaction.publish(
                 subjects.OWNER_WITHDRAWN,
-                self.rt.emit(events.OwnerWithdrawn, cause, f"withdrawn/{doc.generation}", name=doc.name),
+                events.OwnerWithdrawn(**self.rt.envelope(cause, f"withdrawn/{doc.generation}"), name=doc.name),
             )
         return reaction.publish(
             subjects.CHILD_WAITING,
-            self.rt.emit(
-                events.ChildPlacementWaiting,
-                cause,
-                f"waiting/{doc.generation}/{reason}",
+            events.ChildPlacementWaiting(
+                **self.rt.envelope(cause, f"waiting/{doc.generation}/{reason}"),
                 child="",
                 hyperjob=doc.name,
                 reason=reason,
@@ -337,10 +317,8 @@ class Splitter:
             child = domain.plain_child(doc, sorted(self.capacity.clusters))
             return Reaction().publish(
                 subjects.PLACE_CHILDREN,
-                self.rt.emit(
-                    events.PlaceChildren,
-                    msg,
-                    f"place/{doc.name}/{doc.created!r}",
+                events.PlaceChildren(
+                    **self.rt.envelope(msg, f"place/{doc.name}/{doc.created!r}"),
                     owner=doc.name,
                     plain=True,
                     children=[child],
@@ -369,10 +347,8 @@ class Splitter:
                 self._put(replace(doc, waiting_reason=result.reason))
                 reaction.publish(
                     subjects.CHILD_WAITING,
-                    self.rt.emit(
-                        events.ChildPlacementWaiting,
-                        cause,
-                        f"waiting/{doc.generation}/{result.reason}",
+                    events.ChildPlacementWaiting(
+                        **self.rt.envelope(cause, f"waiting/{doc.generation}/{result.reason}"),
                         child="",
                         hyperjob=doc.name,
                         reason=result.reason,
@@ -386,10 +362,8 @@ class Splitter:
                 self._put(replace(doc, waiting_reason=reason))
                 reaction.publish(
                     subjects.CHILD_WAITING,
-                    self.rt.emit(
-                        events.ChildPlacementWaiting,
-                        cause,
-                        f"waiting/{doc.generation}/{reason}",
+                    events.ChildPlacementWaiting(
+                        **self.rt.envelope(cause, f"waiting/{doc.generation}/{reason}"),
                         child="",
                         hyperjob=doc.name,
                         reason=reason,
@@ -400,10 +374,8 @@ class Splitter:
         for ref in remove:
             reaction.publish(
                 subjects.UNPLACE_CHILD,
-                self.rt.emit(
-                    events.RemoveChild,
-                    cause,
-                    f"unplace/{ref.name}/{doc.generation}/{doc.attempt}",
+                events.RemoveChild(
+                    **self.rt.envelope(cause, f"unplace/{ref.name}/{doc.generation}/{doc.attempt}"),
                     child=ref.name,
                     cluster=ref.cluster,
                 ),
@@ -422,10 +394,8 @@ class Splitter:
         )
         return reaction.publish(
             subjects.PLACE_CHILDREN,
-            self.rt.emit(
-                events.PlaceChildren,
-                cause,
-                f"place/{doc.created!r}/{doc.generation}/{doc.attempt}",  # each life of a name its own
+            events.PlaceChildren(
+                **self.rt.envelope(cause, f"place/{doc.created!r}/{doc.generation}/{doc.attempt}"),
                 owner=doc.name,
                 generation=doc.generation,
                 attempt=doc.attempt,
@@ -454,7 +424,7 @@ class Splitter:
         for ref in doc.children:
             reaction.publish(
                 subjects.UNPLACE_CHILD,
-                self.rt.emit(events.RemoveChild, msg, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster),
+                events.RemoveChild(**self.rt.envelope(msg, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster),
             )
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self._put(doc)
@@ -616,30 +586,27 @@ class Splitter:
         try:
             namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
+            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             return self._delete_queue(msg)
         if msg.kind == "PriorityClass" and msg.name in self.classes:
             self.classes.delete(msg.name)
-            reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
+            reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
             return reaction.publish(
                 subjects.priority_class_config(msg.name),
-                self.rt.emit(
-                    events.PriorityClassChanged, msg, f"priorityclass/{msg.name}", name=msg.name, deleted=True
+                events.PriorityClassChanged(
+                    **self.rt.envelope(msg, f"priorityclass/{msg.name}"), name=msg.name, deleted=True
                 ),
             )
         doc = self._find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
         if doc is None:
-            return _answer(
-                self.rt,
-                msg,
-                events.RequestRejected,
-                kind=msg.kind,
-                name=msg.name,
-                reason=_not_found(msg.kind, namespace, msg.name),
+            return _rejected(
+                self.rt, msg, kind=msg.kind, name=msg.name, reason=_not_found(msg.kind, namespace, msg.name)
             )
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleting")
-        reaction.publish(subjects.OWNER_WITHDRAWN, self.rt.emit(events.OwnerWithdrawn, msg, "withdrawn", name=doc.name))
+        reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
+        reaction.publish(
+            subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn(**self.rt.envelope(msg, "withdrawn"), name=doc.name)
+        )
         return self._start_deleting(reaction, msg, doc)
 
     def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
@@ -648,7 +615,9 @@ class Splitter:
         for ref in doc.children:
             reaction.publish(
                 subjects.UNPLACE_CHILD,
-                self.rt.emit(events.RemoveChild, cause, f"unplace/{ref.name}", child=ref.name, cluster=ref.cluster),
+                events.RemoveChild(
+                    **self.rt.envelope(cause, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster
+                ),
             )
         self._put(replace(doc, deleting=True))
         return reaction
@@ -657,32 +626,24 @@ class Splitter:
         self.hyperjobs.delete(doc.name)
         self.dirty.add(doc.name)
         return reaction.publish(
-            subjects.HYPERJOB_DELETED, self.rt.emit(events.HyperJobDeleted, cause, "deleted", name=doc.name)
+            subjects.HYPERJOB_DELETED, events.HyperJobDeleted(**self.rt.envelope(cause, "deleted"), name=doc.name)
         )
 
     def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
         if msg.name not in self.queues:
-            return _answer(
-                self.rt,
-                msg,
-                events.RequestRejected,
-                kind="Queue",
-                name=msg.name,
-                reason=f"Queue {msg.name!r} not found",
-            )
+            return _rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
         users = sorted(d.name for d in self.hyperjobs.values() if msg.name in domain.queues_of(d))
         children = sorted(n for n, parent in self.cfg().parents.items() if parent == msg.name)
         if users or children:
-            return _answer(
+            return _rejected(
                 self.rt,
                 msg,
-                events.RequestRejected,
                 kind="Queue",
                 name=msg.name,
                 reason=f"queue {msg.name!r} is used by {', '.join(users or children)}",
             )
         self.queues.delete(msg.name)
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="deleted")
+        reaction = _accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
         return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, None))
 
     def on_job_removed(self, msg: events.JobRemoved) -> Reaction | None:
@@ -705,7 +666,7 @@ class Splitter:
                 subjects.HYPERJOB_COMMAND, msg, "HyperJob", msg.namespace, "$.namespace"
             )
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=str(exc))
+            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=str(exc))
         doc = self._find("HyperJob", namespace, msg.name)
         if doc is None or doc.deleting:
             reason = (
@@ -713,25 +674,27 @@ class Splitter:
                 if doc is not None and doc.deleting
                 else _not_found("HyperJob", namespace, msg.name)
             )
-            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         refused = domain.command_refused(msg.action, doc)
         if refused:
             reason = f"HyperJob {msg.name!r} {refused}"
-            return _answer(self.rt, msg, events.RequestRejected, kind="HyperJob", name=msg.name, reason=reason)
+            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="HyperJob", name=msg.name, outcome="commanded")
+        reaction = _accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
         self._carry_out(reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
         doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
         self._put(doc)
         if lifecycle == "Active" and doc.admitted and not doc.children:
             self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
+        if lifecycle == "Terminating":  # only a deleting HyperJob terminates, and it takes no command
+            raise InvariantError(f"HyperJob {msg.name!r} is Terminating yet took the command {msg.action}")
         return reaction.publish(
             subjects.OWNER_LIFECYCLE,
-            self.rt.emit(
-                events.OwnerLifecycle, msg, "lifecycle", name=doc.name, lifecycle=lifecycle, restarts=restarts
+            events.OwnerLifecycle(
+                **self.rt.envelope(msg, "lifecycle"), name=doc.name, lifecycle=lifecycle, restarts=restarts
             ),
         )
 
@@ -740,14 +703,13 @@ class Splitter:
         try:
             namespace = domain.request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
+            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
             if queue is None or msg.action not in ("open", "close"):
-                return _answer(
+                return _rejected(
                     self.rt,
                     msg,
-                    events.RequestRejected,
                     kind=msg.kind,
                     name=msg.name,
                     reason=f"Queue {msg.name!r} not found"
@@ -756,7 +718,7 @@ class Splitter:
                 )
             queue = replace(queue, state="Open" if msg.action == "open" else "Closed")
             self.queues.put(msg.name, queue)
-            reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Queue", name=msg.name, outcome="commanded")
+            reaction = _accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="commanded")
             return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, queue))
         doc = self._find("Job", namespace, msg.name)
         cluster = doc.children[0].cluster if doc is not None and doc.children else ""
@@ -764,15 +726,19 @@ class Splitter:
             reason = (
                 _not_found("Job", namespace, msg.name) if doc is None else f"Job {msg.name!r} is not on a cluster yet"
             )
-            return _answer(self.rt, msg, events.RequestRejected, kind="Job", name=msg.name, reason=reason)
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="Job", name=msg.name, outcome="commanded")
+            return _rejected(self.rt, msg, kind="Job", name=msg.name, reason=reason)
+        reaction = _accepted(self.rt, msg, kind="Job", name=msg.name, outcome="commanded")
         return reaction.publish(
             subjects.command_child(cluster),
-            self.rt.emit(events.CommandChild, msg, "command", child=msg.name, cluster=cluster, action=msg.action),
+            events.CommandChild(**self.rt.envelope(msg, "command"), child=msg.name, cluster=cluster, action=msg.action),
         )
 
     def _remember_moves(
-        self, reaction: Reaction, hyperjob: api.HyperJob, split: fleetcore.SplitPlan, moves: list[Any]
+        self,
+        reaction: Reaction,
+        hyperjob: api.HyperJob,
+        split: fleetcore.SplitPlan,
+        moves: Sequence[fleetcore.FleetDecision],
     ) -> None:
         """Once committed, the moves' pods count against their new clusters until they run there."""
         promised = {
@@ -824,7 +790,11 @@ class Splitter:
         return reaction
 
     def _carry_out(
-        self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc, decisions: list[Any]
+        self,
+        reaction: Reaction,
+        cause: events.Message | str,
+        doc: records.HyperJobDoc,
+        decisions: Sequence[fleetcore.FleetDecision],
     ) -> Reaction:
         """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
         clusters = {ref.name: ref.cluster for ref in doc.children}
@@ -832,10 +802,8 @@ class Splitter:
             if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
                 reaction.publish(
                     subjects.command_child(clusters[d.child]),
-                    self.rt.emit(
-                        events.CommandChild,
-                        cause,
-                        f"command/{d.child}/{d.action}/{doc.restarts}",
+                    events.CommandChild(
+                        **self.rt.envelope(cause, f"command/{d.child}/{d.action}/{doc.restarts}"),
                         child=d.child,
                         cluster=clusters[d.child],
                         action=d.action,
@@ -846,8 +814,8 @@ class Splitter:
                 to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
                 reaction.publish(
                     subjects.MOVE_CHILD,
-                    self.rt.emit(
-                        events.MoveChild, cause, f"move/{d.child}/{to}", child=d.child, to_cluster=to, reason=d.reason
+                    events.MoveChild(
+                        **self.rt.envelope(cause, f"move/{d.child}/{to}"), child=d.child, to_cluster=to, reason=d.reason
                     ),
                 )
         return reaction
@@ -890,7 +858,24 @@ class Splitter:
         return reaction
 
 
-def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> dict[str, Any]:
+class _SpecFields(TypedDict, total=False):
+    """``events.HyperJobSpecChanged``'s own fields (its digest says whether it changed)."""
+
+    name: Required[str]
+    manifest: Required[dict[str, Any]]
+    plain: bool
+    generation: int
+    created: float
+    children: list[events.ChildRef]
+    world_size: int
+    lifecycle: str
+    restarts: int
+    deleting: bool
+    waiting_reason: str
+    attempt: int
+
+
+def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> _SpecFields:
     if doc is None:
         return {"name": name, "manifest": {}, "deleting": True, "lifecycle": "Active"}
     return {
@@ -915,10 +900,16 @@ def _default_queue() -> records.QueueDoc:
     return records.QueueDoc(manifest=api.encode(queue))
 
 
-def _answer(rt: Runtime, msg: events.Message, message_type: type[Any], **fields: Any) -> Reaction:
-    accepted = message_type is events.RequestAccepted
-    decision("request_accepted" if accepted else "request_rejected", request=msg.event_id, **fields)
-    return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))
+def _accepted(rt: Runtime, msg: events.Message, kind: str, name: str, outcome: events.Outcome) -> Reaction:
+    decision("request_accepted", request=msg.event_id, kind=kind, name=name, outcome=outcome)
+    answer = events.RequestAccepted(**rt.envelope(msg, "answer"), kind=kind, name=name, outcome=outcome)
+    return Reaction().publish(subjects.result(msg.event_id), answer)
+
+
+def _rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: str) -> Reaction:
+    decision("request_rejected", request=msg.event_id, kind=kind, name=name, reason=reason)
+    answer = events.RequestRejected(**rt.envelope(msg, "answer"), kind=kind, name=name, reason=reason)
+    return Reaction().publish(subjects.result(msg.event_id), answer)
 
 
 def _digest_cause(instance: str, now: float, reaction: Reaction) -> str:
@@ -937,16 +928,13 @@ def _not_found(kind: str, namespace: str, name: str) -> str:
 def _hyperjob(doc: records.HyperJobDoc, decoded: domain.DecodedManifests) -> api.HyperJob:
     """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
     start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
-    hyperjob = decoded.of(doc)
-    assert isinstance(hyperjob, api.HyperJob)
+    hyperjob = api.expect_kind(decoded.of(doc), api.HyperJob)
     meta = hyperjob.metadata
     return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
 
 
 def _job(doc: records.HyperJobDoc) -> api.Job:
-    job = api.decode_stored(doc.manifest)
-    assert isinstance(job, api.Job)
-    return job
+    return api.expect_kind(api.decode_stored(doc.manifest), api.Job)
 
 
 def _names_used(doc: records.HyperJobDoc) -> list[str]:

@@ -133,8 +133,7 @@ def child_news(msg: events.JobPhaseChanged) -> fleetcore.ChildStatus:
 
 def recompute(doc: AggregateDoc, spec: SpecDoc, now: float) -> AggregateDoc:
     """Fold the children the plan has now (unknown ones Pending) into the HyperJob status."""
-    hyperjob = api.decode_stored(spec.manifest)
-    assert isinstance(hyperjob, api.HyperJob)
+    hyperjob = api.expect_kind(api.decode_stored(spec.manifest), api.HyperJob)
     hyperjob = replace(hyperjob, metadata=replace(hyperjob.metadata, generation=spec.generation))
     children = [_child_status(doc, ref, spec.attempt) for ref in spec.children]
     # After a restart (or a suspend or resume) the old conditions no longer hold: the status starts

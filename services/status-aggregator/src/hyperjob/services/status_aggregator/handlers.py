@@ -141,10 +141,8 @@ class StatusAggregator:
                         decision("hyperjob_phase_changed", hyperjob=name, old=doc.phase, new=new.phase, reason=reason)
                     reaction.publish(
                         subjects.HYPERJOB_STATUS,
-                        self.rt.emit(
-                            events.HyperJobStatusChanged,
-                            name,
-                            f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}",
+                        events.HyperJobStatusChanged(
+                            **self.rt.envelope(name, f"status/{self.rt.now()!r}/{new.phase}/{hash_of(new.status)}"),
                             name=name,
                             phase=new.phase,
                             status=new.status,

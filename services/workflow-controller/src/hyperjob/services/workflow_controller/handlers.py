@@ -11,7 +11,7 @@ from msgspec.structs import replace
 from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import cronjob, jobflow
-from hyperjob.servicekit import Reaction, Runtime, Table
+from hyperjob.servicekit import Reaction, Runtime, Table, present
 
 from . import domain
 
@@ -70,56 +70,57 @@ class WorkflowController:
         try:  # in the namespace of the request's subject, as the splitter judges its kinds
             obj = api.decode(events.scoped_manifest(msg))
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=str(exc))
+            return _rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
         if isinstance(obj, api.CronJob):
             return self._apply_cronjob(msg, obj)
         if isinstance(obj, api.JobFlow):
             return self._apply_jobflow(msg, obj)
-        assert isinstance(obj, (api.JobTemplate, api.HyperJobTemplate))
-        return self._apply_template(msg, obj)
+        if isinstance(obj, api.JobTemplate | api.HyperJobTemplate):
+            return self._apply_template(msg, obj)
+        raise api.UnexpectedKindError(f"{type(obj).__name__}: not a kind the workflow-controller is asked to apply")
 
     def _apply_cronjob(self, msg: events.ApplyManifest, cron: api.CronJob) -> Reaction:
         name, key, manifest = cron.metadata.name, domain.key_of(cron), api.encode(cron)
         existing = self.cronjobs.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome="unchanged")
+            return _accepted(self.rt, msg, kind="CronJob", name=name, outcome="unchanged")
         doc = (
             replace(existing, manifest=manifest)
             if existing is not None
             else records.CronJobDoc(manifest=manifest, created=self.rt.now())
         )
         self._put_cronjob(key, doc)
-        outcome = "created" if existing is None else "configured"
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="CronJob", name=name, outcome=outcome)
+        outcome: events.Outcome = "created" if existing is None else "configured"
+        reaction = _accepted(self.rt, msg, kind="CronJob", name=name, outcome=outcome)
         return reaction.extend(self._sync_cronjob(msg, key))
 
     def _apply_jobflow(self, msg: events.ApplyManifest, flow: api.JobFlow) -> Reaction:
         name, key, manifest = flow.metadata.name, domain.key_of(flow), api.encode(flow)
         existing = self.flows.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome="unchanged")
+            return _accepted(self.rt, msg, kind="JobFlow", name=name, outcome="unchanged")
         doc = (
             replace(existing, manifest=manifest, refused={}, message="")
             if existing is not None
             else records.JobFlowDoc(manifest=manifest, created=self.rt.now())
         )
         self._put_jobflow(key, doc)
-        outcome = "created" if existing is None else "configured"
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind="JobFlow", name=name, outcome=outcome)
+        outcome: events.Outcome = "created" if existing is None else "configured"
+        reaction = _accepted(self.rt, msg, kind="JobFlow", name=name, outcome=outcome)
         return reaction.extend(self._sync_jobflow(msg, key))
 
     def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate | api.HyperJobTemplate) -> Reaction:
         name, key, manifest, kind = template.metadata.name, domain.key_of(template), api.encode(template), template.kind
         existing = self.templates.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome="unchanged")
+            return _accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
         if existing is not None and existing.manifest.get("kind") != kind:  # a flow names its template alone
             reason = f"$.metadata.name: a {existing.manifest.get('kind')} named {name!r} already exists"
-            return _answer(self.rt, msg, events.RequestRejected, kind=kind, name=name, reason=reason)
+            return _rejected(self.rt, msg, kind=kind, name=name, reason=reason)
         created = existing.created if existing is not None else self.rt.now()
         self.templates.put(key, records.JobTemplateDoc(manifest=manifest, created=created))
-        outcome = "created" if existing is None else "configured"
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=kind, name=name, outcome=outcome)
+        outcome: events.Outcome = "created" if existing is None else "configured"
+        reaction = _accepted(self.rt, msg, kind=kind, name=name, outcome=outcome)
         # Flows of its namespace waiting for it (it was missing, or its job was refused) may go on now.
         for flow_key, doc in self.flows.items():
             flow = _decode(doc.manifest, api.JobFlow)
@@ -135,7 +136,7 @@ class WorkflowController:
         try:
             namespace = events.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=str(exc))
+            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         table: Table[records.CronJobDoc] | Table[records.JobFlowDoc] | Table[records.JobTemplateDoc] = (
             self.cronjobs if msg.kind == "CronJob" else self.flows if msg.kind == "JobFlow" else self.templates
         )  # JobTemplate and HyperJobTemplate share names
@@ -143,8 +144,8 @@ class WorkflowController:
         doc = table.get(key)
         if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
             reason = domain.not_found(msg.kind, namespace, msg.name)
-            return _answer(self.rt, msg, events.RequestRejected, kind=msg.kind, name=msg.name, reason=reason)
-        reaction = _answer(self.rt, msg, events.RequestAccepted, kind=msg.kind, name=msg.name, outcome="deleted")
+            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=reason)
+        reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
         if msg.kind == "CronJob":
             self.rt.cancel(_timer(key))
         for job, made in getattr(doc, "jobs", {}).items():  # the jobs it made go with it (background cascade)
@@ -240,10 +241,10 @@ class WorkflowController:
             if job in jobs:
                 reaction.extend(self._delete_job(cause, ("CronJob", name), job, jobs.pop(job), cron.metadata.namespace))
         if decided.create is not None:
-            assert decided.scheduled_at is not None
-            manifest = domain.cron_job(cron, decided.create, decided.scheduled_at)
+            scheduled_at = present(decided.scheduled_at, f"the scheduled time of {decided.create}")
+            manifest = domain.cron_job(cron, decided.create, scheduled_at)
             request = self._create_job(reaction, cause, manifest)
-            jobs[decided.create] = records.MadeJob(request=request, created=now, scheduled_at=decided.scheduled_at)
+            jobs[decided.create] = records.MadeJob(request=request, created=now, scheduled_at=scheduled_at)
         doc = replace(
             doc,
             jobs=jobs,
@@ -304,7 +305,7 @@ class WorkflowController:
     def _create_job(self, reaction: Reaction, cause: events.Message | str, manifest: api.RawDocument) -> str:
         """Ask the splitter for the job, as a user would; returns the request's id (its answer names it)."""
         name = manifest["metadata"]["name"]
-        request = self.rt.emit(events.ApplyManifest, cause, f"create/{name}", manifest=manifest)
+        request = events.ApplyManifest(**self.rt.envelope(cause, f"create/{name}"), manifest=manifest)
         reaction.publish(subjects.APPLY, request)
         return request.event_id
 
@@ -312,8 +313,8 @@ class WorkflowController:
         self, cause: events.Message | str, owner: tuple[str, str], job: str, made: records.MadeJob, namespace: str
     ) -> Reaction:
         self._disown(owner, domain.job_key(made.kind, namespace, job), made)
-        request = self.rt.emit(
-            events.DeleteObject, cause, f"delete/{job}", kind=made.kind, name=job, namespace=_namespace_field(namespace)
+        request = events.DeleteObject(
+            **self.rt.envelope(cause, f"delete/{job}"), kind=made.kind, name=job, namespace=_namespace_field(namespace)
         )
         return Reaction().publish(subjects.DELETE, request)
 
@@ -356,14 +357,10 @@ class WorkflowController:
     # -- tables ------------------------------------------------------------------------------------------
 
     def _cronjob(self, name: str) -> records.CronJobDoc:
-        doc = self.cronjobs.get(name)
-        assert doc is not None, name
-        return doc
+        return self.cronjobs.require(name)
 
     def _jobflow(self, name: str) -> records.JobFlowDoc:
-        doc = self.flows.get(name)
-        assert doc is not None, name
-        return doc
+        return self.flows.require(name)
 
     def _put_cronjob(self, key: str, doc: records.CronJobDoc) -> None:
         self.cronjobs.put(key, doc)
@@ -409,7 +406,8 @@ def _decode(manifest: api.RawDocument, kind: tuple[type[T], type[U]]) -> T | U: 
 def _decode(manifest: api.RawDocument, kind: type[object] | tuple[type[object], ...]) -> object:
     """A stored manifest as the kind (or one of the kinds) it was accepted as."""
     obj = api.decode(manifest)
-    assert isinstance(obj, kind)
+    if not isinstance(obj, kind):
+        raise api.UnexpectedKindError(f"a stored {type(obj).__name__} where {kind} is kept")
     return obj
 
 
@@ -418,10 +416,11 @@ def _builtins(status: jobflow.FlowStatus) -> records.JSONObject:
     return builtins
 
 
-def _answer(
-    rt: Runtime,
-    msg: events.Message,
-    message_type: type[events.RequestAccepted | events.RequestRejected],
-    **fields: Any,  # the answer's own fields, checked by its constructor (as ``Runtime.emit``)
-) -> Reaction:
-    return Reaction().publish(subjects.result(msg.event_id), rt.emit(message_type, msg, "answer", **fields))
+def _accepted(rt: Runtime, msg: events.Message, kind: str, name: str, outcome: events.Outcome) -> Reaction:
+    answer = events.RequestAccepted(**rt.envelope(msg, "answer"), kind=kind, name=name, outcome=outcome)
+    return Reaction().publish(subjects.result(msg.event_id), answer)
+
+
+def _rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: str) -> Reaction:
+    answer = events.RequestRejected(**rt.envelope(msg, "answer"), kind=kind, name=name, reason=reason)
+    return Reaction().publish(subjects.result(msg.event_id), answer)
