@@ -58,19 +58,36 @@ def running_hyperjob(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @needs_browser
-def test_a_hyperjobs_page_shows_its_children_pods_and_timeline_live(
+def test_a_hyperjobs_page_shows_its_children_pods_timeline_events_and_spec_live(
     cli: Cli, running_hyperjob: str, browser: Browser, tmp_path: Path
 ) -> None:
-    browser.open(f"{dashboard_url(cli)}#/hyperjobs/{running_hyperjob}")
+    browser.open(f"{dashboard_url(cli)}#/hyperjobs/default/{running_hyperjob}")
     # Drawn, and connected to the event stream (the first paint may come from /api/snapshot).
     browser.wait_for("document.querySelector('#gantt') !== null && document.getElementById('live').className === 'on'")
     dom = browser.html()
     assert f"HyperJob {NAME}" in dom
     assert 'id="live" class="on"' in dom  # the page got its data from the event stream
     for child, cluster in ((f"{NAME}-job-0", "cluster-a"), (f"{NAME}-job-1", "cluster-b")):
-        assert f"<td>{child}</td><td>{cluster}</td>" in dom
+        # Each child links to its page, each cluster to its own.
+        assert (
+            f'<td><a href="#/jobs/{child}">{child}</a></td><td><a href="#/clusters/{cluster}">{cluster}</a></td>' in dom
+        )
     assert browser.evaluate("document.querySelectorAll('#gantt rect.running').length") == 8  # a bar per running pod
-    assert f"{NAME}-job-0-trainer-0" in dom
+    assert f'href="#/jobs/{NAME}-job-0?pod={NAME}-job-0-trainer-0"' in dom  # a pod links to its job's page
+    assert 'href="#/nodes/cluster-a-node-' in dom  # and its node
+    # The Gantt fits the page: no wider than its box, its last time label inside the drawing.
+    fits = "document.getElementById('gantt').width.baseVal.value <= document.getElementById('timeline').clientWidth"
+    assert browser.evaluate(fits) is True
+    last_label = "(() => { const t = document.querySelector('#gantt text[text-anchor=end]').getBBox();"
+    last_label += " return t.x + t.width; })()"
+    assert browser.evaluate(last_label) <= browser.evaluate("document.getElementById('gantt').width.baseVal.value")
+    # Its Events (those `describe` shows, its children's included) and its spec as YAML.
+    objects = browser.evaluate(
+        "[...document.querySelectorAll('#events tr')].slice(1).map((tr) => tr.cells[4].textContent)"
+    )
+    assert f"hyperjob/{NAME}" in objects and f"job/{NAME}-job-0" in objects, objects
+    spec = browser.evaluate("document.getElementById('spec').textContent")
+    assert "kind: HyperJob" in spec and f"name: {NAME}" in spec and "replicatedJobs:" in spec
     shot = Path(os.environ.get("HYPERJOB_SCREENSHOTS", tmp_path)) / "hyperjob-page.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     browser.screenshot(shot)
@@ -93,14 +110,15 @@ def test_the_list_pages_show_hyperjobs_queues_clusters_and_nodes(
 ) -> None:
     base = dashboard_url(cli)
     browser.open(base)
-    browser.wait_for(f"document.querySelector('a[href=\"#/hyperjobs/{NAME}\"]') !== null")
+    browser.wait_for(f"document.querySelector('a[href=\"#/hyperjobs/default/{NAME}\"]') !== null")
     browser.open(f"{base}#/queues")
-    assert "<td>global-ai</td>" in browser.wait_for(
+    assert '<td><a href="#/queues/global-ai">global-ai</a></td>' in browser.wait_for(
         "document.body.dataset.rendered === '/queues' && document.body.innerHTML"
     )
     browser.open(f"{base}#/clusters")
     clusters = browser.wait_for("document.body.dataset.rendered === '/clusters' && document.body.innerHTML")
-    assert "<td>cluster-a</td>" in clusters and "<td>cluster-b-node-3</td>" in clusters
+    assert '<td><a href="#/clusters/cluster-a">cluster-a</a></td>' in clusters
+    assert '<td><a href="#/nodes/cluster-b-node-3">cluster-b-node-3</a></td>' in clusters
 
 
 def test_the_event_stream_sends_a_new_snapshot_when_something_changes(cli: Cli, tmp_path: Path) -> None:

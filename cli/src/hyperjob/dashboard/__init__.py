@@ -6,9 +6,13 @@ supervised process, ``python -m hyperjob.dashboard``; compose runs it as a servi
 system exactly as ``hyperjob get`` does (``hyperjob.cli.views`` over ``hyperjob.client``) and
 writes nothing: there is no route that changes state.
 
-Routes: ``/`` (the page; client-side routes ``#/``, ``#/hyperjobs/NAME``, ``#/queues``,
-``#/clusters``), ``/api/snapshot`` (every list, JSON), ``/api/hyperjobs/{name}`` (one HyperJob with
-its child jobs and pods, JSON), ``/api/events`` (``text/event-stream``: the snapshot each time it
+Routes: ``/`` (the page, ``static/app.js``; client-side routes ``#/?ns=&phase=&queue=&cluster=
+&label=&q=&sort=&dir=&page=`` (the HyperJobs: searched, filtered, sorted and paged in the page over
+the snapshot, one page of rows drawn), ``#/hyperjobs/NAMESPACE/NAME``, ``#/jobs/NAME``,
+``#/queues[/NAME]``, ``#/clusters[/NAME]``, ``#/nodes/NAME``), ``/api/snapshot`` (every list,
+JSON), ``/api/hyperjobs/[{namespace}/]{name}`` (one HyperJob with its child jobs and pods, its
+Events as ``describe`` shows them and its manifest as YAML), ``/api/jobs/{name}`` (a Job with its
+pods), ``/api/events`` (``text/event-stream``: the snapshot each time it
 changes), ``/healthz``, ``/metrics`` (the fleet's queues, clusters and nodes for Prometheus:
 ``dashboard.metrics``).
 """
