@@ -85,6 +85,10 @@ FILTER = """(() => {{
 ROWS = """[...document.querySelectorAll('#hyperjobs tr')].slice(1).map((tr) =>
   [...tr.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent))"""
 
+# How long /api/snapshot took (the first paint waits for it) and how large it was.
+SNAPSHOT_FETCH = """performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/api/snapshot'))
+  .map((e) => [e.duration, e.encodedBodySize])[0]"""
+
 
 async def test_a_thousand_hyperjobs_filtered_by_namespace_and_phase(bus, store, tmp_path: Path) -> None:
     expected = []
@@ -104,6 +108,9 @@ async def test_a_thousand_hyperjobs_filtered_by_namespace_and_phase(bus, store, 
                 browser.evaluate, "document.getElementById('results').dataset.matches"
             ) == str(COUNT)
             assert len(await asyncio.to_thread(browser.evaluate, ROWS)) == 50  # one page drawn, not 1,000 rows
+            await asyncio.to_thread(browser.evaluate, "document.querySelector('button[data-page=\"2\"]').click()")
+            second_page = await asyncio.to_thread(browser.evaluate, ROWS)
+            assert [r[0] for r in second_page] == [f"hj-{i:04d}" for i in range(50, 100)]
 
             latencies = []
             for name, value in (("ns", "team-b"), ("phase", "Running")):
@@ -118,9 +125,16 @@ async def test_a_thousand_hyperjobs_filtered_by_namespace_and_phase(bus, store, 
             shot = Path(os.environ.get("HYPERJOB_SCREENSHOTS", tmp_path)) / "hyperjobs-1000-filtered.png"
             shot.parent.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(browser.screenshot, shot)
+            # Sorted by name, descending, with a click on its column's head.
+            await asyncio.to_thread(browser.evaluate, "document.querySelector('th[data-sort=name]').click()")
+            rows = await asyncio.to_thread(browser.evaluate, ROWS)
+            assert [r[0] for r in rows] == sorted(expected, reverse=True)
+            snapshot_fetch = await asyncio.to_thread(browser.evaluate, SNAPSHOT_FETCH)
         finally:
             await asyncio.to_thread(browser.close)
     namespace_ms, phase_ms = latencies
+    fetch_ms, size = snapshot_fetch
     print(
         f"\nfigures: first rows {first_rows:.0f} ms after navigation; filter: {namespace_ms:.1f} ms, {phase_ms:.1f} ms"
     )
+    print(f"figures: /api/snapshot {fetch_ms:.0f} ms, {size / 1024:.0f} KiB")
