@@ -119,6 +119,13 @@ def test_the_list_pages_show_hyperjobs_queues_clusters_and_nodes(
     clusters = browser.wait_for("document.body.dataset.rendered === '/clusters' && document.body.innerHTML")
     assert '<td><a href="#/clusters/cluster-a">cluster-a</a></td>' in clusters
     assert '<td><a href="#/nodes/cluster-b-node-3">cluster-b-node-3</a></td>' in clusters
+    # A child Job's page: its pods, each on a node that links to its own page, and its HyperJob.
+    browser.open(f"{base}#/jobs/{NAME}-job-1")
+    job = browser.wait_for(f"document.body.dataset.rendered === '/jobs/{NAME}-job-1' && document.body.innerHTML")
+    assert f'<a href="#/hyperjobs/default/{NAME}">{NAME}</a>' in job and f'id="pod-{NAME}-job-1-trainer-0"' in job
+    browser.open(f"{base}#/nodes/cluster-b-node-0")
+    node = browser.wait_for("document.body.dataset.rendered === '/nodes/cluster-b-node-0' && document.body.innerHTML")
+    assert "Node cluster-b-node-0" in node and "cluster-b-node-1" not in node
 
 
 def test_the_event_stream_sends_a_new_snapshot_when_something_changes(cli: Cli, tmp_path: Path) -> None:
