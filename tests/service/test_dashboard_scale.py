@@ -85,6 +85,9 @@ FILTER = """(() => {{
 ROWS = """[...document.querySelectorAll('#hyperjobs tr')].slice(1).map((tr) =>
   [...tr.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent))"""
 
+TYPE_LABELS = """(() => { const input = document.querySelector('#filters input[name="label"]');
+  input.value = 'tier=gold'; input.dispatchEvent(new Event('input', {bubbles: true})); })()"""
+
 # How long /api/snapshot took (the first paint waits for it) and how large it was.
 SNAPSHOT_FETCH = """performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/api/snapshot'))
   .map((e) => [e.duration, e.encodedBodySize])[0]"""
@@ -98,6 +101,7 @@ async def test_a_thousand_hyperjobs_filtered_by_namespace_and_phase(bus, store, 
         await store.put_if_version(records.HYPERJOB_STATUS, status.name, status, None)
         if (doc.manifest["metadata"]["namespace"], phase) == ("team-b", "Running"):
             expected.append(doc.manifest["metadata"]["name"])
+    gold = [name for name in expected if int(name.removeprefix("hj-")) % 7 == 0]
 
     async with served(Client(bus, store)) as url:
         browser = await asyncio.to_thread(Browser)
@@ -129,6 +133,10 @@ async def test_a_thousand_hyperjobs_filtered_by_namespace_and_phase(bus, store, 
             await asyncio.to_thread(browser.evaluate, "document.querySelector('th[data-sort=name]').click()")
             rows = await asyncio.to_thread(browser.evaluate, ROWS)
             assert [r[0] for r in rows] == sorted(expected, reverse=True)
+            # And by a label selector, typed as `get -l` takes it.
+            await asyncio.to_thread(browser.evaluate, TYPE_LABELS)
+            rows = await asyncio.to_thread(browser.evaluate, ROWS)
+            assert [r[0] for r in rows] == sorted(gold, reverse=True) and gold
             snapshot_fetch = await asyncio.to_thread(browser.evaluate, SNAPSHOT_FETCH)
         finally:
             await asyncio.to_thread(browser.close)
