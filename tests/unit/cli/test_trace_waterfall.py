@@ -43,6 +43,9 @@ def _life(born: float, traceparent: str, end: str = "Completed") -> list[tuple[D
         )
         return _stored(changed, at, traceparent)
 
+    podgroup = events.PodGroupPhaseChanged(
+        event_id=f"{born}p", producer="cluster-scheduler", cluster="c1", job="llm-0", phase="Running"
+    )
     pods = [events.PodRef(pod="llm-0-w-0", uid="u", node="n1")]
     return [
         _stored(
@@ -69,6 +72,7 @@ def _life(born: float, traceparent: str, end: str = "Completed") -> list[tuple[D
             t + 3,
             traceparent,
         ),
+        _stored(podgroup, t + 3.5, traceparent),  # the podgroup runs before its job says so
         phase("Running", "Pending", t + 4),
         phase(end, "Running", t + 10),
         _stored(events.HyperJobDeleted(event_id=f"{born}x", producer="splitter", name="llm"), t + 12, traceparent),
@@ -103,6 +107,7 @@ def test_the_waterfall_nests_each_childs_binding_and_run_under_it_with_durations
     assert [(s.name, s.service, s.duration) for s in job.children] == [
         ("schedule on c1: Dispatched → Scheduled", "cluster-scheduler", 1.5),
         ("start pods: Scheduled → Running", "job-controller", 1.0),
+        ("Running: podgroup Running", "cluster-scheduler", 0.0),
         ("run: Running → Completed", "job-controller", 6.0),
     ]
 

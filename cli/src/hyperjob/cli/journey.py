@@ -203,11 +203,13 @@ def _stage(
     found: list[Step], used: set[int], label: str, begin: str, ends: tuple[str, ...], until: float
 ) -> Iterator[Span]:
     """The span from the first ``begin`` step to the first of ``ends`` after it (still open: to
-    ``until``), named for both; marks the steps it spans as ``used``."""
-    first = next((i for i, s in enumerate(found) if s.reason == begin), None)
+    ``until``), named for both; marks the steps it spans as ``used``. A podgroup's phases bound
+    nothing: its job's own phases say when the job ran."""
+    bounds = [i for i, s in enumerate(found) if s.kind != "PodGroup"]
+    first = next((i for i in bounds if found[i].reason == begin), None)
     if first is None:
         return
-    last = next((i for i in range(first + 1, len(found)) if found[i].reason in ends), None)
+    last = next((i for i in bounds if i > first and found[i].reason in ends), None)
     used.add(first)
     if last is not None:
         used.add(last)
