@@ -149,3 +149,8 @@ def test_one_hyperjob_across_two_clusters_is_one_trace_with_spans_from_every_ser
     assert f"trace id: {trace_id}" in shown
     for step in ("Submitted", "Admitted", "Dispatched", "Scheduled", "Running", "Completed"):
         assert f" {step} " in shown, step
+    # Spans, nested: each cluster's binding of its child under that child.
+    for cluster in ("cluster-a", "cluster-b"):
+        assert f"│  ├─ schedule on {cluster}: Dispatched → Scheduled" in shown, cluster
+    # The endpoint is an OTLP receiver, no Jaeger: no link to nothing.
+    assert "jaeger:   no Jaeger answers at http://127.0.0.1:16686: no link" in shown

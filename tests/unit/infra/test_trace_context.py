@@ -91,6 +91,44 @@ def test_another_trace_does_not_take_over_an_object_but_a_new_request_does(monke
     assert _trace(tracing, "llm") == OTHER.split("-")[1]
 
 
+def _job_state(created: float) -> events.JobState:
+    return events.JobState(
+        event_id=f"js-{created}", cluster="c1", job="llm-job-0", uid=f"u{created}", version=1, created=created
+    )
+
+
+def test_a_job_created_again_under_its_name_is_a_new_trace_for_the_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    exporter = _tracer(monkeypatch)
+    tracing = ServiceTracing("cluster-scheduler")
+    tracing.learn(_job_state(1.0), {"traceparent": TRACEPARENT})
+    tracing.learn(_job_state(1.0), {"traceparent": OTHER})  # the same life, reported in another's batch
+    with tracing.span("bind gang", "llm-job-0"):
+        pass
+    tracing.learn(_job_state(2.0), {"traceparent": OTHER})  # deleted, created again: another life
+    with tracing.span("bind gang", "llm-job-0"):
+        pass
+    first, second = exporter.get_finished_spans()
+    assert format(first.context.trace_id, "032x") == TRACEPARENT.split("-")[1]
+    assert format(second.context.trace_id, "032x") == OTHER.split("-")[1]
+
+
+def test_a_hyperjob_submitted_again_after_its_deletion_is_a_new_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    _tracer(monkeypatch)
+    tracing = ServiceTracing("global-scheduler")
+
+    def submitted(created: float) -> events.OwnerSubmitted:
+        return events.OwnerSubmitted(event_id=f"s-{created}", name="llm", queue="q", request={}, created=created)
+
+    with tracing.handling(submitted(1.0), {"traceparent": TRACEPARENT}):
+        pass
+    with tracing.handling(submitted(1.0), {"traceparent": OTHER}):  # a re-submission of the same life
+        pass
+    assert _trace(tracing, "llm") == TRACEPARENT.split("-")[1]
+    with tracing.handling(submitted(2.0), {"traceparent": OTHER}):
+        pass
+    assert _trace(tracing, "llm") == OTHER.split("-")[1]
+
+
 def _phase(new: str) -> events.JobPhaseChanged:
     return events.JobPhaseChanged(event_id=f"p-{new}", cluster="c1", job="llm-job-0", hyperjob="llm", old="", new=new)
 
@@ -169,5 +207,5 @@ def test_the_journey_is_the_hyperjobs_steps_in_order_with_its_trace_id() -> None
     shown = journey.render(found, "llm")
     assert f"trace id: {TRACEPARENT.split('-')[1]}" in shown
     rows = shown.splitlines()[5:]
-    assert [r.split()[0] for r in rows] == ["+0.000s", "+1.000s", "+4.000s"]
-    assert rows[2].index("█") > rows[1].index("█")  # the waterfall moves right with time
+    assert [r.split()[:2] for r in rows[:3]] == [["hyperjob/llm", "-"], ["├─", "queue:"], ["└─", "job/llm-job-0"]]
+    assert "1.000s" in rows[1] and rows[2].index("◆") > rows[1].index("█")  # the waterfall moves right with time

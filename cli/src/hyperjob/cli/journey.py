@@ -1,33 +1,78 @@
-"""``hyperjob trace NAME``: one HyperJob's journey as a waterfall in the terminal, read from the
-system's own event log (``eventlog``), so it works without a tracing backend, and the trace id
-(from the messages' ``traceparent`` headers) to look the same journey up in Jaeger.
+"""``hyperjob trace NAME``: one life of a HyperJob as a waterfall of spans in the terminal, read
+from the system's own event log (``eventlog``), so it works without a tracing backend, and the
+trace id (from the messages' ``traceparent`` headers) to look the same life up in Jaeger.
 
-Each row is one step the system took (submitted, admitted, dispatched, bound, a phase), the
-service that took it, and a bar from the step before to this one: where the time went.
+A name can live more than once: deleted, then applied again. Each life is its own trace (the
+re-apply is a new request, the root of a new trace); a life begins with a submission whose
+``created`` differs from the life before it, so two lives never share a waterfall.
+
+The spans are built from the steps of a life (pure: ``lives``, ``waterfall``): the HyperJob's life
+as the root; under it the wait in its queue (Submitted → Admitted), the split (Admitted → its
+children dispatched), each child job on its cluster, and the HyperJob's run; under each child the
+scheduling cycle that bound it on its cluster (Dispatched → Scheduled), its pods' start
+(Scheduled → Running) and their run (Running → an end). Steps that bound no span (a warning, a
+retry) are instants under their object's span.
 """
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
 
 import msgspec
 
+from hyperjob import events
 from hyperjob.bus.model import Delivery
 from hyperjob.bus.protocol import Bus
 from hyperjob.client import eventlog
 
 BAR_WIDTH = 32
+NAME_WIDTH = 60
+JAEGER_UI_PORT = 16686  # Jaeger's UI and query API, beside its OTLP receiver
+ENDS = ("Completed", "Failed", "Aborted", "Terminated", "Removed", "Deleted")
 
 
 class Step(msgspec.Struct, kw_only=True):
+    """One thing the event log says happened to the HyperJob or one of its objects."""
+
     at: float
     service: str
-    object: str
+    kind: str
+    name: str
     reason: str
     message: str
     warning: bool
     trace_id: str
+    cluster: str = ""
+    created: float | None = None  # on a submission: when the owner was created (which life it is)
+
+    @property
+    def object(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+
+class Span(msgspec.Struct, kw_only=True):
+    """A stretch of a life: from ``start`` to ``end`` (equal for an instant), nested spans in
+    ``children`` in start order."""
+
+    name: str
+    service: str
+    start: float
+    end: float
+    warning: bool = False
+    children: list[Span] = []
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    def walk(self, depth: int = 0) -> Iterator[tuple[int, Span]]:
+        yield depth, self
+        for child in self.children:
+            yield from child.walk(depth + 1)
 
 
 def trace_id_of(headers: dict[str, str] | None) -> str:
@@ -37,7 +82,8 @@ def trace_id_of(headers: dict[str, str] | None) -> str:
 
 
 def steps(stored: Iterable[tuple[Delivery, float]], hyperjob: str) -> list[Step]:
-    """The steps of ``hyperjob`` among ``stored`` (deliveries with the time they were stored)."""
+    """The steps of ``hyperjob`` among ``stored`` (deliveries with the time they were stored), of
+    every life, in time order."""
     decoded, traces = [], {}
     for delivery, at in stored:
         message = eventlog.decode(delivery.data)
@@ -51,15 +97,19 @@ def steps(stored: Iterable[tuple[Delivery, float]], hyperjob: str) -> list[Step]
             continue
         if event.kind == "Queue":
             continue
+        born = isinstance(message, events.OwnerSubmitted) and message.name == hyperjob
         mine.append(
             Step(
                 at=event.first,
                 service=getattr(message, "producer", "") or "-",
-                object=event.object,
+                kind=event.kind,
+                name=event.name,
                 reason=event.reason,
                 message=event.message,
                 warning=event.type == "Warning",
                 trace_id=traces.get(id(message), ""),
+                cluster=event.cluster,
+                created=message.created if born and isinstance(message, events.OwnerSubmitted) else None,
             )
         )
     return mine
@@ -72,45 +122,220 @@ async def load(bus: Bus, hyperjob: str) -> list[Step]:
     return steps(stored, hyperjob)
 
 
+def lives(found: list[Step], hyperjob: str) -> list[list[Step]]:
+    """``found`` cut into lives, oldest first: a submission after the HyperJob's deletion, or one
+    created at another time than the life in course, begins the next (a re-submission of the same
+    life, a new generation, keeps its ``created``; what its children report after the deletion
+    is still the old life's)."""
+    out: list[list[Step]] = []
+    born: float | None = None
+    deleted = False
+    for step in found:
+        submitted = step.created is not None
+        if not out or (submitted and (deleted or (born is not None and step.created != born))):
+            out.append([])
+            deleted = False
+        born = step.created if submitted else born
+        deleted = deleted or (step.reason == "Deleted" and step.name == hyperjob)
+        out[-1].append(step)
+    return out
+
+
 def main_trace(found: list[Step]) -> str:
-    """The trace most of the journey's steps belong to (a re-apply starts another)."""
+    """The trace most of a life's steps belong to (steps a round published outside it aside)."""
     counted = Counter(s.trace_id for s in found if s.trace_id)
     return counted.most_common(1)[0][0] if counted else ""
 
 
-def render(found: list[Step], hyperjob: str, jaeger: str = "http://localhost:16686") -> str:
-    """The waterfall: a header with the trace id, then one row per step."""
-    if not found:
-        return f"no events of HyperJob {hyperjob!r} in the event log"
-    trace = main_trace(found)
+def waterfall(found: list[Step], hyperjob: str) -> Span:
+    """The spans of one life (its steps in time order): the HyperJob's life, and nested in it
+    the queue, the split, each child job (with its binding, pod start and run) and the run."""
     start, end = found[0].at, found[-1].at
-    span = max(end - start, 1e-9)
-    lines = [
-        f"HyperJob {hyperjob}: {len(found)} steps in {end - start:.3f}s",
-        f"trace id: {trace or '(none: published without a traceparent)'}",
+    owner = [s for s in found if s.kind not in ("Job", "PodGroup") or s.name == hyperjob]
+    used: set[int] = set()
+    children = [
+        *_stage(owner, used, "queue", "Submitted", ("Admitted",), end),
+        *_split(found, owner, used),
+        *_stage(owner, used, "run", "Running", ENDS, end),
     ]
-    if trace:
-        lines.append(f"jaeger:   {jaeger}/trace/{trace}")
-    width = max(len(s.object) for s in found)
-    lines.append("")
-    lines.append(
-        f"{'OFFSET':>9}  {'SERVICE':<18} {'OBJECT':<{width}} {'REASON':<14} {'WATERFALL':<{BAR_WIDTH + 2}} MESSAGE"
-    )
-    previous = start
+    for job, its in _jobs(found, hyperjob).items():
+        children.append(_job(job, its, end))
+    children += _instants(owner, used)
+    root = Span(name=f"hyperjob/{hyperjob}", service="-", start=start, end=end)
+    root.children = sorted(children, key=lambda s: s.start)
+    return root
+
+
+def _jobs(found: list[Step], hyperjob: str) -> dict[str, list[Step]]:
+    """Each child job's steps (its podgroup's with them), by first appearance."""
+    jobs: dict[str, list[Step]] = {}
     for step in found:
-        lines.append(
-            f"{'+' + format(step.at - start, '.3f') + 's':>9}  {step.service[:18]:<18} {step.object:<{width}} "
-            f"{step.reason[:14]:<14} |{_bar(previous - start, step.at - start, span)}| "
-            f"{'! ' if step.warning else ''}{step.message}"
-            + ("" if not trace or step.trace_id in ("", trace) else f"  (trace {step.trace_id})")
+        if step.kind in ("Job", "PodGroup") and step.name != hyperjob:
+            jobs.setdefault(step.name, []).append(step)
+    return jobs
+
+
+def _job(job: str, found: list[Step], until: float) -> Span:
+    """A child job from its first step (dispatched) to its last: where it was bound, its pods'
+    start and their run, and what else happened to it."""
+    clusters = sorted({s.cluster for s in found if s.cluster})
+    used: set[int] = set()
+    where = f"schedule on {', '.join(clusters) or 'its cluster'}"
+    children = [
+        *_stage(found, used, where, "Dispatched", ("Scheduled",), until),
+        *_stage(found, used, "start pods", "Scheduled", ("Running",), until),
+        *_stage(found, used, "run", "Running", ENDS, until),
+        *_instants(found, used),
+    ]
+    last = found[-1]
+    span = Span(
+        name=f"job/{job}" + (f" on {', '.join(clusters)}" if clusters else ""),
+        service=found[0].service,
+        start=found[0].at,
+        end=last.at if last.reason in ENDS else until,
+        warning=last.warning,
+    )
+    span.children = sorted(children, key=lambda s: s.start)
+    return span
+
+
+def _stage(
+    found: list[Step], used: set[int], label: str, begin: str, ends: tuple[str, ...], until: float
+) -> Iterator[Span]:
+    """The span from the first ``begin`` step to the first of ``ends`` after it (still open: to
+    ``until``), named for both; marks the steps it spans as ``used``. A podgroup's phases bound
+    nothing: its job's own phases say when the job ran."""
+    bounds = [i for i, s in enumerate(found) if s.kind != "PodGroup"]
+    first = next((i for i in bounds if found[i].reason == begin), None)
+    if first is None:
+        return
+    last = next((i for i in bounds if i > first and found[i].reason in ends), None)
+    used.add(first)
+    if last is not None:
+        used.add(last)
+    done = found[last] if last is not None else None
+    yield Span(
+        name=f"{label}: {begin} → {done.reason if done else '…'}",
+        service=(done or found[first]).service,
+        start=found[first].at,
+        end=done.at if done else until,
+        warning=bool(done and done.warning),
+    )
+
+
+def _split(found: list[Step], owner: list[Step], used: set[int]) -> Iterator[Span]:
+    """From admission to the last child dispatched: the splitter's plan, placed."""
+    admitted = next((s for s in owner if s.reason == "Admitted"), None)
+    dispatched = [s for s in found if s.reason == "Dispatched" and admitted is not None and s.at >= admitted.at]
+    if admitted is None or not dispatched:
+        return
+    used.add(owner.index(admitted))
+    yield Span(
+        name=f"split: Admitted → {len(dispatched)} Dispatched",
+        service=dispatched[-1].service,
+        start=admitted.at,
+        end=dispatched[-1].at,
+    )
+
+
+def _instants(found: list[Step], used: set[int]) -> list[Span]:
+    """The steps no span bounds, each an instant (a warning, a retry, a phase in between)."""
+    return [
+        Span(name=f"{s.reason}: {s.message}", service=s.service, start=s.at, end=s.at, warning=s.warning)
+        for i, s in enumerate(found)
+        if i not in used
+    ]
+
+
+# -- Jaeger -------------------------------------------------------------------------------------
+
+
+def jaeger_url(given: str | None, otlp_endpoint: str | None) -> str | None:
+    """Where Jaeger's UI should be: the URL given, else the OTLP endpoint's host on Jaeger's UI
+    port (spans go there), else None (no spans are exported: there is nothing to look up)."""
+    if given:
+        return given.rstrip("/")
+    if not otlp_endpoint:
+        return None
+    parts = urlsplit(otlp_endpoint)
+    return f"{parts.scheme or 'http'}://{parts.hostname or 'localhost'}:{JAEGER_UI_PORT}"
+
+
+def jaeger_answers(url: str, timeout: float = 1.0) -> bool:
+    """Whether a Jaeger query API answers at ``url`` (its service list), within ``timeout`` seconds."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/services", timeout=timeout) as response:  # noqa: S310 - http(s) only
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def jaeger_line(trace: str, url: str | None, reachable: bool) -> str:
+    """The header line that says where to see ``trace`` in Jaeger, or why nowhere."""
+    if not trace:
+        return "jaeger:   no trace id (published without a traceparent)"
+    if url is None:
+        return (
+            "jaeger:   none configured (spans are exported only where OTEL_EXPORTER_OTLP_ENDPOINT is set; --jaeger URL)"
         )
-        previous = step.at
-    return "\n".join(lines)
+    if not reachable:
+        return f"jaeger:   no Jaeger answers at {url}: no link"
+    return f"jaeger:   {url}/trace/{trace}"
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def render(found: list[Step], hyperjob: str, jaeger: tuple[str | None, bool] = (None, False), life: int = 0) -> str:
+    """The waterfall of one life (``life``: 1 the oldest, 0 the latest): a header with its trace id,
+    the Jaeger link (``jaeger``: the UI's URL and whether it answers) and the other lives' traces,
+    then one row per span."""
+    every = lives(found, hyperjob)
+    if not every:
+        return f"no events of HyperJob {hyperjob!r} in the event log"
+    number = life if 0 < life <= len(every) else len(every)
+    mine = every[number - 1]
+    trace = main_trace(mine)
+    root = waterfall(mine, hyperjob)
+    lines = [
+        f"HyperJob {hyperjob}, life {number} of {len(every)}: {len(list(root.walk()))} spans in {root.duration:.3f}s",
+        f"trace id: {trace or '(none: published without a traceparent)'}",
+        jaeger_line(trace, *jaeger),
+    ]
+    for other, steps_of in enumerate(every, start=1):
+        if other != number:
+            lines.append(f"life {other}: trace {main_trace(steps_of) or '(none)'} (--life {other})")
+    return "\n".join([*lines, "", *_rows(root)])
+
+
+def _rows(root: Span) -> list[str]:
+    walked = list(_tree(root))
+    names = [lead + ("! " if span.warning else "") + span.name for lead, span in walked]
+    width = min(NAME_WIDTH, max(len(n) for n in names))
+    total = max(root.duration, 1e-9)
+    rows = [f"{'SPAN':<{width}}  {'SERVICE':<18} {'START':>9} {'DURATION':>9}  WATERFALL"]
+    for name, (_, span) in zip(names, walked, strict=True):
+        offset, took = span.start - root.start, span.duration
+        rows.append(
+            f"{name[:width]:<{width}}  {span.service[:18]:<18} {'+' + format(offset, '.3f') + 's':>9} "
+            f"{(format(took, '.3f') + 's') if took else '·':>9}  |{_bar(offset, offset + took, total)}|"
+        )
+    return rows
+
+
+def _tree(span: Span, lead: str = "", branch: str = "") -> Iterator[tuple[str, Span]]:
+    """Each span with the tree drawn before its name (``├─``/``└─`` under its parent)."""
+    yield lead + branch, span
+    below = lead + {"": "", "├─ ": "│  ", "└─ ": "   "}[branch]
+    for i, child in enumerate(span.children):
+        yield from _tree(child, below, "└─ " if i == len(span.children) - 1 else "├─ ")
 
 
 def _bar(begin: float, end: float, total: float) -> str:
-    """From ``begin`` to ``end`` (seconds after the first step) on a ``BAR_WIDTH`` scale; an
+    """From ``begin`` to ``end`` (seconds after the life began) on a ``BAR_WIDTH`` scale; an
     instant is one mark."""
     left = min(BAR_WIDTH - 1, int(begin / total * BAR_WIDTH))
+    if end == begin:
+        return " " * left + "◆" + " " * (BAR_WIDTH - left - 1)
     right = min(BAR_WIDTH, max(left + 1, round(end / total * BAR_WIDTH)))
     return " " * left + "█" * (right - left) + " " * (BAR_WIDTH - right)

@@ -743,10 +743,15 @@ def describe(kind: str, name: str, namespace: str, output: str) -> None:
 @main.command("trace")
 @click.argument("name")
 @click.option("-n", "--namespace", default=api.DEFAULT_NAMESPACE, show_default=True)
-@click.option("--jaeger", default="http://localhost:16686", show_default=True, help="where Jaeger's UI is")
-def trace_command(name: str, namespace: str, jaeger: str) -> None:
-    """A HyperJob's journey as a waterfall (from the event log: no tracing backend needed), and the
-    trace id to look it up in Jaeger."""
+@click.option(
+    "--jaeger",
+    default=None,
+    help="where Jaeger's UI is (default: on the host of OTEL_EXPORTER_OTLP_ENDPOINT, when it is set)",
+)
+@click.option("--life", default=0, type=int, help="which life of the name (1: the oldest; default: the latest)")
+def trace_command(name: str, namespace: str, jaeger: str | None, life: int) -> None:
+    """One life of a HyperJob as a waterfall of spans (from the event log: no tracing backend
+    needed), its trace id, and its link in Jaeger where a Jaeger answers."""
     key = api.object_key(namespace, name)
 
     async def work(client: Client) -> list[journey.Step]:
@@ -755,7 +760,8 @@ def trace_command(name: str, namespace: str, jaeger: str) -> None:
     found = with_client(work)
     if not found:
         raise click.ClickException(f"no events of HyperJob {name!r}" + _where(namespace))
-    click.echo(journey.render(found, key, jaeger))
+    url = journey.jaeger_url(jaeger, os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    click.echo(journey.render(found, key, (url, url is not None and journey.jaeger_answers(url)), life))
 
 
 DELETABLE = {

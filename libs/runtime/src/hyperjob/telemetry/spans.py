@@ -13,6 +13,11 @@ by the message in hand:
 - a message emitted inside a work span carries that span's context; one emitted outside (a
   ``before_commit`` summary) carries what its keys remember (``ServiceTracing.note``).
 
+A trace is one *life* of an object: a HyperJob deleted and applied again under the same name (its
+child jobs named as before) is a new trace. A message that states its object's life (``created``:
+the owner's submission, its spec, a job's state) and carries another life than the one remembered
+for the object starts the object's trace over in the context it carries (``life_of``).
+
 Per-pod detail is sampled (``HYPERJOB_TRACE_POD_SAMPLE``, a ratio, default 0.01) so a 10,000-pod
 job does not flood the exporter; lifecycle spans are always kept (the sampler is parent-based).
 Nothing here imports the event schemas: messages are read by their field names.
@@ -40,6 +45,7 @@ __all__ = [
     "attributes_of",
     "decision",
     "keys_of",
+    "life_of",
     "only_noted",
     "pod_sampled",
     "span_name",
@@ -148,6 +154,13 @@ def keys_of(message: Any) -> list[str]:
     return list(dict.fromkeys(k for k in keys if k))
 
 
+def life_of(message: Any) -> float:
+    """Which life of its first key (``keys_of``) ``message`` is about: when that object was
+    created, where the message says it; 0.0 where it does not."""
+    created = getattr(message, "created", None)
+    return float(created) if isinstance(created, int | float) and not isinstance(created, bool) else 0.0
+
+
 def _manifest_key(manifest: dict[str, Any]) -> str:
     """``namespace/name`` of an applied manifest; "" when it has none. The manifest is not validated
     yet (the handler rejects garbage, naming the field): nothing here may assume its shape."""
@@ -231,6 +244,7 @@ class ServiceTracing:
     def __init__(self, service: str) -> None:
         self.service = service
         self._by_key: OrderedDict[str, otel_context.Context] = OrderedDict()
+        self._lives: dict[str, float] = {}  # a key's life, where a message stated it (see life_of)
         self._emitted: dict[str, dict[str, str]] = {}
 
     # -- remembering ------------------------------------------------------------------------------
@@ -244,23 +258,33 @@ class ServiceTracing:
                 return found
         return None
 
-    def remember(self, keys: list[str], ctx: otel_context.Context, *, replace: bool = False) -> None:
+    def remember(self, keys: list[str], ctx: otel_context.Context, *, replace: bool = False, life: float = 0.0) -> None:
         """``keys``' work continues in ``ctx``: for a key not known yet, one whose trace ``ctx``
-        continues (a later span of it), or any when ``replace`` (a user request starts over)."""
+        continues (a later span of it), or any when ``replace`` (a user request starts over) or
+        when ``life`` (of the first key) is another than the one remembered (a new life)."""
         found = trace.get_current_span(ctx).get_span_context()
         if not found.is_valid:
             return
         for key in keys:
             known = self._by_key.get(key)
-            if replace or known is None or _trace_id(known) == found.trace_id:
+            reborn = self._reborn(key, life if key == keys[0] else 0.0)
+            if replace or reborn or known is None or _trace_id(known) == found.trace_id:
                 self._by_key[key] = ctx
                 self._by_key.move_to_end(key)
         while len(self._by_key) > MAX_KEYS:
-            self._by_key.popitem(last=False)
+            forgotten, _ = self._by_key.popitem(last=False)
+            self._lives.pop(forgotten, None)
+
+    def _reborn(self, key: str, life: float) -> bool:
+        """Whether ``life`` is a new life of ``key`` (the first life stated is adopted)."""
+        if not life:
+            return False
+        before, self._lives[key] = self._lives.get(key, life), life
+        return before != life
 
     def learn(self, message: Any, headers: Mapping[str, str] | None) -> None:
         """A watched latest value: its objects' trace, where nothing is known of them yet."""
-        self.remember(keys_of(message), extract(headers))
+        self.remember(keys_of(message), extract(headers), life=life_of(message))
 
     # -- spans --------------------------------------------------------------------------------------
 
@@ -278,7 +302,9 @@ class ServiceTracing:
             return
         with self._work(span_name(self.service, message), parent, attributes_of(message)) as span:
             request = type(message).__name__ in _REQUESTS
-            self.remember(keys, otel_context.get_current(), replace=request and valid)
+            # A new life starts over only in a context the message carried: its producer's.
+            life = life_of(message) if valid else 0.0
+            self.remember(keys, otel_context.get_current(), replace=request and valid, life=life)
             yield span
 
     @contextlib.contextmanager
