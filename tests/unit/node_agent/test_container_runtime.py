@@ -159,6 +159,22 @@ def test_exit_code_and_reason_from_podman_inspect(
     assert exit_of(inspected) == expected
 
 
+# The kernel's line for an OOM kill under cgroup v1 (dmesg on the development machine, podman 4.3
+# with runc and cgroupfs: its inspect says OOMKilled false), shortened.
+KERNEL_LOG = """[3146.9] python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0
+[3146.9] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=libpod-a5,mems_allowed=0,\
+oom_memcg=/libpod_parent/libpod-a5,task_memcg=/libpod_parent/libpod-a5,task=python3,pid=19808,uid=0
+[3146.9] Memory cgroup out of memory: Killed process 19808 (python3) total-vm:538064kB
+"""
+
+
+def test_an_oom_kill_podman_missed_is_found_in_the_kernel_log() -> None:
+    killed = [{"Id": "a5", "State": {"ExitCode": 137, "OOMKilled": False}}]
+    assert exit_of(killed, KERNEL_LOG) == (137, "OOMKilled")
+    assert exit_of([{**killed[0], "Id": "a6"}], KERNEL_LOG) == (137, "Error")  # another container's
+    assert exit_of([{"Id": "a5", "State": {"ExitCode": 1}}], KERNEL_LOG) == (1, "Error")  # not killed by it
+
+
 def test_an_oom_kill_is_a_failure_even_when_podman_says_zero() -> None:
     assert exit_of([{"State": {"ExitCode": 0, "OOMKilled": True}}]) == (137, "OOMKilled")
 

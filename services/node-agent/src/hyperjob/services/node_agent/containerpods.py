@@ -118,15 +118,45 @@ def run_args(
     return [*args, msg.image, *msg.args]
 
 
-def exit_of(inspected: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
-    """``podman inspect`` of an ended container → (exit code, the kubelet's reason for it)."""
+def exit_of(inspected: Sequence[Mapping[str, Any]], kernel_log: str = "") -> tuple[int, str]:
+    """``podman inspect`` of an ended container → (exit code, the kubelet's reason for it).
+
+    podman knows of an OOM kill under cgroup v2; under cgroup v1 (as on the development machines)
+    it says ``OOMKilled: false`` all the same, so a container killed by SIGKILL is also looked
+    for in the kernel's log (``kernel_log``, dmesg's text), whose ``oom-kill:`` line names the
+    container's memory cgroup."""
     if not inspected:
         raise ValueError("podman inspect: no container in the answer")
-    state = inspected[0].get("State") or {}
+    container = inspected[0]
+    state = container.get("State") or {}
     code = int(state.get("ExitCode", 0))
-    if state.get("OOMKilled"):
-        return code or 137, "OOMKilled"
+    killed = code == EXIT_GONE and oom_killed_in(kernel_log, str(container.get("Id", "")))
+    if state.get("OOMKilled") or killed:
+        return code or EXIT_GONE, "OOMKilled"
     return code, "Completed" if code == 0 else "Error"
+
+
+def oom_killed_in(kernel_log: str, container_id: str) -> bool:
+    """Does the kernel log record an OOM kill inside container ``container_id``'s memory cgroup?"""
+    if not container_id:
+        return False
+    for line in kernel_log.splitlines():
+        _, found, after = line.partition("oom-kill:")
+        if found and container_id in after.partition("task_memcg=")[2].split(",", 1)[0]:
+            return True
+    return False
+
+
+async def kernel_log() -> str:
+    """The kernel's log (``dmesg``), or nothing where it cannot be read (no root, no dmesg)."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "dmesg", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        )
+    except OSError:
+        return ""
+    out, _ = await proc.communicate()
+    return out.decode(errors="replace") if proc.returncode == 0 else ""
 
 
 class PodmanRunner:
@@ -222,7 +252,12 @@ class PodmanRunner:
         if self.running.get(pod) != uid:
             return  # stopped on purpose: the stop already reported it
         code, output = await self.podman("inspect", "--type", "container", name, check=False)
-        exit_code, reason = exit_of(json.loads(output)) if code == 0 else (EXIT_GONE, "Error")
+        exit_code, reason = (EXIT_GONE, "Error")
+        if code == 0:
+            inspected = json.loads(output)
+            exit_code, reason = exit_of(inspected)
+            if exit_code == EXIT_GONE and reason != "OOMKilled":
+                exit_code, reason = exit_of(inspected, await kernel_log())
         await self.podman("rm", "--force", "--ignore", name, check=False)
         if self.running.get(pod) != uid:
             return
