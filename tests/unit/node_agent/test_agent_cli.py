@@ -4,6 +4,9 @@ import pytest
 from click.testing import CliRunner
 
 from hyperjob.cli import agent as agent_cli
+from hyperjob.cli.config import load_config
+from hyperjob.cli.up import _cluster_env
+from hyperjob.client import ClientError
 from hyperjob.cli.main import main
 from hyperjob.servicekit import load_settings
 from hyperjob.services.node_agent.config import Settings
@@ -105,3 +108,14 @@ def test_logs_of_a_container_pod_are_its_output_without_podman_framing(tmp_path,
 
 def test_a_line_that_is_not_a_k8s_file_record_is_shown_as_is():
     assert agent_cli.k8s_log_text(b"plain text\n") == b"plain text\n"
+
+
+def test_up_config_mode_container_reaches_the_agent_and_a_bad_mode_names_the_field(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("clusters:\n- name: a\n  mode: container\n")
+    bad.write_text("clusters:\n- name: a\n  mode: docker\n")
+    [cluster] = load_config(str(good)).clusters
+    settings = load_settings(Settings, "NODE_AGENT", environ=_cluster_env(cluster, "1s"))
+    assert settings.mode == "container"
+    with pytest.raises(ClientError, match=r"mode"):
+        load_config(str(bad))
