@@ -5,9 +5,9 @@ from click.testing import CliRunner
 
 from hyperjob.cli import agent as agent_cli
 from hyperjob.cli.config import load_config
+from hyperjob.cli.main import main
 from hyperjob.cli.up import _cluster_env
 from hyperjob.client import ClientError
-from hyperjob.cli.main import main
 from hyperjob.servicekit import load_settings
 from hyperjob.services.node_agent.config import Settings
 
