@@ -85,6 +85,11 @@ def output(work_dir: Path, pod_name: str) -> str:
     return b"".join(k8s_log_text(line) for line in lines).decode()
 
 
+async def said(work_dir: Path, pod_name: str, text: str) -> None:
+    while not (work_dir / CLUSTER / pod_name / "log").exists() or text not in output(work_dir, pod_name):
+        await asyncio.sleep(0.05)
+
+
 async def next_exit(exits: Exits) -> tuple[str, str, int, str]:
     return await asyncio.wait_for(exits.get(), 90)  # a guard against a hang, not a timing
 
@@ -151,10 +156,14 @@ async def test_a_deleted_pod_is_stopped_unreported_and_leaves_no_container(
     base_image: str, tmp_path: Path, exits: Exits, agent_name: str
 ) -> None:
     pods = runner(agent_name, tmp_path, exits)
+    polite = "trap 'echo got TERM; exit 0' TERM; echo up; while :; do sleep 0.1; done"
+    await pods.launch(pod("polite", base_image, polite, grace_period=30.0))
     # It ignores SIGTERM: the grace period (1 s) ends in SIGKILL.
     await pods.launch(pod("stubborn", base_image, "trap '' TERM; sleep 600 & wait", grace_period=1.0))
-    assert containers_of(agent_name) == [f"hyperjob-{agent_name}-stubborn"]
-    await pods.kill("stubborn")
+    await asyncio.wait_for(said(tmp_path, "polite", "up"), 60)  # its trap is set: SIGTERM is not missed
+    assert sorted(containers_of(agent_name)) == [f"hyperjob-{agent_name}-polite", f"hyperjob-{agent_name}-stubborn"]
+    await asyncio.gather(pods.kill("polite"), pods.kill("stubborn"))
     assert containers_of(agent_name) == []
+    assert "got TERM" in output(tmp_path, "polite")  # SIGTERM first, as the grace period promises
     await asyncio.sleep(0)  # a watcher that would report has had its turn
     assert exits.empty(), json.dumps(exits.get_nowait())

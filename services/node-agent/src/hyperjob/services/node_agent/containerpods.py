@@ -92,6 +92,7 @@ def run_args(
     args = [
         "run",
         "--detach",
+        "--replace",  # a container of this pod left from before (ended, not yet removed) gives way
         "--name",
         container_name(agent, msg.pod),
         *(
@@ -212,7 +213,6 @@ class PodmanRunner:
         (box / "container").write_text(container_name(self.agent, msg.pod))  # `hyperjob logs` reads k8s-file
         grace = msg.grace_period if msg.grace_period is not None else self.kill_grace
         env = {**domain.local_env(msg.env), "HYPERJOB_POD": msg.pod, "HYPERJOB_FILES_ROOT": "/"}
-        await self.podman("rm", "--force", "--ignore", container_name(self.agent, msg.pod), check=False)
         try:
             args = run_args(
                 msg,
@@ -270,10 +270,10 @@ class PodmanRunner:
         watcher = self.watchers.pop(pod, None)
         if watcher is not None and watcher is not asyncio.current_task():
             watcher.cancel()
-        name = container_name(self.agent, pod)
         # SIGTERM (the image's stop signal), SIGKILL once the grace period is up; then nothing left.
-        await self.podman("stop", "--ignore", "--time", str(round(grace)), name, check=False)
-        await self.podman("rm", "--force", "--ignore", name, check=False)
+        await self.podman(
+            "rm", "--force", "--ignore", "--time", str(round(grace)), container_name(self.agent, pod), check=False
+        )
 
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         _, output = await self.podman(
