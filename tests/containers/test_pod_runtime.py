@@ -19,6 +19,7 @@ from pathlib import Path
 
 import podman_kit
 import pytest
+import uvloop
 from observe import FIGURES
 
 from hyperjob import events
@@ -167,3 +168,28 @@ async def test_a_deleted_pod_is_stopped_unreported_and_leaves_no_container(
     assert "got TERM" in output(tmp_path, "polite")  # SIGTERM first, as the grace period promises
     await asyncio.sleep(0)  # a watcher that would report has had its turn
     assert exits.empty(), json.dumps(exits.get_nowait())
+
+
+def test_under_uvloop_as_in_a_service_process_the_container_runs_until_killed(
+    base_image: str, tmp_path: Path, agent_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Services run on uvloop (servicekit.process): containers whose podman uvloop had spawned
+    # ended at once (`sleep` returning early), so the runner spawns podman itself.
+    monkeypatch.setenv("CONTAINERS_CONF", str(podman_kit.CONTAINERS_CONF))
+
+    async def scenario() -> tuple[str, str, int, str]:
+        exits: Exits = asyncio.Queue()
+        pods = runner(agent_name, tmp_path, exits)
+        await pods.launch(pod("held", base_image, "sleep 600"))
+        pid = int(inspect(f"hyperjob-{agent_name}-held", "{{.State.Pid}}"))
+        assert pid > 0, "the container is not running"
+        os.kill(pid, 9)
+        return await next_exit(exits)
+
+    loop = uvloop.new_event_loop()
+    try:
+        assert loop.run_until_complete(scenario()) == ("held", "held-uid", 137, "Error")
+    finally:
+        loop.close()
+        for name in containers_of(agent_name):
+            podman_kit.podman("rm", "--force", "--time", "0", name, check=False)

@@ -15,15 +15,20 @@ removed: ``hyperjob logs`` reads it). ``resources.limits`` become cgroup limits 
 ``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so.
 
 A watcher per pod waits for its container (``podman wait``), reads how it ended (``podman
-inspect``: exit code, OOM kill), removes it and reports. A container stopped on request is removed
-without a report. An agent that restarts lists its containers by label and watches again those
-of the pods it still has (``recover``): nothing is started twice and nothing is left behind.
+inspect``: exit code, OOM kill), removes it and reports. podman is started by the standard
+library's ``subprocess``, never by the event loop: a service runs on uvloop, and containers whose
+podman, conmon and runc uvloop had spawned misbehaved (``sleep 5`` in one returned at once).
+A container stopped on request is removed without a report. An agent that restarts lists its
+containers by label and watches again those of the pods it still has (``recover``): nothing is
+started twice and nothing is left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -151,13 +156,42 @@ def oom_killed_in(kernel_log: str, container_id: str) -> bool:
 async def kernel_log() -> str:
     """The kernel's log (``dmesg``), or nothing where it cannot be read (no root, no dmesg)."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "dmesg", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-        )
+        code, out = await run_command(["dmesg"])
     except OSError:
         return ""
-    out, _ = await proc.communicate()
-    return out.decode(errors="replace") if proc.returncode == 0 else ""
+    return out if code == 0 else ""
+
+
+async def run_command(argv: list[str]) -> tuple[int, str]:
+    """A short command's exit code and output (stdout, then stderr), spawned by ``subprocess`` in
+    a worker thread (see the module's doc: not by the event loop)."""
+    done = await asyncio.to_thread(
+        subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace"
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+async def exited(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for ``proc`` without a thread: its pidfd becomes readable when it ends. Cancelled, it
+    kills ``proc``."""
+    loop = asyncio.get_running_loop()
+    pidfd = os.pidfd_open(proc.pid)
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()  # reaped at once: SIGKILL cannot be caught
+    return proc.wait()
 
 
 class PodmanRunner:
@@ -190,14 +224,10 @@ class PodmanRunner:
     async def podman(self, *args: str, check: bool = True) -> tuple[int, str]:
         """Run podman; its exit code and output (stderr appended). ``CONTAINERS_CONF`` and the rest
         of the agent's environment pass through."""
-        proc = await asyncio.create_subprocess_exec(
-            *self.base, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        out, err = await proc.communicate()
-        code = proc.returncode if proc.returncode is not None else -1
+        code, output = await run_command([*self.base, *args])
         if check and code != 0:
-            raise PodmanFailed(f"podman {' '.join(args[:2])} failed ({code}): {err.decode().strip()}")
-        return code, out.decode() + err.decode()
+            raise PodmanFailed(f"podman {' '.join(args[:2])} failed ({code}): {output.strip()[-500:]}")
+        return code, output
 
     async def launch(self, msg: events.PodStart, restarts: int = 0) -> None:
         if self.closed:
@@ -240,15 +270,10 @@ class PodmanRunner:
 
     async def _wait(self, pod: str, uid: str) -> None:
         name = container_name(self.agent, pod)
-        proc = await asyncio.create_subprocess_exec(
-            *self.base, "wait", name, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        waiting = subprocess.Popen(  # until the container ends; cancelled, it is killed
+            [*self.base, "wait", name], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        try:
-            await proc.wait()
-        finally:
-            if proc.returncode is None:  # cancelled: the agent stops, or kills the pod itself
-                proc.kill()
-                await proc.wait()
+        await exited(waiting)
         if self.running.get(pod) != uid:
             return  # stopped on purpose: the stop already reported it
         code, output = await self.podman("inspect", "--type", "container", name, check=False)
