@@ -339,8 +339,7 @@ class NodeAgent:
         lost = {name: pod for name, pod in self._pods().items() if name not in adopted}
         if lost:
             await self._report_lost(lost)
-        if adopted:
-            self.rt.log.info("pods_adopted", pods=sorted(adopted))
+        self.rt.log.info("pods_recovered", adopted=sorted(adopted), lost=sorted(lost))
 
     async def _report_lost(self, lost: dict[str, domain.RunningPod]) -> None:
         pods, reports = self._pods(), []
