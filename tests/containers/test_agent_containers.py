@@ -1,7 +1,7 @@
 """A node-agent in ``mode: container`` (its own ``build`` on a runtime over real JetStream and Redis,
 as ``hyperjob up`` runs it) with real podman containers: a pod is reported Running, then Failed
-with its container's exit code; an agent that stops and comes back adopts the container it left
-running (the same container: nothing started twice, nothing reported lost); ``kill -9`` of that
+with its container's exit code; when the agent stops, a standby replica that takes over adopts
+the container it left running (the same container: nothing started twice, nothing reported lost); ``kill -9`` of that
 container is then reported Failed with 137, and no container of the agent is left behind.
 
 Prints the seconds from a pod's start message until its container runs (bind → running).
@@ -33,6 +33,7 @@ import service_helpers as sh  # noqa: E402
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(600)]  # a cold machine builds the base first
 
 C = f"hj27a{os.getpid()}"
+LEASE = 2.0  # seconds: how long a standby waits for a stopped agent's lease
 
 
 @pytest.fixture(scope="module")
@@ -130,17 +131,22 @@ async def test_an_agent_runs_reports_and_adopts_real_containers(wired, tmp_path:
     agent = agent_name(s)
     sleeper = container_name(agent, "sleeper")
     try:
-        async with sh.running("node-agent", build, s, bus, store, instance=agent):
-            await sh.send(bus, subjects.start_pods(C), start("ends", image, "echo bye; exit 3"))
-            sent = time.monotonic()
-            await sh.send(bus, subjects.start_pods(C), start("sleeper", image, "sleep 600"))
-            await sh.until(lambda: state(sleeper).get("status") == "running", what="the sleeper's container running")
-            FIGURES["container mode: start message → container running"] = f"{time.monotonic() - sent:.2f} s"
-            assert await reports_reach(probe, "ends", 2) == [("Running", None, ""), ("Failed", 3, "Error")]
-            before = state(sleeper)
-        assert state(sleeper) == before  # the agent is gone: its container runs on
+        first = sh.running("node-agent", build, s, bus, store, instance=agent, lease_ttl=LEASE)
+        await first.__aenter__()
+        await sh.send(bus, subjects.start_pods(C), start("ends", image, "echo bye; exit 3"))
+        sent = time.monotonic()
+        await sh.send(bus, subjects.start_pods(C), start("sleeper", image, "sleep 600"))
+        await sh.until(lambda: state(sleeper).get("status") == "running", what="the sleeper's container running")
+        FIGURES["container mode: start message → container running"] = f"{time.monotonic() - sent:.2f} s"
+        assert await reports_reach(probe, "ends", 2) == [("Running", None, ""), ("Failed", 3, "Error")]
+        before = state(sleeper)
 
-        async with sh.running("node-agent", build, s, bus, store, instance=agent) as (_, second):
+        # A second agent waits as a standby and takes over when the first one stops; the first
+        # one's container runs on and is adopted, not started again nor reported lost.
+        async with sh.running("node-agent", build, s, bus, store, instance=agent, lease_ttl=LEASE) as (rt, second):
+            assert not rt.active
+            await first.__aexit__(None, None, None)
+            assert state(sleeper) == before
             await sh.until(lambda: "sleeper" in second.runner.running, what="the sleeper adopted")
             assert state(sleeper) == before and containers_of(agent) == [sleeper]  # the same one, not a second
             assert await reports(probe, "sleeper") == [("Running", None, "")]  # nothing reported lost

@@ -65,7 +65,6 @@ async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
     if not isinstance(agent.sensors, NoSensors):
         runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=Rank.REPORT)
-    runtime.at(runtime.now(), "recover-pods", agent.recover_pods)
     runtime.kick("heartbeat")
     runtime.on_stop(agent.close)
     return agent

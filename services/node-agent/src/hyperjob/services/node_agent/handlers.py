@@ -77,6 +77,7 @@ class NodeAgent:
         self._reported_inputs: dict[str, tuple[object, ...]] = {}  # node -> what that status was made of
         self.starts: dict[str, events.PodStart] = {}  # exec/container: what to run again on a restart in place
         self.runner = pod_runner(settings, agent, self.on_exit)
+        self.recovered = False  # what the agent before us left has been taken back (once a process)
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
@@ -331,8 +332,9 @@ class NodeAgent:
         """After a restart: the runner takes back what it can of the pods we had (a container
         still running is watched again, never started twice) and removes what belongs to no pod;
         the pods it could not take back are reported Failed — nothing watches them any more."""
-        if self.runner is None:
+        if self.runner is None or self.recovered:
             return  # (a timer: it runs under the runtime's lock)
+        self.recovered = True
         await self.rt.ensure_fresh()
         adopted = await self.runner.recover(self._pods())
         self.starts.update(adopted)
@@ -429,8 +431,12 @@ class NodeAgent:
     # -- timers ------------------------------------------------------------------------------------
 
     def rearm(self) -> None:
-        """After a (re)load: one timer at the earliest end among the pods that are running."""
+        """After a (re)load: one timer at the earliest end among the pods that are running; and,
+        the first time, one to take back what a previous agent left. Armed here, not at build: a
+        standby's timers that came due are dropped by the load that makes it active."""
         self._arm(self.pods.rows)
+        if self.runner is not None and not self.recovered:
+            self.rt.at(self.rt.now(), "recover-pods", self.recover_pods)
 
     def _arm(self, pods: Mapping[str, domain.RunningPod]) -> None:
         ends = [p.finishes_at for p in pods.values() if p.finishes_at is not None and self._reachable(p)]
