@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from hyperjob import events
+from hyperjob.events import subjects
 from hyperjob.services.cluster_scheduler.app import build
 from hyperjob.store import Binding, Commit, InMemoryStore
 from hyperjob.store.redis_store import RedisStore
@@ -66,3 +68,16 @@ async def test_a_restarted_scheduler_gives_new_pods_other_gpus_than_the_running_
     [new] = [b for b in found.values() if b.pod != held.pod]
     assert len(new.devices) == 2 and not set(new.devices) & set(held.devices)
     await cs.within_allocatable(store)
+
+
+async def test_the_devices_of_a_binding_travel_with_the_bound_pods(bus, store, probe) -> None:
+    # The node-agent gives a pod exactly these GPUs (issue 27): they reach it on PodsBound.
+    await cs.nodes_report(bus, "n1", allocatable={**NODE, "nvidia.com/gpu": 4.0})
+    job = cs.Job("gpus", replicas=2, gpu="2").admit()
+    async with sh.running("cluster-scheduler", build, cs.settings(), bus, store):
+        await job.send(bus)
+        bindings = await cs.allocations(store, 2)
+        refs = await probe.wait(subjects.pods_bound(cs.C), events.PodsBound)
+    sent = {ref.pod: ref.devices for message in refs for ref in message.pods}
+    assert sent == {b.pod: b.devices for b in bindings.values()}
+    assert sorted(d for devices in sent.values() for d in devices) == [0, 1, 2, 3]

@@ -200,6 +200,19 @@ async def test_bound_pods_are_started_once_with_their_rank_in_the_hyperjobs_worl
     assert {p.node for p in state.pods} == {"n1"}
 
 
+async def test_a_started_pod_carries_its_image_and_the_gpu_devices_of_its_binding(
+    controller, bus, store, probe
+) -> None:
+    # The node-agent runs the image and gives the pod exactly these GPUs (issue 27).
+    rec = await admitted_job(bus, probe, store, dispatch())
+    devices = {name: (i, i + 4) for i, name in enumerate(sorted(rec.pods))}
+    refs = [events.PodRef(pod=p.name, uid=p.uid, node="n1", devices=devices[p.name]) for p in rec.pods.values()]
+    await send(bus, probe, subjects.pods_bound(C), sh.message(events.PodsBound, cluster=C, job=rec.name, pods=refs))
+    [start] = await probe.decoded(subjects.start_pods(C), events.StartPods)
+    assert {p.pod: p.devices for p in start.pods} == devices
+    assert {p.image for p in start.pods} == {"example.com/w:1"}
+
+
 async def test_node_reports_drive_the_job_to_completed(controller, bus, store, probe) -> None:
     rec = await admitted_job(bus, probe, store, dispatch())
     await bind_all(bus, probe, rec)

@@ -4,7 +4,10 @@ import pytest
 from click.testing import CliRunner
 
 from hyperjob.cli import agent as agent_cli
+from hyperjob.cli.config import load_config
 from hyperjob.cli.main import main
+from hyperjob.cli.up import _cluster_env
+from hyperjob.client import ClientError
 from hyperjob.servicekit import load_settings
 from hyperjob.services.node_agent.config import Settings
 
@@ -75,3 +78,44 @@ def test_logs_prints_the_pods_log_and_names_ambiguity(tmp_path, monkeypatch):
     assert ambiguous.exit_code == 1 and "several clusters (a, b)" in ambiguous.output
     missing = runner.invoke(main, ["logs", "nope"])
     assert missing.exit_code == 1 and "no log for pod 'nope'" in missing.output
+
+
+def test_agent_with_the_podman_runtime_runs_container_mode(launched):
+    result = CliRunner().invoke(main, ["agent", "--cluster", "c1", "--runtime", "podman"])
+    assert result.exit_code == 0, result.output
+    settings = load_settings(Settings, "NODE_AGENT", environ=launched["env"])
+    assert (settings.mode, settings.oci_runtime) == ("container", "runc")
+
+
+def test_agent_refuses_a_runtime_for_a_simulated_fleet(launched):
+    result = CliRunner().invoke(main, ["agent", "--cluster", "c1", "--simulate", "--runtime", "podman"])
+    assert result.exit_code != 0 and "--runtime" in result.output and not launched
+
+
+def test_logs_of_a_container_pod_are_its_output_without_podman_framing(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPERJOB_HOME", str(tmp_path))
+    box = tmp_path / "pods" / "a" / "c-0"
+    box.mkdir(parents=True)
+    (box / "container").write_text("hyperjob-node-agent-a-c-0")
+    (box / "log").write_bytes(
+        b"2026-11-27T22:00:00.000000001+00:00 stdout F hello world\n"
+        b"2026-11-27T22:00:00.000000002+00:00 stderr P part\n"
+        b"2026-11-27T22:00:00.000000003+00:00 stderr F ial line\n"
+        b"2026-11-27T22:00:00.000000004+00:00 stdout F \n"
+    )
+    assert CliRunner().invoke(main, ["logs", "c-0"]).output == "hello world\npartial line\n\n"
+
+
+def test_a_line_that_is_not_a_k8s_file_record_is_shown_as_is():
+    assert agent_cli.k8s_log_text(b"plain text\n") == b"plain text\n"
+
+
+def test_up_config_mode_container_reaches_the_agent_and_a_bad_mode_names_the_field(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("clusters:\n- name: a\n  mode: container\n")
+    bad.write_text("clusters:\n- name: a\n  mode: docker\n")
+    [cluster] = load_config(str(good)).clusters
+    settings = load_settings(Settings, "NODE_AGENT", environ=_cluster_env(cluster, "1s"))
+    assert settings.mode == "container"
+    with pytest.raises(ClientError, match=r"mode"):
+        load_config(str(bad))

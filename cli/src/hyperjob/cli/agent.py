@@ -1,5 +1,6 @@
-"""``hyperjob agent``: run a node-agent for one cluster (a simulated fleet, or exec mode), inject
-faults into a running simulated fleet; ``hyperjob logs POD``: show an exec-mode pod's output.
+"""``hyperjob agent``: run a node-agent for one cluster (a simulated fleet, pods as local processes,
+or pods as podman containers: ``--runtime podman``), inject faults into a running simulated fleet;
+``hyperjob logs POD``: show the output of a pod this machine's agents ran (process or container).
 
 ``agent`` starts the ``node_agent`` service in this process's place (``exec``), configured through
 its ``NODE_AGENT_*`` settings, against the running system (``NATS_URL``/``REDIS_URL`` or what
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -44,6 +46,19 @@ SHAPE_OPTIONS = {
     default=True,
     show_default=True,
     help="simulated pods and telemetry, or pods as local processes with the real telemetry readers",
+)
+@click.option(
+    "--runtime",
+    type=click.Choice(["process", "podman"]),
+    default=None,
+    help="what runs the pods (implies --exec): local processes, or OCI containers through podman "
+    "(podman's settings from containers.conf or CONTAINERS_CONF)",
+)
+@click.option(
+    "--oci-runtime",
+    default="runc",
+    show_default=True,
+    help="with --runtime podman: the OCI runtime podman uses ('' for podman's own choice)",
 )
 @click.option("--nodes", type=int, default=4, show_default=True)
 @click.option("--node-prefix", default="", help="node names are <prefix>-<i> (default <cluster>-node)")
@@ -80,6 +95,8 @@ def agent(
     /,
     cluster: str,
     simulate: bool,
+    runtime: str | None,
+    oci_runtime: str,
     nodes: int,
     node_prefix: str,
     node_names: tuple[str, ...],
@@ -97,10 +114,12 @@ def agent(
     if ctx.invoked_subcommand is not None:
         return
     _check_faults(faults)
+    mode = _mode(ctx, simulate, runtime)
     endpoints = agent_endpoints(cluster, list(node_names))
     settings = {
         "CLUSTER": cluster,
-        "MODE": "simulate" if simulate else "exec",
+        "MODE": mode,
+        "OCI_RUNTIME": oci_runtime,
         "NODES": str(nodes),
         "NODE_PREFIX": node_prefix,
         "ALLOCATABLE": _json({"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}),
@@ -119,8 +138,16 @@ def agent(
         **{f"NODE_AGENT_{key}": value for key, value in settings.items()},
     }
     count = len(node_names) or nodes
-    click.echo(f"node-agent for {cluster}: {count} {'simulated' if simulate else 'exec-mode'} nodes", err=True)
+    click.echo(f"node-agent for {cluster}: {count} {mode}-mode nodes", err=True)
     os.execve(sys.executable, [sys.executable, "-m", "hyperjob.services.node_agent"], env)
+
+
+def _mode(ctx: click.Context, simulate: bool, runtime: str | None) -> str:
+    if runtime is None:
+        return "simulate" if simulate else "exec"
+    if simulate and ctx.get_parameter_source("simulate") is not click.core.ParameterSource.DEFAULT:
+        raise click.BadParameter("--simulate runs no pods: it takes no --runtime", param_hint="--runtime")
+    return "container" if runtime == "podman" else "exec"
 
 
 def agent_endpoints(cluster: str, node_names: list[str]) -> Endpoints:
@@ -187,17 +214,35 @@ def fault(ctx: click.Context, spec: str) -> None:
 @click.option("--follow", "-f", is_flag=True, help="keep printing new output until Ctrl-C")
 @click.option("--cluster", default="", help="the pod's cluster, when two clusters have a pod of that name")
 def logs(pod: str, follow: bool, cluster: str) -> None:
-    """Print the output of exec-mode pod POD (stdout and stderr, every restart)."""
+    """Print the output of pod POD (stdout and stderr, every restart) run by an exec- or
+    container-mode agent on this machine."""
     path = find_log(home() / "pods", pod, cluster)
+    container = (path.parent / "container").is_file()  # podman's k8s-file log: one record a line
     with open(path, "rb") as handle:
         while True:
-            chunk = handle.read(65536)
-            if chunk:
-                click.echo(chunk, nl=False)
+            chunk = handle.readline() if container else handle.read(65536)
+            if chunk and (not container or chunk.endswith(b"\n")):
+                click.echo(k8s_log_text(chunk) if container else chunk, nl=False)
             elif not follow:
+                if chunk:  # a last record being written: show what there is
+                    click.echo(k8s_log_text(chunk), nl=False)
                 return
             else:
+                if chunk:
+                    handle.seek(-len(chunk), os.SEEK_CUR)  # a record half-written: read it whole later
                 time.sleep(0.5)
+
+
+_K8S_RECORD = re.compile(rb"^\S+ (stdout|stderr) ([FP]) ?(.*?)\n?$", re.DOTALL)
+
+
+def k8s_log_text(record: bytes) -> bytes:
+    """The container's output in one ``k8s-file`` record (``<time> <stream> <F|P> <text>``): the
+    text, with its newline unless the record is a partial line (``P``). Anything else is as is."""
+    match = _K8S_RECORD.match(record)
+    if match is None:
+        return record
+    return match.group(3) + (b"\n" if match.group(2) == b"F" else b"")
 
 
 def find_log(root: Path, pod: str, cluster: str = "") -> Path:
@@ -205,7 +250,8 @@ def find_log(root: Path, pod: str, cluster: str = "") -> Path:
     found = sorted(root.glob(f"{cluster or '*'}/{pod}/log"))
     if not found:
         raise click.ClickException(
-            f"no log for pod {pod!r} under {root} (logs exist only for pods of exec-mode agents on this machine)"
+            f"no log for pod {pod!r} under {root} (logs exist only for pods of exec- or container-mode agents "
+            "on this machine)"
         )
     if len(found) > 1:
         clusters = ", ".join(p.parent.parent.name for p in found)

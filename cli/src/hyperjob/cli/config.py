@@ -32,8 +32,10 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     links: dict[str, float] = {}
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
-    # simulate: simulated pods and telemetry; exec: pods run their command as local processes.
-    mode: Literal["simulate", "exec"] = "simulate"
+    # simulate: simulated pods and telemetry; exec: pods run their command as local processes;
+    # container: pods run their image as OCI containers through podman (which CONTAINERS_CONF,
+    # from `up`'s environment, configures).
+    mode: Literal["simulate", "exec", "container"] = "simulate"
 
 
 class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):

@@ -568,7 +568,7 @@ def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]
         "JOB_CONTROLLER_CLUSTER": cluster.name,
         "NODE_AGENT_CLUSTER": cluster.name,
         "NODE_AGENT_MODE": cluster.mode,
-        "NODE_AGENT_WORK_DIR": str(home() / "pods"),  # exec-mode pod logs, where `hyperjob logs` looks
+        "NODE_AGENT_WORK_DIR": str(home() / "pods"),  # exec/container pod logs, where `hyperjob logs` looks
         "NODE_AGENT_NODES": str(cluster.nodes),
         "NODE_AGENT_ALLOCATABLE": allocatable,
         "NODE_AGENT_LABELS": msgspec.json.encode(cluster.node_labels).decode(),

@@ -22,12 +22,14 @@ class PodGroupPhaseChanged(Message, frozen=True, kw_only=True, tag="sched.podgro
 
 
 class PodRef(msgspec.Struct, frozen=True, kw_only=True):
-    """One pod incarnation (``uid``) on ``node``; ``reason`` for evictions and rejections."""
+    """One pod incarnation (``uid``) on ``node``; ``reason`` for evictions and rejections;
+    ``devices`` the GPU device indexes its binding holds there (bound pods)."""
 
     pod: str
     uid: str
     node: str
     reason: str = ""
+    devices: tuple[int, ...] = ()
 
 
 class PodsBound(Message, frozen=True, kw_only=True, tag="sched.pods.bound.v1"):

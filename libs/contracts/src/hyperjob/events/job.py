@@ -177,6 +177,14 @@ class PodStart(msgspec.Struct, frozen=True, kw_only=True):
     restart_policy: str = "Always"
     sim_duration: float | None = None
     sim_exit_code: int = 0
+    # What a container-mode node needs beyond the command: the image, the working directory, the
+    # main container's ``resources.limits`` as written ("500m", "64Mi"), and the GPU device indexes
+    # the scheduler chose on ``node`` (empty: none recorded, or not a GPU pod).
+    image: str = ""
+    working_dir: str = ""
+    limits: dict[str, str | int | float] = {}
+    devices: tuple[int, ...] = ()
+    grace_period: float | None = None  # terminationGracePeriodSeconds: SIGTERM, then SIGKILL after it
 
 
 class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):

@@ -40,7 +40,8 @@ class AgentHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v2"
 
 
 class PodReport(msgspec.Struct, frozen=True, kw_only=True):
-    """A pod incarnation's phase: Running, Succeeded, Failed, or Deleted (stopped on request)."""
+    """A pod incarnation's phase: Running, Succeeded, Failed, or Deleted (stopped on request);
+    ``reason`` why its container ended, as the kubelet says it (``OOMKilled``, ``Error``), if known."""
 
     pod: str
     uid: str
@@ -50,6 +51,7 @@ class PodReport(msgspec.Struct, frozen=True, kw_only=True):
     exit_code: int | None = None
     restarts: int = 0
     message: str = ""
+    reason: str = ""
     at: float = 0.0
 
 

@@ -79,6 +79,9 @@ class PodRun(_Frozen, frozen=True, kw_only=True):
     restart_policy: str = "Always"
     sim_duration: float | None = None
     sim_exit_code: int = 0
+    working_dir: str = ""
+    limits: dict[str, str | int | float] = {}  # the main container's resources.limits, as written
+    grace_period: float | None = None  # the pod's terminationGracePeriodSeconds
 
 
 class PodStatus(_Frozen, frozen=True, kw_only=True):

@@ -158,6 +158,9 @@ def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
         restart_policy=spec.restart_policy,
         sim_duration=api.parse_duration(duration) if duration is not None else None,
         sim_exit_code=int(exit_code) if exit_code.lstrip("-").isdigit() else 1,
+        working_dir=main.working_dir,
+        limits=dict(main.resources.limits),
+        grace_period=spec.termination_grace_period_seconds,
     )
 
 

@@ -455,7 +455,11 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
             for pod in waiting:
                 held = state.bound.get(pod.name)
                 if held is not None and pod.name not in released and not pod.node and held.uid in ("", pod.uid):
-                    out.add(out.bound, view.name, events.PodRef(pod=pod.name, uid=pod.uid, node=held.node))
+                    out.add(
+                        out.bound,
+                        view.name,
+                        events.PodRef(pod=pod.name, uid=pod.uid, node=held.node, devices=held.devices),
+                    )
     return out
 
 
@@ -620,7 +624,7 @@ def _bind_gang(
         s = view.tasks[pod.task]
         out.binds.append(Binding(cluster, b.task, b.node, dict(s.request), pod.uid, tuple(b.devices)))
         if reservation is None or reservation.state == "Started":
-            out.add(out.bound, job, events.PodRef(pod=b.task, uid=pod.uid, node=b.node))
+            out.add(out.bound, job, events.PodRef(pod=b.task, uid=pod.uid, node=b.node, devices=tuple(b.devices)))
     if reservation is not None and reservation.state == "Reserving":
         out.held.append(job)
 

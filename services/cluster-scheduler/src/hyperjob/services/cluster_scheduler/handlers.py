@@ -166,7 +166,7 @@ class ClusterScheduler:
         if msg.action == "start" and view is not None:
             # The held pods start now: their bindings are in place already.
             held = [
-                events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node)
+                events.PodRef(pod=p.name, uid=p.uid, node=self.bound[p.name].node, devices=self.bound[p.name].devices)
                 for p in sorted(view.pods.values(), key=lambda p: p.name)
                 if p.name in self.bound
                 and p.phase == "Pending"

@@ -192,13 +192,17 @@ class JobController:
                     cluster=self.cluster,
                     job=msg.job,
                     job_version=record.version,
-                    pods=[self._start(record, p.pod, envs) for p in started],
+                    pods=[self._start(record, p.pod, envs, p.devices) for p in started],
                 ),
             )
         return reaction
 
     def _start(
-        self, record: jm.JobRecord, name: str, envs: Callable[[str, str, int], dict[str, str]]
+        self,
+        record: jm.JobRecord,
+        name: str,
+        envs: Callable[[str, str, int], dict[str, str]],
+        devices: tuple[int, ...] = (),
     ) -> events.PodStart:
         pod = record.pods[name]
         world_env = envs(record.name, pod.task, pod.index)
@@ -216,6 +220,11 @@ class JobController:
             restart_policy=run.restart_policy,
             sim_duration=run.sim_duration,
             sim_exit_code=run.sim_exit_code,
+            image=run.image,
+            working_dir=run.working_dir,
+            limits=run.limits,
+            devices=devices,
+            grace_period=run.grace_period,
         )
 
     def on_evicted(self, msg: events.PodsEvicted) -> Reaction | None:

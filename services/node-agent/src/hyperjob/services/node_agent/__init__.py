@@ -10,7 +10,12 @@ and telemetry (``telemetry.gpu|fabric.<c>.<n>``: GPUs, NVLink, InfiniBand), both
   Succeeded, or Failed with ``hyperjob.io/sim-exit-code``.
 - ``exec`` mode: each pod's command runs as a local process with the pod's full environment, its
   output in a log ``hyperjob logs POD`` shows; telemetry comes from the real readers (NVML,
-  sysfs), which report no devices where there are none.
+  sysfs), which report no devices where there are none. A GPU pod sees only the devices of its
+  binding (``CUDA_VISIBLE_DEVICES``, from ``runners.gpu_assignment``).
+- ``container`` mode (``hyperjob agent --runtime podman``, ``mode: container`` in ``up``'s config):
+  each pod runs its image as an OCI container through podman (``containerpods``), its
+  ``resources.limits`` as cgroup limits, its GPUs given by CDI device; an agent that restarts
+  adopts the containers it left running. Exec and container modes are two ``runners.PodRunner``s.
 
 Invariant: a pod is reported in the order Running → (Succeeded | Failed | Deleted), once per
 incarnation (job version); in-place container restarts are Running again with more restarts.

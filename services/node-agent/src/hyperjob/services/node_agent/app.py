@@ -20,7 +20,7 @@ def build_sensors(settings: Settings, started: float) -> Sensors:
     if source == "auto":
         source = "simulated" if settings.mode == "simulate" else "real"
     if source == "off":
-        return NoSensors(real=settings.mode == "exec")
+        return NoSensors(real=settings.mode != "simulate")
     if source == "real":
         return RealSensors(hwprobe.NvmlReader(xid_hold=settings.xid_hold), settings.infiniband_sysfs)
     specs = node_specs(settings)
@@ -65,7 +65,6 @@ async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
     if not isinstance(agent.sensors, NoSensors):
         runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=Rank.REPORT)
-    runtime.at(runtime.now(), "reap-lost-processes", agent.reap_lost_processes)
     runtime.kick("heartbeat")
     runtime.on_stop(agent.close)
     return agent

@@ -22,7 +22,8 @@ class NodeSpec(msgspec.Struct, frozen=True, kw_only=True):
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str
     # simulate: pods "run" for their sim duration. exec: pods run their command as local processes.
-    mode: Literal["simulate", "exec"] = "simulate"
+    # container: pods run their image as OCI containers through podman (containerpods).
+    mode: Literal["simulate", "exec", "container"] = "simulate"
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_level: str = "INFO"
@@ -56,6 +57,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     work_dir: str = ".hyperjob/pods"
     pod_working_dir: str = ""
     kill_grace: float = 10.0
+    # container mode: the podman binary, and the OCI runtime podman is told to use ("" for podman's
+    # own choice; runc where crun cannot run, as on cgroup-hybrid hosts). podman's other settings
+    # come from containers.conf, or the file CONTAINERS_CONF names in the agent's environment.
+    podman: str = "podman"
+    oci_runtime: str = "runc"
 
 
 # What a pod's process inherits from the agent's environment (then the pod's env wins).

@@ -42,6 +42,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     phase: str
     exit_code: int | None = None
     restarts: int = 0
+    reason: str = ""  # why the container ended (OOMKilled, Error, ...), when known
 
 
 def start(pods: dict[str, RunningPod], pod: RunningPod) -> list[Report]:
@@ -71,12 +72,19 @@ def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
 
 
 def exited(
-    pods: dict[str, RunningPod], name: str, uid: str, exit_code: int, now: float, next_duration: float | None = None
+    pods: dict[str, RunningPod],
+    name: str,
+    uid: str,
+    exit_code: int,
+    now: float,
+    next_duration: float | None = None,
+    reason: str = "",
 ) -> list[Report]:
     """The container of pod ``name`` (incarnation ``uid``) ended with ``exit_code``.
 
     Restarting in place keeps the pod Running with one more restart (a simulated pod runs
-    ``next_duration`` again); otherwise it is Succeeded or Failed and leaves the node. An exit of
+    ``next_duration`` again); otherwise it is Succeeded or Failed (with ``reason``, as the kubelet's
+    ``OOMKilled``) and leaves the node. An exit of
     an incarnation that is no longer here (stopped, replaced) reports nothing.
     """
     pod = pods.get(name)
@@ -85,9 +93,9 @@ def exited(
     if restarts_in_place(pod.restart_policy, exit_code):
         finishes = now + next_duration if next_duration is not None else None
         pods[name] = msgspec.structs.replace(pod, started_at=now, finishes_at=finishes, restarts=pod.restarts + 1)
-        return [_report(pods[name], "Running")]
+        return [_report(pods[name], "Running", reason=reason)]
     del pods[name]
-    return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code)]
+    return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code, reason=reason)]
 
 
 def restarts_in_place(restart_policy: str, exit_code: int) -> bool:
@@ -112,7 +120,7 @@ def local_env(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _report(pod: RunningPod, phase: str, exit_code: int | None = None) -> Report:
+def _report(pod: RunningPod, phase: str, exit_code: int | None = None, reason: str = "") -> Report:
     return Report(
         pod=pod.pod,
         uid=pod.uid,
@@ -122,4 +130,5 @@ def _report(pod: RunningPod, phase: str, exit_code: int | None = None) -> Report
         phase=phase,
         exit_code=exit_code,
         restarts=pod.restarts,
+        reason=reason,
     )

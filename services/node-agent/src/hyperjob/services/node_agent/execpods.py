@@ -7,7 +7,9 @@ appended across restarts, in ``log`` — which ``hyperjob logs POD`` shows. The 
 agent's basic environment (``config.INHERITED``) and then the pod's full env (job plugins and the
 cross-cluster training env), with pod hostnames mapped to 127.0.0.1 (``domain.local_env``), and
 runs in its own process group so that killing it (eviction, delete) kills its children too:
-SIGTERM, then SIGKILL after the grace period.
+SIGTERM, then SIGKILL after the grace period. A GPU pod sees only the devices of its binding
+(``runners.gpu_assignment``). An agent that restarts cannot re-attach to processes it did not
+start: ``recover`` kills what is left of them and the agent reports those pods lost.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -24,10 +26,10 @@ import structlog
 from hyperjob import events
 
 from . import domain
+from .runners import OnExit, gpu_assignment
 
 EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE = 127, 126  # what a shell or container runtime reports
 log = structlog.get_logger("node-agent")
-OnExit = Callable[[str, str, int], Coroutine[None, None, None]]
 
 
 def sandbox(work_dir: str, cluster: str, pod: str) -> Path:
@@ -35,8 +37,8 @@ def sandbox(work_dir: str, cluster: str, pod: str) -> Path:
 
 
 class ProcessRunner:
-    """The processes of one agent's pods, keyed by pod name; ``on_exit(pod, uid, code)`` is awaited
-    when a process ends by itself (not when it is killed)."""
+    """The processes of one agent's pods, keyed by pod name (a ``runners.PodRunner``);
+    ``on_exit(pod, uid, code, reason)`` is awaited when a process ends by itself (not when it is killed)."""
 
     def __init__(
         self, cluster: str, work_dir: str, cwd: str, base_env: dict[str, str], kill_grace: float, on_exit: OnExit
@@ -65,6 +67,7 @@ class ProcessRunner:
         env = {
             **self.base_env,
             **domain.local_env(msg.env),
+            **gpu_assignment(msg.devices, "exec", nvml_gpus=False)[0],
             "HOSTNAME": msg.pod,
             "HYPERJOB_POD": msg.pod,
             "HYPERJOB_POD_DIR": str(box),
@@ -75,7 +78,7 @@ class ProcessRunner:
             out.flush()
             proc = await self._spawn([*msg.command, *msg.args], env, out)
         if isinstance(proc, int):
-            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, proc))
+            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, proc, "StartError"))
             return
         self.procs[msg.pod] = proc
         (box / "pid").write_text(str(proc.pid))  # lets a restarted agent kill what it can no longer watch
@@ -107,7 +110,8 @@ class ProcessRunner:
             return  # killed on purpose: the stop already reported it
         del self.procs[pod]
         # A signal death is reported as 128 + signal, as shells and the kubelet do.
-        await self.on_exit(pod, uid, code if code >= 0 else 128 - code)
+        code = code if code >= 0 else 128 - code
+        await self.on_exit(pod, uid, code, "Completed" if code == 0 else "Error")
 
     async def kill(self, pod: str) -> None:
         """Stop the pod's process group: SIGTERM, SIGKILL after the grace period. Idempotent."""
@@ -122,6 +126,15 @@ class ProcessRunner:
                 await proc.wait()
         if watcher is not None and watcher is not asyncio.current_task():
             watcher.cancel()
+
+    async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
+        """Kill what is left of the processes of ``pods`` (their pid files): none is watched again."""
+        for name in sorted(pods):
+            pid_file = sandbox(self.work_dir, self.cluster, name) / "pid"
+            pid = pid_file.read_text().strip() if pid_file.is_file() else ""
+            if pid.isdigit():
+                signal_group(int(pid), signal.SIGKILL)
+        return {}
 
     async def close(self) -> None:
         """Kill every process and stop every watcher, including one waiting to restart its pod."""

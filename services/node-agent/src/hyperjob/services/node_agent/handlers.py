@@ -1,10 +1,12 @@
 """The node-agent's work: its nodes' status and liveness, and the pods it starts and stops.
 
-In simulate mode a pod finishes on time (a timer at its end); in exec mode it runs its command as
-a local process (``execpods``) and finishes when the process exits. Running pods are a table of
-the agent's own (``agentpod@<agent>``), so a simulating agent that restarts picks its pods up
-again and finishes them on time; an exec agent that restarts cannot re-attach to the processes
-it lost, so it kills what is left of them and reports those pods Failed (137). The nodes an
+In simulate mode a pod finishes on time (a timer at its end); in exec and container modes a
+``runners.PodRunner`` runs it (a local process, ``execpods``; an OCI container, ``containerpods``)
+and it finishes when that exits. Running pods are a table of the agent's own
+(``agentpod@<agent>``), so a simulating agent that restarts picks its pods up again and finishes
+them on time; a container-mode agent watches again the containers it left running; an exec agent
+cannot re-attach to the processes it lost, so it kills what is left of them. Pods the runner did
+not take back are reported Failed (137). The nodes an
 injected fault took down are a table too (``agentdown@<agent>``): neither a restart nor a
 redelivered fault brings a node back before its ``node-up``.
 
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import signal
 from collections import Counter
 from collections.abc import Mapping
 from typing import TypedDict
@@ -29,8 +30,9 @@ from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
 from hyperjob.hwprobe.simfleet import Fault
 from hyperjob.servicekit import Reaction, Runtime
 
-from . import domain, execpods
+from . import containerpods, domain, execpods
 from .config import NodeSpec, Settings, host_env
+from .runners import OnExit, PodRunner
 from .sensors import Reading, Sensors, subject_of
 
 LOST_EXIT_CODE = 137
@@ -78,17 +80,9 @@ class NodeAgent:
         self.health: dict[str, hwprobe.NodeHealth] = {}
         self.reported: dict[str, tuple[object, ...]] = {}  # node -> the status last published
         self._reported_inputs: dict[str, tuple[object, ...]] = {}  # node -> what that status was made of
-        self.starts: dict[str, events.PodStart] = {}  # exec mode: what to run again on a restart in place
-        self.runner: execpods.ProcessRunner | None = None
-        if settings.mode == "exec":
-            self.runner = execpods.ProcessRunner(
-                settings.cluster,
-                settings.work_dir,
-                settings.pod_working_dir,
-                host_env(),
-                settings.kill_grace,
-                self.on_exit,
-            )
+        self.starts: dict[str, events.PodStart] = {}  # exec/container: what to run again on a restart in place
+        self.runner = pod_runner(settings, agent, self.on_exit)
+        self.recovered = False  # what the agent before us left has been taken back (once a process)
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
@@ -308,8 +302,9 @@ class NodeAgent:
         if await self.rt.commit(cause, self._reaction(cause, reports, after)):
             self._arm(self.pods.rows)
 
-    async def on_exit(self, pod: str, uid: str, exit_code: int) -> None:
-        """An exec-mode container ended by itself: report it, and restart it in place if its policy says so."""
+    async def on_exit(self, pod: str, uid: str, exit_code: int, reason: str = "") -> None:
+        """A pod's container (a process, an OCI container) ended by itself: report it, and restart
+        it in place if its policy says so."""
         report = None
         for attempt in itertools.count():
             # No redelivery would bring this report back (the process is gone): retry until it is in.
@@ -317,7 +312,7 @@ class NodeAgent:
                 async with self.rt.lock:
                     await self.rt.ensure_fresh()
                     pods = self._pods()
-                    reports = domain.exited(pods, pod, uid, exit_code, self.rt.now())
+                    reports = domain.exited(pods, pod, uid, exit_code, self.rt.now(), reason=reason)
                     if not reports:
                         return  # that incarnation is no longer here
                     report = reports[0]
@@ -336,18 +331,25 @@ class NodeAgent:
         if current is not None and current.uid == uid and self.runner is not None:
             await self.runner.launch(start, restarts=report.restarts)
 
-    async def reap_lost_processes(self) -> None:
-        """Exec mode, after a restart: kill what is left of the processes of the pods we had, and
-        report those pods Failed — we cannot watch them any more."""
-        if self.runner is None or not self.pods:
-            return
+    async def recover_pods(self) -> None:
+        """After a restart: the runner takes back what it can of the pods we had (a container
+        still running is watched again, never started twice) and removes what belongs to no pod;
+        the pods it could not take back are reported Failed — nothing watches them any more."""
+        if self.runner is None or self.recovered:
+            return  # (a timer: it runs under the runtime's lock)
+        self.recovered = True
+        await self.rt.ensure_fresh()
+        adopted = await self.runner.recover(self._pods())
+        self.starts.update(adopted)
+        lost = {name: pod for name, pod in self._pods().items() if name not in adopted}
+        if lost:
+            await self._report_lost(lost)
+        self.rt.log.info("pods_recovered", adopted=sorted(adopted), lost=sorted(lost))
+
+    async def _report_lost(self, lost: dict[str, domain.RunningPod]) -> None:
         pods, reports = self._pods(), []
-        for name in sorted(pods):
+        for name in sorted(lost):
             pod = pods.pop(name)
-            box = execpods.sandbox(self.settings.work_dir, self.cluster, name)
-            pid = (box / "pid").read_text().strip() if (box / "pid").is_file() else ""
-            if pid.isdigit():
-                execpods.signal_group(int(pid), signal.SIGKILL)
             reports.append(
                 domain.Report(
                     pod=pod.pod,
@@ -358,6 +360,7 @@ class NodeAgent:
                     phase="Failed",
                     exit_code=LOST_EXIT_CODE,
                     restarts=pod.restarts,
+                    reason="Lost",
                 )
             )
         cause = events.derive_id(self.agent, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports))
@@ -417,6 +420,7 @@ class NodeAgent:
                             phase=r.phase,
                             exit_code=r.exit_code,
                             restarts=r.restarts,
+                            reason=r.reason,
                             at=now,
                         )
                         for r in reports
@@ -428,8 +432,12 @@ class NodeAgent:
     # -- timers ------------------------------------------------------------------------------------
 
     def rearm(self) -> None:
-        """After a (re)load: one timer at the earliest end among the pods that are running."""
+        """After a (re)load: one timer at the earliest end among the pods that are running; and,
+        the first time, one to take back what a previous agent left. Armed here, not at build: a
+        standby's timers that came due are dropped by the load that makes it active."""
         self._arm(self.pods.rows)
+        if self.runner is not None and not self.recovered:
+            self.rt.at(self.rt.now(), "recover-pods", self.recover_pods)
 
     def _arm(self, pods: Mapping[str, domain.RunningPod]) -> None:
         ends = [p.finishes_at for p in pods.values() if p.finishes_at is not None and self._reachable(p)]
@@ -437,6 +445,26 @@ class NodeAgent:
             self.rt.at(min(ends), "finish", self.finish_due)
         else:
             self.rt.cancel("finish")
+
+
+def pod_runner(settings: Settings, agent: str, on_exit: OnExit) -> PodRunner | None:
+    """What runs the pods of ``settings.mode``; none in simulate mode (timers finish them)."""
+    if settings.mode == "exec":
+        return execpods.ProcessRunner(
+            settings.cluster, settings.work_dir, settings.pod_working_dir, host_env(), settings.kill_grace, on_exit
+        )
+    if settings.mode == "container":
+        return containerpods.PodmanRunner(
+            settings.cluster,
+            agent,
+            settings.work_dir,
+            settings.kill_grace,
+            on_exit,
+            podman=settings.podman,
+            oci_runtime=settings.oci_runtime,
+            nvml_gpus=hwprobe.NvmlReader().open(),
+        )
+    return None
 
 
 SimulatedFleet = NodeAgent  # the name the simulate-only agent had

@@ -1,0 +1,334 @@
+"""Container mode: a pod's main container runs as an OCI container through the podman CLI.
+
+What the host needs: ``podman`` (4.3 or later) and an OCI runtime it can use. podman reads its
+settings from ``containers.conf`` or the file ``CONTAINERS_CONF`` names in the agent's environment
+(passed through unchanged); on machines where podman's default runtime (crun) cannot run (cgroups
+in hybrid mode) set ``oci_runtime: runc`` (the default here), and where default ulimits cannot be
+applied give podman ``default_ulimits = []``. Images are used as the node has them (no pull
+policy yet); GPUs are given through CDI (``nvidia-ctk cdi generate``) where NVML reports them.
+
+Each pod is one container ``hyperjob-<agent>-<pod>``, labelled with the agent, the pod and its
+incarnation (uid), on the host's network (pods reach each other as exec-mode pods do, through
+``domain.local_env``), with the plugin files bind-mounted read-only at their paths and its output
+in ``<work_dir>/<cluster>/<pod>/log`` (podman's ``k8s-file`` format, kept after the container is
+removed: ``hyperjob logs`` reads it). ``resources.limits`` become cgroup limits (``--cpus``,
+``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so.
+
+A watcher per pod waits for its container (``podman wait``), reads how it ended (``podman
+inspect``: exit code, OOM kill), removes it and reports. podman is started by the standard
+library's ``subprocess``, never by the event loop: a service runs on uvloop, and containers whose
+podman, conmon and runc uvloop had spawned misbehaved (``sleep 5`` in one returned at once).
+A container stopped on request is removed without a report. An agent that restarts lists its
+containers by label and watches again those of the pods it still has (``recover``): nothing is
+started twice and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from hyperjob import api, events
+
+from . import domain
+from .execpods import sandbox
+from .runners import OnExit, gpu_assignment
+
+LABEL_AGENT, LABEL_POD, LABEL_UID = "io.hyperjob.agent", "io.hyperjob.pod", "io.hyperjob.uid"
+EXIT_START_FAILED = 125  # podman's own code for "could not create or start the container"
+EXIT_GONE = 137  # a container removed under us, whose end podman cannot tell: it was killed
+START_FILE = "start.json"  # what started the pod: a restarted agent restarts it in place from it
+log = structlog.get_logger("node-agent")
+
+
+class PodmanFailed(RuntimeError):
+    pass
+
+
+def container_name(agent: str, pod: str) -> str:
+    return f"hyperjob-{agent}-{pod}"
+
+
+def limit_args(limits: Mapping[str, str | int | float]) -> list[str]:
+    """``resources.limits`` as podman's cgroup limits: ``cpu`` a CPU quota (``--cpus``), ``memory``
+    the memory maximum in bytes with no swap beyond it; other resources (GPUs) are not cgroup limits."""
+    args = []
+    if "cpu" in limits:
+        cpus = _quantity(limits, "cpu")
+        args += ["--cpus", f"{cpus:g}"]
+    if "memory" in limits:
+        memory = str(int(_quantity(limits, "memory")))
+        args += ["--memory", memory, "--memory-swap", memory]
+    return args
+
+
+def _quantity(limits: Mapping[str, str | int | float], name: str) -> float:
+    try:
+        value = api.parse_quantity(limits[name])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"resources.limits.{name}: {limits[name]!r} is not a quantity ({exc})") from None
+    if value <= 0:
+        raise ValueError(f"resources.limits.{name}: must be more than 0, got {limits[name]!r}")
+    return value
+
+
+def run_args(
+    msg: events.PodStart,
+    *,
+    agent: str,
+    env: Mapping[str, str],
+    files_root: Path,
+    log_path: Path,
+    grace: float,
+    nvml_gpus: bool,
+) -> list[str]:
+    """The ``podman run`` arguments of one pod (after the global options), built from the pod alone."""
+    if not msg.image:
+        raise ValueError("image: a container-mode pod needs an image")
+    gpu_env, gpu_args = gpu_assignment(msg.devices, "container", nvml_gpus)
+    args = [
+        "run",
+        "--detach",
+        "--replace",  # a container of this pod left from before (ended, not yet removed) gives way
+        "--name",
+        container_name(agent, msg.pod),
+        *(
+            "--label",
+            f"{LABEL_AGENT}={agent}",
+            "--label",
+            f"{LABEL_POD}={msg.pod}",
+            "--label",
+            f"{LABEL_UID}={msg.uid}",
+        ),
+        *("--network", "host", "--pull", "never", "--stop-timeout", str(round(grace))),
+        *("--log-driver", "k8s-file", "--log-opt", f"path={log_path}"),
+        *limit_args(msg.limits),
+        *gpu_args,
+    ]
+    for path in sorted(msg.files):
+        args += ["--volume", f"{files_root / path.lstrip('/')}:{path}:ro"]
+    for key, value in {**env, **gpu_env}.items():
+        args += ["--env", f"{key}={value}"]
+    if msg.working_dir:
+        args += ["--workdir", msg.working_dir]
+    if msg.command:  # as Kubernetes: command replaces the image's entrypoint (and its CMD)
+        args += ["--entrypoint", json.dumps(msg.command)]
+    return [*args, msg.image, *msg.args]
+
+
+def exit_of(inspected: Sequence[Mapping[str, Any]], kernel_log: str = "") -> tuple[int, str]:
+    """``podman inspect`` of an ended container → (exit code, the kubelet's reason for it).
+
+    podman knows of an OOM kill under cgroup v2; under cgroup v1 (as on the development machines)
+    it says ``OOMKilled: false`` all the same, so a container killed by SIGKILL is also looked
+    for in the kernel's log (``kernel_log``, dmesg's text), whose ``oom-kill:`` line names the
+    container's memory cgroup."""
+    if not inspected:
+        raise ValueError("podman inspect: no container in the answer")
+    container = inspected[0]
+    state = container.get("State") or {}
+    code = int(state.get("ExitCode", 0))
+    killed = code == EXIT_GONE and oom_killed_in(kernel_log, str(container.get("Id", "")))
+    if state.get("OOMKilled") or killed:
+        return code or EXIT_GONE, "OOMKilled"
+    return code, "Completed" if code == 0 else "Error"
+
+
+def oom_killed_in(kernel_log: str, container_id: str) -> bool:
+    """Does the kernel log record an OOM kill inside container ``container_id``'s memory cgroup?"""
+    if not container_id:
+        return False
+    for line in kernel_log.splitlines():
+        _, found, after = line.partition("oom-kill:")
+        if found and container_id in after.partition("task_memcg=")[2].split(",", 1)[0]:
+            return True
+    return False
+
+
+async def kernel_log() -> str:
+    """The kernel's log (``dmesg``), or nothing where it cannot be read (no root, no dmesg)."""
+    try:
+        code, out = await run_command(["dmesg"])
+    except OSError:
+        return ""
+    return out if code == 0 else ""
+
+
+async def run_command(argv: list[str]) -> tuple[int, str]:
+    """A short command's exit code and output (stdout, then stderr), spawned by ``subprocess`` in
+    a worker thread (see the module's doc: not by the event loop)."""
+    done = await asyncio.to_thread(
+        subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace"
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+async def exited(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for ``proc`` without a thread: its pidfd becomes readable when it ends. Cancelled, it
+    kills ``proc``."""
+    loop = asyncio.get_running_loop()
+    pidfd = os.pidfd_open(proc.pid)
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()  # reaped at once: SIGKILL cannot be caught
+    return proc.wait()
+
+
+class PodmanRunner:
+    """The containers of one agent's pods (a ``runners.PodRunner``), keyed by pod name."""
+
+    def __init__(
+        self,
+        cluster: str,
+        agent: str,
+        work_dir: str,
+        kill_grace: float,
+        on_exit: OnExit,
+        *,
+        podman: str = "podman",
+        oci_runtime: str = "runc",
+        nvml_gpus: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.agent = agent
+        self.work_dir = work_dir
+        self.kill_grace = kill_grace
+        self.on_exit = on_exit
+        self.base = [podman, *(["--runtime", oci_runtime] if oci_runtime else [])]
+        self.nvml_gpus = nvml_gpus
+        self.running: dict[str, str] = {}  # pod -> uid of the incarnation whose container is watched
+        self.graces: dict[str, float] = {}
+        self.watchers: dict[str, asyncio.Task[None]] = {}
+        self.closed = False
+
+    async def podman(self, *args: str, check: bool = True) -> tuple[int, str]:
+        """Run podman; its exit code and output (stderr appended). ``CONTAINERS_CONF`` and the rest
+        of the agent's environment pass through."""
+        code, output = await run_command([*self.base, *args])
+        if check and code != 0:
+            raise PodmanFailed(f"podman {' '.join(args[:2])} failed ({code}): {output.strip()[-500:]}")
+        return code, output
+
+    async def launch(self, msg: events.PodStart, restarts: int = 0) -> None:
+        if self.closed:
+            return
+        box = sandbox(self.work_dir, self.cluster, msg.pod)
+        files = box / "files"
+        for path, content in msg.files.items():
+            target = files / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+        box.mkdir(parents=True, exist_ok=True)
+        (box / START_FILE).write_bytes(msgspec.json.encode(msg))
+        (box / "container").write_text(container_name(self.agent, msg.pod))  # `hyperjob logs` reads k8s-file
+        grace = msg.grace_period if msg.grace_period is not None else self.kill_grace
+        env = {**domain.local_env(msg.env), "HYPERJOB_POD": msg.pod, "HYPERJOB_FILES_ROOT": "/"}
+        try:
+            args = run_args(
+                msg,
+                agent=self.agent,
+                env=env,
+                files_root=files,
+                log_path=box / "log",
+                grace=grace,
+                nvml_gpus=self.nvml_gpus,
+            )
+            code, output = await self.podman(*args, check=False)
+        except (ValueError, OSError) as exc:
+            code, output = EXIT_START_FAILED, str(exc)
+        if code != 0:
+            log.warning("container_not_started", pod=msg.pod, code=code, output=output.strip()[-500:])
+            await self.podman("rm", "--force", "--ignore", container_name(self.agent, msg.pod), check=False)
+            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, code, "StartError"))
+            return
+        self._watch(msg.pod, msg.uid, grace)
+
+    def _watch(self, pod: str, uid: str, grace: float) -> None:
+        self.running[pod] = uid
+        self.graces[pod] = grace
+        self.watchers[pod] = asyncio.create_task(self._wait(pod, uid))
+
+    async def _wait(self, pod: str, uid: str) -> None:
+        name = container_name(self.agent, pod)
+        waiting = subprocess.Popen(  # until the container ends; cancelled, it is killed
+            [*self.base, "wait", name], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        await exited(waiting)
+        if self.running.get(pod) != uid:
+            return  # stopped on purpose: the stop already reported it
+        code, output = await self.podman("inspect", "--type", "container", name, check=False)
+        exit_code, reason = (EXIT_GONE, "Error")
+        if code == 0:
+            inspected = json.loads(output)
+            exit_code, reason = exit_of(inspected)
+            if exit_code == EXIT_GONE and reason != "OOMKilled":
+                exit_code, reason = exit_of(inspected, await kernel_log())
+        await self.podman("rm", "--force", "--ignore", name, check=False)
+        if self.running.get(pod) != uid:
+            return
+        del self.running[pod]
+        await self.on_exit(pod, uid, exit_code, reason)
+
+    async def kill(self, pod: str) -> None:
+        self.running.pop(pod, None)
+        grace = self.graces.pop(pod, self.kill_grace)
+        watcher = self.watchers.pop(pod, None)
+        if watcher is not None and watcher is not asyncio.current_task():
+            watcher.cancel()
+        # SIGTERM (the image's stop signal), SIGKILL once the grace period is up; then nothing left.
+        await self.podman(
+            "rm", "--force", "--ignore", "--time", str(round(grace)), container_name(self.agent, pod), check=False
+        )
+
+    async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
+        _, output = await self.podman(
+            "ps", "--all", "--filter", f"label={LABEL_AGENT}={self.agent}", "--format", "json"
+        )
+        adopted: dict[str, events.PodStart] = {}
+        for container in json.loads(output or "[]"):
+            labels = container.get("Labels") or {}
+            pod, uid = labels.get(LABEL_POD, ""), labels.get(LABEL_UID, "")
+            start = self._start_of(pod)
+            if pod in pods and pods[pod].uid == uid and start is not None and start.uid == uid:
+                adopted[pod] = start
+                grace = start.grace_period if start.grace_period is not None else self.kill_grace
+                self._watch(pod, uid, grace)  # a container that ended meanwhile is reported at once
+                continue
+            log.info("orphan_container_removed", container=container.get("Names"), pod=pod, uid=uid)
+            await self.kill(pod)
+        return adopted
+
+    def _start_of(self, pod: str) -> events.PodStart | None:
+        path = sandbox(self.work_dir, self.cluster, pod) / START_FILE
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=events.PodStart)
+        except (OSError, msgspec.ValidationError, msgspec.DecodeError):
+            return None
+
+    async def close(self) -> None:
+        """Stop watching; the containers keep running, for the agent that comes back to adopt."""
+        self.closed = True
+        for watcher in self.watchers.values():
+            watcher.cancel()
+        self.watchers.clear()
+        self.running.clear()
