@@ -10,14 +10,11 @@ Prints the seconds from a pod's start message until its container runs (bind →
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import podman_kit
 import pytest
-from observe import FIGURES
 
 from hyperjob import events
 from hyperjob.events import subjects
@@ -26,9 +23,9 @@ from hyperjob.services.node_agent.config import Settings
 from hyperjob.services.node_agent.containerpods import LABEL_AGENT, container_name
 from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
 from hyperjob.testkit.servers import NatsServer, RedisServer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
-import service_helpers as sh  # noqa: E402
+from tests.containers import podman_kit
+from tests.containers.observe import FIGURES
+from tests.service import service_helpers as sh
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(600)]  # a cold machine builds the base first
 

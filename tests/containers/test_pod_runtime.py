@@ -17,15 +17,15 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import podman_kit
 import pytest
 import uvloop
-from observe import FIGURES
 
 from hyperjob import events
 from hyperjob.cli.agent import k8s_log_text
 from hyperjob.services.node_agent import domain
 from hyperjob.services.node_agent.containerpods import LABEL_AGENT, PodmanRunner
+from tests.containers import podman_kit
+from tests.containers.observe import FIGURES
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(600)]  # a cold machine builds the base first
 

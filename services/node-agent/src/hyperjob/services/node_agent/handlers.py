@@ -252,9 +252,7 @@ class NodeAgent:
         self._arm(pods)
         return reaction
 
-    async def _launch(
-        self, runner: execpods.ProcessRunner, launch: list[tuple[events.PodStart, domain.RunningPod | None]]
-    ) -> None:
+    async def _launch(self, runner: PodRunner, launch: list[tuple[events.PodStart, domain.RunningPod | None]]) -> None:
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
                 await runner.kill(start.pod)
