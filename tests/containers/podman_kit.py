@@ -234,7 +234,17 @@ class ComposeSystem:
         self.files = [COMPOSE_FILE, TEST_OVERRIDE, *extra_files]
         self.ports = {
             name: free_port()
-            for name in ("NATS", "NATS_2", "NATS_3", "NATS_MONITOR", "REDIS", "JAEGER_UI", "OTLP", "DASHBOARD")
+            for name in (
+                "NATS",
+                "NATS_2",
+                "NATS_3",
+                "NATS_MONITOR",
+                "REDIS",
+                "JAEGER_UI",
+                "OTLP",
+                "DASHBOARD",
+                "APISERVER",
+            )
         }
         self.secrets = Path(tempfile.mkdtemp(prefix=f"{project}-secrets-"))
         self.env = {
