@@ -3,7 +3,7 @@
 Keys are ``<prefix>:<family>:...`` (``RedisStore``): documents and versions of a kind
 (``d:<kind>``, ``v:<kind>``), dedup markers per consumer (``m:<consumer>:<id>``), the instance's
 outbox (``outbox:<instance>``, ``o:<instance>:<unit>``), sentinel (``alive:<instance>``) and
-lease (``lease:<instance>``), and a cluster's node bookings (``bind:<cluster>``,
+lease (``lease:<instance>``), and a cluster's node bookings (``bind:<cluster>``, ``used:<cluster>``,
 ``node:<cluster>:...``, ``nodes:<cluster>``). Redis checks these patterns inside the commit script
 too, so a service that tries to write another's document is refused by Redis (``NOPERM``), not by
 our code. The CLI reads everything and writes
@@ -32,7 +32,8 @@ def instance_keys(
     for kind in kinds:
         keys += [f"{prefix}:d:{kind}", f"{prefix}:v:{kind}"]
     for cluster in booking_clusters:
-        keys += [f"{prefix}:bind:{cluster}", f"{prefix}:node:{cluster}:*", f"{prefix}:nodes:{cluster}"]
+        keys += [f"{prefix}:bind:{cluster}", f"{prefix}:used:{cluster}", f"{prefix}:node:{cluster}:*"]
+        keys.append(f"{prefix}:nodes:{cluster}")
     return [f"~{k}" for k in keys]
 
 
