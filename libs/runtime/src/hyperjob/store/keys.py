@@ -1,22 +1,27 @@
 """``RedisStore``'s key layout, and the keys and request of one ``COMMIT`` (every key the script
 touches is named here and passed in ``KEYS``; the request refers to them by position).
 
-Under ``prefix`` (``P``)::
+Every key carries its instance as a Redis Cluster hash tag (``{<instance>}``), so one instance's
+keys share a slot: its commit (documents of the kinds it owns, its markers, outputs, outbox and
+sentinel, and for a cluster-scheduler its cluster's bookings) is legal on a Redis Cluster, and
+different instances spread over the cluster. Under ``prefix`` (``P``), with ``I`` the instance::
 
-    P:d:<kind>                     hash  name -> JSON document
-    P:v:<kind>                     hash  name -> version (int)
-    P:m:<consumer>:<event id>      str   dedup marker -> the key of its outputs (TTL)
-    P:o:<consumer>:<event id>      str   msgpack of the outputs one commit recorded (TTL)
-    P:outbox:<instance>            list  outputs keys not confirmed published
-    P:alive:<instance>             str   an instance's sentinel: its state is in this store
-    P:lease:<instance>             str   the token of the replica that runs the instance (TTL)
-    P:node:<cluster>:<node>:alloc  hash  resource -> allocatable amount
-    P:used:<cluster>               hash  "<node>\\n<resource>" -> amount bound pods use
-    P:nodes:<cluster>              set   node names with allocatable registered
-    P:bind:<cluster>               hash  pod -> "node\\nres=amount\\n..." (the binding and its request)
+    P:{I}:d:<kind>                 hash  name -> JSON document (I: ``owner_of(kind)``)
+    P:{I}:v:<kind>                 hash  name -> version (int)
+    P:{I}:m:<consumer>:<event id>  str   dedup marker -> the full key of its outputs (TTL)
+    P:{I}:o:<instance>:<unit>      str   msgpack of the outputs one commit recorded (TTL)
+    P:{I}:outbox                   list  outputs keys not confirmed published
+    P:{I}:alive                    str   the instance's sentinel: its state is in this store
+    P:{I}:lease                    str   the token of the replica that runs the instance (TTL)
+    P:{I}:node:<cluster>:<node>:alloc  hash  resource -> allocatable amount (I: ``booker_of(cluster)``)
+    P:{I}:used:<cluster>           hash  "<node>\\n<resource>" -> amount bound pods use
+    P:{I}:nodes:<cluster>          set   node names with allocatable registered
+    P:{I}:bind:<cluster>           hash  pod -> "node\\nres=amount\\n..." (the binding and its request)
 
-A cluster's usage is one hash (not one per node) so that an unbind, which learns its node only
-from the binding inside the script, still touches only keys the client named.
+A commit's markers are tagged by its sentinel's instance (else its consumer; ``seen`` is told the
+instance), its outputs by its outbox's; a marker holds its outputs' full key. A cluster's usage
+is one hash (not one per node) so that an unbind, which learns its node only from the binding
+inside the script, still touches only keys the client named.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+
+from hyperjob.records.owners import booker_of, owner_of
 
 from .model import Binding, Commit, entry_of, fmt_amount
 
@@ -36,38 +43,54 @@ class KeyLayout:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
 
+    def of(self, instance: str) -> str:
+        """The start of every key of ``instance``: ``P:{instance}``."""
+        return f"{self.prefix}:{{{instance}}}"
+
     def doc(self, kind: str) -> str:
-        return f"{self.prefix}:d:{kind}"
+        return f"{self.of(owner_of(kind))}:d:{kind}"
 
     def version(self, kind: str) -> str:
-        return f"{self.prefix}:v:{kind}"
+        return f"{self.of(owner_of(kind))}:v:{kind}"
 
-    def marker(self, consumer: str, event_id: str) -> str:
-        return f"{self.prefix}:m:{consumer}:{event_id}"
+    def marker(self, instance: str, consumer: str, event_id: str) -> str:
+        return f"{self.of(instance)}:m:{consumer}:{event_id}"
 
-    def outputs(self, okey: str) -> str:
-        return f"{self.prefix}:{okey}"
+    def outputs(self, instance: str, okey: str) -> str:
+        return f"{self.of(instance)}:{okey}"
 
     def outbox(self, instance: str) -> str:
-        return f"{self.prefix}:outbox:{instance}"
+        return f"{self.of(instance)}:outbox"
 
     def alive(self, instance: str) -> str:
-        return f"{self.prefix}:alive:{instance}"
+        return f"{self.of(instance)}:alive"
 
     def lease(self, instance: str) -> str:
-        return f"{self.prefix}:lease:{instance}"
+        return f"{self.of(instance)}:lease"
 
     def alloc(self, cluster: str, node: str) -> str:
-        return f"{self.prefix}:node:{cluster}:{node}:alloc"
+        return f"{self.of(booker_of(cluster))}:node:{cluster}:{node}:alloc"
 
     def used(self, cluster: str) -> str:
-        return f"{self.prefix}:used:{cluster}"
+        return f"{self.of(booker_of(cluster))}:used:{cluster}"
 
     def nodes(self, cluster: str) -> str:
-        return f"{self.prefix}:nodes:{cluster}"
+        return f"{self.of(booker_of(cluster))}:nodes:{cluster}"
 
     def bind(self, cluster: str) -> str:
-        return f"{self.prefix}:bind:{cluster}"
+        return f"{self.of(booker_of(cluster))}:bind:{cluster}"
+
+
+def marker_instance(commit: Commit) -> str:
+    """The instance whose slot holds a commit's markers: its sentinel's (a service's runtime
+    always names it), else the consumer's own."""
+    return commit.sentinel or commit.consumer
+
+
+def outputs_instance(commit: Commit) -> str:
+    """The instance whose slot holds a commit's recorded outputs: its outbox's (``outbox`` reads
+    them there), else as its markers."""
+    return commit.outbox or marker_instance(commit)
 
 
 class _Keys:
@@ -89,7 +112,7 @@ def commit_script_args(layout: KeyLayout, commit: Commit) -> tuple[list[str], by
     Lua msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
     k = _Keys()
     alive = k(layout.alive(commit.sentinel)) if commit.sentinel else 0
-    markers = [k(layout.marker(commit.consumer, e)) for e in commit.event_ids]
+    markers = [k(layout.marker(marker_instance(commit), commit.consumer, e)) for e in commit.event_ids]
     writes = [
         [
             k(layout.doc(w.kind)),
@@ -105,9 +128,10 @@ def commit_script_args(layout: KeyLayout, commit: Commit) -> tuple[list[str], by
         for b in commit.binds
     ]
     unbinds = [[k(layout.bind(u.cluster)), k(layout.used(u.cluster)), u.pod] for u in commit.unbinds]
-    okey = k(layout.outputs(commit.outbox_key)) if commit.outbox_key else 0
+    unit = outputs_instance(commit)
+    okey = k(layout.outputs(unit, commit.outbox_key)) if commit.outbox_key else 0
     outbox = k(layout.outbox(commit.outbox)) if commit.outbox else 0
-    published = [[k(layout.outputs(p)), p] for p in commit.published] if outbox else []
+    published = [[k(layout.outputs(unit, p)), p] for p in commit.published] if outbox else []
     request = [alive, markers, writes, binds, unbinds, okey, outbox, commit.outbox_key, published, commit.epoch]
     return k.names, _ENC.encode(request)
 

@@ -134,7 +134,9 @@ if okey > 0 then
   redis.call('SET', KEYS[okey], blob, 'EX', ttl)
   if outbox > 0 then redis.call('RPUSH', KEYS[outbox], okey_name) end
 end
-for _, m in ipairs(markers) do redis.call('SET', KEYS[m], okey_name, 'EX', ttl) end
+-- a marker points at its outputs by their full key (seen reads them without knowing their instance)
+local pointer = okey > 0 and KEYS[okey] or ''
+for _, m in ipairs(markers) do redis.call('SET', KEYS[m], pointer, 'EX', ttl) end
 -- Published outputs are forgotten: a redelivery long after must not send them again (a latest-value
 -- subject would go back to an old value once the bus's duplicate window has passed).
 if outbox > 0 then

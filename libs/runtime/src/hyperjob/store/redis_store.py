@@ -294,16 +294,20 @@ class RedisStore:
             raise StoreUnavailableError(f"commit held by {held_by} of {self._replicas} replicas")
         return commit_result(reply, commit)
 
-    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, builtins.list[Output]]:
+    async def seen(
+        self, consumer: str, event_ids: Sequence[str], instance: str = ""
+    ) -> dict[str, builtins.list[Output]]:
         """The events of ``event_ids`` already committed under ``consumer``, with the outputs
-        their commit recorded (to publish again), in two round trips."""
+        their commit recorded (to publish again), in two round trips. ``instance`` is the sentinel
+        those commits named (the markers' hash tag; the consumer itself when they named none)."""
         if not event_ids:
             return {}
+        unit = instance or consumer
         with _translate():
-            pointers = await self._r.mget([self._k.marker(consumer, e) for e in event_ids])
+            pointers = await self._r.mget([self._k.marker(unit, consumer, e) for e in event_ids])
             found = {e: _text(p) for e, p in zip(event_ids, pointers, strict=True) if p is not None}
             keys = sorted({p for p in found.values() if p})
-            blobs = dict(zip(keys, await self._r.mget([self._k.outputs(k) for k in keys]), strict=True)) if keys else {}
+            blobs = dict(zip(keys, await self._r.mget(keys), strict=True)) if keys else {}  # full keys
         return {e: decode_outputs(_bytes(blob)) if (blob := blobs.get(p)) else [] for e, p in found.items()}
 
     async def outbox(self, instance: str) -> builtins.list[tuple[str, builtins.list[Output]]]:
@@ -311,7 +315,7 @@ class RedisStore:
         with _translate():
             keys = [_text(k) for k in await self._r.lrange(self._k.outbox(instance), 0, -1)]
             keys = list(dict.fromkeys(keys))
-            blobs = await self._r.mget([self._k.outputs(k) for k in keys]) if keys else []
+            blobs = await self._r.mget([self._k.outputs(instance, k) for k in keys]) if keys else []
         return [(k, decode_outputs(_bytes(b))) for k, b in zip(keys, blobs, strict=True) if b]
 
     # -- sentinels and restore ------------------------------------------------------------------

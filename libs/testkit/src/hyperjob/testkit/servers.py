@@ -404,8 +404,11 @@ class RedisServer(_Server):
         appendonly: bool = False,
         auth: Auth | None = None,
         replica_of: int | None = None,
+        cluster: bool = False,
         start_timeout: float = 15.0,
     ) -> None:
+        if (appendonly or cluster) and data_dir is None:
+            raise ValueError("RedisServer(appendonly=True or cluster=True) needs a data_dir")
         if appendonly and data_dir is None:
             raise ValueError("RedisServer(appendonly=True) needs a data_dir for the AOF")
         if auth is not None and data_dir is None:
@@ -414,6 +417,7 @@ class RedisServer(_Server):
         self.appendonly = appendonly
         self.auth = auth
         self.replica_of = replica_of  # the primary's port on loopback: this server replicates it
+        self.cluster = cluster  # Redis Cluster mode: ``claim_all_slots`` makes it a one-node cluster
 
     def _command(self, port: int) -> list[str]:
         cmd = [
@@ -437,7 +441,23 @@ class RedisServer(_Server):
             cmd += ["--aclfile", str(self.write_acl())]
         if self.replica_of is not None:
             cmd += ["--replicaof", self.host, str(self.replica_of)]
+        if self.cluster:
+            cmd += ["--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"]
         return cmd
+
+    def claim_all_slots(self, timeout: float = 10.0) -> None:
+        """A one-node Redis Cluster: this server serves all 16,384 slots. Returns once the cluster
+        is up; it enforces the cluster's rules (a command's or script's keys in one slot)."""
+        import redis  # noqa: PLC0415 - only a cluster test needs a client here
+
+        assert self.cluster and self.port is not None
+        with redis.Redis(host=self.host, port=self.port) as client:
+            client.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
+            deadline = time.monotonic() + timeout
+            while client.cluster("INFO").get("cluster_state") != "ok":
+                if time.monotonic() > deadline:
+                    raise ServerError(f"redis-server on {self.port} did not form a cluster within {timeout}s")
+                time.sleep(0.05)
 
     def write_acl(self) -> Path:
         """(Re)write the ACL file from ``auth``; ``reload()`` applies a change."""
