@@ -50,6 +50,7 @@ class ClusterScheduler:
         # Silence counts as a node's only while the bus is fair: late beats (a server lost, a leader
         # elected) or our deafness give silent nodes longer (an agent reconnecting elsewhere).
         self.weather = fleetcore.BusWeather(settings.node_timeout)
+        self.silence_limit = settings.node_timeout
         self.bound = domain.Bookings()
         self.registered: dict[str, dict[str, float]] = {}
         self.nominated: dict[str, str] = {}
@@ -116,7 +117,11 @@ class ClusterScheduler:
         for node in self.nodes.values():
             if node.agent == msg.agent and node.name not in silent:
                 node.last_seen = now
-        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), self.weather.limit(now))
+        limit = self.weather.limit(now)
+        if limit != self.silence_limit:  # the bus turned troubled or fair again
+            self.rt.log.info("node_timeout_changed", cluster=self.cluster, seconds=limit)
+            self.silence_limit = limit
+        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), limit)
         for name, node in self.nodes.items():
             if node.stale != (name in stale):
                 node.stale = name in stale
