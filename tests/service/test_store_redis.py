@@ -44,17 +44,19 @@ async def test_markers_and_recorded_outputs_expire_and_everything_lives_under_th
     assert result.ok
     ttls = await _keys_and_ttls(redis_url, key_prefix)
     p = key_prefix
+    # every key of the instance carries its hash tag (one Redis Cluster slot per instance)
+    i = f"{p}:{{splitter}}"
     assert sorted(ttls) == [
-        f"{p}:alive:splitter",
-        f"{p}:d:hyperjob",
-        f"{p}:m:splitter:evt-9",
-        f"{p}:o:splitter:evt-9",
-        f"{p}:outbox:splitter",
-        f"{p}:v:hyperjob",
+        f"{i}:alive",
+        f"{i}:d:hyperjob",
+        f"{i}:m:splitter:evt-9",
+        f"{i}:o:splitter:evt-9",
+        f"{i}:outbox",
+        f"{i}:v:hyperjob",
     ]
-    for expiring in (f"{p}:m:splitter:evt-9", f"{p}:o:splitter:evt-9"):
+    for expiring in (f"{i}:m:splitter:evt-9", f"{i}:o:splitter:evt-9"):
         assert MARKER_TTL - 5 <= ttls[expiring] <= MARKER_TTL
-    for lasting in (f"{p}:alive:splitter", f"{p}:d:hyperjob", f"{p}:outbox:splitter"):
+    for lasting in (f"{i}:alive", f"{i}:d:hyperjob", f"{i}:outbox"):
         assert ttls[lasting] == -1  # documents, sentinels and the outbox never expire
 
 
@@ -116,8 +118,8 @@ async def test_state_survives_a_restart_with_append_only_file(tmp_path: Path) ->
         async with open_redis_store(server.url, "p", cleanup=False) as s:
             assert await s.alive("i")
             assert (await s.get("job", "a")).version == 1
-            assert (await s.commit(Commit(consumer="c", event_ids=["e"]))).refusal == "duplicate"
-            assert await s.seen("c", ["e"]) == {"e": [Output(subject="s", msg_id="m", payload=b"")]}
+            assert (await s.commit(Commit(consumer="c", event_ids=["e"], sentinel="i"))).refusal == "duplicate"
+            assert await s.seen("c", ["e"], "i") == {"e": [Output(subject="s", msg_id="m", payload=b"")]}
             assert [k for k, _ in await s.outbox("i")] == ["o:i:e"]
             assert (await s.nodes("c1"))["n1"].used == {"cpu": 1.5}
     finally:

@@ -3,7 +3,7 @@ rate-limited otherwise."""
 
 from __future__ import annotations
 
-from hyperjob.fleetcore import FailoverGate, Hearing, forgive
+from hyperjob.fleetcore import BusWeather, FailoverGate, Hearing, forgive
 
 
 def test_a_break_in_hearing_is_not_counted_as_any_sources_silence() -> None:
@@ -39,3 +39,36 @@ def test_failovers_spend_a_bucket_that_refills_at_the_rate() -> None:
     assert not gate.take(1.0)  # half a move earned
     assert gate.take(2.0)
     assert gate.take(100.0) and gate.take(100.0) and not gate.take(100.0)  # never beyond the burst
+
+
+def test_a_silent_node_on_a_fair_bus_is_lost_after_the_timeout() -> None:
+    weather = BusWeather(10.0)
+    for t in range(20):
+        weather.beat("a", float(t), t + 0.01)  # beats arrive at once
+        weather.beat("b", float(t), t + 0.02)
+    assert weather.limit(20.0) == 10.0
+
+
+def test_late_beats_are_a_troubled_bus_and_give_silent_nodes_the_stormy_timeout() -> None:
+    weather = BusWeather(10.0, stormy=30.0, late=2.5)
+    weather.beat("a", 0.0, 0.01)
+    weather.beat("a", 1.0, 1.01)
+    weather.beat("a", 5.0, 9.0)  # held up 4 s by the bus (a server lost, a stream leader elected)
+    assert weather.limit(12.0) == 30.0  # the agents reconnecting elsewhere are not lost at 10 s
+    assert weather.limit(39.0) == 30.0
+    assert weather.limit(40.0) == 10.0  # fair again for a whole stormy period: back to the timeout
+
+
+def test_a_constant_clock_skew_is_not_lateness() -> None:
+    weather = BusWeather(10.0, late=2.5)
+    for t in range(10):
+        weather.beat("skewed", float(t), t + 7.0)  # its clock is 7 s behind ours, the bus prompt
+    assert weather.limit(10.0) == 10.0
+    weather.beat("skewed", 10.0, 20.0)  # 3 s later than its usual
+    assert weather.limit(20.0) == 30.0
+
+
+def test_the_judges_own_deafness_is_trouble_too() -> None:
+    weather = BusWeather(10.0)
+    weather.trouble(100.0)
+    assert weather.limit(110.0) == 30.0 and weather.limit(131.0) == 10.0

@@ -195,7 +195,16 @@ from .gang import (
     release_gang,
     start_gang,
 )
-from .liveness import FLEET_LEASE, LEASE_CHECK_PERIOD, LEASE_MARGIN, FailoverGate, Hearing, forgive, move_after
+from .liveness import (
+    FLEET_LEASE,
+    LEASE_CHECK_PERIOD,
+    LEASE_MARGIN,
+    BusWeather,
+    FailoverGate,
+    Hearing,
+    forgive,
+    move_after,
+)
 from .model import (
     CHILD_INDEX_ANNOTATION,
     CLUSTER_ANNOTATION,
@@ -298,6 +307,7 @@ __all__ = [
     "ChildStatus",
     "ChildUnplaced",
     "ChildWaits",
+    "BusWeather",
     "FailoverGate",
     "Hearing",
     "ClusterCapacity",

@@ -67,6 +67,45 @@ class Hearing:
         return deaf
 
 
+class BusWeather:
+    """Whether the bus has been fair lately, read off the beats themselves, so that a node is judged
+    lost only when it is silent while the bus is healthy.
+
+    A beat carries when its sender stamped it; one that arrives ``late`` seconds or more later than
+    that sender's beats usually take (its fastest, which absorbs a constant clock skew) was held up
+    by the bus: a server lost, a stream leader being elected, a consumer behind. So was the judge's
+    own deafness (``trouble``, from ``Hearing``). A node is lost after ``timeout`` seconds of silence
+    on a fair bus, and after ``stormy`` seconds while the bus was troubled within the last
+    ``stormy`` seconds: an agent whose server was lost is silent for as long as its client takes to
+    reach another one, and the beats of the others come late meanwhile. A node that died in the
+    storm is lost ``stormy`` seconds after its last beat at the latest."""
+
+    def __init__(self, timeout: float, *, stormy: float | None = None, late: float | None = None) -> None:
+        self.timeout = timeout
+        self.stormy = stormy if stormy is not None else 3 * timeout
+        self.late = late if late is not None else timeout / 4
+        self.fastest: dict[str, float] = {}  # sender -> its smallest (arrival - stamp) seen
+        self.troubled_at: float | None = None
+
+    def beat(self, sender: str, stamped: float, arrived: float) -> None:
+        """A beat ``sender`` stamped at ``stamped`` arrived at ``arrived`` (the judge's clock)."""
+        took = arrived - stamped
+        fastest = min(self.fastest.get(sender, took), took)
+        self.fastest[sender] = fastest
+        if took - fastest >= self.late:
+            self.trouble(arrived)
+
+    def trouble(self, at: float) -> None:
+        """The bus was troubled at ``at`` (the judge could not hear, a beat came late)."""
+        self.troubled_at = at if self.troubled_at is None else max(self.troubled_at, at)
+
+    def limit(self, now: float) -> float:
+        """Seconds of silence after which a node is lost, judged at ``now``."""
+        if self.troubled_at is not None and now - self.troubled_at <= self.stormy:
+            return self.stormy
+        return self.timeout
+
+
 def forgive(last_heard_from: float, deaf: float, now: float) -> float:
     """A source's last report once the judge's ``deaf`` seconds are not counted as its silence."""
     return min(last_heard_from + deaf, now)

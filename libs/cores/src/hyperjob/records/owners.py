@@ -19,3 +19,33 @@ BOOKS_NODES = frozenset({"cluster-scheduler"})
 
 def kinds_of(role: str, *, cluster: str = "", instance: str = "") -> tuple[str, ...]:
     return tuple(k.replace("{cluster}", cluster).replace("{instance}", instance) for k in KINDS_BY_ROLE[role])
+
+
+def _writers() -> dict[str, str]:
+    """``KINDS_BY_ROLE`` read backwards: a kind (its scope as ``{cluster}``/``{instance}``) -> role."""
+    return {kind: role for role, kinds in KINDS_BY_ROLE.items() for kind in kinds}
+
+
+_WRITERS = _writers()
+
+
+def owner_of(kind: str) -> str:
+    """The instance that writes ``kind`` (``instance_name``'s naming): a fleet kind's role
+    (``hyperjob`` -> ``splitter``), a per-cluster kind's ``<role>-<cluster>`` (``job@c1`` ->
+    ``job-controller-c1``), a per-instance kind's instance, a cluster's bindings its booker. A kind
+    no role declares (tests, tools) is its own owner."""
+    base, at, scope = kind.partition("@")
+    if not at:
+        return _WRITERS.get(kind, kind)
+    if base == "binding":
+        return booker_of(scope)
+    if role := _WRITERS.get(f"{base}@{{cluster}}"):
+        return f"{role}-{scope}"
+    if f"{base}@{{instance}}" in _WRITERS:
+        return scope
+    return kind
+
+
+def booker_of(cluster: str) -> str:
+    """The instance that books ``cluster``'s nodes (its bindings, allocatable and usage)."""
+    return f"cluster-scheduler-{cluster}"

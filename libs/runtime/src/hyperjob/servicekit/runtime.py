@@ -659,7 +659,7 @@ class Runtime:
 
     async def _skip_processed(self, durable: str, live: list[tuple[int, Message]]) -> set[int]:
         """Messages committed before (a redelivery): publish again what they recorded."""
-        seen = await self.store.seen(durable, [m.event_id for _, m in live])
+        seen = await self.store.seen(durable, [m.event_id for _, m in live], self.instance)
         for outputs in {id(o): o for o in seen.values()}.values():
             await self.bus.publish_many(outputs)
         return {i for i, m in live if m.event_id in seen}

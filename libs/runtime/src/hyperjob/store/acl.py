@@ -1,10 +1,10 @@
 """Redis ACL users for least privilege: each service instance may touch only its own keys.
 
-Keys are ``<prefix>:<family>:...`` (``RedisStore``): documents and versions of a kind
-(``d:<kind>``, ``v:<kind>``), dedup markers per consumer (``m:<consumer>:<id>``), the instance's
-outbox (``outbox:<instance>``, ``o:<instance>:<unit>``), sentinel (``alive:<instance>``) and
-lease (``lease:<instance>``), and a cluster's node bookings (``bind:<cluster>``,
-``node:<cluster>:...``, ``nodes:<cluster>``). Redis checks these patterns inside the commit script
+Keys are ``<prefix>:{<instance>}:<family>:...`` (``keys.KeyLayout``): documents and versions of
+the kinds the instance owns (``d:<kind>``, ``v:<kind>``), its dedup markers per consumer
+(``m:<consumer>:<id>``), its outbox (``outbox``, ``o:<instance>:<unit>``), sentinel (``alive``)
+and lease (``lease``), and a cluster-scheduler's node bookings (``bind:<cluster>``,
+``used:<cluster>``, ``node:<cluster>:...``, ``nodes:<cluster>``). Redis checks these patterns inside the commit script
 too, so a service that tries to write another's document is refused by Redis (``NOPERM``), not by
 our code. The CLI reads everything and writes
 nothing; the operator may do anything.
@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from hyperjob.events import access
 from hyperjob.records.owners import BOOKS_NODES, kinds_of
 
+from .keys import KeyLayout
+
 # Reading, writing, the commit script and the connection; never FLUSHALL, CONFIG, KEYS and the like.
 _SERVICE_COMMANDS = ("+@read", "+@write", "+@scripting", "+@transaction", "+@connection", "-@dangerous")
 _READER_COMMANDS = ("+@read", "+@transaction", "+@connection", "-@dangerous")
@@ -25,14 +27,15 @@ _READER_COMMANDS = ("+@read", "+@transaction", "+@connection", "-@dangerous")
 def instance_keys(
     prefix: str, instance: str, *, kinds: Iterable[str], consumers: Iterable[str], booking_clusters: Iterable[str] = ()
 ) -> list[str]:
-    """The key patterns (``~pattern``) one instance's store user may touch."""
-    keys = [f"{prefix}:alive:{instance}", f"{prefix}:lease:{instance}", f"{prefix}:outbox:{instance}"]
-    keys.append(f"{prefix}:o:{instance}:*")
-    keys += [f"{prefix}:m:{consumer}:*" for consumer in consumers]
+    """The key patterns (``~pattern``) one instance's store user may touch (``keys.KeyLayout``)."""
+    layout = KeyLayout(prefix)
+    keys = [layout.alive(instance), layout.lease(instance), layout.outbox(instance)]
+    keys.append(layout.outputs(instance, f"o:{instance}:*"))
+    keys += [layout.marker(instance, consumer, "*") for consumer in consumers]
     for kind in kinds:
-        keys += [f"{prefix}:d:{kind}", f"{prefix}:v:{kind}"]
+        keys += [layout.doc(kind), layout.version(kind)]
     for cluster in booking_clusters:
-        keys += [f"{prefix}:bind:{cluster}", f"{prefix}:node:{cluster}:*", f"{prefix}:nodes:{cluster}"]
+        keys += [layout.bind(cluster), layout.used(cluster), layout.alloc(cluster, "*"), layout.nodes(cluster)]
     return [f"~{k}" for k in keys]
 
 

@@ -1,92 +1,102 @@
 """The Lua scripts: each runs atomically in Redis, so a check and its write can never interleave
 with another client's. Amounts travel as exact decimal strings, so Lua's number formatting never
-rounds them. Keys are derived from the prefix inside the script (one Redis, not Redis Cluster:
-a commit touches documents, markers and nodes that a cluster would spread over slots)."""
+rounds them. Every key a script touches comes in ``KEYS`` (the client names them; the request
+refers to them by position), as Redis Cluster requires of a script; the keys of one commit are one
+instance's (``RedisStore`` names the layout)."""
 
 from __future__ import annotations
 
-# ARGV[1] key prefix P, ARGV[2] marker TTL (seconds), ARGV[3] msgpack request, ARGV[4] outputs blob:
-#   {sentinel, consumer, ids, writes, binds, unbinds, (unused), outbox_key, outbox, published, epoch}
-#   writes:  {{kind, name, expected (-1: any), data or false}}
-#   binds:   {{cluster, pod, node, entry, {res, amount, res, amount, ...}}}
-#   (an entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line per resource)
-#   unbinds: {{cluster, pod}}
-# The sentinel key P:alive:<sentinel> holds the instance's commit count (its epoch): a commit whose
-# epoch (>= 0) is not the stored one is refused, and every commit naming a sentinel increments it.
+# KEYS: every key the commit may touch; the request names them by index into KEYS (0: none).
+# ARGV[1] marker TTL (seconds), ARGV[2] msgpack request, ARGV[3] outputs blob. The request:
+#   {alive, markers, writes, binds, unbinds, okey, outbox, okey_name, published, epoch}
+#   alive:     the sentinel key's index (0: the commit names no sentinel)
+#   markers:   {marker index, ...} (one per event id, in order)
+#   writes:    {{doc index, version index, expected (-1: any), data or false, name}}
+#   binds:     {{bind index, alloc index, used index, pod, node, entry, {res, amount, res, amount, ...}}}
+#              (an entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line
+#              per resource; a cluster's usage is one hash, field "<node>\n<res>")
+#   unbinds:   {{bind index, used index, pod}}
+#   okey:      the outputs key's index, outbox: the outbox list's index, okey_name: what the outbox
+#              holds for it; published: {{outputs key index, its name}} confirmed sent
+# The sentinel holds the instance's commit count (its epoch): a commit whose epoch (>= 0) is not the
+# stored one is refused, and every commit naming a sentinel increments it.
 # Returns {0, v1, ..., vn, e} committed (new versions; 0 for deletes; e the new epoch, with a sentinel)
-#         {1, id}              id was processed already (nothing written)
+#         {1, i}               marker i is set already: its event was processed (nothing written)
 #         {2, i, actual}       write i's expected version does not match
-#         {3}                  the sentinel P:alive:<sentinel> is missing (the store was wiped)
+#         {3}                  the sentinel is missing (the store was wiped)
 #         {4, pod, node}       a pod to bind is bound to another node
 #         {5, node, res, short, ...}  the node lacks room
 #         {6, node}            the node has no allocatable registered
 #         {7, epoch}           the instance committed since the given epoch (another replica)
 COMMIT = """
-local p, ttl = ARGV[1], tonumber(ARGV[2])
-local req = cmsgpack.unpack(ARGV[3])
-local sentinel, consumer, ids, writes, binds, unbinds, blob = req[1], req[2], req[3], req[4], req[5], req[6], ARGV[4]
-local okey, outbox, published = req[8], req[9], req[10]
-if sentinel ~= '' and redis.call('EXISTS', p .. ':alive:' .. sentinel) == 0 then return {3} end
-for _, id in ipairs(ids) do
-  if redis.call('EXISTS', p .. ':m:' .. consumer .. ':' .. id) == 1 then return {1, id} end
+local ttl = tonumber(ARGV[1])
+local req = cmsgpack.unpack(ARGV[2])
+local alive, markers, writes, binds, unbinds = req[1], req[2], req[3], req[4], req[5]
+local okey, outbox, okey_name, published, blob = req[6], req[7], req[8], req[9], ARGV[3]
+if alive > 0 and redis.call('EXISTS', KEYS[alive]) == 0 then return {3} end
+for i, m in ipairs(markers) do
+  if redis.call('EXISTS', KEYS[m]) == 1 then return {1, i} end
 end
-if sentinel ~= '' and req[11] and req[11] >= 0 then
-  local epoch = tonumber(redis.call('GET', p .. ':alive:' .. sentinel)) or 0
-  if epoch ~= req[11] then return {7, epoch} end
+if alive > 0 and req[10] and req[10] >= 0 then
+  local epoch = tonumber(redis.call('GET', KEYS[alive])) or 0
+  if epoch ~= req[10] then return {7, epoch} end
 end
 for i, w in ipairs(writes) do
   if w[3] >= 0 then
-    local actual = tonumber(redis.call('HGET', p .. ':v:' .. w[1], w[2]) or '0')
+    local actual = tonumber(redis.call('HGET', KEYS[w[2]], w[5]) or '0')
     if actual ~= w[3] then return {2, i, actual} end
   end
 end
--- resources that unbinds give back and binds take, per node
+-- resources that unbinds give back and binds take, per usage hash and field "<node>\\n<res>"
 local delta, entries, plan = {}, {}, {}
-local function add(key, res, amount)
-  delta[key] = delta[key] or {}
-  delta[key][res] = (delta[key][res] or 0) + amount
+local function add(ukey, field, amount)
+  delta[ukey] = delta[ukey] or {}
+  delta[ukey][field] = (delta[ukey][field] or 0) + amount
+end
+local function each_amount(entry, fn)
+  local first = true
+  for line in string.gmatch(entry, '[^\\n]+') do
+    if first then first = false elseif not string.find('@#', string.sub(line, 1, 1), 1, true) then
+      local res, amount = string.match(line, '^(.*)=([^=]*)$')
+      fn(res, amount)
+    end
+  end
 end
 for _, u in ipairs(unbinds) do
-  local bkey = p .. ':bind:' .. u[1]
-  local entry = redis.call('HGET', bkey, u[2])
+  local bkey, ukey = KEYS[u[1]], KEYS[u[2]]
+  local entry = redis.call('HGET', bkey, u[3])
   if entry then
     local node = string.match(entry, '^([^\\n]*)')
-    local ukey = p .. ':node:' .. u[1] .. ':' .. node .. ':used'
-    entries[#entries + 1] = {bkey, u[2], ukey, entry}
-    local first = true
-    for line in string.gmatch(entry, '[^\\n]+') do
-      if first then first = false elseif not string.find('@#', string.sub(line, 1, 1), 1, true) then
-        local res, amount = string.match(line, '^(.*)=([^=]*)$')
-        add(ukey, res, -tonumber(amount))
-      end
-    end
+    entries[#entries + 1] = {bkey, u[3], ukey, entry, node}
+    each_amount(entry, function(res, amount) add(ukey, node .. '\\n' .. res, -tonumber(amount)) end)
   end
 end
 local touched = {}
 for _, b in ipairs(binds) do
-  local bkey = p .. ':bind:' .. b[1]
-  local prior = redis.call('HGET', bkey, b[2])
+  local bkey, akey, ukey, pod, node = KEYS[b[1]], KEYS[b[2]], KEYS[b[3]], b[4], b[5]
+  local prior = redis.call('HGET', bkey, pod)
   local released = false
-  for _, e in ipairs(entries) do if e[1] == bkey and e[2] == b[2] then released = true end end
+  for _, e in ipairs(entries) do if e[1] == bkey and e[2] == pod then released = true end end
   if prior and not released then
     local prior_node = string.match(prior, '^([^\\n]*)')
-    if prior_node ~= b[3] then return {4, b[2], prior_node} end
+    if prior_node ~= node then return {4, pod, prior_node} end
   else
-    local base = p .. ':node:' .. b[1] .. ':' .. b[3]
-    if redis.call('EXISTS', base .. ':alloc') == 0 then return {6, b[3]} end
-    local amounts = b[5]
-    for r = 1, #amounts, 2 do add(base .. ':used', amounts[r], tonumber(amounts[r + 1])) end
-    touched[base] = true
-    plan[#plan + 1] = {bkey, b[2], b[4], base .. ':used', amounts}
+    if redis.call('EXISTS', akey) == 0 then return {6, node} end
+    local amounts = b[7]
+    for r = 1, #amounts, 2 do add(ukey, node .. '\\n' .. amounts[r], tonumber(amounts[r + 1])) end
+    touched[#touched + 1] = {akey, ukey, node}
+    plan[#plan + 1] = {bkey, pod, b[6], ukey, node, amounts}
   end
 end
-for base, _ in pairs(touched) do
+for _, t in ipairs(touched) do
+  local akey, ukey, node = t[1], t[2], t[3]
   local short = {}
-  for res, amount in pairs(delta[base .. ':used'] or {}) do
-    local declared = redis.call('HGET', base .. ':alloc', res)
+  for field, amount in pairs(delta[ukey] or {}) do
+    local fnode, res = string.match(field, '^([^\\n]*)\\n(.*)$')
+    local declared = fnode == node and redis.call('HGET', akey, res)
     if amount > 0 and declared then
       local alloc = tonumber(declared)
-      local used = tonumber(redis.call('HGET', base .. ':used', res) or '0')
+      local used = tonumber(redis.call('HGET', ukey, field) or '0')
       if used + amount > alloc + 1e-9 * math.max(1, math.abs(alloc)) then
         short[#short + 1] = res
         short[#short + 1] = string.format('%.17g', used + amount - alloc)
@@ -94,7 +104,6 @@ for base, _ in pairs(touched) do
     end
   end
   if #short > 0 then
-    local node = string.match(base, ':([^:]*)$')
     local out = {5, node}
     for _, v in ipairs(short) do out[#out + 1] = v end
     return out
@@ -103,58 +112,53 @@ end
 -- everything checked: write
 for _, e in ipairs(entries) do
   redis.call('HDEL', e[1], e[2])
-  local first = true
-  for line in string.gmatch(e[4], '[^\\n]+') do
-    if first then first = false elseif not string.find('@#', string.sub(line, 1, 1), 1, true) then
-      local res, amount = string.match(line, '^(.*)=([^=]*)$')
-      redis.call('HINCRBYFLOAT', e[3], res, '-' .. amount)
-    end
-  end
+  each_amount(e[4], function(res, amount) redis.call('HINCRBYFLOAT', e[3], e[5] .. '\\n' .. res, '-' .. amount) end)
 end
 for _, b in ipairs(plan) do
   redis.call('HSET', b[1], b[2], b[3])
-  local amounts = b[5]
-  for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', b[4], amounts[r], amounts[r + 1]) end
+  local amounts = b[6]
+  for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', b[4], b[5] .. '\\n' .. amounts[r], amounts[r + 1]) end
 end
 local result = {0}
 for i, w in ipairs(writes) do
   if w[4] == false then
-    redis.call('HDEL', p .. ':d:' .. w[1], w[2])
-    redis.call('HDEL', p .. ':v:' .. w[1], w[2])
+    redis.call('HDEL', KEYS[w[1]], w[5])
+    redis.call('HDEL', KEYS[w[2]], w[5])
     result[i + 1] = 0
   else
-    redis.call('HSET', p .. ':d:' .. w[1], w[2], w[4])
-    result[i + 1] = redis.call('HINCRBY', p .. ':v:' .. w[1], w[2], 1)
+    redis.call('HSET', KEYS[w[1]], w[5], w[4])
+    result[i + 1] = redis.call('HINCRBY', KEYS[w[2]], w[5], 1)
   end
 end
-if okey ~= '' then
-  redis.call('SET', p .. ':' .. okey, blob, 'EX', ttl)
-  if outbox ~= '' then redis.call('RPUSH', p .. ':outbox:' .. outbox, okey) end
+if okey > 0 then
+  redis.call('SET', KEYS[okey], blob, 'EX', ttl)
+  if outbox > 0 then redis.call('RPUSH', KEYS[outbox], okey_name) end
 end
-for _, id in ipairs(ids) do redis.call('SET', p .. ':m:' .. consumer .. ':' .. id, okey, 'EX', ttl) end
+-- a marker points at its outputs by their full key (seen reads them without knowing their instance)
+local pointer = okey > 0 and KEYS[okey] or ''
+for _, m in ipairs(markers) do redis.call('SET', KEYS[m], pointer, 'EX', ttl) end
 -- Published outputs are forgotten: a redelivery long after must not send them again (a latest-value
 -- subject would go back to an old value once the bus's duplicate window has passed).
-if outbox ~= '' then
+if outbox > 0 then
   for _, k in ipairs(published) do
-    redis.call('LREM', p .. ':outbox:' .. outbox, 0, k)
-    redis.call('DEL', p .. ':' .. k)
+    redis.call('LREM', KEYS[outbox], 0, k[2])
+    redis.call('DEL', KEYS[k[1]])
   end
 end
-if sentinel ~= '' then result[#result + 1] = redis.call('INCR', p .. ':alive:' .. sentinel) end
+if alive > 0 then result[#result + 1] = redis.call('INCR', KEYS[alive]) end
 return result
 """
 
-# ARGV[1] key prefix P, ARGV[2] msgpack {{cluster, pod, node, entry, {res, amount, ...}}}: bindings a
-# changelog recorded, put back into the accounting. A pod already bound is left as it is, so a
-# restore that runs twice (interrupted before the sentinel was set) books each request once.
+# KEYS: per cluster its bindings hash and its usage hash; ARGV[1] msgpack
+# {{bind index, used index, pod, node, entry, {res, amount, ...}}}: bindings a changelog recorded,
+# put back into the accounting. A pod already bound is left as it is, so a restore that runs twice
+# (interrupted before the sentinel was set) books each request once.
 RESTORE_BINDINGS = """
-local p = ARGV[1]
 local restored = 0
-for _, b in ipairs(cmsgpack.unpack(ARGV[2])) do
-  if redis.call('HSETNX', p .. ':bind:' .. b[1], b[2], b[4]) == 1 then
-    local used = p .. ':node:' .. b[1] .. ':' .. b[3] .. ':used'
-    local amounts = b[5]
-    for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', used, amounts[r], amounts[r + 1]) end
+for _, b in ipairs(cmsgpack.unpack(ARGV[1])) do
+  if redis.call('HSETNX', KEYS[b[1]], b[3], b[5]) == 1 then
+    local amounts = b[6]
+    for r = 1, #amounts, 2 do redis.call('HINCRBYFLOAT', KEYS[b[2]], b[4] .. '\\n' .. amounts[r], amounts[r + 1]) end
     restored = restored + 1
   end
 end

@@ -219,7 +219,10 @@ class InMemoryStore:
         docs[w.name] = Doc(kind=w.kind, name=w.name, version=version, data=w.data)
         return version
 
-    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, builtins.list[Output]]:
+    async def seen(
+        self, consumer: str, event_ids: Sequence[str], instance: str = ""
+    ) -> dict[str, builtins.list[Output]]:
+        # ``instance`` names the Redis key's hash tag; one process's memory has no slots
         self._fault("seen")
         return {
             e: list(self._recorded.get(self._markers[(consumer, e)], []))

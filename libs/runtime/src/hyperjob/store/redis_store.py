@@ -1,20 +1,14 @@
-"""``RedisStore``: versioned JSON documents, the atomic commit, and node resource accounting.
-
-Key layout under ``prefix`` (``P``)::
-
-    P:d:<kind>                     hash  name -> JSON document
-    P:v:<kind>                     hash  name -> version (int)
-    P:m:<consumer>:<event id>      str   dedup marker -> the key of its outputs (TTL)
-    P:o:<consumer>:<event id>      str   msgpack of the outputs one commit recorded (TTL)
-    P:alive:<instance>             str   an instance's sentinel: its state is in this store
-    P:lease:<instance>             str   the token of the replica that runs the instance (TTL)
-    P:node:<cluster>:<node>:alloc  hash  resource -> allocatable amount
-    P:node:<cluster>:<node>:used   hash  resource -> amount bound pods use
-    P:nodes:<cluster>              set   node names with allocatable registered
-    P:bind:<cluster>               hash  pod -> "node\\nres=amount\\n..." (the binding and its request)
+"""``RedisStore``: versioned JSON documents, the atomic commit, and node resource accounting
+(the key layout is ``keys.KeyLayout``'s).
 
 Every read of several keys is one round trip (a pipeline); every check-then-write is the one
 Lua script ``COMMIT``. redis-py's exceptions are translated here, once, into ``StoreError``s.
+
+A primary with replicas under Sentinel: ``redis+sentinel://[user:password@]host:port,host:port/<master>``
+(``sentinel_url``) makes the client ask the sentinels for the primary and ask again after a
+failover; every commit then also waits (``WAIT``) until ``replicas`` replicas hold it, so an
+acknowledged commit survives the primary's loss (one that is not confirmed raises
+``StoreUnavailableError``: the caller retries it, and its dedup markers give it one effect).
 """
 
 from __future__ import annotations
@@ -22,13 +16,16 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.sentinel import Sentinel
 from redis.typing import EncodableT, FieldT
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
+from .keys import KeyLayout, commit_script_args, restore_script_args
 from .lua import COMMIT, RELEASE_LEASE, RESTORE_BINDINGS, TAKE_LEASE
 from .model import (
     BINDING_KIND_PREFIX,
@@ -41,18 +38,85 @@ from .model import (
     Output,
     Write,
     binding_kind,
-    entry_of,
     fmt_amount,
     parse_entry,
 )
 
-__all__ = ["MARKER_TTL", "RedisStore", "decode_outputs", "encode_outputs"]
+__all__ = [
+    "MARKER_TTL",
+    "SENTINEL_SCHEME",
+    "RedisStore",
+    "SentinelTarget",
+    "decode_outputs",
+    "encode_outputs",
+    "parse_sentinel_url",
+    "sentinel_url",
+]
 
 # Long enough to outlive every redelivery of a message (max_deliver × backoff, ack waits); a
 # marker only has to say "done" while the bus may still hand the message over again.
 MARKER_TTL = 6 * 3600
 _OUTPUTS = msgspec.msgpack.Decoder(list[Output])
 _ENC = msgspec.msgpack.Encoder()
+SENTINEL_SCHEME = "redis+sentinel"
+# How long a commit waits for its replicas before it is reported unconfirmed (ms): longer than a
+# healthy replica's lag, short enough that a handler retries soon after a failover.
+_REPLICA_WAIT_MS = 2000
+
+
+class SentinelTarget(msgspec.Struct, frozen=True, kw_only=True):
+    """What a ``redis+sentinel://`` URL names: the sentinels, the primary's name, the credentials
+    for the primary (not the sentinels) and how many replicas must hold each commit."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    master: str
+    username: str | None = None
+    password: str | None = None
+    replicas: int = 1
+
+
+def sentinel_url(sentinels: Sequence[tuple[str, int]], master: str, *, replicas: int = 1) -> str:
+    hosts = ",".join(f"{host}:{port}" for host, port in sentinels)
+    return f"{SENTINEL_SCHEME}://{hosts}/{master}?replicas={replicas}"
+
+
+def parse_sentinel_url(url: str) -> SentinelTarget:
+    """``redis+sentinel://[user:password@]h1:p1,h2:p2/<master>[?replicas=N]`` (N: 1 unless given)."""
+    parts = urlsplit(url)
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    user, _, password = credentials.partition(":")
+    sentinels = []
+    for item in hosts.split(","):
+        host, _, port = item.rpartition(":")
+        sentinels.append((host, int(port)))
+    master = parts.path.strip("/")
+    if not sentinels or not master:
+        raise ValueError(f"a sentinel URL names its sentinels and its primary: {url!r}")
+    replicas = int(parse_qs(parts.query).get("replicas", ["1"])[0])
+    return SentinelTarget(
+        sentinels=tuple(sentinels),
+        master=master,
+        username=unquote(user) or None,
+        password=unquote(password) or None,
+        replicas=replicas,
+    )
+
+
+def _client(url: str) -> tuple[aioredis.Redis, int]:
+    """The client for ``url`` and how many replicas each commit waits for (0 without Sentinel)."""
+    if not url.startswith(f"{SENTINEL_SCHEME}://"):
+        return aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30), 0
+    target = parse_sentinel_url(url)
+    sentinel = Sentinel(list(target.sentinels), socket_connect_timeout=2, socket_timeout=2)  # type: ignore[no-untyped-call]
+    primary = sentinel.master_for(
+        target.master,
+        username=target.username,
+        password=target.password,
+        socket_connect_timeout=5,
+        socket_timeout=30,
+        health_check_interval=30,
+    )
+    return primary, target.replicas
 
 
 def encode_outputs(outputs: Sequence[Output]) -> bytes:
@@ -77,48 +141,6 @@ def _floats(raw: Mapping[bytes, bytes]) -> dict[str, float]:
     return {k.decode(): float(v) for k, v in raw.items()}
 
 
-def commit_request(commit: Commit) -> bytes:
-    """The msgpack request ``COMMIT`` unpacks (see ``lua.COMMIT`` for its layout). Redis' Lua
-    msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
-    writes = [
-        [
-            w.kind,
-            w.name,
-            -1 if w.expected_version is None else w.expected_version,
-            False if w.data is None else w.data.decode(),
-        ]
-        for w in commit.writes
-    ]
-    binds = [_bind_args(b) for b in commit.binds]
-    unbinds = [[u.cluster, u.pod] for u in commit.unbinds]
-    return _ENC.encode(
-        [
-            commit.sentinel,
-            commit.consumer,
-            list(commit.event_ids),
-            writes,
-            binds,
-            unbinds,
-            "",
-            commit.outbox_key,
-            commit.outbox,
-            list(commit.published),
-            commit.epoch,
-        ]
-    )
-
-
-def _bind_args(b: Binding) -> list[str | list[str]]:
-    """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
-    return [
-        b.cluster,
-        b.pod,
-        b.node,
-        entry_of(b),
-        [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))],
-    ]
-
-
 def commit_result(reply: Sequence[int | bytes], commit: Commit) -> CommitResult:
     """What ``COMMIT`` replied (a code, then integers and strings by position; see ``lua.COMMIT``)."""
     code = int(reply[0])
@@ -127,7 +149,7 @@ def commit_result(reply: Sequence[int | bytes], commit: Commit) -> CommitResult:
         epoch = int(reply[n + 1]) if len(reply) > n + 1 else 0
         return CommitResult(versions=[int(v) for v in reply[1 : n + 1]], epoch=epoch)
     if code == 1:
-        return CommitResult(refusal="duplicate", event_id=_text(reply[1]))
+        return CommitResult(refusal="duplicate", event_id=commit.event_ids[int(reply[1]) - 1])
     if code == 2:
         w = commit.writes[int(reply[1]) - 1]
         return CommitResult(
@@ -165,8 +187,9 @@ class RedisStore:
     (Signatures say ``builtins.list``: the ``list`` method shadows the built-in in the class's scope.)"""
 
     def __init__(self, url: str, prefix: str = "hj", *, marker_ttl: int = MARKER_TTL) -> None:
-        self._r = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
+        self._r, self._replicas = _client(url)
         self._p = prefix
+        self._k = KeyLayout(prefix)
         self._ttl = marker_ttl
         self._commit = self._r.register_script(COMMIT)
         self._restore_bindings = self._r.register_script(RESTORE_BINDINGS)
@@ -198,17 +221,10 @@ class RedisStore:
     # -- keys -------------------------------------------------------------------------------
 
     def _dkey(self, kind: str) -> str:
-        return f"{self._p}:d:{kind}"
+        return self._k.doc(kind)
 
     def _vkey(self, kind: str) -> str:
-        return f"{self._p}:v:{kind}"
-
-    def _node_keys(self, cluster: str, node: str) -> tuple[str, str]:
-        base = f"{self._p}:node:{cluster}:{node}"
-        return f"{base}:alloc", f"{base}:used"
-
-    def _bind_key(self, cluster: str) -> str:
-        return f"{self._p}:bind:{cluster}"
+        return self._k.version(kind)
 
     # -- documents --------------------------------------------------------------------------
 
@@ -264,58 +280,70 @@ class RedisStore:
     async def commit(self, commit: Commit) -> CommitResult:
         """Apply a ``Commit`` atomically (one Lua script; see ``Commit`` for the rules), or
         nothing and say why. Raises ``StoreUnavailableError`` when Redis does not answer."""
+        keys, request = commit_script_args(self._k, commit)
+        args: list[EncodableT] = [self._ttl, request, encode_outputs(commit.outputs)]
         with _translate():
-            reply = await self._commit(
-                keys=[], args=[self._p, self._ttl, commit_request(commit), encode_outputs(commit.outputs)]
-            )
+            if not self._replicas:
+                return commit_result(await self._commit(keys=keys, args=args), commit)
+            # WAIT counts the writes of its own connection: the script and WAIT go down one pipeline.
+            async with self._r.pipeline(transaction=False) as pipe:
+                await self._commit(keys=keys, args=args, client=pipe)  # queued, not sent
+                pipe.execute_command("WAIT", self._replicas, _REPLICA_WAIT_MS)
+                reply, held_by = await pipe.execute()
+        if int(held_by) < self._replicas:
+            raise StoreUnavailableError(f"commit held by {held_by} of {self._replicas} replicas")
         return commit_result(reply, commit)
 
-    async def seen(self, consumer: str, event_ids: Sequence[str]) -> dict[str, builtins.list[Output]]:
+    async def seen(
+        self, consumer: str, event_ids: Sequence[str], instance: str = ""
+    ) -> dict[str, builtins.list[Output]]:
         """The events of ``event_ids`` already committed under ``consumer``, with the outputs
-        their commit recorded (to publish again), in two round trips."""
+        their commit recorded (to publish again), in two round trips. ``instance`` is the sentinel
+        those commits named (the markers' hash tag; the consumer itself when they named none)."""
         if not event_ids:
             return {}
+        unit = instance or consumer
         with _translate():
-            pointers = await self._r.mget([f"{self._p}:m:{consumer}:{e}" for e in event_ids])
+            pointers = await self._r.mget([self._k.marker(unit, consumer, e) for e in event_ids])
             found = {e: _text(p) for e, p in zip(event_ids, pointers, strict=True) if p is not None}
             keys = sorted({p for p in found.values() if p})
-            blobs = dict(zip(keys, await self._r.mget([f"{self._p}:{k}" for k in keys]), strict=True)) if keys else {}
+            blobs = dict(zip(keys, await self._r.mget(keys), strict=True)) if keys else {}  # full keys
         return {e: decode_outputs(_bytes(blob)) if (blob := blobs.get(p)) else [] for e, p in found.items()}
 
     async def outbox(self, instance: str) -> builtins.list[tuple[str, builtins.list[Output]]]:
         """Outputs ``instance`` committed that no later commit confirmed as published."""
         with _translate():
-            keys = [_text(k) for k in await self._r.lrange(f"{self._p}:outbox:{instance}", 0, -1)]
+            keys = [_text(k) for k in await self._r.lrange(self._k.outbox(instance), 0, -1)]
             keys = list(dict.fromkeys(keys))
-            blobs = await self._r.mget([f"{self._p}:{k}" for k in keys]) if keys else []
+            blobs = await self._r.mget([self._k.outputs(instance, k) for k in keys]) if keys else []
         return [(k, decode_outputs(_bytes(b))) for k, b in zip(keys, blobs, strict=True) if b]
 
     # -- sentinels and restore ------------------------------------------------------------------
 
     async def alive(self, instance: str) -> bool:
         with _translate():
-            return bool(await self._r.exists(f"{self._p}:alive:{instance}"))
+            return bool(await self._r.exists(self._k.alive(instance)))
 
     async def epoch(self, instance: str) -> int:
         """How many commits ``instance`` made (0 before its first, or without a sentinel)."""
         with _translate():
-            value = await self._r.get(f"{self._p}:alive:{instance}")
+            value = await self._r.get(self._k.alive(instance))
         return int(value) if value is not None else 0
 
     async def mark_alive(self, instance: str) -> None:
         with _translate():
-            await self._r.set(f"{self._p}:alive:{instance}", "1", nx=True)  # a live one keeps its epoch
+            await self._r.set(self._k.alive(instance), "1", nx=True)  # a live one keeps its epoch
 
     async def take_lease(self, instance: str, holder: str, ttl: float) -> bool:
         """Take ``instance``'s lease for ``ttl`` seconds, or renew it, unless another holder has it."""
         with _translate():
-            taken = await self._take_lease(keys=[f"{self._p}:lease:{instance}"], args=[holder, max(1, int(ttl * 1000))])
+            taken = await self._take_lease(keys=[self._k.lease(instance)], args=[holder, max(1, int(ttl * 1000))])
         return bool(taken)
 
     async def release_lease(self, instance: str, holder: str) -> None:
         """Give the lease back (only its holder can): a standby replica takes it at once."""
         with _translate():
-            await self._release_lease(keys=[f"{self._p}:lease:{instance}"], args=[holder])
+            await self._release_lease(keys=[self._k.lease(instance)], args=[holder])
 
     async def forget(self, instance: str, kinds: Sequence[str], binding_clusters: Sequence[str] = ()) -> None:
         """Drop an instance's state: its documents of ``kinds``, the bindings of
@@ -325,13 +353,9 @@ class RedisStore:
                 for kind in kinds:
                     pipe.delete(self._dkey(kind), self._vkey(kind))
                 for cluster in binding_clusters:
-                    pipe.delete(self._bind_key(cluster))
-                pipe.delete(f"{self._p}:alive:{instance}")
+                    pipe.delete(self._k.bind(cluster), self._k.used(cluster))
+                pipe.delete(self._k.alive(instance))
                 await pipe.execute()
-            for cluster in binding_clusters:
-                keys = [k async for k in self._r.scan_iter(match=f"{self._p}:node:{cluster}:*:used", count=1000)]
-                if keys:
-                    await self._r.delete(*keys)
 
     async def restore(self, docs: Sequence[Doc]) -> None:
         """Put documents back as a changelog recorded them (versions included); binding
@@ -343,13 +367,14 @@ class RedisStore:
                 for doc in docs:
                     if doc.kind.startswith(BINDING_KIND_PREFIX):
                         cluster = doc.kind[len(BINDING_KIND_PREFIX) :]
-                        bindings.append(_bind_args(parse_entry(cluster, doc.name, doc.data.decode())))
+                        bindings.append(parse_entry(cluster, doc.name, doc.data.decode()))
                     else:
                         pipe.hset(self._dkey(doc.kind), doc.name, doc.data)
                         pipe.hset(self._vkey(doc.kind), doc.name, doc.version)
                 await pipe.execute()
             if bindings:
-                await self._restore_bindings(keys=[], args=[self._p, _ENC.encode(bindings)])
+                keys, rows = restore_script_args(self._k, bindings)
+                await self._restore_bindings(keys=keys, args=[rows])
 
     # -- node resource accounting -----------------------------------------------------------
 
@@ -366,45 +391,48 @@ class RedisStore:
         with _translate():
             async with self._r.pipeline(transaction=True) as pipe:
                 for node, allocatable in nodes.items():
-                    alloc_key, _ = self._node_keys(cluster, node)
+                    alloc_key = self._k.alloc(cluster, node)
                     values: dict[FieldT, EncodableT] = {r: fmt_amount(a) for r, a in allocatable.items()}
                     values.setdefault("pods", fmt_amount(DEFAULT_PODS))
                     pipe.delete(alloc_key)
                     pipe.hset(alloc_key, mapping=values)
-                pipe.sadd(f"{self._p}:nodes:{cluster}", *nodes)
+                pipe.sadd(self._k.nodes(cluster), *nodes)
                 await pipe.execute()
 
     async def remove_node(self, cluster: str, node: str) -> None:
         """Forget a node's allocatable; binds to it fail from now on (its bindings stay until released)."""
-        alloc_key, _ = self._node_keys(cluster, node)
+        alloc_key = self._k.alloc(cluster, node)
         with _translate():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(alloc_key)
-                pipe.srem(f"{self._p}:nodes:{cluster}", node)
+                pipe.srem(self._k.nodes(cluster), node)
                 await pipe.execute()
 
     async def nodes(self, cluster: str) -> dict[str, NodeUsage]:
         """Every registered node of ``cluster`` with its usage, sorted by name (two round trips)."""
         with _translate():
-            names = sorted(_text(m) for m in await self._r.smembers(f"{self._p}:nodes:{cluster}"))
+            names = sorted(_text(m) for m in await self._r.smembers(self._k.nodes(cluster)))
             if not names:
                 return {}
             async with self._r.pipeline(transaction=True) as pipe:
                 for n in names:
-                    alloc_key, used_key = self._node_keys(cluster, n)
-                    pipe.hgetall(alloc_key)
-                    pipe.hgetall(used_key)
-                raw = await pipe.execute()
+                    pipe.hgetall(self._k.alloc(cluster, n))
+                pipe.hgetall(self._k.used(cluster))
+                *allocs, used = await pipe.execute()
+        by_node: dict[str, dict[str, float]] = {}
+        for field, amount in used.items():
+            node, _, res = _text(field).partition("\n")
+            by_node.setdefault(node, {})[res] = float(amount)
         return {
-            n: NodeUsage(allocatable=_floats(raw[2 * i]), used=_floats(raw[2 * i + 1]))
-            for i, n in enumerate(names)
-            if raw[2 * i]
+            n: NodeUsage(allocatable=_floats(a), used=by_node.get(n, {}))
+            for n, a in zip(names, allocs, strict=True)
+            if a
         }
 
     async def allocations(self, cluster: str) -> dict[str, Binding]:
         """Every bound pod of ``cluster`` with its node and request."""
         with _translate():
-            raw = await self._r.hgetall(self._bind_key(cluster))
+            raw = await self._r.hgetall(self._k.bind(cluster))
         out = {}
         for pod, entry in sorted(raw.items()):
             out[_text(pod)] = parse_entry(cluster, _text(pod), _text(entry))
@@ -413,7 +441,7 @@ class RedisStore:
     async def binding_docs(self, cluster: str) -> builtins.list[Doc]:
         """The cluster's bindings as changelog documents (kind ``binding@<cluster>``)."""
         with _translate():
-            raw = await self._r.hgetall(self._bind_key(cluster))
+            raw = await self._r.hgetall(self._k.bind(cluster))
         return [
             Doc(kind=binding_kind(cluster), name=_text(p), version=1, data=_bytes(e)) for p, e in sorted(raw.items())
         ]

@@ -40,6 +40,7 @@ __all__ = [
     "BinaryNotFoundError",
     "NatsCluster",
     "NatsServer",
+    "RedisSentinel",
     "RedisServer",
     "ServerError",
     "TlsFiles",
@@ -402,8 +403,12 @@ class RedisServer(_Server):
         *,
         appendonly: bool = False,
         auth: Auth | None = None,
+        replica_of: int | None = None,
+        cluster: bool = False,
         start_timeout: float = 15.0,
     ) -> None:
+        if (appendonly or cluster) and data_dir is None:
+            raise ValueError("RedisServer(appendonly=True or cluster=True) needs a data_dir")
         if appendonly and data_dir is None:
             raise ValueError("RedisServer(appendonly=True) needs a data_dir for the AOF")
         if auth is not None and data_dir is None:
@@ -411,6 +416,8 @@ class RedisServer(_Server):
         super().__init__(data_dir, port, start_timeout)
         self.appendonly = appendonly
         self.auth = auth
+        self.replica_of = replica_of  # the primary's port on loopback: this server replicates it
+        self.cluster = cluster  # Redis Cluster mode: ``claim_all_slots`` makes it a one-node cluster
 
     def _command(self, port: int) -> list[str]:
         cmd = [
@@ -432,7 +439,25 @@ class RedisServer(_Server):
             cmd += ["--appendfsync", "everysec"]
         if self.auth is not None:
             cmd += ["--aclfile", str(self.write_acl())]
+        if self.replica_of is not None:
+            cmd += ["--replicaof", self.host, str(self.replica_of)]
+        if self.cluster:
+            cmd += ["--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"]
         return cmd
+
+    def claim_all_slots(self, timeout: float = 10.0) -> None:
+        """A one-node Redis Cluster: this server serves all 16,384 slots. Returns once the cluster
+        is up; it enforces the cluster's rules (a command's or script's keys in one slot)."""
+        import redis  # noqa: PLC0415 - only a cluster test needs a client here
+
+        assert self.cluster and self.port is not None
+        with redis.Redis(host=self.host, port=self.port) as client:
+            client.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
+            deadline = time.monotonic() + timeout
+            while client.cluster("INFO").get("cluster_state") != "ok":
+                if time.monotonic() > deadline:
+                    raise ServerError(f"redis-server on {self.port} did not form a cluster within {timeout}s")
+                time.sleep(0.05)
 
     def write_acl(self) -> Path:
         """(Re)write the ACL file from ``auth``; ``reload()`` applies a change."""
@@ -463,6 +488,45 @@ class RedisServer(_Server):
     def _answers(self, port: int) -> bool:
         # With an ACL the anonymous user is off: NOAUTH still says the server speaks its protocol.
         return _read_line(port, b"PING\r\n").startswith((b"+PONG", b"-NOAUTH"))
+
+
+class RedisSentinel(_Server):
+    """``redis-server --sentinel`` (the same binary) watching the primary on ``primary_port`` under
+    the name ``master``; a quorum of one, so a single sentinel fails over on its own. Failure is
+    judged after ``down_after_ms`` of silence. Sentinel rewrites its config file: it lives in
+    ``data_dir`` (required). ``url`` is a ``redis://`` URL of the sentinel itself."""
+
+    name = "redis-sentinel"
+    scheme = "redis"
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        primary_port: int,
+        *,
+        master: str = "hyperjob",
+        port: int | None = None,
+        down_after_ms: int = 1000,
+        start_timeout: float = 15.0,
+    ) -> None:
+        super().__init__(data_dir, port, start_timeout)
+        self.primary_port = primary_port
+        self.master = master
+        self.down_after_ms = down_after_ms
+
+    def _command(self, port: int) -> list[str]:
+        assert self.data_dir is not None
+        conf = self.data_dir / f"sentinel-{port}.conf"
+        conf.write_text(
+            f"port {port}\nbind {self.host}\ndaemonize no\n"
+            f"sentinel monitor {self.master} {self.host} {self.primary_port} 1\n"
+            f"sentinel down-after-milliseconds {self.master} {self.down_after_ms}\n"
+            f"sentinel failover-timeout {self.master} {max(3 * self.down_after_ms, 3000)}\n"
+        )
+        return [find_redis_server(), str(conf), "--sentinel"]
+
+    def _answers(self, port: int) -> bool:
+        return _read_line(port, b"PING\r\n").startswith(b"+PONG")
 
 
 class NatsCluster:

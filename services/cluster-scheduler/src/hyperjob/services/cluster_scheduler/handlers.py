@@ -47,6 +47,10 @@ class ClusterScheduler:
         self.beats: dict[str, float] = {}  # agent -> when its last beat arrived (our clock)
         # A break in every beat is ours (the bus restarted, we were cut off): not the nodes' silence.
         self.hearing = fleetcore.Hearing(gap=settings.node_timeout / 2)
+        # Silence counts as a node's only while the bus is fair: late beats (a server lost, a leader
+        # elected) or our deafness give silent nodes longer (an agent reconnecting elsewhere).
+        self.weather = fleetcore.BusWeather(settings.node_timeout)
+        self.silence_limit = settings.node_timeout
         self.bound = domain.Bookings()
         self.registered: dict[str, dict[str, float]] = {}
         self.nominated: dict[str, str] = {}
@@ -104,14 +108,20 @@ class ClusterScheduler:
     def on_heartbeat(self, msg: events.AgentHeartbeat) -> None:
         now = self.rt.now()
         if deaf := self.hearing.heard(now):
+            self.weather.trouble(now)
             for node in self.nodes.values():
                 node.last_seen = fleetcore.forgive(node.last_seen, deaf, now)
+        self.weather.beat(msg.agent, msg.occurred_at, now)
         self.beats[msg.agent] = now
         silent = set(msg.silent)
         for node in self.nodes.values():
             if node.agent == msg.agent and node.name not in silent:
                 node.last_seen = now
-        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), self.settings.node_timeout)
+        limit = self.weather.limit(now)
+        if limit != self.silence_limit:  # the bus turned troubled or fair again
+            self.rt.log.info("node_timeout_changed", cluster=self.cluster, seconds=limit)
+            self.silence_limit = limit
+        stale = domain.stale_nodes(self.nodes, max(self.beats.values()), limit)
         for name, node in self.nodes.items():
             if node.stale != (name in stale):
                 node.stale = name in stale
