@@ -1,4 +1,6 @@
-"""A cluster that stops reporting loses its children to another eligible cluster, names kept."""
+"""A cluster that goes silent, control plane and nodes alike, loses its children to another
+eligible cluster, names kept. (One whose nodes still report while its control plane is silent is
+hung, not lost: its children stay, ex-55 and the job-controller's fleet lease show it.)"""
 
 from __future__ import annotations
 
@@ -33,9 +35,12 @@ def test_children_of_a_silent_cluster_are_placed_again_on_another(cli: Cli, tmp_
 
 
 def _lose_cluster_b(cli: Cli) -> None:
-    # cluster-b's control plane goes silent: its scheduler stops reporting capacity.
-    [scheduler] = service_pids("cluster_scheduler", cli.env["HYPERJOB_HOME"], "cluster-b")
-    os.kill(scheduler, signal.SIGSTOP)
+    # cluster-b goes silent: its scheduler stops reporting capacity and its nodes stop beating.
+    home = cli.env["HYPERJOB_HOME"]
+    silent = service_pids("cluster_scheduler", home, "cluster-b") + service_pids("node_agent", home, "cluster-b")
+    assert len(silent) == 2, silent
+    for pid in silent:
+        os.kill(pid, signal.SIGSTOP)
     try:
         moved = cli.wait_for(
             "the child of cluster-b to run on cluster-a",
@@ -49,7 +54,8 @@ def _lose_cluster_b(cli: Cli) -> None:
         )
         assert placement
     finally:
-        os.kill(scheduler, signal.SIGCONT)
+        for pid in silent:
+            os.kill(pid, signal.SIGCONT)
     # Back again, cluster-b removes its stale copy: the child exists once, on cluster-a.
     cli.wait_for(
         "cluster-b to drop its copy",
