@@ -27,12 +27,15 @@ from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterAffinity,
     ClusterReplicas,
+    ClusterTerm,
     HyperJob,
     HyperJobSpec,
     LabelSelector,
     LabelSelectorRequirement,
+    PreferredClusterTerm,
     ReplicatedJob,
     SplitPolicy,
+    SpreadConstraint,
     TemplatedHyperJob,
     normalize,
     template_replicas,
@@ -72,6 +75,9 @@ from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_wor
 
 __all__ = [
     "ClusterAffinity",
+    "ClusterTerm",
+    "PreferredClusterTerm",
+    "SpreadConstraint",
     "LabelSelector",
     "LabelSelectorRequirement",
     "CLUSTER_SCOPED_KINDS",

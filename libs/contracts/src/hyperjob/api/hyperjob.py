@@ -64,13 +64,51 @@ class LabelSelector(Spec, frozen=True, kw_only=True):
     match_expressions: list[LabelSelectorRequirement] = []
 
 
+class ClusterTerm(Spec, frozen=True, kw_only=True):
+    """The clusters a preferred term favours: named in ``clusterNames`` (any, when empty) and whose
+    labels match ``labelSelector`` (any, when absent)."""
+
+    cluster_names: list[str] = []
+    label_selector: LabelSelector | None = None
+
+
+class PreferredClusterTerm(Spec, frozen=True, kw_only=True):
+    """Kubernetes' ``PreferredSchedulingTerm`` over clusters: a cluster's preference is the sum of
+    the ``weight`` (1-100) of every term whose ``preference`` it matches; more is chosen first,
+    among the clusters where the job fits."""
+
+    weight: int
+    preference: ClusterTerm
+
+
+SpreadField = Literal["cluster", "region", "zone", "provider"]
+
+
+class SpreadConstraint(Spec, frozen=True, kw_only=True):
+    """Karmada's ``SpreadConstraint``: the clusters of one replicated job span at least
+    ``minGroups`` and at most ``maxGroups`` (unbounded when absent) distinct values of the cluster
+    label ``spreadByLabel``, or of ``spreadByField`` (``cluster``: the cluster's name; ``region``,
+    ``zone``, ``provider``: the label of that name). Exactly one of the two is given; a cluster
+    without the label is not eligible."""
+
+    spread_by_field: SpreadField | None = None
+    spread_by_label: str = ""
+    min_groups: int = 1
+    max_groups: int | None = None
+
+
 class ClusterAffinity(Spec, frozen=True, kw_only=True):
     """Karmada's ``ClusterAffinity``: the clusters a replicated job may use are those named in
-    ``clusterNames`` (any, when empty), not in ``exclude``, whose labels match ``labelSelector``."""
+    ``clusterNames`` (any, when empty), not in ``exclude``, whose labels match ``labelSelector``.
+    Extensions in the same object: ``preferred`` terms with weights (soft: the order among the
+    clusters that fit) and Karmada's ``spreadConstraints`` (hard: how many label values the
+    chosen clusters span)."""
 
     cluster_names: list[str] = []
     exclude: list[str] = []
     label_selector: LabelSelector | None = None
+    preferred: list[PreferredClusterTerm] = []
+    spread_constraints: list[SpreadConstraint] = []
 
 
 class ReplicatedJob(Spec, frozen=True, kw_only=True):

@@ -26,7 +26,9 @@ Splitting (splitter; the simulator)
   ``maxDomains`` caps the clusters of one replicated job (the API reference's meaning).
   Eligible clusters: live, in ``clusterNames``, carrying the labels of the HyperJob annotation
   ``hyperjob.io/cluster-selector: "k=v,k2=v2"`` (deprecated), allowed by the replicated job's
-  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``),
+  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``;
+  its ``preferred`` weighted terms order the clusters that fit, ``preference``; its
+  ``spreadConstraints`` bound the label values a plan spans, ``spread_violation``),
   with a node that matches the main task's node selector / required affinity / taints (e.g. the
   GPU model) and is big enough for one pod.
   ``Waiting.reason`` names the replicated job and which cluster lacks what.
@@ -151,6 +153,7 @@ from .admission import (
     job_candidate,
     share,
 )
+from .affinity import affinity_allows, preference, spread_violation
 from .capacity import (
     PodShape,
     could_ever_host,
@@ -231,7 +234,6 @@ from .preemption import (
 )
 from .split import (
     INADMISSIBLE,
-    affinity_allows,
     apportion,
     child_name,
     choose_cluster,
@@ -258,6 +260,8 @@ from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
     "affinity_allows",
+    "preference",
+    "spread_violation",
     "Eviction",
     "PreemptionPlan",
     "Preemptor",

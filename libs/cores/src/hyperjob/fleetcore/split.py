@@ -11,6 +11,15 @@ from collections.abc import Mapping, Sequence
 
 from hyperjob import api
 
+from .affinity import (
+    affinity_allows,
+    by_preference,
+    min_clusters,
+    preferences,
+    spread_candidates,
+    spread_order,
+    spread_violation,
+)
 from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
@@ -98,6 +107,9 @@ def _split_replicated_job(
         counts = _even(hyperjob, rj, eligible, working, current)
     if isinstance(counts, Waiting):
         return counts
+    broken = spread_violation([c for c, _ in counts], rj.cluster_affinity, working)
+    if broken is not None:
+        return _waiting(hyperjob, rj, broken)
     parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
         for index, (cluster, tasks) in enumerate(parts):
@@ -110,7 +122,8 @@ def _split_replicated_job(
 def eligible_clusters(
     hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity], now: float | None = None
 ) -> list[str]:
-    """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
+    """Clusters a replicated job may use, in preference order: the weight of the ``clusterAffinity``
+    preferred terms each matches, most first, then ``clusterNames`` order, else by name.
 
     Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
     ``hyperjob.io/cluster-selector`` annotation (deprecated), allowed by the replicated job's
@@ -131,31 +144,7 @@ def eligible_clusters(
             continue
         if could_ever_host(cap, shape):
             result.append(name)
-    return result
-
-
-def affinity_allows(affinity: api.ClusterAffinity, name: str, labels: Mapping[str, str]) -> bool:
-    """Karmada's ``ClusterAffinity`` on one cluster: named (when ``clusterNames`` is given), not
-    excluded, and matching ``labelSelector`` (every ``matchLabels`` pair and expression)."""
-    if (affinity.cluster_names and name not in affinity.cluster_names) or name in affinity.exclude:
-        return False
-    selector = affinity.label_selector
-    if selector is None:
-        return True
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    return all(_expression_holds(e, labels) for e in selector.match_expressions)
-
-
-def _expression_holds(expr: api.LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
-    value = labels.get(expr.key)
-    if expr.operator == "In":
-        return value is not None and value in expr.values
-    if expr.operator == "NotIn":
-        return value is None or value not in expr.values  # Kubernetes: a missing key is not in
-    if expr.operator == "Exists":
-        return value is not None
-    return value is None  # DoesNotExist
+    return by_preference(result, preferences(rj.cluster_affinity, clusters))
 
 
 def main_shape(spec: api.JobSpec) -> PodShape:
@@ -202,6 +191,7 @@ def _even(
 
     When ``maxDomains`` leaves a choice, the eligible clusters that hold an even share now come
     first (in preference order), so a re-plan moves off a cluster that filled up."""
+    eligible = spread_order(eligible, rj.cluster_affinity, working)
     if not eligible:
         return _waiting(hyperjob, rj, "no eligible cluster")
     k = min(hyperjob.spec.max_domains or len(eligible), len(eligible))
@@ -210,7 +200,8 @@ def _even(
     if k < len(eligible):
         shape, held, g = main_shape(rj.template_spec), _current_replicas(current, rj.name), _granularity(rj)
         room = {n: (max_replicas(working[n], shape) + held.get(n, 0)) // g for n in eligible}
-        chosen = _keep_order(sorted(eligible, key=lambda n: room[n] < units[0])[:k], current, rj.name)
+        roomy_first = sorted(eligible, key=lambda n: room[n] < units[0])
+        chosen = _keep_order(spread_order(roomy_first, rj.cluster_affinity, working)[:k], current, rj.name)
     return _scaled(rj, chosen, units)
 
 
@@ -233,19 +224,24 @@ def _auto(
     working: Mapping[str, ClusterCapacity],
     current: SplitPlan | None,
 ) -> Parts | Waiting:
-    """The fewest clusters (largest room first) that hold the job, shared in proportion to room."""
+    """The fewest clusters (largest room first) that hold the job, shared in proportion to room.
+
+    Among sets of as many clusters, the best-connected, then the most preferred (the affinity's
+    preferred terms), then the roomiest; every set tried meets the spread constraints it can."""
     granularity = _granularity(rj)
     shape = main_shape(rj.template_spec)
     held = _current_replicas(current, rj.name)
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
-    ranked = sorted(eligible, key=lambda n: (-room[n], n))
-    linked = _by_bandwidth(ranked, working)
+    scores = preferences(rj.cluster_affinity, working)
+    roomiest = sorted(eligible, key=lambda n: (-room[n], n))
+    ranked = sorted(roomiest, key=lambda n: -scores[n])
+    orders = [spread_order(o, rj.cluster_affinity, working) for o in (_by_bandwidth(ranked, working), ranked, roomiest)]
     limit = hyperjob.spec.max_domains or len(ranked)
     units = _units(rj)
-    for k in range(1, min(limit, len(ranked)) + 1):
+    for k in range(min_clusters(rj.cluster_affinity), min(limit, len(ranked)) + 1):
         # The best-connected set first (one job spanning clusters is as fast as its slowest link);
-        # the roomiest set when the best-connected one cannot hold the job.
-        for order in (linked, ranked):
+        # the most preferred, then the roomiest set when it cannot hold the job.
+        for order in orders:
             if sum(room[n] for n in order[:k]) >= units:
                 chosen = _keep_order(order[:k], current, rj.name)
                 caps = [room[n] for n in chosen]
@@ -377,17 +373,21 @@ def _fan_out(
     pods = gang_pods(rj.template_spec, tasks)
     used: list[str] = []
     parts: list[tuple[str, dict[str, int]]] = []
+    scores = preferences(rj.cluster_affinity, working)
     for index in range(rj.replicas):
         previous = current.child(child_name(hyperjob.metadata.name, rj.name, index)) if current else None
+        allowed = spread_candidates(eligible, used, rj.cluster_affinity, working)
         if previous is not None and previous.cluster in working:
             cluster: str | None = previous.cluster  # already there: its pods are in the summary
         else:
-            cluster = choose_cluster(pods, eligible, working, used, hyperjob.spec.max_domains, check_fit)
+            cluster = choose_cluster(pods, allowed, working, used, hyperjob.spec.max_domains, check_fit, scores)
         if cluster is None:
-            return _waiting(hyperjob, rj, f"child {index}: " + _why_not(pods, eligible, used, working, hyperjob))
+            spread = "under spreadConstraints: " if len(allowed) < len(eligible) else ""
+            return _waiting(hyperjob, rj, f"child {index}: {spread}" + _why_not(pods, allowed, used, working, hyperjob))
         used += [] if cluster in used else [cluster]
         parts.append((cluster, dict(tasks)))
-    return parts
+    broken = spread_violation(used, rj.cluster_affinity, working)
+    return _waiting(hyperjob, rj, broken) if broken is not None else parts
 
 
 def choose_cluster(
@@ -397,9 +397,11 @@ def choose_cluster(
     used: Sequence[str] = (),
     max_domains: int | None = None,
     check_fit: bool = True,
+    preference: Mapping[str, int] | None = None,
 ) -> str | None:
-    """The cluster for one child gang: clusters already used first (fewest clusters), then the best
-    declared link to the clusters used, then the most room for the gang's pods, then the name.
+    """The cluster for one child gang: clusters already used first (fewest clusters), then the
+    most ``preference`` (the affinity's preferred weights), then the best declared link to the
+    clusters used, then the most room for the gang's pods, then the name.
     The chosen capacity is taken from ``working``."""
     allowed = [n for n in eligible if n in working and (max_domains is None or n in used or len(used) < max_domains)]
     shape = pods[0] if pods else PodShape(request={})
@@ -407,7 +409,10 @@ def choose_cluster(
     def bandwidth(n: str) -> float:
         return min((link(working, n, u) for u in used if u != n), default=0.0)
 
-    ranked = sorted(allowed, key=lambda n: (n not in used, -bandwidth(n), -max_replicas(working[n], shape), n))
+    score = preference or {}
+    ranked = sorted(
+        allowed, key=lambda n: (n not in used, -score.get(n, 0), -bandwidth(n), -max_replicas(working[n], shape), n)
+    )
     for name in ranked:
         if not check_fit:
             return name
