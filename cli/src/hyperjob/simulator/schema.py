@@ -48,6 +48,8 @@ class ClusterEntry(_Strict, frozen=True, kw_only=True):
     name: str
     labels: dict[str, str] = {}
     nodes: list[NodeEntry] = []
+    # Price per resource-hour (cpu per core, memory per GiB, others per unit; docs/scenario-format.md).
+    prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
 
 
 class PriorityClassEntry(_Strict, frozen=True, kw_only=True):

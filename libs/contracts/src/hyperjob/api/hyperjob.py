@@ -47,6 +47,9 @@ class SplitPolicy(Spec, frozen=True, kw_only=True):
     clusters: list[ClusterReplicas] = []
     weights: dict[str, NonNegative] = {}
     granularity: Positive = 1
+    # Extension: with ``mode: auto``, ``cost`` chooses among the plans that fit the one whose whole
+    # job costs least by the clusters' declared prices (docs/api-reference.md).
+    prefer: Literal["cost"] | None = None
 
 
 class LabelSelectorRequirement(Spec, frozen=True, kw_only=True):

@@ -272,6 +272,8 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
         raise ManifestError(
             f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)"
         )
+    if split.prefer == "cost" and split.mode != "auto":
+        raise ManifestError(f"{path}.splitPolicy.prefer", "cost chooses among the plans of mode auto; set mode: auto")
     total = template_replicas(rj.template_spec)
     if split.clusters and not any(c.replicas for c in split.clusters):
         raise ManifestError(f"{path}.splitPolicy.clusters", "every cluster's replicas are 0: the split makes no child")

@@ -92,3 +92,4 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     fabric_healthy_nodes: int = 0
     node_classes: list[NodeClass] = []
     links: dict[str, float] = {}
+    prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)

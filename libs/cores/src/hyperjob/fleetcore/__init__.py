@@ -165,6 +165,7 @@ from .capacity import (
     task_shape,
 )
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
+from .cost import cheapest_split, child_cost, plan_cost, pod_cost
 from .env import local_rank, master_addr, training_env
 from .failover import (
     ChildCommand,
@@ -260,6 +261,10 @@ from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
     "affinity_allows",
+    "cheapest_split",
+    "child_cost",
+    "plan_cost",
+    "pod_cost",
     "preference",
     "spread_violation",
     "Eviction",

@@ -21,6 +21,7 @@ from .affinity import (
     spread_violation,
 )
 from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
+from .cost import cheapest_split, child_cost
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
 
 Parts = list[tuple[str, int]]
@@ -232,6 +233,8 @@ def _auto(
     shape = main_shape(rj.template_spec)
     held = _current_replicas(current, rj.name)
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
+    if rj.split_policy is not None and rj.split_policy.prefer == "cost":
+        return _cheapest(hyperjob, rj, room, working, current)
     scores = preferences(rj.cluster_affinity, working)
     roomiest = sorted(eligible, key=lambda n: (-room[n], n))
     ranked = sorted(roomiest, key=lambda n: -scores[n])
@@ -246,11 +249,48 @@ def _auto(
                 chosen = _keep_order(order[:k], current, rj.name)
                 caps = [room[n] for n in chosen]
                 return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
-    top = ranked[:limit]
-    fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
+    return _no_room(hyperjob, rj, ranked, room)
+
+
+def _no_room(hyperjob: api.HyperJob, rj: api.ReplicatedJob, ranked: Sequence[str], room: Mapping[str, int]) -> Waiting:
+    limit = hyperjob.spec.max_domains or len(ranked)
+    granularity = _granularity(rj)
+    fits = ", ".join(f"{n} {room[n] * granularity}" for n in ranked[:limit]) or "none eligible"
     return _waiting(
-        hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
+        hyperjob, rj, f"needs {_units(rj) * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
     )
+
+
+def _cheapest(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    room: Mapping[str, int],
+    working: Mapping[str, ClusterCapacity],
+    current: SplitPlan | None,
+) -> Parts | Waiting:
+    """``prefer: cost``: among the plans that fit (room, ``maxDomains``, spread constraints), the
+    one whose whole job costs least by the clusters' declared prices."""
+    spec, g, units = rj.template_spec, _granularity(rj), _units(rj)
+    whole = {t.name: t.replicas for t in spec.tasks}
+
+    def price(counts: list[tuple[str, int]]) -> float:
+        cuts = _cut(spec, [n * g for _, n in counts])
+        return sum(child_cost(spec, tasks, working[c].prices) for (c, _), tasks in zip(counts, cuts, strict=True))
+
+    chosen = cheapest_split(
+        units,
+        room,
+        {n: child_cost(spec, whole, working[n].prices) / max(units, 1) for n in room},
+        price,
+        limit=hyperjob.spec.max_domains or len(room),
+        fewest=min_clusters(rj.cluster_affinity),
+        allowed=lambda names: spread_violation(names, rj.cluster_affinity, working) is None,
+    )
+    if chosen is None:
+        return _no_room(hyperjob, rj, sorted(room, key=lambda n: (-room[n], n)), room)
+    counts = dict(chosen)
+    order = _keep_order(list(counts), current, rj.name)
+    return [(n, counts[n] * g) for n in order]
 
 
 def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity]) -> list[str]:

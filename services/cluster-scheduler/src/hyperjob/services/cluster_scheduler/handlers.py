@@ -425,7 +425,8 @@ class ClusterScheduler:
             )
             for _, n in sorted(self.nodes.items())
         ]
-        return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
+        settings = self.settings
+        return summarize(self.cluster, settings.labels, rooms, len(self.nodes), settings.links, settings.prices)
 
 
 def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:

@@ -47,6 +47,7 @@ class CapacityFields(TypedDict):
     fabric_healthy_nodes: int
     node_classes: list[events.NodeClass]
     links: dict[str, float]
+    prices: dict[str, float]
 
 
 class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +67,7 @@ def summarize(
     nodes: list[NodeRoom],
     node_count: int,
     links: Mapping[str, float] | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
@@ -98,6 +100,7 @@ def summarize(
         "fabric_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, FABRIC_UNHEALTHY)),
         "node_classes": groups,
         "links": dict(links or {}),
+        "prices": dict(prices or {}),
     }
 
 
