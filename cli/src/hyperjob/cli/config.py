@@ -33,6 +33,8 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     # Declared price per resource-hour, e.g. {nvidia.com/gpu: 2.5, cpu: 0.04, memory: 0.005}
     # (cpu per core, memory per GiB): splitPolicy.prefer: cost chooses the cheapest plan.
     prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
+    # Data sets this cluster holds, e.g. [imagenet]: a HyperJob naming them in dataSets prefers it.
+    data_sets: list[str] = []
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
     # simulate: simulated pods and telemetry; exec: pods run their command as local processes.

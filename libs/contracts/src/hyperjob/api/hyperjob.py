@@ -134,6 +134,9 @@ class _GangSpec(Spec, frozen=True, kw_only=True):
     max_domains: Positive | None = None
     plugins: dict[str, list[str]] = {}
     child_failure_policy: ChildFailurePolicy = "FailHyperJob"
+    # Extension: the data sets the job reads; among the clusters where it fits, placement prefers
+    # those that hold more of them (a cluster declares its ``dataSets``; docs/api-reference.md).
+    data_sets: list[str] = []
 
 
 class HyperJobSpec(_GangSpec, frozen=True, kw_only=True):

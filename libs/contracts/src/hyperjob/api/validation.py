@@ -221,6 +221,14 @@ def _check_cluster_affinity(affinity: ClusterAffinity, path: str) -> None:
             raise ManifestError(f"{where}.maxGroups", f"{spread.max_groups} is less than minGroups {spread.min_groups}")
 
 
+def _check_data_sets(data_sets: list[str], path: str) -> None:
+    for i, name in enumerate(data_sets):
+        if not name:
+            raise ManifestError(f"{path}[{i}]", "a data set needs a name")
+        if name in data_sets[:i]:
+            raise ManifestError(f"{path}[{i}]", f"data set {name!r} is listed twice")
+
+
 def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
     spec = hyperjob.spec
     if not spec.replicated_jobs:
@@ -238,6 +246,7 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         _check_split(rj, path)
         if rj.cluster_affinity is not None:
             _check_cluster_affinity(rj.cluster_affinity, f"{path}.clusterAffinity")
+    _check_data_sets(spec.data_sets, f"{path_prefix}.dataSets")
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
             raise ManifestError(

@@ -93,3 +93,4 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     node_classes: list[NodeClass] = []
     links: dict[str, float] = {}
     prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)
+    data_sets: list[str] = []  # data sets the cluster holds: a HyperJob reading them prefers it

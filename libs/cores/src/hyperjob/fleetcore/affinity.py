@@ -1,11 +1,12 @@
 """Cluster choice as a policy: Karmada's ``clusterAffinity`` of a replicated job, read over the
-clusters' names and labels.
+clusters' names and labels, and the HyperJob's data sets.
 
 Required (``affinity_allows``): ``clusterNames``, ``exclude``, ``labelSelector``. Preferred
-(``by_preference``): the weights of the terms a cluster matches order the clusters where the job
-fits, never making one eligible. Spread (``spread_order``, ``spread_candidates``,
-``spread_violation``): the clusters chosen span at least ``minGroups`` and at most ``maxGroups``
-values of a label; a cluster without the label is not eligible (``spread_allows``).
+(``placement_scores``, ``by_preference``): the weights of the terms a cluster matches, then the
+HyperJob's data sets it holds, order the clusters where the job fits, never making one eligible.
+Spread (``spread_order``, ``spread_candidates``, ``spread_violation``): the clusters chosen span
+at least ``minGroups`` and at most ``maxGroups`` values of a label; a cluster without the label is
+not eligible (``affinity_allows``).
 """
 
 from __future__ import annotations
@@ -59,13 +60,31 @@ def preference(affinity: api.ClusterAffinity | None, name: str, labels: Mapping[
     )
 
 
-def preferences(affinity: api.ClusterAffinity | None, clusters: Mapping[str, ClusterCapacity]) -> dict[str, int]:
-    return {name: preference(affinity, name, cap.labels) for name, cap in clusters.items()}
+Score = tuple[int, int]
+"""How much placement prefers a cluster: the preferred terms' weight, then the data sets held."""
 
 
-def by_preference(names: Sequence[str], scores: Mapping[str, int]) -> list[str]:
+def placement_scores(
+    hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity]
+) -> dict[str, Score]:
+    """Per cluster, what placement prefers among the clusters where the job fits: more weight of
+    the ``clusterAffinity.preferred`` terms it matches, then more of the data sets the HyperJob
+    reads (``spec.dataSets``) held there (the cluster's declared ``dataSets``)."""
+    wanted = set(hyperjob.spec.data_sets)
+    return {
+        name: (preference(rj.cluster_affinity, name, cap.labels), len(wanted.intersection(cap.data_sets)))
+        for name, cap in clusters.items()
+    }
+
+
+def most_preferred(score: Score | None) -> tuple[int, ...]:
+    """A sort key: the most preferred first."""
+    return tuple(-v for v in score or ())
+
+
+def by_preference(names: Sequence[str], scores: Mapping[str, Score]) -> list[str]:
     """``names`` most preferred first; a stable sort keeps the given order among equals."""
-    return sorted(names, key=lambda n: -scores.get(n, 0))
+    return sorted(names, key=lambda n: most_preferred(scores.get(n)))
 
 
 def spread_group(spread: api.SpreadConstraint, name: str, labels: Mapping[str, str]) -> str | None:

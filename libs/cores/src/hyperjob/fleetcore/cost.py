@@ -70,8 +70,9 @@ def cheapest_split(
 
     A set is filled cheapest cluster first (``unit_price``), each up to its room, every cluster
     of the set given at least one unit; a tie goes to fewer clusters, then to the order of
-    ``room`` (the caller's preference). Exact for the clusters tried: a job's price is the sum of
-    its children's, so the cheapest plan is some set filled this way."""
+    ``room`` (the caller's preference). Exact for the clusters tried when a unit costs alike
+    wherever it lands in the template (one task shape): a job's price is then the sum of its
+    units', so the cheapest plan is some set filled this way."""
     ranked = sorted((n for n in room if room[n] > 0), key=lambda n: unit_price[n])[:MAX_COST_CANDIDATES]
     best: tuple[float, list[tuple[str, int]]] | None = None
     for k in range(fewest, min(limit, len(ranked), units) + 1):

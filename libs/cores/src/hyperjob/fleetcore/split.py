@@ -12,10 +12,12 @@ from collections.abc import Mapping, Sequence
 from hyperjob import api
 
 from .affinity import (
+    Score,
     affinity_allows,
     by_preference,
     min_clusters,
-    preferences,
+    most_preferred,
+    placement_scores,
     spread_candidates,
     spread_order,
     spread_violation,
@@ -145,7 +147,7 @@ def eligible_clusters(
             continue
         if could_ever_host(cap, shape):
             result.append(name)
-    return by_preference(result, preferences(rj.cluster_affinity, clusters))
+    return by_preference(result, placement_scores(hyperjob, rj, clusters))
 
 
 def main_shape(spec: api.JobSpec) -> PodShape:
@@ -235,9 +237,9 @@ def _auto(
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
     if rj.split_policy is not None and rj.split_policy.prefer == "cost":
         return _cheapest(hyperjob, rj, room, working, current)
-    scores = preferences(rj.cluster_affinity, working)
+    scores = placement_scores(hyperjob, rj, working)
     roomiest = sorted(eligible, key=lambda n: (-room[n], n))
-    ranked = sorted(roomiest, key=lambda n: -scores[n])
+    ranked = by_preference(roomiest, scores)
     orders = [spread_order(o, rj.cluster_affinity, working) for o in (_by_bandwidth(ranked, working), ranked, roomiest)]
     limit = hyperjob.spec.max_domains or len(ranked)
     units = _units(rj)
@@ -413,7 +415,7 @@ def _fan_out(
     pods = gang_pods(rj.template_spec, tasks)
     used: list[str] = []
     parts: list[tuple[str, dict[str, int]]] = []
-    scores = preferences(rj.cluster_affinity, working)
+    scores = placement_scores(hyperjob, rj, working)
     for index in range(rj.replicas):
         previous = current.child(child_name(hyperjob.metadata.name, rj.name, index)) if current else None
         allowed = spread_candidates(eligible, used, rj.cluster_affinity, working)
@@ -437,10 +439,10 @@ def choose_cluster(
     used: Sequence[str] = (),
     max_domains: int | None = None,
     check_fit: bool = True,
-    preference: Mapping[str, int] | None = None,
+    preference: Mapping[str, Score] | None = None,
 ) -> str | None:
     """The cluster for one child gang: clusters already used first (fewest clusters), then the
-    most ``preference`` (the affinity's preferred weights), then the best declared link to the
+    most ``preference`` (the affinity's preferred weights, then the data sets held), then the best declared link to the
     clusters used, then the most room for the gang's pods, then the name.
     The chosen capacity is taken from ``working``."""
     allowed = [n for n in eligible if n in working and (max_domains is None or n in used or len(used) < max_domains)]
@@ -451,7 +453,8 @@ def choose_cluster(
 
     score = preference or {}
     ranked = sorted(
-        allowed, key=lambda n: (n not in used, -score.get(n, 0), -bandwidth(n), -max_replicas(working[n], shape), n)
+        allowed,
+        key=lambda n: (n not in used, most_preferred(score.get(n)), -bandwidth(n), -max_replicas(working[n], shape), n),
     )
     for name in ranked:
         if not check_fit:

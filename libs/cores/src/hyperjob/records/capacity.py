@@ -97,4 +97,5 @@ def cluster_capacity(msg: events.ClusterCapacityReported, last_report: float) ->
         ready=msg.ready_nodes > 0,
         links=dict(msg.links),
         prices=dict(msg.prices),
+        data_sets=tuple(msg.data_sets),
     )

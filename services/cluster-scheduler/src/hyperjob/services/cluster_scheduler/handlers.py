@@ -426,7 +426,9 @@ class ClusterScheduler:
             for _, n in sorted(self.nodes.items())
         ]
         settings = self.settings
-        return summarize(self.cluster, settings.labels, rooms, len(self.nodes), settings.links, settings.prices)
+        return summarize(
+            self.cluster, settings.labels, rooms, len(self.nodes), settings.links, settings.prices, settings.data_sets
+        )
 
 
 def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:

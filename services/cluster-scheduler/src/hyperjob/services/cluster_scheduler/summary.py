@@ -10,7 +10,7 @@ is ``events.VARIED_LABEL``. Without that, every node would be its own class and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 import msgspec
@@ -48,6 +48,7 @@ class CapacityFields(TypedDict):
     node_classes: list[events.NodeClass]
     links: dict[str, float]
     prices: dict[str, float]
+    data_sets: list[str]
 
 
 class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,6 +69,7 @@ def summarize(
     node_count: int,
     links: Mapping[str, float] | None = None,
     prices: Mapping[str, float] | None = None,
+    data_sets: Sequence[str] = (),
 ) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
@@ -101,6 +103,7 @@ def summarize(
         "node_classes": groups,
         "links": dict(links or {}),
         "prices": dict(prices or {}),
+        "data_sets": list(data_sets),
     }
 
 
