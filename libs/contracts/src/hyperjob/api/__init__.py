@@ -28,6 +28,7 @@ from .hyperjob import (
     ClusterAffinity,
     ClusterReplicas,
     ClusterTerm,
+    Dispatch,
     HyperJob,
     HyperJobSpec,
     LabelSelector,
@@ -76,6 +77,7 @@ from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_wor
 __all__ = [
     "ClusterAffinity",
     "ClusterTerm",
+    "Dispatch",
     "PreferredClusterTerm",
     "SpreadConstraint",
     "LabelSelector",

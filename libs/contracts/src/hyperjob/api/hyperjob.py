@@ -127,6 +127,20 @@ class ReplicatedJob(Spec, frozen=True, kw_only=True):
     cluster_affinity: ClusterAffinity | None = None
 
 
+class Dispatch(Spec, frozen=True, kw_only=True):
+    """Kueue MultiKueue's dispatch strategies, for the clusters a HyperJob's children may go to.
+
+    ``AllAtOnce`` (the default): every eligible cluster at once. ``Incremental``: only the best
+    ``initialClusters`` (placement's order: preferred weights, data sets held, then room), and
+    ``widenBy`` more each ``widenAfter`` (a duration) the HyperJob has waited since it was
+    submitted, until every eligible cluster is tried."""
+
+    strategy: Literal["AllAtOnce", "Incremental"] = "AllAtOnce"
+    initial_clusters: Positive = 1
+    widen_by: Positive = 1
+    widen_after: str = "60s"
+
+
 class _GangSpec(Spec, frozen=True, kw_only=True):
     """What both forms say about the HyperJob as a whole, besides its jobs."""
 
@@ -137,6 +151,8 @@ class _GangSpec(Spec, frozen=True, kw_only=True):
     # Extension: the data sets the job reads; among the clusters where it fits, placement prefers
     # those that hold more of them (a cluster declares its ``dataSets``; docs/api-reference.md).
     data_sets: list[str] = []
+    # Extension: Kueue MultiKueue's dispatch strategies (``Dispatch``).
+    dispatch: Dispatch = Dispatch()
 
 
 class HyperJobSpec(_GangSpec, frozen=True, kw_only=True):

@@ -221,6 +221,15 @@ def _check_cluster_affinity(affinity: ClusterAffinity, path: str) -> None:
             raise ManifestError(f"{where}.maxGroups", f"{spread.max_groups} is less than minGroups {spread.min_groups}")
 
 
+def _check_widen_after(raw: str, path: str) -> None:
+    try:
+        seconds = parse_duration(raw)
+    except DurationError as exc:
+        raise ManifestError(path, str(exc)) from None
+    if seconds <= 0:
+        raise ManifestError(path, f"{raw!r} must be longer than 0 s (Incremental widens after it)")
+
+
 def _check_data_sets(data_sets: list[str], path: str) -> None:
     for i, name in enumerate(data_sets):
         if not name:
@@ -247,6 +256,7 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         if rj.cluster_affinity is not None:
             _check_cluster_affinity(rj.cluster_affinity, f"{path}.clusterAffinity")
     _check_data_sets(spec.data_sets, f"{path_prefix}.dataSets")
+    _check_widen_after(spec.dispatch.widen_after, f"{path_prefix}.dispatch.widenAfter")
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
             raise ManifestError(

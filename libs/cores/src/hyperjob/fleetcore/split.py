@@ -36,6 +36,7 @@ def plan_split(
     current: SplitPlan | None = None,
     now: float | None = None,
     check_fit: bool = True,
+    waited: float | None = None,
 ) -> SplitPlan | Waiting:
     """Split every replicated job and put each child on a cluster where its whole gang fits now.
 
@@ -43,14 +44,16 @@ def plan_split(
     silent for 30 s is left out (``ready`` False always is). ``current`` is the plan in force
     (an update or scale): its children keep their clusters where the split allows, and only the
     replicas they add must fit. ``check_fit=False`` skips free-capacity checks for the fixed
-    modes (explicit counts, static, weights, fan-out), e.g. to preview a split.
+    modes (explicit counts, static, weights, fan-out), e.g. to preview a split. ``waited`` is
+    how long the HyperJob has waited since it was submitted, for ``dispatch: Incremental`` (None:
+    every eligible cluster, as ``AllAtOnce``, e.g. to ask whether any plan could ever exist).
     Returns ``Waiting(reason)`` naming the replicated job and which cluster lacks what.
     """
     working = dict(live_clusters(clusters, now))
     children: list[ChildPlan] = []
     offset = 0
     for rj in hyperjob.spec.replicated_jobs:
-        parts = _split_replicated_job(hyperjob, rj, working, current, check_fit)
+        parts = _split_replicated_job(hyperjob, rj, working, current, check_fit, waited)
         if isinstance(parts, Waiting):
             return parts
         for index, (cluster, tasks) in enumerate(parts):
@@ -95,9 +98,26 @@ def _split_replicated_job(
     working: dict[str, ClusterCapacity],
     current: SplitPlan | None,
     check_fit: bool,
+    waited: float | None,
+) -> list[tuple[str, dict[str, int]]] | Waiting:
+    every = eligible_clusters(hyperjob, rj, working)
+    eligible = dispatched(hyperjob, rj, every, working, waited)
+    parts = _split_among(hyperjob, rj, eligible, working, current, check_fit)
+    if isinstance(parts, Waiting) and len(eligible) < len(every):
+        tried = f" (dispatch Incremental: {len(eligible)} of {len(every)} eligible clusters tried so far)"
+        return Waiting(reason=parts.reason + tried, replicated_job=parts.replicated_job)
+    return parts
+
+
+def _split_among(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: list[str],
+    working: dict[str, ClusterCapacity],
+    current: SplitPlan | None,
+    check_fit: bool,
 ) -> list[tuple[str, dict[str, int]]] | Waiting:
     split = rj.split_policy
-    eligible = eligible_clusters(hyperjob, rj, working)
     if split is None:
         return _fan_out(hyperjob, rj, eligible, working, current, check_fit)
     if split.clusters:
@@ -148,6 +168,27 @@ def eligible_clusters(
         if could_ever_host(cap, shape):
             result.append(name)
     return by_preference(result, placement_scores(hyperjob, rj, clusters))
+
+
+def dispatched(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: Sequence[str],
+    working: Mapping[str, ClusterCapacity],
+    waited: float | None,
+) -> list[str]:
+    """The eligible clusters a replicated job may try now (Kueue MultiKueue's dispatch): all of
+    them (``AllAtOnce``, or ``waited`` None), or for ``Incremental`` the best ``initialClusters``
+    by placement's order (preferred weights, data sets held, then room for the main task), and
+    ``widenBy`` more for each whole ``widenAfter`` waited. The chosen keep the eligible order."""
+    dispatch = hyperjob.spec.dispatch
+    if dispatch.strategy == "AllAtOnce" or waited is None:
+        return list(eligible)
+    rounds = int(max(waited, 0.0) // api.parse_duration(dispatch.widen_after))
+    shape, scores = main_shape(rj.template_spec), placement_scores(hyperjob, rj, working)
+    roomiest = sorted(eligible, key=lambda n: -max_replicas(working[n], shape))
+    best = by_preference(roomiest, scores)[: dispatch.initial_clusters + rounds * dispatch.widen_by]
+    return [n for n in eligible if n in best]
 
 
 def main_shape(spec: api.JobSpec) -> PodShape:
