@@ -15,7 +15,7 @@ Inputs the drivers keep
 
 Splitting (splitter; the simulator)
 -----------------------------------
-``plan_split(hyperjob, clusters, *, current=None, now=None, check_fit=True) -> SplitPlan | Waiting``
+``plan_split(hyperjob, clusters, *, current=None, now=None, check_fit=True, waited=None) -> SplitPlan | Waiting``
   Children are ``<hyperjob>-<replicatedJob>-<i>``. Without ``splitPolicy``: ``replicas`` identical
   children, each on an eligible cluster where its whole gang fits (clusters already used first,
   then most room, then name). With ``splitPolicy``: the template is the whole job and
@@ -30,7 +30,12 @@ Splitting (splitter; the simulator)
   its ``preferred`` weighted terms order the clusters that fit, ``preference``; its
   ``spreadConstraints`` bound the label values a plan spans, ``spread_violation``),
   with a node that matches the main task's node selector / required affinity / taints (e.g. the
-  GPU model) and is big enough for one pod.
+  GPU model) and is big enough for one pod. Among the clusters where a child fits, placement
+  prefers (``placement_scores``) the preferred weights, then the HyperJob's ``dataSets`` a
+  cluster holds (``ClusterCapacity.data_sets``), then room. ``splitPolicy.prefer: cost`` (auto)
+  takes the plan whose whole job costs least by ``ClusterCapacity.prices`` (``cost``;
+  ``plan_cost`` is a plan's price per hour). ``dispatch: Incremental`` narrows the eligible
+  clusters to the best few, widening with ``waited`` (``dispatched``; Kueue MultiKueue's).
   ``Waiting.reason`` names the replicated job and which cluster lacks what.
 ``child_jobs(hyperjob, plan) -> list[ChildJob]``: full ``api.Job`` manifests with labels
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
@@ -233,13 +238,12 @@ from .preemption import (
     plan_preemption,
     victim_allowed,
 )
+from .shares import apportion, main_shape
 from .split import (
     INADMISSIBLE,
-    apportion,
     child_name,
     choose_cluster,
     eligible_clusters,
-    main_shape,
     plan_split,
 )
 from .status import (

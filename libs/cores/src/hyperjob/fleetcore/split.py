@@ -22,11 +22,20 @@ from .affinity import (
     spread_order,
     spread_violation,
 )
-from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
+from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang
 from .cost import cheapest_split, child_cost
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
-
-Parts = list[tuple[str, int]]
+from .shares import (
+    Parts,
+    apportion,
+    current_replicas,
+    cut,
+    granularity_of,
+    keep_order,
+    main_shape,
+    scaled,
+    units_of,
+)
 
 
 def plan_split(
@@ -133,7 +142,7 @@ def _split_among(
     broken = spread_violation([c for c, _ in counts], rj.cluster_affinity, working)
     if broken is not None:
         return _waiting(hyperjob, rj, broken)
-    parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
+    parts = list(zip([c for c, _ in counts], cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
         for index, (cluster, tasks) in enumerate(parts):
             fitted = _fit(hyperjob, rj, index, cluster, tasks, working, current)
@@ -191,12 +200,6 @@ def dispatched(
     return [n for n in eligible if n in best]
 
 
-def main_shape(spec: api.JobSpec) -> PodShape:
-    """The shape of the task with the most replicas; it measures a cluster's room in replicas."""
-    task = max(spec.tasks, key=lambda t: t.replicas)
-    return task_shape(task)
-
-
 def _cluster_selector(hyperjob: api.HyperJob) -> dict[str, str]:
     raw = hyperjob.metadata.annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
     pairs = [item.split("=", 1) for item in raw.split(",") if "=" in item]
@@ -239,14 +242,14 @@ def _even(
     if not eligible:
         return _waiting(hyperjob, rj, "no eligible cluster")
     k = min(hyperjob.spec.max_domains or len(eligible), len(eligible))
-    units = apportion(_units(rj), [1.0] * k)
+    units = apportion(units_of(rj), [1.0] * k)
     chosen = list(eligible)
     if k < len(eligible):
-        shape, held, g = main_shape(rj.template_spec), _current_replicas(current, rj.name), _granularity(rj)
+        shape, held, g = main_shape(rj.template_spec), current_replicas(current, rj.name), granularity_of(rj)
         room = {n: (max_replicas(working[n], shape) + held.get(n, 0)) // g for n in eligible}
         roomy_first = sorted(eligible, key=lambda n: room[n] < units[0])
-        chosen = _keep_order(spread_order(roomy_first, rj.cluster_affinity, working)[:k], current, rj.name)
-    return _scaled(rj, chosen, units)
+        chosen = keep_order(spread_order(roomy_first, rj.cluster_affinity, working)[:k], current, rj.name)
+    return scaled(rj, chosen, units)
 
 
 def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]) -> Parts | Waiting:
@@ -258,7 +261,7 @@ def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[
     chosen = [n for n in named if n in chosen]
     if not chosen:
         return _waiting(hyperjob, rj, "no eligible cluster has a weight")
-    return _scaled(rj, chosen, apportion(_units(rj), [float(weights[n]) for n in chosen]))
+    return scaled(rj, chosen, apportion(units_of(rj), [float(weights[n]) for n in chosen]))
 
 
 def _auto(
@@ -272,9 +275,9 @@ def _auto(
 
     Among sets of as many clusters, the best-connected, then the most preferred (the affinity's
     preferred terms), then the roomiest; every set tried meets the spread constraints it can."""
-    granularity = _granularity(rj)
+    granularity = granularity_of(rj)
     shape = main_shape(rj.template_spec)
-    held = _current_replicas(current, rj.name)
+    held = current_replicas(current, rj.name)
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
     if rj.split_policy is not None and rj.split_policy.prefer == "cost":
         return _cheapest(hyperjob, rj, room, working, current)
@@ -283,24 +286,24 @@ def _auto(
     ranked = by_preference(roomiest, scores)
     orders = [spread_order(o, rj.cluster_affinity, working) for o in (_by_bandwidth(ranked, working), ranked, roomiest)]
     limit = hyperjob.spec.max_domains or len(ranked)
-    units = _units(rj)
+    units = units_of(rj)
     for k in range(min_clusters(rj.cluster_affinity), min(limit, len(ranked)) + 1):
         # The best-connected set first (one job spanning clusters is as fast as its slowest link);
         # the most preferred, then the roomiest set when it cannot hold the job.
         for order in orders:
             if sum(room[n] for n in order[:k]) >= units:
-                chosen = _keep_order(order[:k], current, rj.name)
+                chosen = keep_order(order[:k], current, rj.name)
                 caps = [room[n] for n in chosen]
-                return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
+                return scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
     return _no_room(hyperjob, rj, ranked, room)
 
 
 def _no_room(hyperjob: api.HyperJob, rj: api.ReplicatedJob, ranked: Sequence[str], room: Mapping[str, int]) -> Waiting:
     limit = hyperjob.spec.max_domains or len(ranked)
-    granularity = _granularity(rj)
+    granularity = granularity_of(rj)
     fits = ", ".join(f"{n} {room[n] * granularity}" for n in ranked[:limit]) or "none eligible"
     return _waiting(
-        hyperjob, rj, f"needs {_units(rj) * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
+        hyperjob, rj, f"needs {units_of(rj) * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
     )
 
 
@@ -313,11 +316,11 @@ def _cheapest(
 ) -> Parts | Waiting:
     """``prefer: cost``: among the plans that fit (room, ``maxDomains``, spread constraints), the
     one whose whole job costs least by the clusters' declared prices."""
-    spec, g, units = rj.template_spec, _granularity(rj), _units(rj)
+    spec, g, units = rj.template_spec, granularity_of(rj), units_of(rj)
     whole = {t.name: t.replicas for t in spec.tasks}
 
     def price(counts: list[tuple[str, int]]) -> float:
-        cuts = _cut(spec, [n * g for _, n in counts])
+        cuts = cut(spec, [n * g for _, n in counts])
         return sum(child_cost(spec, tasks, working[c].prices) for (c, _), tasks in zip(counts, cuts, strict=True))
 
     chosen = cheapest_split(
@@ -332,7 +335,7 @@ def _cheapest(
     if chosen is None:
         return _no_room(hyperjob, rj, sorted(room, key=lambda n: (-room[n], n)), room)
     counts = dict(chosen)
-    order = _keep_order(list(counts), current, rj.name)
+    order = keep_order(list(counts), current, rj.name)
     return [(n, counts[n] * g) for n in order]
 
 
@@ -346,72 +349,6 @@ def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity])
         order.append(best)
         rest.remove(best)
     return order
-
-
-def _keep_order(chosen: list[str], current: SplitPlan | None, replicated_job: str) -> list[str]:
-    """On a re-plan, clusters that hold current children keep their child's index (so the child
-    keeps its name and is updated in place, not recreated elsewhere); new clusters follow."""
-    index = {c.cluster: c.index for c in (current.children if current else ()) if c.replicated_job == replicated_job}
-    return sorted(chosen, key=lambda n: (index.get(n, len(chosen) + chosen.index(n)), chosen.index(n)))
-
-
-def _current_replicas(current: SplitPlan | None, replicated_job: str) -> dict[str, int]:
-    held: dict[str, int] = {}
-    for child in current.children if current else ():
-        if child.replicated_job == replicated_job:
-            held[child.cluster] = held.get(child.cluster, 0) + child.replicas
-    return held
-
-
-def _granularity(rj: api.ReplicatedJob) -> int:
-    return rj.split_policy.granularity if rj.split_policy else 1
-
-
-def _units(rj: api.ReplicatedJob) -> int:
-    return api.template_replicas(rj.template_spec) // _granularity(rj)
-
-
-def _scaled(rj: api.ReplicatedJob, chosen: Sequence[str], units: Sequence[int]) -> Parts:
-    g = _granularity(rj)
-    return [(name, n * g) for name, n in zip(chosen, units, strict=True) if n > 0]
-
-
-def apportion(total: int, weights: Sequence[float], caps: Sequence[int] | None = None) -> list[int]:
-    """Split ``total`` in proportion to ``weights`` (largest remainder; ties go to the earlier entry).
-
-    With ``caps`` (each ≥ its share, their sum ≥ total) no entry gets more than its cap.
-    """
-    weight_sum = sum(weights)
-    if total <= 0 or weight_sum <= 0:
-        return [0] * len(weights)
-    exact = [total * w / weight_sum for w in weights]
-    counts = [int(x) for x in exact]
-    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
-    left = total - sum(counts)
-    for i in order * 2:  # a second pass only matters when caps turned an entry down
-        if left == 0:
-            break
-        if caps is None or counts[i] < caps[i]:
-            counts[i] += 1
-            left -= 1
-    return counts
-
-
-def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
-    """Give child i the next ``counts[i]`` replicas of the template, tasks in template order."""
-    remaining = [(t.name, t.replicas) for t in spec.tasks]
-    parts: list[dict[str, int]] = []
-    for count in counts:
-        tasks: dict[str, int] = {}
-        while count > 0:
-            name, left = remaining[0]
-            take = min(left, count)
-            if take:
-                tasks[name] = take
-            count -= take
-            remaining = [(name, left - take)] + remaining[1:] if left > take else remaining[1:]
-        parts.append(tasks)
-    return parts
 
 
 def _fit(
