@@ -4,11 +4,14 @@ hour shown by ``describe hyperjob`` (the HyperJob view's status)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from hyperjob import api, events
+from hyperjob.cli import main as cli_main
 from hyperjob.cli.config import load_config
 from hyperjob.cli.up import _cluster_env
 from hyperjob.client import ClientError
@@ -17,9 +20,11 @@ from hyperjob.records import HyperJobDoc
 from hyperjob.records.capacity import cluster_capacity
 from hyperjob.servicekit.config import load_settings
 from hyperjob.services.cluster_scheduler.config import Settings
+from tests.unit.cli import simulated
 from tests.unit.fleetcore.fleet_builders import conceptual, job_spec, task
 
 GPU = "nvidia.com/gpu"
+EXAMPLES = Path(__file__).parents[3] / "examples" / "scenarios"
 
 
 def test_prices_travel_from_the_up_config_to_the_capacity_fleetcore_reads(tmp_path: Path) -> None:
@@ -57,3 +62,12 @@ def test_describe_shows_the_plans_estimated_cost_per_hour() -> None:
     item |= {"splitCount": 2, "children": [], "restarts": 0, "estimatedCostPerHour": cost}
     assert hyperjob_manifest(item)["status"]["estimatedCostPerHour"] == 24.08
     assert estimated_cost(doc, {"cheap": prices["cheap"]}) is None  # mid declares no price
+
+
+def test_describe_shows_the_estimate_of_a_hyperjob_placed_by_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ex-57 run through the services: 8 GPUs at 1/h on cheap and 8 at 2/h on mid."""
+    system = simulated.run((EXAMPLES / "ex-57-prefer-cost.yaml").read_text())
+    monkeypatch.setattr(cli_main, "with_client", lambda work: asyncio.run(work(system)))
+    result = CliRunner().invoke(cli_main.main, ["describe", "hj", "thrifty"])
+    assert result.exit_code == 0, result.output
+    assert "Estimated Cost Per Hour:  24" in result.output
