@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 import yaml
@@ -30,6 +30,11 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     node_labels: dict[str, str] = msgspec.field(default_factory=lambda: {"nvidia.com/gpu.product": "H100"})
     # Declared bandwidth (Gb/s) to other clusters, e.g. {cluster-b: 400}.
     links: dict[str, float] = {}
+    # Declared price per resource-hour, e.g. {nvidia.com/gpu: 2.5, cpu: 0.04, memory: 0.005}
+    # (cpu per core, memory per GiB): splitPolicy.prefer: cost chooses the cheapest plan.
+    prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
+    # Data sets this cluster holds, e.g. [imagenet]: a HyperJob naming them in dataSets prefers it.
+    data_sets: list[str] = []
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
     # simulate: simulated pods and telemetry; exec: pods run their command as local processes;

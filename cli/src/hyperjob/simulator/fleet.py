@@ -76,6 +76,8 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
             schedule_period=period,
             scheduler_conf=scenario.scheduler_conf or DEFAULT_CONF_TEXT,
             labels=dict(c.labels),
+            prices=dict(c.prices),
+            data_sets=list(c.data_sets),
         )
         jc = jc_config.Settings(cluster=c.name, ssh_keys="deterministic")
         plans += [_plan("cluster-scheduler", cs, c.name), _plan("job-controller", jc, c.name)]

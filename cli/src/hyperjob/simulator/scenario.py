@@ -59,6 +59,8 @@ class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     labels: dict[str, str]
     nodes: list[NodeSpec]
+    prices: dict[str, float] = {}
+    data_sets: list[str] = []
 
 
 class TimedEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,7 +201,13 @@ def _cluster(entry: ClusterEntry, path: str) -> ClusterSpec:
             for n in names
         )
     _unique([n.name for n in nodes], f"{path}.nodes", "node")
-    return ClusterSpec(name=entry.name, labels=dict(entry.labels), nodes=nodes)
+    return ClusterSpec(
+        name=entry.name,
+        labels=dict(entry.labels),
+        nodes=nodes,
+        prices=dict(entry.prices),
+        data_sets=list(entry.data_sets),
+    )
 
 
 def _numa_labels(numa: NumaEntry) -> dict[str, str]:

@@ -48,6 +48,9 @@ class ClusterEntry(_Strict, frozen=True, kw_only=True):
     name: str
     labels: dict[str, str] = {}
     nodes: list[NodeEntry] = []
+    # Price per resource-hour (cpu per core, memory per GiB, others per unit; docs/scenario-format.md).
+    prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
+    data_sets: list[str] = []  # data sets the cluster holds (docs/scenario-format.md)
 
 
 class PriorityClassEntry(_Strict, frozen=True, kw_only=True):

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from hyperjob import api, jobcore, records
+from hyperjob import api, fleetcore, jobcore, records
 from hyperjob.api.quantity import format_quantity
 from hyperjob.jobcore import model as jm
 
@@ -34,6 +34,7 @@ View = dict[str, Any]
 async def hyperjobs(client: Client, name: str | None) -> list[View]:
     docs = await client.docs(records.HYPERJOB, records.HyperJobDoc)
     statuses = await client.docs(records.HYPERJOB_STATUS, records.HyperJobStatusDoc)
+    prices = {n: r.prices for n, r in (await client.capacities()).items()}
     items = []
     for doc in docs.values():
         metadata = doc.manifest.get("metadata", {})
@@ -56,9 +57,31 @@ async def hyperjobs(client: Client, name: str | None) -> list[View]:
                 "restarts": doc.restarts,
                 "created": doc.created,
                 "manifest": doc.manifest,
+                **_cost_field(estimated_cost(doc, prices)),
             }
         )
     return items
+
+
+def _cost_field(cost: float | None) -> View:
+    """``describe`` shows the estimate only where there is one (every cluster used has prices)."""
+    return {} if cost is None else {"estimatedCostPerHour": cost}
+
+
+def estimated_cost(doc: records.HyperJobDoc, prices: dict[str, dict[str, float]]) -> float | None:
+    """The plan's price per hour by its clusters' declared prices (None: not planned, or a cluster
+    without prices), rounded to cents."""
+    if not doc.children:
+        return None
+    try:
+        hyperjob = api.decode(doc.manifest)
+    except api.ManifestError:
+        return None  # a manifest the API no longer takes: shown without an estimate
+    if not isinstance(hyperjob, api.HyperJob):
+        return None
+    children = [(c.replicated_job, c.cluster, c.tasks) for c in doc.children]
+    cost = fleetcore.plan_cost(hyperjob, children, prices)
+    return None if cost is None else round(cost, 2)
 
 
 def _waiting_reason(phase: str, doc: records.HyperJobDoc, status: records.HyperJobStatusDoc | None) -> str:
@@ -76,6 +99,7 @@ def hyperjob_manifest(item: View) -> View:
         "splitCount": item["splitCount"],
         "children": item["children"],
         "restarts": item["restarts"],
+        **_cost_field(item.get("estimatedCostPerHour")),
     }
     return _manifest(item["manifest"], item["created"], status)
 

@@ -27,12 +27,16 @@ from .flow import WORKFLOW_KINDS, HyperJobTemplate, JobFlow, JobTemplate
 from .hyperjob import (
     ClusterAffinity,
     ClusterReplicas,
+    ClusterTerm,
+    Dispatch,
     HyperJob,
     HyperJobSpec,
     LabelSelector,
     LabelSelectorRequirement,
+    PreferredClusterTerm,
     ReplicatedJob,
     SplitPolicy,
+    SpreadConstraint,
     TemplatedHyperJob,
     normalize,
     template_replicas,
@@ -72,6 +76,10 @@ from .world import WORLD_ANNOTATION, World, WorldChild, decode_world, encode_wor
 
 __all__ = [
     "ClusterAffinity",
+    "ClusterTerm",
+    "Dispatch",
+    "PreferredClusterTerm",
+    "SpreadConstraint",
     "LabelSelector",
     "LabelSelectorRequirement",
     "CLUSTER_SCOPED_KINDS",

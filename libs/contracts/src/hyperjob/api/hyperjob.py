@@ -47,6 +47,9 @@ class SplitPolicy(Spec, frozen=True, kw_only=True):
     clusters: list[ClusterReplicas] = []
     weights: dict[str, NonNegative] = {}
     granularity: Positive = 1
+    # Extension: with ``mode: auto``, ``cost`` chooses among the plans that fit the one whose whole
+    # job costs least by the clusters' declared prices (docs/api-reference.md).
+    prefer: Literal["cost"] | None = None
 
 
 class LabelSelectorRequirement(Spec, frozen=True, kw_only=True):
@@ -64,13 +67,51 @@ class LabelSelector(Spec, frozen=True, kw_only=True):
     match_expressions: list[LabelSelectorRequirement] = []
 
 
+class ClusterTerm(Spec, frozen=True, kw_only=True):
+    """The clusters a preferred term favours: named in ``clusterNames`` (any, when empty) and whose
+    labels match ``labelSelector`` (any, when absent)."""
+
+    cluster_names: list[str] = []
+    label_selector: LabelSelector | None = None
+
+
+class PreferredClusterTerm(Spec, frozen=True, kw_only=True):
+    """Kubernetes' ``PreferredSchedulingTerm`` over clusters: a cluster's preference is the sum of
+    the ``weight`` (1-100) of every term whose ``preference`` it matches; more is chosen first,
+    among the clusters where the job fits."""
+
+    weight: int
+    preference: ClusterTerm
+
+
+SpreadField = Literal["cluster", "region", "zone", "provider"]
+
+
+class SpreadConstraint(Spec, frozen=True, kw_only=True):
+    """Karmada's ``SpreadConstraint``: the clusters of one replicated job span at least
+    ``minGroups`` and at most ``maxGroups`` (unbounded when absent) distinct values of the cluster
+    label ``spreadByLabel``, or of ``spreadByField`` (``cluster``: the cluster's name; ``region``,
+    ``zone``, ``provider``: the label of that name). Exactly one of the two is given; a cluster
+    without the label is not eligible."""
+
+    spread_by_field: SpreadField | None = None
+    spread_by_label: str = ""
+    min_groups: int = 1
+    max_groups: int | None = None
+
+
 class ClusterAffinity(Spec, frozen=True, kw_only=True):
     """Karmada's ``ClusterAffinity``: the clusters a replicated job may use are those named in
-    ``clusterNames`` (any, when empty), not in ``exclude``, whose labels match ``labelSelector``."""
+    ``clusterNames`` (any, when empty), not in ``exclude``, whose labels match ``labelSelector``.
+    Extensions in the same object: ``preferred`` terms with weights (soft: the order among the
+    clusters that fit) and Karmada's ``spreadConstraints`` (hard: how many label values the
+    chosen clusters span)."""
 
     cluster_names: list[str] = []
     exclude: list[str] = []
     label_selector: LabelSelector | None = None
+    preferred: list[PreferredClusterTerm] = []
+    spread_constraints: list[SpreadConstraint] = []
 
 
 class ReplicatedJob(Spec, frozen=True, kw_only=True):
@@ -86,6 +127,20 @@ class ReplicatedJob(Spec, frozen=True, kw_only=True):
     cluster_affinity: ClusterAffinity | None = None
 
 
+class Dispatch(Spec, frozen=True, kw_only=True):
+    """Kueue MultiKueue's dispatch strategies, for the clusters a HyperJob's children may go to.
+
+    ``AllAtOnce`` (the default): every eligible cluster at once. ``Incremental``: only the best
+    ``initialClusters`` (placement's order: preferred weights, data sets held, then room), and
+    ``widenBy`` more each ``widenAfter`` (a duration) the HyperJob has waited since it was
+    submitted, until every eligible cluster is tried."""
+
+    strategy: Literal["AllAtOnce", "Incremental"] = "AllAtOnce"
+    initial_clusters: Positive = 1
+    widen_by: Positive = 1
+    widen_after: str = "60s"
+
+
 class _GangSpec(Spec, frozen=True, kw_only=True):
     """What both forms say about the HyperJob as a whole, besides its jobs."""
 
@@ -93,6 +148,11 @@ class _GangSpec(Spec, frozen=True, kw_only=True):
     max_domains: Positive | None = None
     plugins: dict[str, list[str]] = {}
     child_failure_policy: ChildFailurePolicy = "FailHyperJob"
+    # Extension: the data sets the job reads; among the clusters where it fits, placement prefers
+    # those that hold more of them (a cluster declares its ``dataSets``; docs/api-reference.md).
+    data_sets: list[str] = []
+    # Extension: Kueue MultiKueue's dispatch strategies (``Dispatch``).
+    dispatch: Dispatch = Dispatch()
 
 
 class HyperJobSpec(_GangSpec, frozen=True, kw_only=True):

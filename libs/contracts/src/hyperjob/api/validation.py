@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from .base import DNS_LABEL_MAX, Quantity, fleet_name
 from .duration import DurationError, parse_duration
 from .errors import ManifestError
-from .hyperjob import HyperJob, LabelSelector, ReplicatedJob, template_replicas, user_path
+from .hyperjob import ClusterAffinity, HyperJob, LabelSelector, ReplicatedJob, template_replicas, user_path
 from .job import JobSpec, LifecyclePolicy
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
 from .pod import ResourceRequirements
@@ -201,6 +201,43 @@ def _check_label_selector(selector: LabelSelector, path: str) -> None:
             raise ManifestError(f"{path}.matchExpressions[{i}].values", f"operator {expr.operator} {need}")
 
 
+def _check_cluster_affinity(affinity: ClusterAffinity, path: str) -> None:
+    """The selectors as Kubernetes checks them; a preferred weight in 1-100 (Kubernetes' range);
+    a spread constraint over exactly one label or field, with 1 <= minGroups <= maxGroups."""
+    if affinity.label_selector is not None:
+        _check_label_selector(affinity.label_selector, f"{path}.labelSelector")
+    for i, term in enumerate(affinity.preferred):
+        if not 1 <= term.weight <= 100:
+            raise ManifestError(f"{path}.preferred[{i}].weight", f"must be between 1 and 100, not {term.weight}")
+        if term.preference.label_selector is not None:
+            _check_label_selector(term.preference.label_selector, f"{path}.preferred[{i}].preference.labelSelector")
+    for i, spread in enumerate(affinity.spread_constraints):
+        where = f"{path}.spreadConstraints[{i}]"
+        if (spread.spread_by_field is None) == (not spread.spread_by_label):
+            raise ManifestError(f"{where}.spreadByLabel", "give exactly one of spreadByLabel and spreadByField")
+        if spread.min_groups < 1:
+            raise ManifestError(f"{where}.minGroups", f"must be at least 1, not {spread.min_groups}")
+        if spread.max_groups is not None and spread.max_groups < spread.min_groups:
+            raise ManifestError(f"{where}.maxGroups", f"{spread.max_groups} is less than minGroups {spread.min_groups}")
+
+
+def _check_widen_after(raw: str, path: str) -> None:
+    try:
+        seconds = parse_duration(raw)
+    except DurationError as exc:
+        raise ManifestError(path, str(exc)) from None
+    if seconds <= 0:
+        raise ManifestError(path, f"{raw!r} must be longer than 0 s (Incremental widens after it)")
+
+
+def _check_data_sets(data_sets: list[str], path: str) -> None:
+    for i, name in enumerate(data_sets):
+        if not name:
+            raise ManifestError(f"{path}[{i}]", "a data set needs a name")
+        if name in data_sets[:i]:
+            raise ManifestError(f"{path}[{i}]", f"data set {name!r} is listed twice")
+
+
 def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
     spec = hyperjob.spec
     if not spec.replicated_jobs:
@@ -216,8 +253,10 @@ def _check_hyperjob(hyperjob: HyperJob, path_prefix: str = "$.spec") -> None:
         if rj.template_metadata is not None:
             check_sim_annotations(rj.template_metadata.annotations, f"{path}.templateMetadata")
         _check_split(rj, path)
-        if rj.cluster_affinity is not None and rj.cluster_affinity.label_selector is not None:
-            _check_label_selector(rj.cluster_affinity.label_selector, f"{path}.clusterAffinity.labelSelector")
+        if rj.cluster_affinity is not None:
+            _check_cluster_affinity(rj.cluster_affinity, f"{path}.clusterAffinity")
+    _check_data_sets(spec.data_sets, f"{path_prefix}.dataSets")
+    _check_widen_after(spec.dispatch.widen_after, f"{path_prefix}.dispatch.widenAfter")
     for plugin in spec.plugins:
         if plugin not in KNOWN_HYPERJOB_PLUGINS:
             raise ManifestError(
@@ -252,6 +291,8 @@ def _check_split(rj: ReplicatedJob, path: str) -> None:
         raise ManifestError(
             f"{path}.replicas", "must be 1 or absent when splitPolicy is set (the split decides the children)"
         )
+    if split.prefer == "cost" and split.mode != "auto":
+        raise ManifestError(f"{path}.splitPolicy.prefer", "cost chooses among the plans of mode auto; set mode: auto")
     total = template_replicas(rj.template_spec)
     if split.clusters and not any(c.replicas for c in split.clusters):
         raise ManifestError(f"{path}.splitPolicy.clusters", "every cluster's replicas are 0: the split makes no child")

@@ -94,3 +94,5 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     fabric_healthy_nodes: int = 0
     node_classes: list[NodeClass] = []
     links: dict[str, float] = {}
+    prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)
+    data_sets: list[str] = []  # data sets the cluster holds: a HyperJob reading them prefers it

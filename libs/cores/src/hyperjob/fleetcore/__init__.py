@@ -15,7 +15,7 @@ Inputs the drivers keep
 
 Splitting (splitter; the simulator)
 -----------------------------------
-``plan_split(hyperjob, clusters, *, current=None, now=None, check_fit=True) -> SplitPlan | Waiting``
+``plan_split(hyperjob, clusters, *, current=None, now=None, check_fit=True, waited=None) -> SplitPlan | Waiting``
   Children are ``<hyperjob>-<replicatedJob>-<i>``. Without ``splitPolicy``: ``replicas`` identical
   children, each on an eligible cluster where its whole gang fits (clusters already used first,
   then most room, then name). With ``splitPolicy``: the template is the whole job and
@@ -26,9 +26,16 @@ Splitting (splitter; the simulator)
   ``maxDomains`` caps the clusters of one replicated job (the API reference's meaning).
   Eligible clusters: live, in ``clusterNames``, carrying the labels of the HyperJob annotation
   ``hyperjob.io/cluster-selector: "k=v,k2=v2"`` (deprecated), allowed by the replicated job's
-  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``),
+  ``clusterAffinity`` (Karmada's: clusterNames, exclude, labelSelector; ``affinity_allows``;
+  its ``preferred`` weighted terms order the clusters that fit, ``preference``; its
+  ``spreadConstraints`` bound the label values a plan spans, ``spread_violation``),
   with a node that matches the main task's node selector / required affinity / taints (e.g. the
-  GPU model) and is big enough for one pod.
+  GPU model) and is big enough for one pod. Among the clusters where a child fits, placement
+  prefers (``placement_scores``) the preferred weights, then the HyperJob's ``dataSets`` a
+  cluster holds (``ClusterCapacity.data_sets``), then room. ``splitPolicy.prefer: cost`` (auto)
+  takes the plan whose whole job costs least by ``ClusterCapacity.prices`` (``cost``;
+  ``plan_cost`` is a plan's price per hour). ``dispatch: Incremental`` narrows the eligible
+  clusters to the best few, widening with ``waited`` (``dispatched``; Kueue MultiKueue's).
   ``Waiting.reason`` names the replicated job and which cluster lacks what.
 ``child_jobs(hyperjob, plan) -> list[ChildJob]``: full ``api.Job`` manifests with labels
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
@@ -151,6 +158,7 @@ from .admission import (
     job_candidate,
     share,
 )
+from .affinity import affinity_allows, preference, spread_violation
 from .capacity import (
     PodShape,
     could_ever_host,
@@ -162,6 +170,7 @@ from .capacity import (
     task_shape,
 )
 from .children import ChildChanges, child_jobs, child_spec, diff_children, template_hash
+from .cost import cheapest_split, child_cost, plan_cost, pod_cost
 from .env import local_rank, master_addr, training_env
 from .failover import (
     ChildCommand,
@@ -238,14 +247,12 @@ from .preemption import (
     plan_preemption,
     victim_allowed,
 )
+from .shares import apportion, main_shape
 from .split import (
     INADMISSIBLE,
-    affinity_allows,
-    apportion,
     child_name,
     choose_cluster,
     eligible_clusters,
-    main_shape,
     plan_split,
 )
 from .status import (
@@ -267,6 +274,12 @@ from .world import WORLD_PLUGINS, world_of
 
 __all__ = [
     "affinity_allows",
+    "cheapest_split",
+    "child_cost",
+    "plan_cost",
+    "pod_cost",
+    "preference",
+    "spread_violation",
     "Eviction",
     "PreemptionPlan",
     "Preemptor",

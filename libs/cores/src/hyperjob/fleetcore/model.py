@@ -62,6 +62,8 @@ class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
     ready: bool = True
     last_summary: float = 0.0  # the driver's time of the latest summary, Ready nodes or not
     links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters, by name
+    prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)
+    data_sets: tuple[str, ...] = ()  # data sets the cluster holds (a HyperJob's ``dataSets`` prefer it)
 
 
 def link(clusters: Mapping[str, ClusterCapacity], a: str, b: str) -> float:

@@ -11,10 +11,31 @@ from collections.abc import Mapping, Sequence
 
 from hyperjob import api
 
-from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang, task_shape
+from .affinity import (
+    Score,
+    affinity_allows,
+    by_preference,
+    min_clusters,
+    most_preferred,
+    placement_scores,
+    spread_candidates,
+    spread_order,
+    spread_violation,
+)
+from .capacity import PodShape, could_ever_host, gang_never_fits, gang_pods, max_replicas, place_gang
+from .cost import cheapest_split, child_cost
 from .model import CLUSTER_SELECTOR_ANNOTATION, ChildPlan, ClusterCapacity, SplitPlan, Waiting, link, live_clusters
-
-Parts = list[tuple[str, int]]
+from .shares import (
+    Parts,
+    apportion,
+    current_replicas,
+    cut,
+    granularity_of,
+    keep_order,
+    main_shape,
+    scaled,
+    units_of,
+)
 
 
 def plan_split(
@@ -24,6 +45,7 @@ def plan_split(
     current: SplitPlan | None = None,
     now: float | None = None,
     check_fit: bool = True,
+    waited: float | None = None,
 ) -> SplitPlan | Waiting:
     """Split every replicated job and put each child on a cluster where its whole gang fits now.
 
@@ -31,14 +53,16 @@ def plan_split(
     silent for 30 s is left out (``ready`` False always is). ``current`` is the plan in force
     (an update or scale): its children keep their clusters where the split allows, and only the
     replicas they add must fit. ``check_fit=False`` skips free-capacity checks for the fixed
-    modes (explicit counts, static, weights, fan-out), e.g. to preview a split.
+    modes (explicit counts, static, weights, fan-out), e.g. to preview a split. ``waited`` is
+    how long the HyperJob has waited since it was submitted, for ``dispatch: Incremental`` (None:
+    every eligible cluster, as ``AllAtOnce``, e.g. to ask whether any plan could ever exist).
     Returns ``Waiting(reason)`` naming the replicated job and which cluster lacks what.
     """
     working = dict(live_clusters(clusters, now))
     children: list[ChildPlan] = []
     offset = 0
     for rj in hyperjob.spec.replicated_jobs:
-        parts = _split_replicated_job(hyperjob, rj, working, current, check_fit)
+        parts = _split_replicated_job(hyperjob, rj, working, current, check_fit, waited)
         if isinstance(parts, Waiting):
             return parts
         for index, (cluster, tasks) in enumerate(parts):
@@ -83,9 +107,26 @@ def _split_replicated_job(
     working: dict[str, ClusterCapacity],
     current: SplitPlan | None,
     check_fit: bool,
+    waited: float | None,
+) -> list[tuple[str, dict[str, int]]] | Waiting:
+    every = eligible_clusters(hyperjob, rj, working)
+    eligible = dispatched(hyperjob, rj, every, working, waited)
+    parts = _split_among(hyperjob, rj, eligible, working, current, check_fit)
+    if isinstance(parts, Waiting) and len(eligible) < len(every):
+        tried = f" (dispatch Incremental: {len(eligible)} of {len(every)} eligible clusters tried so far)"
+        return Waiting(reason=parts.reason + tried, replicated_job=parts.replicated_job)
+    return parts
+
+
+def _split_among(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: list[str],
+    working: dict[str, ClusterCapacity],
+    current: SplitPlan | None,
+    check_fit: bool,
 ) -> list[tuple[str, dict[str, int]]] | Waiting:
     split = rj.split_policy
-    eligible = eligible_clusters(hyperjob, rj, working)
     if split is None:
         return _fan_out(hyperjob, rj, eligible, working, current, check_fit)
     if split.clusters:
@@ -98,7 +139,10 @@ def _split_replicated_job(
         counts = _even(hyperjob, rj, eligible, working, current)
     if isinstance(counts, Waiting):
         return counts
-    parts = list(zip([c for c, _ in counts], _cut(rj.template_spec, [n for _, n in counts]), strict=True))
+    broken = spread_violation([c for c, _ in counts], rj.cluster_affinity, working)
+    if broken is not None:
+        return _waiting(hyperjob, rj, broken)
+    parts = list(zip([c for c, _ in counts], cut(rj.template_spec, [n for _, n in counts]), strict=True))
     if check_fit or split.mode == "auto":
         for index, (cluster, tasks) in enumerate(parts):
             fitted = _fit(hyperjob, rj, index, cluster, tasks, working, current)
@@ -110,7 +154,8 @@ def _split_replicated_job(
 def eligible_clusters(
     hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity], now: float | None = None
 ) -> list[str]:
-    """Clusters a replicated job may use, in preference order (``clusterNames`` order, else by name).
+    """Clusters a replicated job may use, in preference order: the weight of the ``clusterAffinity``
+    preferred terms each matches, most first, then ``clusterNames`` order, else by name.
 
     Eligible: live, named by ``clusterNames`` (when given), carrying the labels of the HyperJob's
     ``hyperjob.io/cluster-selector`` annotation (deprecated), allowed by the replicated job's
@@ -131,37 +176,28 @@ def eligible_clusters(
             continue
         if could_ever_host(cap, shape):
             result.append(name)
-    return result
+    return by_preference(result, placement_scores(hyperjob, rj, clusters))
 
 
-def affinity_allows(affinity: api.ClusterAffinity, name: str, labels: Mapping[str, str]) -> bool:
-    """Karmada's ``ClusterAffinity`` on one cluster: named (when ``clusterNames`` is given), not
-    excluded, and matching ``labelSelector`` (every ``matchLabels`` pair and expression)."""
-    if (affinity.cluster_names and name not in affinity.cluster_names) or name in affinity.exclude:
-        return False
-    selector = affinity.label_selector
-    if selector is None:
-        return True
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    return all(_expression_holds(e, labels) for e in selector.match_expressions)
-
-
-def _expression_holds(expr: api.LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
-    value = labels.get(expr.key)
-    if expr.operator == "In":
-        return value is not None and value in expr.values
-    if expr.operator == "NotIn":
-        return value is None or value not in expr.values  # Kubernetes: a missing key is not in
-    if expr.operator == "Exists":
-        return value is not None
-    return value is None  # DoesNotExist
-
-
-def main_shape(spec: api.JobSpec) -> PodShape:
-    """The shape of the task with the most replicas; it measures a cluster's room in replicas."""
-    task = max(spec.tasks, key=lambda t: t.replicas)
-    return task_shape(task)
+def dispatched(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    eligible: Sequence[str],
+    working: Mapping[str, ClusterCapacity],
+    waited: float | None,
+) -> list[str]:
+    """The eligible clusters a replicated job may try now (Kueue MultiKueue's dispatch): all of
+    them (``AllAtOnce``, or ``waited`` None), or for ``Incremental`` the best ``initialClusters``
+    by placement's order (preferred weights, data sets held, then room for the main task), and
+    ``widenBy`` more for each whole ``widenAfter`` waited. The chosen keep the eligible order."""
+    dispatch = hyperjob.spec.dispatch
+    if dispatch.strategy == "AllAtOnce" or waited is None:
+        return list(eligible)
+    rounds = int(max(waited, 0.0) // api.parse_duration(dispatch.widen_after))
+    shape, scores = main_shape(rj.template_spec), placement_scores(hyperjob, rj, working)
+    roomiest = sorted(eligible, key=lambda n: -max_replicas(working[n], shape))
+    best = by_preference(roomiest, scores)[: dispatch.initial_clusters + rounds * dispatch.widen_by]
+    return [n for n in eligible if n in best]
 
 
 def _cluster_selector(hyperjob: api.HyperJob) -> dict[str, str]:
@@ -202,16 +238,18 @@ def _even(
 
     When ``maxDomains`` leaves a choice, the eligible clusters that hold an even share now come
     first (in preference order), so a re-plan moves off a cluster that filled up."""
+    eligible = spread_order(eligible, rj.cluster_affinity, working)
     if not eligible:
         return _waiting(hyperjob, rj, "no eligible cluster")
     k = min(hyperjob.spec.max_domains or len(eligible), len(eligible))
-    units = apportion(_units(rj), [1.0] * k)
+    units = apportion(units_of(rj), [1.0] * k)
     chosen = list(eligible)
     if k < len(eligible):
-        shape, held, g = main_shape(rj.template_spec), _current_replicas(current, rj.name), _granularity(rj)
+        shape, held, g = main_shape(rj.template_spec), current_replicas(current, rj.name), granularity_of(rj)
         room = {n: (max_replicas(working[n], shape) + held.get(n, 0)) // g for n in eligible}
-        chosen = _keep_order(sorted(eligible, key=lambda n: room[n] < units[0])[:k], current, rj.name)
-    return _scaled(rj, chosen, units)
+        roomy_first = sorted(eligible, key=lambda n: room[n] < units[0])
+        chosen = keep_order(spread_order(roomy_first, rj.cluster_affinity, working)[:k], current, rj.name)
+    return scaled(rj, chosen, units)
 
 
 def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[str]) -> Parts | Waiting:
@@ -223,7 +261,7 @@ def _weighted(hyperjob: api.HyperJob, rj: api.ReplicatedJob, eligible: Sequence[
     chosen = [n for n in named if n in chosen]
     if not chosen:
         return _waiting(hyperjob, rj, "no eligible cluster has a weight")
-    return _scaled(rj, chosen, apportion(_units(rj), [float(weights[n]) for n in chosen]))
+    return scaled(rj, chosen, apportion(units_of(rj), [float(weights[n]) for n in chosen]))
 
 
 def _auto(
@@ -233,28 +271,72 @@ def _auto(
     working: Mapping[str, ClusterCapacity],
     current: SplitPlan | None,
 ) -> Parts | Waiting:
-    """The fewest clusters (largest room first) that hold the job, shared in proportion to room."""
-    granularity = _granularity(rj)
+    """The fewest clusters (largest room first) that hold the job, shared in proportion to room.
+
+    Among sets of as many clusters, the best-connected, then the most preferred (the affinity's
+    preferred terms), then the roomiest; every set tried meets the spread constraints it can."""
+    granularity = granularity_of(rj)
     shape = main_shape(rj.template_spec)
-    held = _current_replicas(current, rj.name)
+    held = current_replicas(current, rj.name)
     room = {name: (max_replicas(working[name], shape) + held.get(name, 0)) // granularity for name in eligible}
-    ranked = sorted(eligible, key=lambda n: (-room[n], n))
-    linked = _by_bandwidth(ranked, working)
+    if rj.split_policy is not None and rj.split_policy.prefer == "cost":
+        return _cheapest(hyperjob, rj, room, working, current)
+    scores = placement_scores(hyperjob, rj, working)
+    roomiest = sorted(eligible, key=lambda n: (-room[n], n))
+    ranked = by_preference(roomiest, scores)
+    orders = [spread_order(o, rj.cluster_affinity, working) for o in (_by_bandwidth(ranked, working), ranked, roomiest)]
     limit = hyperjob.spec.max_domains or len(ranked)
-    units = _units(rj)
-    for k in range(1, min(limit, len(ranked)) + 1):
+    units = units_of(rj)
+    for k in range(min_clusters(rj.cluster_affinity), min(limit, len(ranked)) + 1):
         # The best-connected set first (one job spanning clusters is as fast as its slowest link);
-        # the roomiest set when the best-connected one cannot hold the job.
-        for order in (linked, ranked):
+        # the most preferred, then the roomiest set when it cannot hold the job.
+        for order in orders:
             if sum(room[n] for n in order[:k]) >= units:
-                chosen = _keep_order(order[:k], current, rj.name)
+                chosen = keep_order(order[:k], current, rj.name)
                 caps = [room[n] for n in chosen]
-                return _scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
-    top = ranked[:limit]
-    fits = ", ".join(f"{n} {room[n] * granularity}" for n in top) or "none eligible"
+                return scaled(rj, chosen, apportion(units, [float(c) for c in caps], caps))
+    return _no_room(hyperjob, rj, ranked, room)
+
+
+def _no_room(hyperjob: api.HyperJob, rj: api.ReplicatedJob, ranked: Sequence[str], room: Mapping[str, int]) -> Waiting:
+    limit = hyperjob.spec.max_domains or len(ranked)
+    granularity = granularity_of(rj)
+    fits = ", ".join(f"{n} {room[n] * granularity}" for n in ranked[:limit]) or "none eligible"
     return _waiting(
-        hyperjob, rj, f"needs {units * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
+        hyperjob, rj, f"needs {units_of(rj) * granularity} replicas in at most {limit} cluster(s); room now: {fits}"
     )
+
+
+def _cheapest(
+    hyperjob: api.HyperJob,
+    rj: api.ReplicatedJob,
+    room: Mapping[str, int],
+    working: Mapping[str, ClusterCapacity],
+    current: SplitPlan | None,
+) -> Parts | Waiting:
+    """``prefer: cost``: among the plans that fit (room, ``maxDomains``, spread constraints), the
+    one whose whole job costs least by the clusters' declared prices."""
+    spec, g, units = rj.template_spec, granularity_of(rj), units_of(rj)
+    whole = {t.name: t.replicas for t in spec.tasks}
+
+    def price(counts: list[tuple[str, int]]) -> float:
+        cuts = cut(spec, [n * g for _, n in counts])
+        return sum(child_cost(spec, tasks, working[c].prices) for (c, _), tasks in zip(counts, cuts, strict=True))
+
+    chosen = cheapest_split(
+        units,
+        room,
+        {n: child_cost(spec, whole, working[n].prices) / max(units, 1) for n in room},
+        price,
+        limit=hyperjob.spec.max_domains or len(room),
+        fewest=min_clusters(rj.cluster_affinity),
+        allowed=lambda names: spread_violation(names, rj.cluster_affinity, working) is None,
+    )
+    if chosen is None:
+        return _no_room(hyperjob, rj, sorted(room, key=lambda n: (-room[n], n)), room)
+    counts = dict(chosen)
+    order = keep_order(list(counts), current, rj.name)
+    return [(n, counts[n] * g) for n in order]
 
 
 def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity]) -> list[str]:
@@ -267,72 +349,6 @@ def _by_bandwidth(ranked: Sequence[str], working: Mapping[str, ClusterCapacity])
         order.append(best)
         rest.remove(best)
     return order
-
-
-def _keep_order(chosen: list[str], current: SplitPlan | None, replicated_job: str) -> list[str]:
-    """On a re-plan, clusters that hold current children keep their child's index (so the child
-    keeps its name and is updated in place, not recreated elsewhere); new clusters follow."""
-    index = {c.cluster: c.index for c in (current.children if current else ()) if c.replicated_job == replicated_job}
-    return sorted(chosen, key=lambda n: (index.get(n, len(chosen) + chosen.index(n)), chosen.index(n)))
-
-
-def _current_replicas(current: SplitPlan | None, replicated_job: str) -> dict[str, int]:
-    held: dict[str, int] = {}
-    for child in current.children if current else ():
-        if child.replicated_job == replicated_job:
-            held[child.cluster] = held.get(child.cluster, 0) + child.replicas
-    return held
-
-
-def _granularity(rj: api.ReplicatedJob) -> int:
-    return rj.split_policy.granularity if rj.split_policy else 1
-
-
-def _units(rj: api.ReplicatedJob) -> int:
-    return api.template_replicas(rj.template_spec) // _granularity(rj)
-
-
-def _scaled(rj: api.ReplicatedJob, chosen: Sequence[str], units: Sequence[int]) -> Parts:
-    g = _granularity(rj)
-    return [(name, n * g) for name, n in zip(chosen, units, strict=True) if n > 0]
-
-
-def apportion(total: int, weights: Sequence[float], caps: Sequence[int] | None = None) -> list[int]:
-    """Split ``total`` in proportion to ``weights`` (largest remainder; ties go to the earlier entry).
-
-    With ``caps`` (each ≥ its share, their sum ≥ total) no entry gets more than its cap.
-    """
-    weight_sum = sum(weights)
-    if total <= 0 or weight_sum <= 0:
-        return [0] * len(weights)
-    exact = [total * w / weight_sum for w in weights]
-    counts = [int(x) for x in exact]
-    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
-    left = total - sum(counts)
-    for i in order * 2:  # a second pass only matters when caps turned an entry down
-        if left == 0:
-            break
-        if caps is None or counts[i] < caps[i]:
-            counts[i] += 1
-            left -= 1
-    return counts
-
-
-def _cut(spec: api.JobSpec, counts: Sequence[int]) -> list[dict[str, int]]:
-    """Give child i the next ``counts[i]`` replicas of the template, tasks in template order."""
-    remaining = [(t.name, t.replicas) for t in spec.tasks]
-    parts: list[dict[str, int]] = []
-    for count in counts:
-        tasks: dict[str, int] = {}
-        while count > 0:
-            name, left = remaining[0]
-            take = min(left, count)
-            if take:
-                tasks[name] = take
-            count -= take
-            remaining = [(name, left - take)] + remaining[1:] if left > take else remaining[1:]
-        parts.append(tasks)
-    return parts
 
 
 def _fit(
@@ -377,17 +393,21 @@ def _fan_out(
     pods = gang_pods(rj.template_spec, tasks)
     used: list[str] = []
     parts: list[tuple[str, dict[str, int]]] = []
+    scores = placement_scores(hyperjob, rj, working)
     for index in range(rj.replicas):
         previous = current.child(child_name(hyperjob.metadata.name, rj.name, index)) if current else None
+        allowed = spread_candidates(eligible, used, rj.cluster_affinity, working)
         if previous is not None and previous.cluster in working:
             cluster: str | None = previous.cluster  # already there: its pods are in the summary
         else:
-            cluster = choose_cluster(pods, eligible, working, used, hyperjob.spec.max_domains, check_fit)
+            cluster = choose_cluster(pods, allowed, working, used, hyperjob.spec.max_domains, check_fit, scores)
         if cluster is None:
-            return _waiting(hyperjob, rj, f"child {index}: " + _why_not(pods, eligible, used, working, hyperjob))
+            spread = "under spreadConstraints: " if len(allowed) < len(eligible) else ""
+            return _waiting(hyperjob, rj, f"child {index}: {spread}" + _why_not(pods, allowed, used, working, hyperjob))
         used += [] if cluster in used else [cluster]
         parts.append((cluster, dict(tasks)))
-    return parts
+    broken = spread_violation(used, rj.cluster_affinity, working)
+    return _waiting(hyperjob, rj, broken) if broken is not None else parts
 
 
 def choose_cluster(
@@ -397,9 +417,11 @@ def choose_cluster(
     used: Sequence[str] = (),
     max_domains: int | None = None,
     check_fit: bool = True,
+    preference: Mapping[str, Score] | None = None,
 ) -> str | None:
-    """The cluster for one child gang: clusters already used first (fewest clusters), then the best
-    declared link to the clusters used, then the most room for the gang's pods, then the name.
+    """The cluster for one child gang: clusters already used first (fewest clusters), then the
+    most ``preference`` (the affinity's preferred weights, then the data sets held), then the best declared link to the
+    clusters used, then the most room for the gang's pods, then the name.
     The chosen capacity is taken from ``working``."""
     allowed = [n for n in eligible if n in working and (max_domains is None or n in used or len(used) < max_domains)]
     shape = pods[0] if pods else PodShape(request={})
@@ -407,7 +429,11 @@ def choose_cluster(
     def bandwidth(n: str) -> float:
         return min((link(working, n, u) for u in used if u != n), default=0.0)
 
-    ranked = sorted(allowed, key=lambda n: (n not in used, -bandwidth(n), -max_replicas(working[n], shape), n))
+    score = preference or {}
+    ranked = sorted(
+        allowed,
+        key=lambda n: (n not in used, most_preferred(score.get(n)), -bandwidth(n), -max_replicas(working[n], shape), n),
+    )
     for name in ranked:
         if not check_fit:
             return name

@@ -96,4 +96,6 @@ def cluster_capacity(msg: events.ClusterCapacityReported, last_report: float) ->
         last_report=last_report,
         ready=msg.ready_nodes > 0,
         links=dict(msg.links),
+        prices=dict(msg.prices),
+        data_sets=tuple(msg.data_sets),
     )

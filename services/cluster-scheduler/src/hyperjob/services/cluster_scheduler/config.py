@@ -14,6 +14,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Declared network bandwidth (Gb/s) from this cluster to others: a HyperJob spanning clusters
     # prefers the best-connected ones.
     links: dict[str, float] = {}
+    # Declared price per resource-hour (cpu per core, memory per GiB, others per unit): a HyperJob
+    # with ``splitPolicy.prefer: cost`` chooses the plan that costs least.
+    prices: dict[str, float] = {}
+    # Data sets this cluster holds: a HyperJob naming them in ``dataSets`` prefers it.
+    data_sets: list[str] = []
     # A node is NotReady once its agent's beats have not named it alive for this long, measured
     # against the newest beat this scheduler received (not the wall clock: a scheduler cut off
     # from the bus judges nothing). Its pods are then evicted with reason nodeDown.

@@ -435,7 +435,10 @@ class ClusterScheduler:
             )
             for _, n in sorted(self.nodes.items())
         ]
-        return summarize(self.cluster, self.settings.labels, rooms, len(self.nodes), self.settings.links)
+        settings = self.settings
+        return summarize(
+            self.cluster, settings.labels, rooms, len(self.nodes), settings.links, settings.prices, settings.data_sets
+        )
 
 
 def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:

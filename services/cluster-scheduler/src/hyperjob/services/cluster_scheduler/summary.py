@@ -10,7 +10,7 @@ is ``events.VARIED_LABEL``. Without that, every node would be its own class and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 import msgspec
@@ -47,6 +47,8 @@ class CapacityFields(TypedDict):
     fabric_healthy_nodes: int
     node_classes: list[events.NodeClass]
     links: dict[str, float]
+    prices: dict[str, float]
+    data_sets: list[str]
 
 
 class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +68,8 @@ def summarize(
     nodes: list[NodeRoom],
     node_count: int,
     links: Mapping[str, float] | None = None,
+    prices: Mapping[str, float] | None = None,
+    data_sets: Sequence[str] = (),
 ) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
@@ -98,6 +102,8 @@ def summarize(
         "fabric_healthy_nodes": sum(c.count for c in groups if not _tainted(c.taints, FABRIC_UNHEALTHY)),
         "node_classes": groups,
         "links": dict(links or {}),
+        "prices": dict(prices or {}),
+        "data_sets": list(data_sets),
     }
 
 

@@ -206,11 +206,12 @@ def plan(
     clusters: Mapping[str, fleetcore.ClusterCapacity],
     now: float,
     current: fleetcore.SplitPlan | None = None,
+    waited: float | None = None,
 ) -> Planned | fleetcore.Waiting:
     """The children of a HyperJob on the clusters as they are now, or why it must wait; with the
     plan in force (``current``, an update) its children keep their clusters and only what an
-    update adds must fit."""
-    split = fleetcore.plan_split(hyperjob, clusters, now=now, current=current)
+    update adds must fit. ``waited``: seconds since it was submitted (``dispatch: Incremental``)."""
+    split = fleetcore.plan_split(hyperjob, clusters, now=now, current=current, waited=waited)
     if isinstance(split, fleetcore.Waiting):
         return split
     return planned(hyperjob, split)

@@ -332,12 +332,13 @@ class Splitter:
         # Room that children planned lately will take is taken: a burst does not land on one cluster.
         live = self._working(now, exclude={ref.name for ref in doc.children})
         current = domain.split_plan(doc) if doc.children else None
-        result = domain.plan(hyperjob, live, now, current)
+        waited = self.rt.now() - doc.created  # Incremental dispatch widens with it
+        result = domain.plan(hyperjob, live, now, current, waited)
         if isinstance(result, fleetcore.Waiting):
             # Planned on the room lower-priority work could give back: the global scheduler then
             # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
             for view in self._without_lower_priority(doc, live):
-                preempting = domain.plan(hyperjob, view, now, current)
+                preempting = domain.plan(hyperjob, view, now, current, waited)
                 if not isinstance(preempting, fleetcore.Waiting):
                     result = preempting
                     break
