@@ -97,8 +97,9 @@ def _aborted(record: JobRecord, action: str, target: Target, now: float) -> Resu
 def _ending(final: str) -> Callable[[JobRecord, str, Target, float], Result]:
     def state(record: JobRecord, action: str, target: Target, now: float) -> Result:
         result = clean_finished(record, reason=target.reason)
-        done = _all_gone(result[0]) or clean_pod_policy(record) == "None"
-        return _with_phase(result, final if done else record.phase, "all pods gone")
+        if clean_pod_policy(record) == "None":
+            return _with_phase(result, final, "pods left as they are (cleanPodPolicy None)")
+        return _with_phase(result, final if _all_gone(result[0]) else record.phase, "all pods gone")
 
     return state
 
