@@ -1,14 +1,17 @@
 """The splitter (its own ``build`` over real JetStream and Redis) answers a Kubeflow job's apply with
 the kind applied (issue 29: ``pytorchjob/x created``, as the server dry run says), and keeps it as
-the Volcano Job that runs it."""
+the Volcano Job that runs it, beside the manifest as applied (``get -o yaml`` prints that back)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+import yaml
 
 from hyperjob import events, records
+from hyperjob.cli import views, workloads
 from hyperjob.events import subjects
 from hyperjob.servicekit import Runtime
 from hyperjob.services.splitter.app import build
@@ -54,3 +57,33 @@ async def test_a_pytorchjob_is_answered_as_a_pytorchjob_and_kept_as_its_volcano_
     doc = await sh.doc(store, records.HYPERJOB, "torch", records.HyperJobDoc)
     assert doc.plain and doc.manifest["kind"] == "Job"
     assert doc.manifest["metadata"]["annotations"]["hyperjob.io/source-kind"] == "kubeflow.org/v1/PyTorchJob"
+
+
+class StoredDocs:
+    """The reads ``views.jobs`` makes, answered from the splitter's stored owner (no cluster yet)."""
+
+    def __init__(self, doc: records.HyperJobDoc) -> None:
+        self.doc = doc
+
+    async def cluster_names(self) -> list[str]:
+        return []
+
+    async def docs(self, kind: str, type_: type[Any]) -> dict[str, Any]:
+        return {self.doc.name: self.doc} if kind == records.HYPERJOB else {}
+
+
+async def test_get_o_yaml_of_a_pytorchjob_prints_it_as_applied_and_reapplying_it_is_unchanged(
+    splitter, bus, store, probe
+):
+    await applied(bus, probe)
+    doc = await sh.doc(store, records.HYPERJOB, "torch", records.HyperJobDoc)
+    [item] = await views.jobs(StoredDocs(doc), "torch")  # type: ignore[arg-type]
+    printed = yaml.safe_load(yaml.safe_dump(workloads.manifest(item)))  # get pytorchjob torch -o yaml > f
+    assert (printed["apiVersion"], printed["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    assert printed["spec"] == PYTORCHJOB["spec"]
+    assert printed["status"]["conditions"] == [{"type": "Created", "status": "True"}]
+    again = sh.apply(printed)  # apply -f f
+    await sh.send(bus, subjects.APPLY, again)
+    await probe.settled("splitter", subjects.APPLY)
+    answer = (await probe.wait(subjects.result(again.event_id)))[0]
+    assert (answer.kind, answer.name, answer.outcome) == ("PyTorchJob", "torch", "unchanged")

@@ -47,10 +47,10 @@ def decoded(text: str, change=lambda spec: None) -> api.Job:
 
 @pytest.mark.parametrize("policy", ["None", "All", "Running"])
 @pytest.mark.parametrize("kind", ["MPIJob", "PyTorchJob", "TFJob"])
-def test_every_clean_pod_policy_is_accepted(kind, policy):
+def test_every_clean_pod_policy_is_carried_to_the_job_controller(kind, policy):
     text = {"MPIJob": MPIJOB_V2, "PyTorchJob": PYTORCH, "TFJob": TFJOB}[kind]
     job = decoded(text, lambda spec: spec.update(runPolicy={"cleanPodPolicy": policy}))
-    assert job.spec.tasks  # runs as the Volcano Job (its finished pods kept, running ones stopped)
+    assert job.metadata.annotations[api.CLEAN_POD_POLICY_ANNOTATION] == policy  # jobcore cleans the pods so
 
 
 @pytest.mark.parametrize("kind", ["MPIJob", "PyTorchJob", "TFJob"])
@@ -71,6 +71,7 @@ def test_a_v1_mpijob_runs_as_the_v2beta1_one_and_says_which_it_was():
 def test_a_v1_mpijobs_top_level_clean_pod_policy_is_accepted():
     job = decoded(MPIJOB_V1, lambda spec: (spec.pop("runPolicy"), spec.update(cleanPodPolicy="None")))
     assert [t.name for t in job.spec.tasks] == ["launcher", "worker"]
+    assert job.metadata.annotations[api.CLEAN_POD_POLICY_ANNOTATION] == "None"
 
 
 def test_a_v1_main_container_must_be_the_workers_first():

@@ -65,3 +65,22 @@ def test_the_manifest_reports_the_state_as_the_operators_last_condition():
     status = workloads.manifest(item)["status"]
     assert status["conditions"][-1:] == [{"type": "Succeeded", "status": "True"}]
     assert status["state"] == {"phase": "Completed"}
+
+
+def test_the_manifest_is_the_one_applied_when_the_splitter_kept_it():
+    applied = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}, "spec": {"a": 1}}
+    item = {
+        "name": "x",
+        "phase": "Running",
+        "created": 0.0,
+        "cluster": "c",
+        "waitingReason": "",
+        "hyperJob": None,
+        "pods": [],
+        "manifest": manifest("kubeflow.org/v1/PyTorchJob"),
+        "applied": applied,
+        **dict.fromkeys(("pending", "running", "succeeded", "failed", "terminating", "retryCount"), 0),
+    }
+    shown = workloads.manifest(item)
+    assert (shown["apiVersion"], shown["kind"], shown["spec"]) == ("kubeflow.org/v1", "PyTorchJob", {"a": 1})
+    assert shown["status"]["conditions"] == [{"type": "Running", "status": "True"}]

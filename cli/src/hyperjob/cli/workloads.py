@@ -5,8 +5,9 @@ declare no short names).
 Each runs as a plain Volcano Job carrying its kind in the ``hyperjob.io/source-kind`` annotation
 (``api.kubeflow``); these views are the jobs of that kind (a HyperJob's children are its, not
 here). ``get`` shows the operators' columns: NAME, STATE (the last condition they would report:
-Created, Running, Restarting, Succeeded, Failed, Suspended), AGE; ``-o yaml`` the Volcano Job that
-runs it, with that condition in ``status.conditions``.
+Created, Running, Restarting, Succeeded, Failed, Suspended), AGE; ``-o yaml`` the manifest as
+applied (the splitter keeps it beside the Volcano Job that runs it), with that condition in
+``status.conditions``, so ``get -o yaml > f && apply -f f`` is ``unchanged``.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[st
 
 
 def manifest(item: View) -> View:
-    """The Volcano Job that runs it (``get -o yaml``), its status also as the operators report
-    it: ``conditions[-1:].type`` is the STATE column."""
-    shown = views.job_manifest(item)
+    """The manifest as applied (``get -o yaml``; the Volcano Job that runs it for a job applied
+    before the splitter kept it), its status also as the operators report it:
+    ``conditions[-1:].type`` is the STATE column."""
+    shown = views.job_manifest({**item, "manifest": item.get("applied") or item["manifest"]})
     state = _STATE.get(item["phase"], item["phase"])
     shown["status"] = {**shown["status"], "conditions": [{"type": state, "status": "True"}]}
     return shown

@@ -187,6 +187,7 @@ async def jobs(client: Client, name: str | None) -> list[View]:
                     "waitingReason": _unschedulable(record, podgroups.get(record.name)),
                     # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
                     "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
+                    "applied": plain[record.name].applied if record.name in plain else {},
                     "pods": [
                         {
                             "name": p.name,
@@ -257,6 +258,7 @@ def _waiting_job(doc: records.HyperJobDoc) -> View:
         "created": doc.created,
         "waitingReason": doc.waiting_reason,
         "manifest": doc.manifest,
+        "applied": doc.applied,
         "pods": [],
     }
 

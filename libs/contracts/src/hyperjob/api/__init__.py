@@ -44,7 +44,7 @@ from .hyperjob import (
 )
 from .job import CronJob, Job, JobSpec, LifecyclePolicy, NetworkTopology, TaskSpec
 from .kubeflow import applied_kind
-from .kubeflow_kinds import KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION
+from .kubeflow_kinds import CLEAN_POD_POLICY_ANNOTATION, KUBEFLOW_KIND_NAMES, SOURCE_KIND_ANNOTATION
 from .manifest import (
     SERVER_SET_METADATA,
     SHORT_KINDS,
@@ -143,6 +143,7 @@ __all__ = [
     "decode",
     "KUBEFLOW_KIND_NAMES",
     "SOURCE_KIND_ANNOTATION",
+    "CLEAN_POD_POLICY_ANNOTATION",
     "applied_kind",
     "decode_stored",
     "encode",

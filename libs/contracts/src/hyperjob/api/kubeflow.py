@@ -33,11 +33,11 @@ What each operator gives its pods, and how it is given here:
   port of the ``tensorflow`` container's ``tfjob-port``, default 2222; the job completes with the
   chief (without one, with every worker).
 
-``runPolicy.cleanPodPolicy`` (``None``, the operators' default, ``All`` or ``Running``) is accepted;
-whichever is given, a finished job is handled as a Volcano Job is: its running pods are stopped
-(``Running``'s rule; ``None`` would leave them holding the gang's resources with no job to account
-them to) and its finished pods are kept for ``get pods`` and ``logs`` until the job is deleted or
-``ttlSecondsAfterFinished`` passes (``All`` would delete them at once).
+``runPolicy.cleanPodPolicy`` is carried in the ``hyperjob.io/clean-pod-policy`` annotation and
+honoured when the job finishes (``jobcore.machine.clean_finished``): ``Running`` stops the running
+pods and keeps the finished ones for ``get pods`` and ``logs``, ``All`` deletes every pod, ``None``
+leaves every pod as it is (running ones run on). Unset, the job is handled as a Volcano Job is,
+which is ``Running``'s rule (the operators' default is ``None``: write it to keep the pods).
 
 Fields the translation cannot honour are rejected by name, never ignored: ``runPolicy``'s
 ``activeDeadlineSeconds``, ``backoffLimit``, ``suspend: true``, ``managedBy``, ``schedulingPolicy``'s
@@ -58,6 +58,7 @@ from .base import ObjectMeta
 from .errors import ManifestError
 from .job import Job, JobSpec, LifecyclePolicy, TaskSpec
 from .kubeflow_kinds import (
+    CLEAN_POD_POLICY_ANNOTATION,
     KUBEFLOW_KIND_NAMES,
     MPI_CONFIG_DIR,
     QUEUE_ANNOTATION,
@@ -201,6 +202,9 @@ def _task(
 
 def _metadata(manifest: KubeflowJob, source: str) -> ObjectMeta:
     annotations = {**manifest.metadata.annotations, SOURCE_KIND_ANNOTATION: source}
+    clean = manifest.spec.run_policy.clean_pod_policy
+    if clean is not None:  # unset: a Volcano Job's own rule, which is Running's (see the module docstring)
+        annotations[CLEAN_POD_POLICY_ANNOTATION] = clean
     return msgspec.structs.replace(manifest.metadata, annotations=annotations)
 
 

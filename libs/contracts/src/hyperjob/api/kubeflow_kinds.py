@@ -14,6 +14,8 @@ MPI_API_VERSION: Final = "kubeflow.org/v2beta1"
 TRAINING_API_VERSION: Final = "kubeflow.org/v1"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 SOURCE_KIND_ANNOTATION = "hyperjob.io/source-kind"
+# runPolicy.cleanPodPolicy, carried to the job-controller, which cleans a finished job's pods so.
+CLEAN_POD_POLICY_ANNOTATION = "hyperjob.io/clean-pod-policy"
 MPI_CONFIG_DIR = "/etc/mpi"
 
 

@@ -59,9 +59,11 @@ def _pending_or_running(record: JobRecord, action: str, target: Target, now: flo
         return _with_phase(kill_job(record, soft=False, reason=target.reason), "Restarting", target.reason, retry=True)
     if action in TARGET_ACTIONS:
         return _with_phase(kill_target(record, action, target), "Restarting", target.reason, retry=True)
-    ending = {"AbortJob": "Aborting", "CompleteJob": "Completing", "TerminateJob": "Terminating"}.get(action)
+    if action == "AbortJob":
+        return _with_phase(kill_job(record, soft=True, reason=target.reason), "Aborting", target.reason)
+    ending = {"CompleteJob": "Completing", "TerminateJob": "Terminating"}.get(action)
     if ending is not None:
-        return _with_phase(kill_job(record, soft=True, reason=target.reason), ending, target.reason)
+        return _with_phase(clean_finished(record, reason=target.reason), ending, target.reason)
     record, effects = sync_job(record, now)
     check = _pending_check if record.phase == "Pending" else _running_check
     phase, reason = check(record)
@@ -94,14 +96,16 @@ def _aborted(record: JobRecord, action: str, target: Target, now: float) -> Resu
 
 def _ending(final: str) -> Callable[[JobRecord, str, Target, float], Result]:
     def state(record: JobRecord, action: str, target: Target, now: float) -> Result:
-        result = kill_job(record, soft=True, reason=target.reason)
+        result = clean_finished(record, reason=target.reason)
+        if clean_pod_policy(record) == "None":
+            return _with_phase(result, final, "pods left as they are (cleanPodPolicy None)")
         return _with_phase(result, final if _all_gone(result[0]) else record.phase, "all pods gone")
 
     return state
 
 
 def _finished(record: JobRecord, action: str, target: Target, now: float) -> Result:
-    return kill_job(record, soft=True, reason=record.phase)
+    return clean_finished(record, reason=record.phase)
 
 
 _STATES: dict[str, Callable[[JobRecord, str, Target, float], Result]] = {
@@ -186,6 +190,30 @@ def kill_job(record: JobRecord, soft: bool, reason: str) -> Result:
         for p in record.pods.values()
         if p.status.phase != "Terminating" and not (soft and p.status.phase in SOFT_RETAIN)
     ]
+    return _kill(record, doomed, reason)
+
+
+def clean_pod_policy(record: JobRecord) -> str:
+    """The Kubeflow ``runPolicy.cleanPodPolicy`` the job was translated with (``api.kubeflow``
+    carries it as an annotation); ``Running``, a Volcano Job's own rule, when none was given."""
+    return record.job.metadata.annotations.get(api.CLEAN_POD_POLICY_ANNOTATION, "Running")
+
+
+def clean_finished(record: JobRecord, reason: str) -> Result:
+    """A finishing (Completing, Terminating) or finished job's pods, as its cleanPodPolicy says, as
+    the Kubeflow operators do: ``Running`` deletes the running pods and keeps the finished ones (for
+    ``logs``), ``All`` deletes every pod, ``None`` leaves every pod as it is (running ones run on).
+    The podgroup is deleted whatever the policy."""
+    policy = clean_pod_policy(record)
+    if policy == "All":
+        return _kill(record, [p for p in record.pods.values() if p.status.phase != "Terminating"], reason)
+    if policy == "None":
+        return _kill(record, [], reason)
+    return kill_job(record, soft=True, reason=reason)
+
+
+def _kill(record: JobRecord, doomed: list[PodRecord], reason: str) -> Result:
+    """Delete ``doomed`` and the podgroup and bump the version, unless nothing is left to delete."""
     if not doomed and not record.podgroup_exists:
         return record, []
     record, effects = _mark_terminating(record, doomed, reason)

@@ -101,6 +101,8 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
 
     ``children`` is the plan in force (empty until admitted and planned); ``attempt`` counts the
     plans a timed-out gang asked for; ``child_phases`` is the latest Job phase of each child.
+    ``applied`` is a Kubeflow job as the user applied it (``manifest`` is the Volcano Job that runs
+    it), so ``get pytorchjob x -o yaml`` prints what was applied; empty for every other kind.
     """
 
     name: str
@@ -117,6 +119,7 @@ class HyperJobDoc(msgspec.Struct, frozen=True, kw_only=True):
     lifecycle: Lifecycle = "Active"
     restarts: int = 0
     child_phases: dict[str, str] = {}
+    applied: JSONObject = {}
 
 
 # -- global-scheduler -----------------------------------------------------------------------------

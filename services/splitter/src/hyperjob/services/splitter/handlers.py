@@ -81,13 +81,14 @@ class Splitter:
         if kind in api.WORKFLOW_KINDS:
             return None  # the workflow-controller's to answer
         try:
-            manifest = api.decode(domain.scoped_manifest(msg))
+            scoped = domain.scoped_manifest(msg)
+            manifest = api.decode(scoped)
             if isinstance(manifest, api.Queue):
                 return self._apply_queue(msg, manifest)
             if isinstance(manifest, api.PriorityClass):
                 return self._apply_priority_class(msg, manifest)
             if isinstance(manifest, api.Job):
-                return self._apply_job(msg, manifest)
+                return self._apply_job(msg, manifest, scoped)
             if isinstance(manifest, api.HyperJob):
                 return self._apply_hyperjob(msg, manifest)
             return self._apply_podgroup(msg, api.expect_kind(manifest, api.PodGroup))
@@ -161,7 +162,9 @@ class Splitter:
             ),
         )
 
-    def _apply_job(self, msg: events.ApplyManifest, job: api.Job) -> Reaction:
+    def _apply_job(self, msg: events.ApplyManifest, job: api.Job, applied: dict[str, Any]) -> Reaction:
+        """A Volcano Job, or the one a Kubeflow job (``applied``) translates to: the translation runs,
+        the Kubeflow manifest is kept as applied (``get pytorchjob x -o yaml`` prints it back)."""
         name, namespace = job.metadata.name, job.metadata.namespace
         key = domain.owner_key("Job", namespace, name)
         kind = api.applied_kind(job.metadata.annotations, job.kind)  # the answer names the kind applied
@@ -188,6 +191,7 @@ class Splitter:
             created=self.rt.now(),
             plain=True,
             children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
+            applied=applied if kind != job.kind else {},
         )
         reaction = _accepted(self.rt, msg, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
