@@ -66,3 +66,19 @@ def test_all_deletes_the_finished_pods_of_a_job_that_completed_with_every_pod():
     effects = d.succeed("job1-worker-1")
     assert d.record.phase == "Completed"
     assert deleted(effects) == ["job1-worker-0", "job1-worker-1"]
+
+
+@pytest.mark.parametrize("finished", [False, True], ids=["while-running", "after-it-completed"])
+def test_a_deleted_job_stops_its_running_pods_whatever_its_policy(finished):
+    """A TerminateJob (the job deleted: its child removed) stops the pods the None policy left
+    running; without this a deleted Kubeflow job with cleanPodPolicy None was never gone."""
+    d, _ = master_done_workers_running("None") if finished else (None, None)
+    if d is None:
+        annotations = {api.CLEAN_POD_POLICY_ANNOTATION: "None"}
+        d = Driver(
+            jc.admit(job(task("worker", 2, template_restartPolicy="Never"), annotations=annotations), QUEUES, 0.0)
+        )
+        d.start()
+        d.run_all()
+    effects = d.send(jc.CommandIssued(action="TerminateJob", id="delete"))
+    assert deleted(effects) == ["job1-worker-0", "job1-worker-1"]

@@ -61,9 +61,10 @@ def _pending_or_running(record: JobRecord, action: str, target: Target, now: flo
         return _with_phase(kill_target(record, action, target), "Restarting", target.reason, retry=True)
     if action == "AbortJob":
         return _with_phase(kill_job(record, soft=True, reason=target.reason), "Aborting", target.reason)
-    ending = {"CompleteJob": "Completing", "TerminateJob": "Terminating"}.get(action)
-    if ending is not None:
-        return _with_phase(clean_finished(record, reason=target.reason), ending, target.reason)
+    if action == "CompleteJob":
+        return _with_phase(clean_finished(record, reason=target.reason), "Completing", target.reason)
+    if action == "TerminateJob":
+        return _with_phase(kill_job(record, soft=True, reason=target.reason), "Terminating", target.reason)
     record, effects = sync_job(record, now)
     check = _pending_check if record.phase == "Pending" else _running_check
     phase, reason = check(record)
@@ -96,16 +97,28 @@ def _aborted(record: JobRecord, action: str, target: Target, now: float) -> Resu
 
 def _ending(final: str) -> Callable[[JobRecord, str, Target, float], Result]:
     def state(record: JobRecord, action: str, target: Target, now: float) -> Result:
-        result = clean_finished(record, reason=target.reason)
-        if clean_pod_policy(record) == "None":
-            return _with_phase(result, final, "pods left as they are (cleanPodPolicy None)")
+        if _terminated(record, action):
+            result = kill_job(record, soft=True, reason=target.reason)
+        else:
+            result = clean_finished(record, reason=target.reason)
+            if clean_pod_policy(record) == "None":
+                return _with_phase(result, final, "pods left as they are (cleanPodPolicy None)")
         return _with_phase(result, final if _all_gone(result[0]) else record.phase, "all pods gone")
 
     return state
 
 
 def _finished(record: JobRecord, action: str, target: Target, now: float) -> Result:
+    if _terminated(record, action):
+        return kill_job(record, soft=True, reason=record.phase)
     return clean_finished(record, reason=record.phase)
+
+
+def _terminated(record: JobRecord, action: str) -> bool:
+    """A TerminateJob (the job deleted, or a policy's action) stops every running pod whatever the
+    cleanPodPolicy: a deleted job's pods go with it, as Kubernetes' garbage collector takes a
+    deleted Kubeflow job's pods. The policy is for a job that ends by itself."""
+    return action == "TerminateJob" or record.phase in ("Terminating", "Terminated")
 
 
 _STATES: dict[str, Callable[[JobRecord, str, Target, float], Result]] = {
