@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -328,7 +329,19 @@ def raw(cli: Cli, method: str, path: str, body: bytes | None = None, token: str 
     request = urllib.request.Request(cluster["server"] + path, data=body, headers=headers, method=method)
     with pytest.raises(urllib.error.HTTPError) as failed:
         urllib.request.urlopen(request, context=context, timeout=10)
-    return failed.value
+    with failed.value as answer:  # read and closed here: an open TLS socket left to the GC warns
+        return Answered(code=answer.code, body=answer.read())
+
+
+@dataclasses.dataclass(frozen=True)
+class Answered:
+    """An HTTP error answer, read: its code and body."""
+
+    code: int
+    body: bytes
+
+    def read(self) -> bytes:
+        return self.body
 
 
 def restart_apiserver(cli: Cli) -> None:

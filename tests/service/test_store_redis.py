@@ -171,3 +171,16 @@ async def test_one_store_instance_carries_on_after_redis_restarts(tmp_path: Path
     finally:
         await s.close()
         server.stop()
+
+
+async def test_a_connection_the_server_closed_is_opened_again_without_failing_the_caller(redis_url, key_prefix) -> None:
+    """``hyperjob user add`` reloads Redis' ACL, which closes the connections of the users it
+    redefines: the dashboard's next read then failed (its /metrics answered 500)."""
+    async with open_redis_store(redis_url, key_prefix) as store:
+        await store.commit(Commit(consumer="c", event_ids=["e1"], writes=[Write(kind="k", name="n", data=b"1")]))
+        admin = aioredis.Redis.from_url(redis_url)
+        try:
+            assert await admin.client_kill_filter(_type="normal", skipme=True) >= 1
+        finally:
+            await admin.aclose()
+        assert (await store.list("k")).keys() == {"n"}

@@ -21,7 +21,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff
 from redis.typing import EncodableT, FieldT
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
@@ -105,7 +107,19 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
 def _client(url: str) -> tuple[aioredis.Redis, int]:
     """The client for ``url`` and how many replicas each commit waits for (0 without Sentinel)."""
     if not url.startswith(f"{SENTINEL_SCHEME}://"):
-        return aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30), 0
+        client = aioredis.Redis.from_url(
+            url,
+            socket_connect_timeout=5,
+            socket_timeout=30,
+            health_check_interval=30,
+            # A connection the server closed (an ACL LOAD after `hyperjob user add` closes those of
+            # users it redefines) is opened again and the command sent again, once or twice, instead
+            # of failing the caller: a read is idempotent, and a commit refuses its own repeat
+            # (its dedup markers), as it does a redelivered message's.
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+            retry_on_error=[redis.exceptions.ConnectionError],
+        )
+        return client, 0
     target = parse_sentinel_url(url)
     sentinel = Sentinel(list(target.sentinels), socket_connect_timeout=2, socket_timeout=2)  # type: ignore[no-untyped-call]
     primary = sentinel.master_for(
