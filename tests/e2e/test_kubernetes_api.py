@@ -251,9 +251,20 @@ def test_no_token_is_unauthorized_and_a_team_a_person_is_forbidden_in_team_b(kub
 # -- the official Python client --------------------------------------------------------------------
 
 
+_PYTHON_CLIENTS: list[Any] = []  # closed after the module: a TLS socket left to the GC warns
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_python_clients() -> Iterator[None]:
+    yield
+    while _PYTHON_CLIENTS:
+        _PYTHON_CLIENTS.pop().close()
+
+
 def python_client(cli: Cli) -> Any:
     kubernetes = pytest.importorskip("kubernetes")
     api_client = kubernetes.config.new_client_from_config(config_file=str(home(cli) / "kubeconfig"))
+    _PYTHON_CLIENTS.append(api_client)
     return kubernetes, kubernetes.client.CustomObjectsApi(api_client)
 
 
