@@ -27,7 +27,7 @@ def schema_hook(type_: type) -> Schema:
     """Fields typed ``object`` (opaque values passed through, e.g. plugin arguments) accept anything."""
     if type_ is object:
         return {"description": "any JSON value"}
-    raise NotImplementedError
+    raise NotImplementedError  # msgspec's schema_hook protocol: "not mine", msgspec says unsupported type
 
 
 __all__ = ["Schema", "manifest_types", "schema_hook"]
