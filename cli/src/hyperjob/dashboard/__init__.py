@@ -3,7 +3,7 @@ clusters and nodes, updated live (server-sent events), in the spirit of Armada's
 
 A Starlette application served by uvicorn on 127.0.0.1 (``hyperjob up`` starts it as one more
 supervised process, ``python -m hyperjob.dashboard``; compose runs it as a service). It reads the
-system exactly as ``hyperjob get`` does (``hyperjob.cli.views`` over ``hyperjob.client``) and
+system exactly as ``hyperjob get`` does (``hyperjob.client.views``) and
 writes nothing: there is no route that changes state.
 
 Routes: ``/`` (the page, ``static/app.js``; client-side routes ``#/?ns=&phase=&queue=&cluster=

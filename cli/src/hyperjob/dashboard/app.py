@@ -23,9 +23,8 @@ from starlette.staticfiles import StaticFiles
 
 from hyperjob import api
 from hyperjob.bus import BusError
-from hyperjob.cli import views
-from hyperjob.client import Client, eventlog
-from hyperjob.client.views import View, _queues, hyperjob_manifest, load_events
+from hyperjob.client import Client, eventlog, views
+from hyperjob.client.views import View, hyperjob_manifest, hyperjob_queues, load_events
 from hyperjob.store import StoreUnavailableError
 
 from . import metrics
@@ -55,7 +54,7 @@ def _listed(hyperjob: View) -> View:
     """A HyperJob as the list shows and filters it: its queues (from the manifest, as ``get -o
     wide`` shows them) and clusters, without the manifest."""
     shown = {k: v for k, v in hyperjob.items() if k != "manifest"}
-    shown["queues"] = _queues(hyperjob["manifest"]).split(",")
+    shown["queues"] = hyperjob_queues(hyperjob["manifest"])
     placed = set(hyperjob["status"].get("placement") or {})
     shown["clusters"] = sorted(placed | {c["cluster"] for c in hyperjob["children"] if c.get("cluster")})
     return shown

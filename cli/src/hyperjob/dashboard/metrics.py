@@ -24,8 +24,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from hyperjob.api.quantity import parse_quantity
-from hyperjob.cli import views
-from hyperjob.client import Client
+from hyperjob.client import Client, views
 
 GaugeRows = list[tuple[list[str], float]]
 

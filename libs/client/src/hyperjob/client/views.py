@@ -119,7 +119,7 @@ def hyperjob_rows(items: list[View], wide: bool = False) -> tuple[list[str], lis
         if wide:
             counts = _pod_counts(item["status"])
             row[5:5] = [
-                _queues(item["manifest"]),
+                ",".join(hyperjob_queues(item["manifest"])),
                 "/".join(str(counts[k]) for k in ("pending", "running", "succeeded", "failed")),
                 str(item["restarts"]),
                 ",".join(c["name"] for c in item["children"]) or "-",
@@ -138,10 +138,12 @@ def _pod_counts(status: View) -> dict[str, int]:
     }
 
 
-def _queues(manifest: View) -> str:
+def hyperjob_queues(manifest: View) -> list[str]:
+    """The queues a HyperJob's manifest submits to, sorted: its replicated jobs' (the short form)
+    or its own (the conceptual form)."""
     spec = manifest.get("spec", {})
     found = {rj.get("templateSpec", {}).get("queue", api.DEFAULT_QUEUE) for rj in spec.get("replicatedJobs", [])}
-    return ",".join(sorted(found)) or spec.get("queue", api.DEFAULT_QUEUE)
+    return sorted(found) or [spec.get("queue", api.DEFAULT_QUEUE)]
 
 
 def _planned(children: list[View]) -> dict[str, int]:
