@@ -107,48 +107,122 @@ class _Keys:
         return self._index[key]
 
 
-def commit_script_args(layout: KeyLayout, commit: Commit) -> tuple[list[str], bytes]:
-    """``KEYS`` and the msgpack request of ``COMMIT`` (see ``lua.COMMIT`` for the layout). Redis'
-    Lua msgpack has no binary type, so documents travel as text and the outputs blob on its own."""
+class CommitWrite(msgspec.Struct, array_like=True):
+    """A document write: its hash and version hash (indices into ``KEYS``), the version it
+    expects (-1: any), its JSON text (``False``: delete) and its name."""
+
+    doc: int
+    version: int
+    expected: int
+    data: str | bool
+    name: str
+
+
+class CommitBind(msgspec.Struct, array_like=True):
+    """A pod to bind: its cluster's bindings, the node's allocatable and the cluster's usage
+    (indices into ``KEYS``), the pod, the node, the stored entry, its amounts (res, amount, ...)."""
+
+    bindings: int
+    alloc: int
+    used: int
+    pod: str
+    node: str
+    entry: str
+    amounts: list[str]
+
+
+class CommitUnbind(msgspec.Struct, array_like=True):
+    """A pod to unbind: its cluster's bindings and usage (indices into ``KEYS``), the pod."""
+
+    bindings: int
+    used: int
+    pod: str
+
+
+class CommitPublished(msgspec.Struct, array_like=True):
+    """Outputs confirmed sent: their key (an index into ``KEYS``) and their name in the outbox."""
+
+    outputs: int
+    name: str
+
+
+class CommitRequest(msgspec.Struct, array_like=True):
+    """What ``COMMIT`` reads from ``ARGV[2]``. Named here, positional on the wire (Lua's
+    ``cmsgpack`` unpacks arrays): the script reads the fields in this order (``lua.COMMIT``).
+    An index of 0 names no key."""
+
+    sentinel: int
+    markers: list[int]
+    writes: list[CommitWrite]
+    binds: list[CommitBind]
+    unbinds: list[CommitUnbind]
+    outputs: int
+    outbox: int
+    outputs_name: str
+    published: list[CommitPublished]
+    epoch: int
+
+
+def commit_request(layout: KeyLayout, commit: Commit) -> tuple[list[str], CommitRequest]:
+    """``KEYS`` and the request of ``COMMIT`` (see ``lua.COMMIT``). Redis' Lua msgpack has no
+    binary type, so documents travel as text and the outputs blob on its own."""
     k = _Keys()
-    alive = k(layout.alive(commit.sentinel)) if commit.sentinel else 0
-    markers = [k(layout.marker(marker_instance(commit), commit.consumer, e)) for e in commit.event_ids]
-    writes = [
-        [
-            k(layout.doc(w.kind)),
-            k(layout.version(w.kind)),
-            -1 if w.expected_version is None else w.expected_version,
-            False if w.data is None else w.data.decode(),
-            w.name,
-        ]
-        for w in commit.writes
-    ]
-    binds = [
-        [k(layout.bind(b.cluster)), k(layout.alloc(b.cluster, b.node)), k(layout.used(b.cluster)), *_bind_args(b)[1:]]
-        for b in commit.binds
-    ]
-    unbinds = [[k(layout.bind(u.cluster)), k(layout.used(u.cluster)), u.pod] for u in commit.unbinds]
     unit = outputs_instance(commit)
-    okey = k(layout.outputs(unit, commit.outbox_key)) if commit.outbox_key else 0
     outbox = k(layout.outbox(commit.outbox)) if commit.outbox else 0
-    published = [[k(layout.outputs(unit, p)), p] for p in commit.published] if outbox else []
-    request = [alive, markers, writes, binds, unbinds, okey, outbox, commit.outbox_key, published, commit.epoch]
-    return k.names, _ENC.encode(request)
+    request = CommitRequest(
+        sentinel=k(layout.alive(commit.sentinel)) if commit.sentinel else 0,
+        markers=[k(layout.marker(marker_instance(commit), commit.consumer, e)) for e in commit.event_ids],
+        writes=[
+            CommitWrite(
+                doc=k(layout.doc(w.kind)),
+                version=k(layout.version(w.kind)),
+                expected=-1 if w.expected_version is None else w.expected_version,
+                data=False if w.data is None else w.data.decode(),
+                name=w.name,
+            )
+            for w in commit.writes
+        ],
+        binds=[
+            CommitBind(
+                bindings=k(layout.bind(b.cluster)),
+                alloc=k(layout.alloc(b.cluster, b.node)),
+                used=k(layout.used(b.cluster)),
+                pod=b.pod,
+                node=b.node,
+                entry=entry_of(b),
+                amounts=_amounts(b),
+            )
+            for b in commit.binds
+        ],
+        unbinds=[
+            CommitUnbind(bindings=k(layout.bind(u.cluster)), used=k(layout.used(u.cluster)), pod=u.pod)
+            for u in commit.unbinds
+        ],
+        outputs=k(layout.outputs(unit, commit.outbox_key)) if commit.outbox_key else 0,
+        outbox=outbox,
+        outputs_name=commit.outbox_key,
+        published=[CommitPublished(k(layout.outputs(unit, p)), p) for p in commit.published] if outbox else [],
+        epoch=commit.epoch,
+    )
+    return k.names, request
+
+
+def commit_script_args(layout: KeyLayout, commit: Commit) -> tuple[list[str], bytes]:
+    """``KEYS`` and ``COMMIT``'s request, encoded."""
+    keys, request = commit_request(layout, commit)
+    return keys, _ENC.encode(request)
 
 
 def restore_script_args(layout: KeyLayout, bindings: Sequence[Binding]) -> tuple[list[str], bytes]:
     """``KEYS`` and the msgpack argument of ``RESTORE_BINDINGS``."""
     k = _Keys()
-    rows = [[k(layout.bind(b.cluster)), k(layout.used(b.cluster)), *_bind_args(b)[1:]] for b in bindings]
+    rows = [
+        [k(layout.bind(b.cluster)), k(layout.used(b.cluster)), b.pod, b.node, entry_of(b), _amounts(b)]
+        for b in bindings
+    ]
     return k.names, _ENC.encode(rows)
 
 
-def _bind_args(b: Binding) -> list[str | list[str]]:
-    """A binding as the scripts take it: cluster, pod, node, its stored entry, its amounts."""
-    return [
-        b.cluster,
-        b.pod,
-        b.node,
-        entry_of(b),
-        [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))],
-    ]
+def _amounts(b: Binding) -> list[str]:
+    """A binding's request as the scripts take it: resource, amount, resource, amount, ..."""
+    return [x for r, a in sorted(b.request.items()) for x in (r, fmt_amount(a))]

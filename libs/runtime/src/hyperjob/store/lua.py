@@ -6,28 +6,29 @@ instance's (``RedisStore`` names the layout)."""
 
 from __future__ import annotations
 
+import enum
+
+
+class CommitReply(enum.IntEnum):
+    """The first value of ``COMMIT``'s reply; the rest by code (``redis_store.commit_result``)."""
+
+    COMMITTED = 0  # {0, v1, ..., vn, e}: new versions (0 for deletes), e the new epoch (with a sentinel)
+    DUPLICATE = 1  # {1, i}: marker i is set already: its event was processed (nothing written)
+    CONFLICT = 2  # {2, i, actual}: write i's expected version does not match
+    WIPED = 3  # {3}: the sentinel is missing (the store was wiped)
+    BOUND_ELSEWHERE = 4  # {4, pod, node}: a pod to bind is bound to another node
+    NO_ROOM = 5  # {5, node, res, short, ...}: the node lacks room
+    UNKNOWN_NODE = 6  # {6, node}: the node has no allocatable registered
+    STALE = 7  # {7, epoch}: the instance committed since the given epoch (another replica)
+
+
 # KEYS: every key the commit may touch; the request names them by index into KEYS (0: none).
-# ARGV[1] marker TTL (seconds), ARGV[2] msgpack request, ARGV[3] outputs blob. The request:
-#   {alive, markers, writes, binds, unbinds, okey, outbox, okey_name, published, epoch}
-#   alive:     the sentinel key's index (0: the commit names no sentinel)
-#   markers:   {marker index, ...} (one per event id, in order)
-#   writes:    {{doc index, version index, expected (-1: any), data or false, name}}
-#   binds:     {{bind index, alloc index, used index, pod, node, entry, {res, amount, res, amount, ...}}}
-#              (an entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line
-#              per resource; a cluster's usage is one hash, field "<node>\n<res>")
-#   unbinds:   {{bind index, used index, pod}}
-#   okey:      the outputs key's index, outbox: the outbox list's index, okey_name: what the outbox
-#              holds for it; published: {{outputs key index, its name}} confirmed sent
-# The sentinel holds the instance's commit count (its epoch): a commit whose epoch (>= 0) is not the
-# stored one is refused, and every commit naming a sentinel increments it.
-# Returns {0, v1, ..., vn, e} committed (new versions; 0 for deletes; e the new epoch, with a sentinel)
-#         {1, i}               marker i is set already: its event was processed (nothing written)
-#         {2, i, actual}       write i's expected version does not match
-#         {3}                  the sentinel is missing (the store was wiped)
-#         {4, pod, node}       a pod to bind is bound to another node
-#         {5, node, res, short, ...}  the node lacks room
-#         {6, node}            the node has no allocatable registered
-#         {7, epoch}           the instance committed since the given epoch (another replica)
+# ARGV[1] marker TTL (seconds), ARGV[2] the request (``keys.CommitRequest``, a msgpack array whose
+# fields the script reads by position, in the Struct's order), ARGV[3] the outputs blob. A bind's
+# entry is the node, then "@uid" and "#devices" lines, then one "res=amount" line per resource; a
+# cluster's usage is one hash, field "<node>\n<res>". The sentinel holds the instance's commit count
+# (its epoch): a commit whose epoch (>= 0) is not the stored one is refused, and every commit naming
+# a sentinel increments it. The reply: ``CommitReply``.
 COMMIT = """
 local ttl = tonumber(ARGV[1])
 local req = cmsgpack.unpack(ARGV[2])

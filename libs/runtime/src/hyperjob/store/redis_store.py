@@ -28,7 +28,7 @@ from redis.typing import EncodableT, FieldT
 
 from .errors import StoreError, StoreUnavailableError, VersionConflictError
 from .keys import KeyLayout, commit_script_args, restore_script_args
-from .lua import COMMIT, RELEASE_LEASE, RESTORE_BINDINGS, TAKE_LEASE
+from .lua import COMMIT, RELEASE_LEASE, RESTORE_BINDINGS, TAKE_LEASE, CommitReply
 from .model import (
     BINDING_KIND_PREFIX,
     DEFAULT_PODS,
@@ -156,33 +156,35 @@ def _floats(raw: Mapping[bytes, bytes]) -> dict[str, float]:
 
 
 def commit_result(reply: Sequence[int | bytes], commit: Commit) -> CommitResult:
-    """What ``COMMIT`` replied (a code, then integers and strings by position; see ``lua.COMMIT``)."""
-    code = int(reply[0])
-    if code == 0:
-        n = len(commit.writes)
-        epoch = int(reply[n + 1]) if len(reply) > n + 1 else 0
-        return CommitResult(versions=[int(v) for v in reply[1 : n + 1]], epoch=epoch)
-    if code == 1:
-        return CommitResult(refusal="duplicate", event_id=commit.event_ids[int(reply[1]) - 1])
-    if code == 2:
-        w = commit.writes[int(reply[1]) - 1]
-        return CommitResult(
-            refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version or 0, actual=int(reply[2])
-        )
-    if code == 3:
-        return CommitResult(refusal="wiped")
-    if code == 4:
-        return CommitResult(refusal="bound-elsewhere", pod=_text(reply[1]), node=_text(reply[2]))
-    if code == 5:
-        rest = reply[2:]
-        return CommitResult(
-            refusal="no-room",
-            node=_text(reply[1]),
-            missing={_text(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)},
-        )
-    if code == 7:
-        return CommitResult(refusal="stale", epoch=int(reply[1]))
-    return CommitResult(refusal="unknown-node", node=_text(reply[1]))
+    """What ``COMMIT`` replied: a ``CommitReply`` code, then integers and strings by code."""
+    try:
+        code = CommitReply(int(reply[0]))
+    except ValueError:
+        raise StoreError(f"COMMIT replied {reply[0]!r}, not a CommitReply: the script and this client differ") from None
+    match code:
+        case CommitReply.COMMITTED:
+            n = len(commit.writes)
+            epoch = int(reply[n + 1]) if len(reply) > n + 1 else 0
+            return CommitResult(versions=[int(v) for v in reply[1 : n + 1]], epoch=epoch)
+        case CommitReply.DUPLICATE:
+            return CommitResult(refusal="duplicate", event_id=commit.event_ids[int(reply[1]) - 1])
+        case CommitReply.CONFLICT:
+            w = commit.writes[int(reply[1]) - 1]
+            return CommitResult(
+                refusal="conflict", kind=w.kind, name=w.name, expected=w.expected_version or 0, actual=int(reply[2])
+            )
+        case CommitReply.WIPED:
+            return CommitResult(refusal="wiped")
+        case CommitReply.BOUND_ELSEWHERE:
+            return CommitResult(refusal="bound-elsewhere", pod=_text(reply[1]), node=_text(reply[2]))
+        case CommitReply.NO_ROOM:
+            rest = reply[2:]
+            missing = {_text(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)}
+            return CommitResult(refusal="no-room", node=_text(reply[1]), missing=missing)
+        case CommitReply.UNKNOWN_NODE:
+            return CommitResult(refusal="unknown-node", node=_text(reply[1]))
+        case CommitReply.STALE:
+            return CommitResult(refusal="stale", epoch=int(reply[1]))
 
 
 # The client never decodes replies (no ``decode_responses``): every string redis-py types as
