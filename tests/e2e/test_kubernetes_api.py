@@ -271,6 +271,17 @@ def python_client(cli: Cli) -> Any:
 TRAINING = ("training.volcano.sh", "v1alpha1", "default", "hyperjobs")
 
 
+@contextlib.contextmanager
+def watching(kubernetes: Any, list_call: Any, *args: Any, **kwargs: Any) -> Iterator[Iterator[dict[str, Any]]]:
+    """A watch's events, its stream closed on leaving (a loop left early would leave the stream's
+    TLS socket to the garbage collector, which warns when it finalizes the socket first)."""
+    stream = kubernetes.watch.Watch().stream(list_call, *args, **kwargs)
+    try:
+        yield stream
+    finally:
+        stream.close()
+
+
 def test_the_python_client_lists_and_watches_hyperjobs_and_relists_after_an_apiserver_restart(cli: Cli):
     kubernetes, api = python_client(cli)
     body = yaml.safe_load(HYPERJOB.format(name="kube-py", queue="default", duration="2s"))
@@ -280,34 +291,37 @@ def test_the_python_client_lists_and_watches_hyperjobs_and_relists_after_an_apis
         listed = api.list_namespaced_custom_object(*TRAINING)
         assert "kube-py" in [item["metadata"]["name"] for item in listed["items"]]
         phases = []
-        for event in kubernetes.watch.Watch().stream(
-            api.list_namespaced_custom_object, *TRAINING, field_selector="metadata.name=kube-py", timeout_seconds=120
-        ):
-            phases.append(event["object"].get("status", {}).get("phase"))
-            if phases[-1] == "Completed":
-                break
+        with watching(
+            kubernetes, api.list_namespaced_custom_object, *TRAINING, field_selector="metadata.name=kube-py",
+            timeout_seconds=120,
+        ) as events:  # fmt: skip
+            for event in events:
+                phases.append(event["object"].get("status", {}).get("phase"))
+                if phases[-1] == "Completed":
+                    break
         assert phases[-1] == "Completed" and phases[0] != "Completed"
         version = api.list_namespaced_custom_object(*TRAINING)["metadata"]["resourceVersion"]
 
         restart_apiserver(cli)
         with pytest.raises(kubernetes.client.ApiException) as gone:  # its versions are the old apiserver's
-            for _ in kubernetes.watch.Watch().stream(
-                api.list_namespaced_custom_object, *TRAINING, resource_version=version, timeout_seconds=5
-            ):
-                pass
+            with watching(
+                kubernetes, api.list_namespaced_custom_object, *TRAINING, resource_version=version, timeout_seconds=5
+            ) as events:
+                for _ in events:
+                    pass
         assert gone.value.status == 410
         relisted = api.list_namespaced_custom_object(*TRAINING)  # as an informer does after 410
         assert "kube-py" in [item["metadata"]["name"] for item in relisted["items"]]
         api.delete_namespaced_custom_object(*TRAINING, "kube-py")
-        events = kubernetes.watch.Watch().stream(
-            api.list_namespaced_custom_object, *TRAINING,
+        with watching(
+            kubernetes, api.list_namespaced_custom_object, *TRAINING,
             resource_version=relisted["metadata"]["resourceVersion"], timeout_seconds=60,
-        )  # fmt: skip
-        for event in events:
-            if event["type"] == "DELETED" and event["object"]["metadata"]["name"] == "kube-py":
-                break
-        else:
-            raise AssertionError("the watch resumed from the relisted version never saw kube-py deleted")
+        ) as events:  # fmt: skip
+            for event in events:
+                if event["type"] == "DELETED" and event["object"]["metadata"]["name"] == "kube-py":
+                    break
+            else:
+                raise AssertionError("the watch resumed from the relisted version never saw kube-py deleted")
     finally:
         with contextlib.suppress(kubernetes.client.ApiException):
             api.delete_namespaced_custom_object(*TRAINING, "kube-py")
