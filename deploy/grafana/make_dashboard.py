@@ -22,11 +22,17 @@ CLUSTER_SCOPED = re.compile(
 )
 # Metrics with Volcano's `queue_name` label: their panels follow the $queue variable.
 QUEUE_SCOPED = re.compile(r"\b(volcano_queue_[a-z_]*)(\{)?")
+# The HyperJob census, by `namespace`: its panels follow the $namespace variable.
+NAMESPACE_SCOPED = re.compile(r"\b(hyperjob_(?:pending_)?hyperjobs)\b(\{)?")
 
 
 def scoped(expr: str) -> str:
     """``expr`` with the dashboard's variables as label matchers on the metrics that carry them."""
-    for pattern, matcher in ((CLUSTER_SCOPED, 'cluster=~"$cluster"'), (QUEUE_SCOPED, 'queue_name=~"$queue"')):
+    for pattern, matcher in (
+        (CLUSTER_SCOPED, 'cluster=~"$cluster"'),
+        (QUEUE_SCOPED, 'queue_name=~"$queue"'),
+        (NAMESPACE_SCOPED, 'namespace=~"$namespace"'),
+    ):
         expr = pattern.sub(lambda m, matcher=matcher: f"{m[1]}{{{matcher}" + ("," if m[2] else "}"), expr)
     return expr
 
@@ -59,6 +65,7 @@ TEMPLATING = [
     },
     variable("cluster", "Cluster", "label_values(hyperjob_cluster_nodes, cluster)"),
     variable("queue", "Queue", "label_values(volcano_queue_allocated_milli_cpu, queue_name)"),
+    variable("namespace", "Namespace", "label_values(hyperjob_hyperjobs, namespace)"),
 ]
 
 

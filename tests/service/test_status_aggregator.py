@@ -123,7 +123,7 @@ async def test_a_hyperjob_is_pending_until_admitted_then_follows_its_children_to
     # Its metrics (servicekit.metrics.REGISTRY, on /metrics): counted once each, copies or not.
     assert {name: sample(name) - before[name] for name in counted} == dict.fromkeys(counted, 1.0)
     assert sample("hyperjob_child_job_phase_transitions_total", cluster="c1", phase="Running") == running_in_c1 + 1
-    assert sample("hyperjob_hyperjobs", phase="Completed") == 1
+    assert sample("hyperjob_hyperjobs", namespace="default", phase="Completed") == 1
     # One announcement per change (six pieces of news; the three copies changed nothing).
     assert [s.phase for s in await statuses(probe)] == [
         "Pending",
@@ -250,7 +250,7 @@ async def test_a_childs_podgroup_message_is_why_its_hyperjob_waits_until_it_runs
         store, records.HYPERJOB_STATUS, HJ, AggregateDoc, where=lambda d: d.status.get("waitingReason") == expected
     )
     assert doc.phase == "Admitted"
-    assert sample("hyperjob_pending_hyperjobs", reason="Unschedulable") >= 1
+    assert sample("hyperjob_pending_hyperjobs", namespace="default", reason="Unschedulable") >= 1
     await podgroup("Running", "")
     await child_phase(bus, probe, second, "Running", running=2)
     doc = await status_doc(store, "Running")

@@ -44,19 +44,23 @@ def test_a_failover_is_a_child_that_left_the_cluster_it_was_on() -> None:
     assert domain.failovers(old, [ref("a", ""), ref("b", "c2")]) == [("c1", "none")]  # withdrawn to wait
 
 
-def test_the_census_counts_phases_and_the_waiting_by_reason_code() -> None:
+def test_the_census_counts_phases_and_the_waiting_by_reason_code_per_namespace() -> None:
     specs = [
         ("a", domain.SpecDoc(name="a", waiting_reason="queue q is Closed")),
         ("b", domain.SpecDoc(name="b")),
         ("c", domain.SpecDoc(name="c")),
+        ("team-a/b", domain.SpecDoc(name="team-a/b")),
     ]
     statuses = {
         "b": domain.AggregateDoc(name="b", phase="Admitted", waiting_reason="cluster c1 lacks nvidia.com/gpu"),
         "c": domain.AggregateDoc(name="c", phase="Running", waiting_reason="stale"),
+        "team-a/b": domain.AggregateDoc(name="team-a/b", phase="Admitted", waiting_reason="queue q is Closed"),
     }
     by_phase, by_reason = metrics.census(specs, statuses)
-    assert by_phase == {"Pending": 1, "Admitted": 1, "Running": 1}
-    assert by_reason == {"QueueLimit": 1, "Unschedulable": 1}  # a running one waits for nothing
+    assert by_phase == {("default", "Pending"): 1, ("default", "Admitted"): 1, ("default", "Running"): 1,
+                        ("team-a", "Admitted"): 1}  # fmt: skip
+    # a running one waits for nothing
+    assert by_reason == {("default", "QueueLimit"): 1, ("default", "Unschedulable"): 1, ("team-a", "QueueLimit"): 1}
 
 
 async def test_a_round_is_timed_under_its_name_even_when_it_fails() -> None:

@@ -4,8 +4,9 @@ Gauges are read from the aggregator's tables at scrape time (so a reload or a re
 them stale); counters and the latency histogram change only once a unit of work committed
 (``Reaction.after``), so a batch handled again after a refused commit is not counted twice.
 
-- ``hyperjob_hyperjobs{phase}``: HyperJobs by phase (Pending, Admitted, Running, ...);
-- ``hyperjob_pending_hyperjobs{reason}``: HyperJobs not running yet with a waiting reason, by its
+- ``hyperjob_hyperjobs{namespace,phase}``: HyperJobs by namespace and phase (Pending, Admitted,
+  Running, ...);
+- ``hyperjob_pending_hyperjobs{namespace,reason}``: HyperJobs not running yet with a waiting reason, by its
   code (``domain.waiting_reason_code``: QueueLimit, Inadmissible, Unschedulable, GangNotHeld,
   NodeFault, ClusterLost, ...), as the status shows it (a waiting child's podgroup message when
   nothing above the clusters holds it back);
@@ -28,6 +29,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from hyperjob import api
 from hyperjob.servicekit.metrics import REGISTRY
 
 from . import domain
@@ -82,31 +84,40 @@ class Tables:
 class HyperJobGauges(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         aggregator = Tables.aggregator
-        phases = GaugeMetricFamily("hyperjob_hyperjobs", "HyperJobs by phase", labels=["phase"])
+        # Namespaces are few (an administrator makes them, as identities), so they bound the series.
+        phases = GaugeMetricFamily(
+            "hyperjob_hyperjobs", "HyperJobs by namespace and phase", labels=["namespace", "phase"]
+        )
         pending = GaugeMetricFamily(
-            "hyperjob_pending_hyperjobs", "HyperJobs waiting to run, by waiting reason", labels=["reason"]
+            "hyperjob_pending_hyperjobs",
+            "HyperJobs waiting to run, by namespace and waiting reason",
+            labels=["namespace", "reason"],
         )
         if aggregator is not None:
             by_phase, by_reason = census(aggregator.specs.items(), aggregator.statuses)
-            for phase, count in sorted(by_phase.items()):
-                phases.add_metric([phase], count)
-            for reason, count in sorted(by_reason.items()):
-                pending.add_metric([reason], count)
+            for labels, count in sorted(by_phase.items()):
+                phases.add_metric(list(labels), count)
+            for labels, count in sorted(by_reason.items()):
+                pending.add_metric(list(labels), count)
         yield phases
         yield pending
 
 
-def census(specs: Iterable[tuple[str, domain.SpecDoc]], statuses: Statuses) -> tuple[Tally[str], Tally[str]]:
-    """HyperJobs by phase, and those waiting (Pending or Admitted) by reason code."""
-    by_phase: Tally[str] = Tally()
-    by_reason: Tally[str] = Tally()
-    for name, spec in specs:
-        doc = statuses.get(name)
+def census(
+    specs: Iterable[tuple[str, domain.SpecDoc]], statuses: Statuses
+) -> tuple[Tally[tuple[str, str]], Tally[tuple[str, str]]]:
+    """HyperJobs by (namespace, phase), and those waiting (Pending or Admitted) by (namespace,
+    reason code)."""
+    by_phase: Tally[tuple[str, str]] = Tally()
+    by_reason: Tally[tuple[str, str]] = Tally()
+    for key, spec in specs:
+        namespace, _ = api.split_key(key)
+        doc = statuses.get(key)
         phase = doc.phase if doc is not None else "Pending"
-        by_phase[phase] += 1
+        by_phase[namespace, phase] += 1
         reason = spec.waiting_reason or (_shown_reason(doc) if doc is not None else "")
         if phase in ("Pending", "Admitted") and reason:
-            by_reason[domain.waiting_reason_code(reason)] += 1
+            by_reason[namespace, domain.waiting_reason_code(reason)] += 1
     return by_phase, by_reason
 
 
