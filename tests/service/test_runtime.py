@@ -269,7 +269,7 @@ async def test_replicas_of_one_instance_take_turns_and_hand_over_without_loss(bu
         assert (await count(store))[0] == 20
 
         # Another holder took the lease (b's renewals did not reach the store in time): b stops.
-        await store.release_lease(INSTANCE, b.rt._holder)
+        await store.release_lease(INSTANCE, b.rt.lease.holder)
         assert await store.take_lease(INSTANCE, "elsewhere", 30.0)
         await sh.until(lambda: not b.rt.active and not b.rt.members, what="b stepping down")
         await store.release_lease(INSTANCE, "elsewhere")
@@ -379,7 +379,7 @@ async def test_outputs_committed_by_an_instance_that_died_go_out_when_it_restart
         msg = tick()
         await sh.send(bus, subjects.DELETE, msg)
         await sh.until(lambda: flaky.failed == 1, what="the failed publish")
-        counter.rt._unpublished.clear()  # noqa: SLF001 - the process dies: what it held in memory is gone
+        counter.rt.outbox._unpublished.clear()  # noqa: SLF001 - the process dies: what it held in memory is gone
         assert await probe.messages(subjects.HYPERJOB_DELETED) == []
     async with Running(bus, store, backoff=[30.0]):
         [announced] = await probe.wait(subjects.HYPERJOB_DELETED, events.HyperJobDeleted)

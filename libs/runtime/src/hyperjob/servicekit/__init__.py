@@ -8,10 +8,11 @@ runs live (``servicekit.process.run_service``, the only part that opens NATS and
 inside ``hyperjob simulate``.
 """
 
+from .changelog import parse_state_subject, state_subject
 from .config import SettingsError, instance_name, load_settings
 from .invariants import InvariantError, present
 from .projection import Projection, Table
-from .runtime import Reaction, Runtime, parse_state_subject, state_subject
+from .runtime import Reaction, Runtime
 from .timers import AsyncioTimers, Clock, Rank, Timers, WallClock, Work
 
 __all__ = [

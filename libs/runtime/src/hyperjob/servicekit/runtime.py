@@ -15,13 +15,11 @@ is refused (a marker already there, a version conflict from another replica, a r
 wiped store) or a handler raised, the tables are reloaded from the store and the batch is
 handled again without what cannot be handled, so memory never keeps an uncommitted change.
 Outputs are recorded in the store's outbox with the commit and removed once published; after a
-crash they are published again (their ids are deterministic, JetStream drops the copies).
+crash they are published again (their ids are deterministic, JetStream drops the copies): see
+``outbox``. The changelog and the restore from it: ``changelog``.
 
-Replicas (docs/scale-out.md): several processes may run one instance (the same name, so the same
-durable consumers and documents), but one at a time: the holder of the instance's lease in the
-store (``lease_ttl``) consumes and runs rounds, the others wait as standbys and take over when it
-stops or its lease lapses. Two replicas that both ran would keep refusing each other's commits
-(the epoch fences every commit, so correctness never depended on the lease; progress does).
+Replicas: several processes may run one instance (the same name, so the same durable consumers
+and documents), but one at a time, the holder of its lease (``lease``, when ``lease_ttl`` is set).
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ import contextlib
 import inspect
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -42,26 +39,18 @@ from opentelemetry import trace
 from hyperjob import events
 from hyperjob.bus import Bus, Delivery, RetryableError, Subscription, Verdict
 from hyperjob.events import Envelope, Message, derive_id, subjects
-from hyperjob.store import (
-    Binding,
-    Commit,
-    CommitResult,
-    Output,
-    Store,
-    StoreError,
-    Unbind,
-    Write,
-    binding_kind,
-    entry_of,
-)
+from hyperjob.store import Binding, Commit, CommitResult, Output, Store, Unbind
 from hyperjob.telemetry.spans import ServiceTracing
 
+from .changelog import changelog_outputs, latest_documents
 from .inputs import Reader, Unreadable
+from .lease import Lease
 from .metrics import ACTIVE, BUS
+from .outbox import Outbox
 from .projection import Projection, Table
 from .timers import Clock, Rank, Timers, Work
 
-__all__ = ["Reaction", "Runtime", "parse_state_subject", "state_subject"]
+__all__ = ["Reaction", "Runtime"]
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
@@ -79,11 +68,6 @@ MAX_ATTEMPTS = 5
 # so it is handled again on reloaded memory, more times, after a short random pause that lets the
 # busier replica go first (two replicas refusing each other in step would otherwise never end).
 MAX_STALE_ATTEMPTS = 50
-# A lease holder renews this many times per TTL: a renewal or two may fail (a slow store, a busy
-# loop) before a standby may take over.
-LEASE_RENEWALS = 4
-H_VERSION = "Hyperjob-Version"
-H_DELETED = "Hyperjob-Deleted"
 
 
 class Reaction(msgspec.Struct, kw_only=True):
@@ -106,25 +90,6 @@ class Reaction(msgspec.Struct, kw_only=True):
             self.unbinds += other.unbinds
             self.after += other.after
         return self
-
-
-def state_subject(instance: str, kind: str, name: str) -> str:
-    """The changelog subject of one document (a ``.`` inside a name would split its token)."""
-    return f"state.{_token(instance)}.{_token(kind)}.{_token(name)}"
-
-
-def parse_state_subject(instance: str, subject: str) -> tuple[str, str]:
-    """(kind, name) of a changelog subject of ``instance``."""
-    kind, _, name = subject[len(f"state.{_token(instance)}.") :].partition(".")
-    return _untoken(kind), _untoken(name)
-
-
-def _token(text: str) -> str:
-    return text.replace("%", "%25").replace(".", "%2E")
-
-
-def _untoken(text: str) -> str:
-    return text.replace("%2E", ".").replace("%25", "%")
 
 
 _ADMIN = Reader([events.AdminCommand])
@@ -185,12 +150,11 @@ class Runtime:
         self._binding_clusters: list[str] = []
         self._stale = False
         self._epoch = -1  # the store's commit count of this instance when memory was loaded
-        self._published: list[str] = []
-        self._unpublished: list[tuple[str, list[Output]]] = []
+        self.outbox = Outbox(bus)
         self.started = False
-        # 0: no lease (the simulator, a test's lone instance); else replicas take turns (module doc).
+        # 0: no lease (the simulator, a test's lone instance); else replicas take turns (``lease``).
         self.lease_ttl = lease_ttl
-        self._holder = uuid.uuid4().hex  # this replica's token in the lease
+        self.lease = Lease(store, instance, lease_ttl, self.log)
         self._lease_keeper: asyncio.Task[None] | None = None
         self._activation: asyncio.Task[None] | None = None
         self.active = False  # consuming and running rounds (the lease holder)
@@ -347,17 +311,16 @@ class Runtime:
     async def start(self) -> None:
         """Run the instance (restore, load, consume; ``_activate``), or, when another replica holds
         its lease, wait as a standby and run it once the lease is free."""
-        self.timers.every(
-            1.0, self._exclusive(self._flush_unpublished), f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING
-        )
+        self.timers.every(1.0, self._exclusive(self.outbox.flush), f"{self.instance}/outbox", rank=Rank.HOUSEKEEPING)
         if not self.lease_ttl:
             await self._activate()
         else:
-            if await self.store.take_lease(self.instance, self._holder, self.lease_ttl):
+            if await self.lease.take():
                 await self._activate()
             else:
                 self.log.info("standby", instance=self.instance, why="another replica holds the lease")
-            self._lease_keeper = asyncio.create_task(self._keep_lease(), name=f"{self.instance}/lease")
+            keep = self.lease.keep(self._running, self._take_over, self._deactivate)
+            self._lease_keeper = asyncio.create_task(keep, name=f"{self.instance}/lease")
         self.timers.start()
         self.started = True
 
@@ -365,7 +328,7 @@ class Runtime:
         """Restore the state if the store lost it, load it, fill the watches, then consume."""
         await self._restore_if_wiped()
         await self._load()
-        await self._republish_outbox()
+        await self.outbox.resend(await self.store.outbox(self.instance))
         for subject_filter, handlers in self._watches:
             self._members.append(await self.bus.watch(subject_filter, self._watch_handler(subject_filter, handlers)))
         for sub in self._subscriptions:
@@ -414,22 +377,14 @@ class Runtime:
             await member.stop()
         self._members.clear()
 
-    async def _keep_lease(self) -> None:
-        """Renew the lease while holding it; as a standby, take it when it is free. Activation runs
-        beside the renewals (a long load must not let the lease lapse)."""
-        while True:
-            await asyncio.sleep(self.lease_ttl / LEASE_RENEWALS)
-            try:
-                held = await self.store.take_lease(self.instance, self._holder, self.lease_ttl)
-            except Exception as exc:  # noqa: BLE001 - the store is away: nobody commits meanwhile; again
-                self.log.debug("lease_unknown", instance=self.instance, error=str(exc))
-                continue
-            if held and not self.active and self._activation is None:
-                self.log.warning("lease_taken", instance=self.instance, holder=self._holder)
-                self._activation = asyncio.create_task(self._activate_once())
-            elif not held and (self.active or self._activation is not None):
-                self.log.warning("lease_lost", instance=self.instance, holder=self._holder)
-                await self._deactivate()
+    def _running(self) -> bool:
+        """Whether this replica runs the instance or is becoming its runner."""
+        return self.active or self._activation is not None
+
+    def _take_over(self) -> None:
+        """The lease is this replica's now: activate beside the renewals (a long load must not
+        let the lease lapse)."""
+        self._activation = asyncio.create_task(self._activate_once())
 
     async def _activate_once(self) -> None:
         try:
@@ -458,8 +413,7 @@ class Runtime:
         await self._stop_consuming()
         await self.timers.stop()
         if self.lease_ttl:
-            with contextlib.suppress(StoreError):  # unreleased, it lapses after its TTL
-                await self.store.release_lease(self.instance, self._holder)
+            await self.lease.release()
         self.started = False
 
     @property
@@ -526,19 +480,7 @@ class Runtime:
 
     async def restore_from_changelog(self) -> int:
         """Put back every document this instance's changelog holds; returns how many."""
-        from hyperjob.store import Doc
-
-        latest = await self.bus.last_per_subject(f"state.{_token(self.instance)}.>")
-        docs = []
-        for delivery in latest.values():
-            if delivery.headers.get(H_DELETED):
-                continue
-            kind, name = parse_state_subject(self.instance, delivery.subject)
-            if not await self._restorable(kind, delivery):
-                continue
-            docs.append(
-                Doc(kind=kind, name=name, version=int(delivery.headers.get(H_VERSION, "1")), data=delivery.data)
-            )
+        docs = await latest_documents(self.bus, self.instance, self._restorable)
         await self.store.restore(docs)
         return len(docs)
 
@@ -696,12 +638,11 @@ class Runtime:
             reaction.extend(callback())
 
     async def _commit(self, consumer: str, event_ids: list[str], reaction: Reaction, *, unit: str) -> CommitResult:
-        if self._unpublished:
-            # Outputs of an earlier commit whose publish failed go out first: published after a
-            # later unit's, they would put old values back on latest-value streams (a changelog
-            # entry older than the document, a stale JobState). Still failing: commit nothing now.
+        if self.outbox.behind:
+            # Outputs of an earlier commit whose publish failed go out first (``outbox``: in
+            # commit order). Still failing: commit nothing now.
             try:
-                await self._flush_unpublished()
+                await self.outbox.flush()
             except BaseException:
                 self._stale = True  # this unit's changes are in memory only: reload before the next
                 raise
@@ -717,11 +658,11 @@ class Runtime:
         ]
         self.tracing.forget_emitted()
         if self.changelog:
-            outputs += self._changelog(writes, reaction, unit)
+            outputs += changelog_outputs(self.instance, writes, reaction.binds, reaction.unbinds, unit)
         if not (event_ids or writes or reaction.binds or reaction.unbinds or outputs):
             return CommitResult()
         okey = f"o:{self.instance}:{unit}" if outputs else ""
-        published, self._published = self._published, []
+        published = self.outbox.take_published()
         commit = Commit(
             consumer=consumer,
             event_ids=event_ids,
@@ -738,73 +679,20 @@ class Runtime:
         try:
             result = await self.store.commit(commit)
         except BaseException:
-            self._published = published + self._published
+            self.outbox.give_back(published)
             self._stale = True
             raise
         if not result.ok:
-            self._published = published + self._published
+            self.outbox.give_back(published)
             return result
         self._epoch = result.epoch
         self.projection.confirm(writes, result.versions)
         self.fault("after-commit")
-        await self._publish(okey, outputs)
+        await self.outbox.publish(okey, outputs)
         self.fault("after-publish")
         for work in reaction.after:
             await work()
         return result
-
-    def _changelog(self, writes: list[Write], reaction: Reaction, unit: str) -> list[Output]:
-        """Every document this commit writes, for the changelog (after the outputs)."""
-        out = []
-        for w in writes:
-            # The version this write gives the document: the commit checks ``expected_version``.
-            version = (w.expected_version or 0) + 1
-            out.append(self._state_output(w.kind, w.name, w.data, unit, version))
-        for b in reaction.binds:
-            out.append(self._state_output(binding_kind(b.cluster), b.pod, entry_of(b).encode(), unit))
-        for u in reaction.unbinds:
-            out.append(self._state_output(binding_kind(u.cluster), u.pod, None, unit))
-        return out
-
-    def _state_output(self, kind: str, name: str, data: bytes | None, unit: str, version: int = 1) -> Output:
-        # A tombstone (data None) keeps the subject, saying "gone", until it is purged.
-        headers = {H_DELETED: "1"} if data is None else {H_VERSION: str(version)}
-        return Output(
-            subject=state_subject(self.instance, kind, name),
-            msg_id=derive_id(unit, f"state/{kind}/{name}"),
-            payload=data or b"",
-            headers=headers,
-        )
-
-    async def _publish(self, okey: str, outputs: list[Output]) -> None:
-        if not outputs:
-            return
-        try:
-            await self.bus.publish_many(outputs)
-        except Exception:
-            # Committed, so these must go out: kept (and in the store's outbox) until they do.
-            self._unpublished.append((okey, outputs))
-            raise
-        self._published.append(okey)
-
-    async def _flush_unpublished(self) -> None:
-        """Publish what earlier commits could not, in commit order (callers hold ``lock``)."""
-        while self._unpublished:
-            okey, outputs = self._unpublished[0]
-            await self.bus.publish_many(outputs)
-            self._unpublished.pop(0)
-            self._published.append(okey)
-
-    async def _republish_outbox(self) -> None:
-        """Outputs committed by an earlier life of this instance that may never have gone out."""
-        pending = await self.store.outbox(self.instance)
-        for okey, outputs in pending:
-            try:
-                await self.bus.publish_many(outputs)
-            except Exception:  # noqa: BLE001 - retried by the outbox round
-                self._unpublished.append((okey, outputs))
-                continue
-            self._published.append(okey)
 
     # -- watches -------------------------------------------------------------------------------------
 
