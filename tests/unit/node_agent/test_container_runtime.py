@@ -40,6 +40,7 @@ def args_of(msg: events.PodStart, nvml_gpus: bool = False) -> list[str]:
         log_path=Path("/pods/c1/p/log"),
         grace=7,
         nvml_gpus=nvml_gpus,
+        volumes_root=Path("/pods/c1/p/volumes/u-1"),
     )
 
 

@@ -13,6 +13,9 @@ incarnation (uid), on the host's network (pods reach each other as exec-mode pod
 in ``<work_dir>/<cluster>/<pod>/log`` (podman's ``k8s-file`` format, kept after the container is
 removed: ``hyperjob logs`` reads it). ``resources.limits`` become cgroup limits (``--cpus``,
 ``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so.
+The main container's ``volumeMounts`` are bind mounts: a ``hostPath`` volume the node's path, an
+``emptyDir`` a directory of the pod's incarnation in its sandbox (kept across restarts in place,
+removed when the pod ends or is stopped); a volume of any other source refuses the pod.
 
 A watcher per pod waits for its container (``podman wait``), reads how it ended (``podman
 inspect``: exit code, OOM kill), removes it and reports. podman is started by the standard
@@ -28,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,6 +49,7 @@ from .runners import OnExit, gpu_assignment
 LABEL_AGENT, LABEL_POD, LABEL_UID = "io.hyperjob.agent", "io.hyperjob.pod", "io.hyperjob.uid"
 EXIT_START_FAILED = 125  # podman's own code for "could not create or start the container"
 EXIT_GONE = 137  # a container removed under us, whose end podman cannot tell: it was killed
+VOLUMES = "volumes"  # a pod's emptyDir volumes, one directory each, in its sandbox
 START_FILE = "start.json"  # what started the pod: a restarted agent restarts it in place from it
 log = structlog.get_logger("node-agent")
 
@@ -70,6 +75,33 @@ def limit_args(limits: Mapping[str, str | int | float]) -> list[str]:
     return args
 
 
+def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]:
+    """The main container's ``volumeMounts`` as podman bind mounts: a ``hostPath`` volume the
+    node's path, an ``emptyDir`` the pod's own directory ``empty_dirs/<volume>`` (made by the
+    runner, removed with the pod). Other sources cannot be mounted here: the pod is refused."""
+    args = []
+    for index, mount in enumerate(mounts):
+        field = f"volumeMounts[{index}]"
+        if mount.source == "hostPath":
+            host = mount.host_path
+        elif mount.source == "emptyDir":
+            host = str(empty_dirs / mount.volume)
+        else:
+            raise ValueError(
+                f"{field}: volume {mount.volume!r} is a {mount.source}; a container node mounts hostPath and emptyDir"
+            )
+        for name, path in (("mountPath", mount.mount_path), ("hostPath.path", host)):
+            if not path.startswith("/") or ":" in path:  # podman's --volume separates with ':'
+                raise ValueError(f"{field}.{name}: an absolute path without ':' is needed, got {path!r}")
+        args += ["--volume", f"{host}:{mount.mount_path}" + (":ro" if mount.read_only else "")]
+    return args
+
+
+def empty_dirs(mounts: Sequence[events.PodMount]) -> set[str]:
+    """The names of the pod's ``emptyDir`` volumes its main container mounts."""
+    return {mount.volume for mount in mounts if mount.source == "emptyDir"}
+
+
 def _quantity(limits: Mapping[str, str | int | float], name: str) -> float:
     try:
         value = api.parse_quantity(limits[name])
@@ -89,8 +121,10 @@ def run_args(
     log_path: Path,
     grace: float,
     nvml_gpus: bool,
+    volumes_root: Path,
 ) -> list[str]:
-    """The ``podman run`` arguments of one pod (after the global options), built from the pod alone."""
+    """The ``podman run`` arguments of one pod (after the global options), built from the pod alone;
+    its ``emptyDir`` volumes are directories under ``volumes_root``."""
     if not msg.image:
         raise ValueError("image: a container-mode pod needs an image")
     gpu_env, gpu_args = gpu_assignment(msg.devices, "container", nvml_gpus)
@@ -112,6 +146,7 @@ def run_args(
         *("--log-driver", "k8s-file", "--log-opt", f"path={log_path}"),
         *limit_args(msg.limits),
         *gpu_args,
+        *mount_args(msg.mounts, volumes_root),
     ]
     for path in sorted(msg.files):
         args += ["--volume", f"{files_root / path.lstrip('/')}:{path}:ro"]
@@ -243,7 +278,11 @@ class PodmanRunner:
         (box / "container").write_text(container_name(self.agent, msg.pod))  # `hyperjob logs` reads k8s-file
         grace = msg.grace_period if msg.grace_period is not None else self.kill_grace
         env = {**domain.local_env(msg.env), "HYPERJOB_POD": msg.pod, "HYPERJOB_FILES_ROOT": "/"}
+        # An emptyDir lives as long as the incarnation: a container restarted in place finds its data.
+        volumes = box / VOLUMES / msg.uid
         try:
+            for volume in empty_dirs(msg.mounts):
+                (volumes / volume).mkdir(parents=True, exist_ok=True)
             args = run_args(
                 msg,
                 agent=self.agent,
@@ -252,6 +291,7 @@ class PodmanRunner:
                 log_path=box / "log",
                 grace=grace,
                 nvml_gpus=self.nvml_gpus,
+                volumes_root=volumes,
             )
             code, output = await self.podman(*args, check=False)
         except (ValueError, OSError) as exc:
@@ -259,9 +299,19 @@ class PodmanRunner:
         if code != 0:
             log.warning("container_not_started", pod=msg.pod, code=code, output=output.strip()[-500:])
             await self.podman("rm", "--force", "--ignore", container_name(self.agent, msg.pod), check=False)
-            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, code, "StartError"))
+            self.watchers[msg.pod] = asyncio.create_task(self._ended(msg.pod, msg.uid, code, "StartError"))
             return
         self._watch(msg.pod, msg.uid, grace)
+
+    async def _ended(self, pod: str, uid: str, exit_code: int, reason: str) -> None:
+        """Report the end of the pod's container; once it is not restarted in place, the pod's
+        volumes go with it."""
+        await self.on_exit(pod, uid, exit_code, reason)
+        if pod not in self.running:
+            self._remove_volumes(pod)
+
+    def _remove_volumes(self, pod: str) -> None:
+        shutil.rmtree(sandbox(self.work_dir, self.cluster, pod) / VOLUMES, ignore_errors=True)
 
     def _watch(self, pod: str, uid: str, grace: float) -> None:
         self.running[pod] = uid
@@ -287,7 +337,7 @@ class PodmanRunner:
         if self.running.get(pod) != uid:
             return
         del self.running[pod]
-        await self.on_exit(pod, uid, exit_code, reason)
+        await self._ended(pod, uid, exit_code, reason)
 
     async def kill(self, pod: str) -> None:
         self.running.pop(pod, None)
@@ -299,6 +349,7 @@ class PodmanRunner:
         await self.podman(
             "rm", "--force", "--ignore", "--time", str(round(grace)), container_name(self.agent, pod), check=False
         )
+        self._remove_volumes(pod)
 
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         _, output = await self.podman(
