@@ -1,10 +1,11 @@
 """The node-agent's container runtime (``containerpods.PodmanRunner``) running real pods under
 podman, as an agent in ``mode: container`` runs them: a pod ends with its own exit code and its
-output in its log; its ``resources.limits`` are the cgroup limits read inside it; a container over
-its memory is reported ``OOMKilled``; ``kill -9`` of a container is Failed with 137; an agent that
-restarts adopts the container it left running (the same container, not a second one), removes one
-that belongs to no pod of its, and a deleted pod leaves no container behind; a ``hostPath`` volume
-is read read-only and an ``emptyDir`` goes with its pod.
+output in its log; its ``resources.limits`` are the cgroup limits read inside it, its ``requests``
+its CPU shares and memory soft limit; a container over its memory is reported ``OOMKilled``;
+``kill -9`` of a container is Failed with 137; an agent that restarts adopts the container it left
+running (the same container, not a second one), removes one that belongs to no pod of its, and a
+deleted pod leaves no container behind; a ``hostPath`` volume is read read-only and an
+``emptyDir`` goes with its pod.
 
 Only the local base image is needed (``podman_kit.ensure_base_image``), not the compose deployment.
 """
@@ -128,6 +129,22 @@ async def test_limits_are_the_cgroup_limits_inside_and_over_memory_is_oom_killed
     hog = "python3 -c 'b = bytearray(512 * 2**20); print(len(b))'"
     await pods.launch(pod("hog", base_image, hog, limits={"memory": "64Mi"}))
     assert await next_exit(exits) == ("hog", "hog-uid", 137, "OOMKilled")
+
+
+async def test_requests_are_recorded_in_the_cgroup(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    pods = runner(agent_name, tmp_path, exits)
+    read_requests = (  # cgroup v1 (these machines), else v2
+        "cat /sys/fs/cgroup/cpu/cpu.shares 2>/dev/null || echo weight $(cat /sys/fs/cgroup/cpu.weight); "
+        "cat /sys/fs/cgroup/memory/memory.soft_limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.low"
+    )
+    await pods.launch(pod("requests", base_image, read_requests, requests={"cpu": "250m", "memory": "32Mi"}))
+    assert (await next_exit(exits))[2:] == (0, "Completed")
+    cpu, memory = output(tmp_path, "requests").split("\n")[:2]
+    assert cpu in ("256", "weight 10")  # 250m as the kubelet's shares; podman's weight of 256 shares on v2
+    assert int(memory) == 32 * 2**20
+    FIGURES["cgroup requests inside vs pod requests"] = f"cpu.shares {cpu}, soft limit {memory} (250m, 32Mi)"
 
 
 async def test_kill_9_is_failed_137_and_a_restarted_agent_adopts_what_it_left(

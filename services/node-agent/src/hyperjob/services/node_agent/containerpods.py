@@ -12,7 +12,9 @@ incarnation (uid), on the host's network (pods reach each other as exec-mode pod
 ``domain.local_env``), with the plugin files bind-mounted read-only at their paths and its output
 in ``<work_dir>/<cluster>/<pod>/log`` (podman's ``k8s-file`` format, kept after the container is
 removed: ``hyperjob logs`` reads it). ``resources.limits`` become cgroup limits (``--cpus``,
-``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so.
+``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so;
+``resources.requests`` are recorded as the kubelet records them (``--cpu-shares``, and
+``--memory-reservation``, a soft limit).
 The main container's ``volumeMounts`` are bind mounts: a ``hostPath`` volume the node's path, an
 ``emptyDir`` a directory of the pod's incarnation in its sandbox (kept across restarts in place,
 removed when the pod ends or is stopped); a volume of any other source refuses the pod.
@@ -51,6 +53,8 @@ EXIT_START_FAILED = 125  # podman's own code for "could not create or start the 
 EXIT_GONE = 137  # a container removed under us, whose end podman cannot tell: it was killed
 VOLUMES = "volumes"  # a pod's emptyDir volumes, one directory each, in its sandbox
 START_FILE = "start.json"  # what started the pod: a restarted agent restarts it in place from it
+CPU_SHARES_PER_CPU = 1024  # the kubelet's cpu.shares of one requested CPU
+MIN_CPU_SHARES = 2  # and its floor (a request of a few millicores)
 log = structlog.get_logger("node-agent")
 
 
@@ -67,12 +71,36 @@ def limit_args(limits: Mapping[str, str | int | float]) -> list[str]:
     the memory maximum in bytes with no swap beyond it; other resources (GPUs) are not cgroup limits."""
     args = []
     if "cpu" in limits:
-        cpus = _quantity(limits, "cpu")
+        cpus = _quantity(limits, "limits", "cpu")
         args += ["--cpus", f"{cpus:g}"]
     if "memory" in limits:
-        memory = str(int(_quantity(limits, "memory")))
+        memory = str(int(_quantity(limits, "limits", "memory")))
         args += ["--memory", memory, "--memory-swap", memory]
     return args
+
+
+def request_args(requests: Mapping[str, str | int | float]) -> list[str]:
+    """``resources.requests`` recorded in the container's cgroup, as the kubelet records them: ``cpu``
+    its CPU weight against the node's other pods (``--cpu-shares``, 1024 a CPU, at least 2), ``memory``
+    the memory the kernel tries to leave it under pressure (``--memory-reservation``, a soft limit)."""
+    args = []
+    if "cpu" in requests:
+        shares = max(MIN_CPU_SHARES, int(_quantity(requests, "requests", "cpu") * CPU_SHARES_PER_CPU))
+        args += ["--cpu-shares", str(shares)]
+    if "memory" in requests:
+        args += ["--memory-reservation", str(int(_quantity(requests, "requests", "memory")))]
+    return args
+
+
+def _quantity(resources: Mapping[str, str | int | float], kind: str, name: str) -> float:
+    field = f"resources.{kind}.{name}"
+    try:
+        value = api.parse_quantity(resources[name])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{field}: {resources[name]!r} is not a quantity ({exc})") from None
+    if value <= 0:
+        raise ValueError(f"{field}: must be more than 0, got {resources[name]!r}")
+    return value
 
 
 def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]:
@@ -100,16 +128,6 @@ def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]
 def empty_dirs(mounts: Sequence[events.PodMount]) -> set[str]:
     """The names of the pod's ``emptyDir`` volumes its main container mounts."""
     return {mount.volume for mount in mounts if mount.source == "emptyDir"}
-
-
-def _quantity(limits: Mapping[str, str | int | float], name: str) -> float:
-    try:
-        value = api.parse_quantity(limits[name])
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"resources.limits.{name}: {limits[name]!r} is not a quantity ({exc})") from None
-    if value <= 0:
-        raise ValueError(f"resources.limits.{name}: must be more than 0, got {limits[name]!r}")
-    return value
 
 
 def run_args(
@@ -145,6 +163,7 @@ def run_args(
         *("--network", "host", "--pull", "never", "--stop-timeout", str(round(grace))),
         *("--log-driver", "k8s-file", "--log-opt", f"path={log_path}"),
         *limit_args(msg.limits),
+        *request_args(msg.requests),
         *gpu_args,
         *mount_args(msg.mounts, volumes_root),
     ]
