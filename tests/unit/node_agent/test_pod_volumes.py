@@ -14,7 +14,7 @@ import pytest
 
 from hyperjob import api, events
 from hyperjob import jobcore as jc
-from hyperjob.services.node_agent.containerpods import mount_args, run_args
+from hyperjob.services.node_agent.containerpods import empty_dirs, mount_args, run_args
 
 ROOT = Path("/pods/c1/p/volumes/u-1")
 
@@ -110,9 +110,20 @@ def test_other_volume_sources_load_and_round_trip_unchanged() -> None:
         (events.PodMount(volume="c", mount_path="/c", source="persistentVolumeClaim"), "volumeMounts[0]: volume 'c'"),
         (events.PodMount(volume="s", mount_path="rel"), "volumeMounts[0].mountPath:"),
         (events.PodMount(volume="h", mount_path="/h", source="hostPath", host_path="/a:b"), "volumeMounts[0].hostPath"),
+        (events.PodMount(volume="s", mount_path="/s", sub_path="../up"), "volumeMounts[0].subPath:"),
+        (events.PodMount(volume="s", mount_path="/s", sub_path="/abs"), "volumeMounts[0].subPath:"),
     ],
-    ids=["unsupported-source", "relative-mount-path", "colon-in-host-path"],
+    ids=["unsupported-source", "relative-mount-path", "colon-in-host-path", "sub-path-leaving", "sub-path-absolute"],
 )
 def test_a_mount_the_node_cannot_make_is_refused_naming_the_field(mount: events.PodMount, field: str) -> None:
     with pytest.raises(ValueError, match="^" + re.escape(field)):
         mount_args([mount], ROOT)
+
+
+def test_a_sub_path_mounts_a_path_inside_the_volume() -> None:
+    document = job(
+        [DATA, SCRATCH], [{"name": "data", "mountPath": "/d", "subPath": "set-1"}, {**MOUNTS[1], "subPath": "a/b"}]
+    )
+    mounts = mounts_of(document)
+    assert mount_args(mounts, ROOT) == ["--volume", "/srv/data/set-1:/d", "--volume", f"{ROOT}/scratch/a/b:/scratch"]
+    assert empty_dirs(mounts) == {"scratch/a/b"}  # made by the runner before the container starts

@@ -173,6 +173,7 @@ class PodMount(msgspec.Struct, frozen=True, kw_only=True):
     source: str = "emptyDir"
     host_path: str = ""
     read_only: bool = False
+    sub_path: str = ""  # a path inside the volume mounted instead of its root
 
 
 class PodStart(msgspec.Struct, frozen=True, kw_only=True):

@@ -180,6 +180,7 @@ def pod_mounts(spec: api.PodSpec, container: api.Container) -> list[PodMount]:
                 source=volume.source(),
                 host_path=volume.host_path.path if volume.host_path is not None else "",
                 read_only=mount.read_only,
+                sub_path=mount.sub_path,
             )
         )
     return mounts

@@ -111,9 +111,9 @@ def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]
     for index, mount in enumerate(mounts):
         field = f"volumeMounts[{index}]"
         if mount.source == "hostPath":
-            host = mount.host_path
+            host = str(Path(mount.host_path) / _sub_path(mount, field))
         elif mount.source == "emptyDir":
-            host = str(empty_dirs / mount.volume)
+            host = str(empty_dirs / mount.volume / _sub_path(mount, field))
         else:
             raise ValueError(
                 f"{field}: volume {mount.volume!r} is a {mount.source}; a container node mounts hostPath and emptyDir"
@@ -125,9 +125,17 @@ def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]
     return args
 
 
+def _sub_path(mount: events.PodMount, field: str) -> str:
+    """``subPath``: a relative path that stays inside the volume (Kubernetes' rule)."""
+    if mount.sub_path.startswith("/") or ".." in Path(mount.sub_path).parts:
+        raise ValueError(f"{field}.subPath: a relative path inside the volume is needed, got {mount.sub_path!r}")
+    return mount.sub_path
+
+
 def empty_dirs(mounts: Sequence[events.PodMount]) -> set[str]:
-    """The names of the pod's ``emptyDir`` volumes its main container mounts."""
-    return {mount.volume for mount in mounts if mount.source == "emptyDir"}
+    """The directories of the pod's ``emptyDir`` volumes its main container mounts, relative to the
+    pod's volumes (``<volume>`` or ``<volume>/<subPath>``: the kubelet makes a missing subPath)."""
+    return {str(Path(mount.volume) / mount.sub_path) for mount in mounts if mount.source == "emptyDir"}
 
 
 def run_args(
@@ -300,8 +308,6 @@ class PodmanRunner:
         # An emptyDir lives as long as the incarnation: a container restarted in place finds its data.
         volumes = box / VOLUMES / msg.uid
         try:
-            for volume in empty_dirs(msg.mounts):
-                (volumes / volume).mkdir(parents=True, exist_ok=True)
             args = run_args(
                 msg,
                 agent=self.agent,
@@ -312,6 +318,8 @@ class PodmanRunner:
                 nvml_gpus=self.nvml_gpus,
                 volumes_root=volumes,
             )
+            for directory in empty_dirs(msg.mounts):  # after run_args checked their subPaths
+                (volumes / directory).mkdir(parents=True, exist_ok=True)
             code, output = await self.podman(*args, check=False)
         except (ValueError, OSError) as exc:
             code, output = EXIT_START_FAILED, str(exc)
