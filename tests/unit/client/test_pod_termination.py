@@ -79,4 +79,14 @@ def test_a_pod_that_failed_without_a_reason_shows_its_phase() -> None:
     (item,) = asyncio.run(views.pods(Docs(driver.record), POD))  # type: ignore[arg-type]
 
     assert views.pod_rows([item])[1][0][2] == "Failed"
-    assert views.pod_manifest(item)["status"]["state"] == {"terminated": {"exitCode": 3, "reason": ""}}
+    assert views.pod_manifest(item)["status"]["state"] == {"terminated": {"exitCode": 3}}
+
+
+def test_a_pod_that_succeeded_is_terminated_with_exit_0() -> None:
+    driver = running("Never")
+    driver.succeed(POD)
+    (item,) = asyncio.run(views.pods(Docs(driver.record), POD))  # type: ignore[arg-type]
+
+    assert views.pod_rows([item])[1][0][2] == "Succeeded"
+    status = views.pod_manifest(item)["status"]
+    assert status["state"] == {"terminated": {"exitCode": 0}} and "lastState" not in status

@@ -322,9 +322,10 @@ async def pods(client: Client, name: str | None) -> list[View]:
 def pod_manifest(item: View) -> View:
     status: View = {"phase": item["phase"], "cluster": item["cluster"], "restarts": item["restarts"]}
     if item["exitCode"] is not None:
-        # As Kubernetes says it: a Failed pod's container is terminated; a restarted one was.
-        state = "state" if item["phase"] == "Failed" else "lastState"
-        status[state] = {"terminated": {"exitCode": item["exitCode"], "reason": item["reason"]}}
+        # As Kubernetes says it: an ended pod's container is terminated; a restarted one was.
+        state = "state" if item["phase"] in ("Succeeded", "Failed") else "lastState"
+        terminated = {"exitCode": item["exitCode"], **({"reason": item["reason"]} if item["reason"] else {})}
+        status[state] = {"terminated": terminated}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
