@@ -1,8 +1,9 @@
 """A node-agent in ``mode: container`` (its own ``build`` on a runtime over real JetStream and Redis,
 as ``hyperjob up`` runs it) with real podman containers: a pod is reported Running, then Failed
-with its container's exit code; when the agent stops, a standby replica that takes over adopts
-the container it left running (the same container: nothing started twice, nothing reported lost); ``kill -9`` of that
-container is then reported Failed with 137, and no container of the agent is left behind.
+with its container's exit code (one over its memory limit: 137, ``OOMKilled``); when the agent
+stops, a standby replica that takes over adopts the container it left running (the same container:
+nothing started twice, nothing reported lost); ``kill -9`` of that container is then reported
+Failed with 137, and no container of the agent is left behind.
 
 Prints the seconds from a pod's start message until its container runs (bind → running).
 """
@@ -131,11 +132,14 @@ async def test_an_agent_runs_reports_and_adopts_real_containers(wired, tmp_path:
         first = sh.running("node-agent", build, s, bus, store, instance=agent, lease_ttl=LEASE)
         await first.__aenter__()
         await sh.send(bus, subjects.start_pods(C), start("ends", image, "echo bye; exit 3"))
+        hog = "python3 -c 'b = bytearray(512 * 2**20)'"  # over its 64Mi: what `get pods` shows OOMKilled
+        await sh.send(bus, subjects.start_pods(C), start("hog", image, hog))
         sent = time.monotonic()
         await sh.send(bus, subjects.start_pods(C), start("sleeper", image, "sleep 600"))
         await sh.until(lambda: state(sleeper).get("status") == "running", what="the sleeper's container running")
         FIGURES["container mode: start message → container running"] = f"{time.monotonic() - sent:.2f} s"
         assert await reports_reach(probe, "ends", 2) == [("Running", None, ""), ("Failed", 3, "Error")]
+        assert await reports_reach(probe, "hog", 2) == [("Running", None, ""), ("Failed", 137, "OOMKilled")]
         before = state(sleeper)
 
         # A second agent waits as a standby and takes over when the first one stops; the first

@@ -1,9 +1,11 @@
 """The node-agent's container runtime (``containerpods.PodmanRunner``) running real pods under
 podman, as an agent in ``mode: container`` runs them: a pod ends with its own exit code and its
-output in its log; its ``resources.limits`` are the cgroup limits read inside it; a container over
-its memory is reported ``OOMKilled``; ``kill -9`` of a container is Failed with 137; an agent that
-restarts adopts the container it left running (the same container, not a second one), removes one
-that belongs to no pod of its, and a deleted pod leaves no container behind.
+output in its log; its ``resources.limits`` are the cgroup limits read inside it, its ``requests``
+its CPU shares and memory soft limit; a container over its memory is reported ``OOMKilled``;
+``kill -9`` of a container is Failed with 137; an agent that restarts adopts the container it left
+running (the same container, not a second one), removes one that belongs to no pod of its, and a
+deleted pod leaves no container behind; a ``hostPath`` volume is read read-only and an
+``emptyDir`` goes with its pod.
 
 Only the local base image is needed (``podman_kit.ensure_base_image``), not the compose deployment.
 """
@@ -129,6 +131,22 @@ async def test_limits_are_the_cgroup_limits_inside_and_over_memory_is_oom_killed
     assert await next_exit(exits) == ("hog", "hog-uid", 137, "OOMKilled")
 
 
+async def test_requests_are_recorded_in_the_cgroup(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    pods = runner(agent_name, tmp_path, exits)
+    read_requests = (  # cgroup v1 (these machines), else v2
+        "cat /sys/fs/cgroup/cpu/cpu.shares 2>/dev/null || echo weight $(cat /sys/fs/cgroup/cpu.weight); "
+        "cat /sys/fs/cgroup/memory/memory.soft_limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.low"
+    )
+    await pods.launch(pod("requests", base_image, read_requests, requests={"cpu": "250m", "memory": "32Mi"}))
+    assert (await next_exit(exits))[2:] == (0, "Completed")
+    cpu, memory = output(tmp_path, "requests").split("\n")[:2]
+    assert cpu in ("256", "weight 10")  # 250m as the kubelet's shares; podman's weight of 256 shares on v2
+    assert int(memory) == 32 * 2**20
+    FIGURES["cgroup requests inside vs pod requests"] = f"cpu.shares {cpu}, soft limit {memory} (250m, 32Mi)"
+
+
 async def test_kill_9_is_failed_137_and_a_restarted_agent_adopts_what_it_left(
     base_image: str, tmp_path: Path, exits: Exits, agent_name: str
 ) -> None:
@@ -168,6 +186,33 @@ async def test_a_deleted_pod_is_stopped_unreported_and_leaves_no_container(
     assert "got TERM" in output(tmp_path, "polite")  # SIGTERM first, as the grace period promises
     await asyncio.sleep(0)  # a watcher that would report has had its turn
     assert exits.empty(), json.dumps(exits.get_nowait())
+
+
+async def test_a_pod_reads_its_host_path_read_only_and_its_empty_dir_goes_with_it(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "greeting.txt").write_text("hello from the host\n")
+    mounts = [
+        events.PodMount(volume="data", mount_path="/data", source="hostPath", host_path=str(host), read_only=True),
+        events.PodMount(volume="scratch", mount_path="/scratch"),
+    ]
+    script = (
+        "cat /data/greeting.txt; touch /data/written 2>/dev/null || echo data is read-only; "
+        "echo kept > /scratch/note; echo ready; sleep 600"
+    )
+    pods = runner(agent_name, tmp_path, exits)
+    await pods.launch(pod("mounts", base_image, script, mounts=mounts))
+    await asyncio.wait_for(said(tmp_path, "mounts", "ready"), 60)
+    said_text = output(tmp_path, "mounts")
+    assert "hello from the host" in said_text and "data is read-only" in said_text
+    assert not (host / "written").exists()
+    volumes = tmp_path / CLUSTER / "mounts" / "volumes"
+    assert (volumes / "mounts-uid" / "scratch" / "note").read_text() == "kept\n"  # written inside, seen here
+    await pods.kill("mounts")
+    assert not volumes.exists() and containers_of(agent_name) == []  # the emptyDir went with the pod
+    assert (host / "greeting.txt").exists()  # a hostPath is the host's: left as it was
 
 
 def test_under_uvloop_as_in_a_service_process_the_container_runs_until_killed(

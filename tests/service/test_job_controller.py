@@ -234,6 +234,23 @@ async def test_node_reports_drive_the_job_to_completed(controller, bus, store, p
     assert completed.counts == events.PodCounts(succeeded=2)
 
 
+async def test_a_pod_killed_for_memory_keeps_its_reason_and_exit_code_in_the_job_record(
+    controller, bus, store, probe
+) -> None:
+    # What `get pods` shows as OOMKilled (issue 27): the node's reason is no longer dropped here.
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await report(bus, probe, rec, "Running")
+    reports = [
+        events.PodReport(pod=p.name, uid=p.uid, job="j1", node="n1", phase="Failed", exit_code=137, reason="OOMKilled")
+        for p in rec.pods.values()
+    ]
+    oom = sh.message(events.PodPhasesReported, cluster=C, reports=reports)
+    await send(bus, probe, subjects.pod_phases(C), oom, again=True, durable=NODES_DURABLE)
+    failed = await record(store, where=lambda r: all(p.phase == "Failed" for p in r.pods.values()))
+    assert {(p.status.exit_code, p.status.reason) for p in failed.pods.values()} == {(137, "OOMKilled")}
+
+
 async def test_evicted_pods_are_stopped_on_their_nodes_and_created_again(controller, bus, store, probe) -> None:
     rec = await admitted_job(bus, probe, store, dispatch())
     await bind_all(bus, probe, rec)

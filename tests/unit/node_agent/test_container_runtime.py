@@ -10,9 +10,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from hyperjob import events
+from hyperjob import api, events
+from hyperjob import jobcore as jc
 from hyperjob.services.node_agent import domain
-from hyperjob.services.node_agent.containerpods import LABEL_POD, LABEL_UID, exit_of, limit_args, run_args
+from hyperjob.services.node_agent.containerpods import (
+    LABEL_POD,
+    LABEL_UID,
+    exit_of,
+    limit_args,
+    request_args,
+    run_args,
+)
 from hyperjob.services.node_agent.runners import gpu_assignment
 
 
@@ -40,6 +48,7 @@ def args_of(msg: events.PodStart, nvml_gpus: bool = False) -> list[str]:
         log_path=Path("/pods/c1/p/log"),
         grace=7,
         nvml_gpus=nvml_gpus,
+        volumes_root=Path("/pods/c1/p/volumes/u-1"),
     )
 
 
@@ -102,6 +111,52 @@ def test_a_bad_limit_is_refused_naming_the_field(limits: dict[str, str], field: 
 def test_limits_reach_podman_run() -> None:
     args = args_of(pod_start(limits={"cpu": "1500m", "memory": "128Mi"}))
     assert option_values(args, "--cpus") == ["1.5"] and option_values(args, "--memory") == ["134217728"]
+
+
+@pytest.mark.parametrize(
+    ("requests", "expected"),
+    [
+        ({"cpu": "250m", "memory": "32Mi"}, ["--cpu-shares", "256", "--memory-reservation", "33554432"]),
+        ({"cpu": 2}, ["--cpu-shares", "2048"]),
+        ({"cpu": "1m"}, ["--cpu-shares", "2"]),  # the kubelet's floor
+        ({"nvidia.com/gpu": "1"}, []),
+        ({}, []),
+    ],
+    ids=["quarter-cpu-and-memory", "two-cpus", "a-millicore", "gpus-only", "none"],
+)
+def test_requests_are_recorded_as_the_kubelet_records_them(requests: dict[str, str | int], expected: list[str]) -> None:
+    assert request_args(requests) == expected
+
+
+@pytest.mark.parametrize(
+    ("requests", "field"),
+    [({"memory": "lots"}, "resources.requests.memory"), ({"cpu": "-1"}, "resources.requests.cpu")],
+)
+def test_a_bad_request_is_refused_naming_the_field(requests: dict[str, str], field: str) -> None:
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        request_args(requests)
+
+
+def test_requests_of_the_manifest_reach_podman_run() -> None:
+    manifest = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "req"},
+        "spec": {"tasks": [{"name": "w", "replicas": 1, "template": {"spec": {"containers": [{
+            "name": "main", "image": "i", "resources": {"requests": {"cpu": "500m"}, "limits": {"memory": "64Mi"}},
+        }]}}}]},
+    }  # fmt: skip
+    job = api.decode(manifest)
+    assert isinstance(job, api.Job)
+    record = jc.admit(job, {"default": "Open"}, 0.0)
+    record, _ = jc.decide(record, jc.PodGroupAdmitted(job_version=record.version), 0.0)
+    (pod,) = record.pods.values()
+    start = msgspec.json.decode(msgspec.json.encode(pod_start(requests=pod.run.requests)), type=events.PodStart)
+    args = args_of(start)
+    # memory requests its limit, as Kubernetes defaults it; cpu is requested only.
+    assert option_values(args, "--cpu-shares") == ["512"] and option_values(args, "--memory-reservation") == [
+        "67108864"
+    ]
 
 
 # -- GPUs by device --------------------------------------------------------------------------

@@ -79,3 +79,11 @@ def test_pod_hostnames_become_loopback_and_other_values_are_left_alone():
 
 def test_restart_back_off_doubles_up_to_thirty_seconds():
     assert [restart_delay(n) for n in (1, 2, 3, 4, 5, 6, 7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+@pytest.mark.parametrize("policy", ["Never", "Always"])
+def test_how_a_container_ended_is_reported_whether_it_restarts_or_not(policy):
+    # A container restarted in place after an OOM kill keeps it as its last state (kubectl's lastState).
+    pods = {"j-w-0": pod(policy=policy)}
+    [report] = domain.exited(pods, "j-w-0", "u1", 137, now=5.0, reason="OOMKilled")
+    assert (report.exit_code, report.reason) == (137, "OOMKilled")

@@ -313,25 +313,42 @@ async def pods(client: Client, name: str | None) -> list[View]:
                         "phase": pod.phase,
                         "node": pod.node or "",
                         "restarts": pod.restarts,
+                        # How its container last ended, as the node said (kubectl's terminated state).
+                        "reason": pod.status.reason,
+                        "exitCode": pod.status.exit_code,
                     }
                 )
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 
 def pod_manifest(item: View) -> View:
+    status: View = {"phase": item["phase"], "cluster": item["cluster"], "restarts": item["restarts"]}
+    if item["exitCode"] is not None:
+        # As Kubernetes says it: an ended pod's container is terminated; a restarted one was.
+        state = "state" if item["phase"] in ("Succeeded", "Failed") else "lastState"
+        terminated = {"exitCode": item["exitCode"], **({"reason": item["reason"]} if item["reason"] else {})}
+        status[state] = {"terminated": terminated}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": item["name"], "namespace": item["namespace"], "labels": item["labels"]},
         "spec": {"nodeName": item["node"]},
-        "status": {"phase": item["phase"], "cluster": item["cluster"], "restarts": item["restarts"]},
+        "status": status,
     }
+
+
+def pod_status(item: View) -> str:
+    """kubectl's STATUS of a pod: a Failed pod's container's reason (``OOMKilled``, ``Error``)
+    where the node gave one, else its phase."""
+    if item["phase"] == "Failed" and item["reason"]:
+        return str(item["reason"])
+    return str(item["phase"])
 
 
 def pod_rows(items: list[View], wide: bool = False) -> tuple[list[str], list[list[str]]]:
     rows = []
     for i in items:
-        row = [i["name"], i["cluster"], i["phase"], str(i["restarts"]), i["node"] or "<none>"]
+        row = [i["name"], i["cluster"], pod_status(i), str(i["restarts"]), i["node"] or "<none>"]
         if wide:
             row += [i["job"], i["task"]]
         rows.append(row)

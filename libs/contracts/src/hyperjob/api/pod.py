@@ -1,14 +1,18 @@
 """The part of the Kubernetes Pod API that batch jobs use.
 
-Fields the scheduler and node agents read are typed; other common Pod fields (volumes, security
-context, ...) are accepted as opaque maps so real manifests load, and passed through unchanged.
+Fields the scheduler and node agents read are typed; other common Pod fields (security context,
+probes, ...) are accepted as opaque maps so real manifests load, and passed through unchanged.
+Volumes are typed by name and mount: a container-mode node runs ``hostPath`` and ``emptyDir``; the
+other sources are carried as written (a node that cannot mount them refuses the pod).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from .base import NonNegative, Opaque, QuantityMap, RawDocument, Spec
+import msgspec
+
+from .base import Name, NonNegative, Opaque, Quantity, QuantityMap, RawDocument, Spec
 
 DRA_REFUSED = (
     "dynamic resource allocation is not supported: the devices a ResourceClaim names are decided by "
@@ -40,6 +44,79 @@ class ContainerPort(Spec, frozen=True, kw_only=True):
     host_port: int | None = None
 
 
+class VolumeMount(Spec, frozen=True, kw_only=True):
+    name: str
+    mount_path: Annotated[str, msgspec.Meta(min_length=1)]
+    read_only: bool = False
+    recursive_read_only: str = ""
+    sub_path: str = ""
+    sub_path_expr: str = ""
+    mount_propagation: str = ""
+
+
+class HostPathVolumeSource(Spec, frozen=True, kw_only=True):
+    path: Annotated[str, msgspec.Meta(pattern=r"^/")]  # a directory or file of the node, absolute
+    type: str = ""
+
+
+class EmptyDirVolumeSource(Spec, frozen=True, kw_only=True):
+    medium: Literal["", "Memory"] = ""
+    size_limit: Quantity | None = None
+
+
+class Volume(Spec, frozen=True, kw_only=True):
+    """A pod volume: its name and one source (none: an ``emptyDir``, as Kubernetes defaults it).
+
+    ``hostPath`` and ``emptyDir`` are typed (a container-mode node runs them); Kubernetes' other
+    sources are accepted as written and carried unchanged, for nodes that could mount them."""
+
+    name: Name
+    host_path: HostPathVolumeSource | None = None
+    empty_dir: EmptyDirVolumeSource | None = None
+    persistent_volume_claim: Opaque | None = None
+    config_map: Opaque | None = None
+    secret: Opaque | None = None
+    projected: Opaque | None = None
+    downward_api: Opaque | None = msgspec.field(default=None, name="downwardAPI")
+    ephemeral: Opaque | None = None
+    csi: Opaque | None = None
+    image: Opaque | None = None
+    nfs: Opaque | None = None
+    iscsi: Opaque | None = None
+    fc: Opaque | None = None
+    rbd: Opaque | None = None
+    cephfs: Opaque | None = None
+    cinder: Opaque | None = None
+    glusterfs: Opaque | None = None
+    flex_volume: Opaque | None = None
+    flocker: Opaque | None = None
+    git_repo: Opaque | None = None
+    gce_persistent_disk: Opaque | None = None
+    aws_elastic_block_store: Opaque | None = None
+    azure_disk: Opaque | None = None
+    azure_file: Opaque | None = None
+    vsphere_volume: Opaque | None = None
+    quobyte: Opaque | None = None
+    photon_persistent_disk: Opaque | None = None
+    portworx_volume: Opaque | None = None
+    scale_io: Opaque | None = msgspec.field(default=None, name="scaleIO")
+    storageos: Opaque | None = None
+
+    def __post_init__(self) -> None:
+        given = self.sources()
+        if len(given) > 1:
+            raise ValueError(f"a volume has one source, got {', '.join(given)}")
+
+    def sources(self) -> list[str]:
+        """The sources given, as Kubernetes spells them (``hostPath``)."""
+        names = zip(self.__struct_fields__, self.__struct_encode_fields__, strict=True)
+        return [wire for field, wire in names if field != "name" and getattr(self, field) is not None]
+
+    def source(self) -> str:
+        """The volume's one source (``emptyDir`` where none is given)."""
+        return next(iter(self.sources()), "emptyDir")
+
+
 class Container(Spec, frozen=True, kw_only=True):
     name: str
     image: str = ""
@@ -50,7 +127,7 @@ class Container(Spec, frozen=True, kw_only=True):
     resources: ResourceRequirements = ResourceRequirements()
     ports: list[ContainerPort] = []
     working_dir: str = ""
-    volume_mounts: list[Opaque] = []
+    volume_mounts: list[VolumeMount] = []
     image_pull_policy: str = ""
     security_context: Opaque | None = None
     liveness_probe: Opaque | None = None
@@ -127,7 +204,7 @@ class PodSpec(Spec, frozen=True, kw_only=True):
     scheduler_name: str = ""
     service_account_name: str = ""
     termination_grace_period_seconds: NonNegative | None = None
-    volumes: list[Opaque] = []
+    volumes: list[Volume] = []
     security_context: Opaque | None = None
     image_pull_secrets: list[Opaque] = []
     host_network: bool = False
@@ -139,6 +216,21 @@ class PodSpec(Spec, frozen=True, kw_only=True):
         # Refused by name rather than as an unknown field: the CRD accepts it, we cannot honour it.
         if self.resource_claims:
             raise ValueError(f"resourceClaims: {DRA_REFUSED}")
+        check_volume_mounts(self)
+
+
+def check_volume_mounts(spec: PodSpec) -> None:
+    """Every volume is named once and every container's mount names one of them, as Kubernetes'
+    validation says (a mount of no volume would run without the data it expects)."""
+    names = [volume.name for volume in spec.volumes]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise ValueError(f"volumes[{index}].name: {name!r} names two volumes")
+    for key, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+        for i, container in enumerate(containers):
+            for j, mount in enumerate(container.volume_mounts):
+                if mount.name not in names:
+                    raise ValueError(f"{key}[{i}].volumeMounts[{j}].name: no volume named {mount.name!r} in volumes")
 
 
 class PodTemplateMeta(Spec, frozen=True, kw_only=True):

@@ -163,6 +163,19 @@ class JobState(Message, frozen=True, kw_only=True, tag="job.state.v1"):
     pods: list[PodState] = []
 
 
+class PodMount(msgspec.Struct, frozen=True, kw_only=True):
+    """A volume mounted into a pod's main container (``volumeMounts`` joined with ``volumes``):
+    ``source`` as Kubernetes names it (``hostPath``, ``emptyDir``, ...), ``host_path`` the node's
+    path of a ``hostPath`` volume. An ``emptyDir`` is the node's to make, one per pod and volume."""
+
+    volume: str
+    mount_path: str
+    source: str = "emptyDir"
+    host_path: str = ""
+    read_only: bool = False
+    sub_path: str = ""  # a path inside the volume mounted instead of its root
+
+
 class PodStart(msgspec.Struct, frozen=True, kw_only=True):
     """Run one bound pod on its node with its full environment (job plugins, HyperJob env)."""
 
@@ -185,6 +198,8 @@ class PodStart(msgspec.Struct, frozen=True, kw_only=True):
     limits: dict[str, str | int | float] = {}
     devices: tuple[int, ...] = ()
     grace_period: float | None = None  # terminationGracePeriodSeconds: SIGTERM, then SIGKILL after it
+    mounts: list[PodMount] = []  # the main container's volumeMounts
+    requests: dict[str, str | int | float] = {}  # the main container's resources.requests, as written
 
 
 class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):

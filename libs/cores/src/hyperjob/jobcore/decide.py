@@ -159,11 +159,13 @@ def _observe(record: JobRecord, pod: PodRecord, event: _PodEvent, now: float) ->
     if isinstance(event, PodFailed):
         if not live:
             return None
-        return _set_status(record, pod, phase="Failed", finished_at=now, exit_code=event.exit_code), "PodFailed"
+        ended = {"exit_code": event.exit_code, "reason": event.reason}
+        return _set_status(record, pod, phase="Failed", finished_at=now, **ended), "PodFailed"
     if isinstance(event, PodRestarted):
         if not live or event.restarts <= pod.status.container_restarts:
             return None
-        record = _set_status(record, pod, container_restarts=event.restarts)
+        ended = {"exit_code": event.exit_code, "reason": event.reason} if event.exit_code is not None else {}
+        record = _set_status(record, pod, container_restarts=event.restarts, **ended)
         return record, _restarted_event(record, pod.task)
     return _observe_gone(record, pod, event)
 

@@ -12,6 +12,7 @@ from typing import Literal
 import msgspec
 
 from hyperjob import api
+from hyperjob.events import PodMount
 
 Phase = Literal[
     "Pending",
@@ -82,10 +83,16 @@ class PodRun(_Frozen, frozen=True, kw_only=True):
     working_dir: str = ""
     limits: dict[str, str | int | float] = {}  # the main container's resources.limits, as written
     grace_period: float | None = None  # the pod's terminationGracePeriodSeconds
+    mounts: list[PodMount] = []  # the main container's volumeMounts, each with its volume
+    requests: dict[str, str | int | float] = {}  # the main container's resources.requests, as written
 
 
 class PodStatus(_Frozen, frozen=True, kw_only=True):
-    """What has been observed of one incarnation of a pod."""
+    """What has been observed of one incarnation of a pod.
+
+    ``exit_code`` and ``reason`` say how its container last ended, as the node reported it (the
+    kubelet's terminated state: ``137``, ``OOMKilled``): the end of a Failed pod, or the last end of
+    one restarted in place."""
 
     phase: PodPhase = "Pending"
     node: str | None = None
@@ -94,6 +101,7 @@ class PodStatus(_Frozen, frozen=True, kw_only=True):
     created_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
+    reason: str = ""
 
 
 class PodRecord(_Frozen, frozen=True, kw_only=True):
@@ -247,6 +255,7 @@ class PodSucceeded(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodSucceed
 
 class PodFailed(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodFailed"):
     exit_code: int = 1
+    reason: str = ""  # why its container ended, as the node says it (OOMKilled, Error), if known
 
 
 class PodEvicted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodEvicted"):
@@ -260,6 +269,7 @@ class PodRestarted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodRestart
 
     restarts: int
     exit_code: int | None = None
+    reason: str = ""  # why the container ended before this restart (OOMKilled, Error), if known
 
 
 class PodDeleted(_PodEvent, frozen=True, kw_only=True, tag="jobcore.PodDeleted"):

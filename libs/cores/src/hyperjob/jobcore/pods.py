@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from hyperjob import api
+from hyperjob.events import PodMount
 
 from .model import JobRecord, PodRecord, PodRun, PodScheduling
 from .naming import pod_name
@@ -161,7 +162,28 @@ def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
         working_dir=main.working_dir,
         limits=dict(main.resources.limits),
         grace_period=spec.termination_grace_period_seconds,
+        mounts=pod_mounts(spec, main),
+        requests=dict(main.resources.requests),
     )
+
+
+def pod_mounts(spec: api.PodSpec, container: api.Container) -> list[PodMount]:
+    """``container``'s volumeMounts, each joined with its volume (the API checked that it exists)."""
+    volumes = {volume.name: volume for volume in spec.volumes}
+    mounts = []
+    for mount in container.volume_mounts:
+        volume = volumes[mount.name]
+        mounts.append(
+            PodMount(
+                volume=mount.name,
+                mount_path=mount.mount_path,
+                source=volume.source(),
+                host_path=volume.host_path.path if volume.host_path is not None else "",
+                read_only=mount.read_only,
+                sub_path=mount.sub_path,
+            )
+        )
+    return mounts
 
 
 def _exact(value: float) -> Decimal:

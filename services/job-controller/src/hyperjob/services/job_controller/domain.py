@@ -77,14 +77,19 @@ def pod_event(record: jm.JobRecord, report: events.PodReport) -> jm.JobEvent | N
     if report.phase == "Running":
         if report.restarts > current.status.container_restarts:
             return jm.PodRestarted(
-                restarts=report.restarts, exit_code=report.exit_code, pod=pod, job_version=version, uid=uid
+                restarts=report.restarts,
+                exit_code=report.exit_code,
+                reason=report.reason,
+                pod=pod,
+                job_version=version,
+                uid=uid,
             )
         return jm.PodRunning(pod=pod, job_version=version, uid=uid)
     if report.phase == "Succeeded":
         return jm.PodSucceeded(pod=pod, job_version=version, uid=uid)
     if report.phase == "Failed":
         exit_code = report.exit_code if report.exit_code is not None else 1
-        return jm.PodFailed(exit_code=exit_code, pod=pod, job_version=version, uid=uid)
+        return jm.PodFailed(exit_code=exit_code, reason=report.reason, pod=pod, job_version=version, uid=uid)
     if report.phase == "Deleted":
         return jm.PodDeleted(pod=pod, job_version=version, uid=uid)
     return None

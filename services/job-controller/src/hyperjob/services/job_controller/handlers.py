@@ -225,6 +225,8 @@ class JobController:
             limits=run.limits,
             devices=devices,
             grace_period=run.grace_period,
+            mounts=run.mounts,
+            requests=run.requests,
         )
 
     def on_evicted(self, msg: events.PodsEvicted) -> Reaction | None:

@@ -12,7 +12,12 @@ incarnation (uid), on the host's network (pods reach each other as exec-mode pod
 ``domain.local_env``), with the plugin files bind-mounted read-only at their paths and its output
 in ``<work_dir>/<cluster>/<pod>/log`` (podman's ``k8s-file`` format, kept after the container is
 removed: ``hyperjob logs`` reads it). ``resources.limits`` become cgroup limits (``--cpus``,
-``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so.
+``--memory``, no swap beyond it), so a container over its memory is OOM-killed and reported so;
+``resources.requests`` are recorded as the kubelet records them (``--cpu-shares``, and
+``--memory-reservation``, a soft limit).
+The main container's ``volumeMounts`` are bind mounts: a ``hostPath`` volume the node's path, an
+``emptyDir`` a directory of the pod's incarnation in its sandbox (kept across restarts in place,
+removed when the pod ends or is stopped); a volume of any other source refuses the pod.
 
 A watcher per pod waits for its container (``podman wait``), reads how it ended (``podman
 inspect``: exit code, OOM kill), removes it and reports. podman is started by the standard
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,7 +51,10 @@ from .runners import OnExit, gpu_assignment
 LABEL_AGENT, LABEL_POD, LABEL_UID = "io.hyperjob.agent", "io.hyperjob.pod", "io.hyperjob.uid"
 EXIT_START_FAILED = 125  # podman's own code for "could not create or start the container"
 EXIT_GONE = 137  # a container removed under us, whose end podman cannot tell: it was killed
+VOLUMES = "volumes"  # a pod's emptyDir volumes, one directory each, in its sandbox
 START_FILE = "start.json"  # what started the pod: a restarted agent restarts it in place from it
+CPU_SHARES_PER_CPU = 1024  # the kubelet's cpu.shares of one requested CPU
+MIN_CPU_SHARES = 2  # and its floor (a request of a few millicores)
 log = structlog.get_logger("node-agent")
 
 
@@ -62,22 +71,71 @@ def limit_args(limits: Mapping[str, str | int | float]) -> list[str]:
     the memory maximum in bytes with no swap beyond it; other resources (GPUs) are not cgroup limits."""
     args = []
     if "cpu" in limits:
-        cpus = _quantity(limits, "cpu")
+        cpus = _quantity(limits, "limits", "cpu")
         args += ["--cpus", f"{cpus:g}"]
     if "memory" in limits:
-        memory = str(int(_quantity(limits, "memory")))
+        memory = str(int(_quantity(limits, "limits", "memory")))
         args += ["--memory", memory, "--memory-swap", memory]
     return args
 
 
-def _quantity(limits: Mapping[str, str | int | float], name: str) -> float:
+def request_args(requests: Mapping[str, str | int | float]) -> list[str]:
+    """``resources.requests`` recorded in the container's cgroup, as the kubelet records them: ``cpu``
+    its CPU weight against the node's other pods (``--cpu-shares``, 1024 a CPU, at least 2), ``memory``
+    the memory the kernel tries to leave it under pressure (``--memory-reservation``, a soft limit)."""
+    args = []
+    if "cpu" in requests:
+        shares = max(MIN_CPU_SHARES, int(_quantity(requests, "requests", "cpu") * CPU_SHARES_PER_CPU))
+        args += ["--cpu-shares", str(shares)]
+    if "memory" in requests:
+        args += ["--memory-reservation", str(int(_quantity(requests, "requests", "memory")))]
+    return args
+
+
+def _quantity(resources: Mapping[str, str | int | float], kind: str, name: str) -> float:
+    field = f"resources.{kind}.{name}"
     try:
-        value = api.parse_quantity(limits[name])
+        value = api.parse_quantity(resources[name])
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"resources.limits.{name}: {limits[name]!r} is not a quantity ({exc})") from None
+        raise ValueError(f"{field}: {resources[name]!r} is not a quantity ({exc})") from None
     if value <= 0:
-        raise ValueError(f"resources.limits.{name}: must be more than 0, got {limits[name]!r}")
+        raise ValueError(f"{field}: must be more than 0, got {resources[name]!r}")
     return value
+
+
+def mount_args(mounts: Sequence[events.PodMount], empty_dirs: Path) -> list[str]:
+    """The main container's ``volumeMounts`` as podman bind mounts: a ``hostPath`` volume the
+    node's path, an ``emptyDir`` the pod's own directory ``empty_dirs/<volume>`` (made by the
+    runner, removed with the pod). Other sources cannot be mounted here: the pod is refused."""
+    args = []
+    for index, mount in enumerate(mounts):
+        field = f"volumeMounts[{index}]"
+        if mount.source == "hostPath":
+            host = str(Path(mount.host_path) / _sub_path(mount, field))
+        elif mount.source == "emptyDir":
+            host = str(empty_dirs / mount.volume / _sub_path(mount, field))
+        else:
+            raise ValueError(
+                f"{field}: volume {mount.volume!r} is a {mount.source}; a container node mounts hostPath and emptyDir"
+            )
+        for name, path in (("mountPath", mount.mount_path), ("hostPath.path", host)):
+            if not path.startswith("/") or ":" in path:  # podman's --volume separates with ':'
+                raise ValueError(f"{field}.{name}: an absolute path without ':' is needed, got {path!r}")
+        args += ["--volume", f"{host}:{mount.mount_path}" + (":ro" if mount.read_only else "")]
+    return args
+
+
+def _sub_path(mount: events.PodMount, field: str) -> str:
+    """``subPath``: a relative path that stays inside the volume (Kubernetes' rule)."""
+    if mount.sub_path.startswith("/") or ".." in Path(mount.sub_path).parts:
+        raise ValueError(f"{field}.subPath: a relative path inside the volume is needed, got {mount.sub_path!r}")
+    return mount.sub_path
+
+
+def empty_dirs(mounts: Sequence[events.PodMount]) -> set[str]:
+    """The directories of the pod's ``emptyDir`` volumes its main container mounts, relative to the
+    pod's volumes (``<volume>`` or ``<volume>/<subPath>``: the kubelet makes a missing subPath)."""
+    return {str(Path(mount.volume) / mount.sub_path) for mount in mounts if mount.source == "emptyDir"}
 
 
 def run_args(
@@ -89,8 +147,10 @@ def run_args(
     log_path: Path,
     grace: float,
     nvml_gpus: bool,
+    volumes_root: Path,
 ) -> list[str]:
-    """The ``podman run`` arguments of one pod (after the global options), built from the pod alone."""
+    """The ``podman run`` arguments of one pod (after the global options), built from the pod alone;
+    its ``emptyDir`` volumes are directories under ``volumes_root``."""
     if not msg.image:
         raise ValueError("image: a container-mode pod needs an image")
     gpu_env, gpu_args = gpu_assignment(msg.devices, "container", nvml_gpus)
@@ -111,7 +171,9 @@ def run_args(
         *("--network", "host", "--pull", "never", "--stop-timeout", str(round(grace))),
         *("--log-driver", "k8s-file", "--log-opt", f"path={log_path}"),
         *limit_args(msg.limits),
+        *request_args(msg.requests),
         *gpu_args,
+        *mount_args(msg.mounts, volumes_root),
     ]
     for path in sorted(msg.files):
         args += ["--volume", f"{files_root / path.lstrip('/')}:{path}:ro"]
@@ -243,6 +305,8 @@ class PodmanRunner:
         (box / "container").write_text(container_name(self.agent, msg.pod))  # `hyperjob logs` reads k8s-file
         grace = msg.grace_period if msg.grace_period is not None else self.kill_grace
         env = {**domain.local_env(msg.env), "HYPERJOB_POD": msg.pod, "HYPERJOB_FILES_ROOT": "/"}
+        # An emptyDir lives as long as the incarnation: a container restarted in place finds its data.
+        volumes = box / VOLUMES / msg.uid
         try:
             args = run_args(
                 msg,
@@ -252,16 +316,29 @@ class PodmanRunner:
                 log_path=box / "log",
                 grace=grace,
                 nvml_gpus=self.nvml_gpus,
+                volumes_root=volumes,
             )
+            for directory in empty_dirs(msg.mounts):  # after run_args checked their subPaths
+                (volumes / directory).mkdir(parents=True, exist_ok=True)
             code, output = await self.podman(*args, check=False)
         except (ValueError, OSError) as exc:
             code, output = EXIT_START_FAILED, str(exc)
         if code != 0:
             log.warning("container_not_started", pod=msg.pod, code=code, output=output.strip()[-500:])
             await self.podman("rm", "--force", "--ignore", container_name(self.agent, msg.pod), check=False)
-            self.watchers[msg.pod] = asyncio.create_task(self.on_exit(msg.pod, msg.uid, code, "StartError"))
+            self.watchers[msg.pod] = asyncio.create_task(self._ended(msg.pod, msg.uid, code, "StartError"))
             return
         self._watch(msg.pod, msg.uid, grace)
+
+    async def _ended(self, pod: str, uid: str, exit_code: int, reason: str) -> None:
+        """Report the end of the pod's container; once it is not restarted in place, the pod's
+        volumes go with it."""
+        await self.on_exit(pod, uid, exit_code, reason)
+        if pod not in self.running:
+            self._remove_volumes(pod)
+
+    def _remove_volumes(self, pod: str) -> None:
+        shutil.rmtree(sandbox(self.work_dir, self.cluster, pod) / VOLUMES, ignore_errors=True)
 
     def _watch(self, pod: str, uid: str, grace: float) -> None:
         self.running[pod] = uid
@@ -287,7 +364,7 @@ class PodmanRunner:
         if self.running.get(pod) != uid:
             return
         del self.running[pod]
-        await self.on_exit(pod, uid, exit_code, reason)
+        await self._ended(pod, uid, exit_code, reason)
 
     async def kill(self, pod: str) -> None:
         self.running.pop(pod, None)
@@ -299,6 +376,7 @@ class PodmanRunner:
         await self.podman(
             "rm", "--force", "--ignore", "--time", str(round(grace)), container_name(self.agent, pod), check=False
         )
+        self._remove_volumes(pod)
 
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         _, output = await self.podman(

@@ -93,7 +93,7 @@ def exited(
     if restarts_in_place(pod.restart_policy, exit_code):
         finishes = now + next_duration if next_duration is not None else None
         pods[name] = msgspec.structs.replace(pod, started_at=now, finishes_at=finishes, restarts=pod.restarts + 1)
-        return [_report(pods[name], "Running", reason=reason)]
+        return [_report(pods[name], "Running", exit_code=exit_code, reason=reason)]
     del pods[name]
     return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code, reason=reason)]
 
