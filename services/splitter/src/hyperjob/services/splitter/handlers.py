@@ -386,7 +386,8 @@ class Splitter:
                 ),
             )
         children = [c for c in result.children if c.name in place]
-        self._withdraw(remove)
+        staying = {(ref.name, ref.cluster) for ref in result.refs}  # replaced in place: still takes its room
+        self._withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
         self._promise(hyperjob, doc.children, result.refs)
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
