@@ -20,6 +20,11 @@ class Capacity:
 
     ``nodes_heard`` is when each cluster's node-agents last beat with a live node: a silent cluster
     whose nodes beat on has a hung control plane, and its children stay (``fleetcore.failover``).
+
+    A cluster's summary is the newest by the cluster's own time (``occurred_at``; of equal times,
+    the last to arrive): one redelivered or held up on the bus arrives after a newer one, and would
+    otherwise put back room taken since, or look like a new sign of life. Its arrival still counts
+    as the fleet hearing (``now``): the bus delivers.
     """
 
     def __init__(self) -> None:
@@ -31,6 +36,7 @@ class Capacity:
         # (a summary with a Ready node; a live node's beat, unless its control plane says none is Ready).
         self.basis: dict[str, float] = {}
         self.unready: set[str] = set()
+        self.stamped: dict[str, float] = {}  # each cluster's own time on the summary kept
 
     def beat(self, msg: events.AgentHeartbeat, arrived: float) -> None:
         """An agent's beat: its cluster's nodes are alive when one of its nodes is not silent."""
@@ -53,6 +59,10 @@ class Capacity:
                 )
                 for name, cap in self.clusters.items()
             }
+        self.newest = max(self.newest, arrived)
+        if msg.occurred_at < self.stamped.get(msg.cluster, msg.occurred_at):
+            return False  # older than the summary kept: what it says has changed since
+        self.stamped[msg.cluster] = msg.occurred_at
         if msg.ready_nodes > 0:
             self.unready.discard(msg.cluster)
             self._hold(msg.cluster, msg.occurred_at)
@@ -62,7 +72,6 @@ class Capacity:
         last = arrived if msg.ready_nodes > 0 else (known.last_report if known is not None else arrived)
         capacity = msgspec.structs.replace(cluster_capacity(msg, last), last_summary=arrived)
         self.clusters[msg.cluster] = capacity
-        self.newest = max(self.newest, arrived)
         return known is None or msgspec.structs.replace(
             known, last_report=0.0, last_summary=0.0
         ) != msgspec.structs.replace(capacity, last_report=0.0, last_summary=0.0)

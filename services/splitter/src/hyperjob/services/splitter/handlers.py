@@ -386,6 +386,8 @@ class Splitter:
                 ),
             )
         children = [c for c in result.children if c.name in place]
+        staying = {(ref.name, ref.cluster) for ref in result.refs}  # replaced in place: still takes its room
+        self._withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
         self._promise(hyperjob, doc.children, result.refs)
         self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
@@ -431,6 +433,7 @@ class Splitter:
                 subjects.UNPLACE_CHILD,
                 events.RemoveChild(**self.rt.envelope(msg, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster),
             )
+        self._withdraw(doc.children)
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self._put(doc)
         return self._split(reaction, msg, doc)
@@ -531,6 +534,14 @@ class Splitter:
             if ref.cluster and (ref.name, ref.cluster) not in was and ref.replicated_job in specs:
                 pods = fleetcore.gang_pods(specs[ref.replicated_job], ref.tasks)
                 self.moving[ref.name] = (ref.cluster, pods, self.rt.now())
+
+    def _withdraw(self, removed: Sequence[events.ChildRef]) -> None:
+        """Children asked to leave their cluster no longer take the room they were promised there:
+        a plan redone after a gang retry names its children alike, and would otherwise find its own
+        withdrawn child still holding the room it waits for, until ``MOVE_SETTLING`` passed."""
+        for ref in removed:
+            if (promised := self.moving.get(ref.name)) is not None and promised[0] == ref.cluster:
+                del self.moving[ref.name]
 
     def _fail_over(
         self, reaction: Reaction, doc: records.HyperJobDoc, working: dict[str, fleetcore.ClusterCapacity]
