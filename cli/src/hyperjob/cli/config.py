@@ -35,6 +35,9 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
     # Data sets this cluster holds, e.g. [imagenet]: a HyperJob naming them in dataSets prefers it.
     data_sets: list[str] = []
+    # Bandwidth (Gb/s) to where data sets it does not hold live, e.g. {imagenet: 100}: of clusters
+    # holding as many of a HyperJob's dataSets, it prefers the better linked.
+    data_links: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
     # Simulated pods without a hyperjob.io/sim-duration annotation succeed after this many seconds.
     pod_duration: str = "30s"
     # simulate: simulated pods and telemetry; exec: pods run their command as local processes;

@@ -567,6 +567,7 @@ def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]
         "CLUSTER_SCHEDULER_LINKS": msgspec.json.encode(cluster.links).decode(),
         "CLUSTER_SCHEDULER_PRICES": msgspec.json.encode(cluster.prices).decode(),
         "CLUSTER_SCHEDULER_DATA_SETS": msgspec.json.encode(cluster.data_sets).decode(),
+        "CLUSTER_SCHEDULER_DATA_LINKS": msgspec.json.encode(cluster.data_links).decode(),
         "JOB_CONTROLLER_CLUSTER": cluster.name,
         "NODE_AGENT_CLUSTER": cluster.name,
         "NODE_AGENT_MODE": cluster.mode,

@@ -78,6 +78,7 @@ def plan_instances(scenario: Scenario) -> list[InstancePlan]:
             labels=dict(c.labels),
             prices=dict(c.prices),
             data_sets=list(c.data_sets),
+            data_links=dict(c.data_links),
         )
         jc = jc_config.Settings(cluster=c.name, ssh_keys="deterministic")
         plans += [_plan("cluster-scheduler", cs, c.name), _plan("job-controller", jc, c.name)]

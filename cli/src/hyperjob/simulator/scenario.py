@@ -61,6 +61,7 @@ class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True):
     nodes: list[NodeSpec]
     prices: dict[str, float] = {}
     data_sets: list[str] = []
+    data_links: dict[str, float] = {}
 
 
 class TimedEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -207,6 +208,7 @@ def _cluster(entry: ClusterEntry, path: str) -> ClusterSpec:
         nodes=nodes,
         prices=dict(entry.prices),
         data_sets=list(entry.data_sets),
+        data_links=dict(entry.data_links),
     )
 
 

@@ -51,6 +51,8 @@ class ClusterEntry(_Strict, frozen=True, kw_only=True):
     # Price per resource-hour (cpu per core, memory per GiB, others per unit; docs/scenario-format.md).
     prices: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
     data_sets: list[str] = []  # data sets the cluster holds (docs/scenario-format.md)
+    # Bandwidth (Gb/s) to data sets it does not hold, by data set (docs/scenario-format.md).
+    data_links: dict[str, Annotated[float, msgspec.Meta(ge=0)]] = {}
 
 
 class PriorityClassEntry(_Strict, frozen=True, kw_only=True):

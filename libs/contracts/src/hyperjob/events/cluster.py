@@ -96,3 +96,6 @@ class ClusterCapacityReported(Message, frozen=True, kw_only=True, tag="sched.clu
     links: dict[str, float] = {}
     prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)
     data_sets: list[str] = []  # data sets the cluster holds: a HyperJob reading them prefers it
+    # Bandwidth (Gb/s) from the cluster to where a data set it does not hold lives, by data set:
+    # of clusters holding as many of a HyperJob's data sets, it prefers the better linked.
+    data_links: dict[str, float] = {}

@@ -32,7 +32,8 @@ Splitting (splitter; the simulator)
   with a node that matches the main task's node selector / required affinity / taints (e.g. the
   GPU model) and is big enough for one pod. Among the clusters where a child fits, placement
   prefers (``placement_scores``) the preferred weights, then the HyperJob's ``dataSets`` a
-  cluster holds (``ClusterCapacity.data_sets``), then room. ``splitPolicy.prefer: cost`` (auto)
+  cluster holds (``ClusterCapacity.data_sets``; then its slowest ``data_links`` to the others),
+  then room. ``splitPolicy.prefer: cost`` (auto)
   takes the plan whose whole job costs least by ``ClusterCapacity.prices`` (``cost``;
   ``plan_cost`` is a plan's price per hour). ``dispatch: Incremental`` narrows the eligible
   clusters to the best few, widening with ``waited`` (``dispatched``; Kueue MultiKueue's).

@@ -3,7 +3,8 @@ clusters' names and labels, and the HyperJob's data sets.
 
 Required (``affinity_allows``): ``clusterNames``, ``exclude``, ``labelSelector``. Preferred
 (``placement_scores``, ``by_preference``): the weights of the terms a cluster matches, then the
-HyperJob's data sets it holds, order the clusters where the job fits, never making one eligible.
+HyperJob's data sets it holds and its bandwidth to the others, order the clusters where the job
+fits, never making one eligible.
 Spread (``spread_order``, ``spread_candidates``, ``spread_violation``): the clusters chosen span
 at least ``minGroups`` and at most ``maxGroups`` values of a label; a cluster without the label is
 not eligible (``affinity_allows``).
@@ -11,6 +12,7 @@ not eligible (``affinity_allows``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from hyperjob import api
@@ -60,24 +62,35 @@ def preference(affinity: api.ClusterAffinity | None, name: str, labels: Mapping[
     )
 
 
-Score = tuple[int, int]
-"""How much placement prefers a cluster: the preferred terms' weight, then the data sets held."""
+Score = tuple[int, int, float]
+"""How much placement prefers a cluster: the preferred terms' weight, then the data sets held, then
+the bandwidth to the others (``data_nearness``)."""
 
 
 def placement_scores(
     hyperjob: api.HyperJob, rj: api.ReplicatedJob, clusters: Mapping[str, ClusterCapacity]
 ) -> dict[str, Score]:
     """Per cluster, what placement prefers among the clusters where the job fits: more weight of
-    the ``clusterAffinity.preferred`` terms it matches, then more of the data sets the HyperJob
-    reads (``spec.dataSets``) held there (the cluster's declared ``dataSets``)."""
+    the ``clusterAffinity.preferred`` terms it matches, then nearness to the data sets the
+    HyperJob reads (``spec.dataSets``; ``data_nearness``)."""
     wanted = set(hyperjob.spec.data_sets)
     return {
-        name: (preference(rj.cluster_affinity, name, cap.labels), len(wanted.intersection(cap.data_sets)))
+        name: (preference(rj.cluster_affinity, name, cap.labels), *data_nearness(wanted, cap))
         for name, cap in clusters.items()
     }
 
 
-def most_preferred(score: Score | None) -> tuple[int, ...]:
+def data_nearness(wanted: set[str], cluster: ClusterCapacity) -> tuple[int, float]:
+    """How near a cluster is to the data sets a HyperJob reads: how many it holds (its declared
+    ``dataSets``), then its slowest link to the others (``dataLinks``, Gb/s; 0 when it has none
+    to one of them, unbounded when it holds them all). Reading crosses every link, so the slowest
+    bounds it."""
+    held = wanted.intersection(cluster.data_sets)
+    links = [cluster.data_links.get(name, 0.0) for name in wanted - held]
+    return len(held), min(links, default=math.inf)
+
+
+def most_preferred(score: Score | None) -> tuple[float, ...]:
     """A sort key: the most preferred first."""
     return tuple(-v for v in score or ())
 

@@ -64,6 +64,7 @@ class ClusterCapacity(msgspec.Struct, frozen=True, kw_only=True):
     links: dict[str, float] = {}  # declared bandwidth (Gb/s) to other clusters, by name
     prices: dict[str, float] = {}  # declared price per resource-hour (cpu per core, memory per GiB)
     data_sets: tuple[str, ...] = ()  # data sets the cluster holds (a HyperJob's ``dataSets`` prefer it)
+    data_links: dict[str, float] = {}  # bandwidth (Gb/s) to data sets it does not hold, by data set
 
 
 def link(clusters: Mapping[str, ClusterCapacity], a: str, b: str) -> float:

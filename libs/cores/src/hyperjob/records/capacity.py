@@ -107,4 +107,5 @@ def cluster_capacity(msg: events.ClusterCapacityReported, last_report: float) ->
         links=dict(msg.links),
         prices=dict(msg.prices),
         data_sets=tuple(msg.data_sets),
+        data_links=dict(msg.data_links),
     )

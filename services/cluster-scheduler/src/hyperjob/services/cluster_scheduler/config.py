@@ -19,6 +19,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     prices: dict[str, float] = {}
     # Data sets this cluster holds: a HyperJob naming them in ``dataSets`` prefers it.
     data_sets: list[str] = []
+    # Bandwidth (Gb/s) to where data sets it does not hold live, e.g. {imagenet: 100}: of clusters
+    # holding as many of a HyperJob's ``dataSets``, it prefers the better linked.
+    data_links: dict[str, float] = {}
     # A node is NotReady once its agent's beats have not named it alive for this long, measured
     # against the newest beat this scheduler received (not the wall clock: a scheduler cut off
     # from the bus judges nothing). Its pods are then evicted with reason nodeDown.

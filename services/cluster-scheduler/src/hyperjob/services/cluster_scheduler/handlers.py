@@ -437,7 +437,14 @@ class ClusterScheduler:
         ]
         settings = self.settings
         return summarize(
-            self.cluster, settings.labels, rooms, len(self.nodes), settings.links, settings.prices, settings.data_sets
+            self.cluster,
+            settings.labels,
+            rooms,
+            len(self.nodes),
+            settings.links,
+            settings.prices,
+            settings.data_sets,
+            settings.data_links,
         )
 
 

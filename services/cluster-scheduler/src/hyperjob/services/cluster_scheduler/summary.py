@@ -49,6 +49,7 @@ class CapacityFields(TypedDict):
     links: dict[str, float]
     prices: dict[str, float]
     data_sets: list[str]
+    data_links: dict[str, float]
 
 
 class NodeRoom(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,6 +71,7 @@ def summarize(
     links: Mapping[str, float] | None = None,
     prices: Mapping[str, float] | None = None,
     data_sets: Sequence[str] = (),
+    data_links: Mapping[str, float] | None = None,
 ) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
@@ -104,6 +106,7 @@ def summarize(
         "links": dict(links or {}),
         "prices": dict(prices or {}),
         "data_sets": list(data_sets),
+        "data_links": dict(data_links or {}),
     }
 
 
