@@ -14,8 +14,9 @@ which is fast; then:
 - ``list`` / ``listTable``: ``--lists`` sequential lists of every HyperJob in ``default``, as JSON
   and as the Table kubectl asks for (its Accept header and ``limit=500``; the apiserver answers
   every row at once), p50/p95/p99 seconds;
-- ``watch``: ``--watchers`` watches opened from the list's ``resourceVersion``, then one HyperJob
-  created (through NATS); seconds from its publish until each watcher reads its ADDED, p50/p99/max;
+- ``watch``: ``--watchers`` watches opened at once from the list's ``resourceVersion`` (how long
+  until the last one answered), then one HyperJob created (through NATS); seconds from its publish
+  until each watcher reads its ADDED, p50/p99/max;
 - ``applyApi`` / ``applyNats``: ``--applies`` HyperJobs created through HTTPS POST, then as many
   through the NATS contract (``Client.apply``, the CLI's path, awaiting each answer), both
   ``--concurrency`` at a time, with the ``--hyperjobs`` in place: HyperJobs per second.
@@ -136,6 +137,7 @@ class Applied:
 @dataclass
 class Watched:
     opened: int
+    open_seconds: float  # from the first watch asked for to the last one answered
     seen: list[float]  # per watcher that saw the change: seconds from its publish
     accepted_after: float | None  # seconds from its publish to the splitter's answer
 
@@ -143,6 +145,7 @@ class Watched:
         return {
             "watchers": watchers,
             "opened": self.opened,
+            "openSeconds": round(self.open_seconds, 3),
             "saw": len(self.seen),
             **latencies(self.seen, 0.50, 0.99),
             "max": round(max(self.seen), 3) if self.seen else None,

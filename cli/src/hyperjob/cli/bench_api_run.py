@@ -189,7 +189,9 @@ async def watch_fan_out(
     NATS, and time each watcher until it reads that HyperJob's ADDED."""
     name = "bench-api-watched"
     params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "true"}
+    asked = time.monotonic()
     streams = await asyncio.gather(*(session.get(HYPERJOBS_PATH, params=params) for _ in range(watchers)))
+    open_seconds = time.monotonic() - asked
     opened = sum(1 for s in streams if s.status == 200)
     try:
         published = time.monotonic()
@@ -204,7 +206,7 @@ async def watch_fan_out(
     finally:
         for stream in streams:
             stream.close()
-    return Watched(opened, [t for t in times if t is not None], accepted_after)
+    return Watched(opened, open_seconds, [t for t in times if t is not None], accepted_after)
 
 
 async def until_added(stream: aiohttp.ClientResponse, name: str, since: float) -> float | None:
