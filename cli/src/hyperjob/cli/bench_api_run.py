@@ -98,7 +98,7 @@ async def post(session: aiohttp.ClientSession, manifest: dict[str, Any]) -> str:
 async def through_nats(client: Client, manifest: dict[str, Any]) -> str:
     """Create one HyperJob as the CLI does (``Client.apply``): "" once accepted, else why not."""
     answer = await client.apply(manifest)
-    return "" if isinstance(answer, events.RequestAccepted) else str(getattr(answer, "reason", answer))
+    return answer.reason if isinstance(answer, events.RequestRejected) else ""
 
 
 async def apply_all(names: Sequence[str], create: Callable[[dict[str, Any]], Awaitable[str]], at_once: int) -> Applied:
@@ -193,27 +193,29 @@ async def watch_fan_out(
     streams = await asyncio.gather(*(session.get(HYPERJOBS_PATH, params=params) for _ in range(watchers)))
     open_seconds = time.monotonic() - asked
     opened = sum(1 for s in streams if s.status == 200)
+    published = time.monotonic()
+    seen = asyncio.gather(*(until_added(s, name, published) for s in streams if s.status == 200))
     try:
-        published = time.monotonic()
-        seen = asyncio.gather(*(until_added(s, name, published) for s in streams if s.status == 200))
-        accepted = await asyncio.wait_for(through_nats(client, hyperjob_manifest(name)), timeout)
-        accepted_after = None if accepted else time.monotonic() - published
+        refused = await asyncio.wait_for(through_nats(client, hyperjob_manifest(name)), timeout)
+        accepted_after = None if refused else time.monotonic() - published
         try:
             times = await asyncio.wait_for(seen, timeout)
         except TimeoutError:
             times = []
             click.echo(f"timeout: not every watcher saw {name} within {timeout:g}s", err=True)
     finally:
+        seen.cancel()  # a stage that failed leaves no reader behind
         for stream in streams:
             stream.close()
     return Watched(opened, open_seconds, [t for t in times if t is not None], accepted_after)
 
 
 async def until_added(stream: aiohttp.ClientResponse, name: str, since: float) -> float | None:
-    """Seconds from ``since`` until ``stream`` (a watch) says ``name`` was ADDED; None if it ends first."""
+    """Seconds from ``since`` until ``stream`` (a watch) says ``name`` was ADDED; None if it ends
+    first. Bookmarks and the other objects' changes are read past."""
     async for line in stream.content:
         event = json.loads(line)
-        if event.get("type") == "ADDED" and event["object"]["metadata"]["name"] == name:
+        if event.get("type") == "ADDED" and event["object"].get("metadata", {}).get("name") == name:
             return time.monotonic() - since
     return None
 
@@ -253,7 +255,9 @@ class ApiBench:
     async def _ready(self, client: Client, session: aiohttp.ClientSession, timeout: float) -> None:
         """Until every cluster registered and the apiserver answers; then the bench's queue."""
         deadline = time.monotonic() + timeout
-        while len(await client.cluster_names()) < len(self.system.config.clusters) or not await answers_ok(session):
+        while len(await client.cluster_names()) < len(self.system.config.clusters) or not await apiserver_ready(
+            session
+        ):
             if time.monotonic() > deadline:
                 raise click.ClickException(f"the system did not come up within {timeout:g}s")
             for note in self.system.supervise_once():
@@ -282,7 +286,7 @@ class ApiBench:
         return report(plan, seeded, lists, watched, (by_api, by_nats))
 
 
-async def answers_ok(session: aiohttp.ClientSession) -> bool:
+async def apiserver_ready(session: aiohttp.ClientSession) -> bool:
     try:
         async with session.get("/readyz") as answer:
             return answer.status == 200
