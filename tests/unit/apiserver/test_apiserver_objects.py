@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
 import os
 
 import pytest
@@ -111,3 +113,37 @@ def test_bearer_reads_only_bearer_tokens():
     assert bearer("Bearer abc") == "abc"
     assert bearer("bearer  abc ") == "abc"
     assert bearer("Basic abc") is None and bearer("") is None and bearer("Bearer ") is None
+
+
+# -- watches --------------------------------------------------------------------------------------
+
+
+async def test_watches_opened_together_share_one_read_of_their_resource(fleet_objects, tmp_path):
+    """Opening a watch reads its resource; a hundred informers opened at once over 10,000 objects
+    each paid a full read, one after another (``hyperjob bench api``: the last opened after two
+    minutes). Opened together, they share the read a poll would share, and each still starts with
+    every object and sees the changes after it."""
+    from starlette.requests import Request  # noqa: PLC0415
+
+    from hyperjob.services.apiserver import app  # noqa: PLC0415
+
+    fleet, objects, resource = fleet_objects
+    reads = 0
+
+    async def counted(client: object, name: str | None) -> list[dict]:
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0.01)  # a read takes time: the other watches open meanwhile
+        return list(fleet.queues)
+
+    resource = dataclasses.replace(resource, load=counted)
+    fleet.queues = [queue("a", 1), queue("b", 1)]
+    state = app.State(client=None, tokens=Tokens(tmp_path / "none.json"), version="test")  # type: ignore[arg-type]
+    state.objects = objects
+    request = Request({"type": "http", "method": "GET", "query_string": b"watch=1", "headers": []})
+    opened = await asyncio.gather(*(app._watch(request, state, resource, lambda e: True) for _ in range(20)))
+    assert reads == 1
+    for response in opened:
+        first = [await response.body_iterator.__anext__() for _ in range(2)]  # type: ignore[attr-defined]
+        assert sorted(json.loads(line)["object"]["metadata"]["name"] for line in first) == ["a", "b"]
+        await response.body_iterator.aclose()  # type: ignore[attr-defined]

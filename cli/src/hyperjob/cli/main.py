@@ -26,6 +26,7 @@ from . import describe as describe_text
 from . import fleet_state, journey, jsonpath_template, manifests, preflight, views, workloads
 from .admin import admin
 from .agent import agent, logs
+from .bench_api import bench_api
 from .bench_live import bench_live
 from .client import Client, ClientError, connect
 from .config import home, load_config, services_file
@@ -85,6 +86,7 @@ def main() -> None:
 main.add_command(simulate)
 main.add_command(bench)
 bench.add_command(bench_live)
+bench.add_command(bench_api)
 main.add_command(admin)
 main.add_command(agent)
 main.add_command(logs)

@@ -280,7 +280,9 @@ async def _watch(request: Request, state: State, resource: Resource, matches: Ca
     timeout = float(query.get("timeoutSeconds") or 1800)
     bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
     since = query.get("resourceVersion", "")
-    current = await state.objects.read(resource)
+    # Informers open many watches at once (and again after a restart): they share one read, as
+    # their polls do; what changed since that read is recorded by the next poll, after ``start``.
+    current = await state.objects.read(resource, max_age=POLL_SECONDS / 2)
     start = state.objects.version
     first: list[Body] = []
     if since in ("", "0"):
