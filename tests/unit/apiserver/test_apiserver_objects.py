@@ -115,6 +115,54 @@ def test_bearer_reads_only_bearer_tokens():
     assert bearer("Basic abc") is None and bearer("") is None and bearer("Bearer ") is None
 
 
+async def test_requests_arriving_during_a_read_share_the_next_and_see_what_came_before_them(fleet_objects):
+    """A read serves every request that arrived before it began (a create then finds an object
+    created before it was sent), never one that arrived after it began: eight concurrent reads
+    cost two reads of the store, not eight."""
+    fleet, objects, resource = fleet_objects
+    reads = 0
+    release = asyncio.Event()
+
+    async def slow(client: object, name: str | None) -> list[dict]:
+        nonlocal reads
+        reads += 1
+        await release.wait()
+        return list(fleet.queues)
+
+    resource = dataclasses.replace(resource, load=slow)
+    fleet.queues = [queue("a", 1)]
+    first = asyncio.create_task(objects.read(resource))
+    await asyncio.sleep(0)  # the first read is under way
+    fleet.queues = [queue("a", 1), queue("b", 1)]  # created while it runs: the first may miss it
+    later = [asyncio.create_task(objects.read(resource)) for _ in range(7)]
+    await asyncio.sleep(0)
+    release.set()
+    await first
+    seen = await asyncio.gather(*later)
+    assert reads == 2
+    assert all(sorted(e.key[1] for e in entries) == ["a", "b"] for entries in seen)
+
+
+async def test_a_failed_read_serves_nobody_who_waited_for_it(fleet_objects):
+    fleet, objects, resource = fleet_objects
+    calls = 0
+
+    async def flaky(client: object, name: str | None) -> list[dict]:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0)
+        if calls == 1:
+            raise RuntimeError("store away")
+        return list(fleet.queues)
+
+    resource = dataclasses.replace(resource, load=flaky)
+    fleet.queues = [queue("a", 1)]
+    failing, waiting = objects.read(resource), objects.read(resource)
+    results = await asyncio.gather(failing, waiting, return_exceptions=True)
+    assert isinstance(results[0], RuntimeError)
+    assert [e.key[1] for e in results[1]] == ["a"] and calls == 2  # read again, not the failed one's nothing
+
+
 # -- watches --------------------------------------------------------------------------------------
 
 

@@ -57,6 +57,8 @@ class _Seen:
     entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
     history: deque[Change] = field(default_factory=lambda: deque(maxlen=HISTORY))
     read_at: float = 0.0  # monotonic
+    begun: int = 0  # reads begun (one at a time, under ``lock``)
+    done: int = 0  # the number (``begun``) of the latest read that succeeded
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -73,11 +75,20 @@ class Objects:
 
     async def read(self, resource: Resource, max_age: float = 0.0) -> list[Entry]:
         """Every object of ``resource`` now (or as read less than ``max_age`` seconds ago), its
-        changes since the last read recorded."""
+        changes since the last read recorded.
+
+        "Now" is a read begun after the call: requests that arrive while a read is under way
+        share the next one (a create finds the object another request created before it was
+        sent), so concurrent requests cost one read each round, not one each."""
         seen = self._seen.setdefault(resource.qualified, _Seen())
+        arrived = seen.begun
         async with seen.lock:
+            if seen.done > arrived:  # a read begun since the call succeeded
+                return list(seen.entries.values())
             if max_age and time.monotonic() - seen.read_at < max_age:
                 return list(seen.entries.values())
+            seen.begun += 1
+            number = seen.begun
             try:
                 views = await resource.load(self.client, None)
             except StoreUnavailableError:  # a connection Redis closed (an ACL reload): once more, reconnected
@@ -97,6 +108,7 @@ class Objects:
                 if key not in current:
                     self._record(seen, "DELETED", gone.view, gone.obj, gone.content)
             seen.entries = current
+            seen.done = number
             return list(current.values())
 
     def _record(self, seen: _Seen, type_: str, item: View, obj: View, content: bytes) -> Entry:
