@@ -52,7 +52,8 @@ test-chaos: $(STAMP)
 
 ## The compose deployment under podman (root; installs podman, runc, debootstrap where absent):
 ## build the base and the images, bring the system up, run the example from the host, tear down;
-## and the DDP example across two clusters (torch installed first where it can be).
+## the DDP example across two clusters, in exec and container mode (torch installed first where it
+## can be); node-agents on several hosts (network namespaces) and a host's link cut and restored.
 test-containers: container-tools torch
 	$(BIN)/pytest -q tests/containers -m containers
 
