@@ -65,8 +65,9 @@ def rank_lines(cli: Cli) -> dict[str, dict[str, str]]:
     """Each pod's last ``rank ...`` line from ``hyperjob logs``, by pod name."""
     lines = {}
     for pod in PODS:
-        matches = [m for line in cli.run("logs", pod).stdout.splitlines() if (m := RANK_LINE.match(line))]
-        assert matches, f"{pod} printed no rank line"
+        output = cli.run("logs", pod, check=False)
+        matches = [m for line in output.stdout.splitlines() if (m := RANK_LINE.match(line))]
+        assert matches, f"{pod} printed no rank line; its log ends:\n{(output.stdout + output.stderr)[-2000:]}"
         lines[pod] = matches[-1].groupdict()
     return lines
 
