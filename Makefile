@@ -11,7 +11,7 @@ MEMBER_DIRS := $(patsubst %/pyproject.toml,%,$(MEMBERS))
 TYPED := $(addsuffix /src,$(MEMBER_DIRS))
 CODE := $(TYPED) tests
 
-.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos
+.PHONY: run test unit service e2e lint install clean test-containers test-container-faults container-tools test-chaos torch
 
 # Reinstall when a member or a dependency changes: each member is installed editable (its src
 # folder on the path), the root brings the dev tools.
@@ -51,8 +51,10 @@ test-chaos: $(STAMP)
 	$(BIN)/pytest -q -m chaos tests/chaos
 
 ## The compose deployment under podman (root; installs podman, runc, debootstrap where absent):
-## build the base and the images, bring the system up, run the example from the host, tear down.
-test-containers: container-tools
+## build the base and the images, bring the system up, run the example from the host, tear down;
+## the DDP example across two clusters, in exec and container mode (torch installed first where it
+## can be); node-agents on several hosts (network namespaces) and a host's link cut and restored.
+test-containers: container-tools torch
 	$(BIN)/pytest -q tests/containers -m containers
 
 ## Outages injected into the compose deployment (partitions, a killed NATS, a NATS cluster losing
@@ -62,6 +64,13 @@ test-container-faults: container-tools
 
 container-tools: $(STAMP)
 	tests/containers/install-tools.sh
+
+## PyTorch's CPU build into the venv (about 40 s from a local index; not part of `install`). The
+## DDP example's test needs it: where it cannot be installed, the test skips saying why.
+torch: $(STAMP)
+	@$(BIN)/python -c 'import torch' 2>/dev/null \
+	  || $(BIN)/pip install --quiet -c constraints.txt torch==2.13.0 \
+	  || echo "torch could not be installed: the DDP test will skip"
 
 clean:
 	rm -rf $(VENV) .hyperjob build *.egg-info */*/src/*.egg-info cli/src/*.egg-info
