@@ -481,7 +481,7 @@ class Splitter:
             elif doc.waiting_reason.startswith(WAITS):
                 self._put(replace(doc, waiting_reason=""))  # its cluster came back
         if reaction.outputs or self.rt.projection.pending:
-            await self.rt.commit(_digest_cause(self.rt.instance, self.rt.now(), reaction), reaction)
+            await self.rt.commit(replan_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
     def _working(
         self, now: float, exclude: set[str] | frozenset[str] = frozenset()
@@ -928,11 +928,9 @@ def _rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: st
     return Reaction().publish(subjects.result(msg.event_id), answer)
 
 
-def _digest_cause(instance: str, now: float, reaction: Reaction) -> str:
-    digest = hashlib.sha1(repr(now).encode())
-    for _, message in reaction.outputs:
-        digest.update(message.event_id.encode())
-    return events.derive_id(instance, f"replan/{digest.hexdigest()}")
+def replan_cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A re-planning round's id (``events.round_id``), from when it ran and what it decided."""
+    return events.round_id(instance, "replan", now, (message.event_id for _, message in reaction.outputs))
 
 
 def _not_found(kind: str, namespace: str, name: str) -> str:
