@@ -21,12 +21,12 @@ from msgspec.structs import replace
 from hyperjob import api, events, fleetcore, records
 from hyperjob.bus import Delivery
 from hyperjob.events import subjects
-from hyperjob.records.capacity import Capacity
 from hyperjob.servicekit import InvariantError, Reaction, Runtime
 from hyperjob.telemetry.spans import decision
 
-from . import domain
+from . import domain, messages
 from .config import Settings
+from .state import SplitterState
 
 # A planned or moved child's pods count against its cluster until it runs there, at most this long (s).
 MOVE_SETTLING = 60.0
@@ -38,25 +38,24 @@ class Splitter:
     def __init__(self, runtime: Runtime, settings: Settings | None = None) -> None:
         settings = settings or Settings()
         self.rt = runtime
-        self.hyperjobs = runtime.table(records.HYPERJOB, records.HyperJobDoc)
-        # Which HyperJob (or plain Job) goes by a job name: looked up on every split, a scan of
-        # every HyperJob's children made accepting a burst of HyperJobs quadratic.
-        self.owners_of_name = self.hyperjobs.index_many(_names_used)
-        self.queues = runtime.table(records.QUEUE, records.QueueDoc)
-        self.classes = runtime.table(records.PRIORITY_CLASS, records.PriorityClassDoc)
-        self.capacity = Capacity()
-        self.decoded = domain.DecodedManifests()
+        self.state = state = SplitterState(runtime)
+        self.hyperjobs, self.owners_of_name = state.hyperjobs, state.owners_of_name
+        self.queues, self.classes, self.capacity, self.decoded = (
+            state.queues,
+            state.classes,
+            state.capacity,
+            state.decoded,
+        )
         self.lost: set[str] = set()
         # Children moved lately: (cluster, pods, when), until their new cluster's summary counts them.
         self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
         self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
         self.paused = ""
-        self.dirty: set[str] = set()  # HyperJobs whose spec is to be announced by this unit
+        self.dirty = state.dirty
         self.announced: dict[str, str] = {}
-        runtime.on_load(self.dirty.clear)
 
     def cfg(self) -> domain.Config:
-        return domain.config(self.queues.rows, self.classes.rows, sorted(self.capacity.clusters))
+        return self.state.cfg()
 
     # -- what the clusters say -----------------------------------------------------------------------
 
@@ -93,7 +92,7 @@ class Splitter:
                 return self._apply_hyperjob(msg, manifest)
             return self._apply_podgroup(msg, api.expect_kind(manifest, api.PodGroup))
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
+            return messages.rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
 
     async def on_unreadable(self, delivery: Delivery, error: Exception) -> None:
         """A request that is not one (the wrong shape, an unknown type) is answered all the same
@@ -126,28 +125,17 @@ class Splitter:
             manifest=api.encode(queue), state=state, created=existing.created if existing else self.rt.now()
         )
         outcome: events.Outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
-        reaction = _accepted(self.rt, msg, kind="Queue", name=name, outcome=outcome)
+        reaction = messages.accepted(self.rt, msg, kind="Queue", name=name, outcome=outcome)
         if outcome != "unchanged":
             self.queues.put(name, doc)
-            reaction.publish(subjects.queue_config(name), self._queue_changed(msg, name, doc))
+            reaction.publish(subjects.queue_config(name), messages.queue_changed(self.rt, msg, name, doc))
         return reaction
-
-    def _queue_changed(self, cause: events.Message, name: str, doc: records.QueueDoc | None) -> events.QueueChanged:
-        if doc is None:
-            return events.QueueChanged(**self.rt.envelope(cause, f"queue/{name}"), name=name, deleted=True)
-        return events.QueueChanged(
-            **self.rt.envelope(cause, f"queue/{name}"),
-            name=name,
-            manifest=doc.manifest,
-            state=doc.state,
-            created=doc.created,
-        )
 
     def _apply_priority_class(self, msg: events.ApplyManifest, pc: api.PriorityClass) -> Reaction:
         name = pc.metadata.name
         existing = self.classes.get(name)
         doc = records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value, global_default=pc.global_default)
-        reaction = _accepted(
+        reaction = messages.accepted(
             self.rt, msg, kind="PriorityClass", name=name, outcome="created" if existing is None else "configured"
         )
         self.classes.put(name, doc)
@@ -179,7 +167,7 @@ class Splitter:
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
-                return _accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
+                return messages.accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
             raise api.ManifestError(
                 "$.metadata.name",
                 f"{existing.manifest.get('kind', 'object')} {name!r} already "
@@ -193,7 +181,7 @@ class Splitter:
             children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
             applied=applied if kind != job.kind else {},
         )
-        reaction = _accepted(self.rt, msg, kind=kind, name=name, outcome="created")
+        reaction = messages.accepted(self.rt, msg, kind=kind, name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
@@ -204,7 +192,7 @@ class Splitter:
         existing = self._same_name_elsewhere(key, name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
-                return _accepted(self.rt, msg, kind="PodGroup", name=name, outcome="unchanged")
+                return messages.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         doc = records.HyperJobDoc(
             name=key,
@@ -213,7 +201,7 @@ class Splitter:
             plain=True,
             children=[events.ChildRef(name=key)],
         )
-        reaction = _accepted(self.rt, msg, kind="PodGroup", name=name, outcome="created")
+        reaction = messages.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="created")
         return self._submit(reaction, msg, doc)
 
     def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
@@ -227,8 +215,8 @@ class Splitter:
                 "$.metadata.name", f"HyperJob {name!r} is being deleted; apply it again once it is gone"
             )
         if previous is not None and previous.manifest == api.encode(hyperjob):
-            return _accepted(self.rt, msg, kind="HyperJob", name=name, outcome="unchanged")
-        reaction = _accepted(
+            return messages.accepted(self.rt, msg, kind="HyperJob", name=name, outcome="unchanged")
+        reaction = messages.accepted(
             self.rt, msg, kind="HyperJob", name=name, outcome="created" if previous is None else "configured"
         )
         stored = api.encode(hyperjob)
@@ -255,13 +243,6 @@ class Splitter:
             )
         return existing
 
-    def _find(self, kind: str, namespace: str, name: str) -> records.HyperJobDoc | None:
-        """The HyperJob, plain Job or PodGroup ``namespace/name``, or None."""
-        doc = self.hyperjobs.get(domain.owner_key(kind, namespace, name))
-        if doc is None or doc.manifest.get("kind") != kind or domain.namespace_of(doc) != namespace:
-            return None
-        return doc
-
     def _submit(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
         """Record the owner and ask its queue to admit it (again, for a new generation), unless no
         split could ever hold it: that is said at once, and it asks nothing of its queue (where it
@@ -269,13 +250,13 @@ class Splitter:
         never = (
             ""
             if doc.plain or doc.admitted
-            else fleetcore.inadmissible(_hyperjob(doc, self.decoded), self.capacity.clusters)
+            else fleetcore.inadmissible(self.state.hyperjob(doc), self.capacity.clusters)
         )
         if never:
             return self._inadmissible(reaction, cause, doc, never)
         if not doc.admitted and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
             doc = replace(doc, waiting_reason="")
-        self._put(doc)
+        self.state.put(doc)
         return reaction.publish(
             subjects.OWNER_SUBMITTED,
             domain.submission(
@@ -288,24 +269,16 @@ class Splitter:
     ) -> Reaction:
         """Hold a HyperJob no split could ever hold out of its queue, saying why (once)."""
         if doc.waiting_reason == reason:
-            self._put(doc)
+            self.state.put(doc)
             return reaction
-        self._put(replace(doc, waiting_reason=reason))
+        self.state.put(replace(doc, waiting_reason=reason))
         decision("hyperjob_inadmissible", hyperjob=doc.name, reason=reason)
         if doc.generation > 1:  # the generation before may wait in its queue
             reaction.publish(
                 subjects.OWNER_WITHDRAWN,
                 events.OwnerWithdrawn(**self.rt.envelope(cause, f"withdrawn/{doc.generation}"), name=doc.name),
             )
-        return reaction.publish(
-            subjects.CHILD_WAITING,
-            events.ChildPlacementWaiting(
-                **self.rt.envelope(cause, f"waiting/{doc.generation}/{reason}"),
-                child="",
-                hyperjob=doc.name,
-                reason=reason,
-            ),
-        )
+        return reaction.publish(subjects.CHILD_WAITING, messages.child_waiting(self.rt, cause, doc, reason))
 
     # -- admitted: split ---------------------------------------------------------------------------
 
@@ -314,7 +287,7 @@ class Splitter:
         if doc is None or doc.deleting or doc.admitted:
             return None
         doc = replace(doc, admitted=True)
-        self._put(doc)
+        self.state.put(doc)
         if doc.lifecycle != "Active":
             return None  # suspended before it was placed: planned once resumed
         if doc.plain:
@@ -331,7 +304,7 @@ class Splitter:
         return self._split(Reaction(), msg, doc)
 
     def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
-        hyperjob = _hyperjob(doc, self.decoded)
+        hyperjob = self.state.hyperjob(doc)
         now = self.capacity.now(self.rt.now())
         # Room that children planned lately will take is taken: a burst does not land on one cluster.
         live = self._working(now, exclude={ref.name for ref in doc.children})
@@ -349,7 +322,7 @@ class Splitter:
         if isinstance(result, fleetcore.Waiting):
             if doc.waiting_reason != result.reason:
                 decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
-                self._put(replace(doc, waiting_reason=result.reason))
+                self.state.put(replace(doc, waiting_reason=result.reason))
                 reaction.publish(
                     subjects.CHILD_WAITING,
                     events.ChildPlacementWaiting(
@@ -364,7 +337,7 @@ class Splitter:
         if taken:
             reason = f"child {taken}: a job of that name already exists"
             if doc.waiting_reason != reason:
-                self._put(replace(doc, waiting_reason=reason))
+                self.state.put(replace(doc, waiting_reason=reason))
                 reaction.publish(
                     subjects.CHILD_WAITING,
                     events.ChildPlacementWaiting(
@@ -389,7 +362,7 @@ class Splitter:
         staying = {(ref.name, ref.cluster) for ref in result.refs}  # replaced in place: still takes its room
         self._withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
         self._promise(hyperjob, doc.children, result.refs)
-        self._put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
+        self.state.put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
             "hyperjob_split",
             hyperjob=doc.name,
@@ -435,14 +408,14 @@ class Splitter:
             )
         self._withdraw(doc.children)
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
-        self._put(doc)
+        self.state.put(doc)
         return self._split(reaction, msg, doc)
 
     def _plan_moves(self, doc: records.HyperJobDoc) -> bool:
         """Would a plan made now put some child of ``doc`` on another cluster?"""
         now = self.capacity.now(self.rt.now())
         working = self._working(now, exclude={ref.name for ref in doc.children})
-        result = domain.plan(_hyperjob(doc, self.decoded), working, now)
+        result = domain.plan(self.state.hyperjob(doc), working, now)
         before = {ref.name: ref.cluster for ref in doc.children}
         return not isinstance(result, fleetcore.Waiting) and any(
             before.get(ref.name) != ref.cluster for ref in result.refs
@@ -479,7 +452,7 @@ class Splitter:
                 if not paused:
                     self._fail_over(reaction, doc, working)  # a child on a lost cluster, or on none yet
             elif doc.waiting_reason.startswith(WAITS):
-                self._put(replace(doc, waiting_reason=""))  # its cluster came back
+                self.state.put(replace(doc, waiting_reason=""))  # its cluster came back
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(replan_cause(self.rt.instance, self.rt.now(), reaction), reaction)
 
@@ -565,7 +538,7 @@ class Splitter:
             split = None
         else:
             split, decisions = fleetcore.failover(
-                _hyperjob(doc, self.decoded),
+                self.state.hyperjob(doc),
                 domain.split_plan(doc),
                 self.capacity.clusters,
                 now,
@@ -582,7 +555,7 @@ class Splitter:
             self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=moved)
             self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
             if split is not None:
-                self._remember_moves(reaction, _hyperjob(doc, self.decoded), split, moves)
+                self._remember_moves(reaction, self.state.hyperjob(doc), split, moves)
         if split is not None:
             doc = domain.with_plan(doc, split)
         elif moves:
@@ -592,7 +565,7 @@ class Splitter:
         if moves or (doc.waiting_reason != waiting and (waits or doc.waiting_reason.startswith(WAITS))):
             if waiting and waiting != doc.waiting_reason:
                 self.rt.log.warning("failover_waits", hyperjob=doc.name, why=waiting)  # e.g. a hung control plane
-            self._put(replace(doc, waiting_reason=waiting))
+            self.state.put(replace(doc, waiting_reason=waiting))
 
     # -- delete --------------------------------------------------------------------------------------
 
@@ -602,24 +575,24 @@ class Splitter:
         try:
             namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
+            return messages.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             return self._delete_queue(msg)
         if msg.kind == "PriorityClass" and msg.name in self.classes:
             self.classes.delete(msg.name)
-            reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
+            reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
             return reaction.publish(
                 subjects.priority_class_config(msg.name),
                 events.PriorityClassChanged(
                     **self.rt.envelope(msg, f"priorityclass/{msg.name}"), name=msg.name, deleted=True
                 ),
             )
-        doc = self._find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
+        doc = self.state.find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
         if doc is None:
-            return _rejected(
-                self.rt, msg, kind=msg.kind, name=msg.name, reason=_not_found(msg.kind, namespace, msg.name)
+            return messages.rejected(
+                self.rt, msg, kind=msg.kind, name=msg.name, reason=messages.not_found(msg.kind, namespace, msg.name)
             )
-        reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
+        reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
         reaction.publish(
             subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn(**self.rt.envelope(msg, "withdrawn"), name=doc.name)
         )
@@ -635,23 +608,22 @@ class Splitter:
                     **self.rt.envelope(cause, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster
                 ),
             )
-        self._put(replace(doc, deleting=True))
+        self.state.put(replace(doc, deleting=True))
         return reaction
 
     def _deleted(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
-        self.hyperjobs.delete(doc.name)
-        self.dirty.add(doc.name)
+        self.state.drop(doc)
         return reaction.publish(
             subjects.HYPERJOB_DELETED, events.HyperJobDeleted(**self.rt.envelope(cause, "deleted"), name=doc.name)
         )
 
     def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
         if msg.name not in self.queues:
-            return _rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
+            return messages.rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
         users = sorted(d.name for d in self.hyperjobs.values() if msg.name in domain.queues_of(d))
         children = sorted(n for n, parent in self.cfg().parents.items() if parent == msg.name)
         if users or children:
-            return _rejected(
+            return messages.rejected(
                 self.rt,
                 msg,
                 kind="Queue",
@@ -659,8 +631,8 @@ class Splitter:
                 reason=f"queue {msg.name!r} is used by {', '.join(users or children)}",
             )
         self.queues.delete(msg.name)
-        reaction = _accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
-        return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, None))
+        reaction = messages.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
+        return reaction.publish(subjects.queue_config(msg.name), messages.queue_changed(self.rt, msg, msg.name, None))
 
     def on_job_removed(self, msg: events.JobRemoved) -> Reaction | None:
         """A child is gone from its cluster; the last one gone ends a deletion."""
@@ -670,7 +642,7 @@ class Splitter:
         remaining = replace(doc, children=[ref for ref in doc.children if ref.name != msg.job])
         if not remaining.children:
             return self._deleted(Reaction(), msg, remaining)
-        self._put(remaining)
+        self.state.put(remaining)
         return None
 
     # -- commands and the children's news -------------------------------------------------------------
@@ -682,27 +654,27 @@ class Splitter:
                 subjects.HYPERJOB_COMMAND, msg, "HyperJob", msg.namespace, "$.namespace"
             )
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=str(exc))
-        doc = self._find("HyperJob", namespace, msg.name)
+            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=str(exc))
+        doc = self.state.find("HyperJob", namespace, msg.name)
         if doc is None or doc.deleting:
             reason = (
                 f"HyperJob {msg.name!r} is being deleted"
                 if doc is not None and doc.deleting
-                else _not_found("HyperJob", namespace, msg.name)
+                else messages.not_found("HyperJob", namespace, msg.name)
             )
-            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
+            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         refused = domain.command_refused(msg.action, doc)
         if refused:
             reason = f"HyperJob {msg.name!r} {refused}"
-            return _rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
+            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
-        reaction = _accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
+        reaction = messages.accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
         self._carry_out(reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
         doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
-        self._put(doc)
+        self.state.put(doc)
         if lifecycle == "Active" and doc.admitted and not doc.children:
             self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
         if lifecycle == "Terminating":  # only a deleting HyperJob terminates, and it takes no command
@@ -719,11 +691,11 @@ class Splitter:
         try:
             namespace = domain.request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
+            return messages.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             queue = self.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
             if queue is None or msg.action not in ("open", "close"):
-                return _rejected(
+                return messages.rejected(
                     self.rt,
                     msg,
                     kind=msg.kind,
@@ -734,16 +706,20 @@ class Splitter:
                 )
             queue = replace(queue, state="Open" if msg.action == "open" else "Closed")
             self.queues.put(msg.name, queue)
-            reaction = _accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="commanded")
-            return reaction.publish(subjects.queue_config(msg.name), self._queue_changed(msg, msg.name, queue))
-        doc = self._find("Job", namespace, msg.name)
+            reaction = messages.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="commanded")
+            return reaction.publish(
+                subjects.queue_config(msg.name), messages.queue_changed(self.rt, msg, msg.name, queue)
+            )
+        doc = self.state.find("Job", namespace, msg.name)
         cluster = doc.children[0].cluster if doc is not None and doc.children else ""
         if not cluster:
             reason = (
-                _not_found("Job", namespace, msg.name) if doc is None else f"Job {msg.name!r} is not on a cluster yet"
+                messages.not_found("Job", namespace, msg.name)
+                if doc is None
+                else f"Job {msg.name!r} is not on a cluster yet"
             )
-            return _rejected(self.rt, msg, kind="Job", name=msg.name, reason=reason)
-        reaction = _accepted(self.rt, msg, kind="Job", name=msg.name, outcome="commanded")
+            return messages.rejected(self.rt, msg, kind="Job", name=msg.name, reason=reason)
+        reaction = messages.accepted(self.rt, msg, kind="Job", name=msg.name, outcome="commanded")
         return reaction.publish(
             subjects.command_child(cluster),
             events.CommandChild(**self.rt.envelope(msg, "command"), child=msg.name, cluster=cluster, action=msg.action),
@@ -782,12 +758,12 @@ class Splitter:
         phases = {**doc.child_phases, msg.job: msg.new}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases) if not doc.plain else doc.lifecycle
         doc = replace(doc, child_phases=phases, lifecycle=lifecycle)
-        self._put(doc)
+        self.state.put(doc)
         if msg.new != "Failed" or doc.plain or doc.deleting or doc.lifecycle != "Active":
             return None
         # A child failed beyond its own retries: the HyperJob's childFailurePolicy decides.
         split, decisions = fleetcore.child_failed(
-            _hyperjob(doc, self.decoded),
+            self.state.hyperjob(doc),
             domain.split_plan(doc),
             msg.job,
             self.capacity.clusters,
@@ -796,7 +772,7 @@ class Splitter:
         )
         reaction = self._carry_out(Reaction(), msg, doc, decisions)
         lifecycle = next((d.lifecycle for d in decisions if isinstance(d, fleetcore.SetLifecycle)), doc.lifecycle)
-        self._put(
+        self.state.put(
             replace(
                 domain.with_plan(doc, split),
                 lifecycle=lifecycle,
@@ -837,10 +813,6 @@ class Splitter:
         return reaction
 
     # -- the spec, as the status-aggregator needs it ---------------------------------------------------
-
-    def _put(self, doc: records.HyperJobDoc) -> None:
-        self.hyperjobs.put(doc.name, doc)
-        self.dirty.add(doc.name)
 
     def flush(self) -> Reaction | None:
         """One ``HyperJobSpecChanged`` per HyperJob this unit changed (what the status shows)."""
@@ -916,41 +888,10 @@ def _default_queue() -> records.QueueDoc:
     return records.QueueDoc(manifest=api.encode(queue))
 
 
-def _accepted(rt: Runtime, msg: events.Message, kind: str, name: str, outcome: events.Outcome) -> Reaction:
-    decision("request_accepted", request=msg.event_id, kind=kind, name=name, outcome=outcome)
-    answer = events.RequestAccepted(**rt.envelope(msg, "answer"), kind=kind, name=name, outcome=outcome)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
-
-
-def _rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: str) -> Reaction:
-    decision("request_rejected", request=msg.event_id, kind=kind, name=name, reason=reason)
-    answer = events.RequestRejected(**rt.envelope(msg, "answer"), kind=kind, name=name, reason=reason)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
-
-
 def replan_cause(instance: str, now: float, reaction: Reaction) -> str:
     """A re-planning round's id (``events.round_id``), from when it ran and what it decided."""
     return events.round_id(instance, "replan", now, (message.event_id for _, message in reaction.outputs))
 
 
-def _not_found(kind: str, namespace: str, name: str) -> str:
-    """kubectl's NotFound, naming the namespace outside ``default`` (the reason ends "not found")."""
-    where = f" in namespace {namespace!r}" if namespace not in ("", api.DEFAULT_NAMESPACE) else ""
-    return f"{kind} {name!r}{where} not found"
-
-
-def _hyperjob(doc: records.HyperJobDoc, decoded: domain.DecodedManifests) -> api.HyperJob:
-    """The HyperJob as the fleet knows it: named by its fleet name, which its children's names
-    start with (``team-a-x-worker-0`` for ``team-a/x``; unchanged in ``default``)."""
-    hyperjob = api.expect_kind(decoded.of(doc), api.HyperJob)
-    meta = hyperjob.metadata
-    return replace(hyperjob, metadata=replace(meta, name=api.fleet_name(meta)))
-
-
 def _job(doc: records.HyperJobDoc) -> api.Job:
     return api.expect_kind(api.decode_stored(doc.manifest), api.Job)
-
-
-def _names_used(doc: records.HyperJobDoc) -> list[str]:
-    """The job names a HyperJob's children (or a plain Job itself) go by."""
-    return [doc.name] if doc.plain else [ref.name for ref in doc.children]
