@@ -42,5 +42,5 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         },
     )
     runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)
-    runtime.before_commit(splitter.flush)
+    runtime.before_commit(splitter.announcer.flush)
     return splitter

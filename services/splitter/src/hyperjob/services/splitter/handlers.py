@@ -11,11 +11,9 @@ child is gone from every cluster.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Required, TypedDict
+from typing import Any
 
-import msgspec
 from msgspec.structs import replace
 
 from hyperjob import api, events, fleetcore, records
@@ -25,6 +23,7 @@ from hyperjob.servicekit import InvariantError, Reaction, Runtime
 from hyperjob.telemetry.spans import decision
 
 from . import domain, messages
+from .announce import SpecAnnouncer
 from .config import Settings
 from .state import SplitterState
 
@@ -51,8 +50,7 @@ class Splitter:
         self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
         self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
         self.paused = ""
-        self.dirty = state.dirty
-        self.announced: dict[str, str] = {}
+        self.announcer = SpecAnnouncer(state)
 
     def cfg(self) -> domain.Config:
         return self.state.cfg()
@@ -813,73 +811,6 @@ class Splitter:
         return reaction
 
     # -- the spec, as the status-aggregator needs it ---------------------------------------------------
-
-    def flush(self) -> Reaction | None:
-        """One ``HyperJobSpecChanged`` per HyperJob this unit changed (what the status shows)."""
-        if not self.dirty:
-            return None
-        reaction, sent = Reaction(), {}
-        for name in sorted(self.dirty):
-            doc = self.hyperjobs.get(name)
-            fields = _spec_fields(name, doc)
-            digest = hashlib.sha1(msgspec.json.encode(fields)).hexdigest()
-            if self.announced.get(name) != digest:
-                sent[name] = digest
-                # The id names this incarnation and version of the document: a spec that returns to
-                # an earlier content (suspend, then resume) is still a new message.
-                which = f"{doc.created!r}/{self.hyperjobs.versions.get(name, 0)}" if doc else f"gone/{self.rt.now()!r}"
-                reaction.publish(
-                    subjects.HYPERJOB_SPEC,
-                    events.HyperJobSpecChanged(
-                        event_id=events.derive_id(name, f"spec/{which}/{digest}"),
-                        occurred_at=self.rt.now(),
-                        producer=self.rt.service,
-                        **fields,
-                    ),
-                )
-        self.dirty.clear()
-
-        async def remember() -> None:
-            self.announced.update(sent)
-
-        reaction.after.append(remember)
-        return reaction
-
-
-class _SpecFields(TypedDict, total=False):
-    """``events.HyperJobSpecChanged``'s own fields (its digest says whether it changed)."""
-
-    name: Required[str]
-    manifest: Required[dict[str, Any]]
-    plain: bool
-    generation: int
-    created: float
-    children: list[events.ChildRef]
-    world_size: int
-    lifecycle: str
-    restarts: int
-    deleting: bool
-    waiting_reason: str
-    attempt: int
-
-
-def _spec_fields(name: str, doc: records.HyperJobDoc | None) -> _SpecFields:
-    if doc is None:
-        return {"name": name, "manifest": {}, "deleting": True, "lifecycle": "Active"}
-    return {
-        "name": name,
-        "manifest": doc.manifest,
-        "plain": doc.plain,
-        "generation": doc.generation,
-        "created": doc.created,
-        "children": doc.children,
-        "world_size": doc.world_size,
-        "lifecycle": doc.lifecycle,
-        "restarts": doc.restarts,
-        "deleting": doc.deleting,
-        "waiting_reason": doc.waiting_reason,
-        "attempt": doc.attempt,
-    }
 
 
 def _default_queue() -> records.QueueDoc:
