@@ -11,7 +11,7 @@ child is gone from every cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from msgspec.structs import replace
@@ -25,10 +25,9 @@ from hyperjob.telemetry.spans import decision
 from . import domain, messages
 from .announce import SpecAnnouncer
 from .config import Settings
+from .room import Room
 from .state import SplitterState
 
-# A planned or moved child's pods count against its cluster until it runs there, at most this long (s).
-MOVE_SETTLING = 60.0
 # How a HyperJob's waiting reason starts while a child waits on a lost cluster for room elsewhere.
 WAITS = "failover waits:"
 
@@ -46,8 +45,7 @@ class Splitter:
             state.decoded,
         )
         self.lost: set[str] = set()
-        # Children moved lately: (cluster, pods, when), until their new cluster's summary counts them.
-        self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
+        self.room = Room(state)
         self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
         self.paused = ""
         self.announcer = SpecAnnouncer(state)
@@ -305,14 +303,14 @@ class Splitter:
         hyperjob = self.state.hyperjob(doc)
         now = self.capacity.now(self.rt.now())
         # Room that children planned lately will take is taken: a burst does not land on one cluster.
-        live = self._working(now, exclude={ref.name for ref in doc.children})
+        live = self.room.working(now, exclude={ref.name for ref in doc.children})
         current = domain.split_plan(doc) if doc.children else None
         waited = self.rt.now() - doc.created  # Incremental dispatch widens with it
         result = domain.plan(hyperjob, live, now, current, waited)
         if isinstance(result, fleetcore.Waiting):
             # Planned on the room lower-priority work could give back: the global scheduler then
             # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
-            for view in self._without_lower_priority(doc, live):
+            for view in self.room.without_lower_priority(doc, live):
                 preempting = domain.plan(hyperjob, view, now, current, waited)
                 if not isinstance(preempting, fleetcore.Waiting):
                     result = preempting
@@ -358,8 +356,8 @@ class Splitter:
             )
         children = [c for c in result.children if c.name in place]
         staying = {(ref.name, ref.cluster) for ref in result.refs}  # replaced in place: still takes its room
-        self._withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
-        self._promise(hyperjob, doc.children, result.refs)
+        self.room.withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
+        self.room.promise(hyperjob, doc.children, result.refs)
         self.state.put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
         decision(
             "hyperjob_split",
@@ -404,7 +402,7 @@ class Splitter:
                 subjects.UNPLACE_CHILD,
                 events.RemoveChild(**self.rt.envelope(msg, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster),
             )
-        self._withdraw(doc.children)
+        self.room.withdraw(doc.children)
         doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
         self.state.put(doc)
         return self._split(reaction, msg, doc)
@@ -412,7 +410,7 @@ class Splitter:
     def _plan_moves(self, doc: records.HyperJobDoc) -> bool:
         """Would a plan made now put some child of ``doc`` on another cluster?"""
         now = self.capacity.now(self.rt.now())
-        working = self._working(now, exclude={ref.name for ref in doc.children})
+        working = self.room.working(now, exclude={ref.name for ref in doc.children})
         result = domain.plan(self.state.hyperjob(doc), working, now)
         before = {ref.name: ref.cluster for ref in doc.children}
         return not isinstance(result, fleetcore.Waiting) and any(
@@ -436,7 +434,7 @@ class Splitter:
                 self.rt.log.warning("failovers_paused", why=paused)
             else:
                 self.rt.log.info("failovers_resumed")
-        working = self._working(now)
+        working = self.room.working(now)
         for name, doc in self.hyperjobs.items():
             if not doc.admitted and not doc.deleting and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
                 self._submit(reaction, f"admissible/{name}/{doc.generation}", doc)  # the fleet may hold it now
@@ -453,66 +451,6 @@ class Splitter:
                 self.state.put(replace(doc, waiting_reason=""))  # its cluster came back
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(replan_cause(self.rt.instance, self.rt.now(), reaction), reaction)
-
-    def _working(
-        self, now: float, exclude: set[str] | frozenset[str] = frozenset()
-    ) -> dict[str, fleetcore.ClusterCapacity]:
-        """The live clusters' room, less what the children planned or moved there lately take
-        once they run (a cluster's summary counts a child's pods only once they are bound);
-        ``exclude``: children whose room is not to be taken (those of the plan being redone)."""
-        working = dict(self.capacity.live(now))
-        for child, (cluster, pods, since) in list(self.moving.items()):
-            if self.rt.now() - since > MOVE_SETTLING:
-                del self.moving[child]
-            elif child in exclude:
-                continue
-            elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
-                working[cluster] = placed
-        return working
-
-    def _without_lower_priority(
-        self, doc: records.HyperJobDoc, live: dict[str, fleetcore.ClusterCapacity]
-    ) -> Iterator[dict[str, fleetcore.ClusterCapacity]]:
-        """``live`` with the room of running children of lower priority than ``doc`` given back,
-        one cluster more at a time, the cluster whose work would lose least first (GPUs × time
-        since applied): a plan is made on as little of it as it needs, free room first."""
-        cfg = self.cfg()
-        priority = domain.priority_of(doc, cfg, self.decoded)
-        given: dict[str, list[fleetcore.PodShape]] = {}
-        work: dict[str, float] = {}
-        for other in self.hyperjobs.values():
-            if other.name == doc.name or not other.admitted or other.deleting:
-                continue
-            if domain.priority_of(other, cfg, self.decoded) >= priority:
-                continue
-            for ref, pods in domain.running_children(other, self.decoded):
-                if ref.cluster in live:
-                    given.setdefault(ref.cluster, []).extend(pods)
-                    gpus = sum(p.request.get(fleetcore.GPU, 0.0) for p in pods)
-                    work[ref.cluster] = work.get(ref.cluster, 0.0) + gpus * (self.rt.now() - other.created)
-        room = dict(live)
-        for cluster in sorted(given, key=lambda c: (work[c], c)):
-            room[cluster] = fleetcore.given_back(room[cluster], given[cluster])
-            yield dict(room)
-
-    def _promise(self, hyperjob: api.HyperJob, before: list[events.ChildRef], refs: list[events.ChildRef]) -> None:
-        """Children a split sends to a cluster they are not on yet count against it until they run
-        there, so the next split of the same burst sees that room taken. Kept at once, not after
-        the commit: the splits of one unit of work follow each other before it commits."""
-        was = {(ref.name, ref.cluster) for ref in before}
-        specs = {rj.name: rj.template_spec for rj in hyperjob.spec.replicated_jobs}
-        for ref in refs:
-            if ref.cluster and (ref.name, ref.cluster) not in was and ref.replicated_job in specs:
-                pods = fleetcore.gang_pods(specs[ref.replicated_job], ref.tasks)
-                self.moving[ref.name] = (ref.cluster, pods, self.rt.now())
-
-    def _withdraw(self, removed: Sequence[events.ChildRef]) -> None:
-        """Children asked to leave their cluster no longer take the room they were promised there:
-        a plan redone after a gang retry names its children alike, and would otherwise find its own
-        withdrawn child still holding the room it waits for, until ``MOVE_SETTLING`` passed."""
-        for ref in removed:
-            if (promised := self.moving.get(ref.name)) is not None and promised[0] == ref.cluster:
-                del self.moving[ref.name]
 
     def _fail_over(
         self, reaction: Reaction, doc: records.HyperJobDoc, working: dict[str, fleetcore.ClusterCapacity]
@@ -553,7 +491,7 @@ class Splitter:
             self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=moved)
             self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
             if split is not None:
-                self._remember_moves(reaction, self.state.hyperjob(doc), split, moves)
+                self.room.remember_moves(reaction, self.state.hyperjob(doc), split, moves)
         if split is not None:
             doc = domain.with_plan(doc, split)
         elif moves:
@@ -723,30 +661,8 @@ class Splitter:
             events.CommandChild(**self.rt.envelope(msg, "command"), child=msg.name, cluster=cluster, action=msg.action),
         )
 
-    def _remember_moves(
-        self,
-        reaction: Reaction,
-        hyperjob: api.HyperJob,
-        split: fleetcore.SplitPlan,
-        moves: Sequence[fleetcore.FleetDecision],
-    ) -> None:
-        """Once committed, the moves' pods count against their new clusters until they run there."""
-        promised = {
-            m.child: (m.to_cluster, fleetcore.child_pods(hyperjob, child))
-            for m in moves
-            if isinstance(m, fleetcore.ChildMove) and (child := split.child(m.child)) is not None
-        }
-
-        async def remember() -> None:
-            for child, (cluster, pods) in promised.items():
-                self.moving[child] = (cluster, pods, self.rt.now())
-
-        reaction.after.append(remember)
-
     def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
-        moving = self.moving.get(msg.job)
-        if moving is not None and moving[0] == msg.cluster and msg.new != "Pending":
-            del self.moving[msg.job]  # it runs (or ran) there: the cluster's summary counts it now
+        self.room.ran(msg)
         owner = msg.hyperjob or msg.job
         doc = self.hyperjobs.get(owner)
         if doc is None or msg.job not in {r.name for r in doc.children}:
