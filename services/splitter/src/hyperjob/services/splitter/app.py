@@ -29,8 +29,8 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         "splitter-sched",
         [subjects.OWNER_ADMITTED, subjects.GANG_RETRY],
         {
-            events.OwnerAdmitted: splitter.on_admitted,
-            events.GangRetry: splitter.on_gang_retry,
+            events.OwnerAdmitted: splitter.planner.on_admitted,
+            events.GangRetry: splitter.planner.on_gang_retry,
         },
     )
     runtime.subscribe(
@@ -38,7 +38,7 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         ["job.removed.*", "job.phase.*"],
         {
             events.JobRemoved: splitter.on_job_removed,
-            events.JobPhaseChanged: splitter.on_job_phase,
+            events.JobPhaseChanged: splitter.planner.on_job_phase,
         },
     )
     runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)

@@ -11,7 +11,6 @@ child is gone from every cluster.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from msgspec.structs import replace
@@ -25,6 +24,7 @@ from hyperjob.telemetry.spans import decision
 from . import domain, messages
 from .announce import SpecAnnouncer
 from .config import Settings
+from .planning import Planner
 from .room import Room
 from .state import SplitterState
 
@@ -46,6 +46,7 @@ class Splitter:
         )
         self.lost: set[str] = set()
         self.room = Room(state)
+        self.planner = Planner(state, self.room)
         self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
         self.paused = ""
         self.announcer = SpecAnnouncer(state)
@@ -222,7 +223,7 @@ class Splitter:
             return self._submit(reaction, msg, doc)
         doc = replace(previous, manifest=stored, generation=previous.generation + 1)
         reaction = self._submit(reaction, msg, doc)
-        return self._split(reaction, msg, doc) if doc.admitted else reaction
+        return self.planner.split(reaction, msg, doc) if doc.admitted else reaction
 
     def _same_name_elsewhere(self, key: str, name: str, namespace: str) -> records.HyperJobDoc | None:
         """The plain Job or PodGroup kept under the fleet name ``key`` (``domain.owner_key``). One
@@ -276,147 +277,6 @@ class Splitter:
             )
         return reaction.publish(subjects.CHILD_WAITING, messages.child_waiting(self.rt, cause, doc, reason))
 
-    # -- admitted: split ---------------------------------------------------------------------------
-
-    def on_admitted(self, msg: events.OwnerAdmitted) -> Reaction | None:
-        doc = self.hyperjobs.get(msg.name)
-        if doc is None or doc.deleting or doc.admitted:
-            return None
-        doc = replace(doc, admitted=True)
-        self.state.put(doc)
-        if doc.lifecycle != "Active":
-            return None  # suspended before it was placed: planned once resumed
-        if doc.plain:
-            child = domain.plain_child(doc, sorted(self.capacity.clusters))
-            return Reaction().publish(
-                subjects.PLACE_CHILDREN,
-                events.PlaceChildren(
-                    **self.rt.envelope(msg, f"place/{doc.name}/{doc.created!r}"),
-                    owner=doc.name,
-                    plain=True,
-                    children=[child],
-                ),
-            )
-        return self._split(Reaction(), msg, doc)
-
-    def _split(self, reaction: Reaction, cause: events.Message | str, doc: records.HyperJobDoc) -> Reaction:
-        hyperjob = self.state.hyperjob(doc)
-        now = self.capacity.now(self.rt.now())
-        # Room that children planned lately will take is taken: a burst does not land on one cluster.
-        live = self.room.working(now, exclude={ref.name for ref in doc.children})
-        current = domain.split_plan(doc) if doc.children else None
-        waited = self.rt.now() - doc.created  # Incremental dispatch widens with it
-        result = domain.plan(hyperjob, live, now, current, waited)
-        if isinstance(result, fleetcore.Waiting):
-            # Planned on the room lower-priority work could give back: the global scheduler then
-            # preempts for it, all or nothing (``fleetcore.plan_preemption``), or it waits there.
-            for view in self.room.without_lower_priority(doc, live):
-                preempting = domain.plan(hyperjob, view, now, current, waited)
-                if not isinstance(preempting, fleetcore.Waiting):
-                    result = preempting
-                    break
-        if isinstance(result, fleetcore.Waiting):
-            if doc.waiting_reason != result.reason:
-                decision("hyperjob_split_waits", hyperjob=doc.name, reason=result.reason)
-                self.state.put(replace(doc, waiting_reason=result.reason))
-                reaction.publish(
-                    subjects.CHILD_WAITING,
-                    events.ChildPlacementWaiting(
-                        **self.rt.envelope(cause, f"waiting/{doc.generation}/{result.reason}"),
-                        child="",
-                        hyperjob=doc.name,
-                        reason=result.reason,
-                    ),
-                )
-            return reaction
-        taken = self._names_taken(doc.name, [ref.name for ref in result.refs])
-        if taken:
-            reason = f"child {taken}: a job of that name already exists"
-            if doc.waiting_reason != reason:
-                self.state.put(replace(doc, waiting_reason=reason))
-                reaction.publish(
-                    subjects.CHILD_WAITING,
-                    events.ChildPlacementWaiting(
-                        **self.rt.envelope(cause, f"waiting/{doc.generation}/{reason}"),
-                        child="",
-                        hyperjob=doc.name,
-                        reason=reason,
-                    ),
-                )
-            return reaction
-        place, remove = domain.changes(doc.children, result.refs)
-        for ref in remove:
-            reaction.publish(
-                subjects.UNPLACE_CHILD,
-                events.RemoveChild(
-                    **self.rt.envelope(cause, f"unplace/{ref.name}/{doc.generation}/{doc.attempt}"),
-                    child=ref.name,
-                    cluster=ref.cluster,
-                ),
-            )
-        children = [c for c in result.children if c.name in place]
-        staying = {(ref.name, ref.cluster) for ref in result.refs}  # replaced in place: still takes its room
-        self.room.withdraw([ref for ref in remove if (ref.name, ref.cluster) not in staying])
-        self.room.promise(hyperjob, doc.children, result.refs)
-        self.state.put(replace(doc, children=result.refs, world_size=result.world_size, waiting_reason=""))
-        decision(
-            "hyperjob_split",
-            hyperjob=doc.name,
-            children=len(result.refs),
-            clusters=",".join(sorted({c for ref in result.refs for c in [ref.cluster] if c})),
-            world_size=result.world_size,
-            gang=result.gang,
-            reason=f"{len(place)} to place, {len(remove)} to remove",
-        )
-        return reaction.publish(
-            subjects.PLACE_CHILDREN,
-            events.PlaceChildren(
-                **self.rt.envelope(cause, f"place/{doc.created!r}/{doc.generation}/{doc.attempt}"),
-                owner=doc.name,
-                generation=doc.generation,
-                attempt=doc.attempt,
-                children=children,
-                gang=result.gang,
-                hyperjob=doc.manifest,
-                plan=result.refs,
-                world_size=result.world_size,
-            ),
-        )
-
-    def _names_taken(self, owner: str, names: list[str]) -> str:
-        """The first of ``names`` another Job or HyperJob child already goes by ("" if none)."""
-        taken = (name for name in sorted(names) if set(self.owners_of_name.names(name)) - {owner})
-        return next(taken, "")
-
-    def on_gang_retry(self, msg: events.GangRetry) -> Reaction | None:
-        """The gang's reservations did not all hold in time: plan again (it may fit elsewhere now),
-        replacing every child."""
-        doc = self.hyperjobs.get(msg.owner)
-        if doc is None or doc.deleting or msg.attempt <= doc.attempt or doc.lifecycle != "Active":
-            return None
-        if msg.reason.startswith(fleetcore.ROOM_RETRY) and not self._plan_moves(doc):
-            return None  # the plan would stay as it is: its children wait where they are
-        reaction = Reaction()
-        for ref in doc.children:
-            reaction.publish(
-                subjects.UNPLACE_CHILD,
-                events.RemoveChild(**self.rt.envelope(msg, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster),
-            )
-        self.room.withdraw(doc.children)
-        doc = replace(doc, attempt=msg.attempt, children=[], waiting_reason=msg.reason)
-        self.state.put(doc)
-        return self._split(reaction, msg, doc)
-
-    def _plan_moves(self, doc: records.HyperJobDoc) -> bool:
-        """Would a plan made now put some child of ``doc`` on another cluster?"""
-        now = self.capacity.now(self.rt.now())
-        working = self.room.working(now, exclude={ref.name for ref in doc.children})
-        result = domain.plan(self.state.hyperjob(doc), working, now)
-        before = {ref.name: ref.cluster for ref in doc.children}
-        return not isinstance(result, fleetcore.Waiting) and any(
-            before.get(ref.name) != ref.cluster for ref in result.refs
-        )
-
     async def replan(self) -> None:
         """Admitted HyperJobs that did not fit anywhere are planned again as capacity changes, and
         children on a lost cluster (or withdrawn for want of room) are placed again elsewhere:
@@ -441,7 +301,7 @@ class Splitter:
             if doc.deleting or not doc.admitted or doc.lifecycle != "Active":
                 continue
             if not doc.plain and not doc.children:
-                self._split(reaction, f"replan/{name}", doc)
+                self.planner.split(reaction, f"replan/{name}", doc)
             elif doc.manifest.get("kind") == "PodGroup":
                 continue
             elif any(ref.cluster not in alive for ref in doc.children):
@@ -489,7 +349,7 @@ class Splitter:
         if moves:
             moved = [m.child for m in moves if not isinstance(m, fleetcore.SetLifecycle)]
             self.rt.log.warning("children_failed_over", hyperjob=doc.name, moves=moved)
-            self._carry_out(reaction, f"failover/{doc.name}/{now!r}", doc, moves)
+            messages.carry_out(self.rt, reaction, f"failover/{doc.name}/{now!r}", doc, moves)
             if split is not None:
                 self.room.remember_moves(reaction, self.state.hyperjob(doc), split, moves)
         if split is not None:
@@ -607,12 +467,12 @@ class Splitter:
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
         reaction = messages.accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
-        self._carry_out(reaction, msg, doc, decisions)
+        messages.carry_out(self.rt, reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
         doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
         self.state.put(doc)
         if lifecycle == "Active" and doc.admitted and not doc.children:
-            self._split(reaction, msg, doc)  # suspended before it was placed: plan it now
+            self.planner.split(reaction, msg, doc)  # suspended before it was placed: plan it now
         if lifecycle == "Terminating":  # only a deleting HyperJob terminates, and it takes no command
             raise InvariantError(f"HyperJob {msg.name!r} is Terminating yet took the command {msg.action}")
         return reaction.publish(
@@ -660,71 +520,6 @@ class Splitter:
             subjects.command_child(cluster),
             events.CommandChild(**self.rt.envelope(msg, "command"), child=msg.name, cluster=cluster, action=msg.action),
         )
-
-    def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
-        self.room.ran(msg)
-        owner = msg.hyperjob or msg.job
-        doc = self.hyperjobs.get(owner)
-        if doc is None or msg.job not in {r.name for r in doc.children}:
-            return None
-        if doc.plain and doc.children[0].cluster != msg.cluster:
-            doc = replace(doc, children=[replace(doc.children[0], cluster=msg.cluster)])
-        phases = {**doc.child_phases, msg.job: msg.new}
-        lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases) if not doc.plain else doc.lifecycle
-        doc = replace(doc, child_phases=phases, lifecycle=lifecycle)
-        self.state.put(doc)
-        if msg.new != "Failed" or doc.plain or doc.deleting or doc.lifecycle != "Active":
-            return None
-        # A child failed beyond its own retries: the HyperJob's childFailurePolicy decides.
-        split, decisions = fleetcore.child_failed(
-            self.state.hyperjob(doc),
-            domain.split_plan(doc),
-            msg.job,
-            self.capacity.clusters,
-            self.capacity.now(self.rt.now()),
-            phases,
-        )
-        reaction = self._carry_out(Reaction(), msg, doc, decisions)
-        lifecycle = next((d.lifecycle for d in decisions if isinstance(d, fleetcore.SetLifecycle)), doc.lifecycle)
-        self.state.put(
-            replace(
-                domain.with_plan(doc, split),
-                lifecycle=lifecycle,
-                restarts=doc.restarts + (1 if lifecycle == "Restarting" else 0),
-            )
-        )
-        return reaction
-
-    def _carry_out(
-        self,
-        reaction: Reaction,
-        cause: events.Message | str,
-        doc: records.HyperJobDoc,
-        decisions: Sequence[fleetcore.FleetDecision],
-    ) -> Reaction:
-        """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
-        clusters = {ref.name: ref.cluster for ref in doc.children}
-        for d in decisions:
-            if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
-                reaction.publish(
-                    subjects.command_child(clusters[d.child]),
-                    events.CommandChild(
-                        **self.rt.envelope(cause, f"command/{d.child}/{d.action}/{doc.restarts}"),
-                        child=d.child,
-                        cluster=clusters[d.child],
-                        action=d.action,
-                        reason=d.reason,
-                    ),
-                )
-            elif isinstance(d, fleetcore.ChildMove | fleetcore.ChildUnplaced):
-                to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
-                reaction.publish(
-                    subjects.MOVE_CHILD,
-                    events.MoveChild(
-                        **self.rt.envelope(cause, f"move/{d.child}/{to}"), child=d.child, to_cluster=to, reason=d.reason
-                    ),
-                )
-        return reaction
 
     # -- the spec, as the status-aggregator needs it ---------------------------------------------------
 

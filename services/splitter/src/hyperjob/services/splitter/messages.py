@@ -1,10 +1,13 @@
 """The messages more than one unit of the splitter sends, each built in one place: the answer to a
 request (``hj.result.<request>``, its id derived from the request's, so a redelivered request is
-answered once), a queue's configuration, and a HyperJob's waiting reason."""
+answered once), a queue's configuration, a HyperJob's waiting reason, and fleetcore's decisions
+about children."""
 
 from __future__ import annotations
 
-from hyperjob import api, events, records
+from collections.abc import Sequence
+
+from hyperjob import api, events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
 from hyperjob.telemetry.spans import decision
@@ -44,3 +47,35 @@ def child_waiting(
     return events.ChildPlacementWaiting(
         **rt.envelope(cause, f"waiting/{doc.generation}/{reason}"), child="", hyperjob=doc.name, reason=reason
     )
+
+
+def carry_out(
+    rt: Runtime,
+    reaction: Reaction,
+    cause: events.Message | str,
+    doc: records.HyperJobDoc,
+    decisions: Sequence[fleetcore.FleetDecision],
+) -> Reaction:
+    """Send fleetcore's decisions about children where they must go (lifecycle is the caller's)."""
+    clusters = {ref.name: ref.cluster for ref in doc.children}
+    for d in decisions:
+        if isinstance(d, fleetcore.ChildCommand) and clusters.get(d.child):
+            reaction.publish(
+                subjects.command_child(clusters[d.child]),
+                events.CommandChild(
+                    **rt.envelope(cause, f"command/{d.child}/{d.action}/{doc.restarts}"),
+                    child=d.child,
+                    cluster=clusters[d.child],
+                    action=d.action,
+                    reason=d.reason,
+                ),
+            )
+        elif isinstance(d, fleetcore.ChildMove | fleetcore.ChildUnplaced):
+            to = d.to_cluster if isinstance(d, fleetcore.ChildMove) else ""
+            reaction.publish(
+                subjects.MOVE_CHILD,
+                events.MoveChild(
+                    **rt.envelope(cause, f"move/{d.child}/{to}"), child=d.child, to_cluster=to, reason=d.reason
+                ),
+            )
+    return reaction
