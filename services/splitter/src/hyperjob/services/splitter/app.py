@@ -19,7 +19,7 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],
         {
             events.ApplyManifest: splitter.on_apply,
-            events.DeleteObject: splitter.on_delete,
+            events.DeleteObject: splitter.deletion.on_delete,
             events.CommandHyperJob: splitter.on_command,
             events.CommandObject: splitter.on_object_command,
         },
@@ -37,7 +37,7 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         "splitter-children",
         ["job.removed.*", "job.phase.*"],
         {
-            events.JobRemoved: splitter.on_job_removed,
+            events.JobRemoved: splitter.deletion.on_job_removed,
             events.JobPhaseChanged: splitter.planner.on_job_phase,
         },
     )

@@ -24,6 +24,7 @@ from hyperjob.telemetry.spans import decision
 from . import domain, messages
 from .announce import SpecAnnouncer
 from .config import Settings
+from .deletion import Deletion
 from .planning import Planner
 from .room import Room
 from .state import SplitterState
@@ -47,6 +48,7 @@ class Splitter:
         self.lost: set[str] = set()
         self.room = Room(state)
         self.planner = Planner(state, self.room)
+        self.deletion = Deletion(state)
         self.gate = fleetcore.FailoverGate(rate=settings.failover_rate, burst=settings.failover_burst)
         self.paused = ""
         self.announcer = SpecAnnouncer(state)
@@ -362,84 +364,6 @@ class Splitter:
             if waiting and waiting != doc.waiting_reason:
                 self.rt.log.warning("failover_waits", hyperjob=doc.name, why=waiting)  # e.g. a hung control plane
             self.state.put(replace(doc, waiting_reason=waiting))
-
-    # -- delete --------------------------------------------------------------------------------------
-
-    def on_delete(self, msg: events.DeleteObject) -> Reaction | None:
-        if msg.kind in api.WORKFLOW_KINDS:
-            return None  # the workflow-controller's to answer
-        try:
-            namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
-        except api.ManifestError as exc:
-            return messages.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
-        if msg.kind == "Queue":
-            return self._delete_queue(msg)
-        if msg.kind == "PriorityClass" and msg.name in self.classes:
-            self.classes.delete(msg.name)
-            reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
-            return reaction.publish(
-                subjects.priority_class_config(msg.name),
-                events.PriorityClassChanged(
-                    **self.rt.envelope(msg, f"priorityclass/{msg.name}"), name=msg.name, deleted=True
-                ),
-            )
-        doc = self.state.find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
-        if doc is None:
-            return messages.rejected(
-                self.rt, msg, kind=msg.kind, name=msg.name, reason=messages.not_found(msg.kind, namespace, msg.name)
-            )
-        reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
-        reaction.publish(
-            subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn(**self.rt.envelope(msg, "withdrawn"), name=doc.name)
-        )
-        return self._start_deleting(reaction, msg, doc)
-
-    def _start_deleting(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
-        if not doc.children or not doc.admitted:
-            return self._deleted(reaction, cause, doc)
-        for ref in doc.children:
-            reaction.publish(
-                subjects.UNPLACE_CHILD,
-                events.RemoveChild(
-                    **self.rt.envelope(cause, f"unplace/{ref.name}"), child=ref.name, cluster=ref.cluster
-                ),
-            )
-        self.state.put(replace(doc, deleting=True))
-        return reaction
-
-    def _deleted(self, reaction: Reaction, cause: events.Message, doc: records.HyperJobDoc) -> Reaction:
-        self.state.drop(doc)
-        return reaction.publish(
-            subjects.HYPERJOB_DELETED, events.HyperJobDeleted(**self.rt.envelope(cause, "deleted"), name=doc.name)
-        )
-
-    def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
-        if msg.name not in self.queues:
-            return messages.rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
-        users = sorted(d.name for d in self.hyperjobs.values() if msg.name in domain.queues_of(d))
-        children = sorted(n for n, parent in self.cfg().parents.items() if parent == msg.name)
-        if users or children:
-            return messages.rejected(
-                self.rt,
-                msg,
-                kind="Queue",
-                name=msg.name,
-                reason=f"queue {msg.name!r} is used by {', '.join(users or children)}",
-            )
-        self.queues.delete(msg.name)
-        reaction = messages.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
-        return reaction.publish(subjects.queue_config(msg.name), messages.queue_changed(self.rt, msg, msg.name, None))
-
-    def on_job_removed(self, msg: events.JobRemoved) -> Reaction | None:
-        """A child is gone from its cluster; the last one gone ends a deletion."""
-        doc = self.hyperjobs.get(msg.hyperjob or msg.job)
-        if doc is None or not doc.deleting:
-            return None
-        remaining = replace(doc, children=[ref for ref in doc.children if ref.name != msg.job])
-        if not remaining.children:
-            return self._deleted(Reaction(), msg, remaining)
-        self.state.put(remaining)
-        return None
 
     # -- commands and the children's news -------------------------------------------------------------
 
