@@ -20,8 +20,8 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         {
             events.ApplyManifest: splitter.on_apply,
             events.DeleteObject: splitter.deletion.on_delete,
-            events.CommandHyperJob: splitter.on_command,
-            events.CommandObject: splitter.on_object_command,
+            events.CommandHyperJob: splitter.commands.on_command,
+            events.CommandObject: splitter.commands.on_object_command,
         },
         on_unreadable=splitter.on_unreadable,
     )
