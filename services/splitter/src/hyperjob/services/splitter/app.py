@@ -18,12 +18,12 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
         "splitter",
         [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],
         {
-            events.ApplyManifest: splitter.on_apply,
+            events.ApplyManifest: splitter.admission.on_apply,
             events.DeleteObject: splitter.deletion.on_delete,
             events.CommandHyperJob: splitter.commands.on_command,
             events.CommandObject: splitter.commands.on_object_command,
         },
-        on_unreadable=splitter.on_unreadable,
+        on_unreadable=splitter.admission.on_unreadable,
     )
     runtime.subscribe(
         "splitter-sched",
