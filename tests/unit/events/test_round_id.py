@@ -9,7 +9,7 @@ from hyperjob import events
 from hyperjob.servicekit import Reaction
 from hyperjob.services.cluster_scheduler import handlers as cluster_scheduler
 from hyperjob.services.global_scheduler import domain as global_scheduler
-from hyperjob.services.splitter import handlers as splitter
+from hyperjob.services.splitter import failover as splitter
 from hyperjob.store import Binding, Unbind
 
 NOW = 12.5

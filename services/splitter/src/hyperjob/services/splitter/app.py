@@ -1,4 +1,5 @@
-"""Wiring: the splitter's consumers, its capacity watch, its re-planning round and its flush."""
+"""Wiring: each message the splitter consumes routed to the unit that handles it, its capacity
+watch, its re-planning round and its flush."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from .handlers import Splitter
 
 async def build(settings: Settings, runtime: Runtime) -> Splitter:
     splitter = Splitter(runtime, settings)
-    runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.on_capacity})
-    runtime.watch(subjects.heartbeats("*"), {events.AgentHeartbeat: splitter.on_heartbeat})
+    runtime.watch(subjects.CAPACITY_ALL, {events.ClusterCapacityReported: splitter.replanning.on_capacity})
+    runtime.watch(subjects.heartbeats("*"), {events.AgentHeartbeat: splitter.replanning.on_heartbeat})
     runtime.subscribe(
         "splitter",
         [form for request in subjects.REQUESTS for form in (request, subjects.in_namespace(request, "*"))],
@@ -41,6 +42,6 @@ async def build(settings: Settings, runtime: Runtime) -> Splitter:
             events.JobPhaseChanged: splitter.planner.on_job_phase,
         },
     )
-    runtime.every(settings.replan_period, splitter.replan, "replan", rank=Rank.PLAN)
+    runtime.every(settings.replan_period, splitter.replanning.replan, "replan", rank=Rank.PLAN)
     runtime.before_commit(splitter.announcer.flush)
     return splitter
