@@ -122,9 +122,7 @@ class Admission:
         kind = api.applied_kind(job.metadata.annotations, job.kind)  # the answer names the kind applied
         domain.check_job_references(job.spec, "$.spec", self.state.cfg())
         existing = self._same_name_elsewhere(key, name, namespace)
-        owner = next(
-            (d.name for d in self.state.hyperjobs.values() if not d.plain and key in {r.name for r in d.children}), ""
-        )
+        owner = self._hyperjob_with_child(key)
         if owner:
             raise api.ManifestError(
                 "$.metadata.name", f"a job named {key!r} already exists (a child of HyperJob {owner!r})"
@@ -147,6 +145,14 @@ class Admission:
         )
         reaction = messages.accepted(self.rt, msg, kind=kind, name=name, outcome="created")
         return self.submit(reaction, msg, doc)
+
+    def _hyperjob_with_child(self, name: str) -> str:
+        """The first HyperJob (by name) with a child named ``name`` ("" if none), found through the
+        name index rather than a scan of every HyperJob's children."""
+        owners = (
+            owner for owner in self.state.owners_of_name.names(name) if not self.state.hyperjobs.require(owner).plain
+        )
+        return next(owners, "")
 
     def _apply_podgroup(self, msg: events.ApplyManifest, podgroup: api.PodGroup) -> Reaction:
         """A PodGroup on its own (no Job): admitted and scheduled like any, with no pods."""
