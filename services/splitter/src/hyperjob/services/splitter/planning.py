@@ -135,19 +135,25 @@ class Planner:
             gang=result.gang,
             reason=f"{len(place)} to place, {len(remove)} to remove",
         )
-        return reaction.publish(
-            subjects.PLACE_CHILDREN,
-            events.PlaceChildren(
-                **self.rt.envelope(cause, f"place/{doc.created!r}/{doc.generation}/{doc.attempt}"),
-                owner=doc.name,
-                generation=doc.generation,
-                attempt=doc.attempt,
-                children=children,
-                gang=result.gang,
-                hyperjob=doc.manifest,
-                plan=result.refs,
-                world_size=result.world_size,
-            ),
+        return reaction.publish(subjects.PLACE_CHILDREN, self._place_children(cause, doc, result, children))
+
+    def _place_children(
+        self,
+        cause: events.Message | str,
+        doc: records.HyperJobDoc,
+        result: domain.Planned,
+        children: list[events.PlannedChild],
+    ) -> events.PlaceChildren:
+        return events.PlaceChildren(
+            **self.rt.envelope(cause, f"place/{doc.created!r}/{doc.generation}/{doc.attempt}"),
+            owner=doc.name,
+            generation=doc.generation,
+            attempt=doc.attempt,
+            children=children,
+            gang=result.gang,
+            hyperjob=doc.manifest,
+            plan=result.refs,
+            world_size=result.world_size,
         )
 
     def _names_taken(self, owner: str, names: list[str]) -> str:
