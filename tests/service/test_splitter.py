@@ -348,6 +348,18 @@ async def test_a_child_whose_name_a_job_goes_by_waits_with_that_reason(splitter,
     assert [p.owner for p in await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)] == [HJ, child]
 
 
+async def test_a_plain_job_named_as_a_hyperjobs_child_is_refused_naming_the_hyperjob(
+    splitter, bus, store, probe
+) -> None:
+    place = await applied_and_admitted(bus, probe, sh.hyperjob_manifest(HJ, CLUSTERS))
+    child = place.children[1].name
+    rejected = await answer(probe, await send(bus, probe, subjects.APPLY, sh.apply(sh.job_manifest(child))))
+    assert isinstance(rejected, events.RequestRejected)
+    assert rejected.reason == f"$.metadata.name: a job named {child!r} already exists (a child of HyperJob {HJ!r})"
+    assert await store.get(records.HYPERJOB, child) is None
+    assert [p.owner for p in await probe.decoded(subjects.PLACE_CHILDREN, events.PlaceChildren)] == [HJ]
+
+
 async def test_a_hyperjob_applied_again_after_its_delete_is_planned_as_a_new_object(
     splitter, bus, store, probe
 ) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Union
 
 import msgspec
 
-from .base import Envelope, Message, derive_id, new_request_id
+from .base import Envelope, Message, derive_id, new_request_id, round_id
 from .cluster import (
     VARIED_LABEL,
     ClusterCapacityReported,
@@ -288,4 +288,5 @@ __all__ = [
     "derive_id",
     "encode",
     "new_request_id",
+    "round_id",
 ]

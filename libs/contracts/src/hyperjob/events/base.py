@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from collections.abc import Iterable
 from typing import TypedDict
 
 import msgspec
@@ -42,6 +44,19 @@ class Envelope(TypedDict):
 def derive_id(parent_id: str, step: str) -> str:
     """A deterministic id for the message a handler emits as ``step`` while handling ``parent_id``."""
     return str(uuid.uuid5(EVENT_NAMESPACE, f"{parent_id}/{step}"))
+
+
+def round_id(instance: str, step: str, now: float, decided: Iterable[str]) -> str:
+    """The id of one round of a service's periodic work (a scheduling cycle, a re-planning round),
+    from who ran it (``instance``), when (``now``) and what it decided (``decided``: its outputs'
+    ids, in order, and whatever else it changes). It names the round's changelog entries and outbox
+    record; the round's messages take their own ids from what they say (``derive_id``). The one
+    recipe every service's rounds use: a redone round that decides alike is the same unit of work.
+    """
+    digest = hashlib.sha1(repr(now).encode())
+    for part in decided:
+        digest.update(part.encode())
+    return derive_id(instance, f"{step}/{digest.hexdigest()}")
 
 
 def new_request_id() -> str:

@@ -11,7 +11,7 @@ global-scheduler. A summary of free capacity goes out every period.
 
 from __future__ import annotations
 
-import hashlib
+import itertools
 import time
 
 import msgspec
@@ -276,7 +276,7 @@ class ClusterScheduler:
             return
         self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
         self._apply_bindings(self.bound, out)
-        if await self.rt.commit(_cause(self.rt.instance, self.rt.now(), reaction), reaction):
+        if await self.rt.commit(cycle_cause(self.rt.instance, self.rt.now(), reaction), reaction):
             self.dirty = True  # what this cycle did may let the next one do more
             self._observe_started(state, out)
         else:
@@ -452,17 +452,13 @@ def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:
     return allocatable if "pods" in allocatable else {**allocatable, "pods": domain.DEFAULT_PODS}
 
 
-def _cause(instance: str, now: float, reaction: Reaction) -> str:
-    """A cycle's id, from when it ran and what it decided (it names the cycle's changelog entries
-    and outbox record; the messages' own ids come from what they say)."""
-    digest = hashlib.sha1(repr(now).encode())
-    for _, message in reaction.outputs:
-        digest.update(message.event_id.encode())
-    for b in reaction.binds:
-        digest.update(f"+{b.pod}@{b.node}:{b.uid}".encode())
-    for u in reaction.unbinds:
-        digest.update(f"-{u.pod}".encode())
-    return events.derive_id(instance, f"cycle/{digest.hexdigest()}")
+def cycle_cause(instance: str, now: float, reaction: Reaction) -> str:
+    """A cycle's id (``events.round_id``), from when it ran and what it decided: its messages,
+    and the pods it binds and unbinds."""
+    binds = (f"+{b.pod}@{b.node}:{b.uid}" for b in reaction.binds)
+    unbinds = (f"-{u.pod}" for u in reaction.unbinds)
+    decided = itertools.chain((m.event_id for _, m in reaction.outputs), binds, unbinds)
+    return events.round_id(instance, "cycle", now, decided)
 
 
 # What a gang-control action makes of the member's reservation.

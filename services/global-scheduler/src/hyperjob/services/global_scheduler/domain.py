@@ -3,7 +3,6 @@ choices a round makes with it."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 
 import msgspec
@@ -201,8 +200,5 @@ def not_running_yet(placement: records.PlacementDoc) -> bool:
 
 
 def round_cause(instance: str, now: float, reaction: Reaction) -> str:
-    """A round's id, from when it ran and what it decided."""
-    digest = hashlib.sha1(repr(now).encode())
-    for _, message in reaction.outputs:
-        digest.update(message.event_id.encode())
-    return events.derive_id(instance, f"round/{digest.hexdigest()}")
+    """A round's id (``events.round_id``), from when it ran and what it decided."""
+    return events.round_id(instance, "round", now, (message.event_id for _, message in reaction.outputs))
