@@ -500,8 +500,11 @@ class GlobalScheduler:
             if placement.state != "Waiting":
                 continue
             chosen = domain.choose(placement, self.working(), now)
-            if isinstance(chosen, fleetcore.Waiting) and self._plan_again(owner, [placement], reaction):
-                return
+            if isinstance(chosen, fleetcore.Waiting):
+                if self._plan_again(owner, [placement], reaction):
+                    return
+                if len(unplaced) == 1 and self._preempt_alone(owner, placement, reaction):
+                    continue
             cause = events.derive_id(placement.child, f"place/{placement.requested_at!r}")
             event = (
                 ps.Wait(reason=chosen.reason) if isinstance(chosen, fleetcore.Waiting) else ps.Dispatch(cluster=chosen)
@@ -554,9 +557,29 @@ class GlobalScheduler:
             if not self._preempt_for(owner, children, attempt, reaction):
                 self._owner_waits(owner.name, f"cross-cluster gang: {fits}", reaction)
                 return
+        self._start_gang(owner, children, attempt, reaction)
+
+    def _preempt_alone(self, owner: records.OwnerDoc, child: records.PlacementDoc, reaction: Reaction) -> bool:
+        """A lone child (a one-child HyperJob, a plain Job) that free room cannot hold preempts as a
+        gang does (``_preempt_for``: all its pods placed on the room lower-priority work gives
+        back, or nothing evicted) and is sent to its cluster at once; there the victims' own pods
+        wait until it has taken the room (the cluster-scheduler's gate). False: it waits."""
+        gang = self.gangs.get(owner.name)
+        attempt = gang.attempt + 1 if gang is not None else 1
+        if not self._preempt_for(owner, [child], attempt, reaction):
+            return False
+        cause = events.derive_id(child.child, f"preempt-place/{child.requested_at!r}/{attempt}")
+        with self.rt.span("place child", owner.name, hyperjob=owner.name, job=child.child):
+            self._step(cause, child.child, ps.Dispatch(cluster=child.clusters[0]), reaction)
+        return True
+
+    def _start_gang(
+        self, owner: records.OwnerDoc, children: list[records.PlacementDoc], attempt: int, reaction: Reaction
+    ) -> None:
+        """Open a gang attempt: every child holds room on its planned cluster until all hold."""
         plan = {p.child: p.clusters[0] for p in children}
         gang, decisions = fleetcore.start_gang(
-            owner.name, plan, min(owner.gang, len(plan)), self.rt.now(), attempt=attempt
+            owner.name, plan, max(1, min(owner.gang, len(plan))), self.rt.now(), attempt=attempt
         )
         self.gangs.put(owner.name, gang)
         with self.rt.span("reserve gang", owner.name, hyperjob=owner.name, attempt=attempt):
