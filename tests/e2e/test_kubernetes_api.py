@@ -242,10 +242,32 @@ def test_an_upstream_pytorchjob_is_applied_listed_refused_an_orphaning_delete_de
             "delete", "pytorchjob", "pytorch-simple", *where, "--cascade=foreground", "--timeout=120s"
         )
         assert deleted.stdout.strip() == 'pytorchjob.kubeflow.org "pytorch-simple" deleted'
+        everywhere = lambda: kubectl.run("get", "pytorchjobs", "-A", "-o", "name").stdout  # noqa: E731
+        # (a moment's wait: see the MPIJob test below for the read model's window)
+        kubectl.cli.wait_for("pytorch-simple to be gone", lambda: "pytorch-simple" not in everywhere(), timeout=60)
         gone = kubectl.run("get", "pytorchjob", "pytorch-simple", *where, check=False)
         # kubeflow held nothing else: kubectl, told NotFound, finds the namespace gone too and says so
         assert (gone.returncode, gone.stderr) == (1, 'Error from server (NotFound): namespaces "kubeflow" not found\n')
-        assert "pytorch-simple" not in kubectl.run("get", "pytorchjobs", "-A", "-o", "name").stdout
+
+
+@needs_kubectl
+def test_an_upstream_mpijob_of_mpi_operator_is_applied_in_v2beta1_listed_explained_and_deleted(kubectl: Kubectl):
+    manifest = (REPO / "tests/unit/api/data/upstream/mpi-operator--pi-pi.yaml").read_text()
+    name = manifest.replace("name: pi\n", "name: kube-pi\n", 1)  # the shared system may hold a `pi`
+    with deleted_after(kubectl, "mpijob.v2beta1.kubeflow.org/kube-pi"):
+        assert kubectl.apply(name).stdout.strip() == "mpijob.kubeflow.org/kube-pi created"
+        assert kubectl.apply(name).stdout.strip() == "mpijob.kubeflow.org/kube-pi unchanged"
+        for resource in ("mpijobs", "mpijobs.v2beta1.kubeflow.org"):  # v1 (preferred) lists it too
+            assert "mpijob.kubeflow.org/kube-pi" in kubectl.run("get", resource, "-o", "name").stdout.split()
+        exported = yaml.safe_load(kubectl.run("get", "mpijobs.v2beta1.kubeflow.org", "kube-pi", "-o", "yaml").stdout)
+        assert (exported["apiVersion"], exported["spec"]["slotsPerWorker"]) == ("kubeflow.org/v2beta1", 1)
+        assert "pytorchReplicaSpecs" in kubectl.run("explain", "pytorchjobs.spec").stdout
+        kubectl.run("delete", "mpijobs.v2beta1.kubeflow.org", "kube-pi", "--timeout=120s")
+        # Not asserted at once: a plain job whose cluster record went before its document reads for a
+        # moment as a waiting job, Terminating, under another uid (its creation time is the
+        # document's), which ends kubectl's wait early (hyperjob.client.views.jobs; reported on #26).
+        listed = lambda: kubectl.run("get", "mpijobs", "-o", "name").stdout  # noqa: E731
+        kubectl.cli.wait_for("kube-pi to be gone", lambda: "kube-pi" not in listed(), timeout=60)
 
 
 @needs_kubectl
