@@ -3,11 +3,12 @@
 declare no short names).
 
 Each runs as a plain Volcano Job carrying its kind in the ``hyperjob.io/source-kind`` annotation
-(``api.kubeflow``); these views are the jobs of that kind (a HyperJob's children are its, not
-here). ``get`` shows the operators' columns: NAME, STATE (the last condition they would report:
-Created, Running, Restarting, Succeeded, Failed, Suspended), AGE; ``-o yaml`` the manifest as
-applied (the splitter keeps it beside the Volcano Job that runs it), with that condition in
-``status.conditions``, so ``get -o yaml > f && apply -f f`` is ``unchanged``.
+(``api.kubeflow``); these views (``hyperjob.client.workloads``, shared with the apiserver) are the
+jobs of that kind (a HyperJob's children are its, not here). ``get`` shows the operators' columns:
+NAME, STATE (the last condition they would report: Created, Running, Restarting, Succeeded, Failed,
+Suspended), AGE; ``-o yaml`` the manifest as applied (the splitter keeps it beside the Volcano Job
+that runs it), with that condition in ``status.conditions``, so ``get -o yaml > f && apply -f f`` is
+``unchanged``.
 """
 
 from __future__ import annotations
