@@ -38,7 +38,19 @@ from .identity import Tokens, bearer, may_publish
 from .objects import Change, Entry, Objects, TooOld
 from .patch import merge_patch
 from .resources import Resource, api_versions, find
-from .status import ApiError, bad_request, conflict, forbidden, not_found, refused, success, too_large, unauthorized
+from .status import (
+    ApiError,
+    bad_request,
+    conflict,
+    forbidden,
+    method_not_allowed,
+    not_found,
+    refused,
+    success,
+    too_large,
+    unauthorized,
+    unsupported_option,
+)
 
 _log = structlog.get_logger("apiserver")
 POLL_SECONDS = 1.0  # how often a watch reads its resource again
@@ -111,7 +123,7 @@ def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Token
                 return Response(f"redis: {exc}", status_code=503)
         return Response("ok" if state is not None else "starting", status_code=200 if state else 503)
 
-    collection, item = endpoint(_collection), endpoint(_item)
+    collection, item, status = endpoint(_collection), endpoint(_item), endpoint(_status)
     routes = [
         *(Route(path, health) for path in OPEN),
         Route("/version", endpoint(_version)),
@@ -123,6 +135,8 @@ def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Token
         Route("/api/{version}", endpoint(_resource_list)),
         Route("/apis/{group}", endpoint(_group)),
         Route("/apis/{group}/{version}", endpoint(_resource_list)),
+        # Before the collections: ``/api/v1/namespaces/NAME/status`` is a Namespace's status.
+        *(Route(f"{item_path}/status", status, methods=["GET", "PUT", "PATCH"]) for item_path in ITEM_PATHS),
         Route("/api/{version}/namespaces/{namespace}/{plural}", collection, methods=["GET", "POST"]),
         Route("/api/{version}/namespaces/{namespace}/{plural}/{name}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
         Route("/api/{version}/{plural}", collection, methods=["GET", "POST"]),
@@ -137,6 +151,14 @@ def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Token
         Route("/apis/{group}/{version}/{plural}/{name}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+ITEM_PATHS = (
+    "/api/{version}/namespaces/{namespace}/{plural}/{name}",
+    "/api/{version}/{plural}/{name}",
+    "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
+    "/apis/{group}/{version}/{plural}/{name}",
+)
 
 
 def _static(document: Callable[[], Body]) -> Callable[[Request, State, Identity], Coroutine[Any, Any, Response]]:
@@ -216,7 +238,7 @@ async def _item(request: Request, state: State, identity: Identity) -> Response:
     name = request.path_params["name"]
     namespace = namespace or (api.DEFAULT_NAMESPACE if resource.namespaced else None)
     if request.method == "DELETE":
-        return await _delete(state, identity, resource, namespace, name)
+        return await _delete(request, state, identity, resource, namespace, name)
     if request.method == "PUT":
         return await _replace(request, state, identity, resource, namespace, name)
     if request.method == "PATCH":
@@ -225,6 +247,19 @@ async def _item(request: Request, state: State, identity: Identity) -> Response:
     if tables.wants_table(request.headers.get("accept", "")):
         return _json(tables.table(resource, [entry.view], [entry.obj], str(entry.version)))
     return _json(entry.obj)
+
+
+async def _status(request: Request, state: State, identity: Identity) -> Response:
+    """``.../NAME/status``: the object, as Kubernetes answers a GET of the subresource. The system
+    writes every status, so an update or patch of it is refused 405, as Kubernetes refuses a verb
+    a subresource does not serve (discovery lists it with ``get`` only)."""
+    resource, namespace = _resource(request)
+    if not resource.status:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    if request.method != "GET":
+        raise method_not_allowed()
+    namespace = namespace or (api.DEFAULT_NAMESPACE if resource.namespaced else None)
+    return _json((await _get(state, resource, namespace, request.path_params["name"])).obj)
 
 
 async def _get(state: State, resource: Resource, namespace: str | None, name: str) -> Entry:
@@ -491,9 +526,38 @@ async def _server_side_apply(
     return await _submit(request, state, resource, _own(resource, merged, namespace, name), name, 200)
 
 
-async def _delete(state: State, identity: Identity, resource: Resource, namespace: str | None, name: str) -> Response:
+async def _delete(
+    request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
+) -> Response:
+    """``DeleteObject``, answered once the splitter accepted it. A Kubeflow job is deleted as the
+    Volcano Job that runs it, once found as that kind (a ``pytorchjob`` delete never takes a plain
+    Volcano Job of the name). ``dryRun``: only found, nothing sent."""
     _authorize(identity, "delete", resource, namespace, name)
-    answer = await state.client.delete(resource.kind, name, namespace or api.DEFAULT_NAMESPACE)
-    if isinstance(answer, events.RequestRejected):
-        raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason)
+    dry_run = await _delete_options(request)
+    if resource.runs_as or dry_run:
+        await _get(state, resource, namespace, name)
+    if not dry_run:
+        answer = await state.client.delete(resource.request_kind, name, namespace or api.DEFAULT_NAMESPACE)
+        if isinstance(answer, events.RequestRejected):
+            raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason)
     return _json(success(resource.plural, name, resource.group))
+
+
+# The fleet always deletes an object's children with it (a HyperJob's jobs, a job's pods): ``Orphan``
+# cannot be honoured.
+PROPAGATION = ("Background", "Foreground")
+
+
+async def _delete_options(request: Request) -> bool:
+    """The ``DeleteOptions`` of a delete (its body, or the query as ``kubectl`` and clients may
+    send them), checked before anything is sent; whether it is a dry run. ``Foreground`` and
+    ``Background`` delete alike: the object stays, ``Terminating``, until its children are gone;
+    ``Orphan`` (or ``orphanDependents``) is refused 422 naming the field."""
+    options = await _body(request) if (await request.body()).strip() else {}
+    query = request.query_params
+    policy = query.get("propagationPolicy") or options.get("propagationPolicy")
+    if policy is not None and policy not in PROPAGATION:
+        raise unsupported_option("propagationPolicy", policy, PROPAGATION, "the system deletes the children with it")
+    if query.get("orphanDependents") == "true" or options.get("orphanDependents") is True:
+        raise unsupported_option("orphanDependents", True, ("false",), "the system deletes the children with it")
+    return bool(query.get("dryRun") or options.get("dryRun"))

@@ -34,14 +34,14 @@ def core_versions() -> Document:
 
 
 def groups() -> Document:
-    """``/apis``: every named group with its one version."""
-    listed = []
+    """``/apis``: every named group with its versions, the first served its preferred one
+    (``kubeflow.org``: ``v1``, training-operator's, then mpi-operator's ``v2beta1``)."""
+    versions: dict[str, list[Document]] = {}
     for group_version in group_versions():
-        if "/" not in group_version:
-            continue
-        group, _, ver = group_version.partition("/")
-        preferred = {"groupVersion": group_version, "version": ver}
-        listed.append({"name": group, "versions": [preferred], "preferredVersion": preferred})
+        if "/" in group_version:
+            group, _, ver = group_version.partition("/")
+            versions.setdefault(group, []).append({"groupVersion": group_version, "version": ver})
+    listed = [{"name": g, "versions": found, "preferredVersion": found[0]} for g, found in versions.items()]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": listed}
 
 
@@ -77,4 +77,8 @@ def _entries(resource: Resource) -> list[Document]:
         entry["shortNames"] = list(resource.short_names)
     if resource.categories:
         entry["categories"] = list(resource.categories)
-    return [entry]
+    if not resource.status:
+        return [entry]
+    # The system writes every status: the subresource is read-only (PUT and PATCH are refused 405).
+    status = {"name": f"{resource.plural}/status", "singularName": "", "verbs": ["get"]}
+    return [entry, {**status, "namespaced": resource.namespaced, "kind": resource.kind}]

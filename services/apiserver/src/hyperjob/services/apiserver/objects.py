@@ -80,7 +80,7 @@ class Objects:
         "Now" is a read begun after the call: requests that arrive while a read is under way
         share the next one (a create finds the object another request created before it was
         sent), so concurrent requests cost one read each round, not one each."""
-        seen = self._seen.setdefault(resource.qualified, _Seen())
+        seen = self._seen.setdefault(resource.served_at, _Seen())
         arrived = seen.begun
         async with seen.lock:
             if seen.done > arrived:  # a read begun since the call succeeded
@@ -120,7 +120,7 @@ class Objects:
 
     def changes_since(self, resource: Resource, version: int) -> list[Change]:
         """The changes of ``resource`` after ``version``; TooOld when some of them are forgotten."""
-        seen = self._seen.setdefault(resource.qualified, _Seen())
+        seen = self._seen.setdefault(resource.served_at, _Seen())
         oldest = seen.history[0].version if seen.history else self.version + 1
         if version < self.first or (len(seen.history) == HISTORY and version < oldest - 1):
             raise TooOld(f"too old resource version: {version} ({self.first})")

@@ -7,6 +7,12 @@ first, so ``kubectl get hyperjobs`` means it, and ``batch.volcano.sh``); both li
 Short names are those of Volcano's CRDs (``vcjob``/``vj``, ``q``, ``pg`` ...), of Kubernetes for
 its own kinds (``po``, ``no``, ``ev``, ``ns``, ``pc``) and HyperJob's ``hj``; Volcano's CRDs declare no
 categories, so none is served.
+
+Kubeflow's MPIJob, PyTorchJob and TFJob are served in ``kubeflow.org/v1`` (training-operator's CRDs)
+and MPIJob also in ``v2beta1`` (mpi-operator's), as ``hyperjob get pytorchjobs`` shows them
+(``hyperjob.client.workloads``): their CRDs declare no short names and no categories. Each runs as a
+plain Volcano Job, so a delete names that Job. Both MPIJob versions list every MPIJob, each in the
+version it was applied in (no conversion between the two operators' shapes).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hyperjob import api
-from hyperjob.client import Client, eventlog
+from hyperjob.client import Client, eventlog, workloads
 from hyperjob.client import views as v
 
 View = v.View
@@ -42,6 +48,13 @@ class Resource:
     short_names: tuple[str, ...] = ()
     writable: bool = True  # False: the system owns these objects (pods, nodes, events ...)
     categories: tuple[str, ...] = field(default=())
+    runs_as: str = ""  # the kind the contract's requests name, when not ``kind`` (a PyTorchJob runs as a Job)
+    status: bool = True  # served with a ``status`` subresource, as its CRD or Kubernetes declares
+
+    @property
+    def request_kind(self) -> str:
+        """The kind a ``DeleteObject`` names: a Kubeflow job is deleted as the Volcano Job running it."""
+        return self.runs_as or self.kind
 
     @property
     def group_version(self) -> str:
@@ -50,6 +63,11 @@ class Resource:
     @property
     def verbs(self) -> tuple[str, ...]:
         return READ_VERBS + WRITE_VERBS if self.writable else READ_VERBS
+
+    @property
+    def served_at(self) -> str:
+        """``kubeflow.org/v1/mpijobs``: one resource in one version (MPIJob is served in two)."""
+        return f"{self.group_version}/{self.plural}"
 
     @property
     def qualified(self) -> str:
@@ -153,12 +171,17 @@ RESOURCES: tuple[Resource, ...] = (
              v.jobflows, v.jobflow_rows, v.jobflow_manifest, ("jf",)),
     Resource("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates", "jobtemplate", True,
              v.jobtemplates, v.jobtemplate_rows, v.jobtemplate_manifest, ("jt",)),
+    *(
+        Resource("kubeflow.org", version, kind, kind.lower() + "s", kind.lower(), True,
+                 workloads.loader(kind), workloads.rows, workloads.manifest, runs_as="Job")
+        for version, kind in (("v1", "MPIJob"), ("v1", "PyTorchJob"), ("v1", "TFJob"), ("v2beta1", "MPIJob"))
+    ),
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
-             v.priorityclasses, v.priorityclass_rows, v.priorityclass_manifest, ("pc",)),
+             v.priorityclasses, v.priorityclass_rows, v.priorityclass_manifest, ("pc",), status=False),
     Resource("", "v1", "Pod", "pods", "pod", True, v.pods, v.pod_rows, v.pod_manifest, ("po",), writable=False),
     Resource("", "v1", "Node", "nodes", "node", False, v.nodes, v.node_rows, node_manifest, ("no",), writable=False),
     Resource("", "v1", "Event", "events", "event", True,
-             event_views, v.event_rows, event_manifest, ("ev",), writable=False),
+             event_views, v.event_rows, event_manifest, ("ev",), writable=False, status=False),
     Resource("", "v1", "Namespace", "namespaces", "namespace", False,
              namespaces, namespace_rows, namespace_manifest, ("ns",), writable=False),
     Resource("hyperjob.io", "v1alpha1", "Cluster", "clusters", "cluster", False,

@@ -106,3 +106,25 @@ def refused(kind: str, group: str, qualified: str, name: str, reason: str, *, cr
 def _about(qualified: str, name: str) -> Body:
     resource, _, group = qualified.partition(".")
     return {"name": name, "group": group, "kind": resource}
+
+
+def method_not_allowed() -> ApiError:
+    """Kubernetes' answer to a verb a (sub)resource does not serve, such as an update of a read-only
+    ``status`` (``NewMethodNotSupported``)."""
+    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+
+def unsupported_option(field: str, value: object, supported: tuple[str, ...], why: str) -> ApiError:
+    """A ``DeleteOptions`` value the apiserver cannot honour, as Kubernetes refuses an invalid one:
+    422 Invalid, its cause naming the field (``FieldValueNotSupported``); ``why`` says what the
+    system does instead."""
+    allowed = ", ".join(f'"{s}"' for s in supported)
+    shown = f'"{value}"' if isinstance(value, str) else str(value).lower()
+    cause = {
+        "reason": "FieldValueNotSupported",
+        "message": f"Unsupported value: {shown}: supported values: {allowed} ({why})",
+        "field": field,
+    }
+    message = f'DeleteOptions.meta.k8s.io "" is invalid: {field}: {cause["message"]}'
+    details = {"name": "", "group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [cause]}
+    return ApiError(422, "Invalid", message, details=details)
