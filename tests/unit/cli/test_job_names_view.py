@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import msgspec
+
 from hyperjob import api, records
 from hyperjob.cli import views
 from hyperjob.jobcore import model as jm
@@ -59,3 +61,20 @@ def test_two_plain_jobs_of_one_name_show_under_it_each_in_its_namespace() -> Non
         ("team-b", "x", "-", "Pending"),
     ]
     assert asyncio.run(views.jobs(Docs(), "team-a-x")) == []  # found by the name applied, not the fleet's  # type: ignore[arg-type]
+
+
+def test_a_plain_job_keeps_its_creation_time_whether_its_cluster_runs_it_or_not() -> None:
+    """A plain Job was created when it was applied: its cluster's record (made later, and removed
+    before the document while it is deleted) must not change it, or its uid (derived from it)
+    changes under ``kubectl delete --wait``."""
+    docs = Docs()
+    docs.tables[records.HYPERJOB] = {
+        key: msgspec.structs.replace(doc, created=100.0) for key, doc in docs.tables[records.HYPERJOB].items()
+    }
+    record = docs.tables[records.job_kind("c1")]["team-a-x"]
+    docs.tables[records.job_kind("c1")]["team-a-x"] = msgspec.structs.replace(record, created_at=105.0)
+    running = asyncio.run(views.jobs(docs, "x"))  # type: ignore[arg-type]
+    docs.tables[records.job_kind("c1")] = {}  # the cluster's record gone first, the document still there
+    gone_from_cluster = asyncio.run(views.jobs(docs, "x"))  # type: ignore[arg-type]
+    assert {j["namespace"]: j["created"] for j in running} == {"team-a": 100.0, "team-b": 100.0}
+    assert {j["namespace"]: j["created"] for j in gone_from_cluster} == {"team-a": 100.0, "team-b": 100.0}

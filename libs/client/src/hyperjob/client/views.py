@@ -185,7 +185,9 @@ async def jobs(client: Client, name: str | None) -> list[View]:
                     "succeeded": counts.succeeded,
                     "failed": counts.failed,
                     "terminating": counts.terminating,
-                    "created": record.created_at,
+                    # A plain Job was created when applied (its uid derives from it): not when its
+                    # cluster made the record, which goes before the document when it is deleted.
+                    "created": plain[record.name].created if record.name in plain else record.created_at,
                     "waitingReason": _unschedulable(record, podgroups.get(record.name)),
                     # A plain Job as applied (round-trips through apply); a child as its cluster runs it.
                     "manifest": plain[record.name].manifest if record.name in plain else api.encode(record.job),
