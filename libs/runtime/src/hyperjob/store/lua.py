@@ -48,11 +48,14 @@ for i, w in ipairs(writes) do
     if actual ~= w[3] then return {2, i, actual} end
   end
 end
--- resources that unbinds give back and binds take, per usage hash and field "<node>\\n<res>"
+-- resources that unbinds give back and binds take, per usage hash, node and resource (the usage
+-- hash's field is "<node>\\n<res>")
 local delta, entries, plan = {}, {}, {}
-local function add(ukey, field, amount)
+local function add(ukey, node, res, amount)
   delta[ukey] = delta[ukey] or {}
-  delta[ukey][field] = (delta[ukey][field] or 0) + amount
+  local nodes = delta[ukey]
+  nodes[node] = nodes[node] or {}
+  nodes[node][res] = (nodes[node][res] or 0) + amount
 end
 local function each_amount(entry, fn)
   local first = true
@@ -69,10 +72,10 @@ for _, u in ipairs(unbinds) do
   if entry then
     local node = string.match(entry, '^([^\\n]*)')
     entries[#entries + 1] = {bkey, u[3], ukey, entry, node}
-    each_amount(entry, function(res, amount) add(ukey, node .. '\\n' .. res, -tonumber(amount)) end)
+    each_amount(entry, function(res, amount) add(ukey, node, res, -tonumber(amount)) end)
   end
 end
-local touched = {}
+local touched, seen = {}, {}  -- each node a bind takes room on, once
 for _, b in ipairs(binds) do
   local bkey, akey, ukey, pod, node = KEYS[b[1]], KEYS[b[2]], KEYS[b[3]], b[4], b[5]
   local prior = redis.call('HGET', bkey, pod)
@@ -84,20 +87,22 @@ for _, b in ipairs(binds) do
   else
     if redis.call('EXISTS', akey) == 0 then return {6, node} end
     local amounts = b[7]
-    for r = 1, #amounts, 2 do add(ukey, node .. '\\n' .. amounts[r], tonumber(amounts[r + 1])) end
-    touched[#touched + 1] = {akey, ukey, node}
+    for r = 1, #amounts, 2 do add(ukey, node, amounts[r], tonumber(amounts[r + 1])) end
+    if not seen[akey] then
+      seen[akey] = true
+      touched[#touched + 1] = {akey, ukey, node}
+    end
     plan[#plan + 1] = {bkey, pod, b[6], ukey, node, amounts}
   end
 end
 for _, t in ipairs(touched) do
   local akey, ukey, node = t[1], t[2], t[3]
   local short = {}
-  for field, amount in pairs(delta[ukey] or {}) do
-    local fnode, res = string.match(field, '^([^\\n]*)\\n(.*)$')
-    local declared = fnode == node and redis.call('HGET', akey, res)
-    if amount > 0 and declared then
+  for res, amount in pairs(delta[ukey][node]) do
+    local declared = amount > 0 and redis.call('HGET', akey, res)
+    if declared then
       local alloc = tonumber(declared)
-      local used = tonumber(redis.call('HGET', ukey, field) or '0')
+      local used = tonumber(redis.call('HGET', ukey, node .. '\\n' .. res) or '0')
       if used + amount > alloc + 1e-9 * math.max(1, math.abs(alloc)) then
         short[#short + 1] = res
         short[#short + 1] = string.format('%.17g', used + amount - alloc)
