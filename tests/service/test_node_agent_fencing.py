@@ -1,0 +1,83 @@
+"""Self-fencing (issue 33) on real NATS and Redis: a node-agent cut off from the bus (a TCP
+``Partition`` between it and NATS, as when its whole cluster is) longer than the fleet lease stops
+its pods itself, the process killed and never restarted in place; once the bus is back it reports
+them Failed with reason ``Fenced`` (once), and starts nothing again by itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hyperjob import events
+from hyperjob.bus.natsbus import NatsBus
+from hyperjob.events import subjects
+from hyperjob.services.node_agent import fencing
+from hyperjob.services.node_agent.app import agent_name, build
+from tests.service import service_helpers as sh
+from tests.service.outage_kit import Partition
+from tests.service.test_node_agent_exec import C, phases, settings, start
+
+pytestmark = pytest.mark.service
+
+LEASE = 3.0
+
+
+@pytest.fixture
+async def partition(nats_url: str, namespace: str) -> AsyncIterator[tuple[Partition, NatsBus]]:
+    """A partition between the agent and NATS, and the agent's connection through it (its
+    publishes give up after 1 s)."""
+    proxy = Partition(nats_url)
+    url = await proxy.start()
+    bus = await NatsBus.connect(url, subjects.STREAMS, namespace=namespace, timeout=1.0)
+    yield proxy, bus
+    proxy.heal()
+    await bus.close()
+    await proxy.close()
+
+
+async def fenced_reports(probe: sh.Probe, pod: str) -> list[events.PodReport]:
+    return [
+        r
+        for m in await probe.decoded(subjects.pod_phases(C), events.PodPhasesReported)
+        for r in m.reports
+        if r.pod == pod and r.reason == fencing.FENCE_REASON
+    ]
+
+
+async def beat_since(probe: sh.Probe, since: float) -> bool:
+    """Whether the agent's latest heartbeat (a latest-only subject) was sent after ``since``."""
+    found = await probe.decoded(subjects.heartbeat(C, "*"), events.AgentHeartbeat)
+    return bool(found) and found[-1].occurred_at > since
+
+
+async def test_an_agent_cut_off_longer_than_the_lease_stops_its_pods_and_reports_them_once_back(
+    bus, partition, store, probe, tmp_path: Path
+) -> None:
+    cut, cut_off_bus = partition
+    s = settings(tmp_path, heartbeat_period=0.5, fleet_lease=LEASE, kill_grace=60.0)
+    sleeper = "import time; time.sleep(600)"
+    async with sh.running("node-agent", build, s, cut_off_bus, store, instance=agent_name(s)) as (_, agent):
+        await sh.send(bus, subjects.start_pods(C), start("trainer", sleeper, policy="OnFailure"))
+        await sh.until(lambda: "trainer" in agent.runner.procs, what="the pod's process")
+        process = agent.runner.procs["trainer"]
+        assert await sh.until(lambda: phases(probe, "trainer"), what="Running") == [("Running", None)]
+
+        cut.cut()
+        # Killed by the fence (its own 60 s grace is cut short), the pod leaves the agent's table.
+        await sh.until(lambda: process.returncode is not None, timeout=LEASE + 20, what="the process fenced")
+        await sh.until(lambda: not agent.pods.rows, what="the fenced pod recorded")
+        assert "trainer" not in agent.runner.procs
+        assert await phases(probe, "trainer") == [("Running", None)]  # nothing got through meanwhile
+
+        healed = time.time()
+        cut.heal()
+        [report] = await sh.until(lambda: fenced_reports(probe, "trainer"), timeout=30, what="the fenced report")
+        assert (report.phase, report.exit_code, report.uid) == ("Failed", fencing.FENCE_EXIT_CODE, "trainer-uid")
+        # Back on the bus (a beat went through since): nothing started again by the agent itself.
+        await sh.until(lambda: beat_since(probe, healed), timeout=30, what="a beat after the heal")
+        assert await phases(probe, "trainer") == [("Running", None), ("Failed", fencing.FENCE_EXIT_CODE)]
+        assert "trainer" not in agent.runner.procs and not agent.pods.rows and not agent.fencing
+    assert await store.list(f"agentpod@{agent_name(s)}") == {}
