@@ -53,7 +53,8 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     liveness_timeout: float = 60.0
     # Seconds a cluster runs its children with no word from the fleet before its job-controller
     # stops their pods (the fleet lease, docs/reliability.md). The fleet moves a child after 30 s of
-    # silence, so the lease may be at most 30 s less the margin (10 s) that stopping takes.
+    # silence, so the lease may be at most 30 s less the margin (10 s) that stopping takes. It is
+    # also how long a node-agent cut off from the bus runs its pods before it stops them itself.
     fleet_lease: float = fleetcore.FLEET_LEASE
 
     def __post_init__(self) -> None:
