@@ -17,6 +17,7 @@ from hyperjob.events import subjects
 from hyperjob.services.node_agent import fencing
 from hyperjob.services.node_agent.app import agent_name, build
 from tests.service import service_helpers as sh
+from tests.service import test_node_agent as simulated
 from tests.service.outage_kit import Partition
 from tests.service.test_node_agent_exec import C, phases, settings, start
 
@@ -81,3 +82,21 @@ async def test_an_agent_cut_off_longer_than_the_lease_stops_its_pods_and_reports
         assert await phases(probe, "trainer") == [("Running", None), ("Failed", fencing.FENCE_EXIT_CODE)]
         assert "trainer" not in agent.runner.procs and not agent.pods.rows and not agent.fencing
     assert await store.list(f"agentpod@{agent_name(s)}") == {}
+
+
+async def test_a_simulated_pod_fenced_while_cut_off_is_reported_fenced_not_finished(
+    bus, partition, store, probe
+) -> None:
+    """Its end comes while the agent is cut off and fenced: it is reported Failed (Fenced), never
+    Succeeded, and not restarted in place (policy Always)."""
+    cut, cut_off_bus = partition
+    s = simulated.settings(heartbeat_period=0.5, fleet_lease=LEASE)
+    async with sh.running("node-agent", build, s, cut_off_bus, store, instance=simulated.AGENT) as (_, agent):
+        await sh.send(bus, subjects.start_pods(C), simulated.start(duration=LEASE + 4.0, restart_policy="Always"))
+        await simulated.reported(probe, "Running")
+        cut.cut()
+        await sh.until(lambda: not agent.pods.rows, timeout=LEASE + 20, what="the fenced pod recorded")
+        cut.heal()
+        report = await sh.until(lambda: fenced_reports(probe, "j1-worker-0"), timeout=30, what="the fenced report")
+        assert [(r.phase, r.exit_code) for r in report] == [("Failed", fencing.FENCE_EXIT_CODE)]
+        assert await simulated.phases(probe) == ["Running", "Failed"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import msgspec
 
@@ -64,8 +65,9 @@ async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     )
     runtime.subscribe(f"{durable}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
-    # Not under the lock: a beat or a commit stuck on an unreachable bus must not delay the fence.
-    runtime.every(fencing.FENCE_CHECK_PERIOD, agent.check_fence, "fence", rank=Rank.REPORT, exclusive=False)
+    if math.isfinite(settings.fleet_lease):  # (the simulator's frozen clusters need no fence)
+        # Not under the lock: a beat or a commit stuck on an unreachable bus must not delay the fence.
+        runtime.every(fencing.FENCE_CHECK_PERIOD, agent.check_fence, "fence", rank=Rank.REPORT, exclusive=False)
     if not isinstance(agent.sensors, NoSensors):
         runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=Rank.REPORT)
     runtime.kick("heartbeat")

@@ -43,7 +43,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pod_duration: str = "30s"
     heartbeat_period: float = 2.0
     # Seconds the agent runs its pods while cut off from the bus (no heartbeat acknowledged) before
-    # it stops them itself (self-fencing, ``fencing``): the fleet lease, as `hyperjob up` grants it.
+    # it stops them itself (self-fencing, ``fencing``): the fleet lease, as `hyperjob up` grants it
+    # (inf: never, as in the simulator, whose clusters cut off are frozen whole).
     fleet_lease: float = fleetcore.FLEET_LEASE
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
