@@ -309,6 +309,8 @@ class NodeAgent:
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
                 await runner.kill(start.pod)
+            if self.fencing.get(start.pod) == start.uid:
+                continue  # fenced between its commit and now: it must not run
             self.starts[start.pod] = start
             await runner.launch(start)
 
