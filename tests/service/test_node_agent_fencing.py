@@ -100,3 +100,14 @@ async def test_a_simulated_pod_fenced_while_cut_off_is_reported_fenced_not_finis
         report = await sh.until(lambda: fenced_reports(probe, "j1-worker-0"), timeout=30, what="the fenced report")
         assert [(r.phase, r.exit_code) for r in report] == [("Failed", fencing.FENCE_EXIT_CODE)]
         assert await simulated.phases(probe) == ["Running", "Failed"]
+
+
+async def test_a_pod_fenced_between_its_starts_commit_and_its_launch_is_not_launched(
+    bus, store, tmp_path: Path
+) -> None:
+    s = settings(tmp_path)
+    async with sh.running("node-agent", build, s, bus, store, instance=agent_name(s)) as (_, agent):
+        [pod] = start("late", "import time; time.sleep(600)").pods
+        agent.fencing["late"] = pod.uid  # the fence ran while the start was being committed
+        await agent._launch(agent.runner, [(pod, None)])
+        assert "late" not in agent.runner.procs and "late" not in agent.starts
