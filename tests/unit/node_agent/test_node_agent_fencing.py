@@ -94,3 +94,20 @@ def test_a_lease_too_short_for_the_heartbeat_is_refused_naming_both_fields() -> 
     with pytest.raises(ValueError, match=r"fleet_lease \(5 s\) must be at least 4 heartbeat periods"):
         Settings(cluster="c1", fleet_lease=5.0, heartbeat_period=2.0)
     assert Settings(cluster="c1", fleet_lease=8.0, heartbeat_period=2.0).fleet_lease == 8.0
+
+
+def test_a_cut_off_is_fenced_once_and_a_beat_that_gets_through_ends_it() -> None:
+    """Pods started after the fence came through a bus that delivers again (before the agent's next
+    beat is acknowledged): the same cut-off does not stop them; a new cut-off does."""
+    clock = FakeClock()
+    contact = fencing.Contact(clock, LEASE)
+    clock.t += LEASE
+    assert not contact.must_fence()
+    clock.t += 0.5
+    assert contact.must_fence()
+    clock.t += 5.0
+    assert contact.lost() and not contact.must_fence()
+    contact.reached(clock.t)
+    assert not contact.must_fence()
+    clock.t += LEASE + 0.5
+    assert contact.must_fence()

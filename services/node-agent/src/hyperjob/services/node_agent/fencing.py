@@ -46,12 +46,18 @@ def cut_off(contact: float, now: float, lease: float) -> bool:
 
 class Contact:
     """When the agent last surely reached the bus, on ``clock`` (monotonic live, virtual in the
-    simulator). Starts at creation: an agent that has just connected has reached the bus."""
+    simulator), and whether this cut-off was fenced already. Starts at creation: an agent that has
+    just connected has reached the bus.
+
+    One fence per cut-off: the pods running when the lease ran out are stopped; a pod started after
+    that was started by a control plane that reached the agent (the bus delivers again before the
+    agent's next beat is acknowledged), so it is left to run. An acknowledged beat ends the cut-off."""
 
     def __init__(self, clock: Callable[[], float], lease: float) -> None:
         self.clock = clock
         self.lease = lease
         self.last = clock()
+        self.fenced = False
 
     def now(self) -> float:
         return self.clock()
@@ -59,7 +65,15 @@ class Contact:
     def reached(self, sent_at: float) -> None:
         """A beat sent at ``sent_at`` was acknowledged."""
         self.last = max(self.last, sent_at)
+        self.fenced = False
 
     def lost(self, at: float | None = None) -> bool:
         """Whether the agent is cut off at ``at`` (now by default)."""
         return cut_off(self.last, self.clock() if at is None else at, self.lease)
+
+    def must_fence(self, at: float | None = None) -> bool:
+        """Whether to fence now: cut off, and this cut-off not fenced yet (then it counts as fenced)."""
+        if self.fenced or not self.lost(at):
+            return False
+        self.fenced = True
+        return True

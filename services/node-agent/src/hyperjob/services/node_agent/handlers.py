@@ -122,7 +122,7 @@ class NodeAgent:
         """Every period: the status of each node that changed, then one beat for the agent; an
         acknowledged beat renews the agent's contact with the bus (``fencing``)."""
         sent = self.contact.now()
-        if self.contact.lost(sent):
+        if self.contact.must_fence(sent):
             await self.fence()  # cut off longer than the lease (or stopped): fence before renewing
         changed = []
         for node in self.nodes:
@@ -236,15 +236,15 @@ class NodeAgent:
         """Round (every ``FENCE_CHECK_PERIOD``, outside the runtime's lock): cut off from the bus
         longer than the lease, stop every pod; then record the stopped ones (retried each round
         until the store takes it; the bus gets it when it is back)."""
-        if self.contact.lost():
+        if self.contact.must_fence():
             await self.fence()
         if self.fencing:
             async with self.rt.lock:
                 await self._record_fenced()
 
     async def fence(self) -> None:
-        """Stop every pod running here now, at once, without waiting for the store or the bus.
-        Idempotent: a pod already fenced is not stopped again."""
+        """Stop every pod running here now, at once, without waiting for the store or the bus (once
+        per cut-off, ``Contact.must_fence``). A pod already fenced is not stopped again."""
         victims = {name: pod.uid for name, pod in self.pods.rows.items() if self.fencing.get(name) != pod.uid}
         if not victims:
             return
