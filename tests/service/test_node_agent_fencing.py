@@ -111,3 +111,20 @@ async def test_a_pod_fenced_between_its_starts_commit_and_its_launch_is_not_laun
         agent.fencing["late"] = pod.uid  # the fence ran while the start was being committed
         await agent._launch(agent.runner, [(pod, None)])
         assert "late" not in agent.runner.procs and "late" not in agent.starts
+
+
+async def test_a_standby_that_takes_over_after_longer_than_the_lease_fences_nothing(bus, store, probe) -> None:
+    """A replica that waited as a standby longer than the lease was not cut off: it never ran the
+    pods meanwhile, and the one that did beat for them. Its contact starts when it becomes active."""
+    s = simulated.settings(heartbeat_period=0.2, fleet_lease=0.8)
+    async with sh.running("node-agent", build, s, bus, store, instance=simulated.AGENT, lease_ttl=0.4):
+        await sh.send(bus, subjects.start_pods(C), simulated.start(duration=None))
+        await simulated.reported(probe, "Running")
+    assert await store.take_lease(simulated.AGENT, "killed", 2.0)  # the killed holder's, never given back
+    async with sh.running("node-agent", build, s, bus, store, instance=simulated.AGENT, lease_ttl=0.4) as (rt, agent):
+        assert not rt.active
+        await sh.until(lambda: rt.active, what="the take-over")
+        took_over = time.time()
+        await sh.until(lambda: beat_since(probe, took_over), what="a beat of the new runner")
+        assert not agent.fencing and list(agent.pods.rows) == ["j1-worker-0"]
+    assert await simulated.phases(probe) == ["Running"]

@@ -62,6 +62,12 @@ class Contact:
     def now(self) -> float:
         return self.clock()
 
+    def restart(self) -> None:
+        """The agent becomes active (a start, a standby taking over): it has just reached the bus,
+        and whatever time it waited as a standby was not a cut-off (it ran no pod meanwhile)."""
+        self.last = self.clock()
+        self.fenced = False
+
     def reached(self, sent_at: float) -> None:
         """A beat sent at ``sent_at`` was acknowledged."""
         self.last = max(self.last, sent_at)

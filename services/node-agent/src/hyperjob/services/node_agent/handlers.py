@@ -476,7 +476,10 @@ class NodeAgent:
     def rearm(self) -> None:
         """After a (re)load: one timer at the earliest end among the pods that are running; and,
         the first time, one to take back what a previous agent left. Armed here, not at build: a
-        standby's timers that came due are dropped by the load that makes it active."""
+        standby's timers that came due are dropped by the load that makes it active. A load that
+        makes it active (not a reload after a failed commit) starts its contact with the bus."""
+        if not self.rt.active:
+            self.contact.restart()
         self._arm(self.pods.rows)
         if self.runner is not None and not self.recovered:
             self.rt.at(self.rt.now(), "recover-pods", self.recover_pods)
