@@ -9,9 +9,11 @@ import pytest
 
 from hyperjob import fleetcore
 from hyperjob.cli.config import load_config
+from hyperjob.cli.up import _agent_lease_env
 from hyperjob.client import ClientError
 from hyperjob.servicekit.config import load_settings
 from hyperjob.services.global_scheduler.config import Settings
+from hyperjob.services.node_agent.config import Settings as AgentSettings
 
 
 def test_the_default_lease_is_the_fleets() -> None:
@@ -32,3 +34,22 @@ def test_a_lease_the_margin_cannot_cover_is_refused_naming_the_field(tmp_path: P
     path.write_text(f"fleetLease: {lease}\n")
     with pytest.raises(ClientError, match="fleetLease must be more than 0 and at most 20 s"):
         load_config(str(path))
+
+
+@pytest.mark.parametrize(("lease", "beat"), [(20.0, 2.0), (12.0, 2.0), (4.0, 1.0)], ids=["default", "shorter", "short"])
+def test_the_lease_reaches_the_node_agents_which_beat_often_enough_to_keep_it(lease: float, beat: float) -> None:
+    """Cut off longer than the lease, a node-agent stops its pods itself (issue 33): `up` gives it
+    the lease, and a heartbeat period that a healthy agent keeps it with (its settings accept both)."""
+    env = _agent_lease_env(lease, True)
+    settings = load_settings(AgentSettings, "NODE_AGENT", environ={**env, "NODE_AGENT_CLUSTER": "c1"})
+    assert (settings.fleet_lease, settings.heartbeat_period, settings.self_fence) == (lease, beat, True)
+
+
+def test_self_fencing_is_off_unless_the_up_config_asks_for_it(tmp_path) -> None:
+    """A node cannot tell its own partition from a whole-bus outage, and fencing through one fails
+    every running job: an operator turns it on (``selfFence: true``), knowing the price."""
+    path = tmp_path / "up.yaml"
+    path.write_text("selfFence: true\n")
+    assert (load_config(None).self_fence, load_config(str(path)).self_fence) == (False, True)
+    default = load_settings(AgentSettings, "NODE_AGENT", environ={"NODE_AGENT_CLUSTER": "c1"})
+    assert default.self_fence is False

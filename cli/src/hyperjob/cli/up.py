@@ -353,7 +353,10 @@ class System:
             if not s.edge
         ]
         for cluster in self.config.clusters:
-            shared = _cluster_env(cluster, self.config.schedule_period)
+            shared = {
+                **_cluster_env(cluster, self.config.schedule_period),
+                **_agent_lease_env(self.config.fleet_lease, self.config.self_fence),
+            }
             plan += [
                 ServiceProcess(
                     f"{s.package}@{cluster.name}",
@@ -576,6 +579,18 @@ def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]
         "NODE_AGENT_ALLOCATABLE": allocatable,
         "NODE_AGENT_LABELS": msgspec.json.encode(cluster.node_labels).decode(),
         "NODE_AGENT_POD_DURATION": cluster.pod_duration,
+    }
+
+
+def _agent_lease_env(lease: float, self_fence: bool) -> dict[str, str]:
+    """The node-agents' side of the fleet lease: with ``self_fence``, cut off from the bus longer
+    than ``lease`` they stop their pods themselves (``node_agent.fencing``); they beat at least 4
+    times per lease (every 2 s, more often under a lease shorter than 8 s), so that a healthy agent
+    never fences."""
+    return {
+        "NODE_AGENT_FLEET_LEASE": str(lease),
+        "NODE_AGENT_HEARTBEAT_PERIOD": str(min(2.0, lease / 4)),
+        "NODE_AGENT_SELF_FENCE": "true" if self_fence else "false",
     }
 
 

@@ -9,6 +9,7 @@ clock — the same code that runs live.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -102,7 +103,14 @@ def _agent(cluster: ClusterSpec) -> InstancePlan:
         for n in cluster.nodes
     ]
     settings = na_config.Settings(
-        cluster=cluster.name, node_specs=specs, telemetry="off", pod_duration="never", heartbeat_period=2.0
+        cluster=cluster.name,
+        node_specs=specs,
+        telemetry="off",
+        pod_duration="never",
+        heartbeat_period=2.0,
+        # No self-fencing (node_agent.fencing): a cluster cut off here (``clusterDown``) is frozen
+        # whole, its pods and its agent's clock with it, so nothing of it runs while it is away.
+        fleet_lease=math.inf,
     )
     return InstancePlan(service="node-agent", name=na_app.agent_name(settings), settings=settings, cluster=cluster.name)
 

@@ -13,9 +13,10 @@ The invariant enforced here: with a lapsed lease, no pod of this cluster's child
 
 What the job-controller cannot fence: itself hung (SIGSTOP), or cut off from the bus together with
 its nodes (it can tell them nothing). The fleet does not move the children of a hung control plane
-whose nodes still report (``fleetcore.control_plane_hung``); a cluster cut off whole is not fenced
-(docs/reliability.md). A fleet that grants no one (the global-scheduler down, the bus down) is no
-reason to stop anything: nothing can move then. Pure; the driver is ``handlers.JobController``.
+whose nodes still report (``fleetcore.control_plane_hung``); a cluster cut off whole is fenced by
+its node-agents themselves (``node_agent.fencing``, docs/reliability.md). A fleet that grants no
+one (the global-scheduler down, the bus down) is no reason to stop anything: nothing can move
+then. Pure; the driver is ``handlers.JobController``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import msgspec
 
@@ -10,6 +11,7 @@ from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.servicekit import Rank, Runtime
 
+from . import fencing
 from .config import Settings
 from .handlers import NodeAgent, node_specs
 from .sensors import NoSensors, RealSensors, Sensors, SimulatedSensors
@@ -63,6 +65,9 @@ async def build(settings: Settings, runtime: Runtime) -> NodeAgent:
     )
     runtime.subscribe(f"{durable}-faults", subjects.node_fault(c), {events.InjectNodeFault: agent.on_fault})
     runtime.every(settings.heartbeat_period, agent.heartbeat, "heartbeat", rank=Rank.REPORT)
+    if settings.self_fence and math.isfinite(settings.fleet_lease):  # (the simulator's frozen clusters: none)
+        # Not under the lock: a beat or a commit stuck on an unreachable bus must not delay the fence.
+        runtime.every(fencing.FENCE_CHECK_PERIOD, agent.check_fence, "fence", rank=Rank.REPORT, exclusive=False)
     if not isinstance(agent.sensors, NoSensors):
         runtime.every(settings.telemetry_period, agent.telemetry, "telemetry", rank=Rank.REPORT)
     runtime.kick("heartbeat")

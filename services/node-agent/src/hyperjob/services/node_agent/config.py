@@ -7,6 +7,7 @@ from typing import Literal
 
 import msgspec
 
+from hyperjob import fleetcore
 from hyperjob.hwprobe import FleetShape
 
 
@@ -41,6 +42,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # or runs until it is stopped ("never").
     pod_duration: str = "30s"
     heartbeat_period: float = 2.0
+    # Seconds the agent runs its pods while cut off from the bus (no heartbeat acknowledged) before
+    # it stops them itself (self-fencing, ``fencing``): the fleet lease, as `hyperjob up` grants it
+    # (inf: never, as in the simulator, whose clusters cut off are frozen whole).
+    fleet_lease: float = fleetcore.FLEET_LEASE
+    # Whether it fences itself at all: off by default, since a node cannot tell its own partition
+    # from a whole-bus outage, and fencing through one fails every running job (docs/reliability.md).
+    self_fence: bool = False
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
     telemetry_period: float = 10.0
@@ -62,6 +70,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # come from containers.conf, or the file CONTAINERS_CONF names in the agent's environment.
     podman: str = "podman"
     oci_runtime: str = "runc"
+
+    def __post_init__(self) -> None:
+        # A beat must have several chances to get through within the lease, or a healthy agent fences.
+        if not 0 < 4 * self.heartbeat_period <= self.fleet_lease:
+            raise ValueError(
+                f"fleet_lease ({self.fleet_lease:g} s) must be at least 4 heartbeat periods "
+                f"(heartbeat_period {self.heartbeat_period:g} s, more than 0)"
+            )
 
 
 # What a pod's process inherits from the agent's environment (then the pod's env wins).

@@ -366,9 +366,10 @@ class PodmanRunner:
         del self.running[pod]
         await self._ended(pod, uid, exit_code, reason)
 
-    async def kill(self, pod: str) -> None:
+    async def kill(self, pod: str, grace: float | None = None) -> None:
         self.running.pop(pod, None)
-        grace = self.graces.pop(pod, self.kill_grace)
+        own = self.graces.pop(pod, self.kill_grace)
+        grace = own if grace is None else min(own, grace)
         watcher = self.watchers.pop(pod, None)
         if watcher is not None and watcher is not asyncio.current_task():
             watcher.cancel()

@@ -60,6 +60,11 @@ def stop(pods: dict[str, RunningPod], name: str) -> list[Report]:
     return [] if pod is None else [_report(pod, "Deleted")]
 
 
+def failed(pods: dict[str, RunningPod], names: list[str], exit_code: int, reason: str) -> list[Report]:
+    """Take ``names`` off the node as Failed with ``reason`` (lost to a restart, fenced), in order."""
+    return [_report(pods.pop(name), "Failed", exit_code=exit_code, reason=reason) for name in sorted(names)]
+
+
 def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
     """Finish every simulated pod whose time has come, in a stable order."""
     reports = []

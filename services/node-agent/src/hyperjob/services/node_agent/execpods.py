@@ -113,14 +113,16 @@ class ProcessRunner:
         code = code if code >= 0 else 128 - code
         await self.on_exit(pod, uid, code, "Completed" if code == 0 else "Error")
 
-    async def kill(self, pod: str) -> None:
-        """Stop the pod's process group: SIGTERM, SIGKILL after the grace period. Idempotent."""
+    async def kill(self, pod: str, grace: float | None = None) -> None:
+        """Stop the pod's process group: SIGTERM, SIGKILL after the grace period (``grace`` when
+        shorter). Idempotent."""
         proc = self.procs.pop(pod, None)
         watcher = self.watchers.pop(pod, None)
+        limit = self.kill_grace if grace is None else min(grace, self.kill_grace)
         if proc is not None and proc.returncode is None:
             signal_group(proc.pid, signal.SIGTERM)
             try:
-                await asyncio.wait_for(proc.wait(), self.kill_grace)
+                await asyncio.wait_for(proc.wait(), limit)
             except TimeoutError:
                 signal_group(proc.pid, signal.SIGKILL)
                 await proc.wait()

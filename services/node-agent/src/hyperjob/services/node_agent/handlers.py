@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import TypedDict
@@ -28,9 +29,9 @@ from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
 from hyperjob.hwprobe.simfleet import Fault
-from hyperjob.servicekit import Reaction, Runtime
+from hyperjob.servicekit import Reaction, Runtime, WallClock
 
-from . import containerpods, domain, execpods
+from . import containerpods, domain, execpods, fencing
 from .config import NodeSpec, Settings, host_env
 from .runners import OnExit, PodRunner
 from .sensors import Reading, Sensors, subject_of
@@ -83,6 +84,10 @@ class NodeAgent:
         self.starts: dict[str, events.PodStart] = {}  # exec/container: what to run again on a restart in place
         self.runner = pod_runner(settings, agent, self.on_exit)
         self.recovered = False  # what the agent before us left has been taken back (once a process)
+        # Self-fencing (``fencing``): on the monotonic clock live, the virtual one in the simulator.
+        monotonic = time.monotonic if isinstance(runtime.clock, WallClock) else runtime.now
+        self.contact = fencing.Contact(monotonic, settings.fleet_lease)
+        self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
@@ -114,7 +119,11 @@ class NodeAgent:
         }
 
     async def heartbeat(self) -> None:
-        """Every period: the status of each node that changed, then one beat for the agent."""
+        """Every period: the status of each node that changed, then one beat for the agent; an
+        acknowledged beat renews the agent's contact with the bus (``fencing``)."""
+        sent = self.contact.now()
+        if self.contact.must_fence(sent):
+            await self.fence()  # cut off longer than the lease (or stopped): fence before renewing
         changed = []
         for node in self.nodes:
             # What a status is made of, compared first as is (cheap): the same inputs as when it
@@ -148,6 +157,7 @@ class NodeAgent:
         await self.rt.bus.publish(
             subjects.heartbeat(self.cluster, self.agent), events.encode(beat), msg_id=beat.event_id
         )
+        self.contact.reached(sent)
 
     async def telemetry(self) -> None:
         readings = self.sensors.read(self.cluster, self.nodes, self.busy(), self.rt.now())
@@ -215,8 +225,51 @@ class NodeAgent:
         return None
 
     def _reachable(self, pod: domain.RunningPod) -> bool:
-        """A pod on a node that is down or silent is cut off: it neither finishes nor reports."""
-        return pod.node not in self.down and not self.sensors.silent(pod.node)
+        """A pod on a node that is down or silent is cut off: it neither finishes nor reports; a
+        fenced one has stopped (it is recorded Failed, never finished or restarted)."""
+        fenced = self.fencing.get(pod.pod) == pod.uid
+        return not fenced and pod.node not in self.down and not self.sensors.silent(pod.node)
+
+    # -- self-fencing ------------------------------------------------------------------------------
+
+    async def check_fence(self) -> None:
+        """Round (every ``FENCE_CHECK_PERIOD``, outside the runtime's lock): cut off from the bus
+        longer than the lease, stop every pod; then record the stopped ones (retried each round
+        until the store takes it; the bus gets it when it is back)."""
+        if self.contact.must_fence():
+            await self.fence()
+        if self.fencing:
+            async with self.rt.lock:
+                await self._record_fenced()
+
+    async def fence(self) -> None:
+        """Stop every pod running here now, at once, without waiting for the store or the bus (once
+        per cut-off, ``Contact.must_fence``). A pod already fenced is not stopped again."""
+        victims = {name: pod.uid for name, pod in self.pods.rows.items() if self.fencing.get(name) != pod.uid}
+        if not victims:
+            return
+        self.fencing.update(victims)
+        self.rt.log.warning("pods_fenced", cluster=self.cluster, agent=self.agent, pods=sorted(victims))
+        runner = self.runner
+        if runner is None:
+            return  # simulated pods stop by being fenced: they no longer finish (``_reachable``)
+        for name in victims:
+            self.starts.pop(name, None)  # never restarted in place
+        await asyncio.gather(*(runner.kill(name, grace=fencing.FENCE_KILL_GRACE) for name in victims))
+
+    async def _record_fenced(self) -> None:
+        """The fenced pods leave the table, reported Failed (``Fenced``), in one commit (under the lock)."""
+        await self.rt.ensure_fresh()
+        pods = self._pods()
+        names = [n for n, uid in self.fencing.items() if n in pods and pods[n].uid == uid]
+        if names:
+            reports = domain.failed(pods, names, fencing.FENCE_EXIT_CODE, fencing.FENCE_REASON)
+            cause = events.derive_id(self.agent, "fenced/" + ",".join(f"{r.pod}:{r.uid}" for r in reports))
+            if not await self.rt.commit(cause, self._reaction(cause, reports, pods)):
+                return  # refused: the tables were reloaded, the next round decides again
+        self.fencing = {
+            n: uid for n, uid in self.fencing.items() if n in self.pods.rows and self.pods.rows[n].uid == uid
+        }
 
     # -- pods ------------------------------------------------------------------------------------
 
@@ -256,6 +309,8 @@ class NodeAgent:
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
                 await runner.kill(start.pod)
+            if self.fencing.get(start.pod) == start.uid:
+                continue  # fenced between its commit and now: it must not run
             self.starts[start.pod] = start
             await runner.launch(start)
 
@@ -304,6 +359,8 @@ class NodeAgent:
         """A pod's container (a process, an OCI container) ended by itself: report it, and restart
         it in place if its policy says so."""
         report = None
+        if self.fencing.get(pod) == uid:
+            return  # stopped by a fence, which records it
         for attempt in itertools.count():
             # No redelivery would bring this report back (the process is gone): retry until it is in.
             try:
@@ -326,7 +383,8 @@ class NodeAgent:
             return
         await asyncio.sleep(execpods.restart_delay(report.restarts))
         current = self.pods.get(pod)
-        if current is not None and current.uid == uid and self.runner is not None:
+        fenced = self.fencing.get(pod) == uid
+        if current is not None and current.uid == uid and self.runner is not None and not fenced:
             await self.runner.launch(start, restarts=report.restarts)
 
     async def recover_pods(self) -> None:
@@ -345,22 +403,8 @@ class NodeAgent:
         self.rt.log.info("pods_recovered", adopted=sorted(adopted), lost=sorted(lost))
 
     async def _report_lost(self, lost: dict[str, domain.RunningPod]) -> None:
-        pods, reports = self._pods(), []
-        for name in sorted(lost):
-            pod = pods.pop(name)
-            reports.append(
-                domain.Report(
-                    pod=pod.pod,
-                    uid=pod.uid,
-                    job=pod.job,
-                    node=pod.node,
-                    job_version=pod.job_version,
-                    phase="Failed",
-                    exit_code=LOST_EXIT_CODE,
-                    restarts=pod.restarts,
-                    reason="Lost",
-                )
-            )
+        pods = self._pods()
+        reports = domain.failed(pods, list(lost), LOST_EXIT_CODE, "Lost")
         cause = events.derive_id(self.agent, "lost/" + ",".join(f"{r.pod}:{r.uid}" for r in reports))
         await self.rt.commit(cause, self._reaction(cause, reports, pods))
 
@@ -432,7 +476,10 @@ class NodeAgent:
     def rearm(self) -> None:
         """After a (re)load: one timer at the earliest end among the pods that are running; and,
         the first time, one to take back what a previous agent left. Armed here, not at build: a
-        standby's timers that came due are dropped by the load that makes it active."""
+        standby's timers that came due are dropped by the load that makes it active. A load that
+        makes it active (not a reload after a failed commit) starts its contact with the bus."""
+        if not self.rt.active:
+            self.contact.restart()
         self._arm(self.pods.rows)
         if self.runner is not None and not self.recovered:
             self.rt.at(self.rt.now(), "recover-pods", self.recover_pods)

@@ -26,9 +26,9 @@ class PodRunner(Protocol):
     async def launch(self, msg: events.PodStart, restarts: int = 0) -> None:
         """Start (or restart in place) the container of ``msg.pod`` and watch it."""
 
-    async def kill(self, pod: str) -> None:
-        """Stop the pod's container (SIGTERM, SIGKILL after its grace period) and leave nothing of
-        it running. Idempotent."""
+    async def kill(self, pod: str, grace: float | None = None) -> None:
+        """Stop the pod's container (SIGTERM, SIGKILL after its grace period, or after ``grace``
+        when that is shorter: a fence) and leave nothing of it running. Idempotent."""
 
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         """After an agent restart: take back what is left of ``pods`` (the agent's table).
