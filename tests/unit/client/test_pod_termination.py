@@ -57,7 +57,9 @@ def test_a_pod_killed_for_memory_shows_oomkilled_and_exit_137() -> None:
 
     _, rows = views.pod_rows([item])
     assert rows[0][2] == "OOMKilled"
-    assert views.pod_manifest(item)["status"]["state"] == {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    (container,) = views.pod_manifest(item)["status"]["containerStatuses"]  # as kubectl reads it
+    assert container["name"] == "main"  # the task's container
+    assert container["state"] == {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
     assert item["phase"] == "Failed"  # the phase stays the pod's, for programs and policies
     lines = describe.render(item).splitlines()
     assert "Reason:     OOMKilled" in lines and "Exit Code:  137" in lines
@@ -68,9 +70,9 @@ def test_a_pod_restarted_after_an_oom_kill_keeps_it_as_its_last_state() -> None:
 
     _, rows = views.pod_rows([item])
     assert rows[0][2:4] == ["Running", "1"]
-    status = views.pod_manifest(item)["status"]
-    assert status["lastState"] == {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
-    assert "state" not in status
+    (container,) = views.pod_manifest(item)["status"]["containerStatuses"]
+    assert container["lastState"] == {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    assert "state" not in container and container["restartCount"] == 1
 
 
 def test_a_pod_that_failed_without_a_reason_shows_its_phase() -> None:
@@ -79,7 +81,8 @@ def test_a_pod_that_failed_without_a_reason_shows_its_phase() -> None:
     (item,) = asyncio.run(views.pods(Docs(driver.record), POD))  # type: ignore[arg-type]
 
     assert views.pod_rows([item])[1][0][2] == "Failed"
-    assert views.pod_manifest(item)["status"]["state"] == {"terminated": {"exitCode": 3}}
+    (container,) = views.pod_manifest(item)["status"]["containerStatuses"]
+    assert container["state"] == {"terminated": {"exitCode": 3}}
 
 
 def test_a_pod_that_succeeded_is_terminated_with_exit_0() -> None:
@@ -89,4 +92,6 @@ def test_a_pod_that_succeeded_is_terminated_with_exit_0() -> None:
 
     assert views.pod_rows([item])[1][0][2] == "Succeeded"
     status = views.pod_manifest(item)["status"]
-    assert status["state"] == {"terminated": {"exitCode": 0}} and "lastState" not in status
+    (container,) = status["containerStatuses"]
+    assert container["state"] == {"terminated": {"exitCode": 0}} and "lastState" not in container
+    assert "state" not in status  # not the pod's own: a Volcano Job's status.state is another thing

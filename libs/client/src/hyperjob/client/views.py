@@ -301,6 +301,7 @@ async def pods(client: Client, name: str | None) -> list[View]:
     items = []
     for cluster in await client.cluster_names():
         for record in (await client.docs(records.job_kind(cluster), jm.JobRecord)).values():
+            containers = _main_containers(record.job)
             for pod in sorted(record.pods.values(), key=lambda p: (p.task, p.index)):
                 if name and pod.name != name:
                     continue
@@ -315,6 +316,7 @@ async def pods(client: Client, name: str | None) -> list[View]:
                         "phase": pod.phase,
                         "node": pod.node or "",
                         "restarts": pod.restarts,
+                        "container": containers.get(pod.task, pod.task),
                         # How its container last ended, as the node said (kubectl's terminated state).
                         "reason": pod.status.reason,
                         "exitCode": pod.status.exit_code,
@@ -323,13 +325,21 @@ async def pods(client: Client, name: str | None) -> list[View]:
     return sorted(items, key=lambda i: (i["cluster"], i["name"]))
 
 
+def _main_containers(job: api.Job) -> dict[str, str]:
+    """Each task's main container's name (the one a pod runs), by task."""
+    return {t.name: t.template.spec.containers[0].name for t in job.spec.tasks if t.template.spec.containers}
+
+
 def pod_manifest(item: View) -> View:
     status: View = {"phase": item["phase"], "cluster": item["cluster"], "restarts": item["restarts"]}
+    container: View = {"name": item["container"], "restartCount": item["restarts"]}
     if item["exitCode"] is not None:
-        # As Kubernetes says it: an ended pod's container is terminated; a restarted one was.
+        # As Kubernetes says it, in the container's status: an ended pod's container is
+        # terminated; a restarted one was (its last state).
         state = "state" if item["phase"] in ("Succeeded", "Failed") else "lastState"
         terminated = {"exitCode": item["exitCode"], **({"reason": item["reason"]} if item["reason"] else {})}
-        status[state] = {"terminated": terminated}
+        container[state] = {"terminated": terminated}
+    status["containerStatuses"] = [container]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
