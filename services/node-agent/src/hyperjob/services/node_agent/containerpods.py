@@ -45,7 +45,7 @@ import structlog
 from hyperjob import api, events
 
 from . import domain
-from .execpods import sandbox
+from .execpods import prepare_sandbox, sandbox
 from .runners import OnExit, gpu_assignment
 
 LABEL_AGENT, LABEL_POD, LABEL_UID = "io.hyperjob.agent", "io.hyperjob.pod", "io.hyperjob.uid"
@@ -294,13 +294,7 @@ class PodmanRunner:
     async def launch(self, msg: events.PodStart, restarts: int = 0) -> None:
         if self.closed:
             return
-        box = sandbox(self.work_dir, self.cluster, msg.pod)
-        files = box / "files"
-        for path, content in msg.files.items():
-            target = files / path.lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
-        box.mkdir(parents=True, exist_ok=True)
+        box, files = prepare_sandbox(self.work_dir, self.cluster, msg)
         (box / START_FILE).write_bytes(msgspec.json.encode(msg))
         (box / "container").write_text(container_name(self.agent, msg.pod))  # `hyperjob logs` reads k8s-file
         grace = msg.grace_period if msg.grace_period is not None else self.kill_grace

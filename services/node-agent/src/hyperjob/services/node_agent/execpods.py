@@ -36,6 +36,19 @@ def sandbox(work_dir: str, cluster: str, pod: str) -> Path:
     return Path(work_dir).resolve() / cluster / pod
 
 
+def prepare_sandbox(work_dir: str, cluster: str, msg: events.PodStart) -> tuple[Path, Path]:
+    """The pod's sandbox, made, with its plugin files written under ``files/`` (module doc); both
+    paths. Shared by the exec and container runtimes."""
+    box = sandbox(work_dir, cluster, msg.pod)
+    files = box / "files"
+    for path, content in msg.files.items():
+        target = files / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    box.mkdir(parents=True, exist_ok=True)
+    return box, files
+
+
 class ProcessRunner:
     """The processes of one agent's pods, keyed by pod name (a ``runners.PodRunner``);
     ``on_exit(pod, uid, code, reason)`` is awaited when a process ends by itself (not when it is killed)."""
@@ -57,13 +70,7 @@ class ProcessRunner:
         """Start (or restart in place) the container of ``msg.pod`` and watch it."""
         if self.closed:
             return  # the agent is stopping: what has not started stays down
-        box = sandbox(self.work_dir, self.cluster, msg.pod)
-        files = box / "files"
-        for path, content in msg.files.items():
-            target = files / path.lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
-        box.mkdir(parents=True, exist_ok=True)
+        box, files = prepare_sandbox(self.work_dir, self.cluster, msg)
         env = {
             **self.base_env,
             **domain.local_env(msg.env),
