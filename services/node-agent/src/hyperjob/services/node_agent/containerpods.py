@@ -224,11 +224,11 @@ async def kernel_log() -> str:
     return out if code == 0 else ""
 
 
-async def run_command(argv: list[str]) -> tuple[int, str]:
+async def run_command(argv: list[str], cwd: Path | None = None) -> tuple[int, str]:
     """A short command's exit code and output (stdout, then stderr), spawned by ``subprocess`` in
     a worker thread (see the module's doc: not by the event loop)."""
     done = await asyncio.to_thread(
-        subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace"
+        subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", cwd=cwd
     )
     return done.returncode, done.stdout + done.stderr
 
@@ -286,7 +286,11 @@ class PodmanRunner:
     async def podman(self, *args: str, check: bool = True) -> tuple[int, str]:
         """Run podman; its exit code and output (stderr appended). ``CONTAINERS_CONF`` and the rest
         of the agent's environment pass through."""
-        code, output = await run_command([*self.base, *args])
+        # In the agent's own directory: conmon, which `podman run` leaves behind, writes a file
+        # named ``oom`` into its working directory when its container is OOM-killed.
+        home = sandbox(self.work_dir, self.cluster, "")
+        home.mkdir(parents=True, exist_ok=True)
+        code, output = await run_command([*self.base, *args], cwd=home)
         if check and code != 0:
             raise PodmanFailed(f"podman {' '.join(args[:2])} failed ({code}): {output.strip()[-500:]}")
         return code, output
