@@ -72,9 +72,19 @@ def test_up_restarts_crashed_servers_and_a_service_that_made_no_progress(tmp_pat
             lambda: cli.json("get", "hyperjobs", "supervised")["phase"] == "Completed",
             timeout=120,
         )
-        assert services(cli)["job_controller@cluster-b"]["restarts"] == 0  # only the stalled one
+        other = services(cli)["job_controller@cluster-b"]
+        assert other["restarts"] == 0, _why_restarted(home, "job_controller@cluster-b", other)  # only the stalled one
     log = (home / "up.log").read_text()
     assert "job_controller@cluster-a made no progress for 10s" in log
+
+
+def _why_restarted(home: Path, name: str, status: dict[str, Any]) -> str:
+    """What up said of ``name`` and the end of its log: a restart this test did not cause is
+    either a crash (its exit code and traceback) or a liveness verdict (up's note says which)."""
+    notes = [line for line in (home / "up.log").read_text().splitlines() if name in line]
+    log = home / "logs" / (name.replace("@", "-") + ".log")
+    tail = log.read_text().splitlines()[-30:] if log.exists() else []
+    return "\n".join([f"{name}: {status}", *notes, f"-- end of {log.name}:", *tail])
 
 
 def _alive(pid: int) -> bool:
