@@ -15,6 +15,10 @@ from .state import SplitterState
 MOVE_SETTLING = 60.0
 
 
+# A child's promised room: its cluster, its pods, and when it was sent there.
+Promised = tuple[str, list[fleetcore.PodShape], float]
+
+
 class Room:
     """The fleet's room as the splitter plans on it: the live clusters' room, less what children
     sent there lately will take.
@@ -33,7 +37,12 @@ class Room:
         self.state = state
         self.rt = state.rt
         # Children moved lately: (cluster, pods, when), until their new cluster's summary counts them.
-        self.moving: dict[str, tuple[str, list[fleetcore.PodShape], float]] = {}
+        self.moving: dict[str, Promised] = {}
+        # Each cluster's working room as last computed: the summary it started from, the promises
+        # placed on it (in order) and the room they left. A burst's next split extends it by the
+        # promises made since instead of placing every one of them again (which made a burst's
+        # planning quadratic: 100 HyperJobs of 64 pods placed 10,650 gangs).
+        self._placed: dict[str, tuple[fleetcore.ClusterCapacity, list[Promised], fleetcore.ClusterCapacity]] = {}
 
     def ran(self, msg: events.JobPhaseChanged) -> None:
         """A child's phase on a cluster: once it runs (or ran) there its room is the summary's."""
@@ -47,15 +56,29 @@ class Room:
         """The live clusters' room, less what the children planned or moved there lately take
         once they run (a cluster's summary counts a child's pods only once they are bound);
         ``exclude``: children whose room is not to be taken (those of the plan being redone)."""
-        working = dict(self.state.capacity.live(now))
-        for child, (cluster, pods, since) in list(self.moving.items()):
-            if self.rt.now() - since > MOVE_SETTLING:
-                del self.moving[child]
-            elif child in exclude:
-                continue
-            elif cluster in working and not isinstance(placed := fleetcore.place_gang(working[cluster], pods), str):
-                working[cluster] = placed
-        return working
+        settled = [child for child, (_, _, since) in self.moving.items() if self.rt.now() - since > MOVE_SETTLING]
+        for child in settled:
+            del self.moving[child]
+        live = self.state.capacity.live(now)
+        taking: dict[str, list[Promised]] = {name: [] for name in live}
+        for child, promised in self.moving.items():
+            if promised[0] in taking and child not in exclude:
+                taking[promised[0]].append(promised)
+        self._placed = {name: self._taken(cap, taking[name]) for name, cap in live.items()}
+        return {name: placed[2] for name, placed in self._placed.items()}
+
+    def _taken(
+        self, live: fleetcore.ClusterCapacity, promises: list[Promised]
+    ) -> tuple[fleetcore.ClusterCapacity, list[Promised], fleetcore.ClusterCapacity]:
+        """``live`` less ``promises``, each placed in order (one that does not fit takes nothing),
+        from the last computation when it started from the same summary and placed a prefix of them."""
+        room, done = live, 0
+        if (last := self._placed.get(live.name)) is not None and last[0] is live and _prefix(last[1], promises):
+            room, done = last[2], len(last[1])
+        for _, pods, _ in promises[done:]:
+            if not isinstance(placed := fleetcore.place_gang(room, pods), str):
+                room = placed
+        return live, promises, room
 
     def without_lower_priority(
         self, doc: records.HyperJobDoc, live: dict[str, fleetcore.ClusterCapacity]
@@ -120,3 +143,9 @@ class Room:
                 self.moving[child] = (cluster, pods, self.rt.now())
 
         reaction.after.append(remember)
+
+
+def _prefix(placed: list[Promised], promises: list[Promised]) -> bool:
+    """Whether ``placed`` are the first of ``promises``, the very same promises (a child promised
+    again is a new promise: its pods may differ)."""
+    return len(placed) <= len(promises) and all(a is b for a, b in zip(placed, promises, strict=False))
