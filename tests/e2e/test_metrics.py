@@ -104,7 +104,7 @@ def test_the_dashboard_exports_the_fleet(ran: Cli) -> None:
         assert sample(text, "hyperjob_cluster_nodes", cluster=cluster) == 4
         assert sample(text, "hyperjob_cluster_gpu_healthy_nodes", cluster=cluster) == 4
         assert sample(text, "hyperjob_cluster_allocatable", cluster=cluster, resource="nvidia.com/gpu") == 32
-    assert "volcano_queue_pod_group_running_count" in text
+    assert 'hyperjob_queue_podgroups{phase="running",queue_name="default"} 0.0' in text  # nothing runs now
 
 
 def test_get_events_and_describe_tell_the_hyperjobs_story(ran: Cli) -> None:
