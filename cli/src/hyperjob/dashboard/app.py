@@ -130,7 +130,10 @@ def _logs_note(pods: int, found: list[dict[str, Any]], pod_logs: Path | None) ->
     if pods == 0:
         return "No pod has been created yet."
     if pod_logs is None:
-        return "Pod logs are not shown: the dashboard was not told where the agents keep them (DASHBOARD_POD_LOGS)."
+        return (
+            "Pod logs are not shown: the dashboard was not told where this machine's exec- and container-mode "
+            "agents keep them (DASHBOARD_POD_LOGS). Simulated pods have none."
+        )
     if not found:
         return (
             "No pod of this HyperJob has a log on the dashboard's machine: its pods are simulated (a "
