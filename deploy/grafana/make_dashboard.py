@@ -18,10 +18,10 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # per-cluster families): their panels follow the $cluster variable. Global services' series have
 # none, and `=~".*"` (All) keeps them.
 CLUSTER_SCOPED = re.compile(
-    r"\b((?:volcano_(?!queue_capacity|queue_pod_group)|hyperjob_(?:cluster|node|bus|round|child_job|gang))[a-z_]*)(\{)?"
+    r"\b((?:volcano_(?!queue_capacity)|hyperjob_(?:cluster|node|bus|round|child_job|gang))[a-z_]*)(\{)?"
 )
 # Metrics with Volcano's `queue_name` label: their panels follow the $queue variable.
-QUEUE_SCOPED = re.compile(r"\b(volcano_queue_[a-z_]*)(\{)?")
+QUEUE_SCOPED = re.compile(r"\b(volcano_queue_[a-z_]*|hyperjob_queue_podgroups)(\{)?")
 # The HyperJob census, by `namespace`: its panels follow the $namespace variable.
 NAMESPACE_SCOPED = re.compile(r"\b(hyperjob_(?:pending_)?hyperjobs)\b(\{)?")
 
@@ -198,9 +198,7 @@ panel(
 panel(
     "PodGroups per queue",
     [
-        ("sum by (queue_name) (volcano_queue_pod_group_inqueue_count)", "inqueue {{queue_name}}"),
-        ("sum by (queue_name) (volcano_queue_pod_group_pending_count)", "pending {{queue_name}}"),
-        ("sum by (queue_name) (volcano_queue_pod_group_running_count)", "running {{queue_name}}"),
+        ("sum by (queue_name, phase) (hyperjob_queue_podgroups)", "{{phase}} {{queue_name}}"),
     ],
     0,
     26,

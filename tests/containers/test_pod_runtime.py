@@ -23,7 +23,7 @@ import pytest
 import uvloop
 
 from hyperjob import events
-from hyperjob.cli.agent import k8s_log_text
+from hyperjob.client.podlogs import k8s_log_text
 from hyperjob.services.node_agent import domain
 from hyperjob.services.node_agent.containerpods import LABEL_AGENT, PodmanRunner
 from tests.containers import podman_kit

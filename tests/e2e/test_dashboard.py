@@ -104,6 +104,50 @@ def test_a_hyperjobs_page_shows_its_children_pods_timeline_events_and_spec_live(
         cli.run("resume", NAME, check=False)
 
 
+# Each span's bar inside its track (an instant's diamond may stand half out at an end).
+BARS_INSIDE = """[...document.querySelectorAll('#trace .track')].every((track) => {
+  const t = track.getBoundingClientRect(), b = track.firstElementChild.getBoundingClientRect();
+  return b.left >= t.left - 6 && b.right <= t.right + 6; })"""
+
+
+@needs_browser
+def test_a_hyperjobs_page_draws_its_trace_as_a_waterfall_and_the_end_of_its_pods_logs(
+    cli: Cli, running_hyperjob: str, browser: Browser, tmp_path: Path
+) -> None:
+    # The pods are simulated (no log): one is given the log an exec-mode agent would have written.
+    pod = f"{NAME}-job-0-trainer-0"
+    box = Path(cli.env["HYPERJOB_HOME"]) / "pods" / "cluster-a" / pod
+    box.mkdir(parents=True, exist_ok=True)
+    (box / "log").write_text("".join(f"step {i} loss {1 / (i + 1):.3f}\n" for i in range(200)))
+    try:
+        browser.open(f"{dashboard_url(cli)}#/hyperjobs/default/{running_hyperjob}")
+        browser.wait_for("document.querySelector('#trace') !== null && document.querySelector('#pod-log') !== null")
+        spans = browser.evaluate(
+            "[...document.querySelectorAll('#trace tr[data-depth]')].map((tr) => [+tr.dataset.depth, "
+            "tr.cells[0].textContent, parseFloat(getComputedStyle(tr.cells[0]).paddingLeft)])"
+        )
+        assert spans[0][:2] == [0, f"hyperjob/{NAME}"]
+        jobs = [s for s in spans if s[1].startswith(f"job/{NAME}-job-")]
+        assert len(jobs) == 2 and {s[0] for s in jobs} == {1}
+        nested = [s for s in spans if s[0] == 2]
+        assert any(s[1].startswith("schedule on cluster-") for s in nested)  # each child's binding, under it
+        assert nested[0][2] > jobs[0][2] > spans[0][2]  # indented under its parent
+        assert browser.evaluate(BARS_INSIDE) is True
+        fits = "document.getElementById('trace').getBoundingClientRect().right <= document.body.clientWidth"
+        assert browser.evaluate(fits) is True
+        # The log's last lines, and what the page says of the pods without one.
+        text = browser.evaluate("document.getElementById('pod-log').textContent").splitlines()
+        assert text[-1] == "step 199 loss 0.005" and len(text) < 200
+        assert browser.evaluate("document.getElementById('log-pod').value") == pod
+        assert "7 of 8 pods have no log" in browser.evaluate("document.getElementById('logs-note').textContent")
+        shot = Path(os.environ.get("HYPERJOB_SCREENSHOTS", tmp_path)) / "hyperjob-page-trace-logs.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(shot)
+    finally:
+        (box / "log").unlink()
+        box.rmdir()
+
+
 @needs_browser
 def test_the_list_pages_show_hyperjobs_queues_clusters_and_nodes(
     cli: Cli, running_hyperjob: str, browser: Browser

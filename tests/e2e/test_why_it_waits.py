@@ -113,13 +113,13 @@ def test_a_node_fault_under_a_running_hyperjob_is_its_waiting_reason(cli: Cli, t
             assert "NodeFault" in cli.run("describe", "hyperjob", "faulted").stdout
             assert pending_by_reason(cli, "NodeFault") >= 1
             _, volcano = fetch(endpoints(cli)["cluster_scheduler@cluster-a"])
-            assert sample(volcano, "volcano_unschedule_task_count", job_id="default/faulted-job-0") == 8
-            assert sample(volcano, "volcano_unschedule_job_count") >= 1
+            assert sample(volcano, "hyperjob_unschedulable_tasks", job_id="default/faulted-job-0") == 8
+            assert sample(volcano, "hyperjob_unschedulable_jobs") >= 1
         finally:
             cli.run("agent", "--cluster", "cluster-a", "fault", f"clear@{node}")
         cli.wait_for("the HyperJob to run again", lambda: cli.json("get", "hyperjobs", "faulted")["phase"] == "Running")
         assert waiting(cli, "faulted") == ""
         _, volcano = fetch(endpoints(cli)["cluster_scheduler@cluster-a"])
         assert sample(volcano, "volcano_schedule_attempts_total", result="scheduled") >= 40  # 32, then 8 again
-        assert sample(volcano, "volcano_e2e_job_scheduling_latency_milliseconds_count") >= 1
-        assert sample(volcano, "volcano_e2e_scheduling_latency_milliseconds_count") >= 1
+        assert sample(volcano, "hyperjob_e2e_job_scheduling_latency_seconds_count") >= 1
+        assert sample(volcano, "hyperjob_e2e_scheduling_latency_seconds_count") >= 1

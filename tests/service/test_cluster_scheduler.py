@@ -200,10 +200,10 @@ async def test_a_gang_that_does_not_fit_shows_why_on_its_podgroup_and_in_volcano
     )
     assert "quota does not admit" in again.reason and again.phase == waiting.phase
     text = generate_latest(REGISTRY).decode()
-    assert 'volcano_unschedule_task_count{job_id="default/big"} 1.0' in text
-    assert "volcano_unschedule_job_count 1.0" in text
+    assert 'hyperjob_unschedulable_tasks{job_id="default/big"} 1.0' in text
+    assert "hyperjob_unschedulable_jobs 1.0" in text
     assert sample(text, "volcano_schedule_attempts_total", result="unschedulable") >= 1
-    assert sample(text, "volcano_e2e_scheduling_latency_milliseconds_count") >= 1
+    assert sample(text, "hyperjob_e2e_scheduling_latency_seconds_count") >= 1
 
 
 # -- the cross-cluster gang -------------------------------------------------------------------------

@@ -138,5 +138,5 @@ async def test_a_per_cluster_service_labels_every_series_with_its_cluster(
         log.close()
     assert status == 200 and isinstance(text, str)
     series = [line for line in text.splitlines() if line and not line.startswith("#")]
-    assert any(line.startswith("volcano_e2e_scheduling_latency_milliseconds_count") for line in series)
+    assert any(line.startswith("hyperjob_e2e_scheduling_latency_seconds_count") for line in series)
     assert [line for line in series if 'cluster="cluster-q"' not in line] == []

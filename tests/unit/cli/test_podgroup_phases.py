@@ -1,4 +1,4 @@
-"""What ``get podgroups``, ``get queues`` and the dashboard's ``volcano_queue_pod_group_*`` say of
+"""What ``get podgroups``, ``get queues`` and the dashboard's ``hyperjob_queue_podgroups`` say of
 finished jobs: their podgroups are Completed, not left Running (issue 32, item 1).
 
 The jobs run through the real services under the simulator; the views then read its store, as
@@ -87,5 +87,6 @@ def test_the_podgroups_of_finished_jobs_are_completed_and_counted_by_no_queue_as
     }
     default = next(q for q in queues if q["name"] == "default")
     assert default["podgroups"] == {"inqueue": 0, "pending": 0, "running": 1}
-    running = next(f for f in metrics.queue_families(queues) if f.name == "volcano_queue_pod_group_running_count")
-    assert [(s.labels["queue_name"], s.value) for s in running.samples] == [("default", 1.0)]
+    podgroups = next(f for f in metrics.queue_families(queues) if f.name == "hyperjob_queue_podgroups")
+    running = [(s.labels["queue_name"], s.value) for s in podgroups.samples if s.labels["phase"] == "running"]
+    assert running == [("default", 1.0)]

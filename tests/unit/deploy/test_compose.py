@@ -426,9 +426,11 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
 
 
 def exported_families() -> list[Any]:
-    """Every metric family the code exports: the services' registry (bus, process, HyperJobs) and
-    the dashboard's fleet families (built from one queue, cluster and node)."""
+    """Every metric family the code exports: the services' registry (bus, process, HyperJobs,
+    Volcano's scheduler metrics) and the dashboard's fleet families (built from one queue,
+    cluster and node)."""
     importlib.import_module("hyperjob.services.status_aggregator.metrics")
+    importlib.import_module("hyperjob.services.cluster_scheduler.metrics")
     registry = importlib.import_module("hyperjob.servicekit.metrics").REGISTRY
     fleet = importlib.import_module("hyperjob.dashboard.metrics")
     queue = {
@@ -519,8 +521,13 @@ def promtool(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "args",
-    [("check", "config", "prometheus.yml"), ("check", "rules", "alerts.yml"), ("test", "rules", "alerts.test.yml")],
-    ids=["config", "rules", "each alert fires when it should"],
+    [
+        ("check", "config", "prometheus.yml"),
+        ("check", "rules", "alerts.yml"),
+        ("test", "rules", "alerts.test.yml"),
+        ("check", "rules", "volcano.rules.yml"),
+    ],
+    ids=["config", "rules", "each alert fires when it should", "volcano's names"],
 )
 def test_promtool_finds_the_config_and_alerting_rules_sound(args: tuple[str, ...]) -> None:
     checked = promtool(*args)
@@ -533,10 +540,25 @@ def test_every_alert_is_on_a_metric_the_code_exports_and_compose_loads_the_rules
     named = {n for rule in rules for n in re.findall(r"\b((?:hyperjob|volcano)_[a-z_]+)", rule["expr"])}
     assert {rule["alert"] for rule in rules} >= {"HyperJobWaitingTooLong", "DeadLettersGrowing", "ClusterLost"}
     assert named and all(n in exported or re.sub(r"_(bucket|total|sum)$", "", n) in exported for n in named)
-    assert PROMETHEUS["rule_files"] == ["alerts.yml"]
-    assert (
-        "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in COMPOSE["services"]["prometheus"]["volumes"]
-    )
+    assert PROMETHEUS["rule_files"] == ["alerts.yml", "volcano.rules.yml"]
+    for rules in PROMETHEUS["rule_files"]:
+        mount = f"./deploy/prometheus/{rules}:/etc/prometheus/{rules}:ro"
+        assert mount in COMPOSE["services"]["prometheus"]["volumes"]
+
+
+def test_the_volcano_rules_are_what_their_script_writes_from_exported_metrics() -> None:
+    """Volcano's names are recorded (deploy/prometheus/make_volcano_rules.py writes the rules) from
+    metrics the code exports, each bucket's `le` as the code's histograms write it."""
+    script = load_module(PROMETHEUS_DIR / "make_volcano_rules.py")
+    assert (PROMETHEUS_DIR / "volcano.rules.yml").read_text() == script.render()
+    rules = yaml.safe_load((PROMETHEUS_DIR / "volcano.rules.yml").read_text())["groups"][0]["rules"]
+    exported = exported_metrics()
+    for rule in rules:
+        for name in re.findall(r"\b(hyperjob_[a-z0-9_]+)", rule["expr"]):
+            assert name in exported, f"{rule['record']}: {name} is exported nowhere"
+    exported_le = {s.labels["le"] for f in exported_families() for s in f.samples if s.name.endswith("_bucket")}
+    recorded_le = set(re.findall(r'le="([^"]+)"', "".join(r["expr"] for r in rules)))
+    assert recorded_le and recorded_le <= exported_le
 
 
 def test_the_dashboard_json_is_what_its_script_writes():

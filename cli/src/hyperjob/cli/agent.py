@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ import click
 import msgspec
 
 from hyperjob import events
+from hyperjob.client.podlogs import is_container_log, k8s_log_text, log_paths
 from hyperjob.events import subjects
 from hyperjob.events.access import OPERATOR
 
@@ -217,7 +217,7 @@ def logs(pod: str, follow: bool, cluster: str) -> None:
     """Print the output of pod POD (stdout and stderr, every restart) run by an exec- or
     container-mode agent on this machine."""
     path = find_log(home() / "pods", pod, cluster)
-    container = (path.parent / "container").is_file()  # podman's k8s-file log: one record a line
+    container = is_container_log(path)  # podman's k8s-file log: one record a line
     with open(path, "rb") as handle:
         while True:
             chunk = handle.readline() if container else handle.read(65536)
@@ -233,21 +233,9 @@ def logs(pod: str, follow: bool, cluster: str) -> None:
                 time.sleep(0.5)
 
 
-_K8S_RECORD = re.compile(rb"^\S+ (stdout|stderr) ([FP]) ?(.*?)\n?$", re.DOTALL)
-
-
-def k8s_log_text(record: bytes) -> bytes:
-    """The container's output in one ``k8s-file`` record (``<time> <stream> <F|P> <text>``): the
-    text, with its newline unless the record is a partial line (``P``). Anything else is as is."""
-    match = _K8S_RECORD.match(record)
-    if match is None:
-        return record
-    return match.group(3) + (b"\n" if match.group(2) == b"F" else b"")
-
-
 def find_log(root: Path, pod: str, cluster: str = "") -> Path:
     """``<root>/<cluster>/<pod>/log``; a clear error when there is none or the name is ambiguous."""
-    found = sorted(root.glob(f"{cluster or '*'}/{pod}/log"))
+    found = log_paths(root, pod, cluster)
     if not found:
         raise click.ClickException(
             f"no log for pod {pod!r} under {root} (logs exist only for pods of exec- or container-mode agents "

@@ -372,7 +372,12 @@ class System:
         if self.dashboard_port is not None:
             port = _usable_port(self.dashboard_port)
             self.dashboard_url = f"http://127.0.0.1:{port}/"
-            env = {**self._env(DASHBOARD), "DASHBOARD_HOST": "127.0.0.1", "DASHBOARD_PORT": str(port)}
+            env = {
+                **self._env(DASHBOARD),
+                "DASHBOARD_HOST": "127.0.0.1",
+                "DASHBOARD_PORT": str(port),
+                "DASHBOARD_POD_LOGS": str(home() / "pods"),  # where the agents' pod logs are (NODE_AGENT_WORK_DIR)
+            }
             plan.append(ServiceProcess("dashboard", "hyperjob.dashboard", env, logs / "dashboard.log"))
         return plan
 

@@ -11,8 +11,9 @@ Routes: ``/`` (the page, ``static/app.js``; client-side routes ``#/?ns=&phase=&q
 the snapshot, one page of rows drawn), ``#/hyperjobs/NAMESPACE/NAME``, ``#/jobs/NAME``,
 ``#/queues[/NAME]``, ``#/clusters[/NAME]``, ``#/nodes/NAME``), ``/api/snapshot`` (every list,
 JSON), ``/api/hyperjobs/[{namespace}/]{name}`` (one HyperJob with its child jobs and pods, its
-Events as ``describe`` shows them and its manifest as YAML), ``/api/jobs/{name}`` (a Job with its
-pods), ``/api/events`` (``text/event-stream``: the snapshot each time it
+Events as ``describe`` shows them, its manifest as YAML, its trace's spans as ``hyperjob trace``
+draws them and the end of its pods' logs where pods really run), ``/api/jobs/{name}`` (a Job with
+its pods), ``/api/events`` (``text/event-stream``: the snapshot each time it
 changes), ``/healthz``, ``/metrics`` (the fleet's queues, clusters and nodes for Prometheus:
 ``dashboard.metrics``).
 """

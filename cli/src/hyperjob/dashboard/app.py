@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -23,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from hyperjob import api
 from hyperjob.bus import BusError
-from hyperjob.client import Client, eventlog, views
+from hyperjob.client import Client, eventlog, podlogs, spans, views
 from hyperjob.client.views import View, hyperjob_manifest, hyperjob_queues, load_events
 from hyperjob.store import StoreUnavailableError
 
@@ -34,6 +35,9 @@ _log = structlog.get_logger("dashboard")
 POLL_SECONDS = 1.0
 # A comment line keeps idle connections (and proxies) from timing out.
 KEEPALIVE_SECONDS = 15.0
+# A HyperJob's page shows the last LOG_LINES lines of the logs of its first LOG_PODS pods that have one.
+LOG_LINES = 40
+LOG_PODS = 64
 
 
 async def snapshot(client: Client) -> dict[str, Any]:
@@ -60,9 +64,12 @@ def _listed(hyperjob: View) -> View:
     return shown
 
 
-async def hyperjob_detail(client: Client, namespace: str, name: str) -> dict[str, Any] | None:
+async def hyperjob_detail(
+    client: Client, namespace: str, name: str, pod_logs: Path | None = None
+) -> dict[str, Any] | None:
     """One HyperJob: its child jobs (with their pods and the pods' times, for the timeline), its
-    Events (those ``hyperjob describe`` shows) and its manifest as YAML."""
+    Events (those ``hyperjob describe`` shows), its manifest as YAML, its trace (the waterfall
+    ``hyperjob trace`` draws) and the end of its pods' logs (those under ``pod_logs``)."""
     found = [h for h in await views.hyperjobs(client, name) if h["namespace"] == namespace]
     if not found:
         return None
@@ -73,7 +80,70 @@ async def hyperjob_detail(client: Client, namespace: str, name: str) -> dict[str
         "jobs": [{k: v for k, v in j.items() if k != "manifest"} for j in jobs],
         "events": await hyperjob_events(client, namespace, name),
         "yaml": yaml.safe_dump(hyperjob_manifest(found[0]), sort_keys=False, allow_unicode=True),
+        "trace": await hyperjob_trace(client, namespace, name),
+        "logs": hyperjob_logs(jobs, pod_logs),
     }
+
+
+async def hyperjob_trace(client: Client, namespace: str, name: str) -> dict[str, Any]:
+    """The latest life of the HyperJob as ``hyperjob trace`` draws it: its spans in tree order,
+    each with its depth, its parent (an index into the list; the root's is None), and its start
+    and duration in seconds after the life began."""
+    key = api.object_key(namespace, name)
+    every = spans.lives(await spans.load(client.bus, key), key)
+    if not every:
+        return {"lives": 0, "traceId": "", "duration": 0.0, "spans": []}
+    root = spans.waterfall(every[-1], key)
+    rows: list[dict[str, Any]] = []
+    parents: list[int] = []  # the index of the span open at each depth
+    for depth, span in root.walk():
+        del parents[depth:]
+        rows.append(
+            {
+                "name": span.name,
+                "service": span.service,
+                "depth": depth,
+                "parent": parents[-1] if parents else None,
+                "offset": span.start - root.start,
+                "duration": span.duration,
+                "warning": span.warning,
+            }
+        )
+        parents.append(len(rows) - 1)
+    return {"lives": len(every), "traceId": spans.main_trace(every[-1]), "duration": root.duration, "spans": rows}
+
+
+def hyperjob_logs(jobs: list[View], pod_logs: Path | None) -> dict[str, Any]:
+    """The last lines of each of the jobs' pods' logs that exist under ``pod_logs`` (the work
+    directory of this machine's exec- and container-mode agents), and why the others have none."""
+    pods = [(job["cluster"], pod["name"]) for job in jobs for pod in job["pods"]]
+    found: list[dict[str, Any]] = []
+    for cluster, pod in pods:
+        paths = podlogs.log_paths(pod_logs, pod, cluster) if pod_logs is not None else []
+        if paths and len(found) < LOG_PODS:
+            found.append({"pod": pod, "cluster": cluster, "tail": podlogs.tail(paths[0], LOG_LINES)})
+    return {"pods": found, "without": len(pods) - len(found), "note": _logs_note(len(pods), found, pod_logs)}
+
+
+def _logs_note(pods: int, found: list[dict[str, Any]], pod_logs: Path | None) -> str:
+    """What the page says where pods have no log to show."""
+    if pods == 0:
+        return "No pod has been created yet."
+    if pod_logs is None:
+        return (
+            "Pod logs are not shown: the dashboard was not told where this machine's exec- and container-mode "
+            "agents keep them (DASHBOARD_POD_LOGS). Simulated pods have none."
+        )
+    if not found:
+        return (
+            "No pod of this HyperJob has a log on the dashboard's machine: its pods are simulated (a "
+            "simulated node-agent runs no process, so there is no output), or not started yet. Pods of "
+            f"exec- and container-mode agents on this machine log under {pod_logs}."
+        )
+    if pods > len(found):
+        shown = f"not started, simulated, or past the first {LOG_PODS}"
+        return f"{pods - len(found)} of {pods} pods have no log shown here ({shown})."
+    return ""
 
 
 async def hyperjob_events(client: Client, namespace: str, name: str) -> list[dict[str, object]]:
@@ -90,19 +160,21 @@ async def job_detail(client: Client, name: str) -> list[View]:
 ClientSource = Callable[[], AbstractAsyncContextManager[Client]]
 
 
-def create_app(nats_url: str, redis_url: str) -> Starlette:
-    """The dashboard over the system at these URLs (connected at startup, closed at shutdown)."""
+def create_app(nats_url: str, redis_url: str, pod_logs: Path | None = None) -> Starlette:
+    """The dashboard over the system at these URLs (connected at startup, closed at shutdown);
+    ``pod_logs``: where this machine's exec- and container-mode agents keep pod logs, if known."""
 
     @contextlib.asynccontextmanager
     async def connected() -> AsyncIterator[Client]:
         async with await Client.connect(nats_url, redis_url, producer="hyperjob-dashboard", timeout=10.0) as client:
             yield client
 
-    return build_app(connected)
+    return build_app(connected, pod_logs)
 
 
-def build_app(source: ClientSource) -> Starlette:
-    """The dashboard over the client ``source`` yields for the app's life (a test passes its own)."""
+def build_app(source: ClientSource, pod_logs: Path | None = None) -> Starlette:
+    """The dashboard over the client ``source`` yields for the app's life (a test passes its own),
+    showing the pod logs under ``pod_logs``."""
     state: dict[str, Client] = {}
 
     @contextlib.asynccontextmanager
@@ -120,7 +192,7 @@ def build_app(source: ClientSource) -> Starlette:
     async def api_hyperjob(request: Request) -> Response:
         namespace = request.path_params.get("namespace", api.DEFAULT_NAMESPACE)
         name = request.path_params["name"]
-        detail = await hyperjob_detail(state["client"], namespace, name)
+        detail = await hyperjob_detail(state["client"], namespace, name, pod_logs)
         if detail is None:
             return JSONResponse({"error": f"hyperjob {namespace}/{name} not found"}, status_code=404)
         return JSONResponse(detail)

@@ -3,12 +3,15 @@ clusters and nodes, read through the same views ``get`` uses at each scrape.
 
 The services export what they do (``servicekit.metrics``: the bus; the status-aggregator: the
 HyperJobs); this is the state no single service owns whole. Volcano's names where Volcano has one
-(``volcano_queue_*``, with Volcano's ``queue_name`` label, plus ``cluster``: a queue spans every
-cluster; ``sum without (cluster)`` is the fleet's), ``hyperjob_*`` otherwise:
+that ``promtool check metrics`` accepts (``volcano_queue_*``, with Volcano's ``queue_name`` label,
+plus ``cluster``: a queue spans every cluster; ``sum without (cluster)`` is the fleet's),
+``hyperjob_*`` otherwise:
 
 - ``volcano_queue_{allocated,deserved}_{milli_cpu,memory_bytes}``, ``..._scalar_resources{resource}``
   per cluster as its last scheduling session saw them; ``volcano_queue_capacity_*`` (fleet-wide);
-- ``volcano_queue_pod_group_{inqueue,pending,running}_count{queue_name}``;
+- ``hyperjob_queue_podgroups{queue_name,phase}`` (``inqueue``, ``pending``, ``running``): Volcano's
+  ``volcano_queue_pod_group_<phase>_count`` are gauges named like a histogram's count, which
+  promtool refuses; ``deploy/prometheus/volcano.rules.yml`` records them from this one;
 - ``hyperjob_cluster_{allocatable,free}{cluster,resource}``, ``hyperjob_cluster_nodes{cluster}``,
   ``hyperjob_cluster_ready_nodes``, ``hyperjob_cluster_gpu_healthy_nodes``,
   ``hyperjob_cluster_fabric_healthy_nodes``, ``hyperjob_cluster_report_age_seconds``;
@@ -27,6 +30,8 @@ from hyperjob.api.quantity import parse_quantity
 from hyperjob.client import Client, views
 
 GaugeRows = list[tuple[list[str], float]]
+# The phases a queue counts its podgroups in, as Volcano's queue metrics do.
+QUEUE_PODGROUP_PHASES = ("inqueue", "pending", "running")
 
 
 async def exposition(client: Client) -> bytes:
@@ -59,13 +64,13 @@ def queue_families(queues: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
         limits = {k: parse_quantity(v) for k, v in (queue["spec"].get("capability") or {}).items()}
         _resources(capacity, [queue["name"]], limits)
     families += _volcano("queue_capacity", "Capability of one queue (fleet-wide)", capacity, [])
-    for phase in ("inqueue", "pending", "running"):
-        family = GaugeMetricFamily(
-            f"volcano_queue_pod_group_{phase}_count", f"PodGroups of one queue in {phase}", labels=["queue_name"]
-        )
-        for queue in queues:
-            family.add_metric([queue["name"]], queue["podgroups"][phase])
-        families.append(family)
+    podgroups = GaugeMetricFamily(
+        "hyperjob_queue_podgroups", "PodGroups of one queue in a phase", labels=["queue_name", "phase"]
+    )
+    for queue in queues:
+        for phase in QUEUE_PODGROUP_PHASES:
+            podgroups.add_metric([queue["name"], phase], queue["podgroups"][phase])
+    families.append(podgroups)
     return families
 
 

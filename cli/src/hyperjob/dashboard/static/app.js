@@ -194,9 +194,53 @@ function renderHyperJob() {
     table(["Job", "Cluster", "Phase", "Pending", "Running", "Succeeded", "Failed", "Retries"], jobs.map((j) => [
       jobLink(j.name), clusterLink(j.cluster), phase(j.phase), j.pending, j.running, j.succeeded, j.failed, j.retryCount]), 'id="children"') +
     `<h3>Timeline</h3><div id="timeline"></div>` +
+    `<h3>Trace</h3>${waterfall(detail.trace)}` +
     `<h3>Pods (${pods.length})</h3><div class="scroll">${table(["Pod", "Job", "Cluster", "Phase", "Node", "Restarts"], pods, 'id="pods"')}</div>` +
+    `<h3>Pod logs</h3><div id="logs">${podLogs(detail.logs)}</div>` +
     `<h3>Events</h3>${events(detail.events)}<h3>Spec</h3><pre class="yaml" id="spec">${esc(detail.yaml)}</pre>`;
   drawGantt();
+  showLog();
+}
+
+// The trace as `hyperjob trace` draws it: one row per span in tree order, indented under its
+// parent, its bar placed by its start and sized by its duration on the life's scale (percentages
+// of the bar column, so it fits any width); an instant is a diamond.
+const secs = (s) => s < 1 ? `${Math.round(s * 1000)}ms` : `${s.toFixed(s < 10 ? 2 : 1)}s`;
+function waterfall(trace) {
+  if (!trace.spans.length) return `<p class="muted">No event of this HyperJob in the event log yet.</p>`;
+  const total = Math.max(trace.duration, 1e-9);
+  const rows = trace.spans.map((s) => {
+    const left = (100 * s.offset) / total, kind = s.warning ? " warn" : "";
+    const bar = s.duration ? `<span class="span${kind}" style="left:${left}%;width:${(100 * s.duration) / total}%"></span>`
+      : `<span class="instant${kind}" style="left:${left}%"></span>`;
+    return `<tr data-depth="${s.depth}" data-parent="${s.parent ?? ""}"><td class="span-name" style="padding-left:${10 + 16 * s.depth}px" title="${esc(s.name)}">` +
+      `${s.warning ? "! " : ""}${esc(s.name)}</td><td title="${esc(s.service)}">${esc(s.service)}</td><td class="num">+${secs(s.offset)}</td>` +
+      `<td class="num">${s.duration ? secs(s.duration) : "·"}</td><td><div class="track" title="${esc(s.name)}">${bar}</div></td></tr>`;
+  }).join("");
+  const lives = trace.lives > 1 ? ` · life ${trace.lives} of ${trace.lives} (a re-created name is a new trace)` : "";
+  return `<p class="muted">${trace.spans.length} spans in ${secs(trace.duration)} · trace id ${esc(trace.traceId) || "none"}${lives}</p>
+    <div class="scroll"><table id="trace" class="waterfall"><colgroup><col style="width:36%"><col style="width:13%"><col style="width:8%"><col style="width:8%"><col></colgroup>
+    <tr><th>Span</th><th>Service</th><th>Start</th><th>Duration</th><th>+0s<span style="float:right">+${secs(trace.duration)}</span></th></tr>${rows}</table></div>`;
+}
+
+// The last lines of one pod's log at a time (a pod picked in the list), or why there are none.
+let logPod = "";
+function podLogs(logs) {
+  const note = logs.note ? `<p class="muted" id="logs-note">${esc(logs.note)}</p>` : "";
+  if (!logs.pods.length) return note;
+  const chosen = logs.pods.find((l) => l.pod === logPod) || logs.pods[0];
+  return `<div class="toolbar"><select id="log-pod" aria-label="Pod">${logs.pods.map((l) =>
+    `<option value="${esc(l.pod)}"${l === chosen ? " selected" : ""}>${esc(l.pod)} @ ${esc(l.cluster)}</option>`).join("")}</select>
+    <span class="muted">its last lines (all of it: hyperjob logs POD)</span></div><pre class="yaml" id="pod-log"></pre>${note}`;
+}
+
+function showLog() {
+  const select = document.getElementById("log-pod"), pre = document.getElementById("pod-log");
+  if (!select || !pre) return;
+  const chosen = detail.logs.pods.find((l) => l.pod === select.value);
+  pre.textContent = chosen.tail || "(no output yet)";
+  pre.scrollTop = pre.scrollHeight;  // the end of the log is what matters
+  select.onchange = () => { logPod = select.value; showLog(); };
 }
 
 function events(found) {

@@ -272,7 +272,7 @@ class ClusterScheduler:
         self.nominated = {b.task: b.node for b in decision.pipelined}
         waiting = domain.waiting_pods(state, decision, out)
         if not (reaction.outputs or reaction.binds or reaction.unbinds or self.rt.projection.pending):
-            metrics.observe_session(self.cluster, decision, waiting, (time.perf_counter() - started) * 1000)
+            metrics.observe_session(self.cluster, decision, waiting, time.perf_counter() - started)
             return
         self.rt.fault("mid-cycle")  # the simulator's chaos may kill the instance here: nothing is kept
         self._apply_bindings(self.bound, out)
@@ -281,14 +281,14 @@ class ClusterScheduler:
             self._observe_started(state, out)
         else:
             self.changed()
-        metrics.observe_session(self.cluster, decision, waiting, (time.perf_counter() - started) * 1000)
+        metrics.observe_session(self.cluster, decision, waiting, time.perf_counter() - started)
 
     def _observe_started(self, state: domain.ClusterView, out: domain.CycleOutcome) -> None:
         """Volcano's job scheduling latency: from a job's creation to its podgroup Running."""
         for job, phase in out.phases.items():
             view = state.jobs.get(job)
             if phase == "Running" and state.phases.get(job) != "Running" and view is not None and view.created:
-                metrics.E2E_JOB_SCHEDULING_LATENCY.observe(max(0.0, self.rt.now() - view.created) * 1000)
+                metrics.E2E_JOB_SCHEDULING_LATENCY.observe(max(0.0, self.rt.now() - view.created))
 
     def _view(self) -> domain.ClusterView:
         incarnations = {name: view.incarnation for name, view in self.jobs.items()}

@@ -1,14 +1,20 @@
-"""Volcano's scheduler metrics (``pkg/scheduler/metrics``), same names, labels and buckets, on the
-cluster-scheduler's ``/metrics``:
+"""Volcano's scheduler metrics (``pkg/scheduler/metrics``), with Volcano's labels and buckets, on
+the cluster-scheduler's ``/metrics``, under names ``promtool check metrics`` accepts: Volcano's own
+where they are (``volcano_schedule_attempts_total``, ``volcano_pod_preemption_victims``), else a
+``hyperjob_`` name in base units, from which ``deploy/prometheus/volcano.rules.yml`` records
+Volcano's name (so Volcano's dashboards work on a Prometheus that loads it):
 
-- ``volcano_e2e_scheduling_latency_milliseconds``: one cycle, session and binding commit;
-- ``volcano_e2e_job_scheduling_latency_milliseconds``: a job's creation to its gang bound;
+- ``hyperjob_e2e_scheduling_latency_seconds`` (Volcano's ``volcano_e2e_scheduling_latency_milliseconds``):
+  one cycle, session and binding commit;
+- ``hyperjob_e2e_job_scheduling_latency_seconds`` (``volcano_e2e_job_scheduling_latency_milliseconds``):
+  a job's creation to its gang bound;
 - ``volcano_schedule_attempts_total{result}``: pods a session tried to place, by result
   (``scheduled``; ``unschedulable``: no node for it this cycle; ``error``: the cycle failed);
 - ``volcano_pod_preemption_victims``: victims the last session chose (preempt and reclaim), and
-  ``volcano_total_preemption_attempts``: sessions that chose any;
-- ``volcano_unschedule_job_count`` and ``volcano_unschedule_task_count{job_id}``
-  (``namespace/name``): jobs left unschedulable by the last session, and their pods still waiting.
+  ``volcano_total_preemption_attempts_total``: sessions that chose any;
+- ``hyperjob_unschedulable_jobs`` (``volcano_unschedule_job_count``) and
+  ``hyperjob_unschedulable_tasks{job_id}`` (``volcano_unschedule_task_count``; ``namespace/name``):
+  jobs left unschedulable by the last session, and their pods still waiting.
 
 The gauges describe the last session of each cluster this process schedules (one under
 ``hyperjob up``; the simulator runs several in one process, and their figures add up).
@@ -31,16 +37,21 @@ def _exponential(start: float, factor: float, count: int) -> tuple[float, ...]:
     return tuple(start * factor**i for i in range(count))
 
 
+# Volcano's buckets (5 ms doubling 15 times; 32 ms doubling 10 times), in seconds: each bound is
+# Volcano's divided by 1000 exactly as written (doubling is exact), so the recording rules can
+# name each bucket's `le` and give it Volcano's.
+SCHEDULING_BUCKETS = _exponential(0.005, 2, 15)
+JOB_SCHEDULING_BUCKETS = _exponential(0.032, 2, 10)
 E2E_SCHEDULING_LATENCY = Histogram(
-    "volcano_e2e_scheduling_latency_milliseconds",
-    "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
-    buckets=_exponential(5, 2, 15),
+    "hyperjob_e2e_scheduling_latency_seconds",
+    "E2e scheduling latency in seconds (scheduling algorithm + binding)",
+    buckets=SCHEDULING_BUCKETS,
     registry=REGISTRY,
 )
 E2E_JOB_SCHEDULING_LATENCY = Histogram(
-    "volcano_e2e_job_scheduling_latency_milliseconds",
-    "E2e job scheduling latency in milliseconds",
-    buckets=_exponential(32, 2, 10),
+    "hyperjob_e2e_job_scheduling_latency_seconds",
+    "E2e job scheduling latency in seconds",
+    buckets=JOB_SCHEDULING_BUCKETS,
     registry=REGISTRY,
 )
 SCHEDULE_ATTEMPTS = Counter(
@@ -63,10 +74,10 @@ class LastSession:
 
 
 def observe_session(
-    cluster: str, decision: schedcore.Decision, waiting_pods: Mapping[str, int], milliseconds: float
+    cluster: str, decision: schedcore.Decision, waiting_pods: Mapping[str, int], seconds: float
 ) -> None:
     """One session's figures: ``waiting_pods`` is each job's pods it left unplaced (job id → count)."""
-    E2E_SCHEDULING_LATENCY.observe(milliseconds)
+    E2E_SCHEDULING_LATENCY.observe(seconds)
     scheduled = len(decision.binds)
     if scheduled:
         SCHEDULE_ATTEMPTS.labels("scheduled").inc(scheduled)
@@ -87,10 +98,10 @@ class SessionGauges(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         victims = GaugeMetricFamily("volcano_pod_preemption_victims", "Number of selected preemption victims")
         victims.add_metric([], sum(LastSession.victims.values()))
-        jobs = GaugeMetricFamily("volcano_unschedule_job_count", "Number of jobs could not be scheduled")
+        jobs = GaugeMetricFamily("hyperjob_unschedulable_jobs", "Number of jobs could not be scheduled")
         jobs.add_metric([], sum(len(w) for w in LastSession.waiting.values()))
         tasks = GaugeMetricFamily(
-            "volcano_unschedule_task_count", "Number of tasks could not be scheduled", labels=["job_id"]
+            "hyperjob_unschedulable_tasks", "Number of tasks could not be scheduled", labels=["job_id"]
         )
         by_job: dict[str, int] = {}
         for waiting in LastSession.waiting.values():
