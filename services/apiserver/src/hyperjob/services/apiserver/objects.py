@@ -20,7 +20,7 @@ import hashlib
 import time
 import urllib.parse
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 import msgspec
@@ -34,6 +34,10 @@ from .patch import fill_omitted
 from .resources import RESOURCES, Resource, View
 
 HISTORY = 10_000  # changes kept in memory per resource, replayed to watches one by one
+# Lists answered in chunks are kept for their ``continue`` tokens: the latest few, a few minutes
+# (Kubernetes keeps them until etcd compacts, every 5 minutes); a token past them gets 410.
+SNAPSHOTS = 32
+SNAPSHOT_SECONDS = 300.0
 UID_NAMESPACE = uuid.UUID("5f0c6f1e-7c1a-4b8e-9a55-2f7d6a1c0b11")
 INSTANCE = "apiserver"  # the instance whose changelog (``state.apiserver.>``) keeps the versions
 Key = tuple[str, str]  # (namespace, name); "" for a cluster-scoped object
@@ -98,6 +102,7 @@ class Objects:
         self._seen: dict[str, _Seen] = {}
         self._restored = False
         self._restoring = asyncio.Lock()
+        self._snapshots: OrderedDict[tuple[str, int], tuple[float, list[Entry]]] = OrderedDict()
 
     async def read(self, resource: Resource, max_age: float = 0.0) -> list[Entry]:
         """Every object of ``resource`` now (or as read less than ``max_age`` seconds ago), its
@@ -199,6 +204,20 @@ class Objects:
                 self.version = max(self.version, delivery.seq)
             self.first = self.version
             self._restored = True
+
+    def keep(self, resource: Resource, version: int, entries: list[Entry]) -> None:
+        """Keep a list answered in chunks, for the chunks that follow (``snapshot``)."""
+        self._snapshots[(resource.served_at, version)] = (time.monotonic(), entries)
+        self._snapshots.move_to_end((resource.served_at, version))
+        while len(self._snapshots) > SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+
+    def snapshot(self, resource: Resource, version: int) -> list[Entry] | None:
+        """The objects of ``resource`` as a list at ``version`` answered them, if still kept."""
+        kept = self._snapshots.get((resource.served_at, version))
+        if kept is None or time.monotonic() - kept[0] > SNAPSHOT_SECONDS:
+            return None
+        return kept[1]
 
     def changes_since(self, resource: Resource, version: int) -> list[Change]:
         """The changes of ``resource`` after ``version``: one by one from the history when it
