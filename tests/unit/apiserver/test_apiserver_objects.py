@@ -231,3 +231,24 @@ async def test_watches_opened_together_share_one_read_of_their_resource(fleet_ob
         first = [await response.body_iterator.__anext__() for _ in range(2)]  # type: ignore[attr-defined]
         assert sorted(json.loads(line)["object"]["metadata"]["name"] for line in first) == ["a", "b"]
         await response.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+async def test_an_object_deleted_while_no_apiserver_ran_is_a_table_row_with_its_name(fleet_objects):
+    """``kubectl get -w`` resuming after a restart: the changelog keeps a deleted object's name,
+    not its cells, so its row has the name and blank cells (it had failed on the missing cells)."""
+    from hyperjob.services.apiserver import app  # noqa: PLC0415
+
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1), queue("c", 1)]
+    await objects.read(resource)
+    listed = objects.version
+    restarted = Objects(client=None, bus=objects.bus)  # type: ignore[arg-type]
+    fleet.queues = [queue("a", 1)]
+    await restarted.read(resource)
+    (deleted,) = restarted.changes_since(resource, listed)
+    event = app._event(resource, deleted.type, deleted.entry, table=True)
+    (row,) = event["object"]["rows"]
+    assert event["type"] == "DELETED" and row["cells"][0] == "c" and set(row["cells"][1:]) == {""}
+    assert row["object"]["metadata"]["name"] == "c" and row["object"]["metadata"]["resourceVersion"] == str(
+        deleted.version
+    )
