@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
+from hyperjob.bus import InMemoryBus
 from hyperjob.client import workloads
 from hyperjob.events.access import Identity
+from hyperjob.events.subjects import STREAMS
 from hyperjob.services.apiserver import app, discovery, openapi, tables
 from hyperjob.services.apiserver.identity import Tokens
 from hyperjob.services.apiserver.objects import LAST_APPLIED, Objects, api_object
@@ -46,6 +48,7 @@ class Contract:
 
     def __init__(self) -> None:
         self.deleted: list[tuple[str, str, str]] = []
+        self.bus = InMemoryBus(STREAMS)  # where the apiserver's changelog (its resource versions) goes
 
     async def delete(self, kind: str, name: str, namespace: str) -> None:
         self.deleted.append((kind, name, namespace))
@@ -253,7 +256,7 @@ async def test_an_mpijob_read_through_both_versions_changes_in_neither(monkeypat
     monkeypatch.setattr(workloads, "jobs", jobs)
     v1, v2beta1 = find("kubeflow.org", "v1", "mpijobs"), find("kubeflow.org", "v2beta1", "mpijobs")
     assert v1 is not None and v2beta1 is not None
-    objects = Objects(None, start=0)  # type: ignore[arg-type]
+    objects = Objects(None, bus=InMemoryBus(STREAMS))  # type: ignore[arg-type]
     (as_v1,) = await objects.read(v1)
     (as_v2beta1,) = await objects.read(v2beta1)
     assert "slotsPerWorker" not in as_v1.obj["spec"] and as_v2beta1.obj["spec"]["slotsPerWorker"] == 1

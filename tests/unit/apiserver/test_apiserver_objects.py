@@ -1,4 +1,5 @@
-"""Resource versions and the history watches replay; tokens and what each identity may do."""
+"""Resource versions (the apiserver's changelog on the STATE stream) and the changes watches
+replay, also after a restart; tokens and what each identity may do."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import os
 
 import pytest
 
+from hyperjob.bus import InMemoryBus
 from hyperjob.events.access import Identity
+from hyperjob.events.subjects import STREAMS
 from hyperjob.services.apiserver.identity import Tokens, bearer, may_publish
 from hyperjob.services.apiserver.objects import Objects, TooOld
 from hyperjob.services.apiserver.resources import find
@@ -42,30 +45,62 @@ def fleet_objects() -> tuple[Fleet, Objects, object]:
     assert QUEUES is not None
     fleet = Fleet()
     resource = dataclasses.replace(QUEUES, load=fleet.load)
-    return fleet, Objects(client=None, start=100), resource  # type: ignore[arg-type]
+    return fleet, Objects(client=None, bus=InMemoryBus(STREAMS)), resource  # type: ignore[arg-type]
 
 
-async def test_each_change_gets_the_next_version_and_an_unchanged_object_keeps_its_own(fleet_objects):
+def changes(objects: Objects, resource: object, since: int) -> list[tuple[int, str, str]]:
+    return [(c.version, c.type, c.entry.key[1]) for c in objects.changes_since(resource, since)]  # type: ignore[arg-type]
+
+
+async def test_each_change_is_versioned_by_its_changelog_entry_and_an_unchanged_object_keeps_its_own(fleet_objects):
     fleet, objects, resource = fleet_objects
     fleet.queues = [queue("a", 1), queue("b", 1)]
     first = {e.key[1]: e.version for e in await objects.read(resource)}
-    assert first == {"a": 101, "b": 102}
+    assert first == {"a": 1, "b": 2}  # the STATE stream's sequences
     fleet.queues = [queue("a", 2), queue("b", 1)]
     second = {e.key[1]: e.obj["metadata"]["resourceVersion"] for e in await objects.read(resource)}
-    assert second == {"a": "103", "b": "102"}
+    assert second == {"a": "3", "b": "2"}
     fleet.queues = [queue("b", 1)]
     await objects.read(resource)
-    changes = [(c.version, c.type, c.entry.key[1]) for c in objects.changes_since(resource, 102)]
-    assert changes == [(103, "MODIFIED", "a"), (104, "DELETED", "a")]
-    assert objects.changes_since(resource, 104) == []
+    assert changes(objects, resource, 2) == [(3, "MODIFIED", "a"), (4, "DELETED", "a")]
+    assert objects.changes_since(resource, 4) == []
 
 
-async def test_a_version_from_before_this_apiserver_is_too_old(fleet_objects):
+async def test_a_restarted_apiserver_keeps_the_versions_and_replays_what_changed_while_it_was_away(fleet_objects):
+    """Versions are the changelog's: an apiserver started again (a new ``Objects`` on the same
+    stream) gives an unchanged object the version it had, and a watch resuming from a version
+    of the one before gets each object changed, added or deleted since (no 410 Gone)."""
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1), queue("b", 1), queue("c", 1)]
+    before = {e.key[1]: e.version for e in await objects.read(resource)}
+    listed = objects.version
+    fleet.queues = [queue("a", 1), queue("b", 2), queue("d", 1)]  # while no apiserver runs
+    restarted = Objects(client=None, bus=objects.bus)  # type: ignore[arg-type]
+    after = {e.key[1]: e.version for e in await restarted.read(resource)}
+    assert after["a"] == before["a"] and after["b"] > listed and after["d"] > listed
+    assert {(t, n) for _, t, n in changes(restarted, resource, listed)} == {
+        ("MODIFIED", "b"),
+        ("DELETED", "c"),
+        ("ADDED", "d"),
+    }
+    assert changes(restarted, resource, after["b"]) == [c for c in changes(restarted, resource, listed)
+                                                        if c[0] > after["b"]]  # fmt: skip
+    again = Objects(client=None, bus=objects.bus)  # type: ignore[arg-type]
+    await again.read(resource)  # nothing changed: nothing recorded, the tombstone kept
+    assert again.version == restarted.version
+    assert {(t, n) for _, t, n in changes(again, resource, listed)} == {
+        ("MODIFIED", "b"),
+        ("DELETED", "c"),
+        ("ADDED", "d"),
+    }
+
+
+async def test_a_version_the_changelog_never_reached_is_too_old(fleet_objects):
     fleet, objects, resource = fleet_objects
     fleet.queues = [queue("a", 1)]
     await objects.read(resource)
     with pytest.raises(TooOld):
-        objects.changes_since(resource, 99)  # handed out by an earlier apiserver: relist
+        objects.changes_since(resource, 1_765_000_000_000)  # an apiserver's of before the changelog: relist
 
 
 async def test_a_recent_read_is_reused_within_max_age(fleet_objects):
@@ -186,7 +221,8 @@ async def test_watches_opened_together_share_one_read_of_their_resource(fleet_ob
 
     resource = dataclasses.replace(resource, load=counted)
     fleet.queues = [queue("a", 1), queue("b", 1)]
-    state = app.State(client=None, tokens=Tokens(tmp_path / "none.json"), version="test")  # type: ignore[arg-type]
+    reader = dataclasses.make_dataclass("Reader", [("bus", object)])(objects.bus)
+    state = app.State(client=reader, tokens=Tokens(tmp_path / "none.json"), version="test")  # type: ignore[arg-type]
     state.objects = objects
     request = Request({"type": "http", "method": "GET", "query_string": b"watch=1", "headers": []})
     opened = await asyncio.gather(*(app._watch(request, state, resource, lambda e: True) for _ in range(20)))
@@ -195,3 +231,24 @@ async def test_watches_opened_together_share_one_read_of_their_resource(fleet_ob
         first = [await response.body_iterator.__anext__() for _ in range(2)]  # type: ignore[attr-defined]
         assert sorted(json.loads(line)["object"]["metadata"]["name"] for line in first) == ["a", "b"]
         await response.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+async def test_an_object_deleted_while_no_apiserver_ran_is_a_table_row_with_its_name(fleet_objects):
+    """``kubectl get -w`` resuming after a restart: the changelog keeps a deleted object's name,
+    not its cells, so its row has the name and blank cells (it had failed on the missing cells)."""
+    from hyperjob.services.apiserver import app  # noqa: PLC0415
+
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1), queue("c", 1)]
+    await objects.read(resource)
+    listed = objects.version
+    restarted = Objects(client=None, bus=objects.bus)  # type: ignore[arg-type]
+    fleet.queues = [queue("a", 1)]
+    await restarted.read(resource)
+    (deleted,) = restarted.changes_since(resource, listed)
+    event = app._event(resource, deleted.type, deleted.entry, table=True)
+    (row,) = event["object"]["rows"]
+    assert event["type"] == "DELETED" and row["cells"][0] == "c" and set(row["cells"][1:]) == {""}
+    assert row["object"]["metadata"]["name"] == "c" and row["object"]["metadata"]["resourceVersion"] == str(
+        deleted.version
+    )

@@ -12,8 +12,8 @@ fleet's. ``--hyperjobs`` of them are created first through the NATS contract in 
 which is fast; then:
 
 - ``list`` / ``listTable``: ``--lists`` sequential lists of every HyperJob in ``default``, as JSON
-  and as the Table kubectl asks for (its Accept header and ``limit=500``; the apiserver answers
-  every row at once), p50/p95/p99 seconds;
+  and as the Table kubectl asks for (its Accept header, in chunks of ``limit=500`` following each
+  chunk's ``continue`` token, as kubectl does), p50/p95/p99 seconds;
 - ``watch``: ``--watchers`` watches opened at once from the list's ``resourceVersion`` (how long
   until the last one answered), then one HyperJob created (through NATS); seconds from its publish
   until each watcher reads its ADDED, p50/p99/max;

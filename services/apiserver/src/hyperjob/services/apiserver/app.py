@@ -33,7 +33,7 @@ from hyperjob.events import subjects
 from hyperjob.events.access import Identity
 from hyperjob.store import StoreUnavailableError
 
-from . import discovery, openapi, tables
+from . import chunks, discovery, openapi, tables
 from .identity import Tokens, bearer, may_publish
 from .objects import Change, Entry, Objects, TooOld
 from .patch import merge_patch
@@ -42,6 +42,7 @@ from .status import (
     ApiError,
     bad_request,
     conflict,
+    expired_continue,
     forbidden,
     method_not_allowed,
     not_found,
@@ -219,18 +220,51 @@ async def _collection(request: Request, state: State, identity: Identity) -> Res
     matches = _filter(query.get("labelSelector", ""), query.get("fieldSelector", ""), namespace)
     if query.get("watch") in ("1", "true"):
         return await _watch(request, state, resource, matches)
-    entries = [e for e in await state.objects.read(resource) if matches(e)]
-    version = str(state.objects.version)
+    entries, version, more = await _chunk(request, state, resource, matches)
     if tables.wants_table(request.headers.get("accept", "")):
-        return _json(tables.table(resource, [e.view for e in entries], [e.obj for e in entries], version))
+        table = tables.table(resource, [e.view for e in entries], [e.obj for e in entries], str(version))
+        return _json({**table, "metadata": {**table["metadata"], **more}})
     return _json(
         {
             "kind": f"{resource.kind}List",
             "apiVersion": resource.group_version,
-            "metadata": {"resourceVersion": version},
+            "metadata": {"resourceVersion": str(version), **more},
             "items": [e.obj for e in entries],
         }
     )
+
+
+async def _chunk(
+    request: Request, state: State, resource: Resource, matches: Callable[[Entry], bool]
+) -> tuple[list[Entry], int, Body]:
+    """The objects a list answers, its version and what more its metadata says: every object, or
+    with ``limit`` a chunk of them and a ``continue`` token when more are left, the chunks after
+    the first from the first's snapshot (410 with a fresh token once it is no longer kept)."""
+    query = request.query_params
+    try:
+        limit = chunks.limit_of(query.get("limit"))
+        going_on = chunks.decode(query["continue"]) if query.get("continue") else None
+    except chunks.ChunkError as exc:
+        raise bad_request(str(exc)) from None
+    if going_on is not None and query.get("resourceVersion") not in (None, ""):
+        raise bad_request("resourceVersion: specifying a resource version is not allowed when using continue")
+    if going_on is None:
+        everything, version = await state.objects.read(resource), state.objects.version
+    else:
+        kept = state.objects.snapshot(resource, going_on.version)
+        if kept is None:
+            everything, version = await state.objects.read(resource), state.objects.version
+            state.objects.keep(resource, version, everything)
+            raise expired_continue(chunks.encode(chunks.Continue(version, going_on.after)))
+        everything, version = kept, going_on.version
+    if not limit and going_on is None:
+        return [e for e in everything if matches(e)], version, {}
+    answered = chunks.chunk([e for e in everything if matches(e)], going_on.after if going_on else None, limit)
+    if answered.after is None:
+        return answered.items, version, {}
+    state.objects.keep(resource, version, everything)
+    token = chunks.encode(chunks.Continue(version, answered.after))
+    return answered.items, version, {"continue": token, "remainingItemCount": answered.remaining}
 
 
 async def _item(request: Request, state: State, identity: Identity) -> Response:

@@ -1,46 +1,62 @@
 """The API objects of each resource as the read model shows them, with what Kubernetes clients
-expect of an object (``resourceVersion``, ``uid``, ``generation``) and a history of changes for
-watches.
+expect of an object (``resourceVersion``, ``uid``, ``generation``) and the changes watches replay.
 
-The system keeps no resource versions of its own: the apiserver gives every change it sees a
-number, from one counter for all resources (as etcd's revision). Reading a resource compares each
-object with what was last seen and records ADDED, MODIFIED and DELETED with the next number; a
-watch replays the recorded changes after the version it starts from. The counter starts at the
-time the apiserver started (in milliseconds), so versions handed out by an earlier apiserver are
-older than any it keeps: a watch resuming from one gets 410 Gone and lists again, as informers do.
+The services keep no resource versions of their own, so the apiserver records every change it
+sees in its changelog (``state.apiserver.<resource>.<object>`` on the STATE stream, the latest
+entry per object kept, a deletion as a tombstone: ``servicekit.changelog``, which every service
+instance may write): reading a resource compares each object with what was last recorded and
+publishes ADDED, MODIFIED and DELETED; the stream sequence of that entry is the object's
+``resourceVersion``, as etcd's revision is Kubernetes'. Versions are therefore durable: a
+restarted apiserver reads its changelog back, an unchanged object keeps its version, and a watch
+resuming from a version handed out before the restart gets what changed since (the objects whose
+entry is newer, the tombstones newer than it) instead of 410 Gone. Only a version this system's
+changelog never reached (a newer one, or one of another system) is answered 410.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+import urllib.parse
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 import msgspec
 
+from hyperjob.bus import Bus
 from hyperjob.client import Client
-from hyperjob.store import StoreUnavailableError
+from hyperjob.servicekit.changelog import H_DELETED, parse_state_subject, state_subject
+from hyperjob.store import Output, StoreUnavailableError
 
 from .patch import fill_omitted
-from .resources import Resource, View
+from .resources import RESOURCES, Resource, View
 
-HISTORY = 10_000  # changes kept per resource for watches to replay
+HISTORY = 10_000  # changes kept in memory per resource, replayed to watches one by one
+# Lists answered in chunks are kept for their ``continue`` tokens: the latest few, a few minutes
+# (Kubernetes keeps them until etcd compacts, every 5 minutes); a token past them gets 410.
+SNAPSHOTS = 32
+SNAPSHOT_SECONDS = 300.0
 UID_NAMESPACE = uuid.UUID("5f0c6f1e-7c1a-4b8e-9a55-2f7d6a1c0b11")
+INSTANCE = "apiserver"  # the instance whose changelog (``state.apiserver.>``) keeps the versions
+Key = tuple[str, str]  # (namespace, name); "" for a cluster-scoped object
+SERVED = {r.served_at: r for r in RESOURCES}
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One object as last seen: its view (table cells), the API object and its version."""
+    """One object as last seen: its view (table cells), the API object, its version and the
+    version it was added at."""
 
     version: int
+    created: int
     view: View
     obj: View
-    content: bytes  # the object without its version: what a change is judged by
+    digest: str  # of the object without its version: what a change is judged by
 
     @property
-    def key(self) -> tuple[str, str]:
+    def key(self) -> Key:
         metadata = self.obj["metadata"]
         return metadata.get("namespace", ""), metadata["name"]
 
@@ -52,9 +68,20 @@ class Change:
     entry: Entry
 
 
+class Stamp(msgspec.Struct, frozen=True):
+    """What the changelog keeps of one object: enough to tell whether it changed while no
+    apiserver ran, and to name it in a DELETED event. ``created`` 0: added by this entry."""
+
+    digest: str
+    created: int
+    uid: str
+
+
 @dataclass
 class _Seen:
-    entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
+    entries: dict[Key, Entry] = field(default_factory=dict)
+    recorded: dict[Key, tuple[int, Stamp]] = field(default_factory=dict)  # from the changelog, until read
+    tombstones: dict[Key, Change] = field(default_factory=dict)
     history: deque[Change] = field(default_factory=lambda: deque(maxlen=HISTORY))
     read_at: float = 0.0  # monotonic
     begun: int = 0  # reads begun (one at a time, under ``lock``)
@@ -63,15 +90,19 @@ class _Seen:
 
 
 class TooOld(Exception):
-    """A version older than the history kept (or from an earlier apiserver): 410 Gone."""
+    """A version this system's changelog never reached: 410 Gone, the client lists again."""
 
 
 class Objects:
-    def __init__(self, client: Client, *, start: int | None = None) -> None:
+    def __init__(self, client: Client, bus: Bus | None = None) -> None:
         self.client = client
-        self.first = start if start is not None else int(time.time() * 1000)
-        self.version = self.first
+        self.bus: Bus = bus if bus is not None else client.bus
+        self.version = 0  # the latest version recorded (the newest changelog entry)
+        self.first = 0  # the latest version when this apiserver started: later ones are in ``history``
         self._seen: dict[str, _Seen] = {}
+        self._restored = False
+        self._restoring = asyncio.Lock()
+        self._snapshots: OrderedDict[tuple[str, int], tuple[float, list[Entry]]] = OrderedDict()
 
     async def read(self, resource: Resource, max_age: float = 0.0) -> list[Entry]:
         """Every object of ``resource`` now (or as read less than ``max_age`` seconds ago), its
@@ -80,6 +111,7 @@ class Objects:
         "Now" is a read begun after the call: requests that arrive while a read is under way
         share the next one (a create finds the object another request created before it was
         sent), so concurrent requests cost one read each round, not one each."""
+        await self._restore()
         seen = self._seen.setdefault(resource.served_at, _Seen())
         arrived = seen.begun
         async with seen.lock:
@@ -94,37 +126,149 @@ class Objects:
             except StoreUnavailableError:  # a connection Redis closed (an ACL reload): once more, reconnected
                 views = await resource.load(self.client, None)
             seen.read_at = time.monotonic()
-            current: dict[tuple[str, str], Entry] = {}
-            for item in views:
-                obj = api_object(resource, item)
-                content = msgspec.json.encode(obj)
-                key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-                before = seen.entries.get(key)
-                if before is not None and before.content == content:
-                    current[key] = before
-                    continue
-                current[key] = self._record(seen, "ADDED" if before is None else "MODIFIED", item, obj, content)
-            for key, gone in seen.entries.items():
-                if key not in current:
-                    self._record(seen, "DELETED", gone.view, gone.obj, gone.content)
-            seen.entries = current
+            await self._compare(resource, seen, views)
             seen.done = number
-            return list(current.values())
+            return list(seen.entries.values())
 
-    def _record(self, seen: _Seen, type_: str, item: View, obj: View, content: bytes) -> Entry:
-        self.version += 1
-        versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.version)}}
-        entry = Entry(self.version, item, versioned, content)
-        seen.history.append(Change(self.version, type_, entry))
-        return entry
+    async def _compare(self, resource: Resource, seen: _Seen, views: list[View]) -> None:
+        """Record what changed between the last read (or what the changelog says) and ``views``."""
+        current: dict[Key, Entry] = {}
+        changed: list[tuple[str, Entry]] = []  # their versions come from the changelog
+        for item in views:
+            obj = api_object(resource, item)
+            digest = _digest(obj)
+            key: Key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            before = seen.entries.get(key) or _restored(seen, key, item, obj)
+            if before is not None and before.digest == digest:
+                current[key] = before
+            else:
+                created = before.created if before is not None else 0
+                changed.append(("ADDED" if before is None else "MODIFIED", Entry(0, created, item, obj, digest)))
+                current[key] = changed[-1][1]
+        known = {**{k: _gone(resource, k, v, s) for k, (v, s) in seen.recorded.items()}, **seen.entries}
+        changed += [("DELETED", gone) for key, gone in known.items() if key not in current]
+        versions = await self._publish(resource, changed)
+        for (type_, entry), version in zip(changed, versions, strict=True):
+            recorded = Entry(
+                version, entry.created or version, entry.view, _versioned(entry.obj, version), entry.digest
+            )
+            change = Change(version, type_, recorded)
+            seen.history.append(change)
+            if type_ == "DELETED":
+                seen.tombstones[recorded.key] = change
+            else:
+                seen.tombstones.pop(recorded.key, None)
+                current[recorded.key] = recorded
+        seen.entries, seen.recorded = current, {}
+
+    async def _publish(self, resource: Resource, changed: list[tuple[str, Entry]]) -> list[int]:
+        """Each change as the object's changelog entry, in order; their stream sequences."""
+        if not changed:
+            return []
+        entries = []
+        for type_, entry in changed:
+            subject = state_subject(INSTANCE, resource.served_at, _object_token(entry.key))
+            stamp = Stamp(entry.digest if type_ != "DELETED" else "", entry.created, entry.obj["metadata"]["uid"])
+            headers = {H_DELETED: "1"} if type_ == "DELETED" else None
+            payload = msgspec.json.encode(stamp)
+            entries.append(Output(subject=subject, msg_id=str(uuid.uuid4()), payload=payload, headers=headers))
+        acks = await self.bus.publish_many(entries)
+        self.version = max(self.version, *(a.seq for a in acks))
+        return [a.seq for a in acks]
+
+    async def _restore(self) -> None:
+        """Once, before the first read: every object's latest changelog entry (the versions an
+        earlier apiserver handed out), tombstones included."""
+        if self._restored:
+            return
+        async with self._restoring:
+            if self._restored:
+                return
+            latest = await self.bus.last_per_subject(f"state.{INSTANCE}.>")
+            for delivery in latest.values():
+                served_at, token = parse_state_subject(INSTANCE, delivery.subject)
+                try:
+                    stamp = msgspec.json.decode(delivery.data, type=Stamp)
+                except msgspec.DecodeError:
+                    continue  # not an entry this code wrote: the object reads as new
+                resource = SERVED.get(served_at)
+                if resource is None:
+                    continue  # a resource no longer served
+                seen = self._seen.setdefault(served_at, _Seen())
+                key = _object_key(token)
+                if delivery.headers.get(H_DELETED):
+                    gone = _gone(resource, key, delivery.seq, stamp)
+                    seen.tombstones[key] = Change(delivery.seq, "DELETED", gone)
+                else:
+                    seen.recorded[key] = (delivery.seq, stamp)
+                self.version = max(self.version, delivery.seq)
+            self.first = self.version
+            self._restored = True
+
+    def keep(self, resource: Resource, version: int, entries: list[Entry]) -> None:
+        """Keep a list answered in chunks, for the chunks that follow (``snapshot``)."""
+        self._snapshots[(resource.served_at, version)] = (time.monotonic(), entries)
+        self._snapshots.move_to_end((resource.served_at, version))
+        while len(self._snapshots) > SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+
+    def snapshot(self, resource: Resource, version: int) -> list[Entry] | None:
+        """The objects of ``resource`` as a list at ``version`` answered them, if still kept."""
+        kept = self._snapshots.get((resource.served_at, version))
+        if kept is None or time.monotonic() - kept[0] > SNAPSHOT_SECONDS:
+            return None
+        return kept[1]
 
     def changes_since(self, resource: Resource, version: int) -> list[Change]:
-        """The changes of ``resource`` after ``version``; TooOld when some of them are forgotten."""
+        """The changes of ``resource`` after ``version``: one by one from the history when it
+        reaches back that far, else (an earlier apiserver's version) each object whose entry is
+        newer, as it is now, and each newer tombstone. TooOld for a version never recorded."""
+        if version > self.version:
+            raise TooOld(f"too old resource version: {version} (the changelog is at {self.version})")
         seen = self._seen.setdefault(resource.served_at, _Seen())
-        oldest = seen.history[0].version if seen.history else self.version + 1
-        if version < self.first or (len(seen.history) == HISTORY and version < oldest - 1):
-            raise TooOld(f"too old resource version: {version} ({self.first})")
-        return [c for c in seen.history if c.version > version]
+        complete = len(seen.history) < HISTORY or version >= seen.history[0].version - 1
+        if version >= self.first and complete:
+            return [c for c in seen.history if c.version > version]
+        newer = [
+            Change(e.version, "ADDED" if e.created > version else "MODIFIED", e)
+            for e in seen.entries.values()
+            if e.version > version
+        ]
+        gone = [c for c in seen.tombstones.values() if c.version > version]
+        return sorted(newer + gone, key=lambda c: c.version)
+
+
+def _digest(obj: View) -> str:
+    return hashlib.blake2b(msgspec.json.encode(obj), digest_size=16).hexdigest()
+
+
+def _versioned(obj: View, version: int) -> View:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}}
+
+
+def _restored(seen: _Seen, key: Key, item: View, obj: View) -> Entry | None:
+    """The object as the changelog recorded it (before this apiserver first read it), or None."""
+    if key not in seen.recorded:
+        return None
+    version, stamp = seen.recorded[key]
+    return Entry(version, stamp.created or version, item, _versioned(obj, version), stamp.digest)
+
+
+def _gone(resource: Resource, key: Key, version: int, stamp: Stamp) -> Entry:
+    """An object the changelog recorded and that is gone: named, as a DELETED event needs it."""
+    metadata = {"name": key[1], "uid": stamp.uid, **({"namespace": key[0]} if key[0] else {})}
+    named = {"apiVersion": resource.group_version, "kind": resource.kind, "metadata": metadata}
+    return Entry(version, stamp.created or version, {}, _versioned(named, version), stamp.digest)
+
+
+def _object_token(key: Key) -> str:
+    """An object's key as one subject token (no wildcard or space can reach the subject)."""
+    return urllib.parse.quote(f"{key[0]}/{key[1]}", safe="")
+
+
+def _object_key(token: str) -> Key:
+    namespace, _, name = urllib.parse.unquote(token).partition("/")
+    return namespace, name
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -20,15 +20,17 @@ class ApiError(Exception):
         message: str,
         *,
         details: Body | None = None,
+        metadata: Body | None = None,
     ) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
+        self.metadata = metadata or {}
 
     def status(self) -> Body:
         body: Body = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": self.metadata,
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -61,6 +63,18 @@ def conflict(qualified: str, name: str, why: str) -> ApiError:
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
+
+
+def expired_continue(token: str) -> ApiError:
+    """A ``continue`` whose list is no longer kept: 410 with a token going on from the same
+    object in the list as it is now, as Kubernetes answers once etcd compacted."""
+    message = (
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+        "without the continue parameter, or use the continue token in this response to retrieve the remainder of "
+        "the results. Continuing with the provided token results in an inconsistent list - objects that were "
+        "created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+    )
+    return ApiError(410, "Expired", message, metadata={"continue": token})
 
 
 def too_large(message: str) -> ApiError:

@@ -12,9 +12,13 @@ Table = dict[str, Any]
 
 
 def table(resource: Resource, items: list[View], objects: list[View], resource_version: str) -> Table:
-    """The Table of ``items`` (views, for the cells) whose API objects are ``objects``."""
+    """The Table of ``items`` (views, for the cells) whose API objects are ``objects``; an object
+    without a view (one deleted while no apiserver ran: only its name is known) has its name only."""
     narrow, _ = resource.rows([], False)
-    header, rows = resource.rows(items, True)
+    header, rows = resource.rows([i for i in items if i], True)
+    known = iter(rows)
+    cells = [next(known) if item else [obj["metadata"]["name"]] + [""] * (len(header) - 1)
+             for item, obj in zip(items, objects, strict=True)]  # fmt: skip
     columns = [
         {
             "name": name.title() if name.isupper() else name,
@@ -30,7 +34,7 @@ def table(resource: Resource, items: list[View], objects: list[View], resource_v
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
         "columnDefinitions": columns,
-        "rows": [{"cells": cells, "object": partial(obj)} for cells, obj in zip(rows, objects, strict=True)],
+        "rows": [{"cells": row, "object": partial(obj)} for row, obj in zip(cells, objects, strict=True)],
     }
 
 
