@@ -31,6 +31,7 @@ from .framework import (
     Reclaimable,
     TaskOrder,
     VictimQueueOrder,
+    implements,
 )
 from .state import JobState, QueueState, TaskState
 from .status import SUCCESS, Status
@@ -83,7 +84,7 @@ class Dispatch:
         self.loaded = [(tier, p) for tier, p, _ in plugins]
         for tier, plugin, pconf in plugins:
             for name, (proto, switch) in HOOKS.items():
-                if isinstance(plugin, proto) and pconf.enabled(switch):
+                if implements(plugin, proto) and pconf.enabled(switch):
                     getattr(self.hooks, name).append((tier, plugin))
         self._job_order = [p.job_order for _, p in self.hooks.job_order]
         keyed = [p for _, p in self.hooks.job_order if isinstance(p, JobOrderKey)]
