@@ -42,6 +42,8 @@ Splitting (splitter; the simulator)
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
   ``volcano.sh/vcjob-template-spec-hash`` and annotations ``hyperjob.io/{child-index,rank-offset,
   world-size,cluster}``.
+``plan_in_force(hyperjob, children, world_size, generation=0) -> SplitPlan``: the plan that the
+  children as recorded (``events.ChildRef``: the splitter's document, a child's ``World``) stand for.
 ``diff_children(existing, desired) -> ChildChanges(create, update, delete, unchanged)``: an update
   that changes nothing is empty; scale-down deletes; a changed task set or cluster recreates.
 
@@ -235,6 +237,7 @@ from .model import (
     control_plane_hung,
     link,
     live_clusters,
+    plan_in_force,
 )
 from .placement import ROOM_RETRY, place_job
 from .preemption import (
@@ -388,6 +391,7 @@ __all__ = [
     "place_job",
     "placement",
     "plain_failover",
+    "plan_in_force",
     "plan_split",
     "release_gang",
     "settle_lifecycle",

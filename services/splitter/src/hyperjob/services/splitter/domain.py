@@ -268,22 +268,7 @@ def gang_size(hyperjob: api.HyperJob, children: int) -> int:
 
 def split_plan(doc: records.HyperJobDoc) -> fleetcore.SplitPlan:
     """The plan in force, rebuilt from the HyperJob document."""
-    children = tuple(
-        fleetcore.ChildPlan(
-            name=ref.name,
-            replicated_job=ref.replicated_job,
-            index=ref.index,
-            cluster=ref.cluster,
-            tasks=dict(ref.tasks),
-            replicas=ref.replicas,
-            rank_offset=ref.rank_offset,
-            min_available=ref.min_available,
-        )
-        for ref in doc.children
-    )
-    return fleetcore.SplitPlan(
-        hyperjob=doc.name, children=children, world_size=doc.world_size, generation=doc.generation
-    )
+    return fleetcore.plan_in_force(doc.name, doc.children, doc.world_size, doc.generation)
 
 
 def with_plan(doc: records.HyperJobDoc, split: fleetcore.SplitPlan) -> records.HyperJobDoc:
