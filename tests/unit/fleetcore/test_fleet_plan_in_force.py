@@ -1,10 +1,10 @@
-"""plan_in_force: the plan a HyperJob's children stand for, as the splitter keeps them on its
-document and the job-controller receives them in a child's world, is the plan that was split."""
+"""plan_in_force and child_ref: the plan a HyperJob's children stand for, as the splitter keeps them
+on its document and the job-controller receives them in a child's world, is the plan that was split."""
 
 from __future__ import annotations
 
 from hyperjob import events
-from hyperjob.fleetcore import SplitPlan, plan_in_force, plan_split
+from hyperjob.fleetcore import SplitPlan, child_ref, plan_in_force, plan_split
 from tests.unit.fleetcore.fleet_builders import ABC_CLUSTERS, job_spec, rjob, task, upstream
 
 SPLIT = {"clusters": [{"name": "a", "replicas": 3}, {"name": "b", "replicas": 2}]}
@@ -18,21 +18,7 @@ def split() -> SplitPlan:
 
 
 def refs(plan: SplitPlan) -> list[events.ChildRef]:
-    """The children as the splitter records them (with a template hash, which a plan does not carry)."""
-    return [
-        events.ChildRef(
-            name=c.name,
-            replicated_job=c.replicated_job,
-            index=c.index,
-            cluster=c.cluster,
-            replicas=c.replicas,
-            tasks=dict(c.tasks),
-            rank_offset=c.rank_offset,
-            min_available=c.min_available,
-            template_hash="abc",
-        )
-        for c in plan.children
-    ]
+    return [child_ref(c, template_hash="abc") for c in plan.children]
 
 
 def test_the_recorded_children_stand_for_the_plan_that_was_split():
@@ -61,3 +47,8 @@ def test_the_plan_owns_its_task_counts():
     child = events.ChildRef(name="pi-job-0", cluster="a", tasks={"worker": 2}, replicas=2)
     plan_in_force("pi", [child], world_size=2).children[0].tasks["worker"] = 9
     assert child.tasks == {"worker": 2}
+
+
+def test_a_recorded_child_carries_its_template_hash():
+    [ref, *_] = refs(split())
+    assert (ref.name, ref.cluster, ref.template_hash) == ("pi-job-0", "a", "abc")

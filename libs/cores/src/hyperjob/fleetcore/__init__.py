@@ -43,7 +43,8 @@ Splitting (splitter; the simulator)
   ``volcano.sh/vcjob-template-spec-hash`` and annotations ``hyperjob.io/{child-index,rank-offset,
   world-size,cluster}``.
 ``plan_in_force(hyperjob, children, world_size, generation=0) -> SplitPlan``: the plan that the
-  children as recorded (``events.ChildRef``: the splitter's document, a child's ``World``) stand for.
+  children as recorded (``events.ChildRef``: the splitter's document, a child's ``World``) stand for;
+  ``child_ref(child, template_hash)`` records one.
 ``diff_children(existing, desired) -> ChildChanges(create, update, delete, unchanged)``: an update
   that changes nothing is empty; scale-down deletes; a changed task set or cluster recreates.
 
@@ -233,6 +234,7 @@ from .model import (
     NodeCapacity,
     SplitPlan,
     Waiting,
+    child_ref,
     cluster_lost,
     control_plane_hung,
     link,
@@ -360,6 +362,7 @@ __all__ = [
     "child_pods",
     "child_jobs",
     "child_name",
+    "child_ref",
     "child_spec",
     "choose_cluster",
     "cluster_lost",

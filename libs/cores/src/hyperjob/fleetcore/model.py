@@ -110,6 +110,22 @@ class SplitPlan(msgspec.Struct, frozen=True, kw_only=True):
         return next((c for c in self.children if c.name == name), None)
 
 
+def child_ref(child: ChildPlan, template_hash: str) -> events.ChildRef:
+    """A child of a plan as the splitter records it and a child's ``World`` carries it
+    (``plan_in_force`` reads it back), with the hash of the template it was made from."""
+    return events.ChildRef(
+        name=child.name,
+        replicated_job=child.replicated_job,
+        index=child.index,
+        cluster=child.cluster,
+        replicas=child.replicas,
+        tasks=dict(child.tasks),
+        rank_offset=child.rank_offset,
+        min_available=child.min_available,
+        template_hash=template_hash,
+    )
+
+
 def plan_in_force(
     hyperjob: str, children: Iterable[events.ChildRef], world_size: int, generation: int = 0
 ) -> SplitPlan:

@@ -219,20 +219,7 @@ def plan(
 
 def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
     jobs = [_labelled_by_own_name(job, hyperjob.metadata) for job in fleetcore.child_jobs(hyperjob, split)]
-    refs = [
-        events.ChildRef(
-            name=c.name,
-            replicated_job=c.replicated_job,
-            index=c.index,
-            cluster=c.cluster,
-            replicas=c.replicas,
-            tasks=dict(c.tasks),
-            rank_offset=c.rank_offset,
-            min_available=c.min_available,
-            template_hash=job.template_hash,
-        )
-        for c, job in zip(split.children, jobs, strict=True)
-    ]
+    refs = [fleetcore.child_ref(c, job.template_hash) for c, job in zip(split.children, jobs, strict=True)]
     children = [
         events.PlannedChild(
             name=job.name,
