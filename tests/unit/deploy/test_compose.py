@@ -165,16 +165,65 @@ def test_the_tls_override_mounts_the_certificates_and_the_ca_for_every_client():
     assert '"ca_file": "/etc/nats/ca.pem"' in CREDENTIALS.nats_conf(CREDENTIALS.Auth(), tls=True)
 
 
-# -- one image ------------------------------------------------------------------------------------
+# -- one image per service -------------------------------------------------------------------------
+
+IMAGES = load_module(REPO / "deploy" / "image_requirements.py")
+IMAGE = "${{HYPERJOB_IMAGE_PREFIX:-hyperjob}}-{}:latest"
 
 
-def test_every_service_runs_one_image_that_one_service_builds():
-    images = {spec["image"] for spec in SERVICES.values()}
-    assert len(images) == 1, images
-    builders = [name for name, spec in COMPOSE["services"].items() if "build" in spec]
-    assert len(builders) == 1, f"the image is built once, not by each of {builders}"
-    build = COMPOSE["services"][builders[0]]["build"]
-    assert (REPO / build["context"] / build["dockerfile"]).exists()
+def builds() -> dict[str, dict[str, Any]]:
+    """image -> how compose builds it; each image is built by one service only."""
+    built: dict[str, dict[str, Any]] = {}
+    for name, spec in COMPOSE["services"].items():
+        if "build" in spec:
+            assert spec["image"] not in built, f"{spec['image']} is built twice ({name})"
+            built[spec["image"]] = spec["build"]
+    return built
+
+
+def test_every_service_runs_its_own_image_built_from_its_member():
+    built = builds()
+    for name, spec in SERVICES.items():
+        module = spec["command"][2]
+        service = module.rsplit(".", 1)[-1].replace("_", "-")
+        assert spec["image"] == IMAGE.format(service), name
+        assert built[spec["image"]]["args"] == {"MEMBER": f"services/{service}", "MODULE": module}, name
+    cli = IMAGE.format("cli")
+    assert COMPOSE["services"][DASHBOARD]["image"] == COMPOSE["services"][STREAMS]["image"] == cli
+    assert built[cli]["args"] == {"MEMBER": "cli", "MODULE": "hyperjob.dashboard"}
+    assert set(built) == {spec["image"] for name, spec in COMPOSE["services"].items() if name not in INFRASTRUCTURE}
+    for build in built.values():
+        assert (REPO / build["context"] / build["dockerfile"]).exists()
+        assert (REPO / build["args"]["MEMBER"] / "pyproject.toml").exists()
+
+
+def test_an_image_holds_the_members_its_member_depends_on_dependencies_first_and_no_test_kit():
+    assert IMAGES.image_members(REPO, "services/splitter") == [
+        "libs/contracts",
+        "libs/cores",
+        "libs/runtime",
+        "services/splitter",
+    ]
+    assert IMAGES.image_members(REPO, "services/apiserver") == [
+        "libs/contracts",
+        "libs/cores",
+        "libs/runtime",
+        "libs/client",
+        "services/apiserver",
+    ]
+    cli = IMAGES.image_members(REPO, "cli")
+    assert cli[-1] == "cli" and "libs/testkit" not in cli
+    assert {s.member for s in SERVICE_REGISTRY} <= set(cli)  # the dashboard's member names every service
+
+
+def test_a_service_image_carries_neither_the_clis_libraries_nor_the_apiservers():
+    """What the one image for every service carried and no service but the apiserver needs."""
+    others = {"matplotlib", "click", "aiohttp", "python-jsonpath", "starlette", "uvicorn", "jsonpatch"}
+    for service in SERVICE_REGISTRY:
+        members = IMAGES.image_members(REPO, service.member)
+        requirements = IMAGES.image_requirements(*(REPO / m / "pyproject.toml" for m in members))
+        carried = {IMAGES.distribution_name(r) for r in requirements} & others
+        assert carried == ({"starlette", "uvicorn", "jsonpatch"} if service.name == "apiserver" else set()), service
 
 
 def test_dockerfile_is_multi_stage_on_a_base_given_as_a_build_argument():

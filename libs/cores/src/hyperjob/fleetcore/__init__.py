@@ -42,6 +42,9 @@ Splitting (splitter; the simulator)
   ``volcano.sh/hyperjob-name``, ``volcano.sh/replicatedjob-name``,
   ``volcano.sh/vcjob-template-spec-hash`` and annotations ``hyperjob.io/{child-index,rank-offset,
   world-size,cluster}``.
+``plan_in_force(hyperjob, children, world_size, generation=0) -> SplitPlan``: the plan that the
+  children as recorded (``events.ChildRef``: the splitter's document, a child's ``World``) stand for;
+  ``child_ref(child, template_hash)`` records one.
 ``diff_children(existing, desired) -> ChildChanges(create, update, delete, unchanged)``: an update
   that changes nothing is empty; scale-down deletes; a changed task set or cluster recreates.
 
@@ -231,10 +234,12 @@ from .model import (
     NodeCapacity,
     SplitPlan,
     Waiting,
+    child_ref,
     cluster_lost,
     control_plane_hung,
     link,
     live_clusters,
+    plan_in_force,
 )
 from .placement import ROOM_RETRY, place_job
 from .preemption import (
@@ -357,6 +362,7 @@ __all__ = [
     "child_pods",
     "child_jobs",
     "child_name",
+    "child_ref",
     "child_spec",
     "choose_cluster",
     "cluster_lost",
@@ -388,6 +394,7 @@ __all__ = [
     "place_job",
     "placement",
     "plain_failover",
+    "plan_in_force",
     "plan_split",
     "release_gang",
     "settle_lifecycle",

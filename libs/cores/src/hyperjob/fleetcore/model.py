@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from hyperjob import api
+from hyperjob import api, events
 from hyperjob.api.quantity import ResourceList
 
 from .liveness import FLEET_LEASE, LEASE_MARGIN, move_after
@@ -108,6 +108,44 @@ class SplitPlan(msgspec.Struct, frozen=True, kw_only=True):
 
     def child(self, name: str) -> ChildPlan | None:
         return next((c for c in self.children if c.name == name), None)
+
+
+def child_ref(child: ChildPlan, template_hash: str) -> events.ChildRef:
+    """A child of a plan as the splitter records it and a child's ``World`` carries it
+    (``plan_in_force`` reads it back), with the hash of the template it was made from."""
+    return events.ChildRef(
+        name=child.name,
+        replicated_job=child.replicated_job,
+        index=child.index,
+        cluster=child.cluster,
+        replicas=child.replicas,
+        tasks=dict(child.tasks),
+        rank_offset=child.rank_offset,
+        min_available=child.min_available,
+        template_hash=template_hash,
+    )
+
+
+def plan_in_force(
+    hyperjob: str, children: Iterable[events.ChildRef], world_size: int, generation: int = 0
+) -> SplitPlan:
+    """The plan a HyperJob's children stand for, as the splitter records them
+    (``HyperJobDoc.children``, with its ``generation``) and a child's ``World.plan`` carries them
+    to the job-controller: the same plan on both sides, so both compute the same training world."""
+    plans = tuple(
+        ChildPlan(
+            name=ref.name,
+            replicated_job=ref.replicated_job,
+            index=ref.index,
+            cluster=ref.cluster,
+            tasks=dict(ref.tasks),
+            replicas=ref.replicas,
+            rank_offset=ref.rank_offset,
+            min_available=ref.min_available,
+        )
+        for ref in children
+    )
+    return SplitPlan(hyperjob=hyperjob, children=plans, world_size=world_size, generation=generation)
 
 
 class Waiting(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,6 +8,7 @@ runs live (``servicekit.process.run_service``, the only part that opens NATS and
 inside ``hyperjob simulate``.
 """
 
+from . import answers
 from .changelog import parse_state_subject, state_subject
 from .config import SettingsError, instance_name, load_settings
 from .invariants import InvariantError, present
@@ -28,6 +29,7 @@ __all__ = [
     "Timers",
     "WallClock",
     "Work",
+    "answers",
     "instance_name",
     "load_settings",
     "parse_state_subject",

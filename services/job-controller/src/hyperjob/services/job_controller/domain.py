@@ -118,24 +118,8 @@ def training_envs(world: events.World | None) -> Callable[[str, str, int], dict[
     if world is None:
         return lambda child, task, index: {}
     hyperjob = api.expect_kind(api.decode_stored(world.hyperjob), api.HyperJob)
-    return functools.partial(fleetcore.training_env, hyperjob, split_plan(hyperjob.metadata.name, world))
-
-
-def split_plan(name: str, world: events.World) -> fleetcore.SplitPlan:
-    children = tuple(
-        fleetcore.ChildPlan(
-            name=c.name,
-            replicated_job=c.replicated_job,
-            index=c.index,
-            cluster=c.cluster,
-            tasks=dict(c.tasks),
-            replicas=c.replicas,
-            rank_offset=c.rank_offset,
-            min_available=c.min_available,
-        )
-        for c in world.plan
-    )
-    return fleetcore.SplitPlan(hyperjob=name, children=children, world_size=world.world_size)
+    plan = fleetcore.plan_in_force(hyperjob.metadata.name, world.plan, world.world_size)
+    return functools.partial(fleetcore.training_env, hyperjob, plan)
 
 
 # -- what the cluster-scheduler sees of a job ------------------------------------------------------

@@ -11,7 +11,7 @@ from msgspec.structs import replace
 from hyperjob import api, events, fleetcore, records
 from hyperjob.bus import Delivery
 from hyperjob.events import subjects
-from hyperjob.servicekit import Reaction
+from hyperjob.servicekit import Reaction, answers
 from hyperjob.telemetry.spans import decision
 
 from . import domain, messages
@@ -56,7 +56,7 @@ class Admission:
                 return self._apply_hyperjob(msg, manifest)
             return self._apply_podgroup(msg, api.expect_kind(manifest, api.PodGroup))
         except api.ManifestError as exc:
-            return messages.rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
 
     async def on_unreadable(self, delivery: Delivery, error: Exception) -> None:
         """A request that is not one (the wrong shape, an unknown type) is answered all the same
@@ -89,7 +89,7 @@ class Admission:
             manifest=api.encode(queue), state=state, created=existing.created if existing else self.rt.now()
         )
         outcome: events.Outcome = "created" if existing is None else "unchanged" if existing == doc else "configured"
-        reaction = messages.accepted(self.rt, msg, kind="Queue", name=name, outcome=outcome)
+        reaction = answers.accepted(self.rt, msg, kind="Queue", name=name, outcome=outcome)
         if outcome != "unchanged":
             self.state.queues.put(name, doc)
             reaction.publish(subjects.queue_config(name), messages.queue_changed(self.rt, msg, name, doc))
@@ -99,7 +99,7 @@ class Admission:
         name = pc.metadata.name
         existing = self.state.classes.get(name)
         doc = records.PriorityClassDoc(manifest=api.encode(pc), value=pc.value, global_default=pc.global_default)
-        reaction = messages.accepted(
+        reaction = answers.accepted(
             self.rt, msg, kind="PriorityClass", name=name, outcome="created" if existing is None else "configured"
         )
         self.state.classes.put(name, doc)
@@ -129,7 +129,7 @@ class Admission:
             )
         if existing is not None:
             if existing.manifest == api.encode(job):
-                return messages.accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
+                return answers.accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
             raise api.ManifestError(
                 "$.metadata.name",
                 f"{existing.manifest.get('kind', 'object')} {name!r} already "
@@ -143,7 +143,7 @@ class Admission:
             children=[events.ChildRef(name=key, replicas=api.template_replicas(job.spec))],
             applied=applied if kind != job.kind else {},
         )
-        reaction = messages.accepted(self.rt, msg, kind=kind, name=name, outcome="created")
+        reaction = answers.accepted(self.rt, msg, kind=kind, name=name, outcome="created")
         return self.submit(reaction, msg, doc)
 
     def _hyperjob_with_child(self, name: str) -> str:
@@ -162,7 +162,7 @@ class Admission:
         existing = self._same_name_elsewhere(key, name, podgroup.metadata.namespace)
         if existing is not None:
             if existing.manifest == api.encode(podgroup):
-                return messages.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="unchanged")
+                return answers.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="unchanged")
             raise api.ManifestError("$.metadata.name", f"podgroup {name!r} already exists")
         doc = records.HyperJobDoc(
             name=key,
@@ -171,7 +171,7 @@ class Admission:
             plain=True,
             children=[events.ChildRef(name=key)],
         )
-        reaction = messages.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="created")
+        reaction = answers.accepted(self.rt, msg, kind="PodGroup", name=name, outcome="created")
         return self.submit(reaction, msg, doc)
 
     def _apply_hyperjob(self, msg: events.ApplyManifest, hyperjob: api.HyperJob) -> Reaction:
@@ -185,8 +185,8 @@ class Admission:
                 "$.metadata.name", f"HyperJob {name!r} is being deleted; apply it again once it is gone"
             )
         if previous is not None and previous.manifest == api.encode(hyperjob):
-            return messages.accepted(self.rt, msg, kind="HyperJob", name=name, outcome="unchanged")
-        reaction = messages.accepted(
+            return answers.accepted(self.rt, msg, kind="HyperJob", name=name, outcome="unchanged")
+        reaction = answers.accepted(
             self.rt, msg, kind="HyperJob", name=name, outcome="created" if previous is None else "configured"
         )
         stored = api.encode(hyperjob)

@@ -7,7 +7,7 @@ from msgspec.structs import replace
 
 from hyperjob import api, events, fleetcore, records
 from hyperjob.events import subjects
-from hyperjob.servicekit import InvariantError, Reaction
+from hyperjob.servicekit import InvariantError, Reaction, answers
 
 from . import domain, messages
 from .planning import Planner
@@ -39,7 +39,7 @@ class Commands:
                 subjects.HYPERJOB_COMMAND, msg, "HyperJob", msg.namespace, "$.namespace"
             )
         except api.ManifestError as exc:
-            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=str(exc))
         doc = self.state.find("HyperJob", namespace, msg.name)
         if doc is None or doc.deleting:
             reason = (
@@ -47,18 +47,18 @@ class Commands:
                 if doc is not None and doc.deleting
                 else messages.not_found("HyperJob", namespace, msg.name)
             )
-            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
+            return answers.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         refused = domain.command_refused(msg.action, doc)
         if refused:
             reason = f"HyperJob {msg.name!r} {refused}"
-            return messages.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
+            return answers.rejected(self.rt, msg, kind="HyperJob", name=msg.name, reason=reason)
         return self._command(msg, doc)
 
     def _command(self, msg: events.CommandHyperJob, doc: records.HyperJobDoc) -> Reaction:
         phases = {ref.name: doc.child_phases.get(ref.name, "Pending") for ref in doc.children}
         lifecycle = fleetcore.settle_lifecycle(doc.lifecycle, phases)
         lifecycle, decisions = fleetcore.hyperjob_command(msg.action, phases, lifecycle)
-        reaction = messages.accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
+        reaction = answers.accepted(self.rt, msg, kind="HyperJob", name=msg.name, outcome="commanded")
         messages.carry_out(self.rt, reaction, msg, doc, decisions)
         restarts = doc.restarts + (1 if msg.action == "restart" else 0)
         doc = replace(doc, lifecycle=lifecycle, restarts=restarts)
@@ -79,7 +79,7 @@ class Commands:
         try:
             namespace = domain.request_namespace(subjects.OBJECT_COMMAND, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return messages.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             return self._queue_command(msg)
         doc = self.state.find("Job", namespace, msg.name)
@@ -90,8 +90,8 @@ class Commands:
                 if doc is None
                 else f"Job {msg.name!r} is not on a cluster yet"
             )
-            return messages.rejected(self.rt, msg, kind="Job", name=msg.name, reason=reason)
-        reaction = messages.accepted(self.rt, msg, kind="Job", name=msg.name, outcome="commanded")
+            return answers.rejected(self.rt, msg, kind="Job", name=msg.name, reason=reason)
+        reaction = answers.accepted(self.rt, msg, kind="Job", name=msg.name, outcome="commanded")
         return reaction.publish(
             subjects.command_child(cluster),
             events.CommandChild(**self.rt.envelope(msg, "command"), child=msg.name, cluster=cluster, action=msg.action),
@@ -100,7 +100,7 @@ class Commands:
     def _queue_command(self, msg: events.CommandObject) -> Reaction:
         queue = self.state.queues.get(msg.name) or (_default_queue() if msg.name == api.DEFAULT_QUEUE else None)
         if queue is None or msg.action not in ("open", "close"):
-            return messages.rejected(
+            return answers.rejected(
                 self.rt,
                 msg,
                 kind=msg.kind,
@@ -111,7 +111,7 @@ class Commands:
             )
         queue = replace(queue, state="Open" if msg.action == "open" else "Closed")
         self.state.queues.put(msg.name, queue)
-        reaction = messages.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="commanded")
+        reaction = answers.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="commanded")
         return reaction.publish(subjects.queue_config(msg.name), messages.queue_changed(self.rt, msg, msg.name, queue))
 
 

@@ -7,7 +7,7 @@ from msgspec.structs import replace
 
 from hyperjob import api, events, records
 from hyperjob.events import subjects
-from hyperjob.servicekit import Reaction
+from hyperjob.servicekit import Reaction, answers
 
 from . import domain, messages
 from .state import SplitterState
@@ -36,12 +36,12 @@ class Deletion:
         try:
             namespace = domain.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return messages.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         if msg.kind == "Queue":
             return self._delete_queue(msg)
         if msg.kind == "PriorityClass" and msg.name in self.state.classes:
             self.state.classes.delete(msg.name)
-            reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
+            reaction = answers.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
             return reaction.publish(
                 subjects.priority_class_config(msg.name),
                 events.PriorityClassChanged(
@@ -50,10 +50,10 @@ class Deletion:
             )
         doc = self.state.find(msg.kind, namespace, msg.name) if msg.kind in ("Job", "HyperJob", "PodGroup") else None
         if doc is None:
-            return messages.rejected(
+            return answers.rejected(
                 self.rt, msg, kind=msg.kind, name=msg.name, reason=messages.not_found(msg.kind, namespace, msg.name)
             )
-        reaction = messages.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
+        reaction = answers.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleting")
         reaction.publish(
             subjects.OWNER_WITHDRAWN, events.OwnerWithdrawn(**self.rt.envelope(msg, "withdrawn"), name=doc.name)
         )
@@ -80,11 +80,11 @@ class Deletion:
 
     def _delete_queue(self, msg: events.DeleteObject) -> Reaction:
         if msg.name not in self.state.queues:
-            return messages.rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
+            return answers.rejected(self.rt, msg, kind="Queue", name=msg.name, reason=f"Queue {msg.name!r} not found")
         users = sorted(d.name for d in self.state.hyperjobs.values() if msg.name in domain.queues_of(d))
         children = sorted(n for n, parent in self.state.cfg().parents.items() if parent == msg.name)
         if users or children:
-            return messages.rejected(
+            return answers.rejected(
                 self.rt,
                 msg,
                 kind="Queue",
@@ -92,7 +92,7 @@ class Deletion:
                 reason=f"queue {msg.name!r} is used by {', '.join(users or children)}",
             )
         self.state.queues.delete(msg.name)
-        reaction = messages.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
+        reaction = answers.accepted(self.rt, msg, kind="Queue", name=msg.name, outcome="deleted")
         return reaction.publish(subjects.queue_config(msg.name), messages.queue_changed(self.rt, msg, msg.name, None))
 
     def on_job_removed(self, msg: events.JobRemoved) -> Reaction | None:

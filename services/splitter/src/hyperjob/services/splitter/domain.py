@@ -219,20 +219,7 @@ def plan(
 
 def planned(hyperjob: api.HyperJob, split: fleetcore.SplitPlan) -> Planned:
     jobs = [_labelled_by_own_name(job, hyperjob.metadata) for job in fleetcore.child_jobs(hyperjob, split)]
-    refs = [
-        events.ChildRef(
-            name=c.name,
-            replicated_job=c.replicated_job,
-            index=c.index,
-            cluster=c.cluster,
-            replicas=c.replicas,
-            tasks=dict(c.tasks),
-            rank_offset=c.rank_offset,
-            min_available=c.min_available,
-            template_hash=job.template_hash,
-        )
-        for c, job in zip(split.children, jobs, strict=True)
-    ]
+    refs = [fleetcore.child_ref(c, job.template_hash) for c, job in zip(split.children, jobs, strict=True)]
     children = [
         events.PlannedChild(
             name=job.name,
@@ -268,22 +255,7 @@ def gang_size(hyperjob: api.HyperJob, children: int) -> int:
 
 def split_plan(doc: records.HyperJobDoc) -> fleetcore.SplitPlan:
     """The plan in force, rebuilt from the HyperJob document."""
-    children = tuple(
-        fleetcore.ChildPlan(
-            name=ref.name,
-            replicated_job=ref.replicated_job,
-            index=ref.index,
-            cluster=ref.cluster,
-            tasks=dict(ref.tasks),
-            replicas=ref.replicas,
-            rank_offset=ref.rank_offset,
-            min_available=ref.min_available,
-        )
-        for ref in doc.children
-    )
-    return fleetcore.SplitPlan(
-        hyperjob=doc.name, children=children, world_size=doc.world_size, generation=doc.generation
-    )
+    return fleetcore.plan_in_force(doc.name, doc.children, doc.world_size, doc.generation)
 
 
 def with_plan(doc: records.HyperJobDoc, split: fleetcore.SplitPlan) -> records.HyperJobDoc:

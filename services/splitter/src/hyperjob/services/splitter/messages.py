@@ -1,7 +1,6 @@
-"""The messages more than one unit of the splitter sends, each built in one place: the answer to a
-request (``hj.result.<request>``, its id derived from the request's, so a redelivered request is
-answered once), a queue's configuration, a HyperJob's waiting reason, and fleetcore's decisions
-about children."""
+"""The messages more than one unit of the splitter sends, each built in one place: a queue's
+configuration, a HyperJob's waiting reason, and fleetcore's decisions about children. The answer
+to a request is built by ``servicekit.answers``, shared with the workflow-controller."""
 
 from __future__ import annotations
 
@@ -10,19 +9,6 @@ from collections.abc import Sequence
 from hyperjob import api, events, fleetcore, records
 from hyperjob.events import subjects
 from hyperjob.servicekit import Reaction, Runtime
-from hyperjob.telemetry.spans import decision
-
-
-def accepted(rt: Runtime, msg: events.Message, kind: str, name: str, outcome: events.Outcome) -> Reaction:
-    decision("request_accepted", request=msg.event_id, kind=kind, name=name, outcome=outcome)
-    answer = events.RequestAccepted(**rt.envelope(msg, "answer"), kind=kind, name=name, outcome=outcome)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
-
-
-def rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: str) -> Reaction:
-    decision("request_rejected", request=msg.event_id, kind=kind, name=name, reason=reason)
-    answer = events.RequestRejected(**rt.envelope(msg, "answer"), kind=kind, name=name, reason=reason)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
 
 
 def not_found(kind: str, namespace: str, name: str) -> str:

@@ -11,7 +11,7 @@ from msgspec.structs import replace
 from hyperjob import api, events, records
 from hyperjob.events import subjects
 from hyperjob.jobcore import cronjob, jobflow
-from hyperjob.servicekit import Reaction, Runtime, Table, present
+from hyperjob.servicekit import Reaction, Runtime, Table, answers, present
 
 from . import domain
 
@@ -70,7 +70,7 @@ class WorkflowController:
         try:  # in the namespace of the request's subject, as the splitter judges its kinds
             obj = api.decode(events.scoped_manifest(msg))
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind=kind, name=name, reason=str(exc))
         if isinstance(obj, api.CronJob):
             return self._apply_cronjob(msg, obj)
         if isinstance(obj, api.JobFlow):
@@ -83,7 +83,7 @@ class WorkflowController:
         name, key, manifest = cron.metadata.name, domain.key_of(cron), api.encode(cron)
         existing = self.cronjobs.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _accepted(self.rt, msg, kind="CronJob", name=name, outcome="unchanged")
+            return answers.accepted(self.rt, msg, kind="CronJob", name=name, outcome="unchanged")
         doc = (
             replace(existing, manifest=manifest)
             if existing is not None
@@ -91,14 +91,14 @@ class WorkflowController:
         )
         self._put_cronjob(key, doc)
         outcome: events.Outcome = "created" if existing is None else "configured"
-        reaction = _accepted(self.rt, msg, kind="CronJob", name=name, outcome=outcome)
+        reaction = answers.accepted(self.rt, msg, kind="CronJob", name=name, outcome=outcome)
         return reaction.extend(self._sync_cronjob(msg, key))
 
     def _apply_jobflow(self, msg: events.ApplyManifest, flow: api.JobFlow) -> Reaction:
         name, key, manifest = flow.metadata.name, domain.key_of(flow), api.encode(flow)
         existing = self.flows.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _accepted(self.rt, msg, kind="JobFlow", name=name, outcome="unchanged")
+            return answers.accepted(self.rt, msg, kind="JobFlow", name=name, outcome="unchanged")
         doc = (
             replace(existing, manifest=manifest, refused={}, message="")
             if existing is not None
@@ -106,21 +106,21 @@ class WorkflowController:
         )
         self._put_jobflow(key, doc)
         outcome: events.Outcome = "created" if existing is None else "configured"
-        reaction = _accepted(self.rt, msg, kind="JobFlow", name=name, outcome=outcome)
+        reaction = answers.accepted(self.rt, msg, kind="JobFlow", name=name, outcome=outcome)
         return reaction.extend(self._sync_jobflow(msg, key))
 
     def _apply_template(self, msg: events.ApplyManifest, template: api.JobTemplate | api.HyperJobTemplate) -> Reaction:
         name, key, manifest, kind = template.metadata.name, domain.key_of(template), api.encode(template), template.kind
         existing = self.templates.get(key)
         if existing is not None and existing.manifest == manifest:
-            return _accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
+            return answers.accepted(self.rt, msg, kind=kind, name=name, outcome="unchanged")
         if existing is not None and existing.manifest.get("kind") != kind:  # a flow names its template alone
             reason = f"$.metadata.name: a {existing.manifest.get('kind')} named {name!r} already exists"
-            return _rejected(self.rt, msg, kind=kind, name=name, reason=reason)
+            return answers.rejected(self.rt, msg, kind=kind, name=name, reason=reason)
         created = existing.created if existing is not None else self.rt.now()
         self.templates.put(key, records.JobTemplateDoc(manifest=manifest, created=created))
         outcome: events.Outcome = "created" if existing is None else "configured"
-        reaction = _accepted(self.rt, msg, kind=kind, name=name, outcome=outcome)
+        reaction = answers.accepted(self.rt, msg, kind=kind, name=name, outcome=outcome)
         # Flows of its namespace waiting for it (it was missing, or its job was refused) may go on now.
         for flow_key, doc in self.flows.items():
             flow = _decode(doc.manifest, api.JobFlow)
@@ -136,7 +136,7 @@ class WorkflowController:
         try:
             namespace = events.request_namespace(subjects.DELETE, msg, msg.kind, msg.namespace, "$.namespace")
         except api.ManifestError as exc:
-            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
+            return answers.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=str(exc))
         table: Table[records.CronJobDoc] | Table[records.JobFlowDoc] | Table[records.JobTemplateDoc] = (
             self.cronjobs if msg.kind == "CronJob" else self.flows if msg.kind == "JobFlow" else self.templates
         )  # JobTemplate and HyperJobTemplate share names
@@ -144,8 +144,8 @@ class WorkflowController:
         doc = table.get(key)
         if doc is None or (table is self.templates and doc.manifest.get("kind") != msg.kind):
             reason = domain.not_found(msg.kind, namespace, msg.name)
-            return _rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=reason)
-        reaction = _accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
+            return answers.rejected(self.rt, msg, kind=msg.kind, name=msg.name, reason=reason)
+        reaction = answers.accepted(self.rt, msg, kind=msg.kind, name=msg.name, outcome="deleted")
         if msg.kind == "CronJob":
             self.rt.cancel(_timer(key))
         for job, made in getattr(doc, "jobs", {}).items():  # the jobs it made go with it (background cascade)
@@ -414,13 +414,3 @@ def _decode(manifest: api.RawDocument, kind: type[object] | tuple[type[object], 
 def _builtins(status: jobflow.FlowStatus) -> records.JSONObject:
     builtins: records.JSONObject = msgspec.to_builtins(status)  # a struct encodes as a JSON object
     return builtins
-
-
-def _accepted(rt: Runtime, msg: events.Message, kind: str, name: str, outcome: events.Outcome) -> Reaction:
-    answer = events.RequestAccepted(**rt.envelope(msg, "answer"), kind=kind, name=name, outcome=outcome)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
-
-
-def _rejected(rt: Runtime, msg: events.Message, kind: str, name: str, reason: str) -> Reaction:
-    answer = events.RequestRejected(**rt.envelope(msg, "answer"), kind=kind, name=name, reason=reason)
-    return Reaction().publish(subjects.result(msg.event_id), answer)
