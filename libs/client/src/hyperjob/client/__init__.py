@@ -30,6 +30,8 @@ from hyperjob.events.manifest import HyperJobAction
 from hyperjob.events.subjects import STREAMS
 from hyperjob.store.redis_store import RedisStore
 
+from . import readmodel
+
 Answer = events.RequestAccepted | events.RequestRejected
 ANSWERS = events.decoder(events.RequestAccepted, events.RequestRejected)
 Manifest = api.RawDocument  # as a client sends it: parsed YAML/JSON, which the splitter checks
@@ -157,9 +159,11 @@ class Client:
     # -- reads -------------------------------------------------------------------------------------
 
     async def docs(self, kind: str, type_: type[T]) -> dict[str, T]:
+        readmodel.check(type_)
         return {name: doc.decode(type_) for name, doc in sorted((await self.store.list(kind)).items())}
 
     async def doc(self, kind: str, name: str, type_: type[T]) -> T | None:
+        readmodel.check(type_)
         stored = await self.store.get(kind, name)
         return stored.decode(type_) if stored is not None else None
 

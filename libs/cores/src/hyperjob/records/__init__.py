@@ -21,8 +21,10 @@
 | ``agentdown@<agent>``      | node-agent         | the nodes an injected fault took down            |
 | ``cronjob``, ``jobflow``, ``jobtemplate`` | workflow-controller | the objects as applied, and the Jobs each made |
 
-A service reads only its own kinds (from memory; the store only to start). The CLI and the
-simulator read any of them to show the system's state. Pure: no I/O.
+A service reads only its own kinds (from memory; the store only to start). The simulator reads
+any of them to show the system's state; a client (the CLI, the dashboard, the apiserver) only
+those of the read model, a contract that changes only compatibly (``hyperjob.client.readmodel``,
+ADR 0012). Pure: no I/O.
 """
 
 from __future__ import annotations
