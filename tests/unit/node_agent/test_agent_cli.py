@@ -7,7 +7,7 @@ from hyperjob.cli import agent as agent_cli
 from hyperjob.cli.config import load_config
 from hyperjob.cli.main import main
 from hyperjob.cli.up import _cluster_env
-from hyperjob.client import ClientError
+from hyperjob.client import ClientError, podlogs
 from hyperjob.servicekit import load_settings
 from hyperjob.services.node_agent.config import Settings
 
@@ -107,7 +107,7 @@ def test_logs_of_a_container_pod_are_its_output_without_podman_framing(tmp_path,
 
 
 def test_a_line_that_is_not_a_k8s_file_record_is_shown_as_is():
-    assert agent_cli.k8s_log_text(b"plain text\n") == b"plain text\n"
+    assert podlogs.k8s_log_text(b"plain text\n") == b"plain text\n"
 
 
 def test_up_config_mode_container_reaches_the_agent_and_a_bad_mode_names_the_field(tmp_path):

@@ -19,7 +19,7 @@ import click
 import msgspec
 
 from hyperjob import events
-from hyperjob.client.podlogs import is_container_log, k8s_log_text, log_paths
+from hyperjob.client.podlogs import LogReader, log_paths
 from hyperjob.events import subjects
 from hyperjob.events.access import OPERATOR
 
@@ -216,20 +216,13 @@ def fault(ctx: click.Context, spec: str) -> None:
 def logs(pod: str, follow: bool, cluster: str) -> None:
     """Print the output of pod POD (stdout and stderr, every restart) run by an exec- or
     container-mode agent on this machine."""
-    path = find_log(home() / "pods", pod, cluster)
-    container = is_container_log(path)  # podman's k8s-file log: one record a line
-    with open(path, "rb") as handle:
+    with LogReader(find_log(home() / "pods", pod, cluster)) as log:
         while True:
-            chunk = handle.readline() if container else handle.read(65536)
-            if chunk and (not container or chunk.endswith(b"\n")):
-                click.echo(k8s_log_text(chunk) if container else chunk, nl=False)
+            if chunk := log.read(final=not follow):
+                click.echo(chunk, nl=False)
             elif not follow:
-                if chunk:  # a last record being written: show what there is
-                    click.echo(k8s_log_text(chunk), nl=False)
                 return
             else:
-                if chunk:
-                    handle.seek(-len(chunk), os.SEEK_CUR)  # a record half-written: read it whole later
                 time.sleep(0.5)
 
 

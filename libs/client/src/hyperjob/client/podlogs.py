@@ -14,6 +14,7 @@ from pathlib import Path
 
 # How much of a log's end ``tail`` reads: enough for its last lines, never the whole file.
 TAIL_BYTES = 64 * 1024
+READ_BYTES = 64 * 1024  # what one ``LogReader.read`` takes at most
 
 _K8S_RECORD = re.compile(rb"^\S+ (stdout|stderr) ([FP]) ?(.*?)\n?$", re.DOTALL)
 
@@ -40,13 +41,49 @@ def k8s_log_text(record: bytes) -> bytes:
 def tail(path: Path, lines: int) -> str:
     """The last ``lines`` lines of the pod output logged at ``path`` (at most ``TAIL_BYTES`` of
     the file's end read; a line cut by that start is left out)."""
-    with open(path, "rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, size - TAIL_BYTES))
-        data = handle.read()
-    records = data.splitlines(keepends=True)
-    if size > TAIL_BYTES and records:
-        records = records[1:]  # begins mid-line
-    if is_container_log(path):
-        records = b"".join(k8s_log_text(r) for r in records).splitlines(keepends=True)
-    return b"".join(records[-lines:]).decode(errors="replace") if lines > 0 else ""
+    with LogReader(path) as log:
+        return log.tail(lines).decode(errors="replace")
+
+
+class LogReader:
+    """A pod's log read as it grows (``hyperjob logs -f``, the apiserver's ``pods/log``): its last
+    lines (``tail``) or its start, then each ``read`` the output written since. A container log's
+    record half-written is read once it is whole; ``read(final=True)`` takes it as it is."""
+
+    def __init__(self, path: Path) -> None:
+        self.container = is_container_log(path)  # podman's k8s-file log: one record a line
+        self._handle = open(path, "rb")  # noqa: SIM115 - closed by close() or the with block
+
+    def __enter__(self) -> LogReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def tail(self, lines: int) -> bytes:
+        """The last ``lines`` lines written so far; the next ``read`` goes on from there."""
+        size = self._handle.seek(0, os.SEEK_END)
+        self._handle.seek(max(0, size - TAIL_BYTES))
+        records = self._handle.read().splitlines(keepends=True)
+        if size > TAIL_BYTES and records:
+            records = records[1:]  # begins mid-line
+        if self.container:
+            records = b"".join(k8s_log_text(r) for r in records).splitlines(keepends=True)
+        return b"".join(records[-lines:]) if lines > 0 else b""
+
+    def read(self, final: bool = False) -> bytes:
+        """Output written since the last read, up to about ``READ_BYTES`` (b"" when none)."""
+        if not self.container:
+            return self._handle.read(READ_BYTES)
+        out: list[bytes] = []
+        taken = 0
+        while taken < READ_BYTES and (record := self._handle.readline()):
+            if not record.endswith(b"\n") and not final:
+                self._handle.seek(-len(record), os.SEEK_CUR)  # half-written: read it whole later
+                break
+            out.append(k8s_log_text(record))
+            taken += len(record)
+        return b"".join(out)
