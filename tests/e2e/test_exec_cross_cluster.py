@@ -1,6 +1,7 @@
 """Pods that really run: two local clusters of exec-mode node-agents (``examples/exec/up-exec.yaml``);
 a HyperJob's workers in both clusters form one job (a ring all-reduce over TCP, pure Python), their
-output is shown by ``hyperjob logs``, and deleting a HyperJob kills its running processes.
+output is shown by ``hyperjob logs`` and the real ``kubectl logs`` (the apiserver's ``pods/log``),
+and deleting a HyperJob kills its running processes.
 
 The same system has a third, simulated cluster for node health: faults injected with
 ``hyperjob agent fault`` keep GPU pods off a node with a failed GPU, and a node that stops
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 EXAMPLE = REPO / "examples" / "exec" / "hyperjob-ring-allreduce.yaml"
 CONFIG = REPO / "examples" / "exec" / "up-exec.yaml"
 SIM = "cluster-s"
+KUBECTL = Path("/usr/bin/kubectl")
 
 
 def free_port() -> int:
@@ -86,6 +89,8 @@ def test_workers_in_two_clusters_train_as_one_job_and_their_logs_show_it(exec_cl
     assert {cluster for cluster, _ in lines.values()} == {"cluster-a", "cluster-b"}
     assert all(f"cluster {cluster}:" in line and line.endswith("OK") for cluster, line in lines.values())
     assert len({line.split("w=")[1] for _, line in lines.values()}) == 1  # every rank ended with the same weights
+    if KUBECTL.exists():
+        _kubectl_logs_agree(exec_cli, "ring-job-1-worker-1")
 
 
 def test_a_failing_command_fails_the_hyperjob_with_its_exit_code(exec_cli: Cli, tmp_path: Path) -> None:
@@ -106,8 +111,43 @@ def test_deleting_a_hyperjob_kills_its_running_processes(exec_cli: Cli, tmp_path
     home = Path(exec_cli.env["HYPERJOB_HOME"])
     pids = exec_cli.wait_for("all four processes to start", lambda: _pids(home, "sleepy"), timeout=120)
     exec_cli.wait_for("them to run", lambda: "working" in exec_cli.run("logs", "sleepy-job-1-worker-1").stdout)
+    following = _follow_logs(exec_cli, "sleepy-job-1-worker-1")
     exec_cli.run("delete", "hyperjob", "sleepy", "--timeout", "120")
     exec_cli.wait_for("every process to be gone", lambda: not any(_alive(pid) for pid in pids), timeout=60)
+    if following is not None:  # kubectl logs -f ends once its pod is gone, having shown its output
+        out, _ = following.communicate(timeout=60)
+        assert following.returncode == 0 and "working" in out.splitlines()
+
+
+def _kubectl_logs_agree(cli: Cli, pod: str) -> None:
+    """``kubectl logs`` (the apiserver's ``pods/log``) shows what ``hyperjob logs`` shows, and
+    refuses, saying why, what it cannot answer."""
+    output = cli.run("logs", pod).stdout
+    assert kubectl(cli, "logs", pod).stdout == output
+    assert kubectl(cli, "logs", pod, "--tail=1").stdout == output.splitlines(keepends=True)[-1]
+    assert kubectl(cli, "logs", pod, "-c", "worker").stdout == output
+    for args, message in (
+        (("-c", "nope"), "container nope is not valid for pod"),
+        (("--previous",), "previous: not served"),
+        (("-n", "team-b"), "not found"),  # another namespace's pod of that name: none
+    ):
+        refused = kubectl(cli, "logs", pod, *args, check=False)
+        assert refused.returncode != 0 and message in refused.stderr, refused.stderr
+
+
+def kubectl(cli: Cli, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**cli.env, "KUBECONFIG": str(Path(cli.env["HYPERJOB_HOME"]) / "kubeconfig")}
+    done = subprocess.run([str(KUBECTL), *args], env=env, capture_output=True, text=True, timeout=120)
+    if check and done.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr}")
+    return done
+
+
+def _follow_logs(cli: Cli, pod: str) -> subprocess.Popen[str] | None:
+    if not KUBECTL.exists():
+        return None
+    env = {**cli.env, "KUBECONFIG": str(Path(cli.env["HYPERJOB_HOME"]) / "kubeconfig")}
+    return subprocess.Popen([str(KUBECTL), "logs", "-f", pod], env=env, stdout=subprocess.PIPE, text=True)
 
 
 def _pids(home: Path, name: str) -> list[int] | None:
@@ -171,6 +211,9 @@ def test_sick_gpus_keep_pods_away_and_a_silent_nodes_pods_start_again_elsewhere(
         timeout=60,
     )
     assert set(placed.values()) == {f"{SIM}-node-0", f"{SIM}-node-1"}  # never the node with the failed GPU
+    if KUBECTL.exists():  # a simulated pod runs no process: no log, and kubectl is told why
+        simulated = kubectl(cli, "logs", next(iter(placed)), check=False)
+        assert simulated.returncode != 0 and "simulated pods have none" in simulated.stderr, simulated.stderr
 
     cli.run("agent", "--cluster", SIM, "fault", f"clear@{sick}")
     cli.run("agent", "--cluster", SIM, "fault", f"silent@{lost}")

@@ -306,6 +306,10 @@ def test_no_token_is_unauthorized_and_a_team_a_person_is_forbidden_in_team_b(kub
         no_delete = alice.run("delete", "hyperjob", "kube-alice-hj", "-n", "team-a", check=False)
         assert "Forbidden" in no_delete.stderr and "cannot delete" in no_delete.stderr
         assert "kube-alice-hj" in alice.run("get", "hyperjobs", "-A").stdout  # reading is everyone's
+        # ... but not another namespace's pods' logs: the workloads' own output
+        token = yaml.safe_load((tmp_path / "alice").read_text())["users"][0]["user"]["token"]
+        denied = raw(kubectl.cli, "GET", "/api/v1/namespaces/team-b/pods/any-pod/log", token=token)
+        assert denied.code == 403 and b'cannot get resource \\"pods/log\\" in API group \\"\\"' in denied.body
 
 
 # -- the official Python client --------------------------------------------------------------------
@@ -438,14 +442,14 @@ def test_the_python_client_gets_kubernetes_status_codes(cli: Cli):
 
 
 def raw(cli: Cli, method: str, path: str, body: bytes | None = None, token: str | None = "cli") -> Any:
-    """An HTTP request to the apiserver, as the kubeconfig's user (``token=None``: no token); the
-    error it answers with (``urllib.error.HTTPError``: its code and body)."""
+    """An HTTP request to the apiserver, as the kubeconfig's user (or with ``token``; ``None``: no
+    token); the error it answers with (``urllib.error.HTTPError``: its code and body)."""
     config = yaml.safe_load((home(cli) / "kubeconfig").read_text())
     cluster = config["clusters"][0]["cluster"]
     context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
     headers = {"Content-Type": "application/json"}
     if token is not None:
-        headers["Authorization"] = f"Bearer {config['users'][0]['user']['token']}"
+        headers["Authorization"] = f"Bearer {config['users'][0]['user']['token'] if token == 'cli' else token}"
     request = urllib.request.Request(cluster["server"] + path, data=body, headers=headers, method=method)
     with pytest.raises(urllib.error.HTTPError) as failed:
         urllib.request.urlopen(request, context=context, timeout=10)

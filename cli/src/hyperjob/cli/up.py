@@ -395,6 +395,7 @@ class System:
             "APISERVER_CREDENTIALS": str(credentials_file()),
             "APISERVER_TLS_CERT": str(tls_dir() / "server.pem"),
             "APISERVER_TLS_KEY": str(tls_dir() / "server-key.pem"),
+            "APISERVER_POD_LOGS": str(home() / "pods"),  # where the agents' pod logs are (NODE_AGENT_WORK_DIR)
         }
         config = render(self.apiserver_url, CLI_USER, self.auth.password(CLI_USER), (tls_dir() / "ca.pem").read_bytes())
         write_private(kubeconfig_file(), dump(config).encode())

@@ -344,7 +344,8 @@ def pod_manifest(item: View) -> View:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": item["name"], "namespace": item["namespace"], "labels": item["labels"]},
-        "spec": {"nodeName": item["node"]},
+        # Its container by name: kubectl logs takes a pod's first container when none is named.
+        "spec": {"nodeName": item["node"], "containers": [{"name": item["container"]}]},
         "status": status,
     }
 

@@ -27,7 +27,8 @@ def main() -> None:
     async def connect() -> Client:
         return await Client.connect(settings.nats_url, settings.redis_url, producer="apiserver")
 
-    app = create_app(connect, Tokens(Path(settings.credentials)), version("hyperjob-apiserver"))
+    pod_logs = Path(settings.pod_logs) if settings.pod_logs else None
+    app = create_app(connect, Tokens(Path(settings.credentials)), version("hyperjob-apiserver"), pod_logs)
     tls = {"ssl_certfile": settings.tls_cert, "ssl_keyfile": settings.tls_key} if settings.tls_cert else {}
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", **tls)  # type: ignore[arg-type]
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
@@ -27,7 +28,7 @@ from starlette.routing import Route
 
 from hyperjob import api, events
 from hyperjob.bus import BusError
-from hyperjob.client import MAX_MANIFEST_BYTES, Client, ClientError, request_subject
+from hyperjob.client import MAX_MANIFEST_BYTES, Client, ClientError, podlogs, request_subject
 from hyperjob.client import views as read_model
 from hyperjob.events import subjects
 from hyperjob.events.access import Identity
@@ -37,7 +38,7 @@ from . import chunks, discovery, openapi, tables
 from .identity import Tokens, bearer, may_publish
 from .objects import Change, Entry, Objects, TooOld
 from .patch import merge_patch
-from .resources import Resource, api_versions, find
+from .resources import PODS, Resource, api_versions, find
 from .status import (
     ApiError,
     bad_request,
@@ -71,20 +72,23 @@ class State:
     """What every request shares: the client (NATS and Redis as the apiserver's identity), the
     objects seen, the tokens and the version HyperJob reports."""
 
-    def __init__(self, client: Client, tokens: Tokens, version: str) -> None:
+    def __init__(self, client: Client, tokens: Tokens, version: str, pod_logs: Path | None = None) -> None:
         self.client = client
         self.objects = Objects(client)
         self.tokens = tokens
         self.version = version
+        self.pod_logs = pod_logs  # where this machine's node-agents keep their pods' logs, if any
 
 
-def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Tokens, version: str) -> Starlette:
+def create_app(
+    connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Tokens, version: str, pod_logs: Path | None = None
+) -> Starlette:
     holder: dict[str, State] = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         client = await connect()
-        holder["state"] = State(client, tokens, version)
+        holder["state"] = State(client, tokens, version, pod_logs)
         _log.info("apiserver_started")
         try:
             yield
@@ -136,6 +140,7 @@ def create_app(connect: Callable[[], Coroutine[Any, Any, Client]], tokens: Token
         Route("/api/{version}", endpoint(_resource_list)),
         Route("/apis/{group}", endpoint(_group)),
         Route("/apis/{group}/{version}", endpoint(_resource_list)),
+        Route("/api/v1/namespaces/{namespace}/pods/{name}/log", endpoint(_pod_log)),
         # Before the collections: ``/api/v1/namespaces/NAME/status`` is a Namespace's status.
         *(Route(f"{item_path}/status", status, methods=["GET", "PUT", "PATCH"]) for item_path in ITEM_PATHS),
         Route("/api/{version}/namespaces/{namespace}/{plural}", collection, methods=["GET", "POST"]),
@@ -197,6 +202,83 @@ async def _resource_list(request: Request, state: State, identity: Identity) -> 
 async def _openapi(request: Request, state: State, identity: Identity) -> Response:
     group, version = request.path_params.get("group", ""), request.path_params["version"]
     return _json(openapi.document(f"{group}/{version}" if group else version))
+
+
+# -- a pod's log ----------------------------------------------------------------------------------
+
+POD_PHASES_ENDED = ("Succeeded", "Failed")
+LOG_POLL_SECONDS = 0.5
+# kubectl logs' options a log file without timestamps or runs cannot answer: refused, not ignored.
+LOG_OPTIONS_NOT_SERVED = ("previous", "timestamps", "sinceSeconds", "sinceTime", "limitBytes")
+
+
+async def _pod_log(request: Request, state: State, identity: Identity) -> Response:
+    """``kubectl logs POD [-f] [--tail N]``: the output of a pod that really runs (an exec- or
+    container-mode agent on this machine keeps it, ``hyperjob.client.podlogs``), every restart's in
+    one log. A person limited to some namespaces reads the logs of their pods only: a log is the
+    workload's own output (Kubernetes' RBAC grants ``pods/log`` apart from ``pods``)."""
+    namespace, name = request.path_params["namespace"], request.path_params["name"]
+    if identity.namespaces is not None and namespace not in identity.namespaces:
+        raise forbidden(identity.name, "get", "pods/log", "", namespace, name)
+    pod = await _get(state, PODS, namespace, name)
+    query = request.query_params
+    for option in LOG_OPTIONS_NOT_SERVED:
+        if query.get(option) not in (None, "", "false", "0"):
+            raise bad_request(f"{option}: not served; a pod's log is its whole output, every run of its container")
+    container = query.get("container")
+    if container and container != pod.view["container"]:
+        raise bad_request(f"container {container} is not valid for pod {name}")
+    tail_lines = _count(query.get("tailLines"), "tailLines")
+    paths = podlogs.log_paths(state.pod_logs, name, pod.view["cluster"]) if state.pod_logs is not None else []
+    if not paths:
+        raise bad_request(
+            f'pod "{name}" has no log here: logs are kept for pods of exec- or container-mode node-agents '
+            "on the apiserver's machine (simulated pods have none)"
+        )
+    log = podlogs.LogReader(paths[0])
+    first = log.tail(tail_lines) if tail_lines is not None else b""
+    follow = query.get("follow") in ("true", "1")
+    return StreamingResponse(_output(request, state, pod, log, first, follow), media_type="text/plain")
+
+
+async def _output(
+    request: Request, state: State, pod: Entry, log: podlogs.LogReader, first: bytes, follow: bool
+) -> AsyncIterator[bytes]:
+    """The log from ``first`` on, in chunks; followed, what is written next, until the pod has
+    ended and all of it was sent (or the client went away), as ``kubectl logs -f`` ends once the
+    container does."""
+    try:
+        if first:
+            yield first
+        while True:
+            if chunk := log.read(final=not follow):
+                yield chunk
+            elif not follow or await request.is_disconnected():
+                return
+            elif await _pod_ended(state, pod):
+                if chunk := log.read(final=True):
+                    yield chunk
+                return
+            else:
+                await asyncio.sleep(LOG_POLL_SECONDS)
+    finally:
+        log.close()
+
+
+async def _pod_ended(state: State, pod: Entry) -> bool:
+    """Whether ``pod`` has ended: Succeeded, Failed, deleted, or another pod of its name now."""
+    for entry in await state.objects.read(PODS, max_age=POLL_SECONDS):
+        if entry.key == pod.key:
+            return entry.view["phase"] in POD_PHASES_ENDED or entry.obj["metadata"]["uid"] != pod.obj["metadata"]["uid"]
+    return True  # gone
+
+
+def _count(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise bad_request(f"{name}: must be a whole number of lines, not {value!r}")
+    return int(value)
 
 
 # -- resources ------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def resource_list(group_version: str) -> Document | None:
 
 
 def _entries(resource: Resource) -> list[Document]:
-    """A resource and, for those that have one, its ``status`` subresource."""
+    """A resource and its subresources: ``status`` for those that have one, a pod's ``log``."""
     entry: Document = {
         "name": resource.plural,
         "singularName": resource.singular,
@@ -77,8 +77,11 @@ def _entries(resource: Resource) -> list[Document]:
         entry["shortNames"] = list(resource.short_names)
     if resource.categories:
         entry["categories"] = list(resource.categories)
-    if not resource.status:
-        return [entry]
-    # The system writes every status: the subresource is read-only (PUT and PATCH are refused 405).
-    status = {"name": f"{resource.plural}/status", "singularName": "", "verbs": ["get"]}
-    return [entry, {**status, "namespaced": resource.namespaced, "kind": resource.kind}]
+    entries = [entry]
+    if resource.status:
+        # The system writes every status: the subresource is read-only (PUT and PATCH are refused 405).
+        status = {"name": f"{resource.plural}/status", "singularName": "", "verbs": ["get"]}
+        entries.append({**status, "namespaced": resource.namespaced, "kind": resource.kind})
+    if resource.plural == "pods" and not resource.group:  # kubectl logs: a pod's output (app._pod_log)
+        entries.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]})
+    return entries

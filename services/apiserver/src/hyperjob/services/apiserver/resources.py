@@ -203,6 +203,9 @@ def api_versions(kind: str) -> tuple[str, ...]:
     return tuple(r.group_version for r in RESOURCES if r.kind == kind)
 
 
+PODS = next(r for r in RESOURCES if (r.group, r.version, r.plural) == ("", "v1", "pods"))
+
+
 def find(group: str, version: str, plural: str) -> Resource | None:
     return next(
         (r for r in RESOURCES if (r.group, r.version, r.plural) == (group, version, plural)),
