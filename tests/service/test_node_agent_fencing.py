@@ -194,3 +194,23 @@ async def test_a_standby_that_takes_over_after_longer_than_the_lease_fences_noth
         await sh.until(lambda: beat_since(probe, took_over), what="a beat of the new runner")
         assert not agent.fencing and list(agent.pods.rows) == ["j1-worker-0"]
     assert await simulated.phases(probe) == ["Running"]
+
+
+async def test_without_self_fence_a_pod_runs_on_through_a_cut_off_longer_than_the_lease(
+    bus, partition, store, probe, tmp_path: Path
+) -> None:
+    """``selfFence`` off: neither the fence round nor the first beat after the cut-off touches the
+    pod (the beat's own check froze it, and before that fenced it, whatever the setting)."""
+    cut, cut_off_bus = partition
+    s = settings(tmp_path, heartbeat_period=0.5, fleet_lease=LEASE, self_fence=False)
+    async with sh.running("node-agent", build, s, cut_off_bus, store, instance=agent_name(s)) as (_, agent):
+        await sh.send(bus, subjects.start_pods(C), start("trainer", "import time; time.sleep(600)"))
+        assert await sh.until(lambda: phases(probe, "trainer"), what="Running") == [("Running", None)]
+        process = agent.runner.procs["trainer"]
+        cut.cut()
+        await sh.until(lambda: agent.contact.lost(), timeout=LEASE + 20, what="cut off past the lease")
+        healed = time.time()
+        cut.heal()
+        await sh.until(lambda: beat_since(probe, healed), timeout=30, what="a beat after the heal")
+        assert not agent.frozen.pods and not agent.fencing and not stands_still(process)
+        assert process.returncode is None and await phases(probe, "trainer") == [("Running", None)]
