@@ -55,4 +55,4 @@ def test_a_grant_read_in_order_after_our_lease_lapsed_unread_confirms_the_pods_t
     assert lease.must_confirm(30.0, grant(35.0), now=40.0)  # lapsed at 30, renewed
     assert not lease.must_confirm(30.0, grant(15.0), now=40.0)  # an old grant read late: not now
     assert not lease.must_confirm(50.0, grant(35.0), now=40.0)  # never lapsed: nothing to confirm
-    assert lease.must_confirm(0.0, grant(35.0), now=40.0)  # none read since a start: confirm once
+    assert not lease.must_confirm(0.0, grant(35.0), now=40.0)  # none read since a start: no cut-off

@@ -73,10 +73,11 @@ def must_unfence(doc: LeaseDoc, grant: events.FleetLease, now: float) -> bool:
 
 def must_confirm(ordered_until: float, grant: events.FleetLease, now: float) -> bool:
     """Confirm our pods to the node-agents: a grant read in order holds now, and the lease read in
-    order before it had lapsed (or none was read since this job-controller started). The agents
-    may have been cut off longer than the lease too and frozen their pods (``node_agent.fencing``);
-    every removal the fleet made before this grant was read first, so what is still ours runs on."""
-    lapsed = ordered_until == 0.0 or not may_run(ordered_until, now)
+    order before it had lapsed. The agents may have been cut off longer than the lease too and
+    frozen their pods (``node_agent.fencing``); every removal the fleet made before this grant was
+    read first, so what is still ours runs on. Not after a start (none read yet, 0): that is no
+    sign of a cut-off, and every pod would be sent again."""
+    lapsed = ordered_until != 0.0 and not may_run(ordered_until, now)
     return lapsed and may_run(lease_end(grant), now)
 
 
