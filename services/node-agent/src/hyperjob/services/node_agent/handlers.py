@@ -457,6 +457,9 @@ class NodeAgent:
 
     async def close(self) -> None:
         if self.runner is not None:
+            # A frozen pod cannot act on the SIGTERM the runner's close sends (it would wait out its
+            # grace), and the agent after us would not resume it: killed here at once.
+            await asyncio.gather(*(self.runner.kill(name, grace=0.0) for name in self.frozen.pods))
             await self.runner.close()
 
     # -- bookkeeping -------------------------------------------------------------------------------
