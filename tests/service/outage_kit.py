@@ -400,10 +400,12 @@ class Run:
         )
 
     async def _starts(self) -> list[events.PodStart]:
+        """Every pod started (a confirmation that only resumes frozen pods starts none)."""
         return [
             p
             for c in CLUSTERS
             for m in await self.probe.decoded(subjects.start_pods(c), events.StartPods)
+            if not m.resume_only
             for p in m.pods
         ]
 

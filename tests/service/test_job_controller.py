@@ -377,3 +377,25 @@ async def test_a_lapsed_fleet_lease_stops_the_pods_and_a_renewed_one_starts_them
     assert [sorted((p.pod, p.uid, p.node) for p in s.pods) for s in starts] == [
         sorted((p.name, p.uid, "n1") for p in rec.pods.values())
     ] * 2
+
+
+async def test_a_lease_that_lapsed_unread_is_renewed_with_a_confirmation_that_resumes_only(
+    controller, bus, store, probe
+) -> None:
+    """The bus (or the whole cluster) was cut off past the lease: the fleet spoke to no one we
+    heard, so nothing was fenced here, but the node-agents may have frozen their pods. The first
+    grant read in order that holds again confirms the pods still ours, resume only; later grants
+    confirm nothing more."""
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await probe.wait(subjects.start_pods(C), events.StartPods)
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time() - 25.0))  # lapsed 5 s ago
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time()))
+    [first, confirmation] = await probe.wait(subjects.start_pods(C), events.StartPods, count=2)
+    assert not first.resume_only and confirmation.resume_only
+    assert sorted((p.pod, p.uid, p.node) for p in confirmation.pods) == sorted(
+        (p.name, p.uid, "n1") for p in rec.pods.values()
+    )
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time()))
+    assert len(await probe.decoded(subjects.start_pods(C), events.StartPods)) == 2
+    assert await probe.messages(subjects.stop_pods(C)) == []

@@ -38,7 +38,7 @@ def test_a_lease_the_margin_cannot_cover_is_refused_naming_the_field(tmp_path: P
 
 @pytest.mark.parametrize(("lease", "beat"), [(20.0, 2.0), (12.0, 2.0), (4.0, 1.0)], ids=["default", "shorter", "short"])
 def test_the_lease_reaches_the_node_agents_which_beat_often_enough_to_keep_it(lease: float, beat: float) -> None:
-    """Cut off longer than the lease, a node-agent stops its pods itself (issue 33): `up` gives it
+    """Cut off longer than the lease, a node-agent freezes its pods itself (issue 33): `up` gives it
     the lease, and a heartbeat period that a healthy agent keeps it with (its settings accept both)."""
     env = _agent_lease_env(lease, True)
     settings = load_settings(AgentSettings, "NODE_AGENT", environ={**env, "NODE_AGENT_CLUSTER": "c1"})

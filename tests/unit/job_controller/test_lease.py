@@ -47,3 +47,12 @@ def test_a_check_after_a_gap_is_not_awake() -> None:
     assert clock.tick(2.0) and clock.tick(6.0)
     assert not clock.tick(50.0)  # stopped 44 s
     assert clock.tick(52.0)
+
+
+def test_a_grant_read_in_order_after_our_lease_lapsed_unread_confirms_the_pods_to_the_agents() -> None:
+    """The agents may have frozen their pods at the lease (node_agent.fencing): a grant that holds
+    now, read after every removal before it, tells them which run on."""
+    assert lease.must_confirm(30.0, grant(35.0), now=40.0)  # lapsed at 30, renewed
+    assert not lease.must_confirm(30.0, grant(15.0), now=40.0)  # an old grant read late: not now
+    assert not lease.must_confirm(50.0, grant(35.0), now=40.0)  # never lapsed: nothing to confirm
+    assert not lease.must_confirm(0.0, grant(35.0), now=40.0)  # none read since a start: no cut-off

@@ -59,10 +59,10 @@ def test_a_new_agent_has_its_contact_now_and_is_not_cut_off() -> None:
     assert contact.lost(at=clock.t + 0.5)
 
 
-def test_the_fence_is_done_before_the_fleet_may_move_a_child() -> None:
-    """The pods are gone by lease + check + kill grace after the last beat the fleet heard; the fleet
-    moves nothing before lease + margin (``fleetcore.move_after``)."""
-    stopped_by = fleetcore.FLEET_LEASE + fencing.FENCE_CHECK_PERIOD + fencing.FENCE_KILL_GRACE
+def test_the_freeze_is_done_before_the_fleet_may_move_a_child() -> None:
+    """The pods stand still by lease + check after the last beat the fleet heard (SIGSTOP acts at
+    once); the fleet moves nothing before lease + margin (``fleetcore.move_after``)."""
+    stopped_by = fleetcore.FLEET_LEASE + fencing.FENCE_CHECK_PERIOD
     assert stopped_by < fleetcore.move_after()
 
 
@@ -111,3 +111,67 @@ def test_a_cut_off_is_fenced_once_and_a_beat_that_gets_through_ends_it() -> None
     assert not contact.must_fence()
     clock.t += LEASE + 0.5
     assert contact.must_fence()
+
+
+# -- freeze and resume: the pods frozen at the lease wait for the fleet's word -----------------------
+
+
+def frozen_at_the_lease(silent_for: float) -> tuple[FakeClock, fencing.Contact, fencing.Frozen]:
+    """An agent silent for ``silent_for`` since its last beat, its round having frozen what it had."""
+    clock = FakeClock()
+    contact, frozen = fencing.Contact(clock, LEASE), fencing.Frozen(LEASE)
+    clock.t += silent_for
+    if contact.must_fence():
+        frozen.freeze({"j-w-0": "u0", "j-w-1": "u1"})
+    return clock, contact, frozen
+
+
+@pytest.mark.parametrize(
+    ("silent_for", "froze"),
+    [(LEASE - 0.001, False), (LEASE, False), (LEASE + 0.001, True)],
+    ids=["below-the-lease", "at-the-lease", "above-the-lease"],
+)
+def test_pods_freeze_only_once_the_agent_is_cut_off_longer_than_the_lease(silent_for: float, froze: bool) -> None:
+    _, _, frozen = frozen_at_the_lease(silent_for)
+    assert bool(frozen.pods) is froze
+
+
+def test_a_frozen_pod_the_job_controller_confirms_resumes_and_only_that_incarnation() -> None:
+    clock, contact, frozen = frozen_at_the_lease(LEASE + 1.0)
+    clock.t += 5.0
+    contact.reached(clock.t)
+    frozen.reached(clock.t)
+    assert not frozen.confirm("j-w-0", "another-uid")  # a newer incarnation: not the one frozen
+    assert frozen.confirm("j-w-0", "u0")
+    assert not frozen.confirm("j-w-0", "u0")  # resumed once
+    assert frozen.pods == {"j-w-1": "u1"}
+
+
+def test_frozen_pods_nobody_confirms_are_fenced_once_the_agent_is_back_longer_than_the_lease() -> None:
+    """Moved while frozen (no word that the fleet still holds them here): killed, all at once, once."""
+    clock, contact, frozen = frozen_at_the_lease(LEASE + 1.0)
+    clock.t += 60.0  # still cut off: the wait has not started, they stand still
+    assert frozen.expire(clock.t) == {}
+    back = clock.t
+    frozen.reached(back)
+    frozen.reached(back + 1.0)  # later beats do not move the start of the wait
+    assert frozen.expire(back + LEASE) == {}
+    assert frozen.expire(back + LEASE + 0.001) == {"j-w-0": "u0", "j-w-1": "u1"}
+    assert frozen.expire(back + 2 * LEASE) == {} and not frozen.pods
+
+
+def test_a_stopped_frozen_pod_leaves_the_freeze_and_a_new_cut_off_restarts_the_wait() -> None:
+    clock, _, frozen = frozen_at_the_lease(LEASE + 1.0)
+    assert frozen.release("j-w-0") and not frozen.release("j-w-0")
+    frozen.reached(clock.t)
+    frozen.freeze({"j-w-2": "u2"})  # cut off again before the wait ran out
+    assert frozen.expire(clock.t + LEASE + 1.0) == {}
+    frozen.reached(clock.t + 30.0)
+    assert frozen.expire(clock.t + 30.0 + LEASE + 0.001) == {"j-w-1": "u1", "j-w-2": "u2"}
+
+
+def test_a_beat_with_nothing_frozen_starts_no_wait() -> None:
+    frozen = fencing.Frozen(LEASE)
+    frozen.reached(1000.0)
+    frozen.freeze({"j-w-0": "u0"})
+    assert frozen.expire(1000.0 + LEASE + 1.0) == {}

@@ -57,12 +57,14 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # Seconds a cluster runs its children with no word from the fleet before its job-controller
     # stops their pods (the fleet lease, docs/reliability.md). The fleet moves a child after 30 s of
     # silence, so the lease may be at most 30 s less the margin (10 s) that stopping takes. It is
-    # also how long a node-agent cut off from the bus runs its pods before it stops them itself,
+    # also how long a node-agent cut off from the bus runs its pods before it freezes them itself,
     # with ``selfFence``.
     fleet_lease: float = fleetcore.FLEET_LEASE
-    # true: a node-agent cut off from the bus longer than the lease stops its pods itself, so a
-    # cluster partitioned whole never runs a child the fleet moved; its price: a whole-bus outage
-    # longer than the lease fails every running job (docs/reliability.md "Fencing"). Off by default.
+    # true: a node-agent cut off from the bus longer than the lease freezes its pods itself, so a
+    # cluster partitioned whole never runs a child the fleet moved; once back, its job-controller's
+    # renewed lease resumes those the fleet kept, and the others are killed (docs/reliability.md
+    # "Fencing"). Off by default: a pod that cannot be frozen (a rootless podman on cgroup v1) is
+    # killed, and a node-agent whose job-controller never lost the lease gets no word to resume.
     self_fence: bool = False
 
     def __post_init__(self) -> None:

@@ -590,7 +590,7 @@ def _cluster_env(cluster: ClusterConfig, schedule_period: str) -> dict[str, str]
 
 def _agent_lease_env(lease: float, self_fence: bool) -> dict[str, str]:
     """The node-agents' side of the fleet lease: with ``self_fence``, cut off from the bus longer
-    than ``lease`` they stop their pods themselves (``node_agent.fencing``); they beat at least 4
+    than ``lease`` they freeze their pods themselves (``node_agent.fencing``); they beat at least 4
     times per lease (every 2 s, more often under a lease shorter than 8 s), so that a healthy agent
     never fences."""
     return {

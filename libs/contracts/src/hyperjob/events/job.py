@@ -207,6 +207,9 @@ class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):
     job: str
     job_version: int
     pods: list[PodStart]
+    # Only resume the pods a node-agent froze when it was cut off from the bus (issue 33): start
+    # nothing that is not there (a pod that ended meanwhile stays ended).
+    resume_only: bool = False
 
 
 class PodStop(msgspec.Struct, frozen=True, kw_only=True):

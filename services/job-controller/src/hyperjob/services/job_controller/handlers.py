@@ -47,6 +47,7 @@ class JobController:
         self.leases = runtime.table(f"lease@{self.cluster}", lease.LeaseDoc)
         self.fleet_since: float | None = None  # its first grant to another cluster after our lease lapsed
         self.until = 0.0  # the newest lease to this cluster, by the watch or the consumer (this clock)
+        self.ordered_until = 0.0  # the newest lease to this cluster read in order (0: none since start)
         self.checks = lease.CheckClock()
         runtime.on_load(self.rearm)
 
@@ -294,11 +295,15 @@ class JobController:
         if msg.cluster != self.cluster:
             return None
         self.on_any_lease(msg)
+        now, ordered_until = self.rt.now(), self.ordered_until
+        self.ordered_until = max(ordered_until, lease.lease_end(msg))
         doc = self._lease()
-        if not lease.must_unfence(doc, msg, self.rt.now()):
-            return None
-        self.leases.put(LEASE_KEY, lease.LeaseDoc())
-        return self._unfence(msg, doc)
+        if lease.must_unfence(doc, msg, now):
+            self.leases.put(LEASE_KEY, lease.LeaseDoc())
+            return self._unfence(msg, doc)
+        if lease.must_confirm(ordered_until, msg, now):
+            return self._confirm(msg)
+        return None
 
     async def check_lease(self) -> None:
         """Every ``LEASE_CHECK_PERIOD``: a lease lapsed while the fleet speaks stops every child's pods."""
@@ -334,8 +339,21 @@ class JobController:
 
     def _unfence(self, cause: events.FleetLease, doc: lease.LeaseDoc) -> Reaction:
         """Start again, where they are, the pods of every held child this cluster still runs."""
+        decision("fleet_lease_renewed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(doc.held))
+        return self._start_again(cause, doc.held, "unfence", resume_only=False)
+
+    def _confirm(self, cause: events.FleetLease) -> Reaction:
+        """Our lease had lapsed unread (the bus, or this cluster, cut off): tell the node-agents,
+        after every removal read before this grant, which pods the fleet still holds here, so
+        those they froze meanwhile run on (``lease.must_confirm``)."""
+        jobs = tuple(sorted(self.jobs))
+        decision("fleet_lease_confirmed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(jobs))
+        return self._start_again(cause, jobs, "confirm", resume_only=True)
+
+    def _start_again(self, cause: events.FleetLease, jobs: tuple[str, ...], step: str, resume_only: bool) -> Reaction:
+        """A ``StartPods`` of the pods on a node of each of ``jobs`` this cluster still runs."""
         reaction = Reaction()
-        for name in doc.held:
+        for name in jobs:
             record, info = self.jobs.get(name), self.children.get(name) or records.ChildInfo()
             if record is None or info.removing:
                 continue
@@ -346,14 +364,14 @@ class JobController:
             reaction.publish(
                 subjects.start_pods(self.cluster),
                 events.StartPods(
-                    **self.rt.envelope(cause, f"unfence/{name}/{lease.lease_end(cause)!r}"),
+                    **self.rt.envelope(cause, f"{step}/{name}/{lease.lease_end(cause)!r}"),
                     cluster=self.cluster,
                     job=name,
                     job_version=record.version,
                     pods=[self._start(record, pod, envs) for pod in pods],
+                    resume_only=resume_only,
                 ),
             )
-        decision("fleet_lease_renewed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(doc.held))
         return reaction
 
     # -- timers ------------------------------------------------------------------------------------

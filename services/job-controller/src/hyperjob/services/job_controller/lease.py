@@ -8,6 +8,9 @@ every child it runs and holds back any pod bound meanwhile (``fence``); the flee
 only ``LEASE_MARGIN`` after the lease lapsed (``fleetcore.liveness``), so at most one copy runs.
 A renewed lease starts them again where they are (``unfence``); a child the fleet moved meanwhile
 was removed first (its ``RemoveChild`` comes before the new lease, in the same stream).
+A grant read in order after our lease had lapsed unread (the bus or the whole cluster cut off:
+this job-controller fenced nothing) confirms the pods still ours to the node-agents
+(``must_confirm``, a ``StartPods`` with ``resume_only``): those they froze meanwhile run on.
 
 The invariant enforced here: with a lapsed lease, no pod of this cluster's children runs.
 
@@ -66,6 +69,16 @@ def must_fence(doc: LeaseDoc, until: float, now: float, fleet_since: float | Non
 def must_unfence(doc: LeaseDoc, grant: events.FleetLease, now: float) -> bool:
     """A grant read in order (after any removal that came before it) that holds now ends the fence."""
     return doc.fenced and may_run(lease_end(grant), now)
+
+
+def must_confirm(ordered_until: float, grant: events.FleetLease, now: float) -> bool:
+    """Confirm our pods to the node-agents: a grant read in order holds now, and the lease read in
+    order before it had lapsed. The agents may have been cut off longer than the lease too and
+    frozen their pods (``node_agent.fencing``); every removal the fleet made before this grant was
+    read first, so what is still ours runs on. Not after a start (none read yet, 0): that is no
+    sign of a cut-off, and every pod would be sent again."""
+    lapsed = ordered_until != 0.0 and not may_run(ordered_until, now)
+    return lapsed and may_run(lease_end(grant), now)
 
 
 class CheckClock:

@@ -20,5 +20,6 @@ and telemetry (``telemetry.gpu|fabric.<c>.<n>``: GPUs, NVLink, InfiniBand), both
 Invariant: a pod is reported in the order Running → (Succeeded | Failed | Deleted), once per
 incarnation (job version); in-place container restarts are Running again with more restarts.
 And (``fencing``, issue 33): once the agent has been cut off from the bus longer than the fleet
-lease, none of the pods it ran then runs; they are reported Failed (``Fenced``) when it is back.
+lease, none of the pods it ran then makes progress (frozen) until its job-controller confirms the
+fleet still holds it here; those it does not confirm are killed and reported Failed (``Fenced``).
 """

@@ -43,11 +43,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pod_duration: str = "30s"
     heartbeat_period: float = 2.0
     # Seconds the agent runs its pods while cut off from the bus (no heartbeat acknowledged) before
-    # it stops them itself (self-fencing, ``fencing``): the fleet lease, as `hyperjob up` grants it
-    # (inf: never, as in the simulator, whose clusters cut off are frozen whole).
+    # it freezes them itself (self-fencing, ``fencing``), and how long, once back, it waits for its
+    # job-controller to resume them: the fleet lease, as `hyperjob up` grants it (inf: never, as in
+    # the simulator, whose clusters cut off are frozen whole).
     fleet_lease: float = fleetcore.FLEET_LEASE
-    # Whether it fences itself at all: off by default, since a node cannot tell its own partition
-    # from a whole-bus outage, and fencing through one fails every running job (docs/reliability.md).
+    # Whether it fences itself at all (freezes, then resumes or kills): off by default, since a pod
+    # that cannot be frozen is killed, and a whole-bus outage then fails it (docs/reliability.md).
     self_fence: bool = False
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"

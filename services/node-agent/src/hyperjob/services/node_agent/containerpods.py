@@ -377,6 +377,19 @@ class PodmanRunner:
         )
         self._remove_volumes(pod)
 
+    async def freeze(self, pod: str) -> bool:
+        if pod not in self.running:
+            return True
+        # The cgroup freezer: what runs inside stands still (a rootless podman on cgroup v1 cannot).
+        code, output = await self.podman("pause", container_name(self.agent, pod), check=False)
+        if code != 0:
+            log.warning("pod_freeze_failed", pod=pod, output=output.strip()[-300:])
+        return code == 0
+
+    async def thaw(self, pod: str) -> None:
+        if pod in self.running:
+            await self.podman("unpause", container_name(self.agent, pod), check=False)
+
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         _, output = await self.podman(
             "ps", "--all", "--filter", f"label={LABEL_AGENT}={self.agent}", "--format", "json"
@@ -386,12 +399,15 @@ class PodmanRunner:
             labels = container.get("Labels") or {}
             pod, uid = labels.get(LABEL_POD, ""), labels.get(LABEL_UID, "")
             start = self._start_of(pod)
-            if pod in pods and pods[pod].uid == uid and start is not None and start.uid == uid:
+            # Paused: the agent before us froze it (cut off from the bus) and we cannot know whether
+            # the fleet still holds it here; unpausing it could run a second copy, so it is lost.
+            paused = str(container.get("State", "")).lower() == "paused"
+            if pod in pods and pods[pod].uid == uid and start is not None and start.uid == uid and not paused:
                 adopted[pod] = start
                 grace = start.grace_period if start.grace_period is not None else self.kill_grace
                 self._watch(pod, uid, grace)  # a container that ended meanwhile is reported at once
                 continue
-            log.info("orphan_container_removed", container=container.get("Names"), pod=pod, uid=uid)
+            log.info("orphan_container_removed", container=container.get("Names"), pod=pod, uid=uid, paused=paused)
             await self.kill(pod)
         return adopted
 

@@ -136,6 +136,17 @@ class ProcessRunner:
         if watcher is not None and watcher is not asyncio.current_task():
             watcher.cancel()
 
+    async def freeze(self, pod: str) -> bool:
+        proc = self.procs.get(pod)
+        if proc is not None and proc.returncode is None:
+            signal_group(proc.pid, signal.SIGSTOP)  # cannot be caught or ignored
+        return True
+
+    async def thaw(self, pod: str) -> None:
+        proc = self.procs.get(pod)
+        if proc is not None and proc.returncode is None:
+            signal_group(proc.pid, signal.SIGCONT)
+
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         """Kill what is left of the processes of ``pods`` (their pid files): none is watched again."""
         for name in sorted(pods):

@@ -88,6 +88,8 @@ class NodeAgent:
         monotonic = time.monotonic if isinstance(runtime.clock, WallClock) else runtime.now
         self.contact = fencing.Contact(monotonic, settings.fleet_lease)
         self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
+        self.frozen = fencing.Frozen(settings.fleet_lease)  # standing still, waiting for the fleet's word
+        self.self_fence = settings.self_fence
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
@@ -122,8 +124,8 @@ class NodeAgent:
         """Every period: the status of each node that changed, then one beat for the agent; an
         acknowledged beat renews the agent's contact with the bus (``fencing``)."""
         sent = self.contact.now()
-        if self.contact.must_fence(sent):
-            await self.fence()  # cut off longer than the lease (or stopped): fence before renewing
+        if self.self_fence and self.contact.must_fence(sent):
+            await self.freeze()  # cut off longer than the lease (or stopped): freeze before renewing
         changed = []
         for node in self.nodes:
             # What a status is made of, compared first as is (cheap): the same inputs as when it
@@ -158,6 +160,7 @@ class NodeAgent:
             subjects.heartbeat(self.cluster, self.agent), events.encode(beat), msg_id=beat.event_id
         )
         self.contact.reached(sent)
+        self.frozen.reached(sent)
 
     async def telemetry(self) -> None:
         readings = self.sensors.read(self.cluster, self.nodes, self.busy(), self.rt.now())
@@ -226,26 +229,53 @@ class NodeAgent:
 
     def _reachable(self, pod: domain.RunningPod) -> bool:
         """A pod on a node that is down or silent is cut off: it neither finishes nor reports; a
-        fenced one has stopped (it is recorded Failed, never finished or restarted)."""
-        fenced = self.fencing.get(pod.pod) == pod.uid
-        return not fenced and pod.node not in self.down and not self.sensors.silent(pod.node)
+        fenced one has stopped (it is recorded Failed, never finished or restarted); a frozen one
+        stands still until it is resumed."""
+        stopped = self.fencing.get(pod.pod) == pod.uid or self.frozen.holds(pod.pod, pod.uid)
+        return not stopped and pod.node not in self.down and not self.sensors.silent(pod.node)
 
     # -- self-fencing ------------------------------------------------------------------------------
 
     async def check_fence(self) -> None:
         """Round (every ``FENCE_CHECK_PERIOD``, outside the runtime's lock): cut off from the bus
-        longer than the lease, stop every pod; then record the stopped ones (retried each round
+        longer than the lease, freeze every pod; back on the bus longer than the lease with pods
+        no ``StartPods`` resumed, stop those; then record the stopped ones (retried each round
         until the store takes it; the bus gets it when it is back)."""
         if self.contact.must_fence():
-            await self.fence()
+            await self.freeze()
+        expired = self.frozen.expire(self.contact.now())
+        if expired:
+            await self.fence(expired)
         if self.fencing:
             async with self.rt.lock:
                 await self._record_fenced()
 
-    async def fence(self) -> None:
-        """Stop every pod running here now, at once, without waiting for the store or the bus (once
-        per cut-off, ``Contact.must_fence``). A pod already fenced is not stopped again."""
-        victims = {name: pod.uid for name, pod in self.pods.rows.items() if self.fencing.get(name) != pod.uid}
+    async def freeze(self) -> None:
+        """Freeze every pod running here now, at once, without waiting for the store or the bus
+        (once per cut-off, ``Contact.must_fence``); one that cannot be frozen is fenced."""
+        victims = {
+            name: pod.uid
+            for name, pod in self.pods.rows.items()
+            if self.fencing.get(name) != pod.uid and not self.frozen.holds(name, pod.uid)
+        }
+        if not victims:
+            return
+        self.frozen.freeze(victims)
+        self.rt.log.warning("pods_frozen", cluster=self.cluster, agent=self.agent, pods=sorted(victims))
+        runner = self.runner
+        if runner is None:
+            return  # simulated pods stand still by being frozen: they do not finish (``_reachable``)
+        frozen = await asyncio.gather(*(runner.freeze(name) for name in victims))
+        unfrozen = {name: uid for (name, uid), ok in zip(victims.items(), frozen, strict=True) if not ok}
+        for name in unfrozen:
+            self.frozen.release(name)
+        if unfrozen:
+            await self.fence(unfrozen)
+
+    async def fence(self, victims: dict[str, str]) -> None:
+        """Stop ``victims`` (pod -> uid) at once, without waiting for the store or the bus, to be
+        recorded Failed (``Fenced``). A pod already fenced is not stopped again."""
+        victims = {name: uid for name, uid in victims.items() if self.fencing.get(name) != uid}
         if not victims:
             return
         self.fencing.update(victims)
@@ -255,7 +285,14 @@ class NodeAgent:
             return  # simulated pods stop by being fenced: they no longer finish (``_reachable``)
         for name in victims:
             self.starts.pop(name, None)  # never restarted in place
-        await asyncio.gather(*(runner.kill(name, grace=fencing.FENCE_KILL_GRACE) for name in victims))
+        # No grace: a frozen process cannot act on SIGTERM, and thawing it would let it run on.
+        await asyncio.gather(*(runner.kill(name, grace=0.0) for name in victims))
+
+    async def _resume(self, pods: list[str]) -> None:
+        """The job-controller confirmed them: frozen pods run on from where they stood."""
+        self.rt.log.info("pods_resumed", cluster=self.cluster, agent=self.agent, pods=pods)
+        if self.runner is not None:
+            await asyncio.gather(*(self.runner.thaw(name) for name in pods))
 
     async def _record_fenced(self) -> None:
         """The fenced pods leave the table, reported Failed (``Fenced``), in one commit (under the lock)."""
@@ -275,7 +312,12 @@ class NodeAgent:
 
     async def on_start(self, msg: events.StartPods) -> Reaction | None:
         mine = [p for p in msg.pods if p.node in self.specs]
-        if not mine:
+        # The same incarnation started again while it stands frozen: its job-controller read every
+        # removal the fleet made before a lease that holds now, and still runs it here.
+        resumed = [p.pod for p in mine if self.frozen.confirm(p.pod, p.uid)]
+        # A confirmation starts nothing: a pod that is not here (it ended meanwhile) stays ended.
+        mine = [] if msg.resume_only else [p for p in mine if p.pod not in resumed]
+        if not mine and not resumed:
             return None
         now = self.rt.now()
         pods, reports, launch = self._pods(), [], []
@@ -302,6 +344,8 @@ class NodeAgent:
         if runner is not None and launch:
             # Processes start once Running is committed, so Running always precedes the exit.
             reaction.after.append(lambda: self._launch(runner, launch))
+        if resumed:
+            reaction.after.append(lambda: self._resume(resumed))
         self._arm(pods)
         return reaction
 
@@ -313,6 +357,8 @@ class NodeAgent:
                 continue  # fenced between its commit and now: it must not run
             self.starts[start.pod] = start
             await runner.launch(start)
+            if self.frozen.holds(start.pod, start.uid):
+                await runner.freeze(start.pod)  # frozen between its commit and now: it stands still
 
     async def on_stop(self, msg: events.StopPods) -> Reaction | None:
         mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]
@@ -332,8 +378,9 @@ class NodeAgent:
                 continue
             if current is None or (stop.uid and current.uid != stop.uid):
                 continue  # another incarnation: nothing to stop
+            frozen = self.frozen.release(stop.pod)  # moved while it stood still: killed where it stands
             if self.runner is not None:
-                await self.runner.kill(stop.pod)
+                await self.runner.kill(stop.pod, grace=0.0 if frozen else None)
                 self.starts.pop(stop.pod, None)
             reports += domain.stop(pods, stop.pod)
         return self._reaction(msg, reports, pods)
@@ -383,8 +430,8 @@ class NodeAgent:
             return
         await asyncio.sleep(execpods.restart_delay(report.restarts))
         current = self.pods.get(pod)
-        fenced = self.fencing.get(pod) == uid
-        if current is not None and current.uid == uid and self.runner is not None and not fenced:
+        stopped = self.fencing.get(pod) == uid or self.frozen.holds(pod, uid)
+        if current is not None and current.uid == uid and self.runner is not None and not stopped:
             await self.runner.launch(start, restarts=report.restarts)
 
     async def recover_pods(self) -> None:
@@ -410,6 +457,9 @@ class NodeAgent:
 
     async def close(self) -> None:
         if self.runner is not None:
+            # A frozen pod cannot act on the SIGTERM the runner's close sends (it would wait out its
+            # grace), and the agent after us would not resume it: killed here at once.
+            await asyncio.gather(*(self.runner.kill(name, grace=0.0) for name in self.frozen.pods))
             await self.runner.close()
 
     # -- bookkeeping -------------------------------------------------------------------------------

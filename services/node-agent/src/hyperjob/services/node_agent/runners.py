@@ -30,6 +30,14 @@ class PodRunner(Protocol):
         """Stop the pod's container (SIGTERM, SIGKILL after its grace period, or after ``grace``
         when that is shorter: a fence) and leave nothing of it running. Idempotent."""
 
+    async def freeze(self, pod: str) -> bool:
+        """Stop the pod's container where it stands, without ending it (SIGSTOP to its process
+        group, ``podman pause``): it makes no progress and writes nothing until ``thaw``. False
+        when it could not be frozen (the agent then kills it: it must not run on)."""
+
+    async def thaw(self, pod: str) -> None:
+        """Let a frozen pod's container run on from where it stood (SIGCONT, ``podman unpause``)."""
+
     async def recover(self, pods: Mapping[str, domain.RunningPod]) -> dict[str, events.PodStart]:
         """After an agent restart: take back what is left of ``pods`` (the agent's table).
 
