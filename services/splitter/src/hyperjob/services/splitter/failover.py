@@ -75,7 +75,9 @@ class Replanning:
         now = capacity.now(self.rt.now())
         alive = {n for n, c in capacity.clusters.items() if not fleetcore.cluster_lost(c, now)}
         paused = self._gate(set(capacity.clusters) - alive)
-        working = self.room.working(now)
+        # The working view only for a round that moves something: placing every child sent lately
+        # again, each round, was most of the splitter's time in a burst.
+        working = self.room.working(now) if not paused and self._any_on_lost(alive) else {}
         for name, doc in self.state.hyperjobs.items():
             if not doc.admitted and not doc.deleting and doc.waiting_reason.startswith(fleetcore.INADMISSIBLE):
                 self.admission.submit(reaction, f"admissible/{name}/{doc.generation}", doc)  # the fleet may hold it now
@@ -92,6 +94,17 @@ class Replanning:
                 self.state.put(replace(doc, waiting_reason=""))  # its cluster came back
         if reaction.outputs or self.rt.projection.pending:
             await self.rt.commit(replan_cause(self.rt.instance, self.rt.now(), reaction), reaction)
+
+    def _any_on_lost(self, alive: set[str]) -> bool:
+        """Whether a HyperJob this round would fail over has a child on a cluster not ``alive``."""
+        return any(
+            doc.admitted
+            and not doc.deleting
+            and doc.lifecycle == "Active"
+            and doc.manifest.get("kind") != "PodGroup"
+            and any(ref.cluster not in alive for ref in doc.children)
+            for doc in self.state.hyperjobs.values()
+        )
 
     def _gate(self, lost: set[str]) -> str:
         """Why failovers are paused this round ("" when they are not), logged as it changes."""
