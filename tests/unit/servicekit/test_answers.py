@@ -4,6 +4,11 @@ the same id), in the request's trace, and written to the decision log."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
 import structlog
 
 from hyperjob import events
@@ -45,9 +50,22 @@ def test_a_refusal_says_why() -> None:
     assert isinstance(answer, events.RequestRejected) and answer.reason == "$.name: empty"
 
 
+@contextlib.contextmanager
+def every_log() -> Iterator[list[dict[str, Any]]]:
+    """``capture_logs`` with every level let through: a test that ran before may have configured
+    structlog to drop info logs (``telemetry.setup`` at WARNING), which ``capture_logs`` keeps."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.NOTSET))
+    try:
+        with structlog.testing.capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**saved)
+
+
 def test_each_answer_is_a_decision_in_the_log() -> None:
     rt = runtime()
-    with structlog.testing.capture_logs() as logs:
+    with every_log() as logs:
         answers.accepted(rt, REQUEST, kind="Queue", name="q", outcome="deleted")
         answers.rejected(rt, REQUEST, kind="Queue", name="q", reason="in use")
     assert [(log["event"], log["request"], log.get("outcome"), log.get("reason")) for log in logs] == [
