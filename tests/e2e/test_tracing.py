@@ -132,7 +132,10 @@ def test_one_hyperjob_across_two_clusters_is_one_trace_with_spans_from_every_ser
         except AssertionError as timed_out:  # say what did arrive: which services, which binds
             spans = receiver.of_trace(trace_id)
             seen = sorted({(s[0], s[2]) for s in spans})
-            raise AssertionError(f"{timed_out}; spans of the trace by (service, name): {seen}") from None
+            binds = sorted({str(s[3].get("cluster")) for s in spans if s[2] == "bind gang"})
+            raise AssertionError(
+                f"{timed_out}; spans of the trace by (service, name): {seen}; clusters of 'bind gang': {binds}"
+            ) from None
         shown = cli.run("trace", "llm-train-hyperjob").stdout
 
     spans = receiver.of_trace(trace_id)
