@@ -441,7 +441,9 @@ class Copies:
     """Each pod's copies as spans of wall-clock time, from its agents' reports: a copy (the pod
     on one cluster and node, one uid) runs from a Running report until a report of another phase
     (Succeeded, Failed, Deleted); one never ended runs for ever. Two spans of one pod that
-    overlap are two copies running at once (a restart in place reports Running again: no new span)."""
+    overlap are two copies running at once (a restart in place reports Running again: no new span).
+    Strict: an agent reports no freeze (self-fencing), so a frozen copy counts as running until its
+    Fenced or Deleted report."""
 
     def __init__(self, reports: list[tuple[str, events.PodReport]]) -> None:
         self.spans: dict[str, list[list[float]]] = {}
