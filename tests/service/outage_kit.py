@@ -10,6 +10,8 @@ measuring script (``.venv/bin/python -m tests.service.outage_kit``). The figures
 - ``evicted``: pods the cluster-schedulers took off their nodes because the node went silent
   (``nodeDown``); ``moved``: children failed over to another cluster (``sched.child.move``);
 - ``started_twice``: pods started more than once (the same pod name in two ``job.pods.start``);
+- ``concurrent``: pods of which two copies ran at overlapping times (``Copies``: each copy, a pod
+  name on one cluster, node and uid, runs from its agent's Running report to its last one);
 - ``over``: samples of a node whose bookings exceeded its allocatable (the store, sampled);
 - ``dlq``: dead letters; ``phases``: every HyperJob's final phase as the status-aggregator wrote it;
 - ``bookings_left``: pods still booked per cluster once every HyperJob is final.
@@ -53,6 +55,7 @@ class Figures(msgspec.Struct, kw_only=True):
     evicted: int = 0
     moved: int = 0
     started_twice: int = 0
+    concurrent: int = 0
     over: int = 0
     samples: int = 0
     dlq: int = 0
@@ -64,6 +67,7 @@ class Figures(msgspec.Struct, kw_only=True):
         return (
             f"{fault:<14} submitted={self.submitted} completed={self.completed} lost={self.lost} "
             f"evicted={self.evicted} moved={self.moved} started_twice={self.started_twice} "
+            f"concurrent={self.concurrent} "
             f"over={self.over}/{self.samples} dlq={self.dlq} seconds={self.seconds:.0f} "
             f"bookings_left={self.bookings_left}"
         )
@@ -248,11 +252,12 @@ class Processes:
         while not self._stopping.wait(0.5):
             self.notes += self.system.supervise_once()
 
-    def kill(self, name: str) -> None:
-        """``kill -9`` of one service (``splitter``, ``cluster_scheduler@c1`` ...)."""
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """``kill -9`` (or ``sig``) of one service (``splitter``, ``cluster_scheduler@c1`` ...);
+        one waiting out its back-off after a death has no process to signal."""
         service = next(s for s in self.system.services if s.name == name)
-        assert service.proc is not None
-        os.kill(service.proc.pid, signal.SIGKILL)
+        if service.proc is not None and service.proc.poll() is None:
+            os.kill(service.proc.pid, sig)
 
     @property
     def names(self) -> list[str]:
@@ -358,6 +363,14 @@ class Run:
             await _apply(self.bus, self.probe, manifest)
             self.submitted.append(name)
 
+    async def send_one(self, *, duration: str) -> None:
+        """One more HyperJob applied with no wait for the answer (the services may be down: it
+        waits in its stream)."""
+        name = f"hj{len(self.submitted)}"
+        manifest = sh.hyperjob_manifest(name, dict.fromkeys(CLUSTERS, 2), queue="outage", duration=duration)
+        await sh.send(self.bus, subjects.APPLY, sh.apply(manifest))
+        self.submitted.append(name)
+
     async def until_running(self, pods: int, timeout: float = 60) -> None:
         async def enough() -> bool:
             return len(await self._starts()) >= pods
@@ -392,6 +405,7 @@ class Run:
             evicted=len(evicted),
             moved=len(moved),
             started_twice=sum(1 for n in starts.values() if n > 1),
+            concurrent=Copies(await self._reports()).concurrent(),
             over=len(self.bookings.over),
             samples=self.bookings.samples,
             dlq=len(await self.probe.messages("dlq.>")),
@@ -409,9 +423,46 @@ class Run:
             for p in m.pods
         ]
 
+    async def _reports(self) -> list[tuple[str, events.PodReport]]:
+        """Every pod phase the agents reported, with its cluster, in stream order."""
+        return [
+            (c, r)
+            for c in CLUSTERS
+            for m in await self.probe.decoded(subjects.pod_phases(c), events.PodPhasesReported)
+            for r in m.reports
+        ]
+
     async def _statuses(self) -> dict[str, str]:
         docs = await self.store.list(records.HYPERJOB_STATUS)
         return {name: doc.decode(records.HyperJobStatusDoc).phase for name, doc in docs.items()}
+
+
+class Copies:
+    """Each pod's copies as spans of wall-clock time, from its agents' reports: a copy (the pod
+    on one cluster and node, one uid) runs from a Running report until a report of another phase
+    (Succeeded, Failed, Deleted); one never ended runs for ever. Two spans of one pod that
+    overlap are two copies running at once (a restart in place reports Running again: no new span).
+    Strict: an agent reports no freeze (self-fencing), so a frozen copy counts as running until its
+    Fenced or Deleted report."""
+
+    def __init__(self, reports: list[tuple[str, events.PodReport]]) -> None:
+        self.spans: dict[str, list[list[float]]] = {}
+        running: dict[tuple[str, str, str, str], list[float]] = {}
+        for cluster, r in reports:
+            key = (r.pod, cluster, r.node, r.uid)
+            if r.phase == "Running" and key not in running:
+                running[key] = [r.at, float("inf")]
+                self.spans.setdefault(r.pod, []).append(running[key])
+            elif r.phase != "Running" and key in running:
+                running.pop(key)[1] = r.at
+
+    def concurrent(self) -> int:
+        """How many pods had two copies running at overlapping times."""
+        return sum(1 for spans in self.spans.values() if _overlap(sorted(spans)))
+
+
+def _overlap(spans: list[list[float]]) -> bool:
+    return any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
 
 
 async def _apply(bus: Any, probe: sh.Probe, manifest: dict[str, Any]) -> None:
@@ -470,12 +521,8 @@ def redis_outage_with_applies(seconds: float, count: int = 4) -> Fault:
 
     async def fault(servers: Servers, run: Run) -> None:
         await asyncio.to_thread(servers.redis.stop)
-        first = len(run.submitted)
-        for i in range(first, first + count):
-            name = f"hj{i}"
-            manifest = sh.hyperjob_manifest(name, dict.fromkeys(CLUSTERS, 2), queue="outage", duration="10s")
-            await sh.send(run.bus, subjects.APPLY, sh.apply(manifest))
-            run.submitted.append(name)
+        for _ in range(count):
+            await run.send_one(duration="10s")
         await asyncio.sleep(seconds)
         await asyncio.to_thread(servers.redis.start)
 
