@@ -71,7 +71,7 @@ from .manifest import (
     request_type_on,
     scoped_manifest,
 )
-from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
+from .node import AgentHeartbeat, FrozenPod, NodeStatus, PodPhasesReported, PodReport, PodsFrozen
 from .placement import (
     ChildPlacementWaiting,
     CommandChild,
@@ -136,6 +136,7 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     NodeStatus,
     AgentHeartbeat,
     PodPhasesReported,
+    PodsFrozen,
     GpuTelemetry,
     FabricTelemetry,
     InjectNodeFault,
@@ -257,6 +258,8 @@ __all__ = [
     "PodGroupPhaseChanged",
     "PodGroupSpec",
     "PodPhasesReported",
+    "PodsFrozen",
+    "FrozenPod",
     "PodRef",
     "PodReport",
     "PodMount",

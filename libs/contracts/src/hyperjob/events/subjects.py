@@ -158,6 +158,10 @@ def pod_phases(cluster: str) -> str:
     return f"node.pods.phase.{cluster}"
 
 
+def pods_frozen(cluster: str) -> str:
+    return f"node.pods.frozen.{cluster}"
+
+
 def node_status(cluster: str, node: str) -> str:
     return f"nodestatus.{cluster}.{token(node)}"
 
