@@ -4,7 +4,8 @@ output in its log; its ``resources.limits`` are the cgroup limits read inside it
 its CPU shares and memory soft limit; a container over its memory is reported ``OOMKilled``;
 ``kill -9`` of a container is Failed with 137; an agent that restarts adopts the container it left
 running (the same container, not a second one), removes one that belongs to no pod of its, and a
-deleted pod leaves no container behind; a ``hostPath`` volume is read read-only and an
+deleted pod leaves no container behind; a frozen pod (``podman pause``) stands still and a thawed
+one runs on where it stood; a ``hostPath`` volume is read read-only and an
 ``emptyDir`` goes with its pod.
 
 Only the local base image is needed (``podman_kit.ensure_base_image``), not the compose deployment.
@@ -169,6 +170,31 @@ async def test_kill_9_is_failed_137_and_a_restarted_agent_adopts_what_it_left(
     os.kill(int(inspect(container, "{{.State.Pid}}")), 9)
     assert await next_exit(exits) == ("sleeper", "sleeper-uid", 137, "Error")
     assert containers_of(agent_name) == []
+
+
+async def test_a_frozen_pod_stands_still_and_a_thawed_one_runs_on_where_it_stood(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    """Self-fencing's freeze in container mode (issue 33): ``podman pause`` (the cgroup freezer)
+    stops every process inside without ending it, ``unpause`` lets it run on; a counter it writes
+    stands still while frozen and goes on from where it stood."""
+    pods = runner(agent_name, tmp_path, exits)
+    counter = "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.1; done"
+    await pods.launch(pod("counter", base_image, counter))
+    await asyncio.wait_for(said(tmp_path, "counter", "tick 3"), 60)
+    container = f"hyperjob-{agent_name}-counter"
+    assert await pods.freeze("counter")
+    assert inspect(container, "{{.State.Status}}") == "paused"
+    frozen_at = output(tmp_path, "counter")
+    await asyncio.sleep(1.0)  # ten ticks' time: none is written
+    assert output(tmp_path, "counter") == frozen_at
+    last = int(frozen_at.split()[-1])
+    await pods.thaw("counter")
+    assert inspect(container, "{{.State.Status}}") == "running"
+    await asyncio.wait_for(said(tmp_path, "counter", f"tick {last + 3}\n"), 60)
+    assert f"tick {last + 1}\n" in output(tmp_path, "counter")  # on from where it stood, not again from 1
+    await pods.kill("counter")
+    assert containers_of(agent_name) == [] and exits.empty()
 
 
 async def test_a_deleted_pod_is_stopped_unreported_and_leaves_no_container(
