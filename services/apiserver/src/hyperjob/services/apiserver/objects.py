@@ -30,6 +30,7 @@ from hyperjob.client import Client
 from hyperjob.servicekit.changelog import H_DELETED, parse_state_subject, state_subject
 from hyperjob.store import Output, StoreUnavailableError
 
+from . import fields
 from .patch import fill_omitted
 from .resources import RESOURCES, Resource, View
 
@@ -288,7 +289,7 @@ def api_object(resource: Resource, item: View) -> View:
         )
     )
     metadata["generation"] = item.get("generation", 1)
-    return {**obj, "metadata": metadata}
+    return fields.shown({**obj, "metadata": metadata})
 
 
 def in_form(resource: Resource, obj: View) -> View:
