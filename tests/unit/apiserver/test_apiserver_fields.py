@@ -3,8 +3,6 @@ of Kubernetes' own kinds (``apiserver.patch``)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from hyperjob.services.apiserver import fields
@@ -101,19 +99,19 @@ def test_an_update_takes_fields_from_appliers_without_conflict_and_frees_what_it
     assert ("alice", APPLY, "") not in owners  # lost weight to the edit, reclaimable removed
 
 
-def test_managed_fields_are_kept_in_an_annotation_and_shown_as_metadata_managed_fields():
+def test_managed_fields_are_written_as_kubernetes_does_and_a_write_starts_from_the_live_or_its_own():
     owners = fields.update({}, queue(weight=2), {}, "kubectl-create", V, T0)
-    sent = fields.stored({**queue(weight=2), "metadata": {"name": "q", "managedFields": [{"x": 1}]}}, owners)
-    assert "managedFields" not in sent["metadata"]
-    assert json.loads(sent["metadata"]["annotations"][fields.MANAGED])[0]["manager"] == "kubectl-create"
-    read = fields.shown(sent)
-    assert "annotations" not in read["metadata"]
-    assert read["metadata"]["managedFields"] == [
+    entries = fields.to_entries(owners)
+    assert entries == [
         {"manager": "kubectl-create", "operation": "Update", "apiVersion": V, "time": T0,
          "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {".": {}, "f:weight": {}}}},
     ]  # fmt: skip
-    assert fields.starting_owners(read, {"metadata": {}}) == owners
-    assert fields.starting_owners(read, {"metadata": {"managedFields": [{}]}}) == {}
+    live = {**queue(weight=2), "metadata": {"name": "q", "managedFields": entries}}
+    assert fields.starting_owners(live, {"metadata": {}}) == owners  # a client that does not know them
+    assert fields.starting_owners(live, {"metadata": {"managedFields": [{}]}}) == {}  # a reset
+    assert fields.starting_owners(live, {"metadata": {"managedFields": [{"x": 1}]}}) == owners  # not managedFields
+    migrated = [{**entries[0], "manager": "kubectl", "operation": "Apply"}]  # kubectl's move to server-side apply
+    assert list(fields.starting_owners(live, {"metadata": {"managedFields": migrated}})) == [("kubectl", APPLY, "")]
 
 
 def test_the_manager_is_the_field_manager_else_the_user_agents_first_part():

@@ -542,10 +542,20 @@ def _authorize(identity: Identity, verb: str, resource: Resource, namespace: str
 
 
 async def _submit(
-    request: Request, state: State, resource: Resource, manifest: Body, name: str, status_code: int
+    request: Request,
+    state: State,
+    resource: Resource,
+    manifest: Body,
+    status_code: int,
+    owners: fields.Owners,
+    uid: str = "",
 ) -> Response:
-    """Send the object as ``ApplyManifest`` and answer with it once the splitter accepted it;
-    ``dryRun``: only check it, as the splitter would decode it, and send nothing."""
+    """Send the object as ``ApplyManifest`` and, once the splitter accepted it, keep its field
+    managers (``owners``; ``uid``: the object's, "" for a create) and answer with it; ``dryRun``:
+    only check it, as the splitter would decode it, and send nothing."""
+    name = manifest["metadata"]["name"]
+    entries = fields.to_entries(owners)
+    shown = {**manifest, "metadata": {**manifest["metadata"], "managedFields": entries}}
     if request.query_params.get("dryRun"):
         try:
             api.decode(api.without_server_fields(manifest))
@@ -553,16 +563,21 @@ async def _submit(
             raise refused(
                 resource.kind, resource.group, resource.qualified, name, str(exc), creating=status_code == 201
             ) from None
-        return _json(fields.shown(manifest), status_code)
+        return _json(shown, status_code)
     answer = await state.client.apply(manifest)
     if isinstance(answer, events.RequestRejected):
         creating = status_code == 201
         raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason, creating=creating)
     namespace = manifest["metadata"].get("namespace")
+    key = (namespace or "", name) if resource.namespaced else ("", name)
+    await state.objects.record_managers(resource, key, uid, entries)  # before the read: one version
     try:
-        return _json((await _get(state, resource, namespace, name)).obj, status_code)
+        entry = await _get(state, resource, namespace, name)
     except ApiError:  # accepted, not in the read model yet: the object as sent
-        return _json(fields.shown(manifest), status_code)
+        return _json(shown, status_code)
+    if not uid:  # created: its managers are of this object only, not of a later one of its name
+        await state.objects.record_managers(resource, key, entry.obj["metadata"]["uid"], entries)
+    return _json(entry.obj, status_code)
 
 
 async def _create(request: Request, state: State, identity: Identity, resource: Resource, namespace: str) -> Response:
@@ -573,7 +588,7 @@ async def _create(request: Request, state: State, identity: Identity, resource: 
     with contextlib.suppress(ApiError):
         await _get(state, resource, scope, name)
         raise ApiError(409, "AlreadyExists", f'{resource.qualified} "{name}" already exists')
-    return await _submit(request, state, resource, ownership.updated(request, resource, None, manifest), name, 201)
+    return await _submit(request, state, resource, manifest, 201, ownership.updated(request, resource, None, manifest))
 
 
 async def _replace(
@@ -589,8 +604,8 @@ async def _replace(
             name,
             "the object has been modified; please apply your changes to the latest version and try again",
         )
-    manifest = ownership.updated(request, resource, current.obj, manifest)
-    return await _submit(request, state, resource, manifest, name, 200)
+    owners = ownership.updated(request, resource, current.obj, manifest)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _patch(
@@ -623,8 +638,9 @@ async def _patch(
         raise bad_request(f"the patch cannot be applied: {exc}") from None
     if not isinstance(patched, dict):
         raise bad_request("the patched object is not an object")
-    manifest = ownership.updated(request, resource, current.obj, _own(resource, patched, namespace, name))
-    return await _submit(request, state, resource, manifest, name, 200)
+    manifest = _own(resource, patched, namespace, name)
+    owners = ownership.updated(request, resource, current.obj, manifest)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _server_side_apply(
@@ -644,8 +660,10 @@ async def _server_side_apply(
     except ApiError:
         current = None
     merged, owners = ownership.applied(request, resource, current.obj if current else None, wanted)
-    manifest = fields.stored(_own(resource, merged, namespace, name), owners)
-    return await _submit(request, state, resource, manifest, name, 201 if current is None else 200)
+    manifest = _own(resource, merged, namespace, name)
+    if current is None:
+        return await _submit(request, state, resource, manifest, 201, owners)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _delete(

@@ -315,45 +315,6 @@ def manager_of(field_manager: str | None, user_agent: str) -> str:
     return field_manager or user_agent.split("/")[0][:128]
 
 
-# -- where they are kept --------------------------------------------------------------------------
-
-# The contract's manifests carry no ``managedFields``: the apiserver keeps them in this annotation
-# of the manifest it sends (so they are in the event log with the object, and survive restarts)
-# and shows them as ``metadata.managedFields``, the annotation hidden.
-MANAGED = "apiserver.hyperjob.io/managed-fields"
-
-
-def shown(obj: Obj) -> Obj:
-    """``obj`` as read, its annotation of managed fields shown as ``metadata.managedFields``."""
-    metadata = obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
-    if MANAGED not in annotations:
-        return obj
-    rest = {k: v for k, v in annotations.items() if k != MANAGED}
-    shown_metadata = {k: v for k, v in metadata.items() if k != "annotations"}
-    if rest:
-        shown_metadata["annotations"] = rest
-    try:
-        entries = json.loads(annotations[MANAGED])
-        from_entries(entries)
-    except ValueError:  # not written by this code: no managers rather than a failed read
-        return {**obj, "metadata": shown_metadata}
-    return {**obj, "metadata": {**shown_metadata, "managedFields": entries}}
-
-
-def stored(obj: Obj, owners: Owners) -> Obj:
-    """``obj`` to send: its owners in the annotation, no ``managedFields``."""
-    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k != MANAGED}
-    if owners:
-        annotations[MANAGED] = json.dumps(to_entries(owners), separators=(",", ":"))
-    if annotations:
-        metadata["annotations"] = annotations
-    else:
-        metadata.pop("annotations", None)
-    return {**obj, "metadata": metadata}
-
-
 def starting_owners(live: Obj | None, new: Obj) -> Owners:
     """The owners a write starts from, as Kubernetes decides: the request's ``managedFields`` when
     it sets some (kubectl's migration of client-side apply to server-side apply does), none when it

@@ -50,18 +50,17 @@ def manager(request: Request, *, applying: bool) -> str:
     return fields.manager_of(named, request.headers.get("user-agent", ""))
 
 
-def updated(request: Request, resource: Resource, live: Body | None, new: Body) -> Body:
-    """``new`` as it is sent: a create, update or patch by the request's manager recorded (it owns
-    what it added or changed)."""
+def updated(request: Request, resource: Resource, live: Body | None, new: Body) -> fields.Owners:
+    """The owners once the request's manager has written ``new`` (a create, update or patch): it
+    owns what it added or changed."""
     owners = fields.starting_owners(live, new)
-    written = fields.update(live or {}, new, owners, manager(request, applying=False), resource.group_version, now())
-    return fields.stored(new, written)
+    return fields.update(live or {}, new, owners, manager(request, applying=False), resource.group_version, now())
 
 
 def applied(request: Request, resource: Resource, live: Body | None, wanted: Body) -> tuple[Body, fields.Owners]:
-    """A server-side apply of ``wanted`` to ``live`` (None: a create): the object and its owners
-    (``fields.stored`` puts them in what is sent). 409 naming each field another manager
-    owns and the apply changes, unless ``force``; 400 when the configuration sets managedFields."""
+    """A server-side apply of ``wanted`` to ``live`` (None: a create): the object and its owners.
+    409 naming each field another manager owns and the apply changes, unless ``force``; 400 when
+    the configuration sets managedFields."""
     who = manager(request, applying=True)
     metadata = wanted.get("metadata")
     if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
