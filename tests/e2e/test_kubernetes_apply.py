@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from .conftest import Cli
-from .test_kubernetes_api import Kubectl, deleted_after, home, needs_kubectl
+from .test_kubernetes_api import Kubectl, deleted_after, home, needs_kubectl, restart_apiserver
 
 pytestmark = pytest.mark.e2e
 GV = "scheduling.volcano.sh/v1beta1"
@@ -86,3 +86,28 @@ def test_a_strategic_merge_patch_is_refused_415_for_a_custom_resource_and_applie
         owners = managers(kubectl, "priorityclass/kube-ssa-pc")
         assert owners["kubectl-patch"]["fieldsV1"] == {"f:value": {}}
         assert "f:value" not in owners["kubectl-client-side-apply"]["fieldsV1"]
+
+
+@needs_kubectl
+def test_client_side_apply_moves_to_server_side_apply_and_managers_survive_an_apiserver_restart(kubectl: Kubectl):
+    """kubectl's own path: ``apply`` (its manager ``kubectl-client-side-apply``), then ``apply
+    --server-side`` (kubectl first patches the client-side manager's fields over to ``kubectl``,
+    so its apply conflicts with no one); the managers are still there after a restart."""
+    with deleted_after(kubectl, "queue/kube-ssa-moved"):
+        kubectl.apply(queue("kube-ssa-moved", 2))
+        csa = managers(kubectl, "queue/kube-ssa-moved")["kubectl-client-side-apply"]
+        assert csa["operation"] == "Update" and csa["fieldsV1"]["f:spec"] == {
+            ".": {},
+            "f:reclaimable": {},
+            "f:weight": {},
+        }
+        assert "f:kubectl.kubernetes.io/last-applied-configuration" in csa["fieldsV1"]["f:metadata"]["f:annotations"]
+        kubectl.apply(queue("kube-ssa-moved", 3), "--server-side")
+        assert kubectl.run("get", "queue/kube-ssa-moved", "-o", "jsonpath={.spec.weight}").stdout == "3"
+        owners = managers(kubectl, "queue/kube-ssa-moved")
+        assert owners["kubectl"]["operation"] == "Apply" and "kubectl-client-side-apply" not in owners
+
+        restart_apiserver(kubectl.cli)
+        assert managers(kubectl, "queue/kube-ssa-moved").keys() == owners.keys()
+        refused = kubectl.apply(queue("kube-ssa-moved", 4), "--server-side", "--field-manager=bob", check=False)
+        assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.weight' in refused.stderr

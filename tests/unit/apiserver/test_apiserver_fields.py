@@ -3,6 +3,8 @@ of Kubernetes' own kinds (``apiserver.patch``)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hyperjob.services.apiserver import fields
@@ -112,6 +114,22 @@ def test_managed_fields_are_written_as_kubernetes_does_and_a_write_starts_from_t
     assert fields.starting_owners(live, {"metadata": {"managedFields": [{"x": 1}]}}) == owners  # not managedFields
     migrated = [{**entries[0], "manager": "kubectl", "operation": "Apply"}]  # kubectl's move to server-side apply
     assert list(fields.starting_owners(live, {"metadata": {"managedFields": migrated}})) == [("kubectl", APPLY, "")]
+
+
+def test_kubectl_moves_from_client_side_apply_taking_what_the_last_applied_configuration_set():
+    last = queue(weight=2, reclaimable=True)
+    live = {**last, "metadata": {"name": "q", "annotations": {fields.LAST_APPLIED: json.dumps(last)}}}
+    owners = fields.update({}, live, {}, "kubectl-client-side-apply", V, T0)
+    merged, moved = fields.apply_moving_from_client_side(
+        live, queue(weight=3), owners, "kubectl", V, force=False, now=T1
+    )
+    assert merged["spec"]["weight"] == 3 and moved[("kubectl", APPLY, "")].fields == {("spec", "weight")}
+    with pytest.raises(Conflicts, match="kubectl-client-side-apply"):  # another name opts out
+        fields.apply_moving_from_client_side(live, queue(weight=3), owners, "bob", V, force=False, now=T1)
+    edited = {**live, "spec": {"weight": 5, "reclaimable": True}}  # changed since by someone else
+    owners = fields.update(live, edited, owners, "kubectl-edit", V, T1)
+    with pytest.raises(Conflicts, match='"kubectl-edit"'):
+        fields.apply_moving_from_client_side(edited, queue(weight=3), owners, "kubectl", V, force=False, now=T1)
 
 
 def test_the_manager_is_the_field_manager_else_the_user_agents_first_part():

@@ -223,6 +223,42 @@ def apply(
     return merged, result
 
 
+KUBECTL = "kubectl"  # the manager of ``kubectl apply --server-side``
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def apply_moving_from_client_side(
+    live: Obj, config: Obj, owners: Owners, manager: str, api_version: str, *, force: bool, now: str
+) -> tuple[Obj, Owners]:
+    """``apply``, and kubectl's move from client-side to server-side apply, as Kubernetes'
+    ``lastAppliedManager`` does: an apply by ``kubectl`` takes without a conflict the fields the
+    object's last-applied configuration sets to the values they have (what ``kubectl apply`` set);
+    any other conflict still stands. Another manager's name opts out."""
+    try:
+        return apply(live, config, owners, manager, api_version, force=force, now=now)
+    except Conflicts as exc:
+        if manager != KUBECTL:
+            raise
+        allowed = _last_applied_fields(live)
+        left = [c for c in exc.conflicts if c.path not in allowed]
+        if left:
+            raise Conflicts(left) from None
+    return apply(live, config, owners, manager, api_version, force=True, now=now)
+
+
+def _last_applied_fields(live: Obj) -> frozenset[Path]:
+    """The fields ``live``'s last-applied configuration sets to the values they have."""
+    try:
+        last = json.loads(((live.get("metadata") or {}).get("annotations") or {})[LAST_APPLIED])
+    except (KeyError, TypeError, ValueError):
+        return frozenset()
+    if not isinstance(last, dict):
+        return frozenset()
+    written = owned_view(last)
+    differ = compare(written, owned_view(live))
+    return frozenset(field_set(written)) - differ.added - differ.modified - differ.removed
+
+
 def _without(owners: Owners, keep: tuple[str, str, str], paths: frozenset[Path]) -> Owners:
     """Every owner but ``keep`` without ``paths``; an owner left with no field is dropped."""
     result: Owners = {}

@@ -70,7 +70,9 @@ def applied(request: Request, resource: Resource, live: Body | None, wanted: Bod
     config = {k: v for k, v in wanted.items() if k != "status"}
     try:
         owners = fields.starting_owners(base, {})
-        merged, owners = fields.apply(base, config, owners, who, resource.group_version, force=force, now=now())
+        merged, owners = fields.apply_moving_from_client_side(
+            base, config, owners, who, resource.group_version, force=force, now=now()
+        )
     except fields.Conflicts as exc:
         raise apply_conflict(exc.message(), exc.causes()) from None
     return merged, owners
