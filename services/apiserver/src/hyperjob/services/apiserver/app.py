@@ -4,7 +4,8 @@ Reads (get, list, watch, tables) come from the read model (``hyperjob.client.vie
 ``Objects``; writes become the contract's requests on NATS (``ApplyManifest``, ``DeleteObject``
 on the namespace's subject, through ``hyperjob.client.Client``) and are answered once the
 splitter has accepted or refused them: a refusal is a ``Status`` with its code (404, 409, 422
-naming the field). Nothing is written anywhere else.
+naming the field). Nothing is written anywhere else but the apiserver's changelog (the objects'
+versions and field managers, ``Objects``).
 """
 
 from __future__ import annotations

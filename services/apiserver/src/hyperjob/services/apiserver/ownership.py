@@ -1,5 +1,6 @@
-"""Field managers at the edge: who a write is by (``fieldManager``), and the managed fields each
-write records, through ``fields`` (the pure part), before the object is sent to the splitter."""
+"""Field managers at the edge: who a write is by (``fieldManager``), and the managers each write
+leaves, through ``fields`` (the pure part); ``Objects.record_managers`` keeps them once the
+splitter has accepted the write."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 MAX_MANAGER = 128  # Kubernetes' limit on a field manager's name
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}  # what a 422 names
 
 
 def now() -> str:
@@ -28,13 +30,7 @@ def manager(request: Request, *, applying: bool) -> str:
     """The manager the request writes as; 422 naming the option, as Kubernetes answers, for an
     apply without ``fieldManager``, a name too long, or ``force`` on a patch other than an apply."""
     query = request.query_params
-    options = (
-        "PatchOptions"
-        if request.method == "PATCH"
-        else "CreateOptions"
-        if request.method == "POST"
-        else "UpdateOptions"
-    )
+    options = OPTIONS.get(request.method, "PatchOptions")
     named = query.get("fieldManager")
     if applying and not named:
         raise invalid_option(
