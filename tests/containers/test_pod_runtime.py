@@ -5,7 +5,8 @@ its CPU shares and memory soft limit; a container over its memory is reported ``
 ``kill -9`` of a container is Failed with 137; an agent that restarts adopts the container it left
 running (the same container, not a second one), removes one that belongs to no pod of its, and a
 deleted pod leaves no container behind; a frozen pod (``podman pause``) stands still and a thawed
-one runs on where it stood; a ``hostPath`` volume is read read-only and an
+one runs on where it stood; the image is pulled as ``imagePullPolicy`` says, a failed pull named
+``ErrImagePull``; a ``hostPath`` volume is read read-only and an
 ``emptyDir`` goes with its pod.
 
 Only the local base image is needed (``podman_kit.ensure_base_image``), not the compose deployment.
@@ -195,6 +196,28 @@ async def test_a_frozen_pod_stands_still_and_a_thawed_one_runs_on_where_it_stood
     assert f"tick {last + 1}\n" in output(tmp_path, "counter")  # on from where it stood, not again from 1
     await pods.kill("counter")
     assert containers_of(agent_name) == [] and exits.empty()
+
+
+async def test_the_image_is_pulled_as_its_pull_policy_says_and_a_failed_pull_names_why(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    """``IfNotPresent`` runs the node's own image without asking a registry; ``Never`` with no such
+    image fails the pod ``ErrImageNeverPull``; a pull that fails (no registry answers at
+    ``localhost``, here and anywhere) fails it ``ErrImagePull``, under ``IfNotPresent`` for an
+    absent image and under ``Always`` even for one the node has, as the kubelet does."""
+    pods = runner(agent_name, tmp_path, exits)
+    absent = "localhost/hyperjob-absent:1"
+    await pods.launch(pod("local", base_image, "exit 0", image_pull_policy="IfNotPresent"))
+    assert (await next_exit(exits))[2:] == (0, "Completed")
+    cases = [
+        ("never", absent, "Never", "ErrImageNeverPull"),
+        ("missing", absent, "IfNotPresent", "ErrImagePull"),
+        ("always", base_image, "Always", "ErrImagePull"),
+    ]
+    for name, image, policy, reason in cases:
+        await pods.launch(pod(name, image, "exit 0", image_pull_policy=policy))
+        assert await next_exit(exits) == (name, f"{name}-uid", 125, reason)
+    assert containers_of(agent_name) == []
 
 
 async def test_a_deleted_pod_is_stopped_unreported_and_leaves_no_container(

@@ -222,6 +222,7 @@ class JobController:
             sim_duration=run.sim_duration,
             sim_exit_code=run.sim_exit_code,
             image=run.image,
+            image_pull_policy=run.image_pull_policy,
             working_dir=run.working_dir,
             limits=run.limits,
             devices=devices,
