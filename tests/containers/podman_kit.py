@@ -385,6 +385,17 @@ class ComposeSystem:
     def kill(self, service: str) -> None:
         podman("kill", self.container(service))
 
+    def pause(self, *services: str) -> tuple[str, ...]:
+        """Hang ``services`` (the cgroup freezer: alive, connected, doing nothing); returns them
+        for ``unpause``."""
+        for service in services:
+            podman("pause", self.container(service))
+        return services
+
+    def unpause(self, services: tuple[str, ...]) -> None:
+        for service in services:
+            podman("unpause", self.container(service))
+
     def start(self, service: str) -> None:
         podman("start", self.container(service))
 

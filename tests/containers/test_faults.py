@@ -5,8 +5,9 @@ several fail, and their figures say how).
 Each test submits the README example from the host, injects its fault while the pods run, keeps
 it for ``OUTAGE`` seconds, heals it, and gives the system ``RECOVERY`` seconds to finish and
 ``SETTLE`` more to give back what a cut-off cluster still held. Then the invariants of
-``observe.Figures`` must hold: the HyperJob Completed, no pod started twice, no node booked above
-its allocatable, no dead letter, no child or booking left behind.
+``observe.Figures`` must hold: the HyperJob Completed, no pod started twice, no two copies of a
+pod running at once, no node booked above its allocatable, no dead letter, no child or booking
+left behind.
 """
 
 from __future__ import annotations
@@ -67,6 +68,21 @@ def test_a_cluster_partitioned_from_the_control_plane_for_45s(deploy: Callable[.
         "a: cluster-a partitioned 45 s",
         lambda: deployment.system.disconnect(*cut),
         deployment.system.connect,
+    )
+    assert figures.problems() == []
+
+
+def test_a_clusters_control_plane_hung_for_45s_while_its_nodes_run(deploy: Callable[..., Deployment]) -> None:
+    """cluster-a's cluster-scheduler and job-controller hang (paused), its node-agent runs on and
+    reports: a hung control plane, not a lost cluster (issue 33). Nothing moves, no pod runs twice
+    or in two copies at once."""
+    deployment = deploy()
+    hung = ("cluster-scheduler-a", "job-controller-a")
+    figures = run_through_outage(
+        deployment,
+        "e: cluster-a's control plane hung 45 s",
+        lambda: deployment.system.pause(*hung),
+        deployment.system.unpause,
     )
     assert figures.problems() == []
 
