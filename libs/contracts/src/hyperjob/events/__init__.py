@@ -71,7 +71,7 @@ from .manifest import (
     request_type_on,
     scoped_manifest,
 )
-from .node import AgentHeartbeat, NodeStatus, PodPhasesReported, PodReport
+from .node import AgentHeartbeat, NodeStatus, PodAddress, PodPhasesReported, PodReport
 from .placement import (
     ChildPlacementWaiting,
     CommandChild,
@@ -135,6 +135,7 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     StopPods,
     NodeStatus,
     AgentHeartbeat,
+    PodAddress,
     PodPhasesReported,
     GpuTelemetry,
     FabricTelemetry,
@@ -247,6 +248,7 @@ __all__ = [
     "MoveChild",
     "NodeClass",
     "NodeStatus",
+    "PodAddress",
     "OwnerAdmitted",
     "OwnerLifecycle",
     "OwnerSubmitted",
