@@ -64,10 +64,21 @@ def start_agent(host: Host, cluster: str, ports: tuple[int, int], tmp_path: Path
 
 
 def on_hosts(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The example with its script named absolutely (the agents' working directory is the test's)."""
+    """The example with its script named absolutely (the agents' working directory is the test's),
+    each pod first saying the ``MASTER_ADDR`` it was given."""
     [container] = manifest["spec"]["template"]["spec"]["tasks"][0]["template"]["spec"]["containers"]
-    container["command"] = ["python3", str(REPO / "examples" / "exec" / "ddp_train.py")]
+    script = REPO / "examples" / "exec" / "ddp_train.py"
+    container["command"] = ["sh", "-c", f'echo "master address $MASTER_ADDR"; exec python3 {script}']
     return manifest
+
+
+def master_addresses(logs: dict[str, Path]) -> dict[str, str]:
+    """The ``MASTER_ADDR`` each pod was given, as it said it."""
+    found = {}
+    for pod, where in logs.items():
+        said = [line for line in (where / pod / "log").read_text().splitlines() if line.startswith("master address ")]
+        found[pod] = said[-1].removeprefix("master address ") if said else ""
+    return found
 
 
 def rank_lines(logs: dict[str, Path]) -> dict[str, dict[str, str]]:
@@ -101,8 +112,15 @@ def test_ddp_over_two_clusters_on_two_hosts_trains_one_model_on_every_rank(
         cli.wait_for("both hosts' nodes", lambda: nodes <= {n["name"] for n in cli.json("get", "nodes")})
         hyperjob = ddp_kit.run_to_the_end(cli, ddp_kit.write(on_hosts(ddp_kit.example()), tmp_path))
         pods = {p["name"]: p.get("node") for p in cli.json("get", "pods") if p["name"] in ddp_kit.PODS}
-    lines = rank_lines({pod: logs[CLUSTERS[i]] for pod, i in ddp_kit.PODS.items()})
-    print("\n".join(f"{pod} on {pods.get(pod)}: {line}" for pod, line in sorted(lines.items())))
+    pod_logs = {pod: logs[CLUSTERS[i]] for pod, i in ddp_kit.PODS.items()}
+    lines, masters = rank_lines(pod_logs), master_addresses(pod_logs)
+    print(
+        "\n".join(
+            f"{pod} on {pods.get(pod)}, MASTER_ADDR {masters[pod]}: {line}" for pod, line in sorted(lines.items())
+        )
+    )
+    # Rank 0 runs on cluster-a's host: its peers there reach it on loopback, cluster-b's at that host's address.
+    assert masters == {pod: "127.0.0.1" if i == 0 else hosts[0].address for pod, i in ddp_kit.PODS.items()}
     # Each cluster's pods ran on its own host, and the world spanned both.
     assert {pod: pods.get(pod) for pod in ddp_kit.PODS} == {pod: hosts[i].node for pod, i in ddp_kit.PODS.items()}
     ddp_kit.assert_one_model_trained(hyperjob, lines)
