@@ -4,9 +4,9 @@ sampler of the nodes' bookings while a run goes on.
 
 The invariants every test checks (``Figures.problems``): each HyperJob reached its expected phase;
 no pod was started twice (a pod name reported Running under two incarnations, in any cluster, or
-one incarnation started by two different commands); no node's bookings ever went above its
-allocatable; nothing was dropped silently (no dead letters, no child left in a non-final phase,
-no booking left behind once every HyperJob is final).
+one incarnation started by two different commands) and no two copies of a pod ran at once; no
+node's bookings ever went above its allocatable; nothing was dropped silently (no dead letters,
+no child left in a non-final phase, no booking left behind once every HyperJob is final).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from typing import Any
 import nats
 import nats.errors
 import nats.js.errors
+
+from hyperjob import events
+from tests.service.outage_kit import Copies
 
 REPO = Path(__file__).resolve().parents[2]
 HYPERJOB = str(Path(sys.executable).parent / "hyperjob")
@@ -128,7 +131,7 @@ class Deployment:
 class Ledger:
     """What the streams recorded."""
 
-    running_reports: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # pod -> {(cluster, uid)}
+    reports: list[tuple[str, events.PodReport]] = field(default_factory=list)  # (cluster, report), in order
     starts_per_incarnation: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (pod, uid) -> event ids
     dead_letters: list[str] = field(default_factory=list)
     statuses: list[tuple[str, str]] = field(default_factory=list)  # (hyperjob, phase), in order
@@ -136,9 +139,25 @@ class Ledger:
 
     @property
     def pods_started_twice(self) -> list[str]:
-        twice = {pod for pod, incarnations in self.running_reports.items() if len(incarnations) > 1}
+        """A pod name reported Running under two incarnations (in any cluster), or one
+        incarnation started by two different commands."""
+        incarnations: dict[str, set[tuple[str, str]]] = {}
+        for cluster, report in self.reports:
+            if report.phase == "Running":
+                incarnations.setdefault(report.pod, set()).add((cluster, report.uid))
+        twice = {pod for pod, seen in incarnations.items() if len(seen) > 1}
         twice |= {pod for (pod, _), starts in self.starts_per_incarnation.items() if len(starts) > 1}
         return sorted(twice)
+
+    @property
+    def pods_reported_running(self) -> int:
+        """Pod names some agent reported Running: what the two checks above look through."""
+        return len({report.pod for _, report in self.reports if report.phase == "Running"})
+
+    @property
+    def concurrent_copies(self) -> int:
+        """Pods of which two copies ran at overlapping times (``outage_kit.Copies``)."""
+        return Copies(self.reports).concurrent()
 
 
 async def _messages(js: Any, stream: str, subject: str) -> list[Any]:
@@ -153,18 +172,24 @@ async def _messages(js: Any, stream: str, subject: str) -> list[Any]:
         seq = message.seq + 1
 
 
+_PHASES = events.decoder(events.PodPhasesReported)
+_STARTS = events.decoder(events.StartPods)
+
+
 async def _read_ledger(nats_url: str) -> Ledger:
     ledger = Ledger()
     nc = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=3)
     try:
         js = nc.jetstream(timeout=10)
-        for message in await _messages(js, "NODE", "node.pod.phase.>"):
-            report = json.loads(message.data)
-            if report["phase"] == "Running":
-                ledger.running_reports.setdefault(report["pod"], set()).add((report["cluster"], report["pod_uid"]))
-        for message in await _messages(js, "JOB", "job.pod.start.>"):
-            start = json.loads(message.data)
-            ledger.starts_per_incarnation.setdefault((start["pod"], start["pod_uid"]), set()).add(start["event_id"])
+        for message in await _messages(js, "NODE", "node.pods.phase.>"):
+            reported = _PHASES.decode(message.data)
+            ledger.reports.extend((reported.cluster, report) for report in reported.reports)
+        for message in await _messages(js, "JOB", "job.pods.start.>"):
+            command = _STARTS.decode(message.data)
+            if command.resume_only:  # resumes frozen pods, starts none
+                continue
+            for start in command.pods:
+                ledger.starts_per_incarnation.setdefault((start.pod, start.uid), set()).add(command.event_id)
         for message in await _messages(js, "DLQ", "dlq.>"):
             ledger.dead_letters.append(f"{message.subject}: {(message.headers or {}).get('Hyperjob-Dlq-Reason')}")
         for message in await _messages(js, "HYPERJOB", "hj.hyperjob.status"):
@@ -188,6 +213,7 @@ class Figures:
     expected: dict[str, str]
     reached: dict[str, str | None]
     pods_started_twice: list[str]
+    concurrent_copies: int
     oversubscribed: list[str]
     dead_letters: list[str]
     children_not_final: list[str]
@@ -202,6 +228,8 @@ class Figures:
         ]
         if self.pods_started_twice:
             found.append(f"{len(self.pods_started_twice)} pods started twice: {self.pods_started_twice[:4]}")
+        if self.concurrent_copies:
+            found.append(f"{self.concurrent_copies} pods ran two copies at once")
         if self.oversubscribed:
             found.append(f"bookings above allocatable: {self.oversubscribed[:4]}")
         if self.dead_letters:
@@ -218,6 +246,7 @@ class Figures:
             f" reached {sorted(set(self.expected.values()))}",
             "reached": self.reached,
             "pods started twice": len(self.pods_started_twice),
+            "concurrent copies": self.concurrent_copies,
             "oversubscribed samples": len(self.oversubscribed),
             "dead letters": len(self.dead_letters),
             "children not final": self.children_not_final,
@@ -260,11 +289,17 @@ def collect(
         expected=expected,
         reached=reached,
         pods_started_twice=ledger.pods_started_twice,
+        concurrent_copies=ledger.concurrent_copies,
         oversubscribed=sampler.oversubscribed,
         dead_letters=ledger.dead_letters,
         children_not_final=[f"{j['name']}@{j['cluster']}={j['phase']}" for j in jobs if j["phase"] not in FINAL_PHASES],
         bookings_left=[f"{n['name']}: {n['used']}" for n in nodes if all_final and any(n["used"].values())],
-        notes={"booking samples": sampler.samples, "stream replicas": ledger.replicas, **(notes or {})},
+        notes={
+            "booking samples": sampler.samples,
+            "pods reported running": ledger.pods_reported_running,
+            "stream replicas": ledger.replicas,
+            **(notes or {}),
+        },
     )
 
 

@@ -84,6 +84,7 @@ def test_example_from_the_host_cli_completes_with_32_pods_in_each_cluster(deploy
     figures = collect(cli, sampler, deployment.system.nats_url, {EXAMPLE_NAME: "Completed"})
     FIGURES["example, no fault"] = figures.summary()
     assert figures.problems() == []
+    assert figures.notes["pods reported running"] == 64  # the checks above saw every pod run
     assert sampler.samples > 0
 
     # The services exported their traces to the collector compose names (Jaeger's stand-in here).

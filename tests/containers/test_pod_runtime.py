@@ -4,7 +4,9 @@ output in its log; its ``resources.limits`` are the cgroup limits read inside it
 its CPU shares and memory soft limit; a container over its memory is reported ``OOMKilled``;
 ``kill -9`` of a container is Failed with 137; an agent that restarts adopts the container it left
 running (the same container, not a second one), removes one that belongs to no pod of its, and a
-deleted pod leaves no container behind; a ``hostPath`` volume is read read-only and an
+deleted pod leaves no container behind; a frozen pod (``podman pause``) stands still and a thawed
+one runs on where it stood; the image is pulled as ``imagePullPolicy`` says, a failed pull named
+``ErrImagePull``; a ``hostPath`` volume is read read-only and an
 ``emptyDir`` goes with its pod.
 
 Only the local base image is needed (``podman_kit.ensure_base_image``), not the compose deployment.
@@ -168,6 +170,53 @@ async def test_kill_9_is_failed_137_and_a_restarted_agent_adopts_what_it_left(
 
     os.kill(int(inspect(container, "{{.State.Pid}}")), 9)
     assert await next_exit(exits) == ("sleeper", "sleeper-uid", 137, "Error")
+    assert containers_of(agent_name) == []
+
+
+async def test_a_frozen_pod_stands_still_and_a_thawed_one_runs_on_where_it_stood(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    """Self-fencing's freeze in container mode (issue 33): ``podman pause`` (the cgroup freezer)
+    stops every process inside without ending it, ``unpause`` lets it run on; a counter it writes
+    stands still while frozen and goes on from where it stood."""
+    pods = runner(agent_name, tmp_path, exits)
+    counter = "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.1; done"
+    await pods.launch(pod("counter", base_image, counter))
+    await asyncio.wait_for(said(tmp_path, "counter", "tick 3"), 60)
+    container = f"hyperjob-{agent_name}-counter"
+    assert await pods.freeze("counter")
+    assert inspect(container, "{{.State.Status}}") == "paused"
+    frozen_at = output(tmp_path, "counter")
+    await asyncio.sleep(1.0)  # ten ticks' time: none is written
+    assert output(tmp_path, "counter") == frozen_at
+    last = int(frozen_at.split()[-1])
+    await pods.thaw("counter")
+    assert inspect(container, "{{.State.Status}}") == "running"
+    await asyncio.wait_for(said(tmp_path, "counter", f"tick {last + 3}\n"), 60)
+    assert f"tick {last + 1}\n" in output(tmp_path, "counter")  # on from where it stood, not again from 1
+    await pods.kill("counter")
+    assert containers_of(agent_name) == [] and exits.empty()
+
+
+async def test_the_image_is_pulled_as_its_pull_policy_says_and_a_failed_pull_names_why(
+    base_image: str, tmp_path: Path, exits: Exits, agent_name: str
+) -> None:
+    """``IfNotPresent`` runs the node's own image without asking a registry; ``Never`` with no such
+    image fails the pod ``ErrImageNeverPull``; a pull that fails (no registry answers at
+    ``localhost``, here and anywhere) fails it ``ErrImagePull``, under ``IfNotPresent`` for an
+    absent image and under ``Always`` even for one the node has, as the kubelet does."""
+    pods = runner(agent_name, tmp_path, exits)
+    absent = "localhost/hyperjob-absent:1"
+    await pods.launch(pod("local", base_image, "exit 0", image_pull_policy="IfNotPresent"))
+    assert (await next_exit(exits))[2:] == (0, "Completed")
+    cases = [
+        ("never", absent, "Never", "ErrImageNeverPull"),
+        ("missing", absent, "IfNotPresent", "ErrImagePull"),
+        ("always", base_image, "Always", "ErrImagePull"),
+    ]
+    for name, image, policy, reason in cases:
+        await pods.launch(pod(name, image, "exit 0", image_pull_policy=policy))
+        assert await next_exit(exits) == (name, f"{name}-uid", 125, reason)
     assert containers_of(agent_name) == []
 
 

@@ -399,3 +399,31 @@ async def test_a_lease_that_lapsed_unread_is_renewed_with_a_confirmation_that_re
     await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time()))
     assert len(await probe.decoded(subjects.start_pods(C), events.StartPods)) == 2
     assert await probe.messages(subjects.stop_pods(C)) == []
+
+
+async def test_an_agent_asking_about_its_frozen_pods_under_a_held_lease_gets_those_still_ours_resumed(
+    controller, bus, store, probe
+) -> None:
+    """An agent cut off alone (with its cluster-scheduler) froze its pods while this
+    job-controller kept the lease: no renewal confirms them, so the agent asks (``PodsFrozen``).
+    The pods still ours, same incarnation and node, are confirmed resume only; another
+    incarnation is not. Without a grant read in order that holds, nothing is answered."""
+    rec = await admitted_job(bus, probe, store, dispatch())
+    await bind_all(bus, probe, rec)
+    await probe.wait(subjects.start_pods(C), events.StartPods)
+    mine, *_ = sorted(rec.pods.values(), key=lambda p: p.name)
+    frozen = [
+        events.FrozenPod(pod=mine.name, uid=mine.uid, job="j1", node="n1"),
+        events.FrozenPod(pod="j1-other-0", uid="stale", job="j1", node="n1"),
+    ]
+
+    def asked() -> events.PodsFrozen:
+        return sh.message(events.PodsFrozen, cluster=C, agent="agent-1", pods=frozen)
+
+    await send(bus, probe, subjects.pods_frozen(C), asked(), durable=f"job-controller-{C}-frozen")
+    assert len(await probe.decoded(subjects.start_pods(C), events.StartPods)) == 1  # no grant read yet
+    await send(bus, probe, subjects.fleet_lease(C), lease(C, time.time()))
+    await send(bus, probe, subjects.pods_frozen(C), asked(), durable=f"job-controller-{C}-frozen")
+    [_, confirmation] = await probe.wait(subjects.start_pods(C), events.StartPods, count=2)
+    assert confirmation.resume_only
+    assert [(p.pod, p.uid, p.node) for p in confirmation.pods] == [(mine.name, mine.uid, "n1")]

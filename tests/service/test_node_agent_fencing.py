@@ -1,9 +1,9 @@
 """Self-fencing (issue 33) on real NATS and Redis: a node-agent cut off from the bus (a TCP
 ``Partition`` between it and NATS, as when its whole cluster is, or the bus is down) longer than
 the fleet lease freezes its pods itself (the process stopped, never restarted in place); once the
-bus is back, a pod its job-controller confirms resumes where it stood and completes, one it stops
-is killed at once, and one nobody confirms is killed and reported Failed with reason ``Fenced``
-(once); the agent starts nothing again by itself."""
+bus is back, it asks its job-controller about them (``PodsFrozen``); a pod it confirms resumes
+where it stood and completes, one it stops is killed at once, and one nobody confirms is killed
+and reported Failed with reason ``Fenced`` (once); the agent starts nothing again by itself."""
 
 from __future__ import annotations
 
@@ -90,12 +90,15 @@ async def test_a_pod_frozen_while_cut_off_resumes_where_it_stood_once_its_job_co
         process = await frozen_by_the_cut(cut, agent, probe, "trainer")
 
         cut.heal()
+        [asked] = await probe.wait(subjects.pods_frozen(C), events.PodsFrozen)  # once back, once
+        assert [(p.pod, p.uid) for p in asked.pods] == [("trainer", "trainer-uid")]
         confirmation = msgspec.structs.replace(start("trainer", work), resume_only=True)
         await sh.send(bus, subjects.start_pods(C), confirmation)
         await sh.until(lambda: not agent.frozen.pods, what="the pod resumed")
         assert await phases_reach(probe, "trainer", 2, timeout=30) == [("Running", None), ("Succeeded", 0)]
         assert process.returncode == 0 and not agent.fencing
         assert await fenced_reports(probe, "trainer") == []
+        assert len(await probe.decoded(subjects.pods_frozen(C), events.PodsFrozen)) == 1
     assert await store.list(f"agentpod@{agent_name(s)}") == {}
 
 

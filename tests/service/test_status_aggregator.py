@@ -198,6 +198,37 @@ async def test_plain_jobs_are_not_aggregated_and_a_deleted_hyperjob_is_forgotten
     assert await store.get(records.HYPERJOB_STATUS, HJ) is None  # news of a forgotten HyperJob
 
 
+async def test_news_that_comes_before_its_spec_is_folded_in_when_the_spec_comes(aggregator, bus, store, probe) -> None:
+    """Issue 33, item 3: a killed aggregator's spec message comes back only after its ack wait,
+    while the children's news flows on through the other consumer. That news is its last (the
+    children completed meanwhile): kept, the HyperJob completes once its spec comes."""
+    accepted = time.time()
+    announced = spec(created=accepted)
+    for ref in announced.children:
+        await child_phase(bus, probe, ref, "Completed", again=True, succeeded=2)
+    assert await store.get(records.HYPERJOB_STATUS, HJ) is None  # nothing to fold it into yet
+    await send(bus, probe, subjects.HYPERJOB_SPEC, announced, "status-aggregator")
+    done = await status_doc(store, "Completed")
+    assert sorted(done.children) == sorted(f"{ref.name}@{ref.cluster}" for ref in announced.children)
+    assert await store.get(records.HYPERJOB_EARLY_NEWS, HJ) is None
+
+
+async def test_news_of_a_deleted_hyperjob_is_not_folded_into_a_new_one_of_that_name(
+    aggregator, bus, store, probe
+) -> None:
+    first = spec()
+    await send(bus, probe, subjects.HYPERJOB_SPEC, first, "status-aggregator")
+    deleted = sh.message(events.HyperJobDeleted, name=HJ)
+    await send(bus, probe, subjects.HYPERJOB_DELETED, deleted, "status-aggregator")
+    for ref in first.children:  # the old children's endings, arriving after the delete
+        await child_phase(bus, probe, ref, "Failed", failed=2)
+    await send(bus, probe, subjects.HYPERJOB_SPEC, spec(created=time.time()), "status-aggregator")
+    await probe.settled("status-aggregator", subjects.HYPERJOB_SPEC)
+    doc = await status_doc(store, "Pending")
+    assert doc.children == {}
+    assert await store.get(records.HYPERJOB_EARLY_NEWS, HJ) is None
+
+
 async def test_a_spec_in_deletion_shows_terminating(aggregator, bus, store, probe) -> None:
     await send(bus, probe, subjects.HYPERJOB_SPEC, spec(), "status-aggregator")
     await send(bus, probe, subjects.HYPERJOB_SPEC, spec(deleting=True), "status-aggregator")

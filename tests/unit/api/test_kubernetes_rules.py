@@ -73,3 +73,28 @@ def test_a_split_that_gives_no_cluster_a_replica_is_refused_naming_the_field(spl
     with pytest.raises(ManifestError) as caught:
         api.decode(hyperjob(split, replicas))
     assert caught.value.path == f"$.spec.replicatedJobs[0].splitPolicy.{path}" and words in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("image", "given", "policy"),
+    [
+        ("busybox", "", "Always"),
+        ("busybox:latest", "", "Always"),
+        ("registry.local:5000/team/trainer", "", "Always"),  # the port is no tag
+        ("registry.local:5000/team/trainer:1.2", "", "IfNotPresent"),
+        ("trainer@sha256:" + "a" * 64, "", "IfNotPresent"),
+        ("busybox:latest", "Never", "Never"),
+        ("busybox:1.36", "Always", "Always"),
+    ],
+)
+def test_the_pull_policy_defaults_as_kubernetes_does(image: str, given: str, policy: str) -> None:
+    assert api.pull_policy(image, given) == policy  # type: ignore[arg-type]
+
+
+def test_an_unknown_pull_policy_is_refused_naming_the_field() -> None:
+    manifest = job({})
+    manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Sometimes"  # type: ignore[index]
+    with pytest.raises(ManifestError) as caught:
+        api.decode(manifest)
+    assert caught.value.path == "$.spec.tasks[0].template.spec.containers[0]"
+    assert caught.value.message.startswith("imagePullPolicy: Unsupported value: 'Sometimes'"), caught.value.message

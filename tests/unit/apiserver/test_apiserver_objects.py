@@ -252,3 +252,26 @@ async def test_an_object_deleted_while_no_apiserver_ran_is_a_table_row_with_its_
     assert row["object"]["metadata"]["name"] == "c" and row["object"]["metadata"]["resourceVersion"] == str(
         deleted.version
     )
+
+
+async def test_field_managers_are_shown_kept_across_a_restart_and_not_given_to_a_later_object_of_the_name(
+    fleet_objects,
+):
+    fleet, objects, resource = fleet_objects
+    fleet.queues = [queue("a", 1)]
+    (before,) = await objects.read(resource)
+    entries = [{"manager": "alice", "operation": "Apply", "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "time": "2026-12-07T10:00:00Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:weight": {}}}}]  # fmt: skip
+    await objects.record_managers(resource, ("", "a"), before.obj["metadata"]["uid"], entries)
+    (after,) = await objects.read(resource)
+    assert after.obj["metadata"]["managedFields"] == entries
+    assert after.version > before.version  # an ownership change is a change of the object, as in Kubernetes
+
+    restarted = Objects(client=None, bus=objects.bus)  # type: ignore[arg-type]
+    (again,) = await restarted.read(resource)
+    assert again.obj["metadata"]["managedFields"] == entries and again.version == after.version
+
+    fleet.queues = [{**queue("a", 1), "created": 2.0}]  # deleted and created again: another uid
+    (later,) = await restarted.read(resource)
+    assert "managedFields" not in later.obj["metadata"]

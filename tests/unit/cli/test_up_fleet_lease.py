@@ -45,11 +45,11 @@ def test_the_lease_reaches_the_node_agents_which_beat_often_enough_to_keep_it(le
     assert (settings.fleet_lease, settings.heartbeat_period, settings.self_fence) == (lease, beat, True)
 
 
-def test_self_fencing_is_off_unless_the_up_config_asks_for_it(tmp_path) -> None:
-    """A node cannot tell its own partition from a whole-bus outage, and fencing through one fails
-    every running job: an operator turns it on (``selfFence: true``), knowing the price."""
+def test_self_fencing_is_on_unless_the_up_config_turns_it_off(tmp_path) -> None:
+    """At most one copy of a child runs (issue 33): a cluster cut off whole freezes its pods itself
+    unless an operator whose pods cannot be frozen turns it off (``selfFence: false``)."""
     path = tmp_path / "up.yaml"
-    path.write_text("selfFence: true\n")
-    assert (load_config(None).self_fence, load_config(str(path)).self_fence) == (False, True)
+    path.write_text("selfFence: false\n")
+    assert (load_config(None).self_fence, load_config(str(path)).self_fence) == (True, False)
     default = load_settings(AgentSettings, "NODE_AGENT", environ={"NODE_AGENT_CLUSTER": "c1"})
-    assert default.self_fence is False
+    assert default.self_fence is True

@@ -56,3 +56,12 @@ def test_a_grant_read_in_order_after_our_lease_lapsed_unread_confirms_the_pods_t
     assert not lease.must_confirm(30.0, grant(15.0), now=40.0)  # an old grant read late: not now
     assert not lease.must_confirm(50.0, grant(35.0), now=40.0)  # never lapsed: nothing to confirm
     assert not lease.must_confirm(0.0, grant(35.0), now=40.0)  # none read since a start: no cut-off
+
+
+def test_an_agent_asking_about_its_frozen_pods_is_answered_only_under_a_lease_read_in_order_that_holds() -> None:
+    """It was cut off, maybe alone (with its cluster-scheduler) while this job-controller kept the
+    lease: no renewal would confirm its pods, so it asks."""
+    assert lease.may_confirm_asked(LeaseDoc(), ordered_until=50.0, now=40.0)
+    assert not lease.may_confirm_asked(LeaseDoc(), ordered_until=30.0, now=40.0)  # lapsed: the fleet may move them
+    assert not lease.may_confirm_asked(LeaseDoc(), ordered_until=0.0, now=40.0)  # none read in order since a start
+    assert not lease.may_confirm_asked(LeaseDoc(fenced=True, until=30.0), ordered_until=50.0, now=40.0)

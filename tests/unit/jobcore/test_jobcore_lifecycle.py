@@ -175,6 +175,15 @@ def test_limits_stand_in_for_missing_requests():
     assert _first_pod(t).request == {"cpu": 2.0, "nvidia.com/gpu": 8.0, "pods": 1.0}
 
 
+def test_a_pod_runs_with_its_containers_pull_policy_as_kubernetes_defaults_it():
+    t = task("w")
+    container = t["template"]["spec"]["containers"][0]
+    container["image"] = "trainer:latest"
+    assert _first_pod(t).run.image_pull_policy == "Always"
+    container["imagePullPolicy"] = "Never"
+    assert _first_pod(t).run.image_pull_policy == "Never"
+
+
 @pytest.mark.parametrize("ended", [jc.PodSucceeded, jc.PodFailed], ids=["succeeded", "failed"])
 def test_a_pod_that_ends_while_its_delete_is_on_the_way_is_gone(ended):
     # The launcher completes the job (CompleteJob kills the running worker), but the worker's own exit

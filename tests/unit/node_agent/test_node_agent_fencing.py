@@ -175,3 +175,15 @@ def test_a_beat_with_nothing_frozen_starts_no_wait() -> None:
     frozen.reached(1000.0)
     frozen.freeze({"j-w-0": "u0"})
     assert frozen.expire(1000.0 + LEASE + 1.0) == {}
+
+
+def test_the_job_controller_is_asked_about_the_frozen_pods_once_per_cut_off_once_back() -> None:
+    clock, _, frozen = frozen_at_the_lease(LEASE + 1.0)
+    assert frozen.unasked() == {}  # still cut off: nobody to ask
+    frozen.reached(clock.t)
+    assert frozen.unasked() == {"j-w-0": "u0", "j-w-1": "u1"}
+    frozen.asked = True
+    assert frozen.unasked() == {}
+    frozen.freeze({"j-w-2": "u2"})  # cut off again: asked again once back
+    frozen.reached(clock.t + 30.0)
+    assert frozen.unasked() == {"j-w-0": "u0", "j-w-1": "u1", "j-w-2": "u2"}

@@ -60,12 +60,12 @@ class UpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # also how long a node-agent cut off from the bus runs its pods before it freezes them itself,
     # with ``selfFence``.
     fleet_lease: float = fleetcore.FLEET_LEASE
-    # true: a node-agent cut off from the bus longer than the lease freezes its pods itself, so a
-    # cluster partitioned whole never runs a child the fleet moved; once back, its job-controller's
-    # renewed lease resumes those the fleet kept, and the others are killed (docs/reliability.md
-    # "Fencing"). Off by default: a pod that cannot be frozen (a rootless podman on cgroup v1) is
-    # killed, and a node-agent whose job-controller never lost the lease gets no word to resume.
-    self_fence: bool = False
+    # true (the default): a node-agent cut off from the bus longer than the lease freezes its pods
+    # itself, so a cluster partitioned whole never runs a child the fleet moved; once back, it asks
+    # its job-controller, which resumes those the fleet kept, and the others are killed
+    # (docs/reliability.md "Fencing"). false: pods run on through any cut-off (a host whose pods
+    # cannot be frozen, a rootless podman on cgroup v1, would have them killed instead).
+    self_fence: bool = True
 
     def __post_init__(self) -> None:
         longest = fleetcore.CLUSTER_SILENCE_TIMEOUT - fleetcore.LEASE_MARGIN

@@ -58,7 +58,7 @@ from .manifest import (
 )
 from .names import with_generated_name
 from .plugins import HYPERJOB_PLUGIN_FLAGS, JOB_PLUGIN_FLAGS, MPI_IMPLEMENTATIONS, plugin_flags
-from .pod import Container, PodSpec, PodTemplateSpec, Taint, Toleration, Volume, VolumeMount
+from .pod import Container, PodSpec, PodTemplateSpec, PullPolicy, Taint, Toleration, Volume, VolumeMount, pull_policy
 from .quantity import QuantityError, ResourceList, parse_quantity, parse_resource_list
 from .queue import DEFAULT_QUEUE, PodGroup, PriorityClass, Queue, QueueSpec
 from .torchrun import processes_per_pod
@@ -136,6 +136,8 @@ __all__ = [
     "UnexpectedKindError",
     "Volume",
     "VolumeMount",
+    "PullPolicy",
+    "pull_policy",
     "accelerator_request",
     "check_job_spec",
     "check_plugins",

@@ -117,6 +117,22 @@ class Volume(Spec, frozen=True, kw_only=True):
         return next(iter(self.sources()), "emptyDir")
 
 
+PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+PULL_POLICIES: dict[str, PullPolicy] = {"Always": "Always", "IfNotPresent": "IfNotPresent", "Never": "Never"}
+
+
+def pull_policy(image: str, policy: str = "") -> PullPolicy:
+    """A container's ``imagePullPolicy`` as Kubernetes defaults it: the one given, else
+    ``Always`` for an image tagged ``latest`` or not tagged at all, else ``IfNotPresent`` (also
+    for an image named by digest)."""
+    if policy:
+        return PULL_POLICIES[policy]
+    if "@" in image:
+        return "IfNotPresent"
+    tag = image.rsplit("/", 1)[-1].partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
 class Container(Spec, frozen=True, kw_only=True):
     name: str
     image: str = ""
@@ -128,7 +144,7 @@ class Container(Spec, frozen=True, kw_only=True):
     ports: list[ContainerPort] = []
     working_dir: str = ""
     volume_mounts: list[VolumeMount] = []
-    image_pull_policy: str = ""
+    image_pull_policy: str = ""  # a string in the read model (ADR 0012): checked below
     security_context: Opaque | None = None
     liveness_probe: Opaque | None = None
     readiness_probe: Opaque | None = None
@@ -136,6 +152,13 @@ class Container(Spec, frozen=True, kw_only=True):
     lifecycle: Opaque | None = None
     stdin: bool = False
     tty: bool = False
+
+    def __post_init__(self) -> None:
+        if self.image_pull_policy and self.image_pull_policy not in PULL_POLICIES:
+            raise ValueError(
+                f"imagePullPolicy: Unsupported value: {self.image_pull_policy!r}: supported values: "
+                '"Always", "IfNotPresent", "Never"'
+            )
 
 
 class NodeSelectorRequirement(Spec, frozen=True, kw_only=True):

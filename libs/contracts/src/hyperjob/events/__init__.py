@@ -71,7 +71,7 @@ from .manifest import (
     request_type_on,
     scoped_manifest,
 )
-from .node import AgentHeartbeat, NodeStatus, PodAddress, PodPhasesReported, PodReport
+from .node import AgentHeartbeat, FrozenPod, NodeStatus, PodAddress, PodPhasesReported, PodReport, PodsFrozen
 from .placement import (
     ChildPlacementWaiting,
     CommandChild,
@@ -137,6 +137,7 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     AgentHeartbeat,
     PodAddress,
     PodPhasesReported,
+    PodsFrozen,
     GpuTelemetry,
     FabricTelemetry,
     InjectNodeFault,
@@ -259,6 +260,8 @@ __all__ = [
     "PodGroupPhaseChanged",
     "PodGroupSpec",
     "PodPhasesReported",
+    "PodsFrozen",
+    "FrozenPod",
     "PodRef",
     "PodReport",
     "PodMount",

@@ -114,7 +114,8 @@ GRANTS: dict[Role, Grant] = {
             "jobstate.{cluster}.>",
         ),
         reads=(
-            "cfg.>", "node.pods.phase.{cluster}", "sched.child.dispatch.{cluster}", "sched.child.remove.{cluster}",
+            "cfg.>", "node.pods.phase.{cluster}", "node.pods.frozen.{cluster}", "sched.child.dispatch.{cluster}",
+            "sched.child.remove.{cluster}",
             "sched.child.command.{cluster}", "sched.podgroup.phase.{cluster}", "sched.pods.bound.{cluster}",
             "sched.pods.evicted.{cluster}", "sched.pods.rejected.{cluster}",
             "sched.lease.*",  # its own lease, and whether the fleet grants anyone (issue 33)
@@ -122,7 +123,8 @@ GRANTS: dict[Role, Grant] = {
     ),
     "node-agent": Grant(
         publishes=(
-            "node.pods.phase.{cluster}", "nodestatus.{cluster}.*", "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
+            "node.pods.phase.{cluster}", "node.pods.frozen.{cluster}", "nodestatus.{cluster}.*",
+            "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
             "podaddr.*",  # where the pods it runs are: any cluster's pods may name them (issue 27)
         ),
         reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}", "podaddr.*"),

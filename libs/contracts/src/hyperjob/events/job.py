@@ -200,6 +200,9 @@ class PodStart(msgspec.Struct, frozen=True, kw_only=True):
     grace_period: float | None = None  # terminationGracePeriodSeconds: SIGTERM, then SIGKILL after it
     mounts: list[PodMount] = []  # the main container's volumeMounts
     requests: dict[str, str | int | float] = {}  # the main container's resources.requests, as written
+    # When a container-mode node pulls ``image``: Always, IfNotPresent or Never ("" from a
+    # job-controller that predates it: Kubernetes' default for the image, ``api.pull_policy``).
+    image_pull_policy: str = ""
 
 
 class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):

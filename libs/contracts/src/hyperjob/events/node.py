@@ -74,3 +74,22 @@ class PodPhasesReported(Message, frozen=True, kw_only=True, tag="node.pods.phase
     cluster: str
     agent: str = ""
     reports: list[PodReport]
+
+
+class FrozenPod(msgspec.Struct, frozen=True, kw_only=True):
+    pod: str
+    uid: str
+    job: str
+    node: str
+
+
+class PodsFrozen(Message, frozen=True, kw_only=True, tag="node.pods.frozen.v1"):
+    """A node-agent back on the bus after a cut-off longer than the fleet lease asks its
+    job-controller which of the pods it froze are still the cluster's to run (issue 33): those
+    are confirmed with a ``StartPods`` (``resume_only``); the others the agent kills once it has
+    been back a lease long. Its job-controller may have kept the lease all along (the agent was
+    cut off alone, with its cluster-scheduler): then no lease renewal would confirm them."""
+
+    cluster: str
+    agent: str
+    pods: list[FrozenPod]

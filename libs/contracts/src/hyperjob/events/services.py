@@ -65,7 +65,7 @@ SERVICES: tuple[Service, ...] = (
     Service(name="status-aggregator", per_cluster=False, durables=("", "-admin", "-jobs", "-sched", "-podgroups")),
     Service(name="workflow-controller", per_cluster=False, durables=("", "-admin", "-jobs")),
     Service(name="cluster-scheduler", per_cluster=True, durables=("", "-admin")),
-    Service(name="job-controller", per_cluster=True, durables=("", "-admin", "-nodes")),
+    Service(name="job-controller", per_cluster=True, durables=("", "-admin", "-nodes", "-frozen")),
     Service(name="node-agent", per_cluster=True, durables=("", "-admin", "-faults")),
     Service(name="apiserver", per_cluster=False, durables=(), metrics_port=6443, edge=True),
 )

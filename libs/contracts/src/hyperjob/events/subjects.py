@@ -158,6 +158,10 @@ def pod_phases(cluster: str) -> str:
     return f"node.pods.phase.{cluster}"
 
 
+def pods_frozen(cluster: str) -> str:
+    return f"node.pods.frozen.{cluster}"
+
+
 def pod_address(pod: str) -> str:
     """The address of the node a pod runs on, as its agent last launched it (latest value): how
     a pod's hostname in another pod's world env resolves, across clusters (``PodAddress``)."""

@@ -72,6 +72,8 @@ class PodRun(_Frozen, frozen=True, kw_only=True):
     """
 
     image: str = ""
+    # The main container's, as Kubernetes defaults it (``api.pull_policy``).
+    image_pull_policy: str = ""
     command: list[str] = []
     args: list[str] = []
     env: dict[str, str] = {}

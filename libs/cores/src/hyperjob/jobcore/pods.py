@@ -151,6 +151,7 @@ def _run(record: JobRecord, task: api.TaskSpec, name: str) -> PodRun:
     exit_code = annotations.get(SIM_EXIT_CODE, "0")
     return PodRun(
         image=main.image,
+        image_pull_policy=api.pull_policy(main.image, main.image_pull_policy),
         command=list(patch.command if patch.command is not None else main.command),
         args=list(main.args),
         env=env,

@@ -17,6 +17,7 @@
 | ``preempt@<cluster>``      | cluster-scheduler  | PreemptOrderDoc: the fleet's eviction order for a gang child |
 | ``binding@<cluster>``      | cluster-scheduler  | the store's resource accounting (not a document) |
 | ``hjspec``, ``hjstatus``   | status-aggregator  | what it knows of each HyperJob, and the status   |
+| ``hjearly``                | status-aggregator  | children's news that came before their HyperJob's spec |
 | ``agentpod@<agent>``       | node-agent         | the pods it runs                                 |
 | ``agentdown@<agent>``      | node-agent         | the nodes an injected fault took down            |
 | ``cronjob``, ``jobflow``, ``jobtemplate`` | workflow-controller | the objects as applied, and the Jobs each made |
@@ -47,6 +48,7 @@ PLACEMENT = "placement"
 GANG = "gang"
 HYPERJOB_SPEC = "hjspec"
 HYPERJOB_STATUS = "hjstatus"
+HYPERJOB_EARLY_NEWS = "hjearly"
 CRONJOB = "cronjob"
 JOBFLOW = "jobflow"
 JOBTEMPLATE = "jobtemplate"

@@ -7,7 +7,7 @@ from __future__ import annotations
 KINDS_BY_ROLE: dict[str, tuple[str, ...]] = {
     "splitter": ("hyperjob", "queue", "priorityclass"),
     "global-scheduler": ("owner", "placement", "gang"),
-    "status-aggregator": ("hjspec", "hjstatus"),
+    "status-aggregator": ("hjspec", "hjstatus", "hjearly"),
     "cluster-scheduler": ("pgphase@{cluster}", "reservation@{cluster}", "queueusage@{cluster}", "preempt@{cluster}"),
     "job-controller": ("job@{cluster}", "child@{cluster}", "podgroup@{cluster}", "lease@{cluster}"),
     "node-agent": ("agentpod@{instance}", "agentdown@{instance}"),

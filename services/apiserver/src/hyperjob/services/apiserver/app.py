@@ -4,7 +4,8 @@ Reads (get, list, watch, tables) come from the read model (``hyperjob.client.vie
 ``Objects``; writes become the contract's requests on NATS (``ApplyManifest``, ``DeleteObject``
 on the namespace's subject, through ``hyperjob.client.Client``) and are answered once the
 splitter has accepted or refused them: a refusal is a ``Status`` with its code (404, 409, 422
-naming the field). Nothing is written anywhere else.
+naming the field). Nothing is written anywhere else but the apiserver's changelog (the objects'
+versions and field managers, ``Objects``).
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from hyperjob.events import subjects
 from hyperjob.events.access import Identity
 from hyperjob.store import StoreUnavailableError
 
-from . import chunks, discovery, openapi, tables
+from . import chunks, discovery, fields, openapi, ownership, tables
 from .identity import Tokens, bearer, may_publish
 from .objects import Change, Entry, Objects, TooOld
-from .patch import merge_patch
+from .patch import merge_patch, strategic_merge_patch
 from .resources import PODS, Resource, api_versions, find
 from .status import (
     ApiError,
@@ -52,6 +53,7 @@ from .status import (
     too_large,
     unauthorized,
     unsupported_option,
+    unsupported_patch,
 )
 
 _log = structlog.get_logger("apiserver")
@@ -541,10 +543,20 @@ def _authorize(identity: Identity, verb: str, resource: Resource, namespace: str
 
 
 async def _submit(
-    request: Request, state: State, resource: Resource, manifest: Body, name: str, status_code: int
+    request: Request,
+    state: State,
+    resource: Resource,
+    manifest: Body,
+    status_code: int,
+    owners: fields.Owners,
+    uid: str = "",
 ) -> Response:
-    """Send the object as ``ApplyManifest`` and answer with it once the splitter accepted it;
-    ``dryRun``: only check it, as the splitter would decode it, and send nothing."""
+    """Send the object as ``ApplyManifest`` and, once the splitter accepted it, keep its field
+    managers (``owners``; ``uid``: the object's, "" for a create) and answer with it; ``dryRun``:
+    only check it, as the splitter would decode it, and send nothing."""
+    name = manifest["metadata"]["name"]
+    entries = fields.to_entries(owners)
+    shown = {**manifest, "metadata": {**manifest["metadata"], "managedFields": entries}}
     if request.query_params.get("dryRun"):
         try:
             api.decode(api.without_server_fields(manifest))
@@ -552,16 +564,21 @@ async def _submit(
             raise refused(
                 resource.kind, resource.group, resource.qualified, name, str(exc), creating=status_code == 201
             ) from None
-        return _json(manifest, status_code)
+        return _json(shown, status_code)
     answer = await state.client.apply(manifest)
     if isinstance(answer, events.RequestRejected):
         creating = status_code == 201
         raise refused(resource.kind, resource.group, resource.qualified, name, answer.reason, creating=creating)
     namespace = manifest["metadata"].get("namespace")
+    key = (namespace or "", name) if resource.namespaced else ("", name)
+    await state.objects.record_managers(resource, key, uid, entries)  # before the read: one version
     try:
-        return _json((await _get(state, resource, namespace, name)).obj, status_code)
+        entry = await _get(state, resource, namespace, name)
     except ApiError:  # accepted, not in the read model yet: the object as sent
-        return _json(manifest, status_code)
+        return _json(shown, status_code)
+    if not uid:  # created: its managers are of this object only, not of a later one of its name
+        await state.objects.record_managers(resource, key, entry.obj["metadata"]["uid"], entries)
+    return _json(entry.obj, status_code)
 
 
 async def _create(request: Request, state: State, identity: Identity, resource: Resource, namespace: str) -> Response:
@@ -572,7 +589,7 @@ async def _create(request: Request, state: State, identity: Identity, resource: 
     with contextlib.suppress(ApiError):
         await _get(state, resource, scope, name)
         raise ApiError(409, "AlreadyExists", f'{resource.qualified} "{name}" already exists')
-    return await _submit(request, state, resource, manifest, name, 201)
+    return await _submit(request, state, resource, manifest, 201, ownership.updated(request, resource, None, manifest))
 
 
 async def _replace(
@@ -588,45 +605,51 @@ async def _replace(
             name,
             "the object has been modified; please apply your changes to the latest version and try again",
         )
-    return await _submit(request, state, resource, manifest, name, 200)
+    owners = ownership.updated(request, resource, current.obj, manifest)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _patch(
     request: Request, state: State, identity: Identity, resource: Resource, namespace: str | None, name: str
 ) -> Response:
-    """A JSON merge patch (kubectl's for custom resources; a strategic merge patch is taken as
-    one) or a JSON patch, applied to the object as it reads (its status left out); or a
-    server-side apply (``apply-patch+yaml``): the object, merged into the one there is, or created."""
+    """A JSON merge patch (kubectl's for custom resources), a strategic merge patch (its own kinds'
+    only: a custom resource's is refused 415, as Kubernetes does) or a JSON patch, applied to the
+    object as it reads (its status left out), the patch's manager recorded; or a server-side
+    apply (``apply-patch+yaml``)."""
     _authorize(identity, "patch", resource, namespace, name)
     raw = await request.body()
     if len(raw) > MAX_MANIFEST_BYTES:
         raise too_large(f"the patch is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")
     kind = request.headers.get("content-type", "").split(";")[0].strip()
-    if kind == "application/apply-patch+yaml":
+    if kind not in ownership.accepted_patches(resource):
+        raise unsupported_patch(ownership.accepted_patches(resource))
+    if kind == ownership.APPLY_PATCH:
         return await _server_side_apply(request, state, resource, namespace, name, raw)
     current = await _get(state, resource, namespace, name)
     applied = {k: v for k, v in current.obj.items() if k != "status"}  # server-set metadata: dropped on apply
     try:
-        if kind == "application/json-patch+json":
-            patched = jsonpatch.apply_patch(applied, msgspec.json.decode(raw))
-        elif kind in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
-            patched = merge_patch(applied, msgspec.json.decode(raw))
+        patch = msgspec.json.decode(raw)
+        if kind == ownership.JSON_PATCH:
+            patched = jsonpatch.apply_patch(applied, patch)
+        elif kind == ownership.STRATEGIC_PATCH:
+            patched = strategic_merge_patch(applied, patch)
         else:
-            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {kind}")
-    except (msgspec.DecodeError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            patched = merge_patch(applied, patch)
+    except (msgspec.DecodeError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, ValueError) as exc:
         raise bad_request(f"the patch cannot be applied: {exc}") from None
     if not isinstance(patched, dict):
         raise bad_request("the patched object is not an object")
     manifest = _own(resource, patched, namespace, name)
-    return await _submit(request, state, resource, manifest, name, 200)
+    owners = ownership.updated(request, resource, current.obj, manifest)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _server_side_apply(
     request: Request, state: State, resource: Resource, namespace: str | None, name: str, raw: bytes
 ) -> Response:
-    """``kubectl apply --server-side``: the object as the caller wants it, merged (a merge patch)
-    into the object there is, or created. Field managers are not tracked: every manager's fields
-    are the caller's (a conflict is never reported)."""
+    """``kubectl apply --server-side``: the configuration merged into the object there is (or
+    created), as its field manager's; 409 naming the fields other managers own that it changes,
+    unless forced (``ownership.applied``, ``fields.apply``)."""
     try:
         wanted = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
@@ -634,12 +657,14 @@ async def _server_side_apply(
     if not isinstance(wanted, dict):
         raise bad_request("the body is not an object")
     try:
-        current = await _get(state, resource, namespace, name)
+        current: Entry | None = await _get(state, resource, namespace, name)
     except ApiError:
-        return await _submit(request, state, resource, _own(resource, wanted, namespace, name), name, 201)
-    applied = {k: v for k, v in current.obj.items() if k != "status"}
-    merged = merge_patch(applied, {k: v for k, v in wanted.items() if k != "status"})
-    return await _submit(request, state, resource, _own(resource, merged, namespace, name), name, 200)
+        current = None
+    merged, owners = ownership.applied(request, resource, current.obj if current else None, wanted)
+    manifest = _own(resource, merged, namespace, name)
+    if current is None:
+        return await _submit(request, state, resource, manifest, 201, owners)
+    return await _submit(request, state, resource, manifest, 200, owners, current.obj["metadata"]["uid"])
 
 
 async def _delete(

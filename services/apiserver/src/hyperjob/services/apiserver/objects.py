@@ -16,12 +16,14 @@ changelog never reached (a newer one, or one of another system) is answered 410.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 import urllib.parse
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -42,6 +44,9 @@ UID_NAMESPACE = uuid.UUID("5f0c6f1e-7c1a-4b8e-9a55-2f7d6a1c0b11")
 INSTANCE = "apiserver"  # the instance whose changelog (``state.apiserver.>``) keeps the versions
 Key = tuple[str, str]  # (namespace, name); "" for a cluster-scoped object
 SERVED = {r.served_at: r for r in RESOURCES}
+# An object's field managers are kept in the changelog too, beside its entries, by kind (a
+# HyperJob's are the same through both its groups): ``state.apiserver.managedfields/<kind>.<object>``.
+MANAGERS = "managedfields/"
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,14 @@ class Stamp(msgspec.Struct, frozen=True):
     uid: str
 
 
+class Managers(msgspec.Struct, frozen=True):
+    """An object's ``managedFields`` and the uid of the object they are of (a later object of the
+    name has none of them; "" until the created object was read)."""
+
+    uid: str
+    entries: list[dict[str, Any]]
+
+
 @dataclass
 class _Seen:
     entries: dict[Key, Entry] = field(default_factory=dict)
@@ -102,6 +115,7 @@ class Objects:
         self._seen: dict[str, _Seen] = {}
         self._restored = False
         self._restoring = asyncio.Lock()
+        self._managers: dict[tuple[str, Key], Managers] = {}
         self._snapshots: OrderedDict[tuple[str, int], tuple[float, list[Entry]]] = OrderedDict()
 
     async def read(self, resource: Resource, max_age: float = 0.0) -> list[Entry]:
@@ -135,7 +149,7 @@ class Objects:
         current: dict[Key, Entry] = {}
         changed: list[tuple[str, Entry]] = []  # their versions come from the changelog
         for item in views:
-            obj = api_object(resource, item)
+            obj = self._with_managers(resource, api_object(resource, item))
             digest = _digest(obj)
             key: Key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
             before = seen.entries.get(key) or _restored(seen, key, item, obj)
@@ -187,6 +201,11 @@ class Objects:
             latest = await self.bus.last_per_subject(f"state.{INSTANCE}.>")
             for delivery in latest.values():
                 served_at, token = parse_state_subject(INSTANCE, delivery.subject)
+                if served_at.startswith(MANAGERS):
+                    with contextlib.suppress(msgspec.DecodeError):
+                        kept = msgspec.json.decode(delivery.data, type=Managers)
+                        self._managers[(served_at.removeprefix(MANAGERS), _object_key(token))] = kept
+                    continue
                 try:
                     stamp = msgspec.json.decode(delivery.data, type=Stamp)
                 except msgspec.DecodeError:
@@ -204,6 +223,25 @@ class Objects:
                 self.version = max(self.version, delivery.seq)
             self.first = self.version
             self._restored = True
+
+    async def record_managers(self, resource: Resource, key: Key, uid: str, entries: list[View]) -> None:
+        """Keep an object's field managers, once the splitter accepted the write that made them:
+        in the changelog (a restarted apiserver reads them back) and shown from the next read on."""
+        kept = Managers(uid=uid, entries=entries)
+        if self._managers.get((resource.kind, key)) == kept:
+            return
+        subject = state_subject(INSTANCE, MANAGERS + resource.kind, _object_token(key))
+        payload = msgspec.json.encode(kept)
+        await self.bus.publish_many([Output(subject=subject, msg_id=str(uuid.uuid4()), payload=payload)])
+        self._managers[(resource.kind, key)] = kept
+
+    def _with_managers(self, resource: Resource, obj: View) -> View:
+        """``obj`` with the ``managedFields`` kept for it, if any."""
+        metadata = obj["metadata"]
+        kept = self._managers.get((resource.kind, (metadata.get("namespace", ""), metadata["name"])))
+        if kept is None or not kept.entries or kept.uid not in ("", metadata["uid"]):
+            return obj
+        return {**obj, "metadata": {**metadata, "managedFields": kept.entries}}
 
     def keep(self, resource: Resource, version: int, entries: list[Entry]) -> None:
         """Keep a list answered in chunks, for the chunks that follow (``snapshot``)."""

@@ -32,6 +32,7 @@ Rows = Callable[[list[View], bool], tuple[list[str], list[list[str]]]]
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete")
+BUILTIN_GROUPS = ("", "scheduling.k8s.io")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ class Resource:
     categories: tuple[str, ...] = field(default=())
     runs_as: str = ""  # the kind the contract's requests name, when not ``kind`` (a PyTorchJob runs as a Job)
     status: bool = True  # served with a ``status`` subresource, as its CRD or Kubernetes declares
+
+    @property
+    def builtin(self) -> bool:
+        """One of Kubernetes' own kinds (core, ``scheduling.k8s.io``), not a custom resource's."""
+        return self.group in BUILTIN_GROUPS
 
     @property
     def request_kind(self) -> str:

@@ -142,3 +142,25 @@ def unsupported_option(field: str, value: object, supported: tuple[str, ...], wh
     message = f'DeleteOptions.meta.k8s.io "" is invalid: {field}: {cause["message"]}'
     details = {"name": "", "group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [cause]}
     return ApiError(422, "Invalid", message, details=details)
+
+
+def apply_conflict(message: str, causes: list[Body]) -> ApiError:
+    """A server-side apply that would change fields other managers own, as Kubernetes answers it
+    (``NewApplyConflict``): 409 Conflict, a ``FieldManagerConflict`` cause per field."""
+    return ApiError(409, "Conflict", message, details={"causes": causes})
+
+
+def invalid_option(options: str, field: str, reason: str, message: str) -> ApiError:
+    """A request option Kubernetes refuses (``PatchOptions.meta.k8s.io "" is invalid: fieldManager:
+    Required value: ...``): 422 Invalid naming it."""
+    cause = {"reason": reason, "message": message, "field": field}
+    details = {"name": "", "group": "meta.k8s.io", "kind": options, "causes": [cause]}
+    return ApiError(422, "Invalid", f'{options}.meta.k8s.io "" is invalid: {field}: {message}', details=details)
+
+
+def unsupported_patch(accepted: tuple[str, ...]) -> ApiError:
+    """A patch type the resource does not take: 415, as Kubernetes answers a strategic merge patch
+    of a custom resource (kubectl then names the types to use)."""
+    listed = ", ".join(accepted)
+    message = f"the body of the request was in an unknown format - accepted media types include: {listed}"
+    return ApiError(415, "UnsupportedMediaType", message)

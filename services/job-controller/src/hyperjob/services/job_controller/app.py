@@ -45,5 +45,9 @@ async def build(settings: Settings, runtime: Runtime) -> JobController:
     runtime.subscribe(
         f"job-controller-{c}-nodes", subjects.pod_phases(c), {events.PodPhasesReported: controller.on_pod_phases}
     )
+    # Apart from the phases: an agent asks about its frozen pods only after a cut-off of its own.
+    runtime.subscribe(
+        f"job-controller-{c}-frozen", subjects.pods_frozen(c), {events.PodsFrozen: controller.on_pods_frozen}
+    )
     runtime.before_commit(controller.flush)
     return controller

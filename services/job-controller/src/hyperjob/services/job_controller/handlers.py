@@ -222,6 +222,7 @@ class JobController:
             sim_duration=run.sim_duration,
             sim_exit_code=run.sim_exit_code,
             image=run.image,
+            image_pull_policy=run.image_pull_policy,
             working_dir=run.working_dir,
             limits=run.limits,
             devices=devices,
@@ -350,21 +351,44 @@ class JobController:
         decision("fleet_lease_confirmed", cluster=self.cluster, until=lease.lease_end(cause), jobs=len(jobs))
         return self._start_again(cause, jobs, "confirm", resume_only=True)
 
-    def _start_again(self, cause: events.FleetLease, jobs: tuple[str, ...], step: str, resume_only: bool) -> Reaction:
-        """A ``StartPods`` of the pods on a node of each of ``jobs`` this cluster still runs."""
+    def on_pods_frozen(self, msg: events.PodsFrozen) -> Reaction | None:
+        """A node-agent back from a cut-off asks which pods it froze are still ours: under a lease
+        that holds (``lease.may_confirm_asked``), each still this cluster's, the same incarnation on
+        the same node, is confirmed (resume only); of the rest the agent kills what waits too long."""
+        if not lease.may_confirm_asked(self._lease(), self.ordered_until, self.rt.now()):
+            return None
+        asked = {(p.pod, p.uid, p.node) for p in msg.pods}
+        jobs = tuple(sorted({p.job for p in msg.pods}))
+        return self._start_again(msg, jobs, f"asked/{msg.agent}", resume_only=True, only=asked)
+
+    def _start_again(
+        self,
+        cause: events.FleetLease | events.PodsFrozen,
+        jobs: tuple[str, ...],
+        step: str,
+        resume_only: bool,
+        only: set[tuple[str, str, str]] | None = None,
+    ) -> Reaction:
+        """A ``StartPods`` of the pods on a node of each of ``jobs`` this cluster still runs (of
+        those, ``only`` these (pod, uid, node) if given)."""
         reaction = Reaction()
+        key = f"{lease.lease_end(cause)!r}" if isinstance(cause, events.FleetLease) else ""
         for name in jobs:
             record, info = self.jobs.get(name), self.children.get(name) or records.ChildInfo()
             if record is None or info.removing:
                 continue
-            pods = [p.name for p in record.pods.values() if p.node and p.phase in ("Pending", "Running")]
+            pods = [
+                p.name
+                for p in record.pods.values()
+                if p.node and p.phase in ("Pending", "Running") and (only is None or (p.name, p.uid, p.node) in only)
+            ]
             if not pods:
                 continue
             envs = domain.training_envs(info.world)
             reaction.publish(
                 subjects.start_pods(self.cluster),
                 events.StartPods(
-                    **self.rt.envelope(cause, f"{step}/{name}/{lease.lease_end(cause)!r}"),
+                    **self.rt.envelope(cause, f"{step}/{name}/{key}"),
                     cluster=self.cluster,
                     job=name,
                     job_version=record.version,

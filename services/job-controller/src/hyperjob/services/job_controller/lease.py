@@ -10,7 +10,8 @@ A renewed lease starts them again where they are (``unfence``); a child the flee
 was removed first (its ``RemoveChild`` comes before the new lease, in the same stream).
 A grant read in order after our lease had lapsed unread (the bus or the whole cluster cut off:
 this job-controller fenced nothing) confirms the pods still ours to the node-agents
-(``must_confirm``, a ``StartPods`` with ``resume_only``): those they froze meanwhile run on.
+(``must_confirm``, a ``StartPods`` with ``resume_only``): those they froze meanwhile run on. An
+agent cut off alone asks itself (``PodsFrozen``), answered the same way (``may_confirm_asked``).
 
 The invariant enforced here: with a lapsed lease, no pod of this cluster's children runs.
 
@@ -79,6 +80,16 @@ def must_confirm(ordered_until: float, grant: events.FleetLease, now: float) -> 
     sign of a cut-off, and every pod would be sent again."""
     lapsed = ordered_until != 0.0 and not may_run(ordered_until, now)
     return lapsed and may_run(lease_end(grant), now)
+
+
+def may_confirm_asked(doc: LeaseDoc, ordered_until: float, now: float) -> bool:
+    """Answer a node-agent that asks about the pods it froze (``PodsFrozen``: it was cut off, maybe
+    alone, while this job-controller kept its lease): only under a grant read in order that holds
+    now, so every removal the fleet made before it was read and the fleet has not let this cluster
+    go. Not while fenced (the unfence starts what is ours) nor before any grant was read in order
+    (after a start, removals may still wait in the consumer): then the agent kills them, or the
+    lease's own confirmation resumes them."""
+    return not doc.fenced and ordered_until != 0.0 and may_run(ordered_until, now)
 
 
 class CheckClock:

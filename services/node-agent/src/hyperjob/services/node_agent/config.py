@@ -55,9 +55,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # job-controller to resume them: the fleet lease, as `hyperjob up` grants it (inf: never, as in
     # the simulator, whose clusters cut off are frozen whole).
     fleet_lease: float = fleetcore.FLEET_LEASE
-    # Whether it fences itself at all (freezes, then resumes or kills): off by default, since a pod
-    # that cannot be frozen is killed, and a whole-bus outage then fails it (docs/reliability.md).
-    self_fence: bool = False
+    # Whether it fences itself at all (freezes, then resumes or kills; docs/reliability.md). Off
+    # only where pods cannot be frozen (a rootless podman on cgroup v1): they would be killed.
+    self_fence: bool = True
     # Telemetry: "auto" is simulated in simulate mode and the real readers in exec mode.
     telemetry: Literal["auto", "simulated", "real", "off"] = "auto"
     telemetry_period: float = 10.0

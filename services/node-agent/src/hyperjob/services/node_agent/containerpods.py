@@ -4,8 +4,11 @@ What the host needs: ``podman`` (4.3 or later) and an OCI runtime it can use. po
 settings from ``containers.conf`` or the file ``CONTAINERS_CONF`` names in the agent's environment
 (passed through unchanged); on machines where podman's default runtime (crun) cannot run (cgroups
 in hybrid mode) set ``oci_runtime: runc`` (the default here), and where default ulimits cannot be
-applied give podman ``default_ulimits = []``. Images are used as the node has them (no pull
-policy yet); GPUs are given through CDI (``nvidia-ctk cdi generate``) where NVML reports them.
+applied give podman ``default_ulimits = []``. The image is pulled as the main container's
+``imagePullPolicy`` says (Kubernetes' default where none is given: ``Always`` for ``latest`` or no
+tag, else ``IfNotPresent``; ``ensure_image``): a pull that fails, or an image absent under
+``Never``, fails the pod with the kubelet's reason (``ErrImagePull``, ``ErrImageNeverPull``) and
+podman's message. GPUs are given through CDI (``nvidia-ctk cdi generate``) where NVML reports them.
 
 Each pod is one container ``hyperjob-<agent>-<pod>``, labelled with the agent, the pod and its
 incarnation (uid), on the host's network (pods reach each other as exec-mode pods do, through
@@ -318,15 +321,32 @@ class PodmanRunner:
             )
             for directory in empty_dirs(msg.mounts):  # after run_args checked their subPaths
                 (volumes / directory).mkdir(parents=True, exist_ok=True)
-            code, output = await self.podman(*args, check=False)
+            reason, output = await self.ensure_image(msg.image, msg.image_pull_policy)
+            code = EXIT_START_FAILED if reason else 0
+            if not reason:
+                code, output = await self.podman(*args, check=False)
+                reason = "StartError"
         except (ValueError, OSError) as exc:
-            code, output = EXIT_START_FAILED, str(exc)
+            code, output, reason = EXIT_START_FAILED, str(exc), "StartError"
         if code != 0:
-            log.warning("container_not_started", pod=msg.pod, code=code, output=output.strip()[-500:])
+            log.warning("container_not_started", pod=msg.pod, code=code, reason=reason, output=output.strip()[-500:])
             await self.podman("rm", "--force", "--ignore", container_name(self.agent, msg.pod), check=False)
-            self.watchers[msg.pod] = asyncio.create_task(self._ended(msg.pod, msg.uid, code, "StartError"))
+            self.watchers[msg.pod] = asyncio.create_task(self._ended(msg.pod, msg.uid, code, reason))
             return
         self._watch(msg.pod, msg.uid, grace)
+
+    async def ensure_image(self, image: str, policy: str) -> tuple[str, str]:
+        """Have ``image`` on this node as ``policy`` says (``api.pull_policy``): ("", "") when it
+        is there, else the kubelet's reason and podman's (or the kubelet's) message. ``podman
+        run`` itself never pulls (``--pull never``): its own failure would not say why."""
+        policy = api.pull_policy(image, policy)
+        present = (await self.podman("image", "exists", image, check=False))[0] == 0
+        if present and policy != "Always":
+            return "", ""
+        if policy == "Never":
+            return "ErrImageNeverPull", f'Container image "{image}" is not present with pull policy of Never'
+        code, output = await self.podman("pull", "--quiet", image, check=False)
+        return ("", "") if code == 0 else ("ErrImagePull", output.strip()[-500:])
 
     async def _ended(self, pod: str, uid: str, exit_code: int, reason: str) -> None:
         """Report the end of the pod's container; once it is not restarted in place, the pod's

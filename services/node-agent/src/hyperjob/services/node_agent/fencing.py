@@ -16,7 +16,9 @@ than the lease), every pod the agent runs is frozen (SIGSTOP to its process grou
 pause``; a pod that cannot be frozen is killed): it makes no progress and writes nothing. Then
 (``Frozen``): a ``StartPods`` of the same incarnation from its job-controller resumes it where it
 stood (the job-controller sends it once it has read, in order, every removal the fleet made before
-a lease that holds now: the fleet still holds the child here); a ``StopPods`` kills it (SIGKILL at
+a lease that holds now: the fleet still holds the child here; the agent asks for that word with a
+``PodsFrozen`` on its first acknowledged beat, since a job-controller that kept its lease all along
+has no renewal to answer); a ``StopPods`` kills it (SIGKILL at
 once: a stopped process cannot act on SIGTERM); and once the agent has been back on the bus longer
 than the lease with neither, it is killed and recorded Failed with reason ``Fenced`` (exit
 ``FENCE_EXIT_CODE``), so the job's policy applies. The agent never resumes or restarts a pod by
@@ -114,6 +116,7 @@ class Frozen:
         self.wait = wait
         self.pods: dict[str, str] = {}
         self.back: float | None = None
+        self.asked = False  # whether the job-controller was asked about them since the freeze
 
     def holds(self, pod: str, uid: str) -> bool:
         return self.pods.get(pod) == uid
@@ -123,11 +126,17 @@ class Frozen:
         is back (a new cut-off restarts it: the fleet had no word from us again)."""
         self.pods.update(pods)
         self.back = None
+        self.asked = False
 
     def reached(self, sent_at: float) -> None:
         """A beat sent at ``sent_at`` was acknowledged: the first after a freeze starts the wait."""
         if self.pods and self.back is None:
             self.back = sent_at
+
+    def unasked(self) -> dict[str, str]:
+        """The frozen pods to ask the job-controller about (``PodsFrozen``): once per cut-off, as
+        soon as the agent is back on the bus; none before or after."""
+        return dict(self.pods) if self.back is not None and not self.asked else {}
 
     def confirm(self, pod: str, uid: str) -> bool:
         """The job-controller started ``pod``'s incarnation ``uid`` again: resume it (True) if frozen."""

@@ -170,6 +170,8 @@ class NodeAgent:
         )
         self.contact.reached(sent)
         self.frozen.reached(sent)
+        if unasked := self.frozen.unasked():
+            await self._ask_about(unasked)
 
     async def telemetry(self) -> None:
         readings = self.sensors.read(self.cluster, self.nodes, self.busy(), self.rt.now())
@@ -296,6 +298,24 @@ class NodeAgent:
             self.starts.pop(name, None)  # never restarted in place
         # No grace: a frozen process cannot act on SIGTERM, and thawing it would let it run on.
         await asyncio.gather(*(runner.kill(name, grace=0.0) for name in victims))
+
+    async def _ask_about(self, frozen: dict[str, str]) -> None:
+        """Back on the bus: ask the job-controller which frozen pods are still the cluster's to run
+        (``events.PodsFrozen``; it confirms those with a ``StartPods``, resume only)."""
+        pods = [
+            events.FrozenPod(pod=name, uid=uid, job=row.job, node=row.node)
+            for name, uid in sorted(frozen.items())
+            if (row := self.pods.rows.get(name)) is not None
+        ]
+        ask = events.PodsFrozen(
+            **self.rt.envelope(f"{self.cluster}/{self.agent}", f"frozen/{self.frozen.back!r}"),
+            cluster=self.cluster,
+            agent=self.agent,
+            pods=pods,
+        )
+        await self.rt.bus.publish(subjects.pods_frozen(self.cluster), events.encode(ask), msg_id=ask.event_id)
+        self.frozen.asked = True
+        self.rt.log.info("frozen_pods_asked_about", cluster=self.cluster, agent=self.agent, pods=len(pods))
 
     async def _resume(self, pods: list[str]) -> None:
         """The job-controller confirmed them: frozen pods run on from where they stood."""

@@ -54,6 +54,42 @@ class AggregateDoc(msgspec.Struct, frozen=True, kw_only=True):
     replaced: list[str] = []
 
 
+# How long news of a HyperJob whose spec never came is kept: news that outlived its HyperJob (it
+# came after the delete) is garbage, while a spec held up by a killed instance comes back within
+# the specs consumer's ack wait (seconds). An hour is far beyond that.
+EARLY_NEWS_TTL = 3600.0
+
+
+class EarlyNewsDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """Children's news of a HyperJob whose spec this service has not seen yet: the spec and the
+    news travel on different consumers, so after a restart the news can come first. Kept until the
+    spec comes (and folded in then), the HyperJob is deleted, or ``EARLY_NEWS_TTL`` passes."""
+
+    name: str
+    news: dict[str, events.JobPhaseChanged] = {}  # the latest of each child, by ``news_key``
+    kept_at: float = 0.0
+
+
+def keep_early(doc: EarlyNewsDoc | None, msg: events.JobPhaseChanged, now: float) -> EarlyNewsDoc:
+    doc = doc or EarlyNewsDoc(name=msg.hyperjob)
+    key = news_key(msg.job, msg.cluster)
+    latest = doc.news.get(key)
+    if latest is not None and latest.occurred_at > msg.occurred_at:
+        return replace(doc, kept_at=now)  # a redelivery of older news
+    return replace(doc, news={**doc.news, key: msg}, kept_at=now)
+
+
+def early_news_of(doc: EarlyNewsDoc, created: float) -> list[events.JobPhaseChanged]:
+    """The news to fold once the spec came, oldest first: only news from after the HyperJob was
+    accepted, since news of an earlier HyperJob of the same name (deleted, then created again)
+    is not about this one."""
+    return sorted((msg for msg in doc.news.values() if msg.occurred_at >= created), key=lambda m: m.occurred_at)
+
+
+def expired(doc: EarlyNewsDoc, now: float) -> bool:
+    return now - doc.kept_at > EARLY_NEWS_TTL
+
+
 def spec_changed(current: SpecDoc | None, msg: events.HyperJobSpecChanged) -> SpecDoc:
     return SpecDoc(
         name=msg.name,

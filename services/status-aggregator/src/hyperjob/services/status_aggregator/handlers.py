@@ -23,6 +23,7 @@ class StatusAggregator:
         self.rt = runtime
         self.specs = runtime.table(records.HYPERJOB_SPEC, domain.SpecDoc)
         self.statuses = runtime.table(records.HYPERJOB_STATUS, domain.AggregateDoc)
+        self.early = runtime.table(records.HYPERJOB_EARLY_NEWS, domain.EarlyNewsDoc)
         self.dirty: set[str] = set()
         self.owners: dict[str, str] = {}  # child job -> its HyperJob, from the specs
         runtime.on_load(self.on_loaded)
@@ -38,13 +39,16 @@ class StatusAggregator:
             self.on_deleted(msg)
             return None
         current = self.specs.get(msg.name)
-        self.specs.put(msg.name, domain.spec_changed(current, msg))
+        spec = domain.spec_changed(current, msg)
+        self.specs.put(msg.name, spec)
         replaced = domain.replaced_in_place(current.children, msg.children) if current is not None else []
         if replaced:
             doc = self.statuses.get(msg.name) or domain.AggregateDoc(name=msg.name)
             self.statuses.put(msg.name, domain.forget_replaced(doc, replaced))
         self.owners.update({ref.name: msg.name for ref in msg.children})
         self.dirty.add(msg.name)
+        if current is None:
+            self._fold_early_news(spec)
         moves = domain.failovers(current.children, msg.children) if current is not None else []
         return _counted(*(m.FAILOVERS.labels(a, b).inc for a, b in moves))
 
@@ -62,14 +66,21 @@ class StatusAggregator:
 
     def on_job_phase(self, msg: events.JobPhaseChanged) -> Reaction | None:
         counted = _counted(m.CHILD_PHASES.labels(msg.cluster, msg.new).inc) if msg.new != msg.old else None
-        if not msg.hyperjob or msg.hyperjob not in self.specs:
+        if not msg.hyperjob:
             return counted
+        if msg.hyperjob not in self.specs:
+            self._keep_early_news(msg)
+        else:
+            self._fold_news(msg)
+        return counted
+
+    def _fold_news(self, msg: events.JobPhaseChanged) -> None:
         doc = self.statuses.get(msg.hyperjob) or domain.AggregateDoc(name=msg.hyperjob)
         key = domain.news_key(msg.job, msg.cluster)
         if msg.attempt and msg.attempt < doc.attempts.get(key, 0):
-            return counted  # news of the child an earlier plan attempt dispatched, arriving late
+            return  # news of the child an earlier plan attempt dispatched, arriving late
         if domain.of_replaced_child(doc, msg):
-            return counted  # the child an update replaces, ending: not the plan's child
+            return  # the child an update replaces, ending: not the plan's child
         self.statuses.put(
             msg.hyperjob,
             replace(
@@ -80,7 +91,23 @@ class StatusAggregator:
             ),
         )
         self.dirty.add(msg.hyperjob)
-        return counted
+
+    def _keep_early_news(self, msg: events.JobPhaseChanged) -> None:
+        """News of a HyperJob whose spec has not come (yet: a restart can hold the spec back for
+        its consumer's ack wait while the children's news flows on). Dropping it would leave the
+        HyperJob on its last phase for ever once the spec comes: the news may be its last."""
+        now = self.rt.now()
+        for name, doc in self.early.items():
+            if name != msg.hyperjob and domain.expired(doc, now):
+                self.early.delete(name)
+        self.early.put(msg.hyperjob, domain.keep_early(self.early.get(msg.hyperjob), msg, now))
+
+    def _fold_early_news(self, spec: domain.SpecDoc) -> None:
+        early = self.early.get(spec.name)
+        if early is not None:
+            self.early.delete(spec.name)
+            for msg in domain.early_news_of(early, spec.created):
+                self._fold_news(msg)
 
     def on_podgroup_phase(self, msg: events.PodGroupPhaseChanged) -> None:
         """A child's podgroup waits for a reason its cluster's scheduler gives, or no longer waits."""
@@ -114,6 +141,7 @@ class StatusAggregator:
     def on_deleted(self, msg: events.HyperJobDeleted | events.HyperJobSpecChanged) -> None:
         self.specs.delete(msg.name)
         self.statuses.delete(msg.name)
+        self.early.delete(msg.name)
         self.dirty.discard(msg.name)
         self.owners = {child: owner for child, owner in self.owners.items() if owner != msg.name}
 
