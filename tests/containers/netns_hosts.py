@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+ETC_NETNS = Path("/etc/netns")  # per-namespace files that ``ip netns exec`` mounts over /etc's
 
 
 @dataclass
@@ -53,9 +57,15 @@ def ip(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def hosts(count: int, tag: str) -> Iterator[list[Host]]:
+def hosts(count: int, tag: str, routed: bool = False) -> Iterator[list[Host]]:
     """``count`` hosts named ``<tag>-host-<i>``, each on its own /30 in 10.227.0.0/16 (the block
-    chosen by this process's id, so concurrent test runs on one machine do not collide)."""
+    chosen by this process's id, so concurrent test runs on one machine do not collide).
+
+    ``routed``: the hosts also reach each other, as a fleet's hosts do: each routes the block
+    through its gateway, whose end of the link forwards (that link's own ``forwarding``, not
+    the machine's), and the machine's hostname resolves inside each host to the host's own
+    address (``/etc/netns/<netns>/hosts``, which ``ip netns exec`` mounts as ``/etc/hosts``), as a
+    real host's name resolves to its address: gloo and NCCL pick their interface from it."""
     block = os.getpid() % 250
     made: list[Host] = []
     try:
@@ -71,6 +81,8 @@ def hosts(count: int, tag: str) -> Iterator[list[Host]]:
             ip("netns", "add", host.netns)
             made.append(host)
             _wire(host)
+            if routed:
+                _route(host, f"10.227.{block}.0/24")
         yield made
     finally:
         for host in made:
@@ -86,6 +98,14 @@ def _wire(host: Host) -> None:
     ip("-n", host.netns, "addr", "add", f"{host.address}/30", "dev", inner)
     ip("-n", host.netns, "link", "set", inner, "up")
     ip("-n", host.netns, "link", "set", "lo", "up")
+
+
+def _route(host: Host, block: str) -> None:
+    Path(f"/proc/sys/net/ipv4/conf/{host.link}/forwarding").write_text("1")
+    ip("-n", host.netns, "route", "add", block, "via", host.gateway)
+    etc = ETC_NETNS / host.netns
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "hosts").write_text(f"127.0.0.1 localhost\n{host.address} {socket.gethostname()}\n")
 
 
 def _tear_down(host: Host) -> None:
@@ -110,6 +130,7 @@ def _tear_down(host: Host) -> None:
         time.sleep(0.5)
     subprocess.run(["ip", "netns", "del", host.netns], capture_output=True, check=False)
     subprocess.run(["ip", "link", "del", host.link], capture_output=True, check=False)  # gone with its peer
+    shutil.rmtree(ETC_NETNS / host.netns, ignore_errors=True)
 
 
 def processes_in(token: str) -> dict[int, int]:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from hyperjob import events
@@ -111,13 +112,13 @@ async def test_pods_run_with_their_env_and_files_and_report_their_exit(agent, bu
     await sh.send(
         bus,
         subjects.start_pods(C),
-        start("ok", code, env={"MASTER_ADDR": "j-w-0.j", "RANK": "3"}, files={"/etc/volcano/w.host": "j-w-0.j"}),
+        start("ok", code, env={"MASTER_ADDR": "ok.j", "RANK": "3"}, files={"/etc/volcano/w.host": "j-w-0.j"}),
     )
     await sh.send(bus, subjects.start_pods(C), start("bad", "import sys; print('oops'); sys.exit(3)"))
     assert await phases_reach(probe, "ok", 2) == [("Running", None), ("Succeeded", 0)]
     assert await phases_reach(probe, "bad", 2) == [("Running", None), ("Failed", 3)]
     log = log_path(str(tmp_path), C, "ok").read_text()
-    assert "addr 127.0.0.1 3" in log and "j-w-0.j" in log  # pod hostnames resolve to this machine
+    assert "addr 127.0.0.1 3" in log and "j-w-0.j" in log  # a pod of this machine's hostname: loopback
     assert "oops" in log_path(str(tmp_path), C, "bad").read_text()
     assert agent.pods.rows == {}
 
@@ -259,3 +260,27 @@ async def _restarts(probe: sh.Probe, pod: str) -> bool:
         for r in m.reports
         if r.pod == pod
     )
+
+
+async def test_a_pod_hostname_resolves_to_the_address_of_the_node_its_pod_runs_on_in_another_cluster(
+    bus, store, tmp_path
+) -> None:
+    """Two hosts: c1's agent at 10.9.0.1, c2's at 10.9.0.2 (each its node's address in its status).
+    A pod on c1 naming ``m-0.j`` waits until c2's agent launches m-0, then starts with its address."""
+    here, there = (
+        settings(tmp_path / "c1", node_address="10.9.0.1"),
+        settings(tmp_path / "c2", cluster="c2", node_address="10.9.0.2"),
+    )
+    code = "import os; print('addr', os.environ['MASTER_ADDR'], os.environ['VC_W_HOSTS'])"
+    env = {"MASTER_ADDR": "m-0.j", "VC_W_HOSTS": "m-0.j,w-1.j"}
+    async with (
+        sh.running("node-agent", build, here, bus, store, instance=agent_name(here)),
+        sh.running("node-agent", build, there, bus, store, instance=agent_name(there)),
+    ):
+        await sh.send(bus, subjects.start_pods(C), start("w-1", code, env=env))
+        master = start("m-0", "import time; time.sleep(5)", node="c2-node-0")
+        await sh.send(bus, subjects.start_pods("c2"), msgspec.structs.replace(master, cluster="c2"))
+        await sh.until(log_says(tmp_path / "c1", "w-1", "addr "), what="w-1 to start")
+        status = await bus.last(subjects.node_status("c2", "c2-node-0"))
+    assert "addr 10.9.0.2 10.9.0.2,127.0.0.1" in log_path(str(tmp_path / "c1"), C, "w-1").read_text()
+    assert status is not None and events.decoder(events.NodeStatus).decode(status.data).address == "10.9.0.2"

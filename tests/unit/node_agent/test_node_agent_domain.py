@@ -77,6 +77,37 @@ def test_pod_hostnames_become_loopback_and_other_values_are_left_alone():
     assert domain.local_env(env) == {**env, "MASTER_ADDR": "127.0.0.1", "VC_WORKER_HOSTS": "127.0.0.1,127.0.0.1"}
 
 
+WORLD_ENV = {
+    "MASTER_ADDR": "ddp-job-0-worker-0.ddp-job-0",
+    "MASTER_PORT": "29518",
+    "VC_WORKER_HOSTS": "ddp-job-0-worker-0.ddp-job-0,ddp-job-1-worker-0.ddp-job-1,ddp-job-1-worker-1.ddp-job-1",
+    "SOME_ADDR": "10.0.0.9",
+    "NOTE": "ddp-job-0-worker-0.ddp-job-0",
+}
+
+
+def test_the_pods_a_world_env_names_as_hosts_are_found_in_every_host_variable():
+    assert domain.pod_hosts(WORLD_ENV) == {"ddp-job-0-worker-0", "ddp-job-1-worker-0", "ddp-job-1-worker-1"}
+    assert domain.pod_hosts({"MASTER_ADDR": "127.0.0.1", "PATH": "/bin"}) == set()
+
+
+def test_a_pod_hostname_resolves_to_the_address_of_the_node_its_pod_runs_on():
+    # Two hosts: this one (10.1.0.2) runs job-1's pods, the other (10.2.0.2) job-0's master.
+    addresses = {"ddp-job-0-worker-0": "10.2.0.2", "ddp-job-1-worker-0": "10.1.0.2", "ddp-job-1-worker-1": "10.1.0.2"}
+    assert domain.resolve_hosts(WORLD_ENV, addresses, here="10.1.0.2") == {
+        **WORLD_ENV,
+        "MASTER_ADDR": "10.2.0.2",
+        "VC_WORKER_HOSTS": "10.2.0.2,127.0.0.1,127.0.0.1",  # a peer on this machine: loopback
+    }
+
+
+def test_every_pod_on_one_machine_or_of_unknown_address_is_loopback_as_before():
+    same = {"ddp-job-0-worker-0": "10.1.0.2", "ddp-job-1-worker-0": "10.1.0.2"}  # worker-1's agent says nothing
+    resolved = domain.resolve_hosts(WORLD_ENV, same, here="10.1.0.2")
+    assert resolved == domain.local_env(WORLD_ENV)
+    assert resolved["VC_WORKER_HOSTS"] == "127.0.0.1,127.0.0.1,127.0.0.1"
+
+
 def test_restart_back_off_doubles_up_to_thirty_seconds():
     assert [restart_delay(n) for n in (1, 2, 3, 4, 5, 6, 7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
 

@@ -68,6 +68,11 @@ SHAPE_OPTIONS = {
     multiple=True,
     help="serve exactly these nodes (repeatable; e.g. this host's name for a real node's agent)",
 )
+@click.option(
+    "--node-address",
+    default="",
+    help="the address other hosts reach this host's pods at (default: the host's own address)",
+)
 @click.option("--gpus", type=int, default=8, show_default=True, help="GPUs per node (nvidia.com/gpu)")
 @click.option("--cpu", default="96", show_default=True)
 @click.option("--memory", default="1Ti", show_default=True)
@@ -100,6 +105,7 @@ def agent(
     nodes: int,
     node_prefix: str,
     node_names: tuple[str, ...],
+    node_address: str,
     gpus: int,
     cpu: str,
     memory: str,
@@ -125,6 +131,7 @@ def agent(
         "ALLOCATABLE": _json({"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus), "pods": "110"}),
         "FLEET_SHAPE": _json({field: shape[option] for option, field in SHAPE_OPTIONS.items()}),
         "NODE_NAMES": _json(list(node_names)),
+        "NODE_ADDRESS": node_address,
         "FAULTS": _json(list(faults)),
         "TELEMETRY_PERIOD": str(telemetry_period),
         "HEARTBEAT_PERIOD": str(heartbeat_period),

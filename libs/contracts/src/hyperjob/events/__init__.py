@@ -71,7 +71,7 @@ from .manifest import (
     request_type_on,
     scoped_manifest,
 )
-from .node import AgentHeartbeat, FrozenPod, NodeStatus, PodPhasesReported, PodReport, PodsFrozen
+from .node import AgentHeartbeat, FrozenPod, NodeStatus, PodAddress, PodPhasesReported, PodReport, PodsFrozen
 from .placement import (
     ChildPlacementWaiting,
     CommandChild,
@@ -135,6 +135,7 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     StopPods,
     NodeStatus,
     AgentHeartbeat,
+    PodAddress,
     PodPhasesReported,
     PodsFrozen,
     GpuTelemetry,
@@ -248,6 +249,7 @@ __all__ = [
     "MoveChild",
     "NodeClass",
     "NodeStatus",
+    "PodAddress",
     "OwnerAdmitted",
     "OwnerLifecycle",
     "OwnerSubmitted",

@@ -125,8 +125,9 @@ GRANTS: dict[Role, Grant] = {
         publishes=(
             "node.pods.phase.{cluster}", "node.pods.frozen.{cluster}", "nodestatus.{cluster}.*",
             "heartbeat.{cluster}.*", "telemetry.*.{cluster}.*",
+            "podaddr.*",  # where the pods it runs are: any cluster's pods may name them (issue 27)
         ),
-        reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}"),
+        reads=("job.pods.start.{cluster}", "job.pods.stop.{cluster}", "node.fault.{cluster}", "podaddr.*"),
     ),
     # Answers CronJob/JobFlow/JobTemplate requests; makes and deletes the jobs they own as a user would.
     "workflow-controller": Grant(

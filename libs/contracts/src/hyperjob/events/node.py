@@ -30,6 +30,9 @@ class NodeStatus(Message, frozen=True, kw_only=True, tag="node.status.v1"):
     sick_gpus: list[int] = []
     down_ports: list[str] = []
     health_reasons: list[str] = []
+    # The node's network address (``--node-address``): pods run on the host's network, each on
+    # its own ports, so a pod is reached at its node's address ("" from an agent that predates it).
+    address: str = ""
 
 
 class AgentHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v2"):
@@ -37,6 +40,18 @@ class AgentHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v2"
     agent: str
     nodes: int
     silent: list[str] = []
+
+
+class PodAddress(Message, frozen=True, kw_only=True, tag="node.pod.address.v1"):
+    """Where a pod incarnation runs: the latest value of ``podaddr.<pod>``, published by the agent
+    that launches it and purged when it ends. An agent whose pod's env names ``<pod>.<child>``
+    resolves that hostname to ``address`` (``node_agent.domain.resolve_hosts``)."""
+
+    pod: str
+    uid: str
+    cluster: str
+    node: str
+    address: str
 
 
 class PodReport(msgspec.Struct, frozen=True, kw_only=True):

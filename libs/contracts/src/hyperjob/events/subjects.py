@@ -162,6 +162,12 @@ def pods_frozen(cluster: str) -> str:
     return f"node.pods.frozen.{cluster}"
 
 
+def pod_address(pod: str) -> str:
+    """The address of the node a pod runs on, as its agent last launched it (latest value): how
+    a pod's hostname in another pod's world env resolves, across clusters (``PodAddress``)."""
+    return f"podaddr.{token(pod)}"
+
+
 def node_status(cluster: str, node: str) -> str:
     return f"nodestatus.{cluster}.{token(node)}"
 
@@ -219,6 +225,7 @@ STREAMS: list[StreamDecl] = [
     StreamDecl(name="JOBSTATE", subjects=["jobstate.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="NODE", subjects=["node.>"]),
     StreamDecl(name="NODESTATUS", subjects=["nodestatus.>"], latest_only=True, max_age_seconds=0.0),
+    StreamDecl(name="PODADDR", subjects=["podaddr.>"], latest_only=True, max_age_seconds=0.0),
     StreamDecl(name="CAPACITY", subjects=["capacity.>"], latest_only=True),
     StreamDecl(name="HEARTBEAT", subjects=["heartbeat.>"], latest_only=True),
     StreamDecl(name="TELEMETRY", subjects=["telemetry.>"], latest_only=True, max_age_seconds=24 * 3600.0),

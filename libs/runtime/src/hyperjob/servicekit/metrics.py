@@ -160,6 +160,7 @@ _OBJECT_TOKENS: tuple[tuple[str, int], ...] = (
     ("cfg.priorityclass", 0),
     ("jobstate", 1),  # .<cluster>.<job>.<part>
     ("nodestatus", 1),  # .<cluster>.<node>
+    ("podaddr", 0),  # .<pod>
     ("heartbeat", 1),  # .<cluster>.<agent>
     ("telemetry.gpu", 1),  # .<cluster>.<node>
     ("telemetry.fabric", 1),

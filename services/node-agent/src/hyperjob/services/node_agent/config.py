@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Literal
 
 import msgspec
@@ -38,6 +39,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default_factory=lambda: {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
     )
     labels: dict[str, str] = {}
+    # The address the agent's nodes are reached at (``--node-address``): pods run on the host's
+    # network, so another pod reaches one at its node's address. "" finds the host's own
+    # (``host_address``).
+    node_address: str = ""
+    # A pod whose env names other pods' hostnames waits at most this long (seconds) for each to
+    # be launched somewhere (``podaddr.<pod>``); a name still unknown then is 127.0.0.1.
+    resolve_wait: float = 120.0
     # A pod without a hyperjob.io/sim-duration annotation succeeds after this (seconds or 30s/5m),
     # or runs until it is stopped ("never").
     pod_duration: str = "30s"
@@ -88,3 +96,21 @@ INHERITED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPA
 def host_env() -> dict[str, str]:
     """The part of the agent's environment every pod process starts from."""
     return {name: os.environ[name] for name in INHERITED if name in os.environ}
+
+
+def host_address() -> str:
+    """This host's address as its peers reach it: what its hostname resolves to, unless that is
+    loopback (as many /etc/hosts say), then the source address of a route outward; 127.0.0.1
+    when there is neither (a machine on its own, where every pod is a local peer)."""
+    try:
+        named = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        named = ""
+    if named and not named.startswith("127."):
+        return named
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: a UDP connect sends nothing, only routes
+            return str(probe.getsockname()[0])
+        except OSError:
+            return "127.0.0.1"

@@ -109,20 +109,46 @@ def restarts_in_place(restart_policy: str, exit_code: int) -> bool:
 
 # ``<pod>.<subdomain>``: the svc plugin's pod hostnames, which only a cluster DNS would resolve.
 _POD_HOST = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LOOPBACK = "127.0.0.1"
+
+
+def _host_vars(env: dict[str, str]) -> list[str]:
+    """The variables that name hosts: ``MASTER_ADDR`` and every ``*_ADDR`` / ``*_HOSTS``."""
+    return [key for key in env if key == "MASTER_ADDR" or key.endswith(("_ADDR", "_HOSTS"))]
+
+
+def pod_hosts(env: dict[str, str]) -> set[str]:
+    """The pods whose hostnames (``<pod>.<subdomain>``, also inside comma-separated lists) the
+    env's host variables name: where each runs must be known before the pod starts."""
+    return {item.split(".", 1)[0] for key in _host_vars(env) for item in env[key].split(",") if _POD_HOST.match(item)}
+
+
+def resolve_hosts(env: dict[str, str], addresses: dict[str, str], here: str) -> dict[str, str]:
+    """The pod env with each pod hostname in its host variables replaced by the address of the
+    node that pod runs on (``addresses``: pod -> node address), for there is no cluster DNS.
+
+    Pods run on their host's network, each on its own ports, so a pod is reached at its node's
+    address. A peer on this machine (its address is ``here``) is 127.0.0.1, as is a pod whose
+    address is unknown (an agent that reports none: every pod on one machine, as before). Other
+    variables and values are left alone.
+    """
+    out = dict(env)
+    for key in _host_vars(env):
+        out[key] = ",".join(_resolve(item, addresses, here) for item in env[key].split(","))
+    return out
+
+
+def _resolve(item: str, addresses: dict[str, str], here: str) -> str:
+    if not _POD_HOST.match(item):
+        return item
+    address = addresses.get(item.split(".", 1)[0], "")
+    return LOOPBACK if address in ("", here) else address
 
 
 def local_env(env: dict[str, str]) -> dict[str, str]:
-    """The pod env with pod hostnames mapped to 127.0.0.1, for pods that run on this machine.
-
-    Exec-mode "nodes" are processes on one host with no cluster DNS, so ``MASTER_ADDR`` and the
-    ``*_ADDR`` / ``*_HOSTS`` values naming ``<pod>.<job>`` hosts would not resolve; every such name
-    (also inside comma-separated lists) becomes 127.0.0.1. Other variables are left alone.
-    """
-    out = dict(env)
-    for key, value in env.items():
-        if key == "MASTER_ADDR" or key.endswith(("_ADDR", "_HOSTS")):
-            out[key] = ",".join("127.0.0.1" if _POD_HOST.match(item) else item for item in value.split(","))
-    return out
+    """The pod env with the pod hostnames still in it mapped to 127.0.0.1 (``resolve_hosts``
+    knowing no pod's address): the runtimes' last word on names the agent left unresolved."""
+    return resolve_hosts(env, {}, "")
 
 
 def _report(pod: RunningPod, phase: str, exit_code: int | None = None, reason: str = "") -> Report:

@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TypedDict
 
+import msgspec
+
 from hyperjob import api, events, hwprobe
 from hyperjob.events import subjects
 from hyperjob.events.telemetry import FabricTelemetry, GpuTelemetry
@@ -32,11 +34,14 @@ from hyperjob.hwprobe.simfleet import Fault
 from hyperjob.servicekit import Reaction, Runtime, WallClock
 
 from . import containerpods, domain, execpods, fencing
-from .config import NodeSpec, Settings, host_env
+from .config import NodeSpec, Settings, host_address, host_env
 from .runners import OnExit, PodRunner
 from .sensors import Reading, Sensors, subject_of
 
 LOST_EXIT_CODE = 137
+RESOLVE_POLL = 0.5  # seconds between looks for the address of a pod another pod's env names
+ENDED = ("Succeeded", "Failed", "Deleted")
+_ADDRESS = events.decoder(events.PodAddress)
 
 
 class _StatusFields(TypedDict):
@@ -90,6 +95,9 @@ class NodeAgent:
         self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
         self.frozen = fencing.Frozen(settings.fleet_lease)  # standing still, waiting for the fleet's word
         self.self_fence = settings.self_fence
+        # Where this agent's nodes are reached (one host); pods waiting for their peers' addresses.
+        self.address = settings.node_address or host_address()
+        self.resolving: dict[str, asyncio.Task[None]] = {}
         runtime.on_load(self.rearm)
 
     # -- status and liveness -------------------------------------------------------------------
@@ -100,6 +108,7 @@ class NodeAgent:
             cluster=self.cluster,
             node=node,
             agent=self.agent,
+            address=self.address,
             **self._status_fields(node),
         )
 
@@ -375,10 +384,81 @@ class NodeAgent:
                 await runner.kill(start.pod)
             if self.fencing.get(start.pod) == start.uid:
                 continue  # fenced between its commit and now: it must not run
-            self.starts[start.pod] = start
-            await runner.launch(start)
-            if self.frozen.holds(start.pod, start.uid):
-                await runner.freeze(start.pod)  # frozen between its commit and now: it stands still
+            await self._publish_address(start.pod, start.uid, start.node, self.address)
+            peers = domain.pod_hosts(start.env)
+            addresses = await self._addresses(peers)
+            if peers <= addresses.keys():
+                await self._run(runner, start, addresses)
+            else:  # a peer not launched yet (another cluster's): wait for it outside the lock
+                self.resolving[start.pod] = asyncio.create_task(self._run_when_resolved(runner, start, peers))
+
+    async def _run(self, runner: PodRunner, start: events.PodStart, addresses: dict[str, str]) -> None:
+        """Launch the pod with the hostnames of its env resolved (``domain.resolve_hosts``)."""
+        start = msgspec.structs.replace(start, env=domain.resolve_hosts(start.env, addresses, self.address))
+        self.starts[start.pod] = start  # a restart in place keeps the addresses it started with
+        await runner.launch(start)
+        if self.frozen.holds(start.pod, start.uid):
+            await runner.freeze(start.pod)  # frozen between its commit and now: it stands still
+
+    async def _run_when_resolved(self, runner: PodRunner, start: events.PodStart, peers: set[str]) -> None:
+        """Wait (at most ``resolve_wait``) until every pod ``start`` names is launched somewhere,
+        then launch it, unless it was stopped or fenced meanwhile."""
+        deadline = time.monotonic() + self.settings.resolve_wait
+        addresses = await self._addresses(peers)
+        while not peers <= addresses.keys() and time.monotonic() < deadline:
+            await asyncio.sleep(RESOLVE_POLL)
+            addresses = await self._addresses(peers)
+        if not peers <= addresses.keys():
+            self.rt.log.warning("pod_hosts_unresolved", pod=start.pod, hosts=sorted(peers - addresses.keys()))
+        async with self.rt.lock:
+            self.resolving.pop(start.pod, None)
+            current = self.pods.get(start.pod)
+            if current is None or current.uid != start.uid or self.fencing.get(start.pod) == start.uid:
+                return
+            await self._run(runner, start, addresses)
+
+    async def _addresses(self, pods: set[str]) -> dict[str, str]:
+        """The node address of each of ``pods`` known now: this agent's own, else the latest
+        ``podaddr.<pod>`` of the agent that launched it (any cluster)."""
+        found = {name: self.address for name in pods if name in self.pods.rows}
+        for name in sorted(pods - found.keys()):
+            try:
+                delivery = await self.rt.bus.last(subjects.pod_address(name))
+            except Exception:  # noqa: BLE001 - the bus is away: not known yet, looked for again
+                self.rt.log.warning("pod_address_unread", pod=name, exc_info=True)
+                continue
+            fact = None if delivery is None else _ADDRESS.decode(delivery.data)
+            if isinstance(fact, events.PodAddress) and fact.address:  # "": that incarnation ended
+                found[name] = fact.address
+        return found
+
+    async def _publish_address(self, pod: str, uid: str, node: str, address: str) -> None:
+        """Say where the pod runs (``address``: "" once it ended), for the pods of any cluster
+        whose env names its hostname."""
+        fact = events.PodAddress(
+            **self.rt.envelope(f"{self.cluster}/{pod}", f"address/{uid}/{address}"),
+            pod=pod,
+            uid=uid,
+            cluster=self.cluster,
+            node=node,
+            address=address,
+        )
+        try:
+            await self.rt.bus.publish(subjects.pod_address(pod), events.encode(fact), msg_id=fact.event_id)
+        except Exception:  # noqa: BLE001 - its peers then wait for it, and at worst take loopback
+            self.rt.log.warning("pod_address_unpublished", pod=pod, exc_info=True)
+
+    async def _forget_addresses(self, ended: list[tuple[str, str, str]]) -> None:
+        """An ended incarnation's address is blanked (a later job of the same name must not find
+        it); one that a newer incarnation replaced stays."""
+        for pod, uid, node in ended:
+            try:
+                delivery = await self.rt.bus.last(subjects.pod_address(pod))
+                fact = None if delivery is None else _ADDRESS.decode(delivery.data)
+                if isinstance(fact, events.PodAddress) and fact.uid == uid and fact.address:
+                    await self._publish_address(pod, uid, node, address="")
+            except Exception:  # noqa: BLE001 - left for the next incarnation to replace
+                self.rt.log.warning("pod_address_kept", pod=pod, exc_info=True)
 
     async def on_stop(self, msg: events.StopPods) -> Reaction | None:
         mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]
@@ -476,6 +556,8 @@ class NodeAgent:
         await self.rt.commit(cause, self._reaction(cause, reports, pods))
 
     async def close(self) -> None:
+        for task in self.resolving.values():
+            task.cancel()
         if self.runner is not None:
             # A frozen pod cannot act on the SIGTERM the runner's close sends (it would wait out its
             # grace), and the agent after us would not resume it: killed here at once.
@@ -512,6 +594,9 @@ class NodeAgent:
                 elif after != before:
                     self.pods.put(name, after)
         reaction = Reaction()
+        ended = [(r.pod, r.uid, r.node) for r in reports if r.phase in ENDED]
+        if ended and self.runner is not None:
+            reaction.after.append(lambda: self._forget_addresses(ended))
         if reports:
             now = self.rt.now()
             for r in reports:  # sampled: HYPERJOB_TRACE_POD_SAMPLE
