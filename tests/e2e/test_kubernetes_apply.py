@@ -111,3 +111,40 @@ def test_client_side_apply_moves_to_server_side_apply_and_managers_survive_an_ap
         assert managers(kubectl, "queue/kube-ssa-moved").keys() == owners.keys()
         refused = kubectl.apply(queue("kube-ssa-moved", 4), "--server-side", "--field-manager=bob", check=False)
         assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.weight' in refused.stderr
+
+
+CONCEPTUAL_HYPERJOB = """apiVersion: batch.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: kube-ssa-forms}
+spec:
+  template:
+    apiVersion: batch.volcano.sh/v1alpha1
+    kind: Job
+    spec:
+      minAvailable: 2
+      tasks:
+      - name: t
+        replicas: 2
+        template:
+          metadata: {annotations: {hyperjob.io/sim-duration: 1h}}
+          spec:
+            containers: [{name: c, image: busybox, resources: {limits: {cpu: "1"}}}]
+"""
+
+
+@needs_kubectl
+def test_a_hyperjob_in_its_conceptual_form_applies_server_side_again_and_after_its_exported_form(
+    kubectl: Kubectl,
+):
+    """The services store a HyperJob in the upstream form; a server-side apply of the conceptual
+    form merged field by field into it made an object neither form accepts (``spec.replicatedJobs``
+    unknown). Applied again, and after a client-side apply of ``get -o yaml``'s export, it is
+    taken as the configuration it is."""
+    with deleted_after(kubectl, "hyperjob/kube-ssa-forms"):
+        for _ in range(2):
+            applied = kubectl.apply(CONCEPTUAL_HYPERJOB, "--server-side")
+            assert "serverside-applied" in applied.stdout, applied.stderr
+        exported = kubectl.run("get", "hyperjob/kube-ssa-forms", "-o", "yaml").stdout
+        kubectl.apply(exported)
+        again = kubectl.apply(CONCEPTUAL_HYPERJOB, "--server-side", check=False)
+        assert again.returncode == 0 and "serverside-applied" in again.stdout, again.stderr

@@ -62,7 +62,7 @@ def applied(request: Request, resource: Resource, live: Body | None, wanted: Bod
     if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     force = request.query_params.get("force") in ("true", "1")
-    base = {k: v for k, v in (live or {}).items() if k != "status"}
+    base = in_applied_form({k: v for k, v in (live or {}).items() if k != "status"}, wanted)
     config = {k: v for k, v in wanted.items() if k != "status"}
     try:
         owners = fields.starting_owners(base, {})
@@ -72,6 +72,22 @@ def applied(request: Request, resource: Resource, live: Body | None, wanted: Bod
     except fields.Conflicts as exc:
         raise apply_conflict(exc.message(), exc.causes()) from None
     return merged, owners
+
+
+def in_applied_form(live: Body, wanted: Body) -> Body:
+    """The live object to merge an apply into, in the configuration's form. A HyperJob has two
+    (the conceptual ``batch.volcano.sh`` one and the upstream ``training.volcano.sh`` one, which
+    the services store) whose fields do not map one to one, and no conversion turns the stored
+    form back into the conceptual one: a configuration of the other form than the object's
+    replaces its body (its metadata kept, the managers of the other form's fields dropped), as if
+    applied afresh. Merged field by field, the two forms made an object neither accepts."""
+    version = wanted.get("apiVersion")
+    if not live or live.get("apiVersion") == version:
+        return live
+    metadata = dict(live.get("metadata") or {})
+    entries = metadata.get("managedFields") or []
+    metadata["managedFields"] = [e for e in entries if isinstance(e, dict) and e.get("apiVersion") == version]
+    return {"apiVersion": version, "kind": wanted.get("kind", live.get("kind")), "metadata": metadata}
 
 
 def accepted_patches(resource: Resource) -> tuple[str, ...]:
