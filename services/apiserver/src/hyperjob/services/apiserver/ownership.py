@@ -62,8 +62,9 @@ def applied(request: Request, resource: Resource, live: Body | None, wanted: Bod
     if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     force = request.query_params.get("force") in ("true", "1")
-    base = in_applied_form({k: v for k, v in (live or {}).items() if k != "status"}, wanted)
-    config = {k: v for k, v in wanted.items() if k != "status"}
+    base, config = in_one_form(
+        {k: v for k, v in (live or {}).items() if k != "status"}, {k: v for k, v in wanted.items() if k != "status"}
+    )
     try:
         owners = fields.starting_owners(base, {})
         merged, owners = fields.apply_moving_from_client_side(
@@ -74,20 +75,23 @@ def applied(request: Request, resource: Resource, live: Body | None, wanted: Bod
     return merged, owners
 
 
-def in_applied_form(live: Body, wanted: Body) -> Body:
-    """The live object to merge an apply into, in the configuration's form. A HyperJob has two
+def in_one_form(live: Body, wanted: Body) -> tuple[Body, Body]:
+    """The live object and the configuration to merge into it, in one form. A HyperJob has two
     (the conceptual ``batch.volcano.sh`` one and the upstream ``training.volcano.sh`` one, which
     the services store) whose fields do not map one to one, and no conversion turns the stored
-    form back into the conceptual one: a configuration of the other form than the object's
-    replaces its body (its metadata kept, the managers of the other form's fields dropped), as if
-    applied afresh. Merged field by field, the two forms made an object neither accepts."""
+    form back into the conceptual one. A configuration of the other form replaces the object's
+    body (its metadata kept, the managers of the other form's fields dropped), as if applied
+    afresh: merged field by field, the two forms made an object neither accepts. One that sets
+    metadata only (labels; kubectl's move from client-side apply) goes into the object as it is."""
     version = wanted.get("apiVersion")
     if not live or live.get("apiVersion") == version:
-        return live
+        return live, wanted
+    if all(key in ("apiVersion", "kind", "metadata") for key in wanted):
+        return live, {**wanted, "apiVersion": live.get("apiVersion")}
     metadata = dict(live.get("metadata") or {})
     entries = metadata.get("managedFields") or []
     metadata["managedFields"] = [e for e in entries if isinstance(e, dict) and e.get("apiVersion") == version]
-    return {"apiVersion": version, "kind": wanted.get("kind", live.get("kind")), "metadata": metadata}
+    return {"apiVersion": version, "kind": wanted.get("kind", live.get("kind")), "metadata": metadata}, wanted
 
 
 def accepted_patches(resource: Resource) -> tuple[str, ...]:
