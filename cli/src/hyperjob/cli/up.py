@@ -527,6 +527,15 @@ class System:
         except Exception:  # either server not answering: judge nothing now
             return None
 
+    def api_answers(self) -> bool:
+        """Whether the apiserver, if this system runs one, takes connections on its port."""
+        if not self.apiserver_url:
+            return True
+        port = int(self.apiserver_url.rsplit(":", 1)[1])
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(1.0)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
     def registered(self) -> list[str]:
         """The configured clusters that have reported their capacity (each one's services run)."""
 
@@ -607,8 +616,9 @@ def run_forever(
     ready: Callable[[], None] | None = None,
 ) -> None:
     """Block until Ctrl-C, SIGTERM or ``hyperjob down``, restarting services that die; then stop
-    everything. Until every cluster has registered the system is not ready: ``ready`` is called
-    once it is; after ``wait_timeout`` seconds without it, ``up`` gives up (UpError)."""
+    everything. Until every cluster has registered (and the apiserver, if any, takes connections:
+    `up` says kubectl may go) the system is not ready: ``ready`` is called once it is; after
+    ``wait_timeout`` seconds without it, ``up`` gives up (UpError)."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -629,15 +639,14 @@ def run_forever(
                 progress.observe(system.consumers())
                 for note in system.supervise_liveness(progress):
                     echo(note)
-            if not is_ready and len(system.registered()) == len(system.config.clusters):
+            if not is_ready and len(system.registered()) == len(system.config.clusters) and system.api_answers():
                 is_ready = True
                 if ready is not None:
                     ready()
             if not is_ready and wait_timeout is not None and time.monotonic() - started > wait_timeout:
                 missing = sorted({c.name for c in system.config.clusters} - set(system.registered()))
-                raise UpError(
-                    f"clusters {', '.join(missing)} did not register within {wait_timeout:g}s; see {home() / 'logs'}"
-                )
+                what = f"clusters {', '.join(missing)} did not register" if missing else "the apiserver did not answer"
+                raise UpError(f"{what} within {wait_timeout:g}s; see {home() / 'logs'}")
             system.write_status(is_ready)
             time.sleep(0.5)
     finally:
