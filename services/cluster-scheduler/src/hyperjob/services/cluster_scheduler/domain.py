@@ -79,12 +79,14 @@ _MISSING: Final = object()
 class Bookings(dict[str, Binding]):
     """pod → its binding, with what the bindings take on each node kept up to date as they change
     (the capacity summary reads it every period; summing every binding each time would cost as
-    much as the fleet is big). ``revision`` counts the changes."""
+    much as the fleet is big). ``revision`` counts the changes, ``node_revision`` those of each
+    node's ``used``."""
 
     def __init__(self, bindings: Mapping[str, Binding] | None = None) -> None:
         super().__init__()
         self.used: dict[str, dict[str, float]] = {}
         self.revision = 0
+        self.node_revision: dict[str, int] = {}
         for pod, binding in (bindings or {}).items():
             self[pod] = binding
 
@@ -119,6 +121,7 @@ class Bookings(dict[str, Binding]):
         return binding
 
     def _account(self, binding: Binding, sign: float) -> None:
+        self.node_revision[binding.node] = self.node_revision.get(binding.node, 0) + 1
         slot = self.used.setdefault(binding.node, {})
         for resource, amount in binding.request.items():
             slot[resource] = slot.get(resource, 0.0) + sign * amount
