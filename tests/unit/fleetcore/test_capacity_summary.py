@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from hyperjob import events
 from hyperjob.fleetcore.capacity import PodShape, node_matches
-from hyperjob.services.cluster_scheduler.summary import MAX_LABEL_VALUES, NodeRoom, summarize
+from hyperjob.services.cluster_scheduler.summary import MAX_LABEL_VALUES, ClassCache, NodeRoom, summarize
 
 GPU = "nvidia.com/gpu"
 ROOM = {GPU: 8.0, "cpu": 96.0, "pods": 110.0}
@@ -51,3 +53,21 @@ def test_a_selector_on_a_varied_label_may_match_and_one_on_a_kept_label_must() -
     assert node_matches(on_domain, labels)
     assert node_matches(PodShape(request={GPU: 1.0}, node_selector={"nvidia.com/gpu.product": "H100"}), labels)
     assert not node_matches(PodShape(request={GPU: 1.0}, node_selector={"nvidia.com/gpu.product": "A100"}), labels)
+
+
+def test_a_summary_cache_gives_the_summary_without_it_as_nodes_change() -> None:
+    """``ClassCache`` keeps each node's class while its room is the same object: a room that is
+    replaced (a pod bound there, a label added), a node gone and the label values passing
+    ``MAX_LABEL_VALUES`` all show at once."""
+    cache = ClassCache()
+    nodes = fleet(MAX_LABEL_VALUES * 32)[:40]  # 2 leaves, 40 domains: only the domain varies
+    steps = [
+        lambda ns: ns,
+        lambda ns: [msgspec.structs.replace(ns[0], free={**ns[0].free, GPU: 3.0}), *ns[1:]],
+        lambda ns: [*ns[:5], msgspec.structs.replace(ns[5], labels={**ns[5].labels, "zone": "b"}), *ns[6:]],
+        lambda ns: ns[:-3],
+        lambda ns: [msgspec.structs.replace(n, labels={**n.labels, "leaf": f"own-{i}"}) for i, n in enumerate(ns)],
+    ]
+    for step in steps:
+        nodes = step(nodes)
+        assert summarize("c1", {}, nodes, len(nodes), cache=cache) == summarize("c1", {}, nodes, len(nodes))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -145,3 +146,10 @@ def test_the_timeline_skips_a_payload_it_cannot_read_bad_utf8_included():
     timeline.observe("HYPERJOB", "job.phase.c1", b'{"type":"job.phase.v1","event_id":"\xff\xfe"}', {})
     timeline.observe("HYPERJOB", "job.phase.c1", b"\x00 not json", {})
     assert timeline.events == []
+
+
+def test_a_run_leaves_the_cycle_collector_as_it_found_it() -> None:
+    """The engine collects cyclic garbage less often while it runs (``engine._rare_collections``)."""
+    before = gc.get_threshold()
+    simulator.run(SCENARIO)
+    assert gc.get_threshold() == before

@@ -35,8 +35,10 @@ def _rows(nodes: list[NodeInfo], names: list[str]) -> list[tuple[float, ...]]:
     return out
 
 
-class NodeTable:
-    """Dense node state; row order is node-name order, which is also the tie-break order."""
+class NodeBase:
+    """What a node table starts from, built from the nodes alone (no pod placed yet): a
+    ``Carry`` keeps it while the snapshot's nodes are the same objects. Read-only: every table
+    copies what it changes."""
 
     def __init__(self, nodes: Sequence[NodeInfo], space: ResourceSpace) -> None:
         ready = sorted((n for n in nodes if n.ready), key=lambda n: n.name)
@@ -44,29 +46,46 @@ class NodeTable:
         self.names = [n.name for n in ready]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.size = len(ready)
-        self.not_ready = len(nodes) - self.size  # listed but NotReady: not in the table at all
-        self.space = space
+        self.not_ready = len(nodes) - self.size
         self.alloc = np.array(_rows(ready, space.names), dtype=float).reshape(self.size, space.size)
         for i, n in enumerate(ready):
             if PODS not in n.allocatable:
                 self.alloc[i, space.pods] = DEFAULT_PODS
-        self.idle = self.alloc.copy()
-        self.releasing = np.zeros_like(self.alloc)
-        self.pipelined = np.zeros_like(self.alloc)
-        self.fidle = self.alloc.copy()
         self.unschedulable = np.array([n.unschedulable for n in ready], dtype=bool)
-        self.dirty: list[int] = []
-        self.tasks: list[list[TaskState]] = [[] for _ in ready]
-        # Pods pipelined onto a node (waiting for what its releasing pods give back), by row: they
-        # hold no device yet, but the devices that come free are theirs first.
-        self.pipelined_tasks: dict[int, list[TaskState]] = {}
-        self._columns: dict[str, np.ndarray] = {}
         gpus = [int(n.allocatable.get(GPU, 0)) for n in ready]
         self.max_devices = max(gpus, default=0)
         self.device_free = np.full((self.size, max(self.max_devices, 1)), -1.0)
         for i, g in enumerate(gpus):
             self.device_free[i, :g] = DEVICE_CORES
         self.total = self.alloc.sum(axis=0) if self.size else np.zeros(space.size)
+
+
+class NodeTable:
+    """Dense node state; row order is node-name order, which is also the tie-break order."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], space: ResourceSpace, base: NodeBase | None = None) -> None:
+        base = base if base is not None else NodeBase(nodes, space)
+        self.infos = list(base.infos)
+        self.names = list(base.names)
+        self.index = dict(base.index)
+        self.size = base.size
+        self.not_ready = base.not_ready  # listed but NotReady: not in the table at all
+        self.space = space
+        self.alloc = base.alloc.copy()
+        self.idle = self.alloc.copy()
+        self.releasing = np.zeros_like(self.alloc)
+        self.pipelined = np.zeros_like(self.alloc)
+        self.fidle = self.alloc.copy()
+        self.unschedulable = base.unschedulable.copy()
+        self.dirty: list[int] = []
+        self.tasks: list[list[TaskState]] = [[] for _ in range(self.size)]
+        # Pods pipelined onto a node (waiting for what its releasing pods give back), by row: they
+        # hold no device yet, but the devices that come free are theirs first.
+        self.pipelined_tasks: dict[int, list[TaskState]] = {}
+        self._columns: dict[str, np.ndarray] = {}
+        self.max_devices = base.max_devices
+        self.device_free = base.device_free.copy()
+        self.total = base.total.copy()
 
     def column(self, key: str) -> np.ndarray:
         """Label values of every node for ``key`` (None where absent), computed once."""

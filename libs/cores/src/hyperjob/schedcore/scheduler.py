@@ -9,6 +9,7 @@ from .actions.backfill import backfill
 from .actions.enqueue import enqueue
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
+from .carry import Carry
 from .conf import DEFAULT_CONF
 from .confspec import SchedulerConf
 from .model import Decision, Snapshot
@@ -31,10 +32,13 @@ class Scheduler:
     def __init__(self, conf: SchedulerConf = DEFAULT_CONF) -> None:
         self.conf = conf
         self.registry = build_registry()
+        # Only what a session derives from unchanged parts of the snapshot (``carry``): decisions
+        # still depend on the snapshot alone.
+        self.carry = Carry()
 
     def open(self, snapshot: Snapshot) -> Session:
         """A session over ``snapshot`` with plugins opened (for tests that inspect the world)."""
-        return Session(self.conf, snapshot, self.registry)
+        return Session(self.conf, snapshot, self.registry, self.carry)
 
     def cycle(self, snapshot: Snapshot) -> Decision:
         ssn = self.open(snapshot)

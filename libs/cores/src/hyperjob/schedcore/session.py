@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .carry import Carry
 from .confspec import SchedulerConf
 from .cyclestate import CycleState
 from .hooks import Dispatch, HookRegistry
@@ -36,13 +37,14 @@ def _space(snapshot: Snapshot) -> ResourceSpace:
 class Session(Dispatch):
     """Holds nodes, queues, jobs and plugins for one cycle; see the module docstring."""
 
-    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, registry: Registry) -> None:
+    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, registry: Registry, carry: Carry | None = None) -> None:
         self.conf = conf
         self.snapshot = snapshot
         self.now = snapshot.now
         self.cycle_state = CycleState()
-        self.space = space = _space(snapshot)
-        self.nodes = NodeTable(snapshot.nodes, space)
+        self.space = space = _space(snapshot) if carry is None else carry.space_for(_space(snapshot))
+        base = carry.node_base(snapshot.nodes, space) if carry is not None else None
+        self.nodes = NodeTable(snapshot.nodes, space, base)
         self.total = self.nodes.total
         self.share_dims = (self.total > 0) | (np.arange(space.size) < 2)
         self.queues: dict[str, QueueState] = {q.name: QueueState(q, space) for q in snapshot.queues}
@@ -53,12 +55,18 @@ class Session(Dispatch):
         self.jobs: dict[str, JobState] = {}
         placed: list[TaskState] = []
         for seq, j in enumerate(snapshot.jobs):
-            tasks = [TaskState(t, space, self.nodes.index) for t in j.tasks]
+            index = self.nodes.index
+            if carry is None:
+                tasks = [TaskState(t, space, index) for t in j.tasks]
+            else:
+                tasks = [TaskState(t, space, index, carry.shape(t, space)) for t in j.tasks]
             self.jobs[j.name] = JobState(j, tasks, space, seq)
             placed.extend(t for t in tasks if t.node >= 0 and t.status in ("Bound", "Running", "Releasing"))
             queue = self.queues.get(j.queue)
             if queue is not None:
                 queue.allocated += self.jobs[j.name].allocated
+        if carry is not None:
+            carry.opened()
         self._place_existing(placed)
         self.binds: list[Bind] = []
         self.evictions: list[Evict] = []

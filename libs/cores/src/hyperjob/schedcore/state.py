@@ -38,17 +38,17 @@ class TaskState:
         "_key",
     )
 
-    def __init__(self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int]) -> None:
+    def __init__(
+        self, info: TaskInfo, space: ResourceSpace, node_index: dict[str, int], shape: Shape | None = None
+    ) -> None:
         self.info = info
         self.name = info.name
         self.job: JobState | None = None
         self.role = info.role
-        self.req = space.request(info.request)
+        self.req, self.best_effort, self.vgpu = shape if shape is not None else task_shape(info, space)
         self.status: str = info.status
         self.node = node_index.get(info.node, -1) if info.node else -1
-        self.best_effort = space.request_is_best_effort(self.req)
         self.priority = info.priority
-        self.vgpu = _vgpu(info.request)
         self.devices: tuple[int, ...] = ()
         # Ordering and placement keys are computed on first use: most tasks of a big cluster
         # are running and never placed or ordered in a cycle.
@@ -80,6 +80,14 @@ class TaskState:
 
 
 _NO_VGPU = (0, 100.0)
+
+# A task's request vector (interned, read-only), whether it is best-effort, and its GPU devices.
+Shape = tuple[np.ndarray, bool, tuple[int, float]]
+
+
+def task_shape(info: TaskInfo, space: ResourceSpace) -> Shape:
+    req = space.request(info.request)
+    return req, space.request_is_best_effort(req), _vgpu(info.request)
 
 
 def _vgpu(request: dict[str, float]) -> tuple[int, float]:

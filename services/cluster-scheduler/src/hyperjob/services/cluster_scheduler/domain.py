@@ -79,12 +79,14 @@ _MISSING: Final = object()
 class Bookings(dict[str, Binding]):
     """pod → its binding, with what the bindings take on each node kept up to date as they change
     (the capacity summary reads it every period; summing every binding each time would cost as
-    much as the fleet is big). ``revision`` counts the changes."""
+    much as the fleet is big). ``revision`` counts the changes, ``node_revision`` those of each
+    node's ``used``."""
 
     def __init__(self, bindings: Mapping[str, Binding] | None = None) -> None:
         super().__init__()
         self.used: dict[str, dict[str, float]] = {}
         self.revision = 0
+        self.node_revision: dict[str, int] = {}
         for pod, binding in (bindings or {}).items():
             self[pod] = binding
 
@@ -119,6 +121,7 @@ class Bookings(dict[str, Binding]):
         return binding
 
     def _account(self, binding: Binding, sign: float) -> None:
+        self.node_revision[binding.node] = self.node_revision.get(binding.node, 0) + 1
         slot = self.used.setdefault(binding.node, {})
         for resource, amount in binding.request.items():
             slot[resource] = slot.get(resource, 0.0) + sign * amount
@@ -434,11 +437,10 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
     started, or an announcement a crash lost)."""
     out = CycleOutcome()
     pods = {p.name: (view, p) for view in state.jobs.values() for p in view.pods.values()}
-    for name, binding in sorted(state.bound.items()):
-        found = pods.get(name)
+    for name, binding, found in _to_release(state.bound, pods, down):
         if found is None or found[1].phase in ("Succeeded", "Failed") or (binding.uid and binding.uid != found[1].uid):
             out.unbinds.append(Unbind(cluster, name))
-        elif binding.node in down:
+        else:  # on a down node
             out.unbinds.append(Unbind(cluster, name))
             view, pod = found
             out.add(out.evicted, view.name, events.PodRef(pod=name, uid=pod.uid, node=binding.node, reason="nodeDown"))
@@ -461,6 +463,24 @@ def housekeeping(cluster: str, state: ClusterView, down: set[str]) -> CycleOutco
                         events.PodRef(pod=pod.name, uid=pod.uid, node=held.node, devices=held.devices),
                     )
     return out
+
+
+def _to_release(
+    bound: Mapping[str, Binding], pods: Mapping[str, tuple[JobView, events.PodState]], down: Collection[str]
+) -> list[tuple[str, Binding, tuple[JobView, events.PodState] | None]]:
+    """The bindings housekeeping gives back, by pod name: the pod is gone, finished, another
+    incarnation, or on a ``down`` node (found first, then sorted: most bindings stay)."""
+    found = []
+    for name, binding in bound.items():
+        pod = pods.get(name)
+        if (
+            pod is None
+            or pod[1].phase in ("Succeeded", "Failed")
+            or (binding.uid and binding.uid != pod[1].uid)
+            or binding.node in down
+        ):
+            found.append((name, binding, pod))
+    return sorted(found, key=lambda f: f[0])
 
 
 def _direct_binds(
@@ -539,7 +559,12 @@ def used_by_node(*bindings: Iterable[Binding]) -> dict[str, dict[str, float]]:
 def apply_decision(cluster: str, state: ClusterView, decision: schedcore.Decision, out: CycleOutcome) -> None:
     """What a session decided, as bindings, releases and messages (``out`` already holds the
     housekeeping of this cycle)."""
-    pods = {p.name: (view, p) for view in state.jobs.values() for p in view.pods.values()}
+    # Every pod by name, only for a decision that binds or evicts (most cycles do neither).
+    pods = (
+        {p.name: (view, p) for view in state.jobs.values() for p in view.pods.values()}
+        if decision.evictions or decision.binds
+        else {}
+    )
     released = {u.pod for u in out.unbinds}
     for evict in decision.evictions:
         found = pods.get(evict.task)

@@ -24,7 +24,7 @@ from hyperjob.telemetry.spans import decision as decided
 
 from . import domain, metrics
 from .config import Settings
-from .summary import CapacityFields, NodeRoom, summarize
+from .summary import CapacityFields, ClassCache, NodeRoom, summarize
 
 
 class ClusterScheduler:
@@ -57,6 +57,9 @@ class ClusterScheduler:
         self.dirty = True
         self.revision = 0  # counts changes to what the scheduler knows (its bindings count apart)
         self._summary: tuple[tuple[int, int], CapacityFields] | None = None
+        # Each node's room in the last summary, while its view, readiness and bookings are the same.
+        self._rooms: dict[str, tuple[domain.NodeView, tuple[bool, int], NodeRoom]] = {}
+        self._classes = ClassCache()
         self._snapshots = domain.SnapshotCache()
         self.faults: dict[str, str] = {}  # job -> the node fault that took its pods (domain.node_faults)
         runtime.on_load(self.on_loaded)
@@ -64,6 +67,7 @@ class ClusterScheduler:
     async def on_loaded(self) -> None:
         self.bound = domain.Bookings(await self.rt.store.allocations(self.cluster))
         self._summary = None
+        self._rooms = {}  # the new bookings count their revisions from 0 again
         self.registered = {}  # a store that lost its state lost the registrations too
         self.dirty = True
 
@@ -423,18 +427,9 @@ class ClusterScheduler:
         await self.rt.bus.publish(subjects.capacity(self.cluster), events.encode(message), msg_id=message.event_id)
 
     def _summarize(self) -> CapacityFields:
-        used = self.bound.used
-        rooms = [
-            NodeRoom(
-                name=n.name,
-                allocatable=n.allocatable,
-                free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
-                labels=n.labels,
-                taints=n.all_taints(),
-                schedulable=n.ready and not n.unschedulable,
-            )
-            for _, n in sorted(self.nodes.items())
-        ]
+        rooms = [self._room(n) for _, n in sorted(self.nodes.items())]
+        if len(self._rooms) > len(self.nodes):  # nodes that left
+            self._rooms = {n: r for n, r in self._rooms.items() if n in self.nodes}
         settings = self.settings
         return summarize(
             self.cluster,
@@ -445,7 +440,27 @@ class ClusterScheduler:
             settings.prices,
             settings.data_sets,
             settings.data_links,
+            self._classes,
         )
+
+    def _room(self, n: domain.NodeView) -> NodeRoom:
+        """The node as the summary sees it; rebuilt only when the node or its bookings changed
+        (a ``NodeView`` is replaced on every change but its liveness, which is in the key)."""
+        key = (n.ready, self.bound.node_revision.get(n.name, 0))
+        cached = self._rooms.get(n.name)
+        if cached is not None and cached[0] is n and cached[1] == key:
+            return cached[2]
+        used = self.bound.used
+        room = NodeRoom(
+            name=n.name,
+            allocatable=n.allocatable,
+            free={r: a - used.get(n.name, {}).get(r, 0.0) for r, a in _with_pods(n.allocatable).items()},
+            labels=n.labels,
+            taints=n.all_taints(),
+            schedulable=n.ready and not n.unschedulable,
+        )
+        self._rooms[n.name] = (n, key, room)
+        return room
 
 
 def _with_pods(allocatable: dict[str, float]) -> dict[str, float]:

@@ -10,8 +10,9 @@ is ``events.VARIED_LABEL``. Without that, every node would be its own class and 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 import msgspec
 
@@ -72,13 +73,15 @@ def summarize(
     prices: Mapping[str, float] | None = None,
     data_sets: Sequence[str] = (),
     data_links: Mapping[str, float] | None = None,
+    cache: ClassCache | None = None,
 ) -> CapacityFields:
     """The fields of ``events.ClusterCapacityReported``: sums over Ready, schedulable nodes (a
     node with a sick GPU has no free GPU) and their classes. Every sum is taken over the classes
     (nodes alike counted once, times their number), so its cost follows how varied the cluster
-    is, not how big."""
+    is, not how big. ``cache`` keeps what each node's room makes of it from one summary to the
+    next (the same result, without sorting every node's maps again)."""
     ready = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
-    groups = classes(ready, [_free(n) for n in ready], varied_labels(ready))
+    groups = (cache or ClassCache()).classes(ready)
     free: dict[str, float] = {}
     allocatable: dict[str, float] = {}
     accelerators: dict[str, float] = {}
@@ -126,25 +129,78 @@ def classes(
     node; the labels of ``varied`` keys count as ``events.VARIED_LABEL``."""
     found: dict[tuple[object, ...], events.NodeClass] = {}
     for node, free in zip(nodes, frees, strict=True):
-        labels = {k: events.VARIED_LABEL if k in varied else v for k, v in node.labels.items()}
-        key = (
-            tuple(sorted(free.items())),
-            tuple(sorted(node.allocatable.items())),
-            tuple(sorted(labels.items())),
-            tuple(tuple(sorted(t.items())) for t in node.taints),
-        )
-        known = found.get(key)
-        if known is None:
-            found[key] = events.NodeClass(
-                name=node.name,
-                free=free,
-                allocatable=dict(node.allocatable),
-                labels=labels,
-                taints=list(node.taints),
-            )
-        else:
-            found[key] = msgspec.structs.replace(known, count=known.count + 1)
+        _add(found, node, *_class_key(node, free, varied))
     return list(found.values())
+
+
+class ClassCache:
+    """``classes`` of one cluster's nodes, summary after summary: each node's class key is kept
+    while its ``NodeRoom`` is the same object (its owner builds a new one when the node or what is
+    bound to it changes), and the varied labels while every node's labels are the same. Keys are
+    numbered once, so grouping a node costs one small lookup (a key tuple is hashed anew each time)."""
+
+    def __init__(self) -> None:
+        self._labels: list[dict[str, str]] = []
+        self._varied: frozenset[str] = frozenset()
+        self._numbers: dict[tuple[object, ...], int] = {}
+        self._keys: dict[str, tuple[NodeRoom, int, dict[str, float], dict[str, str]]] = {}
+
+    def classes(self, nodes: list[NodeRoom]) -> list[events.NodeClass]:
+        """``classes(nodes, [_free(n) for n in nodes], varied_labels(nodes))``."""
+        labels = [n.labels for n in nodes]
+        if len(labels) != len(self._labels) or not all(map(operator.is_, labels, self._labels)):
+            varied = varied_labels(nodes)
+            if varied != self._varied:
+                self._keys = {}
+            self._labels, self._varied = labels, varied
+        if len(self._keys) > 2 * len(nodes) or len(self._numbers) > 4 * len(nodes):  # nodes that left
+            self._keys, self._numbers = {}, {}
+        found: dict[int, events.NodeClass] = {}
+        keys, numbers = self._keys, self._numbers
+        for node in nodes:
+            known = keys.get(node.name)
+            if known is None or known[0] is not node:
+                key, free, node_labels = _class_key(node, _free(node), self._varied)
+                number = numbers.setdefault(key, len(numbers))
+                known = keys[node.name] = (node, number, free, node_labels)
+            _add(found, node, *known[1:])
+        return list(found.values())
+
+
+_K = TypeVar("_K", int, tuple[object, ...])
+
+
+def _class_key(
+    node: NodeRoom, free: dict[str, float], varied: frozenset[str]
+) -> tuple[tuple[object, ...], dict[str, float], dict[str, str]]:
+    labels = {k: events.VARIED_LABEL if k in varied else v for k, v in node.labels.items()}
+    key = (
+        tuple(sorted(free.items())),
+        tuple(sorted(node.allocatable.items())),
+        tuple(sorted(labels.items())),
+        tuple(tuple(sorted(t.items())) for t in node.taints),
+    )
+    return key, free, labels
+
+
+def _add(
+    found: dict[_K, events.NodeClass],
+    node: NodeRoom,
+    key: _K,
+    free: dict[str, float],
+    labels: dict[str, str],
+) -> None:
+    known = found.get(key)
+    if known is None:
+        found[key] = events.NodeClass(
+            name=node.name,
+            free=dict(free),
+            allocatable=dict(node.allocatable),
+            labels=dict(labels),
+            taints=list(node.taints),
+        )
+    else:
+        found[key] = msgspec.structs.replace(known, count=known.count + 1)
 
 
 def _free(node: NodeRoom) -> dict[str, float]:
