@@ -3,10 +3,12 @@ drive it), the NATS streams read without declaring anything (the record of what 
 sampler of the nodes' bookings while a run goes on.
 
 The invariants every test checks (``Figures.problems``): each HyperJob reached its expected phase;
-no pod was started twice (a pod name reported Running under two incarnations, in any cluster, or
-one incarnation started by two different commands) and no two copies of a pod ran at once; no
-node's bookings ever went above its allocatable; nothing was dropped silently (no dead letters,
-no child left in a non-final phase, no booking left behind once every HyperJob is final).
+no pod was started twice (one incarnation started by two different commands, or run in two
+clusters) and no two copies of a pod ran at once (``copies.Copies``: a copy frozen by its agent
+stops counting from the freeze); no node's bookings ever went above its allocatable; nothing was
+dropped silently (no dead letters, no child left in a non-final phase, no booking left behind once
+every HyperJob is final). A pod run again under a new incarnation (its job's policy, or its child
+moved to another cluster) is counted, not a problem by itself.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import nats.errors
 import nats.js.errors
 
 from hyperjob import events
-from tests.service.outage_kit import Copies
+from tests.service.copies import Copies
 
 REPO = Path(__file__).resolve().parents[2]
 HYPERJOB = str(Path(sys.executable).parent / "hyperjob")
@@ -133,21 +135,32 @@ class Ledger:
 
     reports: list[tuple[str, events.PodReport]] = field(default_factory=list)  # (cluster, report), in order
     starts_per_incarnation: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (pod, uid) -> event ids
+    frozen: list[events.PodsFrozen] = field(default_factory=list)  # what the agents froze, and when
+    confirmed: list[events.StartPods] = field(default_factory=list)  # the resume-only starts
     dead_letters: list[str] = field(default_factory=list)
     statuses: list[tuple[str, str]] = field(default_factory=list)  # (hyperjob, phase), in order
     replicas: dict[str, int] = field(default_factory=dict)
 
     @property
     def pods_started_twice(self) -> list[str]:
-        """A pod name reported Running under two incarnations (in any cluster), or one
-        incarnation started by two different commands."""
+        """A pod incarnation started by two different commands, or run by two clusters."""
+        clusters: dict[tuple[str, str], set[str]] = {}
+        for cluster, report in self.reports:
+            if report.phase == "Running":
+                clusters.setdefault((report.pod, report.uid), set()).add(cluster)
+        twice = {pod for (pod, _), seen in clusters.items() if len(seen) > 1}
+        twice |= {pod for (pod, _), starts in self.starts_per_incarnation.items() if len(starts) > 1}
+        return sorted(twice)
+
+    @property
+    def pods_started_again(self) -> list[str]:
+        """Pod names run under a second incarnation: recreated by the job's policy or moved with
+        their child to another cluster, as a fault may make them (no invariant broken by itself)."""
         incarnations: dict[str, set[tuple[str, str]]] = {}
         for cluster, report in self.reports:
             if report.phase == "Running":
                 incarnations.setdefault(report.pod, set()).add((cluster, report.uid))
-        twice = {pod for pod, seen in incarnations.items() if len(seen) > 1}
-        twice |= {pod for (pod, _), starts in self.starts_per_incarnation.items() if len(starts) > 1}
-        return sorted(twice)
+        return sorted(pod for pod, seen in incarnations.items() if len(seen) > 1)
 
     @property
     def pods_reported_running(self) -> int:
@@ -157,7 +170,7 @@ class Ledger:
     @property
     def concurrent_copies(self) -> int:
         """Pods of which two copies ran at overlapping times (``outage_kit.Copies``)."""
-        return Copies(self.reports).concurrent()
+        return Copies(self.reports, self.frozen, self.confirmed).concurrent()
 
 
 async def _messages(js: Any, stream: str, subject: str) -> list[Any]:
@@ -174,6 +187,7 @@ async def _messages(js: Any, stream: str, subject: str) -> list[Any]:
 
 _PHASES = events.decoder(events.PodPhasesReported)
 _STARTS = events.decoder(events.StartPods)
+_FROZEN = events.decoder(events.PodsFrozen)
 
 
 async def _read_ledger(nats_url: str) -> Ledger:
@@ -184,9 +198,12 @@ async def _read_ledger(nats_url: str) -> Ledger:
         for message in await _messages(js, "NODE", "node.pods.phase.>"):
             reported = _PHASES.decode(message.data)
             ledger.reports.extend((reported.cluster, report) for report in reported.reports)
+        for message in await _messages(js, "NODE", "node.pods.frozen.>"):
+            ledger.frozen.append(_FROZEN.decode(message.data))
         for message in await _messages(js, "JOB", "job.pods.start.>"):
             command = _STARTS.decode(message.data)
             if command.resume_only:  # resumes frozen pods, starts none
+                ledger.confirmed.append(command)
                 continue
             for start in command.pods:
                 ledger.starts_per_incarnation.setdefault((start.pod, start.uid), set()).add(command.event_id)
@@ -297,6 +314,8 @@ def collect(
         notes={
             "booking samples": sampler.samples,
             "pods reported running": ledger.pods_reported_running,
+            "pods started again (recreated or moved)": len(ledger.pods_started_again),
+            "pods frozen": sum(len(m.pods) for m in ledger.frozen),
             "stream replicas": ledger.replicas,
             **(notes or {}),
         },

@@ -10,8 +10,9 @@ measuring script (``.venv/bin/python -m tests.service.outage_kit``). The figures
 - ``evicted``: pods the cluster-schedulers took off their nodes because the node went silent
   (``nodeDown``); ``moved``: children failed over to another cluster (``sched.child.move``);
 - ``started_twice``: pods started more than once (the same pod name in two ``job.pods.start``);
-- ``concurrent``: pods of which two copies ran at overlapping times (``Copies``: each copy, a pod
-  name on one cluster, node and uid, runs from its agent's Running report to its last one);
+- ``concurrent``: pods of which two copies ran at overlapping times (``copies.Copies``: each copy,
+  a pod name on one cluster, node and uid, runs from its agent's Running report to its last one,
+  or to when its agent froze it, and again from a confirmation that resumed it);
 - ``over``: samples of a node whose bookings exceeded its allocatable (the store, sampled);
 - ``dlq``: dead letters; ``phases``: every HyperJob's final phase as the status-aggregator wrote it;
 - ``bookings_left``: pods still booked per cluster once every HyperJob is final.
@@ -43,6 +44,7 @@ from hyperjob.events.subjects import STREAMS
 from hyperjob.testkit.isolation import new_namespace, open_nats_bus, open_redis_store
 from hyperjob.testkit.servers import NatsServer, RedisServer
 from tests.service import service_helpers as sh
+from tests.service.copies import Copies
 
 CLUSTERS = ("c1", "c2")
 REPORTED: dict[str, object] = {}  # figures the chaos tests print at the end of the session
@@ -405,7 +407,7 @@ class Run:
             evicted=len(evicted),
             moved=len(moved),
             started_twice=sum(1 for n in starts.values() if n > 1),
-            concurrent=Copies(await self._reports()).concurrent(),
+            concurrent=Copies(await self._reports(), await self._frozen(), await self._confirmed()).concurrent(),
             over=len(self.bookings.over),
             samples=self.bookings.samples,
             dlq=len(await self.probe.messages("dlq.>")),
@@ -423,6 +425,19 @@ class Run:
             for p in m.pods
         ]
 
+    async def _frozen(self) -> list[events.PodsFrozen]:
+        """What the agents froze, with when, as each said once back on the bus."""
+        return [m for c in CLUSTERS for m in await self.probe.decoded(subjects.pods_frozen(c), events.PodsFrozen)]
+
+    async def _confirmed(self) -> list[events.StartPods]:
+        """The confirmations that resumed frozen pods."""
+        return [
+            m
+            for c in CLUSTERS
+            for m in await self.probe.decoded(subjects.start_pods(c), events.StartPods)
+            if m.resume_only
+        ]
+
     async def _reports(self) -> list[tuple[str, events.PodReport]]:
         """Every pod phase the agents reported, with its cluster, in stream order."""
         return [
@@ -435,34 +450,6 @@ class Run:
     async def _statuses(self) -> dict[str, str]:
         docs = await self.store.list(records.HYPERJOB_STATUS)
         return {name: doc.decode(records.HyperJobStatusDoc).phase for name, doc in docs.items()}
-
-
-class Copies:
-    """Each pod's copies as spans of wall-clock time, from its agents' reports: a copy (the pod
-    on one cluster and node, one uid) runs from a Running report until a report of another phase
-    (Succeeded, Failed, Deleted); one never ended runs for ever. Two spans of one pod that
-    overlap are two copies running at once (a restart in place reports Running again: no new span).
-    Strict: an agent reports no freeze (self-fencing), so a frozen copy counts as running until its
-    Fenced or Deleted report."""
-
-    def __init__(self, reports: list[tuple[str, events.PodReport]]) -> None:
-        self.spans: dict[str, list[list[float]]] = {}
-        running: dict[tuple[str, str, str, str], list[float]] = {}
-        for cluster, r in reports:
-            key = (r.pod, cluster, r.node, r.uid)
-            if r.phase == "Running" and key not in running:
-                running[key] = [r.at, float("inf")]
-                self.spans.setdefault(r.pod, []).append(running[key])
-            elif r.phase != "Running" and key in running:
-                running.pop(key)[1] = r.at
-
-    def concurrent(self) -> int:
-        """How many pods had two copies running at overlapping times."""
-        return sum(1 for spans in self.spans.values() if _overlap(sorted(spans)))
-
-
-def _overlap(spans: list[list[float]]) -> bool:
-    return any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
 
 
 async def _apply(bus: Any, probe: sh.Probe, manifest: dict[str, Any]) -> None:

@@ -93,3 +93,4 @@ class PodsFrozen(Message, frozen=True, kw_only=True, tag="node.pods.frozen.v1"):
     cluster: str
     agent: str
     pods: list[FrozenPod]
+    frozen_at: float = 0.0  # when (the agent's wall clock) they stood still: none ran on after it

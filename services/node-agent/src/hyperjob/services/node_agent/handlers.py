@@ -94,6 +94,7 @@ class NodeAgent:
         self.contact = fencing.Contact(monotonic, settings.fleet_lease)
         self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
         self.frozen = fencing.Frozen(settings.fleet_lease)  # standing still, waiting for the fleet's word
+        self.frozen_at = 0.0  # when the last freeze was (wall clock), as the agent tells its job-controller
         self.self_fence = settings.self_fence
         # Where this agent's nodes are reached (one host); pods waiting for their peers' addresses.
         self.address = settings.node_address or host_address()
@@ -272,6 +273,7 @@ class NodeAgent:
         if not victims:
             return
         self.frozen.freeze(victims)
+        self.frozen_at = self.rt.now()
         self.rt.log.warning("pods_frozen", cluster=self.cluster, agent=self.agent, pods=sorted(victims))
         runner = self.runner
         if runner is None:
@@ -312,6 +314,7 @@ class NodeAgent:
             cluster=self.cluster,
             agent=self.agent,
             pods=pods,
+            frozen_at=self.frozen_at,
         )
         await self.rt.bus.publish(subjects.pods_frozen(self.cluster), events.encode(ask), msg_id=ask.event_id)
         self.frozen.asked = True
