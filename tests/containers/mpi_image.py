@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from tests.containers import podman_kit
 
@@ -30,7 +26,7 @@ MPICH_VERSION = pinned("mpich")
 # mpi4py's wheels are per CPython: fetch those of the base image's python3 (Debian bookworm's),
 # whatever Python the host's pip runs on.
 BASE_PYTHON = "3.11"
-DOWNLOAD = ("pip", "download", "--quiet", "--only-binary=:all:", "--python-version", BASE_PYTHON)
+DOWNLOAD = ("--only-binary=:all:", "--python-version", BASE_PYTHON)
 PACKAGES = (f"mpi4py=={MPI4PY_VERSION}", f"mpich=={MPICH_VERSION}")
 
 
@@ -47,19 +43,10 @@ def ensure_mpi_image() -> str:
     name = tag(base)
     if podman_kit.image_exists(name):
         return name
-    with tempfile.TemporaryDirectory(prefix="hyperjob-mpi-wheels-", dir="/var/tmp") as wheels:
-        subprocess.run(
-            [sys.executable, "-m", *DOWNLOAD, "-d", wheels, *PACKAGES],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-        podman_kit.podman(
-            *("build", "--format", "docker", "--network", "none", "-f", str(CONTAINERFILE), "-t", name),
-            *("--build-arg", f"BASE={base}"),
-            *("--build-arg", f"MPI4PY_VERSION={MPI4PY_VERSION}", "--build-arg", f"MPICH_VERSION={MPICH_VERSION}"),
-            *("-v", f"{wheels}:/wheels:ro"),
-            str(Path(CONTAINERFILE).parent),
-            timeout=1200,
-        )
+    podman_kit.build_with_wheels(
+        name,
+        CONTAINERFILE,
+        [*DOWNLOAD, *PACKAGES],
+        {"BASE": base, "MPI4PY_VERSION": MPI4PY_VERSION, "MPICH_VERSION": MPICH_VERSION},
+    )
     return name

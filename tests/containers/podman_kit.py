@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from hyperjob.services.node_agent.containerpods import LABEL_AGENT
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CONTAINERS_CONF = HERE / "containers.conf"
@@ -64,6 +66,35 @@ def podman(
     if not quiet and done.returncode != 0:
         print(f"podman {' '.join(args)}: {done.returncode} {done.stderr.strip()}", file=sys.stderr)
     return done
+
+
+def build_with_wheels(name: str, containerfile: Path, download: Sequence[str], build_args: dict[str, str]) -> None:
+    """Build ``name`` from ``containerfile`` with no network: the wheels it installs are fetched by
+    the host's pip first (``pip download`` with ``download`` as its arguments) into a directory
+    the build sees read-only at ``/wheels``."""
+    with tempfile.TemporaryDirectory(prefix="hyperjob-wheels-", dir="/var/tmp") as wheels:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "-d", wheels, *download],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+        podman(
+            *("build", "--format", "docker", "--network", "none", "-f", str(containerfile), "-t", name),
+            *(arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")),
+            *("-v", f"{wheels}:/wheels:ro"),
+            str(containerfile.parent),
+            timeout=1200,
+        )
+
+
+def containers_of_clusters(clusters: Sequence[str]) -> list[str]:
+    """The containers the node-agents of ``clusters`` (as ``hyperjob up`` names them) have, ended or not."""
+    names = []
+    for cluster in clusters:
+        listed = podman("ps", "--all", "--filter", f"label={LABEL_AGENT}=node-agent-{cluster}", "--format", "json")
+        names += [c["Names"][0] for c in json.loads(listed.stdout or "[]")]
+    return names
 
 
 def image_exists(name: str) -> bool:

@@ -11,7 +11,6 @@ in podman's storage after that."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 import yaml
 
-from hyperjob.services.node_agent.containerpods import LABEL_AGENT
 from tests.containers import ddp_kit, podman_kit, torch_image
 from tests.e2e.conftest import REPO, running_system
 
@@ -68,13 +66,7 @@ def in_containers(manifest: dict[str, Any], image: str) -> dict[str, Any]:
 
 
 def containers_left() -> list[str]:
-    names = []
-    for cluster in CLUSTERS:
-        listed = podman_kit.podman(
-            "ps", "--all", "--filter", f"label={LABEL_AGENT}=node-agent-{cluster}", "--format", "json"
-        )
-        names += [c["Names"][0] for c in json.loads(listed.stdout or "[]")]
-    return names
+    return podman_kit.containers_of_clusters(CLUSTERS)
 
 
 def test_ddp_in_containers_over_two_clusters_trains_one_model_on_every_rank(image: str, tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ cached in podman's storage after that."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,7 +23,6 @@ from typing import Any
 import pytest
 import yaml
 
-from hyperjob.services.node_agent.containerpods import LABEL_AGENT
 from tests.containers import ddp_kit, mpi_image, podman_kit
 from tests.e2e.conftest import REPO, Cli, running_system
 from tests.e2e.test_hpc_frameworks import MPI_EXAMPLE, finished, free_port
@@ -83,13 +81,7 @@ def in_containers(image: str, port: int) -> dict[str, Any]:
 
 
 def containers_left() -> list[str]:
-    names = []
-    for cluster in CLUSTERS:
-        listed = podman_kit.podman(
-            "ps", "--all", "--filter", f"label={LABEL_AGENT}=node-agent-{cluster}", "--format", "json"
-        )
-        names += [c["Names"][0] for c in json.loads(listed.stdout or "[]")]
-    return names
+    return podman_kit.containers_of_clusters(CLUSTERS)
 
 
 def run_to_the_end(cli: Cli, manifest: Path) -> tuple[str, dict[str, Any], str]:

@@ -6,10 +6,6 @@ installs torch from: this machine's disk), so the build reaches no registry."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from tests.containers import podman_kit
 
@@ -29,18 +25,7 @@ def ensure_torch_image() -> str:
     name = tag(base)
     if podman_kit.image_exists(name):
         return name
-    with tempfile.TemporaryDirectory(prefix="hyperjob-torch-wheels-", dir="/var/tmp") as wheels:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "-d", wheels, f"torch=={TORCH_VERSION}"],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-        podman_kit.podman(
-            *("build", "--format", "docker", "--network", "none", "-f", str(CONTAINERFILE), "-t", name),
-            *("--build-arg", f"BASE={base}", "--build-arg", f"TORCH_VERSION={TORCH_VERSION}"),
-            *("-v", f"{wheels}:/wheels:ro"),
-            str(Path(CONTAINERFILE).parent),
-            timeout=1200,
-        )
+    podman_kit.build_with_wheels(
+        name, CONTAINERFILE, [f"torch=={TORCH_VERSION}"], {"BASE": base, "TORCH_VERSION": TORCH_VERSION}
+    )
     return name

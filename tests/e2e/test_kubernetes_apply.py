@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from .conftest import Cli
-from .test_kubernetes_api import Kubectl, deleted_after, home, needs_kubectl, restart_apiserver
+from .test_kubernetes_api import CONCEPTUAL, Kubectl, deleted_after, home, needs_kubectl, restart_apiserver
 
 pytestmark = pytest.mark.e2e
 GV = "scheduling.volcano.sh/v1beta1"
@@ -113,23 +113,7 @@ def test_client_side_apply_moves_to_server_side_apply_and_managers_survive_an_ap
         assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.weight' in refused.stderr
 
 
-CONCEPTUAL_HYPERJOB = """apiVersion: batch.volcano.sh/v1alpha1
-kind: HyperJob
-metadata: {name: kube-ssa-forms}
-spec:
-  template:
-    apiVersion: batch.volcano.sh/v1alpha1
-    kind: Job
-    spec:
-      minAvailable: 2
-      tasks:
-      - name: t
-        replicas: 2
-        template:
-          metadata: {annotations: {hyperjob.io/sim-duration: 1h}}
-          spec:
-            containers: [{name: c, image: busybox, resources: {limits: {cpu: "1"}}}]
-"""
+CONCEPTUAL_HYPERJOB = CONCEPTUAL.replace("name: kube-concept", "name: kube-ssa-forms")
 
 
 @needs_kubectl
