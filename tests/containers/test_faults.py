@@ -1,6 +1,5 @@
 """Outages no loopback test can make, with the whole system in containers
-(``make test-container-faults``; not in CI yet: until control-plane outages are handled, issue 14,
-several fail, and their figures say how).
+(``make test-container-faults``; not in CI: about 30 minutes on 2 cores beside the rest).
 
 Each test submits the README example from the host, injects its fault while the pods run, keeps
 it for ``OUTAGE`` seconds, heals it, and gives the system ``RECOVERY`` seconds to finish and
