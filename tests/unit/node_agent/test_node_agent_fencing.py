@@ -182,8 +182,17 @@ def test_the_job_controller_is_asked_about_the_frozen_pods_once_per_cut_off_once
     assert frozen.unasked() == {}  # still cut off: nobody to ask
     frozen.reached(clock.t)
     assert frozen.unasked() == {"j-w-0": "u0", "j-w-1": "u1"}
-    frozen.asked = True
+    frozen.told()
     assert frozen.unasked() == {}
-    frozen.freeze({"j-w-2": "u2"})  # cut off again: asked again once back
+    frozen.freeze({"j-w-2": "u2"})  # cut off again: told again once back, of this cut-off's pods
     frozen.reached(clock.t + 30.0)
     assert frozen.unasked() == {"j-w-0": "u0", "j-w-1": "u1", "j-w-2": "u2"}
+
+
+def test_a_pod_stopped_before_the_agents_first_beat_back_is_told_as_frozen_too() -> None:
+    """Back on the bus, the agent may read its job-controller's stops before a beat goes through:
+    the freeze is still told (when those pods stopped making progress)."""
+    clock, _, frozen = frozen_at_the_lease(LEASE + 1.0)
+    assert frozen.release("j-w-0") and frozen.release("j-w-1") and not frozen.pods
+    frozen.reached(clock.t)
+    assert frozen.unasked() == {"j-w-0": "u0", "j-w-1": "u1"}

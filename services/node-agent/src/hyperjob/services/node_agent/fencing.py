@@ -117,6 +117,10 @@ class Frozen:
         self.pods: dict[str, str] = {}
         self.back: float | None = None
         self.asked = False  # whether the job-controller was asked about them since the freeze
+        # Every pod frozen in this cut-off, resumed or stopped since or not: what the agent tells
+        # once back (a stop read before its first beat leaves the freeze itself unsaid otherwise).
+        self.cut: dict[str, str] = {}
+        self.returned = False  # a beat went through since the freeze
 
     def holds(self, pod: str, uid: str) -> bool:
         return self.pods.get(pod) == uid
@@ -125,18 +129,26 @@ class Frozen:
         """A cut-off reached the lease: ``pods`` stand still too, and the wait starts when the bus
         is back (a new cut-off restarts it: the fleet had no word from us again)."""
         self.pods.update(pods)
+        self.cut.update(self.pods)  # those still frozen from an earlier cut-off are told again
         self.back = None
         self.asked = False
+        self.returned = False
 
     def reached(self, sent_at: float) -> None:
         """A beat sent at ``sent_at`` was acknowledged: the first after a freeze starts the wait."""
         if self.pods and self.back is None:
             self.back = sent_at
+        self.returned = bool(self.cut)
 
     def unasked(self) -> dict[str, str]:
-        """The frozen pods to ask the job-controller about (``PodsFrozen``): once per cut-off, as
-        soon as the agent is back on the bus; none before or after."""
-        return dict(self.pods) if self.back is not None and not self.asked else {}
+        """The pods frozen in this cut-off to tell the job-controller of (``PodsFrozen``: it
+        confirms those still frozen and its own): once per cut-off, as soon as the agent is back
+        on the bus; none before or after. A pod stopped meanwhile is told too: when it froze is
+        when it stopped making progress."""
+        return dict(self.cut) if self.returned and not self.asked else {}
+
+    def told(self) -> None:
+        self.asked, self.cut = True, {}
 
     def confirm(self, pod: str, uid: str) -> bool:
         """The job-controller started ``pod``'s incarnation ``uid`` again: resume it (True) if frozen."""

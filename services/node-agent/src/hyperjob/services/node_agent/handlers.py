@@ -95,6 +95,7 @@ class NodeAgent:
         self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
         self.frozen = fencing.Frozen(settings.fleet_lease)  # standing still, waiting for the fleet's word
         self.frozen_at = 0.0  # when the last freeze was (wall clock), as the agent tells its job-controller
+        self.frozen_where: dict[str, tuple[str, str]] = {}  # pod -> (job, node) of what froze, until told
         self.self_fence = settings.self_fence
         # Where this agent's nodes are reached (one host); pods waiting for their peers' addresses.
         self.address = settings.node_address or host_address()
@@ -274,6 +275,7 @@ class NodeAgent:
             return
         self.frozen.freeze(victims)
         self.frozen_at = self.rt.now()
+        self.frozen_where.update({name: (row.job, row.node) for name, row in self.pods.rows.items() if name in victims})
         self.rt.log.warning("pods_frozen", cluster=self.cluster, agent=self.agent, pods=sorted(victims))
         runner = self.runner
         if runner is None:
@@ -305,9 +307,9 @@ class NodeAgent:
         """Back on the bus: ask the job-controller which frozen pods are still the cluster's to run
         (``events.PodsFrozen``; it confirms those with a ``StartPods``, resume only)."""
         pods = [
-            events.FrozenPod(pod=name, uid=uid, job=row.job, node=row.node)
+            events.FrozenPod(pod=name, uid=uid, job=where[0], node=where[1])
             for name, uid in sorted(frozen.items())
-            if (row := self.pods.rows.get(name)) is not None
+            if (where := self.frozen_where.get(name)) is not None
         ]
         ask = events.PodsFrozen(
             **self.rt.envelope(f"{self.cluster}/{self.agent}", f"frozen/{self.frozen.back!r}"),
@@ -317,7 +319,8 @@ class NodeAgent:
             frozen_at=self.frozen_at,
         )
         await self.rt.bus.publish(subjects.pods_frozen(self.cluster), events.encode(ask), msg_id=ask.event_id)
-        self.frozen.asked = True
+        self.frozen.told()
+        self.frozen_where = {name: where for name, where in self.frozen_where.items() if name in self.frozen.pods}
         self.rt.log.info("frozen_pods_asked_about", cluster=self.cluster, agent=self.agent, pods=len(pods))
 
     async def _resume(self, pods: list[str]) -> None:
