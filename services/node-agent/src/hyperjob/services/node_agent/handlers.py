@@ -312,7 +312,7 @@ class NodeAgent:
             if (where := self.frozen_where.get(name)) is not None
         ]
         ask = events.PodsFrozen(
-            **self.rt.envelope(f"{self.cluster}/{self.agent}", f"frozen/{self.frozen.back!r}"),
+            **self.rt.envelope(f"{self.cluster}/{self.agent}", f"frozen/{self.frozen_at!r}"),  # one per freeze
             cluster=self.cluster,
             agent=self.agent,
             pods=pods,
