@@ -5,7 +5,6 @@ come from the host's pip (``pip download``), so the build reaches no registry.""
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from tests.containers import podman_kit
@@ -30,23 +29,12 @@ DOWNLOAD = ("--only-binary=:all:", "--python-version", BASE_PYTHON)
 PACKAGES = (f"mpi4py=={MPI4PY_VERSION}", f"mpich=={MPICH_VERSION}")
 
 
-def tag(base: str) -> str:
-    recipe = f"{base}\n{MPI4PY_VERSION}\n{MPICH_VERSION}\n{CONTAINERFILE.read_text()}"
-    digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
-    return f"localhost/hyperjob-test-mpi:{MPI4PY_VERSION}-{MPICH_VERSION}-{digest}"
-
-
 def ensure_mpi_image() -> str:
-    """The image's name, built unless podman already has it (raises ``PodmanError`` or
-    ``CalledProcessError`` when it cannot be built)."""
-    base = podman_kit.ensure_base_image()
-    name = tag(base)
-    if podman_kit.image_exists(name):
-        return name
-    podman_kit.build_with_wheels(
-        name,
+    """The image's name, built unless podman already has it (``podman_kit.ensure_wheel_image``)."""
+    return podman_kit.ensure_wheel_image(
+        "hyperjob-test-mpi",
+        f"{MPI4PY_VERSION}-{MPICH_VERSION}",
         CONTAINERFILE,
         [*DOWNLOAD, *PACKAGES],
-        {"BASE": base, "MPI4PY_VERSION": MPI4PY_VERSION, "MPICH_VERSION": MPICH_VERSION},
+        {"MPI4PY_VERSION": MPI4PY_VERSION, "MPICH_VERSION": MPICH_VERSION},
     )
-    return name

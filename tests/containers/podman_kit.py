@@ -68,6 +68,22 @@ def podman(
     return done
 
 
+def ensure_wheel_image(
+    repository: str, version: str, containerfile: Path, download: Sequence[str], build_args: dict[str, str]
+) -> str:
+    """``localhost/<repository>:<version>-<digest>``, built on the base image with the wheels
+    ``download`` names (``build_with_wheels``) unless podman already has it; the digest keys the
+    recipe (the base, the build arguments, the Containerfile). Raises ``PodmanError`` or
+    ``CalledProcessError`` when it cannot be built."""
+    base = ensure_base_image()
+    args = {"BASE": base, **build_args}
+    recipe = json.dumps([args, list(download), containerfile.read_text()])
+    name = f"localhost/{repository}:{version}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+    if not image_exists(name):
+        build_with_wheels(name, containerfile, download, args)
+    return name
+
+
 def build_with_wheels(name: str, containerfile: Path, download: Sequence[str], build_args: dict[str, str]) -> None:
     """Build ``name`` from ``containerfile`` with no network: the wheels it installs are fetched by
     the host's pip first (``pip download`` with ``download`` as its arguments) into a directory
