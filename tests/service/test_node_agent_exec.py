@@ -3,11 +3,15 @@ runs its command as a local process with its whole environment and files, its ou
 is reported Running, then Succeeded or Failed with its exit code; a stopped pod's process is killed;
 a failing container restarts in place by its policy; a redelivered start runs one process; an agent
 that restarts reports the pods it can no longer watch Failed (137); an exit is reported even when
-the store was down at the moment it happened; agents of named nodes run only their own pods."""
+the store was down at the moment it happened; agents of named nodes run only their own pods; a
+pod's peers' hostnames resolve to their nodes' addresses, and a peer that already ended is not
+waited for."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -284,3 +288,47 @@ async def test_a_pod_hostname_resolves_to_the_address_of_the_node_its_pod_runs_o
         status = await bus.last(subjects.node_status("c2", "c2-node-0"))
     assert "addr 10.9.0.2 10.9.0.2,127.0.0.1" in log_path(str(tmp_path / "c1"), C, "w-1").read_text()
     assert status is not None and events.decoder(events.NodeStatus).decode(status.data).address == "10.9.0.2"
+
+
+async def test_a_peer_that_ended_before_a_pod_started_is_not_waited_for_but_a_former_jobs_is(
+    bus, store, tmp_path
+) -> None:
+    """m-0 (on c2) runs and ends before w-1 (on c1), whose env names it, is started. For a w-1 of
+    the same job (created before m-0 ended) it is a peer that finished first: w-1 starts at once,
+    not after ``resolve_wait``. For a w-1 of a job created after that end (the same names run
+    again), it is a former job's pod: w-1 waits for the new m-0 and takes its address."""
+    here, there = (
+        settings(tmp_path / "c1", node_address="10.9.0.1", resolve_wait=600.0),
+        settings(tmp_path / "c2", cluster="c2", node_address="10.9.0.2"),
+    )
+    code = "import os; print('addr', os.environ['MASTER_ADDR'], flush=True)"
+    env = {"MASTER_ADDR": "m-0.j"}
+
+    def peer(uid: str, code: str) -> events.StartPods:
+        return msgspec.structs.replace(start("m-0", code, node="c2-node-0", uid=uid), cluster="c2")
+
+    def worker(uid: str, world_since: float) -> events.StartPods:
+        message = start("w-1", code, env=env, uid=uid)
+        pods = [msgspec.structs.replace(p, world_since=world_since) for p in message.pods]
+        return msgspec.structs.replace(message, pods=pods)
+
+    async def blanked() -> bool:
+        last = await bus.last(subjects.pod_address("m-0"))
+        return last is not None and events.decoder(events.PodAddress).decode(last.data).address == ""
+
+    async with (
+        sh.running("node-agent", build, here, bus, store, instance=agent_name(here)),
+        sh.running("node-agent", build, there, bus, store, instance=agent_name(there)),
+    ):
+        created = time.time()
+        await sh.send(bus, subjects.start_pods("c2"), peer("m-0-a", "pass"))
+        await sh.until(blanked, what="m-0 to end and its address to be blanked")
+        await sh.send(bus, subjects.start_pods(C), worker("w-1-a", created))
+        await sh.until(log_says(tmp_path / "c1", "w-1", "addr "), what="w-1 to start without waiting for m-0")
+        assert "addr 127.0.0.1" in log_path(str(tmp_path / "c1"), C, "w-1").read_text()
+
+        await sh.send(bus, subjects.start_pods(C), worker("w-1-b", time.time()))
+        await asyncio.sleep(2)  # w-1-b waits: the blank m-0 is a former job's
+        assert log_path(str(tmp_path / "c1"), C, "w-1").read_text().count("addr ") == 1
+        await sh.send(bus, subjects.start_pods("c2"), peer("m-0-b", "import time; time.sleep(5)"))
+        await sh.until(log_says(tmp_path / "c1", "w-1", "addr 10.9.0.2"), what="w-1 to take the new m-0's address")

@@ -203,6 +203,11 @@ class PodStart(msgspec.Struct, frozen=True, kw_only=True):
     # When a container-mode node pulls ``image``: Always, IfNotPresent or Never ("" from a
     # job-controller that predates it: Kubernetes' default for the image, ``api.pull_policy``).
     image_pull_policy: str = ""
+    # When the pod's job was created (the job-controller's clock): a peer its env names whose
+    # incarnation ended after this was one of its own world (it ran and finished first), so the
+    # pod does not wait for it; one that ended before is a former job's of the same name (0: none
+    # is taken for its own, as from a job-controller that predates it).
+    world_since: float = 0.0
 
 
 class StartPods(Message, frozen=True, kw_only=True, tag="job.pods.start.v1"):

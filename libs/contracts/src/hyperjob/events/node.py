@@ -44,8 +44,10 @@ class AgentHeartbeat(Message, frozen=True, kw_only=True, tag="node.heartbeat.v2"
 
 class PodAddress(Message, frozen=True, kw_only=True, tag="node.pod.address.v1"):
     """Where a pod incarnation runs: the latest value of ``podaddr.<pod>``, published by the agent
-    that launches it and purged when it ends. An agent whose pod's env names ``<pod>.<child>``
-    resolves that hostname to ``address`` (``node_agent.domain.resolve_hosts``)."""
+    that launches it, blanked (``address`` "") when it ends. An agent whose pod's env names
+    ``<pod>.<child>`` resolves that hostname to ``address`` (``node_agent.domain.resolve_hosts``),
+    and waits for a blank one unless it was blanked after the pod's job was created
+    (``PodStart.world_since``): that peer ran and ended already."""
 
     pod: str
     uid: str

@@ -229,6 +229,7 @@ class JobController:
             grace_period=run.grace_period,
             mounts=run.mounts,
             requests=run.requests,
+            world_since=record.created_at,
         )
 
     def on_evicted(self, msg: events.PodsEvicted) -> Reaction | None:

@@ -392,7 +392,7 @@ class NodeAgent:
                 continue  # fenced between its commit and now: it must not run
             await self._publish_address(start.pod, start.uid, start.node, self.address)
             peers = domain.pod_hosts(start.env)
-            addresses = await self._addresses(peers)
+            addresses = await self._addresses(peers, start.world_since)
             if peers <= addresses.keys():
                 await self._run(runner, start, addresses)
             else:  # a peer not launched yet (another cluster's): wait for it outside the lock
@@ -410,10 +410,10 @@ class NodeAgent:
         """Wait (at most ``resolve_wait``) until every pod ``start`` names is launched somewhere,
         then launch it, unless it was stopped or fenced meanwhile."""
         deadline = time.monotonic() + self.settings.resolve_wait
-        addresses = await self._addresses(peers)
+        addresses = await self._addresses(peers, start.world_since)
         while not peers <= addresses.keys() and time.monotonic() < deadline:
             await asyncio.sleep(RESOLVE_POLL)
-            addresses = await self._addresses(peers)
+            addresses = await self._addresses(peers, start.world_since)
         if not peers <= addresses.keys():
             self.rt.log.warning("pod_hosts_unresolved", pod=start.pod, hosts=sorted(peers - addresses.keys()))
         async with self.rt.lock:
@@ -423,9 +423,11 @@ class NodeAgent:
                 return
             await self._run(runner, start, addresses)
 
-    async def _addresses(self, pods: set[str]) -> dict[str, str]:
+    async def _addresses(self, pods: set[str], world_since: float) -> dict[str, str]:
         """The node address of each of ``pods`` known now: this agent's own, else the latest
-        ``podaddr.<pod>`` of the agent that launched it (any cluster)."""
+        ``podaddr.<pod>`` of the agent that launched it (any cluster). A pod whose incarnation
+        ended after ``world_since`` (a peer that ran and finished before this one started) is
+        known too, as "": there is nothing left to reach, and waiting for it would be in vain."""
         found = {name: self.address for name in pods if name in self.pods.rows}
         for name in sorted(pods - found.keys()):
             try:
@@ -434,8 +436,12 @@ class NodeAgent:
                 self.rt.log.warning("pod_address_unread", pod=name, exc_info=True)
                 continue
             fact = None if delivery is None else _ADDRESS.decode(delivery.data)
-            if isinstance(fact, events.PodAddress) and fact.address:  # "": that incarnation ended
+            if not isinstance(fact, events.PodAddress):
+                continue
+            if fact.address:
                 found[name] = fact.address
+            elif world_since and fact.occurred_at >= world_since:  # ended, in this pod's world
+                found[name] = ""
         return found
 
     async def _publish_address(self, pod: str, uid: str, node: str, address: str) -> None:
