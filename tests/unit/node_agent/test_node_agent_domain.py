@@ -58,6 +58,17 @@ def test_simulated_pods_finish_on_time_and_restart_with_the_same_duration():
     assert [(r.pod, r.phase) for r in domain.advance(pods, now=20.0)] == [("a", "Running"), ("b", "Succeeded")]
 
 
+def test_a_simulated_pod_found_due_late_ended_at_its_due_time_unless_it_stood_still_past_it():
+    """The finish timer fired at 50 (the agent's store was away): the pods ended at 10 and 20, not
+    at 50, which a freeze-aware count of copies relies on; a pod that stood still (frozen, its node
+    down) until 15 ended no earlier than 15."""
+    pods = {"a": pod("a", finishes_at=10.0), "b": pod("b", finishes_at=20.0)}
+    assert [(r.pod, r.at) for r in domain.advance(dict(pods), now=50.0)] == [("a", 10.0), ("b", 20.0)]
+    assert [(r.pod, r.at) for r in domain.advance(dict(pods), now=50.0, still_until=15.0)] == [("a", 15.0), ("b", 20.0)]
+    [report] = domain.exited(pods, "a", "u1", 0, now=12.0)
+    assert report.at == 12.0  # an exit is dated when it happened, however late it is recorded
+
+
 def test_a_repeated_start_of_the_same_incarnation_changes_nothing():
     pods: dict = {}
     assert [r.phase for r in domain.start(pods, pod())] == ["Running"]

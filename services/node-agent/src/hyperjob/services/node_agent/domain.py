@@ -43,6 +43,9 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     exit_code: int | None = None
     restarts: int = 0
     reason: str = ""  # why the container ended (OOMKilled, Error, ...), when known
+    # When it happened, where that is not when it is reported (0): a simulated pod that came due, or
+    # a process that exited, while the agent could not record it (its store away) ended then.
+    at: float = 0.0
 
 
 def start(pods: dict[str, RunningPod], pod: RunningPod) -> list[Report]:
@@ -65,14 +68,17 @@ def failed(pods: dict[str, RunningPod], names: list[str], exit_code: int, reason
     return [_report(pods.pop(name), "Failed", exit_code=exit_code, reason=reason) for name in sorted(names)]
 
 
-def advance(pods: dict[str, RunningPod], now: float) -> list[Report]:
-    """Finish every simulated pod whose time has come, in a stable order."""
+def advance(pods: dict[str, RunningPod], now: float, still_until: float = 0.0) -> list[Report]:
+    """Finish every simulated pod whose time has come, in a stable order, each reported as
+    happening at its due time: a timer that fired late (its store away) does not make it run on.
+    Pods stood still until ``still_until`` (frozen, their node down), so none ended before then."""
     reports = []
     due = {n: p.finishes_at for n, p in pods.items() if p.finishes_at is not None and p.finishes_at <= now}
     for name in sorted(due):
         pod = pods[name]  # each exit changes only its own pod: this is still the one found due
         duration = due[name] - pod.started_at
-        reports += exited(pods, name, pod.uid, pod.exit_code, now, next_duration=duration)
+        ended = exited(pods, name, pod.uid, pod.exit_code, now, next_duration=duration)
+        reports += [msgspec.structs.replace(r, at=max(due[name], still_until)) for r in ended]
     return reports
 
 
@@ -98,9 +104,9 @@ def exited(
     if restarts_in_place(pod.restart_policy, exit_code):
         finishes = now + next_duration if next_duration is not None else None
         pods[name] = msgspec.structs.replace(pod, started_at=now, finishes_at=finishes, restarts=pod.restarts + 1)
-        return [_report(pods[name], "Running", exit_code=exit_code, reason=reason)]
+        return [_report(pods[name], "Running", exit_code=exit_code, reason=reason, at=now)]
     del pods[name]
-    return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code, reason=reason)]
+    return [_report(pod, "Failed" if exit_code != 0 else "Succeeded", exit_code=exit_code, reason=reason, at=now)]
 
 
 def restarts_in_place(restart_policy: str, exit_code: int) -> bool:
@@ -151,7 +157,7 @@ def local_env(env: dict[str, str]) -> dict[str, str]:
     return resolve_hosts(env, {}, "")
 
 
-def _report(pod: RunningPod, phase: str, exit_code: int | None = None, reason: str = "") -> Report:
+def _report(pod: RunningPod, phase: str, exit_code: int | None = None, reason: str = "", at: float = 0.0) -> Report:
     return Report(
         pod=pod.pod,
         uid=pod.uid,
@@ -162,4 +168,5 @@ def _report(pod: RunningPod, phase: str, exit_code: int | None = None, reason: s
         exit_code=exit_code,
         restarts=pod.restarts,
         reason=reason,
+        at=at,
     )

@@ -95,6 +95,9 @@ class NodeAgent:
         self.fencing: dict[str, str] = {}  # pod -> uid: stopped by a fence, not yet recorded Failed
         self.frozen = fencing.Frozen(settings.fleet_lease)  # standing still, waiting for the fleet's word
         self.frozen_at = 0.0  # when the last freeze was (wall clock), as the agent tells its job-controller
+        # When pods last stood still (resumed from a freeze, their node back up): a simulated pod
+        # due before then ends then, not at its due time (``domain.advance``).
+        self.still_until = 0.0
         self.frozen_where: dict[str, tuple[str, str]] = {}  # pod -> (job, node) of what froze, until told
         self.self_fence = settings.self_fence
         # Where this agent's nodes are reached (one host); pods waiting for their peers' addresses.
@@ -233,6 +236,7 @@ class NodeAgent:
         elif msg.kind == "node-up":
             if msg.node in self.down:
                 self.down.delete(msg.node)
+                self.still_until = self.rt.now()
                 self.rearm()  # its pods' clocks run again
         else:
             fault = Fault(kind=msg.kind, node=msg.node, gpu=msg.gpu, xid=msg.xid, device=msg.device, port=msg.port)
@@ -326,6 +330,7 @@ class NodeAgent:
     async def _resume(self, pods: list[str]) -> None:
         """The job-controller confirmed them: frozen pods run on from where they stood."""
         self.rt.log.info("pods_resumed", cluster=self.cluster, agent=self.agent, pods=pods)
+        self.still_until = self.rt.now()
         if self.runner is not None:
             await asyncio.gather(*(self.runner.thaw(name) for name in pods))
 
@@ -503,7 +508,7 @@ class NodeAgent:
         pods = self._pods()
         live = {name: pod for name, pod in pods.items() if self._reachable(pod)}
         reachable = set(live)
-        reports = domain.advance(live, self.rt.now())  # takes finished pods out of ``live``
+        reports = domain.advance(live, self.rt.now(), self.still_until)  # takes finished pods out of ``live``
         if not reports:
             self._arm(pods)
             return
@@ -517,7 +522,7 @@ class NodeAgent:
     async def on_exit(self, pod: str, uid: str, exit_code: int, reason: str = "") -> None:
         """A pod's container (a process, an OCI container) ended by itself: report it, and restart
         it in place if its policy says so."""
-        report = None
+        report, exited_at = None, self.rt.now()  # when it ended, however long recording it takes
         if self.fencing.get(pod) == uid:
             return  # stopped by a fence, which records it
         for attempt in itertools.count():
@@ -526,7 +531,7 @@ class NodeAgent:
                 async with self.rt.lock:
                     await self.rt.ensure_fresh()
                     pods = self._pods()
-                    reports = domain.exited(pods, pod, uid, exit_code, self.rt.now(), reason=reason)
+                    reports = domain.exited(pods, pod, uid, exit_code, exited_at, reason=reason)
                     if not reports:
                         return  # that incarnation is no longer here
                     report = reports[0]
@@ -630,7 +635,7 @@ class NodeAgent:
                             exit_code=r.exit_code,
                             restarts=r.restarts,
                             reason=r.reason,
-                            at=now,
+                            at=r.at or now,
                         )
                         for r in reports
                     ],
