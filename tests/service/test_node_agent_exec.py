@@ -332,3 +332,40 @@ async def test_a_peer_that_ended_before_a_pod_started_is_not_waited_for_but_a_fo
         assert log_path(str(tmp_path / "c1"), C, "w-1").read_text().count("addr ") == 1
         await sh.send(bus, subjects.start_pods("c2"), peer("m-0-b", "import time; time.sleep(5)"))
         await sh.until(log_says(tmp_path / "c1", "w-1", "addr 10.9.0.2"), what="w-1 to take the new m-0's address")
+
+
+async def test_a_job_of_many_pods_naming_each_other_looks_each_remote_peer_up_once(bus, store, tmp_path) -> None:
+    """Eight pods of one job on c1 name each other and m-0 on c2: c1's agent finds its own pods in
+    its table and reads m-0's address once for the batch, not once per pod (a world of N pods
+    would cost N² reads)."""
+    here, there = (
+        settings(tmp_path / "c1", node_address="10.9.0.1"),
+        settings(tmp_path / "c2", cluster="c2", node_address="10.9.0.2"),
+    )
+    names = [f"w-{i}" for i in range(8)]
+    env = {"MASTER_ADDR": "m-0.j", "VC_W_HOSTS": ",".join(f"{n}.j" for n in names)}
+    code = "import os, time; print('addr', os.environ['MASTER_ADDR'], os.environ['VC_W_HOSTS'], flush=True)"
+    code += "; time.sleep(10)"  # none ends during the test (an end reads its own address to blank it)
+    async with (
+        sh.running("node-agent", build, here, bus, store, instance=agent_name(here)) as (runtime, _),
+        sh.running("node-agent", build, there, bus, store, instance=agent_name(there)),
+    ):
+        master = start("m-0", "import time; time.sleep(10)", node="c2-node-0")
+        await sh.send(bus, subjects.start_pods("c2"), msgspec.structs.replace(master, cluster="c2"))
+        await sh.until(lambda: bus.last(subjects.pod_address("m-0")), what="m-0's address")
+        looked_up: list[str] = []
+        last = runtime.bus.last
+
+        async def counted(subject: str) -> Any:
+            looked_up.append(subject)
+            return await last(subject)
+
+        runtime.bus.last = counted
+        workers = start("w-0", code, env=env)
+        pods = [msgspec.structs.replace(workers.pods[0], pod=n, uid=f"{n}-uid") for n in names]
+        await sh.send(bus, subjects.start_pods(C), msgspec.structs.replace(workers, pods=pods))
+        for name in names:
+            await sh.until(log_says(tmp_path / "c1", name, "addr "), what=f"{name} to start")
+    assert [s for s in looked_up if s.startswith("podaddr.")] == [subjects.pod_address("m-0")]
+    expected = "addr 10.9.0.2 " + ",".join(["127.0.0.1"] * 8)
+    assert all(expected in log_path(str(tmp_path / "c1"), C, n).read_text() for n in names)

@@ -390,18 +390,31 @@ class NodeAgent:
         return reaction
 
     async def _launch(self, runner: PodRunner, launch: list[tuple[events.PodStart, domain.RunningPod | None]]) -> None:
+        starts = []
         for start, previous in launch:
             if previous is not None:  # a new incarnation replaces the old one's process
                 await runner.kill(start.pod)
             if self.fencing.get(start.pod) == start.uid:
                 continue  # fenced between its commit and now: it must not run
             await self._publish_address(start.pod, start.uid, start.node, self.address)
+            starts.append(start)
+        known = await self._peer_addresses(starts)
+        for start in starts:
             peers = domain.pod_hosts(start.env)
-            addresses = await self._addresses(peers, start.world_since)
+            addresses = {name: address for name, address in known[start.world_since].items() if name in peers}
             if peers <= addresses.keys():
                 await self._run(runner, start, addresses)
             else:  # a peer not launched yet (another cluster's): wait for it outside the lock
                 self.resolving[start.pod] = asyncio.create_task(self._run_when_resolved(runner, start, peers))
+
+    async def _peer_addresses(self, starts: list[events.PodStart]) -> dict[float, dict[str, str]]:
+        """The addresses of the peers ``starts`` name (by ``world_since``), each looked up once for
+        the batch: the pods of one job name the same peers, and a world of N pods must cost an
+        agent N reads, not one per pod and peer."""
+        wanted: dict[float, set[str]] = {}
+        for start in starts:
+            wanted.setdefault(start.world_since, set()).update(domain.pod_hosts(start.env))
+        return {since: await self._addresses(names, since) for since, names in wanted.items()}
 
     async def _run(self, runner: PodRunner, start: events.PodStart, addresses: dict[str, str]) -> None:
         """Launch the pod with the hostnames of its env resolved (``domain.resolve_hosts``)."""
