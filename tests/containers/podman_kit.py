@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -105,12 +106,15 @@ def build_with_wheels(name: str, containerfile: Path, download: Sequence[str], b
 
 
 def containers_of_clusters(clusters: Sequence[str]) -> list[str]:
-    """The containers the node-agents of ``clusters`` (as ``hyperjob up`` names them) have, ended or not."""
-    names = []
-    for cluster in clusters:
-        listed = podman("ps", "--all", "--filter", f"label={LABEL_AGENT}=node-agent-{cluster}", "--format", "json")
-        names += [c["Names"][0] for c in json.loads(listed.stdout or "[]")]
-    return names
+    """The containers the node-agents of ``clusters`` have, ended or not: the agent ``hyperjob up``
+    runs for a cluster (``node-agent-<cluster>``) and those of named nodes (``-<digest>`` after it)."""
+    listed = podman("ps", "--all", "--format", "json")
+    agents = {c: re.compile(rf"^node-agent-{re.escape(c)}(-[0-9a-f]{{10}})?$") for c in clusters}
+    return [
+        c["Names"][0]
+        for c in json.loads(listed.stdout or "[]")
+        if any(agent.match((c.get("Labels") or {}).get(LABEL_AGENT, "")) for agent in agents.values())
+    ]
 
 
 def image_exists(name: str) -> bool:

@@ -34,12 +34,17 @@ pytestmark = [
 CLUSTERS = (f"hj27d{os.getpid()}-a", f"hj27d{os.getpid()}-b")
 
 
-@pytest.fixture(scope="module")
-def image() -> str:
+def torch_image_or_skip() -> str:
+    """The torch image (built where absent), or the test skipped saying why there is none."""
     try:
         return torch_image.ensure_torch_image()
     except subprocess.CalledProcessError as error:  # the host's pip has no torch to give
         pytest.skip(f"no torch image: pip download torch=={torch_image.TORCH_VERSION} failed: {error.stderr!r}")
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return torch_image_or_skip()
 
 
 def up_config() -> dict[str, Any]:
@@ -49,8 +54,8 @@ def up_config() -> dict[str, Any]:
     return config
 
 
-def in_containers(manifest: dict[str, Any], image: str) -> dict[str, Any]:
-    """The example with the torch image, the script mounted read-only, split over this run's clusters."""
+def in_containers(manifest: dict[str, Any], image: str, clusters: tuple[str, str] = CLUSTERS) -> dict[str, Any]:
+    """The example with the torch image, the script mounted read-only, split over ``clusters``."""
     job = manifest["spec"]["template"]["spec"]
     pod = job["tasks"][0]["template"]["spec"]
     [container] = pod["containers"]
@@ -60,7 +65,7 @@ def in_containers(manifest: dict[str, Any], image: str) -> dict[str, Any]:
         "volumeMounts": [{"name": "ddp", "mountPath": "/ddp", "readOnly": True}],
     }
     pod["volumes"] = [{"name": "ddp", "hostPath": {"path": str(REPO / "examples" / "exec")}}]
-    for split, name in zip(manifest["spec"]["splitPolicy"]["clusters"], CLUSTERS, strict=True):
+    for split, name in zip(manifest["spec"]["splitPolicy"]["clusters"], clusters, strict=True):
         split["name"] = name
     return manifest
 
