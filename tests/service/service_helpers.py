@@ -52,6 +52,7 @@ from hyperjob.services.splitter import app as sp_app
 from hyperjob.services.splitter import config as sp_config
 from hyperjob.services.status_aggregator import app as sa_app
 from hyperjob.services.status_aggregator import config as sa_config
+from hyperjob.store import StoreUnavailableError
 
 T = TypeVar("T")
 M = TypeVar("M", bound=events.Message)
@@ -497,3 +498,25 @@ class Fleet:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self._stack.__aexit__(*exc)
+
+
+class StoreDownForAWhile:
+    """The real store, except that ``commit`` fails while ``down`` is set (Redis unreachable): back
+    by itself after ``refusals`` refused commits, or when the test clears ``down``."""
+
+    def __init__(self, inner: Any, refusals: int | None = None) -> None:
+        self.inner = inner
+        self.down = False
+        self.refused = 0
+        self.refusals = refusals
+
+    async def commit(self, commit: Any) -> Any:
+        if self.down:
+            self.refused += 1
+            if self.refusals is not None and self.refused >= self.refusals:
+                self.down = False
+            raise StoreUnavailableError("injected: store unavailable")
+        return await self.inner.commit(commit)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -8,6 +8,8 @@ has a message whose handling crashed after its commit."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -306,3 +308,44 @@ async def _restarted(probe: sh.Probe, pod: str) -> bool:
 
 async def _absent(store: Any, kind: str, name: str) -> bool:
     return await store.get(kind, name) is None
+
+
+async def test_a_pod_that_came_due_while_the_store_was_away_is_reported_ended_at_its_due_time(
+    bus, store, probe
+) -> None:
+    """A simulated pod comes due while its agent cannot record it (the store away, as in a
+    partition). Once the store is back it is reported Succeeded dated at its due time: it did not
+    run on until then."""
+    flaky = sh.StoreDownForAWhile(store)
+    async with sh.running("node-agent", build, settings(), bus, flaky, instance=AGENT):
+        await send(bus, probe, subjects.start_pods(C), start(duration=1.0))
+        running = await reported(probe, "Running")
+        flaky.down = True
+        await sh.until(lambda: flaky.refused >= 2, what="the agent to fail to record the pod's end")
+        back = time.time()
+        flaky.down = False
+        succeeded = await reported(probe, "Succeeded")
+    assert running.at + 0.9 <= succeeded.at < back
+
+
+async def test_a_stop_that_comes_before_a_due_pods_end_is_recorded_finds_it_ended_at_its_due_time(
+    bus, store, probe
+) -> None:
+    """The stop of a pod that came due before the agent recorded its end (the finish timer held
+    back here, as a store that was away holds it back): the pod ended by itself at its due time,
+    and is reported so, then Deleted for the stop; not Deleted alone, as if it ran until the stop."""
+    async with sh.running("node-agent", build, settings(), bus, store, instance=AGENT) as (_, agent):
+
+        async def held_back() -> None:
+            pass
+
+        agent.finish_due = held_back
+        await send(bus, probe, subjects.start_pods(C), start(duration=0.5))
+        running = await reported(probe, "Running")
+        await asyncio.sleep(1.0)
+        stopped = time.time()
+        await send(bus, probe, subjects.stop_pods(C), stop())
+        deleted = await reported(probe, "Deleted")
+    [succeeded] = await _reports_in(probe, "j1-worker-0", "Succeeded")
+    assert await phases(probe) == ["Running", "Succeeded", "Deleted"]
+    assert running.at + 0.4 <= succeeded.at < stopped <= deleted.at

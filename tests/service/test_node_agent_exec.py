@@ -25,7 +25,6 @@ from hyperjob.services.node_agent.app import agent_name, build
 from hyperjob.services.node_agent.config import Settings
 from hyperjob.services.node_agent.execpods import log_path
 from hyperjob.services.node_agent.handlers import NodeAgent
-from hyperjob.store import StoreUnavailableError
 from tests.service import service_helpers as sh
 
 pytestmark = pytest.mark.service
@@ -199,29 +198,9 @@ async def test_an_agent_that_restarts_reports_the_pods_it_lost_failed(bus, store
     assert await store.list(f"agentpod@{agent_name(s)}") == {}
 
 
-class DownForAWhile:
-    """The real store, except that ``commit`` fails while ``down`` is set (Redis unreachable)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.down = False
-        self.refused = 0
-
-    async def commit(self, commit: Any) -> Any:
-        if self.down:
-            self.refused += 1
-            if self.refused >= 2:
-                self.down = False  # back after two refusals
-            raise StoreUnavailableError("injected: store unavailable")
-        return await self.inner.commit(commit)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 async def test_an_exit_while_the_store_is_down_is_reported_once_it_is_back(bus, store, probe, tmp_path) -> None:
     s = settings(tmp_path)
-    flaky = DownForAWhile(store)
+    flaky = sh.StoreDownForAWhile(store, refusals=2)
     release = tmp_path / "go"
     code = (
         f"import pathlib, sys, time\nwhile not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nsys.exit(4)"

@@ -494,7 +494,8 @@ class NodeAgent:
         mine = [p for p in msg.pods if p.node in self.specs or p.pod in self.pods]
         if not mine:
             return None
-        pods, reports = self._pods(), []
+        pods = self._pods()
+        reports = self._ended_before(pods, {stop.pod for stop in mine})
         for stop in mine:
             current = pods.get(stop.pod)
             if current is None and stop.node in self.specs:
@@ -514,6 +515,27 @@ class NodeAgent:
                 self.starts.pop(stop.pod, None)
             reports += domain.stop(pods, stop.pod)
         return self._reaction(msg, reports, pods)
+
+    def _ended_before(self, pods: dict[str, domain.RunningPod], names: set[str]) -> list[domain.Report]:
+        """Those of ``names`` that are simulated pods past their due time: they ended by themselves
+        then, before whatever comes now, though the agent has not recorded it yet (its store was
+        away when they came due). Finished in ``pods`` and reported so, dated at their due time."""
+        now = self.rt.now()
+        due = {
+            name: pod
+            for name in names
+            if (pod := pods.get(name)) is not None
+            and pod.finishes_at is not None
+            and pod.finishes_at < now
+            and self._reachable(pod)
+        }
+        reports = domain.advance(due, now, self.still_until)  # takes finished pods out of ``due``
+        for report in reports:
+            if report.pod in due:
+                pods[report.pod] = due[report.pod]  # restarted in place
+            else:
+                pods.pop(report.pod, None)
+        return reports
 
     async def finish_due(self) -> None:
         """Timer: every simulated pod whose time has come finishes (or restarts in place)."""
