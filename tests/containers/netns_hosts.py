@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ETC_NETNS = Path("/etc/netns")  # per-namespace files that ``ip netns exec`` mounts over /etc's
+ETC_NETNS = Path("/etc/netns")  # per-namespace files over /etc's, as ``ip netns exec`` has them
 
 
 @dataclass
@@ -43,9 +43,19 @@ class Host:
         ip("link", "set", self.link, "up" if up else "down")
 
     def spawn(self, argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-        """Run ``argv`` inside this host (its output in ``log``); stopped when the hosts go."""
+        """Run ``argv`` inside this host (its output in ``log``); stopped when the hosts go.
+
+        Its network and its ``/etc/hosts`` are the host's own, as ``ip netns exec`` would make
+        them, but not its ``/sys``: ``ip netns exec`` mounts the namespace's sysfs there, without
+        the cgroup filesystems, and a container-mode agent's podman could then create no container
+        ("no cgroup mount found")."""
+        hosts = ETC_NETNS / self.netns / "hosts"  # a routed host's (``_route``)
+        command = ["nsenter", f"--net=/run/netns/{self.netns}", "--"]
+        if hosts.exists():
+            command += ["unshare", "--mount", "--", "sh", "-c", f'mount --bind {hosts} /etc/hosts && exec "$@"', "sh"]
+        command += argv
         with open(log, "wb") as out:
-            proc = subprocess.Popen(["ip", "netns", "exec", self.netns, *argv], env=env, stdout=out, stderr=out)
+            proc = subprocess.Popen(command, env=env, stdout=out, stderr=out)
         self.processes.append(proc)
         return proc
 
