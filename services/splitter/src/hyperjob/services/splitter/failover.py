@@ -99,7 +99,7 @@ class Replanning:
         """Whether a HyperJob this round would fail over has a child on a cluster not ``alive``."""
         # Plain loops, not nested generators: this runs every second over every HyperJob ever seen.
         for doc in self.state.hyperjobs.values():
-            if not doc.admitted or doc.deleting or doc.lifecycle != "Active" or doc.manifest.get("kind") == "PodGroup":
+            if doc.lifecycle != "Active" or not doc.admitted or doc.deleting or doc.manifest.get("kind") == "PodGroup":
                 continue
             for ref in doc.children:
                 if ref.cluster not in alive:
