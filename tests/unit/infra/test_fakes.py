@@ -70,6 +70,16 @@ async def test_bus_faults_fail_publishes_then_recover() -> None:
     await bus.close()
 
 
+async def test_a_subject_goes_to_the_stream_declared_for_it_last() -> None:
+    # The bus keeps each subject's stream (the simulator publishes the same subjects over and over):
+    # declaring streams again must not leave a subject on the stream that no longer takes it.
+    bus = InMemoryBus(TEST_STREAMS)
+    assert (await bus.publish("in.x", b"", msg_id="1")).stream == "IN"
+    bus.declare([StreamSpec(name="IN", subjects=["in.y"]), StreamSpec(name="WIDE", subjects=["in.>"])])
+    assert (await bus.publish("in.x", b"", msg_id="2")).stream == "WIDE"
+    await bus.close()
+
+
 async def test_redelivered_event_has_one_effect_even_when_the_first_publish_failed() -> None:
     bus, store = InMemoryBus([*STREAMS, *TEST_STREAMS]), InMemoryStore()
     runtime, counter = await running(bus, store)

@@ -68,6 +68,7 @@ class Engine:
         # scans these, not every consumer of the fleet.
         self._candidates: set[Member] = set()
         self._by_stream: dict[str, list[Member]] = {}
+        self._rank: dict[Member, int] = {}  # a member's place in ``bus.members`` (its tie-break)
         self.plans = {p.name: p for p in plan_instances(scenario)}
         self.runtimes: dict[str, Runtime] = {}
         self.owner: dict[int, str] = {}  # id(member) -> instance
@@ -218,14 +219,13 @@ class Engine:
                 self._candidates.update(self.bus.members)  # a duplicate may have made any one ready
 
     def _pick(self) -> Member | None:
-        members = self.bus.members
         ready = []
         for member in list(self._candidates):
             seq = member.next_ready()
             if seq is None:
                 self._candidates.discard(member)
             else:
-                ready.append((seq, members.index(member), member))
+                ready.append((seq, self._rank_of(member), member))
         if not ready:
             return None
         ready.sort(key=lambda r: r[1])
@@ -236,7 +236,17 @@ class Engine:
     def _published(self, stream: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
         self._candidates.update(self._by_stream.get(stream, ()))
 
+    def _rank_of(self, member: Member) -> int:
+        """``bus.members.index(member)``, without a scan of the fleet's members at every step (members
+        are only ever appended, save on a restart, which calls ``_members_changed``)."""
+        rank = self._rank.get(member)
+        if rank is None:
+            self._rank = {m: i for i, m in enumerate(self.bus.members)}
+            rank = self._rank[member]
+        return rank
+
     def _members_changed(self) -> None:
+        self._rank = {m: i for i, m in enumerate(self.bus.members)}
         self._by_stream = {}
         for member in self.bus.members:
             self._by_stream.setdefault(member.stream, []).append(member)

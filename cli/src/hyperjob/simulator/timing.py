@@ -62,6 +62,7 @@ class Agenda:
         self.paused: set[str] = set()
         self.started: set[str] = set()
         self._stopped: dict[str, Round] = {}  # rounds of stopped instances, by name: a successor keeps their pace
+        self._grid_asked: tuple[float, bool] = (math.nan, False)  # (instant, on the grid): see _on_grid
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -136,10 +137,23 @@ class Agenda:
 
     def due_round(self, now: float) -> Round | None:
         """The round of lowest rank due at ``now`` that has not run at ``now`` (only on the grid)."""
-        if abs(grid(now, self.period) - now) > 1e-9:
+        if not self._on_grid(now):
             return None
-        due = [r for r in self.rounds.values() if r.due <= now + 1e-9 and r.ran_at != now and self._active(r.instance)]
-        return min(due, key=lambda r: (r.rank, r.seq)) if due else None
+        # One pass, no list: the engine asks after every round it runs (tens of times an instant).
+        # The first of the lowest (rank, seq), as ``min`` would pick; seq is unique anyway.
+        best: Round | None = None
+        limit, started, paused = now + 1e-9, self.started, self.paused
+        for r in self.rounds.values():
+            if r.due <= limit and r.ran_at != now and r.instance in started and r.instance not in paused:
+                if best is None or (r.rank, r.seq) < (best.rank, best.seq):
+                    best = r
+        return best
+
+    def _on_grid(self, now: float) -> bool:
+        """Whether ``now`` is a schedule instant (the last answer kept: asked again and again at one instant)."""
+        if self._grid_asked[0] != now:
+            self._grid_asked = (now, abs(grid(now, self.period) - now) <= 1e-9)
+        return self._grid_asked[1]
 
     def ran(self, r: Round, now: float) -> None:
         r.ran_at = now

@@ -142,6 +142,10 @@ class NodeTable:
     def holds(self, row: int, devices: tuple[int, ...], number: int, cores: float) -> bool:
         """Are ``devices`` ``number`` distinct devices of ``row`` that each have ``cores`` free."""
         free = self.device_free[row]
+        if number == 1 == len(devices):
+            # The common case (one whole GPU, asked again by every session for every running pod),
+            # the same test without the set and the generator.
+            return 0 <= devices[0] < len(free) and bool(free[devices[0]] >= cores - 1e-9)
         return len(devices) == number == len(set(devices)) and all(
             0 <= d < len(free) and free[d] >= cores - 1e-9 for d in devices
         )

@@ -407,6 +407,7 @@ class InMemoryBus:
         self._ack_wait = ack_wait
         self._streams: dict[str, _Stream] = {}
         self._consumers: dict[tuple[str, str], _Consumer] = {}
+        self._stream_of: dict[str, _Stream] = {}  # subject -> its stream, until streams are declared again
         self.members: list[Member] = []
         self._closed = False
         self._faults: dict[str, int] = {}
@@ -435,6 +436,7 @@ class InMemoryBus:
     def declare(self, streams: Iterable[StreamSpec | StreamDecl]) -> None:
         """Create or replace streams (a replaced spec keeps the stored messages)."""
         specs = [as_stream_spec(s) for s in streams]
+        self._stream_of = {}
         if find_stream([*(st.spec for st in self._streams.values()), *specs], ["dlq.x"]) is None:
             specs.append(DLQ_STREAM)
         for spec in specs:
@@ -450,10 +452,15 @@ class InMemoryBus:
     def _stream_for(self, subjects: Sequence[str], stream: str | None) -> _Stream:
         if stream is not None:
             return self._streams[stream]
+        if len(subjects) == 1 and (known := self._stream_of.get(subjects[0])) is not None:
+            return known  # the same few subjects are published over and over
         spec = find_stream((s.spec for s in self._streams.values()), subjects)
         if spec is None:
             raise NoStreamError(", ".join(subjects))
-        return self._streams[spec.name]
+        found = self._streams[spec.name]
+        if len(subjects) == 1:
+            self._stream_of[subjects[0]] = found
+        return found
 
     # -- publish ----------------------------------------------------------------------------
 

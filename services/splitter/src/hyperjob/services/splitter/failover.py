@@ -97,14 +97,14 @@ class Replanning:
 
     def _any_on_lost(self, alive: set[str]) -> bool:
         """Whether a HyperJob this round would fail over has a child on a cluster not ``alive``."""
-        return any(
-            doc.admitted
-            and not doc.deleting
-            and doc.lifecycle == "Active"
-            and doc.manifest.get("kind") != "PodGroup"
-            and any(ref.cluster not in alive for ref in doc.children)
-            for doc in self.state.hyperjobs.values()
-        )
+        # Plain loops, not nested generators: this runs every second over every HyperJob ever seen.
+        for doc in self.state.hyperjobs.values():
+            if doc.lifecycle != "Active" or not doc.admitted or doc.deleting or doc.manifest.get("kind") == "PodGroup":
+                continue
+            for ref in doc.children:
+                if ref.cluster not in alive:
+                    return True
+        return False
 
     def _gate(self, lost: set[str]) -> str:
         """Why failovers are paused this round ("" when they are not), logged as it changes."""
