@@ -87,3 +87,19 @@ def assert_one_model_trained(
     # DDP kept the replicas in step: the same weights, bit for bit, on every rank.
     assert len({line["digest"] for line in lines.values()}) == 1, lines
     assert {line["verdict"] for line in lines.values()} == {"identical on every rank"}
+
+
+def in_containers(manifest: dict[str, Any], image: str, clusters: tuple[str, str]) -> dict[str, Any]:
+    """The example with the torch image, the script mounted read-only, split over ``clusters``."""
+    job = manifest["spec"]["template"]["spec"]
+    pod = job["tasks"][0]["template"]["spec"]
+    [container] = pod["containers"]
+    container |= {
+        "image": image,
+        "command": ["python3", "/ddp/ddp_train.py"],
+        "volumeMounts": [{"name": "ddp", "mountPath": "/ddp", "readOnly": True}],
+    }
+    pod["volumes"] = [{"name": "ddp", "hostPath": {"path": str(REPO / "examples" / "exec")}}]
+    for split, name in zip(manifest["spec"]["splitPolicy"]["clusters"], clusters, strict=True):
+        split["name"] = name
+    return manifest

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from tests.containers import ddp_kit, podman_kit, torch_image
-from tests.e2e.conftest import REPO, running_system
+from tests.e2e.conftest import running_system
 
 pytestmark = [
     pytest.mark.containers,
@@ -34,17 +33,9 @@ pytestmark = [
 CLUSTERS = (f"hj27d{os.getpid()}-a", f"hj27d{os.getpid()}-b")
 
 
-def torch_image_or_skip() -> str:
-    """The torch image (built where absent), or the test skipped saying why there is none."""
-    try:
-        return torch_image.ensure_torch_image()
-    except subprocess.CalledProcessError as error:  # the host's pip has no torch to give
-        pytest.skip(f"no torch image: pip download torch=={torch_image.TORCH_VERSION} failed: {error.stderr!r}")
-
-
 @pytest.fixture(scope="module")
 def image() -> str:
-    return torch_image_or_skip()
+    return torch_image.ensure_or_skip()
 
 
 def up_config() -> dict[str, Any]:
@@ -52,22 +43,6 @@ def up_config() -> dict[str, Any]:
     for cluster, name in zip(config["clusters"], CLUSTERS, strict=True):
         cluster |= {"name": name, "mode": "container"}
     return config
-
-
-def in_containers(manifest: dict[str, Any], image: str, clusters: tuple[str, str] = CLUSTERS) -> dict[str, Any]:
-    """The example with the torch image, the script mounted read-only, split over ``clusters``."""
-    job = manifest["spec"]["template"]["spec"]
-    pod = job["tasks"][0]["template"]["spec"]
-    [container] = pod["containers"]
-    container |= {
-        "image": image,
-        "command": ["python3", "/ddp/ddp_train.py"],
-        "volumeMounts": [{"name": "ddp", "mountPath": "/ddp", "readOnly": True}],
-    }
-    pod["volumes"] = [{"name": "ddp", "hostPath": {"path": str(REPO / "examples" / "exec")}}]
-    for split, name in zip(manifest["spec"]["splitPolicy"]["clusters"], clusters, strict=True):
-        split["name"] = name
-    return manifest
 
 
 def containers_left() -> list[str]:
@@ -81,7 +56,7 @@ def test_ddp_in_containers_over_two_clusters_trains_one_model_on_every_rank(imag
     env = {"CONTAINERS_CONF": str(podman_kit.CONTAINERS_CONF)}  # the agents pass it on to podman
     try:
         with running_system(home, 2, "--config", str(home / "up.yaml"), "--no-dashboard", env=env) as cli:
-            manifest = in_containers(ddp_kit.example(), image)
+            manifest = ddp_kit.in_containers(ddp_kit.example(), image, CLUSTERS)
             hyperjob = ddp_kit.run_to_the_end(cli, ddp_kit.write(manifest, tmp_path))
             lines = ddp_kit.rank_lines(cli)
             cli.wait_for("every container to be removed", lambda: not containers_left(), timeout=60)

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from hyperjob.client import podlogs
-from tests.containers import ddp_kit, netns_hosts, podman_kit, test_ddp_containers
+from tests.containers import ddp_kit, netns_hosts, podman_kit, torch_image
 from tests.containers.netns_hosts import Host
 from tests.containers.test_hosts import servers  # noqa: F401 - the fixture: NATS and Redis on every address
 from tests.e2e.conftest import HYPERJOB, REPO, running_system
@@ -80,10 +80,10 @@ def start_agent(host: Host, cluster: str, ports: tuple[int, int], tmp_path: Path
 
 def on_hosts(manifest: dict[str, Any], runtime: str, image: str, clusters: tuple[str, str]) -> dict[str, Any]:
     """The example as exec mode runs it (its script named absolutely: the agents' working directory
-    is the test's) or in containers (``test_ddp_containers``), each pod first saying the
+    is the test's) or in containers (``ddp_kit.in_containers``), each pod first saying the
     ``MASTER_ADDR`` it was given."""
     if runtime == "podman":
-        manifest = test_ddp_containers.in_containers(manifest, image, clusters)
+        manifest = ddp_kit.in_containers(manifest, image, clusters)
     [container] = manifest["spec"]["template"]["spec"]["tasks"][0]["template"]["spec"]["containers"]
     script = "/ddp/ddp_train.py" if runtime == "podman" else REPO / "examples" / "exec" / "ddp_train.py"
     container["command"] = ["sh", "-c", f'echo "master address $MASTER_ADDR"; exec python3 {script}']
@@ -129,7 +129,7 @@ def test_ddp_over_two_clusters_on_two_hosts_trains_one_model_on_every_rank(
     tmp_path: Path,
 ) -> None:
     clusters = CLUSTERS[runtime]
-    image = test_ddp_containers.torch_image_or_skip() if runtime == "podman" else ""
+    image = torch_image.ensure_or_skip() if runtime == "podman" else ""
     home = tmp_path / "control-plane"
     home.mkdir()
     (home / "up.yaml").write_text(yaml.safe_dump(up_config(clusters)))

@@ -5,6 +5,10 @@ installs torch from: this machine's disk), so the build reaches no registry."""
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+
 from tests.containers import podman_kit
 
 TORCH_VERSION = "2.13.0"
@@ -20,3 +24,11 @@ def ensure_torch_image() -> str:
         [f"torch=={TORCH_VERSION}"],
         {"TORCH_VERSION": TORCH_VERSION},
     )
+
+
+def ensure_or_skip() -> str:
+    """The torch image (built where absent), or the test skipped saying why there is none."""
+    try:
+        return ensure_torch_image()
+    except subprocess.CalledProcessError as error:  # the host's pip has no torch to give
+        pytest.skip(f"no torch image: pip download torch=={TORCH_VERSION} failed: {error.stderr!r}")
